@@ -1,0 +1,314 @@
+//! The call record: what an agent asks a tool to do, and who ordered it.
+//!
+//! One JSON object per line (see CONTRACT.md, "Records"):
+//! `{"agent":"buyer","tool":"send_payment","args":{"to":"acme-travel","amount":750},"source":"user","instruction":"Pay for the trip"}`
+//!
+//! `agent` and `tool` are required non-empty strings, `args` an optional object, `instruction` an
+//! optional string. `source` is read as provenance: anything but `user`, `agent` or
+//! `untrusted-content` (missing, misspelt, not a string) counts as `untrusted-content`, and the
+//! reasons say so. Other keys are kept in the record and ignored by the rules. A call that breaks
+//! these rules is [`Malformed`], which the decision turns into a deny.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::strict_json;
+
+/// A well-formed call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub agent: String,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    pub provenance: Provenance,
+    pub instruction: Option<String>,
+}
+
+/// Who ordered the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    User,
+    Agent,
+    UntrustedContent,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::User => "user",
+            Source::Agent => "agent",
+            Source::UntrustedContent => "untrusted-content",
+        }
+    }
+
+    fn from_str(s: &str) -> Option<Source> {
+        match s {
+            "user" => Some(Source::User),
+            "agent" => Some(Source::Agent),
+            "untrusted-content" => Some(Source::UntrustedContent),
+            _ => None,
+        }
+    }
+}
+
+/// The `source` field as it was found, so that reasons can say why a call counts as untrusted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Provenance {
+    /// One of the three known sources.
+    Stated(Source),
+    /// No `source` key.
+    Missing,
+    /// A `source` that is not one of the three; holds the JSON text as written.
+    Unrecognised(String),
+}
+
+impl Provenance {
+    /// The source the rules act on: unknown or missing provenance is untrusted content.
+    pub fn source(&self) -> Source {
+        match self {
+            Provenance::Stated(source) => *source,
+            Provenance::Missing | Provenance::Unrecognised(_) => Source::UntrustedContent,
+        }
+    }
+
+    pub fn is_trusted(&self) -> bool {
+        self.source() != Source::UntrustedContent
+    }
+}
+
+impl fmt::Display for Provenance {
+    /// How reasons name the provenance: `user`, or `missing (treated as untrusted-content)`.
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Provenance::Stated(source) => f.write_str(source.as_str()),
+            Provenance::Missing => f.write_str("missing (treated as untrusted-content)"),
+            Provenance::Unrecognised(text) => {
+                write!(
+                    f,
+                    "{text}, which is not a known source (treated as untrusted-content)"
+                )
+            }
+        }
+    }
+}
+
+/// Why a line is not a call. Each reason is a sentence for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    pub reasons: Vec<String>,
+}
+
+impl Malformed {
+    pub fn new(reason: impl Into<String>) -> Malformed {
+        Malformed {
+            reasons: vec![reason.into()],
+        }
+    }
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.reasons.join("; "))
+    }
+}
+
+impl Call {
+    /// Reads a call from one line's bytes (without its line ending).
+    ///
+    /// On success also returns the call's JSON text, trimmed of surrounding white space, so the
+    /// verdict can carry the call exactly as it came.
+    pub fn parse_line(line: &[u8]) -> Result<(Call, &str), Malformed> {
+        let text = std::str::from_utf8(line).map_err(|err| {
+            Malformed::new(format!(
+                "the line is not valid UTF-8 (bad byte at offset {})",
+                err.valid_up_to()
+            ))
+        })?;
+        let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        let value = strict_json::parse(text)
+            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
+        Ok((Call::from_value(&value)?, text))
+    }
+
+    /// Reads a call from a parsed JSON value (the gate's input, or a verdict's `call`).
+    pub fn from_value(value: &Value) -> Result<Call, Malformed> {
+        let Value::Object(object) = value else {
+            return Err(Malformed::new(format!(
+                "the call is {}, not a JSON object",
+                strict_json::type_name(value)
+            )));
+        };
+        let mut problems = Vec::new();
+        let agent = required_name(object, "agent", &mut problems);
+        let tool = required_name(object, "tool", &mut problems);
+        let args = match object.get("args") {
+            None => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => {
+                problems.push(format!(
+                    "`args` must be an object, not {}",
+                    strict_json::type_name(other)
+                ));
+                Map::new()
+            }
+        };
+        let instruction = match object.get("instruction") {
+            None => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(other) => {
+                problems.push(format!(
+                    "`instruction` must be a string, not {}",
+                    strict_json::type_name(other)
+                ));
+                None
+            }
+        };
+        let provenance = match object.get("source") {
+            None => Provenance::Missing,
+            Some(Value::String(s)) => match Source::from_str(s) {
+                Some(source) => Provenance::Stated(source),
+                None => Provenance::Unrecognised(Value::String(s.clone()).to_string()),
+            },
+            Some(other) => Provenance::Unrecognised(bounded(other.to_string())),
+        };
+        match (agent, tool) {
+            (Some(agent), Some(tool)) if problems.is_empty() => Ok(Call {
+                agent,
+                tool,
+                args,
+                provenance,
+                instruction,
+            }),
+            _ => Err(Malformed { reasons: problems }),
+        }
+    }
+}
+
+fn required_name(
+    object: &Map<String, Value>,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    match object.get(key) {
+        Some(Value::String(name)) if !name.is_empty() => Some(name.clone()),
+        Some(Value::String(_)) => {
+            problems.push(format!("`{key}` is empty; it must be a non-empty string"));
+            None
+        }
+        Some(other) => {
+            problems.push(format!(
+                "`{key}` must be a non-empty string, not {}",
+                strict_json::type_name(other)
+            ));
+            None
+        }
+        None => {
+            problems.push(format!("the call has no `{key}`"));
+            None
+        }
+    }
+}
+
+/// Keeps agent-written text in reasons short.
+fn bounded(mut text: String) -> String {
+    const MAX: usize = 80;
+    if text.len() > MAX {
+        let mut cut = MAX;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Call, Malformed> {
+        Call::parse_line(line.as_bytes()).map(|(call, _)| call)
+    }
+
+    #[test]
+    fn reads_a_full_call() {
+        let call = parse(r#"{"agent":"buyer","tool":"send_payment","args":{"amount":750},"source":"user","instruction":"Pay","extra":1}"#).unwrap();
+        assert_eq!(call.agent, "buyer");
+        assert_eq!(call.tool, "send_payment");
+        assert_eq!(call.args["amount"], 750);
+        assert_eq!(call.provenance, Provenance::Stated(Source::User));
+        assert_eq!(call.instruction.as_deref(), Some("Pay"));
+    }
+
+    #[test]
+    fn args_default_to_empty_and_source_to_missing() {
+        let call = parse(r#"{"agent":"a","tool":"t"}"#).unwrap();
+        assert!(call.args.is_empty());
+        assert_eq!(call.provenance, Provenance::Missing);
+        assert_eq!(call.provenance.source(), Source::UntrustedContent);
+    }
+
+    #[test]
+    fn unknown_sources_count_as_untrusted() {
+        for source in [
+            r#""User""#,
+            r#""admin""#,
+            "7",
+            "null",
+            "[\"user\"]",
+            r#""user ""#,
+        ] {
+            let call = parse(&format!(r#"{{"agent":"a","tool":"t","source":{source}}}"#)).unwrap();
+            assert!(
+                matches!(call.provenance, Provenance::Unrecognised(_)),
+                "{source}"
+            );
+            assert!(!call.provenance.is_trusted());
+        }
+    }
+
+    #[test]
+    fn malformed_calls_say_what_is_wrong() {
+        let cases = [
+            ("not json", "not valid JSON"),
+            ("[1]", "an array, not a JSON object"),
+            ("null", "null, not a JSON object"),
+            (r#"{"tool":"t"}"#, "no `agent`"),
+            (r#"{"agent":"","tool":"t"}"#, "`agent` is empty"),
+            (
+                r#"{"agent":"a","tool":["t"]}"#,
+                "`tool` must be a non-empty string, not an array",
+            ),
+            (
+                r#"{"agent":"a","tool":"t","args":"{}"}"#,
+                "`args` must be an object, not a string",
+            ),
+            (
+                r#"{"agent":"a","tool":"t","instruction":{}}"#,
+                "`instruction` must be a string",
+            ),
+            (
+                r#"{"agent":"a","tool":"t","tool":"u"}"#,
+                "duplicate key `tool`",
+            ),
+        ];
+        for (line, expected) in cases {
+            let err = parse(line).unwrap_err();
+            assert!(err.to_string().contains(expected), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_malformed() {
+        let err = Call::parse_line(b"{\"agent\":\"\xff\"}").unwrap_err();
+        assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn returns_the_trimmed_text() {
+        let (_, text) = Call::parse_line(b" {\"agent\":\"a\",\"tool\":\"t\"}\r").unwrap();
+        assert_eq!(text, r#"{"agent":"a","tool":"t"}"#);
+    }
+}
