@@ -1,0 +1,177 @@
+//! The audit log: one JSON line per event, appended by every stage to one shared file.
+//!
+//! Each event has `ts` (RFC 3339, UTC), `stage` (`gate`, `approve` or `exec`), `id` (the call's),
+//! and that stage's fields:
+//! - `gate`: `decision`, `reasons`, and `call` (as it came) or `raw` (a malformed line, bounded);
+//! - `approve`: `agent`, `tool`, `approval` (as added to the record);
+//! - `exec`: `agent`, `tool`, `decision` (the one acted on), `outcome` (as added to the record).
+//!
+//! Several stages append at once: every append is one `write` of whole lines under an exclusive
+//! `flock`, on a file opened with `O_APPEND`, so lines never interleave. A failed append is an
+//! error the stage must stop on: nothing leaves a stage that was not audited first.
+
+use std::collections::hash_map::RandomState;
+use std::fs::{File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+
+use crate::jsonl::JsonLine;
+
+pub const DEFAULT_AUDIT_PATH: &str = "logs/audit.jsonl";
+
+/// The stages that write events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Gate,
+    Approve,
+    Exec,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Gate => "gate",
+            Stage::Approve => "approve",
+            Stage::Exec => "exec",
+        }
+    }
+}
+
+/// An open audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    file: File,
+    path: PathBuf,
+}
+
+impl AuditLog {
+    /// Opens the log for appending, creating it and its folder when missing.
+    pub fn open(path: &Path) -> Result<AuditLog> {
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder).with_context(|| {
+                format!("cannot create the audit log's folder {}", folder.display())
+            })?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+        Ok(AuditLog {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends whole lines in one locked write.
+    pub fn append(&mut self, lines: &[u8]) -> Result<()> {
+        debug_assert!(lines.ends_with(b"\n"));
+        let context = || format!("cannot write the audit log {}", self.path.display());
+        self.file.lock().with_context(context)?;
+        let written = self.file.write_all(lines);
+        let unlocked = self.file.unlock();
+        written.with_context(context)?;
+        unlocked.with_context(context)?;
+        Ok(())
+    }
+}
+
+/// Starts an event line: `ts`, `stage` and `id`; the stage adds its own fields.
+pub fn event(stage: Stage, id: &str) -> JsonLine {
+    JsonLine::new()
+        .field("ts", &timestamp(SystemTime::now()))
+        .field("stage", stage.as_str())
+        .field("id", id)
+}
+
+/// RFC 3339 in UTC with microseconds, e.g. `2026-11-30T16:41:03.123456Z`.
+pub fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_micros(time).to_string()
+}
+
+/// Mints call ids that are unique within an audit log across runs: a random 64-bit run nonce
+/// (seeded from the clock, the process id and std's per-process hash keys) and a counter.
+#[derive(Debug)]
+pub struct IdMinter {
+    run: u64,
+    next: u64,
+}
+
+impl Default for IdMinter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IdMinter {
+    pub fn new() -> Self {
+        let mut hasher = RandomState::new().build_hasher();
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        hasher.write_u128(nanos);
+        hasher.write_u32(std::process::id());
+        IdMinter {
+            run: hasher.finish(),
+            next: 1,
+        }
+    }
+
+    pub fn mint(&mut self) -> String {
+        let id = format!("{:016x}-{}", self.run, self.next);
+        self.next += 1;
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_differ_within_and_across_minters() {
+        let mut a = IdMinter::new();
+        let mut b = IdMinter::new();
+        let ids = [a.mint(), a.mint(), b.mint(), b.mint()];
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), 4, "{ids:?}");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let ts = timestamp(SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_500_000));
+        assert_eq!(ts, "1970-01-01T00:00:01.500000Z");
+    }
+
+    #[test]
+    fn appends_create_the_folder_and_keep_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/er/audit.jsonl");
+        let mut log = AuditLog::open(&path).unwrap();
+        log.append(&event(Stage::Gate, "x-1").field("decision", "allow").finish()).unwrap();
+        log.append(&event(Stage::Exec, "x-1").finish()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> =
+            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["stage"], "gate");
+        assert_eq!(lines[0]["decision"], "allow");
+        assert_eq!(lines[1]["stage"], "exec");
+    }
+
+    #[test]
+    fn a_full_device_is_an_error() {
+        let mut log = AuditLog::open(Path::new("/dev/full")).unwrap();
+        let err = log.append(b"{}\n").unwrap_err();
+        assert!(format!("{err:#}").contains("cannot write the audit log /dev/full"), "{err:#}");
+    }
+}

@@ -1,0 +1,128 @@
+//! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use crate::audit::{self, IdMinter, Stage};
+use crate::call::{Call, Malformed};
+use crate::decision::{evaluate, Judgement};
+use crate::exit::Completion;
+use crate::jsonl::{self, Input, Line, LineReader, StageOutput};
+use crate::policy::Policy;
+use crate::record::{self, CallText};
+use crate::sanitize::for_terminal;
+
+/// What `sc-gate` needs besides its streams.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    pub policy: Policy,
+    pub max_line_bytes: usize,
+}
+
+/// Decides every call of every input, in order. Inputs that cannot be opened are reported on
+/// `diagnostics` and counted; the others are still read.
+pub fn run<W: Write, E: Write>(
+    inputs: &[Input],
+    options: &GateOptions,
+    output: &mut StageOutput<W, E>,
+    diagnostics: &mut dyn Write,
+) -> Result<Completion> {
+    let mut ids = IdMinter::new();
+    let mut completion = Completion::default();
+    for input in inputs {
+        let source = match input.open() {
+            Ok(source) => source,
+            Err(err) => {
+                let _ = writeln!(diagnostics, "sc-gate: {err:#}");
+                completion.unreadable_inputs += 1;
+                continue;
+            }
+        };
+        let mut reader = LineReader::new(source, options.max_line_bytes);
+        loop {
+            let line = reader
+                .next_line()
+                .with_context(|| format!("cannot read {}", input.name()))?;
+            let Some(line) = line else { break };
+            let decided = match line {
+                Line::Text(bytes) if jsonl::is_blank(bytes) => None,
+                Line::Text(bytes) => Some(decide_line(bytes, &options.policy)),
+                Line::TooLong { length, start } => Some(Decided::malformed(
+                    &Malformed::new(format!(
+                        "the line is {length} bytes, over the line limit of {} bytes",
+                        options.max_line_bytes
+                    )),
+                    jsonl::raw_excerpt(start),
+                )),
+            };
+            if let Some(decided) = decided {
+                let id = ids.mint();
+                let place = format!("{} line {}", input.name(), reader.line_number());
+                write_decided(&id, &decided, &place, output);
+            }
+            output.commit_if_due(reader.has_complete_line())?;
+        }
+    }
+    output.commit()?;
+    Ok(completion)
+}
+
+/// A line's judgement, with what the verdict needs to carry of the line.
+struct Decided<'a> {
+    judgement: Judgement,
+    call: Option<Call>,
+    text: Result<&'a str, String>,
+}
+
+impl Decided<'_> {
+    fn malformed(malformed: &Malformed, raw: String) -> Decided<'static> {
+        Decided {
+            judgement: Judgement::malformed(malformed),
+            call: None,
+            text: Err(raw),
+        }
+    }
+}
+
+fn decide_line<'a>(bytes: &'a [u8], policy: &Policy) -> Decided<'a> {
+    match Call::parse_line(bytes) {
+        Ok((call, text)) => Decided {
+            judgement: evaluate(&call, policy),
+            call: Some(call),
+            text: Ok(text),
+        },
+        Err(malformed) => Decided::malformed(&malformed, jsonl::raw_excerpt(bytes)),
+    }
+}
+
+fn write_decided<W: Write, E: Write>(
+    id: &str,
+    decided: &Decided,
+    place: &str,
+    output: &mut StageOutput<W, E>,
+) {
+    let call_text = match &decided.text {
+        Ok(json) => CallText::Json(json),
+        Err(raw) => CallText::Raw(raw),
+    };
+    let judgement = &decided.judgement;
+    let verdict = record::verdict_line(id, call_text, judgement);
+    let event = call_text
+        .add_to(
+            audit::event(Stage::Gate, id)
+                .field("decision", &judgement.decision)
+                .field("reasons", &judgement.reasons),
+        )
+        .finish();
+    output.emit(&event, &verdict);
+    let who = match &decided.call {
+        Some(call) => format!("{} → {}", for_terminal(&call.agent), for_terminal(&call.tool)),
+        None => place.to_owned(),
+    };
+    output.narrate(&format!(
+        "sc-gate: {:<5} {who}: {}",
+        judgement.decision.as_str().to_uppercase(),
+        for_terminal(&judgement.reasons.join("; "))
+    ));
+}

@@ -1,0 +1,65 @@
+//! Escaping agent-written text before it reaches a person's terminal.
+//!
+//! Args, instructions and reasons are written by agents, and so by whatever content steered them.
+//! Raw, an escape sequence could clear the screen and draw a fake prompt, and a bidi override
+//! could make `attacker-wallet` read as something else. Every control character, bidi control,
+//! zero-width and line-separator character is shown as a visible `\u{…}` escape instead.
+
+use std::borrow::Cow;
+
+/// Whether a character must not reach a terminal raw.
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{061C}'                  // Arabic letter mark
+            | '\u{200B}'..='\u{200F}'   // zero-width space/joiners, LRM, RLM
+            | '\u{2028}' | '\u{2029}'   // line and paragraph separators
+            | '\u{202A}'..='\u{202E}'   // bidi embeddings and overrides
+            | '\u{2060}'..='\u{2064}'   // word joiner and invisible operators
+            | '\u{2066}'..='\u{2069}'   // bidi isolates
+            | '\u{FEFF}'                // zero-width no-break space, BOM
+            | '\u{FFF9}'..='\u{FFFB}'   // interlinear annotation controls
+        )
+}
+
+/// The text with every unsafe character escaped; borrowed when nothing needed escaping.
+pub fn for_terminal(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_untouched() {
+        assert!(matches!(for_terminal("send $40 to acme — ok ✓"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn escape_sequences_are_shown_not_run() {
+        let text = "pay\u{1b}[2J\u{1b}[Happroved\r\n\u{7}\u{9b}31m";
+        let shown = for_terminal(text);
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert_eq!(shown, "pay\\u{1b}[2J\\u{1b}[Happroved\\u{d}\\u{a}\\u{7}\\u{9b}31m");
+    }
+
+    #[test]
+    fn bidi_and_invisible_characters_are_escaped() {
+        for c in ['\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}', '\u{2028}', '\u{61C}'] {
+            let shown = for_terminal(&format!("a{c}b"));
+            assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));
+        }
+    }
+}
