@@ -41,6 +41,7 @@ pub fn run<W: Write, E: Write>(
         };
         let mut reader = LineReader::new(source, options.max_line_bytes);
         loop {
+            let line_number = reader.line_number() + 1;
             let line = reader
                 .next_line()
                 .with_context(|| format!("cannot read {}", input.name()))?;
@@ -58,7 +59,7 @@ pub fn run<W: Write, E: Write>(
             };
             if let Some(decided) = decided {
                 let id = ids.mint();
-                let place = format!("{} line {}", input.name(), reader.line_number());
+                let place = format!("{} line {}", input.name(), line_number);
                 write_decided(&id, &decided, &place, output);
             }
             output.commit_if_due(reader.has_complete_line())?;
