@@ -58,7 +58,8 @@ mod tests {
     #[test]
     fn bidi_and_invisible_characters_are_escaped() {
         for c in ['\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}', '\u{2028}', '\u{61C}'] {
-            let shown = for_terminal(&format!("a{c}b"));
+            let text = format!("a{c}b");
+            let shown = for_terminal(&text);
             assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));
         }
     }

@@ -1,0 +1,1 @@
+//! sc-gate as a process.

@@ -1,0 +1,92 @@
+//! Shared helpers for the process tests: commands with a private audit log, fixture paths, and
+//! parsing of JSON Lines output.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A scratch folder with an audit log path inside it; every command built from it writes there.
+pub struct Scratch {
+    pub dir: TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().expect("a temp dir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn audit_path(&self) -> PathBuf {
+        self.path("logs/audit.jsonl")
+    }
+
+    /// Writes a file in the scratch folder and returns its path.
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    /// A binary of this package, run in the scratch folder with `--audit` set to the scratch log
+    /// and a clean environment.
+    pub fn cmd(&self, bin: &str) -> Command {
+        let mut cmd = bare_cmd(bin);
+        cmd.current_dir(self.dir.path());
+        cmd.arg("--audit").arg(self.audit_path());
+        cmd
+    }
+
+    /// The audit log's events, one `Value` per line (panics on a line that is not JSON).
+    pub fn audit_events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.audit_path()).unwrap_or_default();
+        parse_lines(&text)
+    }
+}
+
+/// A binary of this package with a clean environment and no extra arguments.
+pub fn bare_cmd(bin: &str) -> Command {
+    let mut cmd = Command::new(bin_path(bin));
+    cmd.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
+/// The path of a binary of this package.
+pub fn bin_path(bin: &str) -> PathBuf {
+    match bin {
+        "sc-gate" => PathBuf::from(env!("CARGO_BIN_EXE_sc-gate")),
+        "sc-approve" => PathBuf::from(env!("CARGO_BIN_EXE_sc-approve")),
+        "sc-exec" => PathBuf::from(env!("CARGO_BIN_EXE_sc-exec")),
+        "sc-report" => PathBuf::from(env!("CARGO_BIN_EXE_sc-report")),
+        other => panic!("no binary named {other}"),
+    }
+}
+
+/// A file under `testdata/`.
+pub fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+}
+
+/// Parses JSON Lines (blank lines skipped) into values, panicking with the line on failure.
+pub fn parse_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// Parses a command's stdout bytes as JSON Lines.
+pub fn parse_stdout(stdout: &[u8]) -> Vec<Value> {
+    parse_lines(std::str::from_utf8(stdout).expect("stdout is UTF-8"))
+}
