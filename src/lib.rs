@@ -16,3 +16,5 @@ pub mod record;
 pub mod exit;
 pub mod gate;
 pub mod sanitize;
+pub mod approve;
+pub mod tty;

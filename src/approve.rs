@@ -1,0 +1,415 @@
+//! `sc-approve`: puts each held call to a person and adds their answer to the record.
+//!
+//! Only `yes` (trimmed, any case) approves. Any other answer, end of input, a read error, the
+//! timeout, a missing terminal or an answers file that has run out declines. An `approval` already
+//! on an input record is never trusted: it is replaced. Records that are not holds pass through
+//! byte for byte. Agent-written text is escaped before it reaches the terminal
+//! ([`crate::sanitize`]), and the person sees the exact arguments that will run.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::audit::{self, IdMinter, Stage};
+use crate::call::Call;
+use crate::decision::Decision;
+use crate::exit::{Completion, UsageError};
+use crate::jsonl::{self, Input, Line, LineReader, StageOutput};
+use crate::record::{AnsweredBy, Approval, Record};
+use crate::sanitize::for_terminal;
+use crate::tty::{Terminal, TtyReply};
+
+/// The default wait for an answer, as sudo's prompt: 300 seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+
+/// What a person (or the stand-in for one) said to a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Answer(String),
+    Eof,
+    TimedOut(Duration),
+    ReadFailed(String),
+    NobodyToAsk(String),
+    AnswersRanOut,
+}
+
+/// Someone who can be asked about a hold.
+pub trait Human {
+    fn ask(&mut self, prompt: &str) -> Reply;
+    /// Shown after the answer (e.g. "approved"); ignored where nobody is watching.
+    fn acknowledge(&mut self, _text: &str) {}
+    fn kind(&self) -> AnsweredBy;
+}
+
+/// The person at the controlling terminal, opened at the first hold.
+pub struct TerminalHuman {
+    terminal: Option<std::result::Result<Terminal, String>>,
+    timeout: Option<Duration>,
+}
+
+impl TerminalHuman {
+    /// `timeout` of `None` waits forever.
+    pub fn new(timeout: Option<Duration>) -> Self {
+        TerminalHuman {
+            terminal: None,
+            timeout,
+        }
+    }
+}
+
+impl Human for TerminalHuman {
+    fn ask(&mut self, prompt: &str) -> Reply {
+        let terminal = self.terminal.get_or_insert_with(|| {
+            Terminal::open().map_err(|err| format!("cannot open /dev/tty: {err}"))
+        });
+        let terminal = match terminal {
+            Ok(terminal) => terminal,
+            Err(why) => return Reply::NobodyToAsk(why.clone()),
+        };
+        match terminal.ask(prompt, self.timeout) {
+            Ok(TtyReply::Line(line)) => Reply::Answer(line),
+            Ok(TtyReply::Eof) => Reply::Eof,
+            Ok(TtyReply::TimedOut) => Reply::TimedOut(self.timeout.unwrap_or_default()),
+            Err(err) => Reply::ReadFailed(err.to_string()),
+        }
+    }
+
+    fn acknowledge(&mut self, text: &str) {
+        if let Some(Ok(terminal)) = &mut self.terminal {
+            let _ = terminal.say(&format!("\n{text}\n\n"));
+        }
+    }
+
+    fn kind(&self) -> AnsweredBy {
+        match &self.terminal {
+            Some(Err(_)) => AnsweredBy::None,
+            _ => AnsweredBy::Tty,
+        }
+    }
+}
+
+/// The scripted human: answers taken in order from a file, one per line.
+pub struct ScriptedHuman {
+    answers: Box<dyn BufRead>,
+}
+
+impl ScriptedHuman {
+    /// Opens the answers file; a missing or unreadable file is a usage error.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|err| {
+            UsageError(format!("cannot open the answers file {}: {err}", path.display()))
+        })?;
+        Ok(Self::from_reader(BufReader::new(file)))
+    }
+
+    pub fn from_reader(answers: impl BufRead + 'static) -> Self {
+        ScriptedHuman {
+            answers: Box::new(answers),
+        }
+    }
+}
+
+impl Human for ScriptedHuman {
+    fn ask(&mut self, _prompt: &str) -> Reply {
+        let mut line = Vec::new();
+        match self.answers.read_until(b'\n', &mut line) {
+            Ok(0) => Reply::AnswersRanOut,
+            Ok(_) => {
+                while matches!(line.last(), Some(b'\n' | b'\r')) {
+                    line.pop();
+                }
+                Reply::Answer(String::from_utf8_lossy(&line).into_owned())
+            }
+            Err(err) => Reply::ReadFailed(err.to_string()),
+        }
+    }
+
+    fn kind(&self) -> AnsweredBy {
+        AnsweredBy::Answers
+    }
+}
+
+/// Whether an answer approves: `yes`, trimmed, in any case; nothing else.
+pub fn is_yes(answer: &str) -> bool {
+    answer.trim().eq_ignore_ascii_case("yes")
+}
+
+/// Turns a reply into the approval written on the record.
+pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
+    let declined = |by, answer, reason: String| Approval {
+        approved: false,
+        by,
+        answer,
+        reason,
+    };
+    match reply {
+        Reply::Answer(answer) if is_yes(&answer) => Approval {
+            approved: true,
+            by,
+            reason: match by {
+                AnsweredBy::Answers => "approved: the answers file said yes".to_owned(),
+                _ => "approved: the person typed yes".to_owned(),
+            },
+            answer: Some(answer),
+        },
+        Reply::Answer(answer) => {
+            let reason = format!(
+                "declined: the answer {} is not yes",
+                serde_json::Value::String(answer.clone())
+            );
+            declined(by, Some(answer), reason)
+        }
+        Reply::Eof => declined(by, None, "declined: end of input on the terminal (Ctrl-D)".into()),
+        Reply::TimedOut(after) => declined(
+            by,
+            None,
+            format!("declined: no answer within {} seconds", after.as_secs()),
+        ),
+        Reply::ReadFailed(why) => declined(by, None, format!("declined: reading the answer failed: {why}")),
+        Reply::NobodyToAsk(why) => declined(
+            AnsweredBy::None,
+            None,
+            format!("declined: no terminal to ask ({why})"),
+        ),
+        Reply::AnswersRanOut => declined(
+            AnsweredBy::Answers,
+            None,
+            "declined: the answers file has no answer left".into(),
+        ),
+    }
+}
+
+/// The prompt a person sees for a held call. All agent-written text is escaped.
+pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+    let args = serde_json::to_string(&call.args).expect("args serialize");
+    let instruction = call.instruction.as_deref().map_or_else(
+        || "(none)".into(),
+        |text| format!("{}", for_terminal(text)),
+    );
+    let mut prompt = String::new();
+    prompt.push_str("\n── Skeleton Crew: a call is held for your approval ──\n");
+    prompt.push_str(&format!("  agent:        {}\n", for_terminal(&call.agent)));
+    prompt.push_str(&format!("  tool:         {}\n", for_terminal(&call.tool)));
+    prompt.push_str(&format!("  args:         {}\n", for_terminal(&args)));
+    prompt.push_str(&format!("  source:       {}\n", call.provenance));
+    prompt.push_str(&format!("  instruction:  {instruction}\n"));
+    prompt.push_str("  held because:\n");
+    for reason in reasons {
+        prompt.push_str(&format!("    - {}\n", for_terminal(reason)));
+    }
+    let wait = match timeout {
+        Some(timeout) => format!(" (declines by itself after {} s)", timeout.as_secs()),
+        None => String::new(),
+    };
+    prompt.push_str(&format!("Type yes to approve; anything else declines{wait}: "));
+    prompt
+}
+
+/// What `sc-approve` needs besides its streams.
+#[derive(Debug, Clone)]
+pub struct ApproveOptions {
+    pub max_line_bytes: usize,
+    /// Shown in the prompt; the human enforces it.
+    pub timeout: Option<Duration>,
+}
+
+/// Reads records, asks about each hold, writes every record on.
+pub fn run<W: Write, E: Write>(
+    inputs: &[Input],
+    options: &ApproveOptions,
+    human: &mut dyn Human,
+    output: &mut StageOutput<W, E>,
+    diagnostics: &mut dyn Write,
+) -> Result<Completion> {
+    let mut ids = IdMinter::new();
+    let mut completion = Completion::default();
+    for input in inputs {
+        let source = match input.open() {
+            Ok(source) => source,
+            Err(err) => {
+                let _ = writeln!(diagnostics, "sc-approve: {err:#}");
+                completion.unreadable_inputs += 1;
+                continue;
+            }
+        };
+        let mut reader = LineReader::new(source, options.max_line_bytes);
+        loop {
+            let line = reader
+                .next_line()
+                .with_context(|| format!("cannot read {}", input.name()))?;
+            match line {
+                None => break,
+                Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
+                Some(Line::Text(bytes)) => match Record::parse(bytes) {
+                    Ok(record) if record.decision() == Some(Decision::Hold) => {
+                        // Everything before the hold leaves before a person is kept waiting.
+                        output.commit()?;
+                        settle_hold(&record, options, human, output, &mut ids);
+                        output.commit()?;
+                    }
+                    // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
+                    // what it cannot read.
+                    _ => {
+                        output.pass_through(bytes);
+                        output.pass_through(b"\n");
+                    }
+                },
+                Some(Line::TooLong { length, start }) => {
+                    let reason = format!(
+                        "malformed record: the line is {length} bytes, over the line limit of {} bytes",
+                        options.max_line_bytes
+                    );
+                    let line = jsonl::JsonLine::new()
+                        .field("id", &ids.mint())
+                        .field("raw", &jsonl::raw_excerpt(start))
+                        .field("decision", &Decision::Deny)
+                        .field("reasons", &[reason])
+                        .finish();
+                    output.pass_through(&line);
+                }
+            }
+            output.commit_if_due(reader.has_complete_line())?;
+        }
+    }
+    output.commit()?;
+    Ok(completion)
+}
+
+fn settle_hold<W: Write, E: Write>(
+    record: &Record,
+    options: &ApproveOptions,
+    human: &mut dyn Human,
+    output: &mut StageOutput<W, E>,
+    ids: &mut IdMinter,
+) {
+    let reasons = record.reasons();
+    let call = record
+        .call()
+        .ok_or_else(|| "it has no `call`".to_owned())
+        .and_then(|value| Call::from_value(value).map_err(|m| m.to_string()));
+    let (approval, agent, tool) = match (&call, record.id()) {
+        (Ok(call), Some(_)) if !reasons.is_empty() => {
+            let prompt = render_prompt(call, &reasons, options.timeout);
+            let reply = human.ask(&prompt);
+            let approval = approval_for(reply, human.kind());
+            human.acknowledge(if approval.approved {
+                "→ approved"
+            } else {
+                "→ declined"
+            });
+            (approval, call.agent.clone(), call.tool.clone())
+        }
+        _ => {
+            let why = match (&call, record.id()) {
+                (Err(why), _) => why.clone(),
+                (_, None) => "it has no `id`".to_owned(),
+                _ => "it has no reasons".to_owned(),
+            };
+            let approval = Approval {
+                approved: false,
+                by: AnsweredBy::None,
+                answer: None,
+                reason: format!("declined: the hold record is malformed ({why}), so it was not put to a person"),
+            };
+            let name = |key: &str| {
+                record
+                    .call()
+                    .and_then(|c| c.get(key))
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            (approval, name("agent"), name("tool"))
+        }
+    };
+    let id = record.id().map_or_else(|| ids.mint(), str::to_owned);
+    let event = audit::event(Stage::Approve, &id)
+        .field("agent", &agent)
+        .field("tool", &tool)
+        .field("approval", &approval)
+        .finish();
+    output.emit(&event, &record.with_field("approval", &approval));
+    output.narrate(&format!(
+        "sc-approve: {} → {}: {}",
+        for_terminal(&agent),
+        for_terminal(&tool),
+        for_terminal(&approval.reason)
+    ));
+}
+
+/// Opens the human for the command line: the answers file when given, else the terminal.
+pub fn human_for(answers: Option<&Path>, timeout: Option<Duration>) -> Result<Box<dyn Human>> {
+    Ok(match answers {
+        Some(path) => Box::new(ScriptedHuman::open(path)?),
+        None => Box::new(TerminalHuman::new(timeout)),
+    })
+}
+
+/// `--timeout 0` waits forever.
+pub fn timeout_from_seconds(seconds: u64) -> Option<Duration> {
+    (seconds > 0).then(|| Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn only_yes_approves() {
+        for yes in ["yes", " YES ", "Yes", "yEs\t"] {
+            assert!(is_yes(yes), "{yes:?}");
+        }
+        for no in ["y", "no", "", "yess", "ye s", "yes please", "oui", "\u{1b}yes"] {
+            assert!(!is_yes(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn every_failure_declines() {
+        for reply in [
+            Reply::Eof,
+            Reply::TimedOut(Duration::from_secs(300)),
+            Reply::ReadFailed("EIO".into()),
+            Reply::NobodyToAsk("no tty".into()),
+            Reply::AnswersRanOut,
+            Reply::Answer("no".into()),
+        ] {
+            let approval = approval_for(reply.clone(), AnsweredBy::Tty);
+            assert!(!approval.approved, "{reply:?}");
+            assert!(approval.reason.starts_with("declined"), "{reply:?}");
+        }
+        assert_eq!(
+            approval_for(Reply::NobodyToAsk("x".into()), AnsweredBy::Tty).by,
+            AnsweredBy::None
+        );
+        assert!(approval_for(Reply::TimedOut(Duration::from_secs(300)), AnsweredBy::Tty)
+            .reason
+            .contains("300 seconds"));
+    }
+
+    #[test]
+    fn the_scripted_human_answers_in_order_then_runs_out() {
+        let mut human = ScriptedHuman::from_reader(io::Cursor::new(b"yes\r\nno\n".to_vec()));
+        assert_eq!(human.ask(""), Reply::Answer("yes".into()));
+        assert_eq!(human.ask(""), Reply::Answer("no".into()));
+        assert_eq!(human.ask(""), Reply::AnswersRanOut);
+    }
+
+    #[test]
+    fn the_prompt_shows_everything_and_escapes_agent_text() {
+        let (call, _) = Call::parse_line(
+            br#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme\u202e","amount":750},"source":"user","instruction":"pay \u001b[2Jnow"}"#,
+        )
+        .unwrap();
+        let prompt = render_prompt(&call, &["amount 750 is above the hold limit of 100".into()], Some(Duration::from_secs(300)));
+        for expected in ["buyer", "send_payment", r#""amount":750"#, "user", "pay \\u{1b}[2Jnow", "amount 750 is above", "\\u{202e}", "300 s"] {
+            assert!(prompt.contains(expected), "prompt lacks {expected:?}:\n{prompt}");
+        }
+        assert!(!prompt.contains('\u{1b}') && !prompt.contains('\u{202e}'));
+    }
+}
