@@ -18,3 +18,5 @@ pub mod gate;
 pub mod sanitize;
 pub mod approve;
 pub mod tty;
+pub mod exec;
+pub mod tools;
