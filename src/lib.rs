@@ -20,3 +20,4 @@ pub mod approve;
 pub mod tty;
 pub mod exec;
 pub mod tools;
+pub mod report;

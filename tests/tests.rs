@@ -2,4 +2,8 @@
 
 mod util;
 
+mod approve;
+mod exec;
 mod gate;
+mod pipeline;
+mod report;

@@ -1,0 +1,51 @@
+# Skeleton Crew: `make demo` shows the whole story, `make test` proves it.
+CARGO ?= cargo
+BIN   := target/debug
+AUDIT ?= logs/audit.jsonl
+
+.PHONY: all build test demo demo-interactive report lint fmt clean
+
+all: build
+
+build:
+	$(CARGO) build --locked --bins
+
+test:
+	$(CARGO) test --locked
+
+# The scripted crew: Scout searches (allow), Buyer pays $750 (hold, approved by the scripted
+# human in testdata/answers.txt), Helper was injected to pay attacker-wallet (deny). Each call's
+# story is told on stderr by sc-exec; the final records go to logs/demo-out.jsonl.
+demo: build
+	@mkdir -p logs
+	@echo "== The crew's calls (testdata/crew.jsonl) ==" >&2
+	@cat testdata/crew.jsonl >&2
+	@echo "" >&2
+	@echo "== sc-gate | sc-approve --answers testdata/answers.txt | sc-exec ==" >&2
+	@$(BIN)/sc-gate --quiet --audit $(AUDIT) testdata/crew.jsonl \
+	  | $(BIN)/sc-approve --quiet --audit $(AUDIT) --answers testdata/answers.txt \
+	  | $(BIN)/sc-exec --audit $(AUDIT) > logs/demo-out.jsonl
+	@echo "" >&2
+	@echo "== sc-report $(AUDIT) ==" >&2
+	@$(BIN)/sc-report $(AUDIT)
+
+# The same crew, but the Buyer's payment is put to you on this terminal: type yes to approve.
+demo-interactive: build
+	@mkdir -p logs
+	@$(BIN)/sc-gate --quiet --audit $(AUDIT) testdata/crew.jsonl \
+	  | $(BIN)/sc-approve --quiet --audit $(AUDIT) \
+	  | $(BIN)/sc-exec --audit $(AUDIT) > logs/demo-out.jsonl
+	@$(BIN)/sc-report $(AUDIT)
+
+report: build
+	@$(BIN)/sc-report $(AUDIT)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean

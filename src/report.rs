@@ -1,0 +1,425 @@
+//! `sc-report`: what happened and what was stopped, summarised from one or more audit logs.
+//!
+//! The summary is built once ([`summarise`]) and rendered for people ([`render_text`]) or for
+//! programs ([`render_json`]), so both show the same numbers. A torn or malformed log line is
+//! reported as a problem, never fatal: the rest of the log still counts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::decision::Decision;
+use crate::jsonl::{Line, LineReader};
+use crate::record::{Approval, Status};
+use crate::sanitize::for_terminal;
+use crate::strict_json;
+
+/// Audit lines longer than this are reported as problems, not read.
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionCounts {
+    pub allow: u64,
+    pub hold: u64,
+    pub deny: u64,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct HoldCounts {
+    pub approved: u64,
+    pub declined: u64,
+    pub unanswered: u64,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct OutcomeCounts {
+    pub executed: u64,
+    pub skipped: u64,
+    pub failed: u64,
+}
+
+/// A call that was stopped: denied, or held and declined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Veto {
+    pub id: String,
+    /// `deny` or `declined`.
+    pub kind: &'static str,
+    pub agent: String,
+    pub tool: String,
+    /// The gate's reasons, and for a declined hold the approval's reason last.
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentSummary {
+    pub agent: String,
+    pub calls: u64,
+    pub allow: u64,
+    pub hold: u64,
+    pub deny: u64,
+    pub approved: u64,
+    pub declined: u64,
+    pub unanswered: u64,
+    pub executed: u64,
+}
+
+/// A line of a log that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub log: String,
+    pub line: u64,
+    pub problem: String,
+}
+
+/// Everything the report shows.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub logs: Vec<String>,
+    pub events: u64,
+    pub calls: u64,
+    pub decisions: DecisionCounts,
+    pub holds: HoldCounts,
+    pub outcomes: OutcomeCounts,
+    pub vetoes: Vec<Veto>,
+    pub agents: Vec<AgentSummary>,
+    pub problems: Vec<Problem>,
+}
+
+/// What the logs say about one call id.
+#[derive(Debug, Default)]
+struct CallTrail {
+    agent: String,
+    tool: String,
+    decision: Option<Decision>,
+    reasons: Vec<String>,
+    approval: Option<Approval>,
+    executed: bool,
+}
+
+/// Builds a summary from audit logs, read as streams in the order given.
+#[derive(Debug, Default)]
+pub struct Summariser {
+    summary: Summary,
+    order: Vec<String>,
+    trails: HashMap<String, CallTrail>,
+}
+
+impl Summariser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads one log. Errors only when the log cannot be read at all.
+    pub fn read_log(&mut self, name: &str, log: impl Read) -> Result<()> {
+        self.summary.logs.push(name.to_owned());
+        let mut reader = LineReader::new(log, MAX_EVENT_BYTES);
+        loop {
+            let line_number = reader.line_number() + 1;
+            let problem = match reader.next_line().with_context(|| format!("cannot read {name}"))? {
+                None => break,
+                Some(Line::TooLong { length, .. }) => Some(format!("line of {length} bytes is too long to be an event")),
+                Some(Line::Text(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => None,
+                Some(Line::Text(bytes)) => self.read_event(bytes).err(),
+            };
+            if let Some(problem) = problem {
+                self.summary.problems.push(Problem {
+                    log: name.to_owned(),
+                    line: line_number,
+                    problem,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn read_event(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
+        let event = match strict_json::parse(text) {
+            Ok(Value::Object(event)) => event,
+            Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
+            Err(err) => return Err(format!("torn or malformed line: {err}")),
+        };
+        let id = event.get("id").and_then(Value::as_str).ok_or("event has no `id`")?;
+        let stage = event.get("stage").and_then(Value::as_str).ok_or("event has no `stage`")?;
+        self.summary.events += 1;
+        match stage {
+            "gate" => {
+                let decision = event
+                    .get("decision")
+                    .and_then(Value::as_str)
+                    .and_then(Decision::parse)
+                    .ok_or("gate event has no valid `decision`")?;
+                if self.trails.get(id).is_some_and(|t| t.decision.is_some()) {
+                    return Err(format!("a second gate event for id {id}"));
+                }
+                let reasons = strings(event.get("reasons"));
+                let (agent, tool) = match event.get("call") {
+                    Some(call) => (name_in(call, "agent"), name_in(call, "tool")),
+                    None => ("(malformed call)".to_owned(), "-".to_owned()),
+                };
+                let trail = self.trail(id);
+                trail.decision = Some(decision);
+                trail.reasons = reasons;
+                trail.agent = agent;
+                trail.tool = tool;
+            }
+            "approve" => {
+                let approval: Approval = event
+                    .get("approval")
+                    .cloned()
+                    .and_then(|a| serde_json::from_value(a).ok())
+                    .ok_or("approve event has no valid `approval`")?;
+                self.trail(id).approval = Some(approval);
+            }
+            "exec" => {
+                let status = event
+                    .get("outcome")
+                    .and_then(|o| o.get("status"))
+                    .cloned()
+                    .and_then(|s| serde_json::from_value::<Status>(s).ok())
+                    .ok_or("exec event has no valid `outcome`")?;
+                let outcomes = &mut self.summary.outcomes;
+                match status {
+                    Status::Executed => outcomes.executed += 1,
+                    Status::Skipped => outcomes.skipped += 1,
+                    Status::Failed => outcomes.failed += 1,
+                }
+                if status == Status::Executed {
+                    self.trail(id).executed = true;
+                }
+            }
+            other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),
+        }
+        Ok(())
+    }
+
+    fn trail(&mut self, id: &str) -> &mut CallTrail {
+        if !self.trails.contains_key(id) {
+            self.order.push(id.to_owned());
+        }
+        self.trails.entry(id.to_owned()).or_default()
+    }
+
+    /// Finishes the summary.
+    pub fn finish(mut self) -> Summary {
+        let mut agents: BTreeMap<String, AgentSummary> = BTreeMap::new();
+        for id in &self.order {
+            let trail = &self.trails[id];
+            let Some(decision) = trail.decision else { continue };
+            let summary = &mut self.summary;
+            summary.calls += 1;
+            let agent = agents.entry(trail.agent.clone()).or_insert_with(|| AgentSummary {
+                agent: trail.agent.clone(),
+                ..AgentSummary::default()
+            });
+            agent.calls += 1;
+            agent.executed += u64::from(trail.executed);
+            let veto = |kind, reasons| Veto {
+                id: id.clone(),
+                kind,
+                agent: trail.agent.clone(),
+                tool: trail.tool.clone(),
+                reasons,
+            };
+            match decision {
+                Decision::Allow => {
+                    summary.decisions.allow += 1;
+                    agent.allow += 1;
+                }
+                Decision::Deny => {
+                    summary.decisions.deny += 1;
+                    agent.deny += 1;
+                    summary.vetoes.push(veto("deny", trail.reasons.clone()));
+                }
+                Decision::Hold => {
+                    summary.decisions.hold += 1;
+                    agent.hold += 1;
+                    match &trail.approval {
+                        Some(approval) if approval.approved => {
+                            summary.holds.approved += 1;
+                            agent.approved += 1;
+                        }
+                        Some(approval) => {
+                            summary.holds.declined += 1;
+                            agent.declined += 1;
+                            let mut reasons = trail.reasons.clone();
+                            reasons.push(approval.reason.clone());
+                            summary.vetoes.push(veto("declined", reasons));
+                        }
+                        None => {
+                            summary.holds.unanswered += 1;
+                            agent.unanswered += 1;
+                        }
+                    }
+                }
+            }
+        }
+        self.summary.agents = agents.into_values().collect();
+        self.summary
+    }
+}
+
+/// Summarises logs given as (name, reader) pairs.
+pub fn summarise<R: Read>(logs: impl IntoIterator<Item = (String, R)>) -> Result<Summary> {
+    let mut summariser = Summariser::new();
+    for (name, log) in logs {
+        summariser.read_log(&name, log)?;
+    }
+    Ok(summariser.finish())
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn name_in(call: &Value, key: &str) -> String {
+    call.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("?")
+        .to_owned()
+}
+
+/// The report for people.
+pub fn render_text(summary: &Summary) -> String {
+    let mut out = String::new();
+    let d = &summary.decisions;
+    let h = &summary.holds;
+    let o = &summary.outcomes;
+    let _ = writeln!(
+        out,
+        "Skeleton Crew audit report: {} ({} events)\n",
+        summary.logs.join(", "),
+        summary.events
+    );
+    let _ = writeln!(out, "Decisions  {} calls: {} allow, {} hold, {} deny", summary.calls, d.allow, d.hold, d.deny);
+    let _ = writeln!(out, "Holds      {} approved, {} declined, {} never answered", h.approved, h.declined, h.unanswered);
+    let _ = writeln!(out, "Outcomes   {} executed, {} skipped, {} failed", o.executed, o.skipped, o.failed);
+
+    let _ = writeln!(out, "\nVetoes ({}): calls denied, or held and declined", summary.vetoes.len());
+    if summary.vetoes.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for veto in &summary.vetoes {
+        let _ = writeln!(
+            out,
+            "  {:<9} {} → {}  (id {})",
+            veto.kind.to_uppercase(),
+            for_terminal(&veto.agent),
+            for_terminal(&veto.tool),
+            for_terminal(&veto.id)
+        );
+        for reason in &veto.reasons {
+            let _ = writeln!(out, "            - {}", for_terminal(reason));
+        }
+    }
+
+    let _ = writeln!(out, "\nBy agent");
+    let headers = ["calls", "allow", "hold", "deny", "approved", "declined", "unanswered", "executed"];
+    let names: Vec<String> = summary.agents.iter().map(|a| for_terminal(&a.agent).into_owned()).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max("agent".len());
+    let _ = write!(out, "  {:<width$}", "agent");
+    for header in headers {
+        let _ = write!(out, "  {header:>w$}", w = header.len());
+    }
+    out.push('\n');
+    for (agent, name) in summary.agents.iter().zip(&names) {
+        let pad = width - name.chars().count();
+        let _ = write!(out, "  {name}{}", " ".repeat(pad));
+        let values = [agent.calls, agent.allow, agent.hold, agent.deny, agent.approved, agent.declined, agent.unanswered, agent.executed];
+        for (header, value) in headers.iter().zip(values) {
+            let _ = write!(out, "  {value:>w$}", w = header.len());
+        }
+        out.push('\n');
+    }
+
+    if !summary.problems.is_empty() {
+        let _ = writeln!(out, "\nProblems in the logs ({})", summary.problems.len());
+        for problem in &summary.problems {
+            let _ = writeln!(out, "  {} line {}: {}", problem.log, problem.line, for_terminal(&problem.problem));
+        }
+    }
+    out
+}
+
+/// The report for programs: the same summary as one JSON document.
+pub fn render_json(summary: &Summary) -> String {
+    let mut text = serde_json::to_string_pretty(summary).expect("a summary serializes");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = concat!(
+        r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"scout","tool":"search_web"}}"#, "\n",
+        r#"{"ts":"t","stage":"gate","id":"2","decision":"hold","reasons":["amount 750 is above the hold limit of 100"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
+        r#"{"ts":"t","stage":"gate","id":"3","decision":"deny","reasons":["injected"],"call":{"agent":"helper","tool":"send_payment"}}"#, "\n",
+        r#"{"ts":"t","stage":"gate","id":"4","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
+        r#"{"ts":"t","stage":"gate","id":"5","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
+        r#"{"ts":"t","stage":"approve","id":"2","agent":"buyer","tool":"send_payment","approval":{"approved":true,"by":"tty","answer":"yes","reason":"approved"}}"#, "\n",
+        r#"{"ts":"t","stage":"approve","id":"4","agent":"buyer","tool":"send_payment","approval":{"approved":false,"by":"tty","answer":"no","reason":"declined: no"}}"#, "\n",
+        r#"{"ts":"t","stage":"exec","id":"1","decision":"allow","outcome":{"status":"executed","reason":"r"}}"#, "\n",
+        r#"{"ts":"t","stage":"exec","id":"2","decision":"hold","outcome":{"status":"executed","reason":"r"}}"#, "\n",
+        r#"{"ts":"t","stage":"exec","id":"3","decision":"deny","outcome":{"status":"skipped","reason":"r"}}"#, "\n",
+        r#"{"ts":"t","stage":"ex"#,
+    );
+
+    fn summary() -> Summary {
+        summarise([("audit.jsonl".to_owned(), LOG.as_bytes())]).unwrap()
+    }
+
+    #[test]
+    fn counts_decisions_holds_and_outcomes() {
+        let s = summary();
+        assert_eq!(s.calls, 5);
+        assert_eq!(s.decisions, DecisionCounts { allow: 1, hold: 3, deny: 1 });
+        assert_eq!(s.holds, HoldCounts { approved: 1, declined: 1, unanswered: 1 });
+        assert_eq!(s.outcomes, OutcomeCounts { executed: 2, skipped: 1, failed: 0 });
+    }
+
+    #[test]
+    fn lists_every_veto_with_reasons() {
+        let s = summary();
+        let kinds: Vec<_> = s.vetoes.iter().map(|v| (v.id.as_str(), v.kind)).collect();
+        assert_eq!(kinds, [("3", "deny"), ("4", "declined")]);
+        assert_eq!(s.vetoes[1].reasons, ["big", "declined: no"]);
+    }
+
+    #[test]
+    fn breaks_down_by_agent() {
+        let s = summary();
+        let buyer = s.agents.iter().find(|a| a.agent == "buyer").unwrap();
+        assert_eq!((buyer.calls, buyer.hold, buyer.approved, buyer.declined, buyer.unanswered, buyer.executed), (3, 3, 1, 1, 1, 1));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_a_problem_not_an_error() {
+        let s = summary();
+        assert_eq!(s.problems.len(), 1);
+        assert_eq!(s.problems[0].line, 11);
+        assert!(s.problems[0].problem.contains("torn"), "{:?}", s.problems);
+    }
+
+    #[test]
+    fn text_and_json_show_the_same_numbers() {
+        let s = summary();
+        let text = render_text(&s);
+        for expected in ["5 calls: 1 allow, 3 hold, 1 deny", "1 approved, 1 declined, 1 never answered", "2 executed, 1 skipped, 0 failed", "DENY", "DECLINED", "line 11"] {
+            assert!(text.contains(expected), "{expected}:\n{text}");
+        }
+        let json: Value = serde_json::from_str(&render_json(&s)).unwrap();
+        assert_eq!(json["decisions"]["hold"], 3);
+        assert_eq!(json["holds"]["unanswered"], 1);
+        assert_eq!(json["vetoes"].as_array().unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,1 @@
+//! approve tests (to be written).

@@ -1,0 +1,1 @@
+//! exec tests (to be written).

@@ -1,0 +1,1 @@
+//! pipeline tests (to be written).

@@ -1,0 +1,1 @@
+//! report tests (to be written).
