@@ -1,15 +1,14 @@
 //! `sc-approve`: puts each held call to a person on /dev/tty; only a typed `yes` approves.
 
-use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::approve::{self, ApproveOptions, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::audit::{AuditLog, DEFAULT_AUDIT_PATH};
+use skeleton_crew::cli::{AuditArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::jsonl::{Input, StageOutput, DEFAULT_MAX_LINE_BYTES};
+use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 
 /// Ask a person about every held call.
 ///
@@ -28,23 +27,17 @@ struct Args {
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
     timeout: u64,
-    /// Audit log to append to (created with its folder when missing).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
-    audit: PathBuf,
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Longest record line in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 * DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RECORD_BYTES)]
     max_line_bytes: usize,
-    /// Don't narrate each answer on stderr.
-    #[arg(short, long)]
-    quiet: bool,
-    /// Verdict files to read, in order.
-    #[arg(value_name = "FILE")]
-    files: Vec<OsString>,
+    #[command(flatten)]
+    stream: StreamArgs,
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    exit::finish("sc-approve", run(args))
+    exit::finish("sc-approve", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
@@ -53,11 +46,9 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         timeout: approve::timeout_from_seconds(args.timeout),
     };
     let mut human = approve::human_for(args.answers.as_deref(), options.timeout)?;
-    let audit = AuditLog::open(&args.audit)?;
-    let narration = (!args.quiet).then(io::stderr);
-    let mut output = StageOutput::new(audit, io::stdout().lock(), narration);
+    let mut output = args.stream.output(args.audit.open()?);
     approve::run(
-        &Input::from_args(&args.files),
+        &args.stream.inputs(),
         &options,
         human.as_mut(),
         &mut output,

@@ -1,16 +1,13 @@
 //! `sc-exec`: runs what was allowed or approved, and skips everything else.
 
-use std::ffi::OsString;
 use std::io;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::audit::{AuditLog, DEFAULT_AUDIT_PATH};
+use skeleton_crew::cli::{AuditArgs, PolicyArgs, StreamArgs};
 use skeleton_crew::exec::{self, ExecOptions};
 use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::jsonl::{Input, StageOutput, DEFAULT_MAX_LINE_BYTES};
-use skeleton_crew::policy::Policy;
+use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 
 /// Run the calls that were allowed or approved.
 ///
@@ -22,35 +19,26 @@ use skeleton_crew::policy::Policy;
 #[derive(Parser)]
 #[command(name = "sc-exec", version)]
 struct Args {
-    /// Policy file (JSON); without it, the built-in defaults.
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
-    /// Audit log to append to (created with its folder when missing).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
-    audit: PathBuf,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Longest record line in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 * DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RECORD_BYTES)]
     max_line_bytes: usize,
-    /// Don't narrate each outcome on stderr.
-    #[arg(short, long)]
-    quiet: bool,
-    /// Record files to read, in order.
-    #[arg(value_name = "FILE")]
-    files: Vec<OsString>,
+    #[command(flatten)]
+    stream: StreamArgs,
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    exit::finish("sc-exec", run(args))
+    exit::finish("sc-exec", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
     let options = ExecOptions {
-        policy: Policy::load_or_default(args.policy.as_deref())?,
+        policy: args.policy.load()?,
         max_line_bytes: args.max_line_bytes,
     };
-    let audit = AuditLog::open(&args.audit)?;
-    let narration = (!args.quiet).then(io::stderr);
-    let mut output = StageOutput::new(audit, io::stdout().lock(), narration);
-    exec::run(&Input::from_args(&args.files), &options, &mut output, &mut io::stderr())
+    let mut output = args.stream.output(args.audit.open()?);
+    exec::run(&args.stream.inputs(), &options, &mut output, &mut io::stderr())
 }

@@ -20,6 +20,9 @@ use crate::audit::AuditLog;
 
 /// The default longest line a stage reads: 1 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+/// The default longest record line the later stages read: 4 MiB, room for a verdict that
+/// carries a call of the longest size sc-gate accepts.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 4 * DEFAULT_MAX_LINE_BYTES;
 /// How much raw text of a malformed line is kept in its verdict and audit event.
 pub const RAW_EXCERPT_BYTES: usize = 1024;
 const READ_BUFFER_BYTES: usize = 64 * 1024;

@@ -21,3 +21,4 @@ pub mod tty;
 pub mod exec;
 pub mod tools;
 pub mod report;
+pub mod cli;

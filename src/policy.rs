@@ -316,8 +316,10 @@ mod tests {
 
     #[test]
     fn building_in_code_has_the_same_checks() {
-        let mut settings = PolicySettings::default();
-        settings.hold_above_amount = f64::NAN;
+        let mut settings = PolicySettings {
+            hold_above_amount: f64::NAN,
+            ..PolicySettings::default()
+        };
         assert!(Policy::new(settings.clone()).is_err());
         settings.hold_above_amount = -0.5;
         assert!(Policy::new(settings.clone()).is_err());

@@ -1,0 +1,63 @@
+//! Command-line pieces shared by the stages, so every binary spells its common flags the same way
+//! and opens its streams the same way.
+
+use std::ffi::OsString;
+use std::io::{self, Stderr, StdoutLock};
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::audit::{AuditLog, DEFAULT_AUDIT_PATH};
+use crate::jsonl::{Input, StageOutput};
+use crate::policy::{Policy, PolicyError};
+
+/// `--audit PATH`: where a writing stage appends its events.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuditArgs {
+    /// Audit log to append to (created with its folder when missing).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
+    pub audit: PathBuf,
+}
+
+impl AuditArgs {
+    pub fn open(&self) -> Result<AuditLog> {
+        AuditLog::open(&self.audit)
+    }
+}
+
+/// `--policy FILE` on every stage that decides.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    /// Policy file (JSON); without it, the built-in defaults.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    pub fn load(&self) -> Result<Policy, PolicyError> {
+        Policy::load_or_default(self.policy.as_deref())
+    }
+}
+
+/// `--quiet` and the input FILEs of a stage.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StreamArgs {
+    /// Don't narrate on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Files to read, in order; none or `-` means stdin.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<OsString>,
+}
+
+impl StreamArgs {
+    pub fn inputs(&self) -> Vec<Input> {
+        Input::from_args(&self.files)
+    }
+
+    /// The stage's output: records to stdout, events to the audit log, narration to stderr
+    /// unless quiet.
+    pub fn output(&self, audit: AuditLog) -> StageOutput<StdoutLock<'static>, Stderr> {
+        StageOutput::new(audit, io::stdout().lock(), (!self.quiet).then(io::stderr))
+    }
+}
