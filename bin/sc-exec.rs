@@ -40,5 +40,10 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         max_line_bytes: args.max_line_bytes,
     };
     let mut output = args.stream.output(args.audit.open()?);
-    exec::run(&args.stream.inputs(), &options, &mut output, &mut io::stderr())
+    exec::run(
+        &args.stream.inputs(),
+        &options,
+        &mut output,
+        &mut io::stderr(),
+    )
 }

@@ -38,5 +38,10 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         max_line_bytes: args.max_line_bytes,
     };
     let mut output = args.stream.output(args.audit.open()?);
-    gate::run(&args.stream.inputs(), &options, &mut output, &mut io::stderr())
+    gate::run(
+        &args.stream.inputs(),
+        &options,
+        &mut output,
+        &mut io::stderr(),
+    )
 }

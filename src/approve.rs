@@ -101,7 +101,10 @@ impl ScriptedHuman {
     /// Opens the answers file; a missing or unreadable file is a usage error.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|err| {
-            UsageError(format!("cannot open the answers file {}: {err}", path.display()))
+            UsageError(format!(
+                "cannot open the answers file {}: {err}",
+                path.display()
+            ))
         })?;
         Ok(Self::from_reader(BufReader::new(file)))
     }
@@ -163,13 +166,21 @@ pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
             );
             declined(by, Some(answer), reason)
         }
-        Reply::Eof => declined(by, None, "declined: end of input on the terminal (Ctrl-D)".into()),
+        Reply::Eof => declined(
+            by,
+            None,
+            "declined: end of input on the terminal (Ctrl-D)".into(),
+        ),
         Reply::TimedOut(after) => declined(
             by,
             None,
             format!("declined: no answer within {} seconds", after.as_secs()),
         ),
-        Reply::ReadFailed(why) => declined(by, None, format!("declined: reading the answer failed: {why}")),
+        Reply::ReadFailed(why) => declined(
+            by,
+            None,
+            format!("declined: reading the answer failed: {why}"),
+        ),
         Reply::NobodyToAsk(why) => declined(
             AnsweredBy::None,
             None,
@@ -186,10 +197,10 @@ pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
 /// The prompt a person sees for a held call. All agent-written text is escaped.
 pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
     let args = serde_json::to_string(&call.args).expect("args serialize");
-    let instruction = call.instruction.as_deref().map_or_else(
-        || "(none)".into(),
-        |text| format!("{}", for_terminal(text)),
-    );
+    let instruction = call
+        .instruction
+        .as_deref()
+        .map_or_else(|| "(none)".into(), |text| format!("{}", for_terminal(text)));
     let mut prompt = String::new();
     prompt.push_str("\n── Skeleton Crew: a call is held for your approval ──\n");
     prompt.push_str(&format!("  agent:        {}\n", for_terminal(&call.agent)));
@@ -205,7 +216,9 @@ pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>)
         Some(timeout) => format!(" (declines by itself after {} s)", timeout.as_secs()),
         None => String::new(),
     };
-    prompt.push_str(&format!("Type yes to approve; anything else declines{wait}: "));
+    prompt.push_str(&format!(
+        "Type yes to approve; anything else declines{wait}: "
+    ));
     prompt
 }
 
@@ -313,7 +326,9 @@ fn settle_hold<W: Write, E: Write>(
                 approved: false,
                 by: AnsweredBy::None,
                 answer: None,
-                reason: format!("declined: the hold record is malformed ({why}), so it was not put to a person"),
+                reason: format!(
+                    "declined: the hold record is malformed ({why}), so it was not put to a person"
+                ),
             };
             let name = |key: &str| {
                 record
@@ -364,7 +379,16 @@ mod tests {
         for yes in ["yes", " YES ", "Yes", "yEs\t"] {
             assert!(is_yes(yes), "{yes:?}");
         }
-        for no in ["y", "no", "", "yess", "ye s", "yes please", "oui", "\u{1b}yes"] {
+        for no in [
+            "y",
+            "no",
+            "",
+            "yess",
+            "ye s",
+            "yes please",
+            "oui",
+            "\u{1b}yes",
+        ] {
             assert!(!is_yes(no), "{no:?}");
         }
     }
@@ -387,9 +411,11 @@ mod tests {
             approval_for(Reply::NobodyToAsk("x".into()), AnsweredBy::Tty).by,
             AnsweredBy::None
         );
-        assert!(approval_for(Reply::TimedOut(Duration::from_secs(300)), AnsweredBy::Tty)
-            .reason
-            .contains("300 seconds"));
+        assert!(
+            approval_for(Reply::TimedOut(Duration::from_secs(300)), AnsweredBy::Tty)
+                .reason
+                .contains("300 seconds")
+        );
     }
 
     #[test]
@@ -406,9 +432,25 @@ mod tests {
             br#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme\u202e","amount":750},"source":"user","instruction":"pay \u001b[2Jnow"}"#,
         )
         .unwrap();
-        let prompt = render_prompt(&call, &["amount 750 is above the hold limit of 100".into()], Some(Duration::from_secs(300)));
-        for expected in ["buyer", "send_payment", r#""amount":750"#, "user", "pay \\u{1b}[2Jnow", "amount 750 is above", "\\u{202e}", "300 s"] {
-            assert!(prompt.contains(expected), "prompt lacks {expected:?}:\n{prompt}");
+        let prompt = render_prompt(
+            &call,
+            &["amount 750 is above the hold limit of 100".into()],
+            Some(Duration::from_secs(300)),
+        );
+        for expected in [
+            "buyer",
+            "send_payment",
+            r#""amount":750"#,
+            "user",
+            "pay \\u{1b}[2Jnow",
+            "amount 750 is above",
+            "\\u{202e}",
+            "300 s",
+        ] {
+            assert!(
+                prompt.contains(expected),
+                "prompt lacks {expected:?}:\n{prompt}"
+            );
         }
         assert!(!prompt.contains('\u{1b}') && !prompt.contains('\u{202e}'));
     }

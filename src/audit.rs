@@ -157,11 +157,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("deep/er/audit.jsonl");
         let mut log = AuditLog::open(&path).unwrap();
-        log.append(&event(Stage::Gate, "x-1").field("decision", "allow").finish()).unwrap();
+        log.append(
+            &event(Stage::Gate, "x-1")
+                .field("decision", "allow")
+                .finish(),
+        )
+        .unwrap();
         log.append(&event(Stage::Exec, "x-1").finish()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<serde_json::Value> =
-            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["stage"], "gate");
         assert_eq!(lines[0]["decision"], "allow");
@@ -172,6 +179,9 @@ mod tests {
     fn a_full_device_is_an_error() {
         let mut log = AuditLog::open(Path::new("/dev/full")).unwrap();
         let err = log.append(b"{}\n").unwrap_err();
-        assert!(format!("{err:#}").contains("cannot write the audit log /dev/full"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("cannot write the audit log /dev/full"),
+            "{err:#}"
+        );
     }
 }

@@ -1,25 +1,31 @@
 //! The decision: `evaluate(call, policy)`, a pure function from a call and a policy to a
-//! judgement. No I/O, no clock, no randomness.
+//! judgement, and `evaluate_with_state(call, policy, state)` for the rules that look at what an
+//! agent did earlier in the stream ([`crate::state`]). No I/O, no clock, no randomness.
 //!
 //! The rules, strongest first (CONTRACT.md, "Decisions"). The decision is the strongest that
 //! matches, with the reasons of every rule that matched at that strength:
 //! 1. malformed call → deny ([`Judgement::malformed`])
 //! 2. `tool` in `denyTools` → deny
-//! 3. `tool` in `sensitiveTools` and the source is untrusted content (or counts as it) → deny
-//! 4. `args.amount` above `holdAboveAmount` → hold (exactly the limit is not above it)
-//! 5. `args.amount` present but not understood → hold
-//! 6. otherwise → allow, with a reason too
+//! 3. `agents` names the agent (or has a `*` entry) and the tool is not in its list → deny
+//! 4. `tool` in `sensitiveTools` and the source is untrusted content (or counts as it) → deny
+//! 5. `tool` in `sensitiveTools`, the agent is tainted, and the source is not `user` → hold
+//! 6. `args.amount` above `holdAboveAmount` → hold (exactly the limit is not above it)
+//! 7. `args.amount` present but not understood → hold
+//! 8. the agent's spend in the stream would go above `holdAboveTotal` → hold
+//! 9. otherwise → allow, with a reason too
 //!
 //! The instruction text is never read: provenance decides, not keywords. Each rule is one
-//! function in [`RULES`]; a new rule is one more function there.
+//! function in [`RULES`]; a new rule is one more function there. Rules only ever add findings,
+//! so the stateful rules can only make a decision stronger than the stateless ones.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::amount::Amount;
-use crate::call::{Call, Malformed};
+use crate::call::{Call, Malformed, Source};
 use crate::policy::Policy;
+use crate::state::CrewState;
 
 /// The gate's word on a call, ordered from weakest to strongest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -86,18 +92,30 @@ struct Finding {
     reason: String,
 }
 
-type Rule = fn(&Call, &Policy) -> Option<Finding>;
+type Rule = fn(&Call, &Policy, &CrewState) -> Option<Finding>;
 
-/// Rules 2 to 5. Rule 1 is [`Judgement::malformed`]; rule 6 is the fallback in [`evaluate`].
+/// Rules 2 to 8. Rule 1 is [`Judgement::malformed`]; rule 9 is the fallback in
+/// [`evaluate_with_state`].
 const RULES: &[Rule] = &[
     deny_listed_tool,
+    tool_not_allowed_for_agent,
     sensitive_tool_from_untrusted_source,
+    sensitive_tool_from_tainted_agent,
     amount_rules,
+    spend_budget,
 ];
 
-/// Decides a well-formed call under a policy.
+/// Decides a well-formed call under a policy, as the first call of a stream.
 pub fn evaluate(call: &Call, policy: &Policy) -> Judgement {
-    let findings: Vec<Finding> = RULES.iter().filter_map(|rule| rule(call, policy)).collect();
+    evaluate_with_state(call, policy, &CrewState::new())
+}
+
+/// Decides a well-formed call under a policy, given what the stream so far did.
+pub fn evaluate_with_state(call: &Call, policy: &Policy, state: &CrewState) -> Judgement {
+    let findings: Vec<Finding> = RULES
+        .iter()
+        .filter_map(|rule| rule(call, policy, state))
+        .collect();
     let Some(strongest) = findings.iter().map(|f| f.decision).max() else {
         return Judgement {
             decision: Decision::Allow,
@@ -115,21 +133,46 @@ pub fn evaluate(call: &Call, policy: &Policy) -> Judgement {
 }
 
 /// Decides a line's outcome: the call's judgement, or a deny for a malformed one.
-pub fn evaluate_parsed(call: &Result<Call, Malformed>, policy: &Policy) -> Judgement {
+pub fn evaluate_parsed(
+    call: &Result<Call, Malformed>,
+    policy: &Policy,
+    state: &CrewState,
+) -> Judgement {
     match call {
-        Ok(call) => evaluate(call, policy),
+        Ok(call) => evaluate_with_state(call, policy, state),
         Err(malformed) => Judgement::malformed(malformed),
     }
 }
 
-fn deny_listed_tool(call: &Call, policy: &Policy) -> Option<Finding> {
+fn deny_listed_tool(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
     policy.is_denied(&call.tool).then(|| Finding {
         decision: Decision::Deny,
         reason: format!("{} is on the policy's deny list", call.tool),
     })
 }
 
-fn sensitive_tool_from_untrusted_source(call: &Call, policy: &Policy) -> Option<Finding> {
+fn tool_not_allowed_for_agent(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+    let allowed = policy.allowed_tools(&call.agent)?;
+    (!allowed.matches(&call.tool)).then(|| Finding {
+        decision: Decision::Deny,
+        reason: format!(
+            "agent {} may not use {}: the policy allows it only {}",
+            call.agent,
+            call.tool,
+            if allowed.patterns().is_empty() {
+                "no tools".to_owned()
+            } else {
+                allowed.to_string()
+            }
+        ),
+    })
+}
+
+fn sensitive_tool_from_untrusted_source(
+    call: &Call,
+    policy: &Policy,
+    _: &CrewState,
+) -> Option<Finding> {
     (policy.is_sensitive(&call.tool) && !call.provenance.is_trusted()).then(|| Finding {
         decision: Decision::Deny,
         reason: format!(
@@ -139,7 +182,42 @@ fn sensitive_tool_from_untrusted_source(call: &Call, policy: &Policy) -> Option<
     })
 }
 
-fn amount_rules(call: &Call, policy: &Policy) -> Option<Finding> {
+fn sensitive_tool_from_tainted_agent(
+    call: &Call,
+    policy: &Policy,
+    state: &CrewState,
+) -> Option<Finding> {
+    if !policy.is_sensitive(&call.tool) || call.provenance.source() == Source::User {
+        return None;
+    }
+    let cause = state.taint_of(&call.agent, policy)?;
+    Some(Finding {
+        decision: Decision::Hold,
+        reason: format!(
+            "{} is tainted: untrusted content was read through {} earlier in this stream, so a sensitive call from it needs a person unless the user ordered it",
+            call.agent,
+            cause.describe()
+        ),
+    })
+}
+
+fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {
+    let budget = policy.hold_above_total()?;
+    let Amount::Understood { value, .. } = Amount::from_json(call.args.get("amount")?) else {
+        return None;
+    };
+    let before = state.spent_by(&call.agent);
+    let total = before + value;
+    (total > budget).then(|| Finding {
+        decision: Decision::Hold,
+        reason: format!(
+            "{}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}",
+            call.agent
+        ),
+    })
+}
+
+fn amount_rules(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
     let limit = policy.hold_above_amount();
     match Amount::from_json(call.args.get("amount")?) {
         Amount::Understood { value, text } => (value > limit).then(|| Finding {
@@ -176,7 +254,7 @@ mod tests {
     }
 
     fn judge(line: &str) -> Judgement {
-        evaluate_parsed(&call(line), &Policy::default())
+        evaluate_parsed(&call(line), &Policy::default(), &CrewState::new())
     }
 
     fn payment(amount: &str, source: &str) -> String {
@@ -304,7 +382,11 @@ mod tests {
             ..PolicySettings::default()
         };
         let policy = Policy::new(settings).unwrap();
-        let judgement = evaluate_parsed(&call(&payment("5", "untrusted-content")), &policy);
+        let judgement = evaluate_parsed(
+            &call(&payment("5", "untrusted-content")),
+            &policy,
+            &CrewState::new(),
+        );
         assert_eq!(judgement.decision, Decision::Deny);
         assert_eq!(judgement.reasons.len(), 2, "{judgement:?}");
     }
@@ -359,5 +441,207 @@ mod tests {
     #[test]
     fn decisions_order_from_weakest_to_strongest() {
         assert!(Decision::Allow < Decision::Hold && Decision::Hold < Decision::Deny);
+    }
+
+    /// Decides a stream of calls in order, updating the state as sc-gate does.
+    fn decide_stream(lines: &[String], policy: &Policy) -> Vec<Judgement> {
+        let mut state = CrewState::new();
+        lines
+            .iter()
+            .enumerate()
+            .map(|(n, line)| {
+                let call = call(line).unwrap();
+                let judgement = evaluate_with_state(&call, policy, &state);
+                state.record(&call, &format!("id-{n}"), &judgement, policy);
+                judgement
+            })
+            .collect()
+    }
+
+    fn line(agent: &str, tool: &str, args: &str, source: &str) -> String {
+        format!(r#"{{"agent":"{agent}","tool":"{tool}","args":{args},"source":"{source}"}}"#)
+    }
+
+    #[test]
+    fn a_tainted_agent_is_held_on_a_sensitive_call_naming_what_tainted_it() {
+        let policy = Policy::default();
+        let attack = line(
+            "helper",
+            "send_payment",
+            r#"{"to":"attacker-wallet","amount":40}"#,
+            "agent",
+        );
+        let judged = decide_stream(
+            &[
+                line(
+                    "helper",
+                    "fetch_page",
+                    r#"{"url":"https://evil.test/offer"}"#,
+                    "user",
+                ),
+                attack.clone(),
+            ],
+            &policy,
+        );
+        assert_eq!(judged[0].decision, Decision::Allow);
+        assert_eq!(judged[1].decision, Decision::Hold, "{:?}", judged[1]);
+        let reason = &judged[1].reasons[0];
+        for part in [
+            "helper is tainted",
+            "fetch_page",
+            "id-0",
+            "url=https://evil.test/offer",
+        ] {
+            assert!(reason.contains(part), "{part}: {reason}");
+        }
+        // The same payment from an agent that read nothing, or ordered by the user, is allowed.
+        assert_eq!(
+            decide_stream(&[attack], &policy)[0].decision,
+            Decision::Allow
+        );
+        let by_user = line(
+            "helper",
+            "send_payment",
+            r#"{"to":"attacker-wallet","amount":40}"#,
+            "user",
+        );
+        let judged = decide_stream(
+            &[
+                line("helper", "fetch_page", r#"{"url":"u"}"#, "user"),
+                by_user,
+            ],
+            &policy,
+        );
+        assert_eq!(judged[1].decision, Decision::Allow);
+    }
+
+    #[test]
+    fn taint_is_per_agent_unless_the_policy_says_crew() {
+        let read = line("scout", "fetch_page", r#"{"url":"u"}"#, "user");
+        let pay = line("buyer", "send_payment", r#"{"to":"x","amount":5}"#, "agent");
+        let per_agent = decide_stream(&[read.clone(), pay.clone()], &Policy::default());
+        assert_eq!(per_agent[1].decision, Decision::Allow);
+        let crew = Policy::from_json_str(r#"{"taintScope":"crew"}"#).unwrap();
+        let judged = decide_stream(&[read, pay], &crew);
+        assert_eq!(judged[1].decision, Decision::Hold);
+        assert!(judged[1].reasons[0].contains("by scout"), "{:?}", judged[1]);
+    }
+
+    #[test]
+    fn taint_never_clears_and_untrusted_provenance_still_denies() {
+        let policy = Policy::default();
+        let judged = decide_stream(
+            &[
+                line("h", "search_web", r#"{"query":"q"}"#, "user"),
+                line("h", "send_email", r#"{"to":"a@b"}"#, "agent"),
+                line("h", "search_web", r#"{"query":"q2"}"#, "user"),
+                line("h", "send_email", r#"{"to":"a@b"}"#, "agent"),
+                line("h", "send_email", r#"{"to":"a@b"}"#, "untrusted-content"),
+            ],
+            &policy,
+        );
+        let decisions: Vec<_> = judged.iter().map(|j| j.decision).collect();
+        assert_eq!(
+            decisions,
+            [
+                Decision::Allow,
+                Decision::Hold,
+                Decision::Allow,
+                Decision::Hold,
+                Decision::Deny
+            ]
+        );
+        // The first cause is kept.
+        assert!(judged[3].reasons[0].contains("query=q)"), "{:?}", judged[3]);
+    }
+
+    #[test]
+    fn a_denied_read_does_not_taint() {
+        let policy = Policy::from_json_str(r#"{"denyTools":["fetch_page"]}"#).unwrap();
+        let judged = decide_stream(
+            &[
+                line("h", "fetch_page", r#"{"url":"u"}"#, "user"),
+                line("h", "send_email", r#"{"to":"a@b"}"#, "agent"),
+            ],
+            &policy,
+        );
+        assert_eq!(judged[0].decision, Decision::Deny);
+        assert_eq!(judged[1].decision, Decision::Allow);
+    }
+
+    #[test]
+    fn split_payments_are_held_when_the_total_passes_the_budget() {
+        let policy = Policy::from_json_str(r#"{"holdAboveTotal":300}"#).unwrap();
+        let pay = line(
+            "buyer",
+            "send_payment",
+            r#"{"to":"acme","amount":99}"#,
+            "user",
+        );
+        let judged = decide_stream(&vec![pay; 4], &policy);
+        let decisions: Vec<_> = judged.iter().map(|j| j.decision).collect();
+        assert_eq!(
+            decisions,
+            [
+                Decision::Allow,
+                Decision::Allow,
+                Decision::Allow,
+                Decision::Hold
+            ]
+        );
+        assert!(
+            judged[3].reasons[0]
+                .contains("would total 396 (297 before this call), above the budget of 300"),
+            "{:?}",
+            judged[3]
+        );
+    }
+
+    #[test]
+    fn an_agent_may_use_only_its_tools() {
+        let policy = Policy::from_json_str(r#"{"agents":{"scout":["search_web"]}}"#).unwrap();
+        let judged = decide_stream(
+            &[
+                line("scout", "search_web", r#"{"query":"q"}"#, "user"),
+                line("scout", "send_email", r#"{"to":"a@b"}"#, "user"),
+                line("other", "send_email", r#"{"to":"a@b"}"#, "user"),
+            ],
+            &policy,
+        );
+        assert_eq!(judged[1].decision, Decision::Deny);
+        assert!(
+            judged[1].reasons[0].contains("agent scout may not use send_email"),
+            "{:?}",
+            judged[1]
+        );
+        assert_eq!(
+            judged[2].decision,
+            Decision::Allow,
+            "agents not named are unrestricted"
+        );
+        let strict = Policy::from_json_str(r#"{"agents":{"*":["search_web"]}}"#).unwrap();
+        assert_eq!(
+            decide_stream(
+                &[line("other", "send_email", r#"{"to":"a@b"}"#, "user")],
+                &strict
+            )[0]
+            .decision,
+            Decision::Deny
+        );
+    }
+
+    #[test]
+    fn prefix_patterns_apply_in_the_rules() {
+        let policy = Policy::from_json_str(r#"{"sensitiveTools":["mcp__github__*"]}"#).unwrap();
+        let judged = decide_stream(
+            &[line(
+                "a",
+                "mcp__github__create_issue",
+                "{}",
+                "untrusted-content",
+            )],
+            &policy,
+        );
+        assert_eq!(judged[0].decision, Decision::Deny);
     }
 }

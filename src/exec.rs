@@ -19,6 +19,7 @@ use crate::jsonl::{self, Input, JsonLine, Line, LineReader, StageOutput};
 use crate::policy::Policy;
 use crate::record::{Approval, Outcome, Record, Status};
 use crate::sanitize::for_terminal;
+use crate::state::CrewState;
 use crate::tools::{self, BUILTIN_TOOLS};
 
 /// What `sc-exec` needs besides its streams.
@@ -37,7 +38,11 @@ pub struct Effective {
 
 /// The stronger of the record's decision and sc-exec's own; a missing or unknown record decision
 /// counts as deny.
-pub fn effective_decision(record_decision: Option<Decision>, record_reasons: &[String], own: &Judgement) -> Effective {
+pub fn effective_decision(
+    record_decision: Option<Decision>,
+    record_reasons: &[String],
+    own: &Judgement,
+) -> Effective {
     let (recorded, recorded_reasons) = match record_decision {
         Some(decision) => (decision, record_reasons.to_vec()),
         None => (
@@ -59,7 +64,11 @@ pub fn effective_decision(record_decision: Option<Decision>, record_reasons: &[S
 }
 
 /// What to do with a call, given the effective decision and any approval on the record.
-pub fn outcome_for(call: Option<&Call>, effective: &Effective, approval: Option<&Approval>) -> Outcome {
+pub fn outcome_for(
+    call: Option<&Call>,
+    effective: &Effective,
+    approval: Option<&Approval>,
+) -> Outcome {
     let skipped = |reason: String| Outcome {
         status: Status::Skipped,
         result: None,
@@ -111,6 +120,7 @@ pub fn run<W: Write, E: Write>(
     diagnostics: &mut dyn Write,
 ) -> Result<Completion> {
     let mut ids = IdMinter::new();
+    let mut state = CrewState::new();
     let mut completion = Completion::default();
     for input in inputs {
         let source = match input.open() {
@@ -130,7 +140,7 @@ pub fn run<W: Write, E: Write>(
                 None => break,
                 Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
                 Some(Line::Text(bytes)) => match Record::parse(bytes) {
-                    Ok(record) => act_on_record(&record, options, output, &mut ids),
+                    Ok(record) => act_on_record(&record, options, output, &mut ids, &mut state),
                     Err(why) => refuse_unreadable(&ids.mint(), &why, bytes, output),
                 },
                 Some(Line::TooLong { length, start }) => {
@@ -153,17 +163,22 @@ fn act_on_record<W: Write, E: Write>(
     options: &ExecOptions,
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
+    state: &mut CrewState,
 ) {
     let call = match record.call() {
         Some(value) => Call::from_value(value),
         None => Err(Malformed::new("the record has no `call`")),
     };
-    let own = evaluate_parsed(&call, &options.policy);
+    let own = evaluate_parsed(&call, &options.policy, state);
     let effective = effective_decision(record.decision(), &record.reasons(), &own);
     let approval = record.approval();
     let call = call.ok();
     let outcome = outcome_for(call.as_ref(), &effective, approval.as_ref());
     let id = record.id().map_or_else(|| ids.mint(), str::to_owned);
+    if let Some(call) = &call {
+        // The same stream update as sc-gate's, so the same policy reaches the same decisions.
+        state.record(call, &id, &own, &options.policy);
+    }
     let (agent, tool) = call
         .as_ref()
         .map_or(("?", "?"), |c| (c.agent.as_str(), c.tool.as_str()));
@@ -193,7 +208,12 @@ fn act_on_record<W: Write, E: Write>(
     ));
 }
 
-fn refuse_unreadable<W: Write, E: Write>(id: &str, why: &str, bytes: &[u8], output: &mut StageOutput<W, E>) {
+fn refuse_unreadable<W: Write, E: Write>(
+    id: &str,
+    why: &str,
+    bytes: &[u8],
+    output: &mut StageOutput<W, E>,
+) {
     let reasons = [format!("malformed record: {why}")];
     let outcome = Outcome {
         status: Status::Skipped,
@@ -252,7 +272,9 @@ mod tests {
 
     #[test]
     fn only_allow_or_approved_hold_runs() {
-        let payment = call(r#"{"agent":"b","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"}"#);
+        let payment = call(
+            r#"{"agent":"b","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"}"#,
+        );
         let approved = Approval {
             approved: true,
             by: AnsweredBy::Tty,
@@ -286,6 +308,10 @@ mod tests {
         };
         let outcome = outcome_for(Some(&unknown), &effective, None);
         assert_eq!(outcome.status, Status::Failed);
-        assert!(outcome.reason.contains("no tool named \"Send_Payment\""), "{}", outcome.reason);
+        assert!(
+            outcome.reason.contains("no tool named \"Send_Payment\""),
+            "{}",
+            outcome.reason
+        );
     }
 }

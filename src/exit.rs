@@ -77,8 +77,14 @@ mod tests {
         })
         .context("loading");
         assert_eq!(status_for(&policy), USAGE_ERROR);
-        assert_eq!(status_for(&anyhow::Error::new(UsageError("x".into()))), USAGE_ERROR);
-        assert_eq!(status_for(&anyhow::anyhow!("disk on fire")), RUNTIME_FAILURE);
+        assert_eq!(
+            status_for(&anyhow::Error::new(UsageError("x".into()))),
+            USAGE_ERROR
+        );
+        assert_eq!(
+            status_for(&anyhow::anyhow!("disk on fire")),
+            RUNTIME_FAILURE
+        );
     }
 
     #[test]

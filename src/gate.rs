@@ -6,12 +6,13 @@ use anyhow::{Context, Result};
 
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
-use crate::decision::{evaluate, Judgement};
+use crate::decision::{evaluate_with_state, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, Line, LineReader, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, CallText};
 use crate::sanitize::for_terminal;
+use crate::state::CrewState;
 
 /// What `sc-gate` needs besides its streams.
 #[derive(Debug, Clone)]
@@ -29,6 +30,7 @@ pub fn run<W: Write, E: Write>(
     diagnostics: &mut dyn Write,
 ) -> Result<Completion> {
     let mut ids = IdMinter::new();
+    let mut state = CrewState::new();
     let mut completion = Completion::default();
     for input in inputs {
         let source = match input.open() {
@@ -48,7 +50,7 @@ pub fn run<W: Write, E: Write>(
             let Some(line) = line else { break };
             let decided = match line {
                 Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-                Line::Text(bytes) => Some(decide_line(bytes, &options.policy)),
+                Line::Text(bytes) => Some(decide_line(bytes, &options.policy, &state)),
                 Line::TooLong { length, start } => Some(Decided::malformed(
                     &Malformed::new(format!(
                         "the line is {length} bytes, over the line limit of {} bytes",
@@ -59,8 +61,11 @@ pub fn run<W: Write, E: Write>(
             };
             if let Some(decided) = decided {
                 let id = ids.mint();
+                if let Some(call) = &decided.call {
+                    state.record(call, &id, &decided.judgement, &options.policy);
+                }
                 let place = format!("{} line {}", input.name(), line_number);
-                write_decided(&id, &decided, &place, output);
+                write_decided(&id, &decided, &place, &state, output);
             }
             output.commit_if_due(reader.has_complete_line())?;
         }
@@ -86,10 +91,10 @@ impl Decided<'_> {
     }
 }
 
-fn decide_line<'a>(bytes: &'a [u8], policy: &Policy) -> Decided<'a> {
+fn decide_line<'a>(bytes: &'a [u8], policy: &Policy, state: &CrewState) -> Decided<'a> {
     match Call::parse_line(bytes) {
         Ok((call, text)) => Decided {
-            judgement: evaluate(&call, policy),
+            judgement: evaluate_with_state(&call, policy, state),
             call: Some(call),
             text: Ok(text),
         },
@@ -101,6 +106,7 @@ fn write_decided<W: Write, E: Write>(
     id: &str,
     decided: &Decided,
     place: &str,
+    state: &CrewState,
     output: &mut StageOutput<W, E>,
 ) {
     let call_text = match &decided.text {
@@ -109,16 +115,23 @@ fn write_decided<W: Write, E: Write>(
     };
     let judgement = &decided.judgement;
     let verdict = record::verdict_line(id, call_text, judgement);
-    let event = call_text
-        .add_to(
-            audit::event(Stage::Gate, id)
-                .field("decision", &judgement.decision)
-                .field("reasons", &judgement.reasons),
-        )
-        .finish();
+    let mut event = call_text.add_to(
+        audit::event(Stage::Gate, id)
+            .field("decision", &judgement.decision)
+            .field("reasons", &judgement.reasons),
+    );
+    // The agent's state after this call, so the report can say who was tainted by what.
+    if let Some(agent) = decided.call.as_ref().and_then(|c| state.agent(&c.agent)) {
+        event = event.field("agentState", agent);
+    }
+    let event = event.finish();
     output.emit(&event, &verdict);
     let who = match &decided.call {
-        Some(call) => format!("{} → {}", for_terminal(&call.agent), for_terminal(&call.tool)),
+        Some(call) => format!(
+            "{} → {}",
+            for_terminal(&call.agent),
+            for_terminal(&call.tool)
+        ),
         None => place.to_owned(),
     };
     output.narrate(&format!(

@@ -81,7 +81,10 @@ pub type LineSource = Box<dyn Read>;
 pub enum Line<'a> {
     Text(&'a [u8]),
     /// Longer than the limit: its length and the first bytes, kept for the record.
-    TooLong { length: u64, start: &'a [u8] },
+    TooLong {
+        length: u64,
+        start: &'a [u8],
+    },
 }
 
 /// Reads lines of at most `max` bytes into one reused buffer.
@@ -318,7 +321,10 @@ mod tests {
 
     #[test]
     fn a_line_over_the_limit_is_reported_with_its_length_and_the_stream_goes_on() {
-        assert_eq!(lines(b"12345\n123456\nok\n", 5), ["12345", "too long 6 123456", "ok"]);
+        assert_eq!(
+            lines(b"12345\n123456\nok\n", 5),
+            ["12345", "too long 6 123456", "ok"]
+        );
     }
 
     #[test]
@@ -333,7 +339,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(reader.line.capacity() < 64 * 1024, "the line buffer grew to {}", reader.line.capacity());
+        assert!(
+            reader.line.capacity() < 64 * 1024,
+            "the line buffer grew to {}",
+            reader.line.capacity()
+        );
         assert_eq!(reader.next_line().unwrap(), Some(Line::Text(b"next")));
         assert_eq!(reader.line_number(), 2);
     }
@@ -361,6 +371,9 @@ mod tests {
             .raw_field("call", r#"{"a":1}"#)
             .field("reasons", &["r"])
             .finish();
-        assert_eq!(line, b"{\"id\":\"x\",\"call\":{\"a\":1},\"reasons\":[\"r\"]}\n");
+        assert_eq!(
+            line,
+            b"{\"id\":\"x\",\"call\":{\"a\":1},\"reasons\":[\"r\"]}\n"
+        );
     }
 }

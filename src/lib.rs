@@ -6,19 +6,20 @@
 //! under a [`policy`], [`audit`] writes the event, and [`record`] is what each stage writes.
 
 pub mod amount;
-pub mod call;
-pub mod decision;
-pub mod policy;
-pub mod strict_json;
+pub mod approve;
 pub mod audit;
-pub mod jsonl;
-pub mod record;
+pub mod call;
+pub mod cli;
+pub mod decision;
+pub mod exec;
 pub mod exit;
 pub mod gate;
-pub mod sanitize;
-pub mod approve;
-pub mod tty;
-pub mod exec;
-pub mod tools;
+pub mod jsonl;
+pub mod policy;
+pub mod record;
 pub mod report;
-pub mod cli;
+pub mod sanitize;
+pub mod state;
+pub mod strict_json;
+pub mod tools;
+pub mod tty;

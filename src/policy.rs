@@ -1,5 +1,5 @@
-//! The policy: which tools are refused outright, which need trusted provenance, and the amount
-//! above which a person must approve.
+//! The policy: which tools are refused outright, which need trusted provenance, which carry
+//! third-party text, who may use what, and the amounts above which a person must approve.
 //!
 //! ```json
 //! {"holdAboveAmount": 100, "denyTools": ["shell_exec"], "sensitiveTools": ["send_payment", "send_email", "delete_file"]}
@@ -7,10 +7,16 @@
 //!
 //! Loading is strict: a mistyped safety policy never falls back to looser rules. Malformed JSON,
 //! a non-object, an unknown key (with the nearest known key suggested), a wrong type, a duplicate
-//! key, a negative or non-finite limit and an empty tool name are all errors naming the file and
-//! the key. Omitted keys take the built-in defaults one by one. Every policy, whether loaded from a
-//! file or built in code, passes through [`Policy::new`], which holds the same checks.
+//! key, a negative or non-finite limit, an empty tool name and a malformed pattern are all errors
+//! naming the file and the key. Omitted keys take the built-in defaults one by one. Every policy,
+//! whether loaded from a file or built in code, passes through [`Policy::new`], which holds the
+//! same checks.
+//!
+//! Tool lists hold exact names and prefix patterns ending in `*` (`mcp__github__*`), nothing else.
+//! In `denyTools`, `sensitiveTools` and `untrustedOutputTools` a pattern only adds tools to the
+//! list: no list has exceptions, so a pattern can only make the policy stricter.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -21,16 +27,117 @@ use crate::strict_json;
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
 pub const DEFAULT_DENY_TOOLS: &[&str] = &["shell_exec"];
 pub const DEFAULT_SENSITIVE_TOOLS: &[&str] = &["send_payment", "send_email", "delete_file"];
+/// The built-in tools whose results carry third-party text.
+pub const DEFAULT_UNTRUSTED_OUTPUT_TOOLS: &[&str] = &["fetch_page", "search_web"];
+/// The `agents` entry that applies to agents not named.
+pub const DEFAULT_AGENT_ENTRY: &str = "*";
 
 /// The keys a policy file may hold, in the order the docs list them.
-pub const KEYS: &[&str] = &["holdAboveAmount", "denyTools", "sensitiveTools"];
+pub const KEYS: &[&str] = &[
+    "holdAboveAmount",
+    "denyTools",
+    "sensitiveTools",
+    "untrustedOutputTools",
+    "taintScope",
+    "holdAboveTotal",
+    "agents",
+];
+
+/// A tool name or a prefix pattern (`mcp__github__*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolPattern {
+    Exact(String),
+    Prefix(String),
+}
+
+impl ToolPattern {
+    /// Parses a list item: an exact name, or a non-empty prefix followed by one final `*`.
+    pub fn parse(text: &str) -> Result<ToolPattern, String> {
+        if text.is_empty() {
+            return Err("is an empty tool name".to_owned());
+        }
+        match text.find('*') {
+            None => Ok(ToolPattern::Exact(text.to_owned())),
+            Some(at) if at + 1 != text.len() => Err(format!(
+                "{} has `*` in the middle; only a final `*` (a prefix pattern) is allowed",
+                Value::String(text.to_owned())
+            )),
+            Some(0) => Err("`*` alone is a pattern with an empty prefix; name the tool family (e.g. `mcp__github__*`)".to_owned()),
+            Some(at) => Ok(ToolPattern::Prefix(text[..at].to_owned())),
+        }
+    }
+
+    /// Names compare exactly: no case folding, no trimming.
+    pub fn matches(&self, tool: &str) -> bool {
+        match self {
+            ToolPattern::Exact(name) => name == tool,
+            ToolPattern::Prefix(prefix) => tool.starts_with(prefix.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for ToolPattern {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            ToolPattern::Exact(name) => f.write_str(name),
+            ToolPattern::Prefix(prefix) => write!(f, "{prefix}*"),
+        }
+    }
+}
+
+/// A list of tool names and patterns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolList(Vec<ToolPattern>);
+
+impl ToolList {
+    /// Parses every item; the error names the first bad item's index.
+    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<ToolList, String> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                ToolPattern::parse(item.as_ref()).map_err(|why| format!("item {index} {why}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(ToolList)
+    }
+
+    pub fn matches(&self, tool: &str) -> bool {
+        self.0.iter().any(|pattern| pattern.matches(tool))
+    }
+
+    pub fn patterns(&self) -> &[ToolPattern] {
+        &self.0
+    }
+}
+
+impl fmt::Display for ToolList {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+/// Whether taint follows one agent or the whole crew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaintScope {
+    /// An agent that read untrusted output is tainted.
+    #[default]
+    Agent,
+    /// Any agent reading untrusted output taints every agent (they may pass content on).
+    Crew,
+}
 
 /// A validated policy. Build one with [`Policy::new`], [`Policy::load`] or [`Policy::default`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     hold_above_amount: f64,
-    deny_tools: Vec<String>,
-    sensitive_tools: Vec<String>,
+    deny_tools: ToolList,
+    sensitive_tools: ToolList,
+    untrusted_output_tools: ToolList,
+    taint_scope: TaintScope,
+    hold_above_total: Option<f64>,
+    agents: BTreeMap<String, ToolList>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -39,17 +146,28 @@ pub struct PolicySettings {
     pub hold_above_amount: f64,
     pub deny_tools: Vec<String>,
     pub sensitive_tools: Vec<String>,
+    pub untrusted_output_tools: Vec<String>,
+    pub taint_scope: TaintScope,
+    /// No budget when `None`.
+    pub hold_above_total: Option<f64>,
+    /// Agent name (or `*` for agents not named) → the tools it may use. Empty: no restriction.
+    pub agents: BTreeMap<String, Vec<String>>,
+}
+
+fn owned(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }
 
 impl Default for PolicySettings {
     fn default() -> Self {
         PolicySettings {
             hold_above_amount: DEFAULT_HOLD_ABOVE_AMOUNT,
-            deny_tools: DEFAULT_DENY_TOOLS.iter().map(|s| s.to_string()).collect(),
-            sensitive_tools: DEFAULT_SENSITIVE_TOOLS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            deny_tools: owned(DEFAULT_DENY_TOOLS),
+            sensitive_tools: owned(DEFAULT_SENSITIVE_TOOLS),
+            untrusted_output_tools: owned(DEFAULT_UNTRUSTED_OUTPUT_TOOLS),
+            taint_scope: TaintScope::Agent,
+            hold_above_total: None,
+            agents: BTreeMap::new(),
         }
     }
 }
@@ -78,6 +196,16 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
+fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
+    if limit.is_finite() && limit >= 0.0 {
+        Ok(limit)
+    } else {
+        Err(format!(
+            "key `{key}`: expected a finite number ≥ 0, found {limit}"
+        ))
+    }
+}
+
 impl Policy {
     /// Validates settings into a policy.
     pub fn new(settings: PolicySettings) -> Result<Policy, PolicyError> {
@@ -85,26 +213,30 @@ impl Policy {
             file: None,
             message,
         };
-        let limit = settings.hold_above_amount;
-        if !limit.is_finite() || limit < 0.0 {
-            return Err(error(format!(
-                "key `holdAboveAmount`: expected a finite number ≥ 0, found {limit}"
-            )));
-        }
-        for (key, tools) in [
-            ("denyTools", &settings.deny_tools),
-            ("sensitiveTools", &settings.sensitive_tools),
-        ] {
-            if let Some(index) = tools.iter().position(|tool| tool.is_empty()) {
-                return Err(error(format!(
-                    "key `{key}`: item {index} is an empty tool name"
-                )));
+        let list = |key: &str, items: &[String]| {
+            ToolList::parse(items).map_err(|why| error(format!("key `{key}`: {why}")))
+        };
+        let mut agents = BTreeMap::new();
+        for (agent, tools) in settings.agents {
+            if agent.is_empty() {
+                return Err(error("key `agents`: an agent name is empty".to_owned()));
             }
+            let tools = list(&format!("agents.{agent}"), &tools)?;
+            agents.insert(agent, tools);
         }
         Ok(Policy {
-            hold_above_amount: limit,
-            deny_tools: settings.deny_tools,
-            sensitive_tools: settings.sensitive_tools,
+            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
+                .map_err(error)?,
+            deny_tools: list("denyTools", &settings.deny_tools)?,
+            sensitive_tools: list("sensitiveTools", &settings.sensitive_tools)?,
+            untrusted_output_tools: list("untrustedOutputTools", &settings.untrusted_output_tools)?,
+            taint_scope: settings.taint_scope,
+            hold_above_total: settings
+                .hold_above_total
+                .map(|limit| check_limit("holdAboveTotal", limit))
+                .transpose()
+                .map_err(error)?,
+            agents,
         })
     }
 
@@ -121,10 +253,7 @@ impl Policy {
                 err.utf8_error().valid_up_to()
             ))
         })?;
-        Policy::from_json_str(&text).map_err(|err| PolicyError {
-            file: Some(path.to_owned()),
-            message: err.message,
-        })
+        Policy::from_json_str(&text).map_err(|err| in_file(err.message))
     }
 
     /// Loads the policy file if one is given, else the built-in defaults.
@@ -157,21 +286,43 @@ impl Policy {
         self.hold_above_amount
     }
 
-    pub fn deny_tools(&self) -> &[String] {
+    pub fn hold_above_total(&self) -> Option<f64> {
+        self.hold_above_total
+    }
+
+    pub fn taint_scope(&self) -> TaintScope {
+        self.taint_scope
+    }
+
+    pub fn deny_tools(&self) -> &ToolList {
         &self.deny_tools
     }
 
-    pub fn sensitive_tools(&self) -> &[String] {
+    pub fn sensitive_tools(&self) -> &ToolList {
         &self.sensitive_tools
     }
 
-    /// Tool names compare exactly: no case folding, no trimming.
+    pub fn untrusted_output_tools(&self) -> &ToolList {
+        &self.untrusted_output_tools
+    }
+
     pub fn is_denied(&self, tool: &str) -> bool {
-        self.deny_tools.iter().any(|t| t == tool)
+        self.deny_tools.matches(tool)
     }
 
     pub fn is_sensitive(&self, tool: &str) -> bool {
-        self.sensitive_tools.iter().any(|t| t == tool)
+        self.sensitive_tools.matches(tool)
+    }
+
+    pub fn has_untrusted_output(&self, tool: &str) -> bool {
+        self.untrusted_output_tools.matches(tool)
+    }
+
+    /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.
+    pub fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
+        self.agents
+            .get(agent)
+            .or_else(|| self.agents.get(DEFAULT_AGENT_ENTRY))
     }
 }
 
@@ -182,6 +333,10 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "holdAboveAmount" => settings.hold_above_amount = limit(key, value)?,
             "denyTools" => settings.deny_tools = tool_names(key, value)?,
             "sensitiveTools" => settings.sensitive_tools = tool_names(key, value)?,
+            "untrustedOutputTools" => settings.untrusted_output_tools = tool_names(key, value)?,
+            "taintScope" => settings.taint_scope = taint_scope(key, value)?,
+            "holdAboveTotal" => settings.hold_above_total = Some(limit(key, value)?),
+            "agents" => settings.agents = agents(key, value)?,
             unknown => return Err(unknown_key_message(unknown)),
         }
     }
@@ -190,15 +345,35 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
 
 fn limit(key: &str, value: &Value) -> Result<f64, String> {
     match value.as_f64() {
-        Some(limit) if limit.is_finite() && limit >= 0.0 => Ok(limit),
-        Some(_) => Err(format!(
-            "key `{key}`: expected a finite number ≥ 0, found {value}"
-        )),
+        Some(limit) => check_limit(key, limit),
         None => Err(format!(
             "key `{key}`: expected a number, found {}",
             strict_json::type_name(value)
         )),
     }
+}
+
+fn taint_scope(key: &str, value: &Value) -> Result<TaintScope, String> {
+    match value.as_str() {
+        Some("agent") => Ok(TaintScope::Agent),
+        Some("crew") => Ok(TaintScope::Crew),
+        _ => Err(format!(
+            "key `{key}`: expected \"agent\" or \"crew\", found {value}"
+        )),
+    }
+}
+
+fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let Value::Object(entries) = value else {
+        return Err(format!(
+            "key `{key}`: expected an object mapping agent names to tool lists, found {}",
+            strict_json::type_name(value)
+        ));
+    };
+    entries
+        .iter()
+        .map(|(agent, tools)| Ok((agent.clone(), tool_names(&format!("{key}.{agent}"), tools)?)))
+        .collect()
 }
 
 fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
@@ -212,8 +387,9 @@ fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
         .iter()
         .enumerate()
         .map(|(index, item)| match item {
-            Value::String(name) if !name.is_empty() => Ok(name.clone()),
-            Value::String(_) => Err(format!("key `{key}`: item {index} is an empty tool name")),
+            Value::String(name) => ToolPattern::parse(name)
+                .map(|_| name.clone())
+                .map_err(|why| format!("key `{key}`: item {index} {why}")),
             other => Err(format!(
                 "key `{key}`: item {index} must be a tool name (a string), found {}",
                 strict_json::type_name(other)
@@ -260,13 +436,15 @@ mod tests {
 
         let policy = Policy::from_json_str(r#"{"denyTools": []}"#).unwrap();
         assert_eq!(policy.hold_above_amount(), DEFAULT_HOLD_ABOVE_AMOUNT);
-        assert!(policy.deny_tools().is_empty());
+        assert!(policy.deny_tools().patterns().is_empty());
         assert_eq!(
             policy.sensitive_tools(),
             Policy::default().sensitive_tools()
         );
 
         assert_eq!(Policy::from_json_str("{}").unwrap(), Policy::default());
+        assert_eq!(Policy::default().hold_above_total(), None);
+        assert!(Policy::default().allowed_tools("anyone").is_none());
     }
 
     #[test]
@@ -307,6 +485,35 @@ mod tests {
                 r#"{"denyTools": [], "denyTools": ["x"]}"#,
                 "duplicate key `denyTools`",
             ),
+            (
+                r#"{"holdAboveTotal": -5}"#,
+                "key `holdAboveTotal`: expected a finite number ≥ 0",
+            ),
+            (r#"{"holdAboveTotl": 5}"#, "did you mean `holdAboveTotal`?"),
+            (
+                r#"{"taintScope": "team"}"#,
+                "key `taintScope`: expected \"agent\" or \"crew\"",
+            ),
+            (
+                r#"{"untrustedOutputTools": ["fetch_*_page"]}"#,
+                "key `untrustedOutputTools`: item 0 \"fetch_*_page\" has `*` in the middle",
+            ),
+            (
+                r#"{"sensitiveTools": ["*"]}"#,
+                "key `sensitiveTools`: item 0 `*` alone is a pattern with an empty prefix",
+            ),
+            (
+                r#"{"agents": ["scout"]}"#,
+                "key `agents`: expected an object",
+            ),
+            (
+                r#"{"agents": {"scout": "search_web"}}"#,
+                "key `agents.scout`: expected an array",
+            ),
+            (
+                r#"{"agents": {"scout": ["**"]}}"#,
+                "key `agents.scout`: item 0",
+            ),
         ];
         for (text, expected) in cases {
             let message = load_err(text);
@@ -326,6 +533,12 @@ mod tests {
         settings.hold_above_amount = f64::INFINITY;
         assert!(Policy::new(settings.clone()).is_err());
         settings.hold_above_amount = 10.0;
+        settings.hold_above_total = Some(f64::NAN);
+        assert!(Policy::new(settings.clone()).is_err());
+        settings.hold_above_total = None;
+        settings.deny_tools.push("a*b".into());
+        assert!(Policy::new(settings.clone()).is_err());
+        settings.deny_tools.pop();
         settings.sensitive_tools.push(String::new());
         assert!(Policy::new(settings).is_err());
     }
@@ -344,10 +557,49 @@ mod tests {
     }
 
     #[test]
+    fn the_policy_packs_load() {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                loaded += 1;
+            }
+        }
+        assert!(loaded >= 2);
+    }
+
+    #[test]
     fn tool_names_compare_exactly() {
         let policy = Policy::default();
         assert!(policy.is_sensitive("send_payment"));
         assert!(!policy.is_sensitive("Send_Payment"));
         assert!(!policy.is_sensitive("send_payment "));
+    }
+
+    #[test]
+    fn prefix_patterns_cover_a_tool_family() {
+        let policy = Policy::from_json_str(r#"{"sensitiveTools": ["mcp__github__*"]}"#).unwrap();
+        assert!(policy.is_sensitive("mcp__github__create_issue"));
+        assert!(policy.is_sensitive("mcp__github__"));
+        assert!(!policy.is_sensitive("mcp__gitlab__create_issue"));
+        assert!(!policy.is_sensitive("MCP__github__create_issue"));
+    }
+
+    #[test]
+    fn agents_map_to_their_tools_with_a_default_entry() {
+        let policy = Policy::from_json_str(
+            r#"{"agents": {"scout": ["search_web", "fetch_*"], "*": ["search_web"]}}"#,
+        )
+        .unwrap();
+        assert!(policy.allowed_tools("scout").unwrap().matches("fetch_page"));
+        assert!(!policy.allowed_tools("scout").unwrap().matches("send_email"));
+        assert!(!policy
+            .allowed_tools("stranger")
+            .unwrap()
+            .matches("fetch_page"));
+        let open = Policy::from_json_str(r#"{"agents": {"scout": ["search_web"]}}"#).unwrap();
+        assert!(open.allowed_tools("stranger").is_none());
     }
 }

@@ -122,12 +122,18 @@ impl<'a> Record<'a> {
     }
 
     pub fn id(&self) -> Option<&str> {
-        self.object.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())
+        self.object
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
     }
 
     /// The record's decision; `None` when it is missing or not one of the three.
     pub fn decision(&self) -> Option<Decision> {
-        self.object.get("decision").and_then(Value::as_str).and_then(Decision::parse)
+        self.object
+            .get("decision")
+            .and_then(Value::as_str)
+            .and_then(Decision::parse)
     }
 
     /// The reasons as strings; anything that is not a string is left out.
@@ -160,7 +166,10 @@ impl<'a> Record<'a> {
             line = serde_json::to_vec(&object).expect("a JSON object serializes");
             line.pop(); // the closing brace
         } else {
-            let body = self.text.strip_suffix('}').expect("a JSON object ends with }");
+            let body = self
+                .text
+                .strip_suffix('}')
+                .expect("a JSON object ends with }");
             line = body.as_bytes().to_vec();
         }
         let empty = line.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
@@ -190,7 +199,9 @@ mod tests {
         let text = String::from_utf8(line).unwrap();
         assert_eq!(
             text,
-            format!("{{\"id\":\"id-1\",\"call\":{call},\"decision\":\"allow\",\"reasons\":[\"ok\"]}}\n")
+            format!(
+                "{{\"id\":\"id-1\",\"call\":{call},\"decision\":\"allow\",\"reasons\":[\"ok\"]}}\n"
+            )
         );
     }
 
@@ -212,7 +223,10 @@ mod tests {
         let out = record.with_field("approval", &false);
         let value: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["approval"], false);
-        assert_eq!(String::from_utf8(out).unwrap().matches("approval").count(), 1);
+        assert_eq!(
+            String::from_utf8(out).unwrap().matches("approval").count(),
+            1
+        );
     }
 
     #[test]

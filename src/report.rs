@@ -16,6 +16,7 @@ use crate::decision::Decision;
 use crate::jsonl::{Line, LineReader};
 use crate::record::{Approval, Status};
 use crate::sanitize::for_terminal;
+use crate::state::{AgentState, TaintCause};
 use crate::strict_json;
 
 /// Audit lines longer than this are reported as problems, not read.
@@ -54,7 +55,7 @@ pub struct Veto {
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct AgentSummary {
     pub agent: String,
     pub calls: u64,
@@ -65,6 +66,11 @@ pub struct AgentSummary {
     pub declined: u64,
     pub unanswered: u64,
     pub executed: u64,
+    /// What first tainted the agent (from sc-gate's `agentState`), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tainted_by: Option<String>,
+    /// The agent's running total of understood amounts, as sc-gate last saw it.
+    pub spent: f64,
 }
 
 /// A line of a log that could not be used.
@@ -76,7 +82,7 @@ pub struct Problem {
 }
 
 /// Everything the report shows.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub logs: Vec<String>,
     pub events: u64,
@@ -106,6 +112,7 @@ pub struct Summariser {
     summary: Summary,
     order: Vec<String>,
     trails: HashMap<String, CallTrail>,
+    agent_states: HashMap<String, AgentState>,
 }
 
 impl Summariser {
@@ -119,9 +126,14 @@ impl Summariser {
         let mut reader = LineReader::new(log, MAX_EVENT_BYTES);
         loop {
             let line_number = reader.line_number() + 1;
-            let problem = match reader.next_line().with_context(|| format!("cannot read {name}"))? {
+            let problem = match reader
+                .next_line()
+                .with_context(|| format!("cannot read {name}"))?
+            {
                 None => break,
-                Some(Line::TooLong { length, .. }) => Some(format!("line of {length} bytes is too long to be an event")),
+                Some(Line::TooLong { length, .. }) => {
+                    Some(format!("line of {length} bytes is too long to be an event"))
+                }
                 Some(Line::Text(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => None,
                 Some(Line::Text(bytes)) => self.read_event(bytes).err(),
             };
@@ -137,14 +149,21 @@ impl Summariser {
     }
 
     fn read_event(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
         let event = match strict_json::parse(text) {
             Ok(Value::Object(event)) => event,
             Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
             Err(err) => return Err(format!("torn or malformed line: {err}")),
         };
-        let id = event.get("id").and_then(Value::as_str).ok_or("event has no `id`")?;
-        let stage = event.get("stage").and_then(Value::as_str).ok_or("event has no `stage`")?;
+        let id = event
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or("event has no `id`")?;
+        let stage = event
+            .get("stage")
+            .and_then(Value::as_str)
+            .ok_or("event has no `stage`")?;
         self.summary.events += 1;
         match stage {
             "gate" => {
@@ -161,6 +180,13 @@ impl Summariser {
                     Some(call) => (name_in(call, "agent"), name_in(call, "tool")),
                     None => ("(malformed call)".to_owned(), "-".to_owned()),
                 };
+                if let Some(state) = event
+                    .get("agentState")
+                    .cloned()
+                    .and_then(|s| serde_json::from_value::<AgentState>(s).ok())
+                {
+                    self.agent_states.insert(agent.clone(), state);
+                }
                 let trail = self.trail(id);
                 trail.decision = Some(decision);
                 trail.reasons = reasons;
@@ -209,13 +235,17 @@ impl Summariser {
         let mut agents: BTreeMap<String, AgentSummary> = BTreeMap::new();
         for id in &self.order {
             let trail = &self.trails[id];
-            let Some(decision) = trail.decision else { continue };
+            let Some(decision) = trail.decision else {
+                continue;
+            };
             let summary = &mut self.summary;
             summary.calls += 1;
-            let agent = agents.entry(trail.agent.clone()).or_insert_with(|| AgentSummary {
-                agent: trail.agent.clone(),
-                ..AgentSummary::default()
-            });
+            let agent = agents
+                .entry(trail.agent.clone())
+                .or_insert_with(|| AgentSummary {
+                    agent: trail.agent.clone(),
+                    ..AgentSummary::default()
+                });
             agent.calls += 1;
             agent.executed += u64::from(trail.executed);
             let veto = |kind, reasons| Veto {
@@ -258,6 +288,12 @@ impl Summariser {
                 }
             }
         }
+        for (name, state) in &self.agent_states {
+            if let Some(agent) = agents.get_mut(name) {
+                agent.tainted_by = state.tainted_by.as_ref().map(TaintCause::describe);
+                agent.spent = state.spent;
+            }
+        }
         self.summary.agents = agents.into_values().collect();
         self.summary
     }
@@ -274,7 +310,11 @@ pub fn summarise<R: Read>(logs: impl IntoIterator<Item = (String, R)>) -> Result
 
 fn strings(value: Option<&Value>) -> Vec<String> {
     match value {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -299,11 +339,27 @@ pub fn render_text(summary: &Summary) -> String {
         summary.logs.join(", "),
         summary.events
     );
-    let _ = writeln!(out, "Decisions  {} calls: {} allow, {} hold, {} deny", summary.calls, d.allow, d.hold, d.deny);
-    let _ = writeln!(out, "Holds      {} approved, {} declined, {} never answered", h.approved, h.declined, h.unanswered);
-    let _ = writeln!(out, "Outcomes   {} executed, {} skipped, {} failed", o.executed, o.skipped, o.failed);
+    let _ = writeln!(
+        out,
+        "Decisions  {} calls: {} allow, {} hold, {} deny",
+        summary.calls, d.allow, d.hold, d.deny
+    );
+    let _ = writeln!(
+        out,
+        "Holds      {} approved, {} declined, {} never answered",
+        h.approved, h.declined, h.unanswered
+    );
+    let _ = writeln!(
+        out,
+        "Outcomes   {} executed, {} skipped, {} failed",
+        o.executed, o.skipped, o.failed
+    );
 
-    let _ = writeln!(out, "\nVetoes ({}): calls denied, or held and declined", summary.vetoes.len());
+    let _ = writeln!(
+        out,
+        "\nVetoes ({}): calls denied, or held and declined",
+        summary.vetoes.len()
+    );
     if summary.vetoes.is_empty() {
         let _ = writeln!(out, "  none");
     }
@@ -322,9 +378,27 @@ pub fn render_text(summary: &Summary) -> String {
     }
 
     let _ = writeln!(out, "\nBy agent");
-    let headers = ["calls", "allow", "hold", "deny", "approved", "declined", "unanswered", "executed"];
-    let names: Vec<String> = summary.agents.iter().map(|a| for_terminal(&a.agent).into_owned()).collect();
-    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max("agent".len());
+    let headers = [
+        "calls",
+        "allow",
+        "hold",
+        "deny",
+        "approved",
+        "declined",
+        "unanswered",
+        "executed",
+    ];
+    let names: Vec<String> = summary
+        .agents
+        .iter()
+        .map(|a| for_terminal(&a.agent).into_owned())
+        .collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("agent".len());
     let _ = write!(out, "  {:<width$}", "agent");
     for header in headers {
         let _ = write!(out, "  {header:>w$}", w = header.len());
@@ -333,17 +407,50 @@ pub fn render_text(summary: &Summary) -> String {
     for (agent, name) in summary.agents.iter().zip(&names) {
         let pad = width - name.chars().count();
         let _ = write!(out, "  {name}{}", " ".repeat(pad));
-        let values = [agent.calls, agent.allow, agent.hold, agent.deny, agent.approved, agent.declined, agent.unanswered, agent.executed];
+        let values = [
+            agent.calls,
+            agent.allow,
+            agent.hold,
+            agent.deny,
+            agent.approved,
+            agent.declined,
+            agent.unanswered,
+            agent.executed,
+        ];
         for (header, value) in headers.iter().zip(values) {
             let _ = write!(out, "  {value:>w$}", w = header.len());
         }
         out.push('\n');
     }
 
+    let tainted: Vec<&AgentSummary> = summary
+        .agents
+        .iter()
+        .filter(|a| a.tainted_by.is_some())
+        .collect();
+    if !tainted.is_empty() {
+        let _ = writeln!(out, "\nTaint");
+        for agent in tainted {
+            let cause = agent.tainted_by.as_deref().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} tainted by {}",
+                for_terminal(&agent.agent),
+                for_terminal(cause)
+            );
+        }
+    }
+
     if !summary.problems.is_empty() {
         let _ = writeln!(out, "\nProblems in the logs ({})", summary.problems.len());
         for problem in &summary.problems {
-            let _ = writeln!(out, "  {} line {}: {}", problem.log, problem.line, for_terminal(&problem.problem));
+            let _ = writeln!(
+                out,
+                "  {} line {}: {}",
+                problem.log,
+                problem.line,
+                for_terminal(&problem.problem)
+            );
         }
     }
     out
@@ -361,16 +468,26 @@ mod tests {
     use super::*;
 
     const LOG: &str = concat!(
-        r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"scout","tool":"search_web"}}"#, "\n",
-        r#"{"ts":"t","stage":"gate","id":"2","decision":"hold","reasons":["amount 750 is above the hold limit of 100"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
-        r#"{"ts":"t","stage":"gate","id":"3","decision":"deny","reasons":["injected"],"call":{"agent":"helper","tool":"send_payment"}}"#, "\n",
-        r#"{"ts":"t","stage":"gate","id":"4","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
-        r#"{"ts":"t","stage":"gate","id":"5","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#, "\n",
-        r#"{"ts":"t","stage":"approve","id":"2","agent":"buyer","tool":"send_payment","approval":{"approved":true,"by":"tty","answer":"yes","reason":"approved"}}"#, "\n",
-        r#"{"ts":"t","stage":"approve","id":"4","agent":"buyer","tool":"send_payment","approval":{"approved":false,"by":"tty","answer":"no","reason":"declined: no"}}"#, "\n",
-        r#"{"ts":"t","stage":"exec","id":"1","decision":"allow","outcome":{"status":"executed","reason":"r"}}"#, "\n",
-        r#"{"ts":"t","stage":"exec","id":"2","decision":"hold","outcome":{"status":"executed","reason":"r"}}"#, "\n",
-        r#"{"ts":"t","stage":"exec","id":"3","decision":"deny","outcome":{"status":"skipped","reason":"r"}}"#, "\n",
+        r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"scout","tool":"search_web"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"gate","id":"2","decision":"hold","reasons":["amount 750 is above the hold limit of 100"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"gate","id":"3","decision":"deny","reasons":["injected"],"call":{"agent":"helper","tool":"send_payment"},"agentState":{"taintedBy":{"agent":"helper","tool":"fetch_page","id":"0","argument":"url=https://evil.test"},"spent":0.0}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"gate","id":"4","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"gate","id":"5","decision":"hold","reasons":["big"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"approve","id":"2","agent":"buyer","tool":"send_payment","approval":{"approved":true,"by":"tty","answer":"yes","reason":"approved"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"approve","id":"4","agent":"buyer","tool":"send_payment","approval":{"approved":false,"by":"tty","answer":"no","reason":"declined: no"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"exec","id":"1","decision":"allow","outcome":{"status":"executed","reason":"r"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"exec","id":"2","decision":"hold","outcome":{"status":"executed","reason":"r"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"exec","id":"3","decision":"deny","outcome":{"status":"skipped","reason":"r"}}"#,
+        "\n",
         r#"{"ts":"t","stage":"ex"#,
     );
 
@@ -382,9 +499,30 @@ mod tests {
     fn counts_decisions_holds_and_outcomes() {
         let s = summary();
         assert_eq!(s.calls, 5);
-        assert_eq!(s.decisions, DecisionCounts { allow: 1, hold: 3, deny: 1 });
-        assert_eq!(s.holds, HoldCounts { approved: 1, declined: 1, unanswered: 1 });
-        assert_eq!(s.outcomes, OutcomeCounts { executed: 2, skipped: 1, failed: 0 });
+        assert_eq!(
+            s.decisions,
+            DecisionCounts {
+                allow: 1,
+                hold: 3,
+                deny: 1
+            }
+        );
+        assert_eq!(
+            s.holds,
+            HoldCounts {
+                approved: 1,
+                declined: 1,
+                unanswered: 1
+            }
+        );
+        assert_eq!(
+            s.outcomes,
+            OutcomeCounts {
+                executed: 2,
+                skipped: 1,
+                failed: 0
+            }
+        );
     }
 
     #[test]
@@ -399,7 +537,30 @@ mod tests {
     fn breaks_down_by_agent() {
         let s = summary();
         let buyer = s.agents.iter().find(|a| a.agent == "buyer").unwrap();
-        assert_eq!((buyer.calls, buyer.hold, buyer.approved, buyer.declined, buyer.unanswered, buyer.executed), (3, 3, 1, 1, 1, 1));
+        assert_eq!(
+            (
+                buyer.calls,
+                buyer.hold,
+                buyer.approved,
+                buyer.declined,
+                buyer.unanswered,
+                buyer.executed
+            ),
+            (3, 3, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn says_who_was_tainted_by_what() {
+        let s = summary();
+        let helper = s.agents.iter().find(|a| a.agent == "helper").unwrap();
+        assert_eq!(
+            helper.tainted_by.as_deref(),
+            Some("fetch_page (id 0, url=https://evil.test) by helper")
+        );
+        assert!(
+            render_text(&s).contains("helper tainted by fetch_page (id 0, url=https://evil.test)")
+        );
     }
 
     #[test]
@@ -414,7 +575,14 @@ mod tests {
     fn text_and_json_show_the_same_numbers() {
         let s = summary();
         let text = render_text(&s);
-        for expected in ["5 calls: 1 allow, 3 hold, 1 deny", "1 approved, 1 declined, 1 never answered", "2 executed, 1 skipped, 0 failed", "DENY", "DECLINED", "line 11"] {
+        for expected in [
+            "5 calls: 1 allow, 3 hold, 1 deny",
+            "1 approved, 1 declined, 1 never answered",
+            "2 executed, 1 skipped, 0 failed",
+            "DENY",
+            "DECLINED",
+            "line 11",
+        ] {
             assert!(text.contains(expected), "{expected}:\n{text}");
         }
         let json: Value = serde_json::from_str(&render_json(&s)).unwrap();

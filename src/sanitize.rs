@@ -44,7 +44,10 @@ mod tests {
 
     #[test]
     fn plain_text_is_untouched() {
-        assert!(matches!(for_terminal("send $40 to acme — ok ✓"), Cow::Borrowed(_)));
+        assert!(matches!(
+            for_terminal("send $40 to acme — ok ✓"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]
@@ -52,12 +55,18 @@ mod tests {
         let text = "pay\u{1b}[2J\u{1b}[Happroved\r\n\u{7}\u{9b}31m";
         let shown = for_terminal(text);
         assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
-        assert_eq!(shown, "pay\\u{1b}[2J\\u{1b}[Happroved\\u{d}\\u{a}\\u{7}\\u{9b}31m");
+        assert_eq!(
+            shown,
+            "pay\\u{1b}[2J\\u{1b}[Happroved\\u{d}\\u{a}\\u{7}\\u{9b}31m"
+        );
     }
 
     #[test]
     fn bidi_and_invisible_characters_are_escaped() {
-        for c in ['\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}', '\u{2028}', '\u{61C}'] {
+        for c in [
+            '\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}', '\u{2028}',
+            '\u{61C}',
+        ] {
             let text = format!("a{c}b");
             let shown = for_terminal(&text);
             assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));

@@ -119,12 +119,20 @@ mod tests {
             ("search_web", json!({"query": "flights to Lisbon"})),
             ("fetch_page", json!({"url": "https://example.com"})),
             ("send_payment", json!({"to": "acme-travel", "amount": 750})),
-            ("send_email", json!({"to": "a@example.com", "subject": "hi"})),
-            ("delete_file", json!({"path": "/tmp/definitely-not-deleted"})),
+            (
+                "send_email",
+                json!({"to": "a@example.com", "subject": "hi"}),
+            ),
+            (
+                "delete_file",
+                json!({"path": "/tmp/definitely-not-deleted"}),
+            ),
         ];
         assert_eq!(cases.len(), BUILTIN_TOOLS.len());
         for (tool, call_args) in cases {
-            let first = run_builtin(tool, &args(call_args.clone())).unwrap().unwrap();
+            let first = run_builtin(tool, &args(call_args.clone()))
+                .unwrap()
+                .unwrap();
             let second = run_builtin(tool, &args(call_args)).unwrap().unwrap();
             assert_eq!(first, second, "{tool}");
             assert_eq!(first["simulated"], true, "{tool}");
@@ -136,13 +144,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("keep.txt");
         std::fs::write(&path, "still here").unwrap();
-        run_builtin("delete_file", &args(json!({"path": path}))).unwrap().unwrap();
+        run_builtin("delete_file", &args(json!({"path": path})))
+            .unwrap()
+            .unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "still here");
     }
 
     #[test]
     fn names_are_exact() {
-        for name in ["Send_payment", "send_payment ", "send_paymen", "send\u{200b}_payment", ""] {
+        for name in [
+            "Send_payment",
+            "send_payment ",
+            "send_paymen",
+            "send\u{200b}_payment",
+            "",
+        ] {
             assert!(run_builtin(name, &Map::new()).is_none(), "{name:?}");
         }
     }

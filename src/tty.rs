@@ -100,7 +100,7 @@ impl Terminal {
             };
             let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
             match poll(&mut fds, timeout) {
-                Ok(0) => continue, // the loop re-checks the deadline
+                Ok(0) => continue,        // the loop re-checks the deadline
                 Ok(_) => return Ok(true), // readable, or hung up: the read says which
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(errno) => return Err(io::Error::from(errno)),

@@ -7,3 +7,4 @@ mod exec;
 mod gate;
 mod pipeline;
 mod report;
+mod stateful;

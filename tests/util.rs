@@ -48,6 +48,13 @@ impl Scratch {
         cmd
     }
 
+    /// `sc-report` over the scratch audit log.
+    pub fn cmd_report(&self) -> Command {
+        let mut cmd = bare_cmd("sc-report");
+        cmd.current_dir(self.dir.path()).arg(self.audit_path());
+        cmd
+    }
+
     /// The audit log's events, one `Value` per line (panics on a line that is not JSON).
     pub fn audit_events(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.audit_path()).unwrap_or_default();
@@ -58,7 +65,8 @@ impl Scratch {
 /// A binary of this package with a clean environment and no extra arguments.
 pub fn bare_cmd(bin: &str) -> Command {
     let mut cmd = Command::new(bin_path(bin));
-    cmd.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
     cmd
 }
 
@@ -75,7 +83,9 @@ pub fn bin_path(bin: &str) -> PathBuf {
 
 /// A file under `testdata/`.
 pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name)
 }
 
 /// Parses JSON Lines (blank lines skipped) into values, panicking with the line on failure.
