@@ -206,7 +206,8 @@ pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>)
     prompt.push_str(&format!("  agent:        {}\n", for_terminal(&call.agent)));
     prompt.push_str(&format!("  tool:         {}\n", for_terminal(&call.tool)));
     prompt.push_str(&format!("  args:         {}\n", for_terminal(&args)));
-    prompt.push_str(&format!("  source:       {}\n", call.provenance));
+    let source = call.provenance.to_string();
+    prompt.push_str(&format!("  source:       {}\n", for_terminal(&source)));
     prompt.push_str(&format!("  instruction:  {instruction}\n"));
     prompt.push_str("  held because:\n");
     for reason in reasons {

@@ -1,1 +1,306 @@
-//! pipeline tests (to be written).
+//! The whole story with real processes: sc-gate | sc-approve | sc-exec, then sc-report, and
+//! `make demo` itself.
+
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::{bin_path, parse_lines, parse_stdout, testdata, Scratch};
+
+/// How long the three-stage pipeline may take before it is treated as hung.
+const PIPELINE_LIMIT: Duration = Duration::from_secs(60);
+/// `make demo` runs `cargo build`, which may wait on another build's lock.
+const MAKE_LIMIT: Duration = Duration::from_secs(900);
+
+/// A stage of the pipeline, writing to the scratch audit log, quietly.
+fn stage(scratch: &Scratch, bin: &str) -> Command {
+    let mut cmd = Command::new(bin_path(bin));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .current_dir(scratch.dir.path())
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .arg("--quiet")
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Reads a pipe to the end on a thread.
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        pipe.read_to_end(&mut bytes).expect("read a pipe");
+        bytes
+    })
+}
+
+/// Waits for every child, killing them all and failing after `limit`.
+fn wait_all(children: &mut [(&str, Child)], limit: Duration) -> Vec<ExitStatus> {
+    let start = Instant::now();
+    let mut statuses: Vec<Option<ExitStatus>> = vec![None; children.len()];
+    while statuses.iter().any(Option::is_none) {
+        for ((_, child), status) in children.iter_mut().zip(statuses.iter_mut()) {
+            if status.is_none() {
+                *status = child.try_wait().expect("try_wait");
+            }
+        }
+        if start.elapsed() > limit {
+            for (_, child) in children.iter_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            let names: Vec<&str> = children.iter().map(|(name, _)| *name).collect();
+            panic!("{names:?} did not all exit within {limit:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    statuses.into_iter().map(Option::unwrap).collect()
+}
+
+/// Runs sc-gate on the crew, through sc-approve (with `answers`, or with no terminal at all),
+/// into sc-exec, and returns sc-exec's records.
+fn run_pipeline(scratch: &Scratch, answers: Option<&Path>) -> Vec<Value> {
+    let mut gate = stage(scratch, "sc-gate");
+    gate.arg(testdata("crew.jsonl"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let mut gate = gate.spawn().expect("spawn sc-gate");
+
+    let mut approve = stage(scratch, "sc-approve");
+    if let Some(answers) = answers {
+        approve.arg("--answers").arg(answers);
+    }
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        approve.pre_exec(|| {
+            nix::unistd::setsid().map_err(io::Error::from)?;
+            Ok(())
+        });
+    }
+    approve
+        .stdin(Stdio::from(gate.stdout.take().unwrap()))
+        .stdout(Stdio::piped());
+    let mut approve = approve.spawn().expect("spawn sc-approve");
+
+    let mut exec = stage(scratch, "sc-exec");
+    exec.stdin(Stdio::from(approve.stdout.take().unwrap()))
+        .stdout(Stdio::piped());
+    let mut exec = exec.spawn().expect("spawn sc-exec");
+
+    let stdout = drain(exec.stdout.take().unwrap());
+    let stderrs: Vec<_> = [&mut gate, &mut approve, &mut exec]
+        .into_iter()
+        .map(|child| drain(child.stderr.take().unwrap()))
+        .collect();
+    let mut children = [
+        ("sc-gate", gate),
+        ("sc-approve", approve),
+        ("sc-exec", exec),
+    ];
+    let statuses = wait_all(&mut children, PIPELINE_LIMIT);
+    let stdout = stdout.join().unwrap();
+    for (((name, _), status), stderr) in children.iter().zip(statuses).zip(stderrs) {
+        let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+        assert_eq!(status.code(), Some(0), "{name} failed: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+    parse_stdout(&stdout)
+}
+
+fn report_json(scratch: &Scratch) -> Value {
+    let output = crate::util::bare_cmd("sc-report")
+        .arg("--json")
+        .arg(scratch.audit_path())
+        .timeout(PIPELINE_LIMIT)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    serde_json::from_slice(&output.stdout).expect("the report is JSON")
+}
+
+fn call_of(record: &Value) -> (&str, &str) {
+    (
+        record["call"]["agent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{record}")),
+        record["call"]["tool"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{record}")),
+    )
+}
+
+/// The three stories every run tells alike: scout searched, helper's injected payment was denied.
+fn check_scout_and_helper(records: &[Value]) {
+    assert_eq!(records.len(), 3, "{records:?}");
+    let calls: Vec<(&str, &str)> = records.iter().map(call_of).collect();
+    assert_eq!(
+        calls,
+        [
+            ("scout", "search_web"),
+            ("buyer", "send_payment"),
+            ("helper", "send_payment")
+        ]
+    );
+
+    let scout = &records[0];
+    assert_eq!(scout["decision"], "allow", "{scout}");
+    assert_eq!(scout["outcome"]["status"], "executed", "{scout}");
+    assert_eq!(
+        scout["outcome"]["result"]["query"], "flights to Lisbon in May",
+        "{scout}"
+    );
+    assert!(scout.get("approval").is_none(), "{scout}");
+
+    let helper = &records[2];
+    assert_eq!(helper["decision"], "deny", "{helper}");
+    assert_eq!(helper["outcome"]["status"], "skipped", "{helper}");
+    assert!(helper["outcome"].get("result").is_none(), "{helper}");
+    assert!(helper.get("approval").is_none(), "{helper}");
+
+    let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert!(ids.iter().all(|id| !id.is_empty()), "{ids:?}");
+    assert!(
+        ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
+        "{ids:?}"
+    );
+}
+
+#[test]
+fn the_demo_pipeline_tells_the_whole_story() {
+    let scratch = Scratch::new();
+    let records = run_pipeline(&scratch, Some(&testdata("answers.txt")));
+    check_scout_and_helper(&records);
+
+    let buyer = &records[1];
+    assert_eq!(buyer["decision"], "hold", "{buyer}");
+    assert_eq!(buyer["approval"]["approved"], true, "{buyer}");
+    assert_eq!(buyer["approval"]["by"], "answers", "{buyer}");
+    assert_eq!(buyer["outcome"]["status"], "executed", "{buyer}");
+    assert_eq!(buyer["outcome"]["result"]["to"], "acme-travel", "{buyer}");
+    assert_eq!(buyer["outcome"]["result"]["amount"], 750, "{buyer}");
+
+    // Every stage audited every call it handled, joined on the id.
+    let events = scratch.audit_events();
+    let stages_for = |id: &Value| -> Vec<String> {
+        let mut stages: Vec<String> = events
+            .iter()
+            .filter(|e| &e["id"] == id)
+            .map(|e| e["stage"].as_str().unwrap().to_owned())
+            .collect();
+        stages.sort();
+        stages
+    };
+    assert_eq!(stages_for(&records[0]["id"]), ["exec", "gate"]);
+    assert_eq!(stages_for(&records[1]["id"]), ["approve", "exec", "gate"]);
+    assert_eq!(stages_for(&records[2]["id"]), ["exec", "gate"]);
+    assert_eq!(events.len(), 7, "{events:?}");
+
+    let report = report_json(&scratch);
+    assert_eq!(report["calls"], 3);
+    assert_eq!(
+        report["decisions"],
+        json!({"allow": 1, "hold": 1, "deny": 1})
+    );
+    assert_eq!(
+        report["holds"],
+        json!({"approved": 1, "declined": 0, "unanswered": 0})
+    );
+    assert_eq!(
+        report["outcomes"],
+        json!({"executed": 2, "skipped": 1, "failed": 0})
+    );
+    let vetoes = report["vetoes"].as_array().unwrap();
+    assert_eq!(vetoes.len(), 1, "{vetoes:?}");
+    assert_eq!(vetoes[0]["kind"], "deny");
+    assert_eq!(vetoes[0]["agent"], "helper");
+    assert_eq!(vetoes[0]["tool"], "send_payment");
+    assert_eq!(vetoes[0]["id"], records[2]["id"]);
+    assert_eq!(vetoes[0]["reasons"], records[2]["reasons"]);
+    assert_eq!(report["problems"], json!([]));
+}
+
+#[test]
+fn with_no_terminal_and_no_answers_the_payment_is_declined() {
+    let scratch = Scratch::new();
+    let records = run_pipeline(&scratch, None);
+    check_scout_and_helper(&records);
+
+    let buyer = &records[1];
+    assert_eq!(buyer["decision"], "hold", "{buyer}");
+    assert_eq!(buyer["approval"]["approved"], false, "{buyer}");
+    assert_eq!(buyer["approval"]["by"], "none", "{buyer}");
+    assert_eq!(buyer["outcome"]["status"], "skipped", "{buyer}");
+    assert!(buyer["outcome"].get("result").is_none(), "{buyer}");
+
+    let report = report_json(&scratch);
+    assert_eq!(report["calls"], 3);
+    assert_eq!(
+        report["decisions"],
+        json!({"allow": 1, "hold": 1, "deny": 1})
+    );
+    assert_eq!(
+        report["holds"],
+        json!({"approved": 0, "declined": 1, "unanswered": 0})
+    );
+    assert_eq!(
+        report["outcomes"],
+        json!({"executed": 1, "skipped": 2, "failed": 0})
+    );
+    let vetoes: Vec<(&str, &str)> = report["vetoes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["kind"].as_str().unwrap(), v["agent"].as_str().unwrap()))
+        .collect();
+    assert_eq!(vetoes.len(), 2, "{vetoes:?}");
+    assert!(vetoes.contains(&("declined", "buyer")), "{vetoes:?}");
+    assert!(vetoes.contains(&("deny", "helper")), "{vetoes:?}");
+}
+
+#[test]
+fn make_demo_runs_the_story() {
+    let scratch = Scratch::new();
+    let audit = scratch.path("demo/audit.jsonl");
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let mut make = Command::new("make");
+    make.current_dir(repo)
+        .arg("--no-print-directory")
+        .arg("demo")
+        .arg(format!("AUDIT={}", audit.display()))
+        // A `make test` around us must not lend its jobserver or flags to this make.
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("MAKELEVEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = make.spawn().expect("spawn make");
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
+    let mut children = [("make demo", child)];
+    let status = wait_all(&mut children, MAKE_LIMIT)[0];
+    let stdout = String::from_utf8_lossy(&stdout.join().unwrap()).into_owned();
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "make demo failed:\n{stderr}\n{stdout}"
+    );
+
+    for word in ["ALLOW", "HOLD", "DENY", "executed", "never run"] {
+        assert!(stderr.contains(word), "{word:?} not on stderr:\n{stderr}");
+    }
+    assert!(stdout.contains("3 calls"), "no report on stdout:\n{stdout}");
+    assert!(stdout.contains("1 allow, 1 hold, 1 deny"), "{stdout}");
+    assert!(stdout.contains("helper"), "{stdout}");
+
+    // The demo wrote to the audit log it was given, and only there.
+    let events = parse_lines(&std::fs::read_to_string(&audit).expect("the demo's audit log"));
+    assert_eq!(events.len(), 7, "{events:?}");
+}
