@@ -1,53 +1,142 @@
-//! `sc-report`: summarises audit logs for people (text) and for programs (`--json`).
+//! `sc-report`: summarises audit logs for people and CI, and verifies their hash chain.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
-use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::report::{self, Summariser};
+use skeleton_crew::chain::{Chain, Link};
+use skeleton_crew::exit::{self, Completion, UsageError};
+use skeleton_crew::report::{self, FailOn, Filter, Summariser};
+use skeleton_crew::verify;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Markdown,
+}
 
 /// Summarise what the crew did and what it was stopped from doing.
 ///
 /// Reads one or more audit logs and prints counts per decision, holds approved / declined /
 /// never answered, every veto (a deny or a declined hold) with agent, tool and reasons, and a
-/// per-agent breakdown. A torn or malformed log line is reported, not fatal.
-/// Exit status: 0 done, 1 a log could not be read, 2 usage error.
+/// per-agent breakdown. A torn or malformed log line is reported, not fatal. `--verify` walks each
+/// log's hash chain instead.
+/// Exit status: 0 done; 1 a log could not be read, a chain is broken, or --fail-on matched;
+/// 2 usage error.
 #[derive(Parser)]
 #[command(name = "sc-report", version)]
 struct Args {
-    /// Print the summary as one JSON document instead of text.
-    #[arg(long)]
+    /// Output format: text for people, json for programs, markdown for a CI job summary.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// Exit 1 when any of these occurred (comma-separated), naming them on stderr.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "KINDS")]
+    fail_on: Vec<FailOn>,
+    /// Count only calls by this agent.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// Count only events at or after TIME (RFC 3339, e.g. 2026-11-30T16:00:00Z, or a date).
+    #[arg(long, value_name = "TIME", value_parser = report::parse_time)]
+    since: Option<std::time::SystemTime>,
+    /// Count only events before TIME.
+    #[arg(long, value_name = "TIME", value_parser = report::parse_time)]
+    until: Option<std::time::SystemTime>,
+    /// Walk each log's hash chain: "N events, chain intact, head H", or where it breaks and how.
+    #[arg(long, conflicts_with = "head")]
+    verify: bool,
+    /// With --verify: the head stored earlier must still be in the chain (catches a cut tail).
+    #[arg(long, value_name = "HEAD", requires = "verify", value_parser = parse_link)]
+    expect_head: Option<Link>,
+    /// Print the current head of each log's chain, to store elsewhere.
+    #[arg(long)]
+    head: bool,
+    /// Key file of a keyed chain (for --verify and --head); also read from SC_AUDIT_KEY_FILE.
+    #[arg(long, value_name = "FILE")]
+    audit_key: Option<PathBuf>,
     /// Audit logs to read, in order.
     #[arg(value_name = "LOG", default_value = DEFAULT_AUDIT_PATH)]
     logs: Vec<PathBuf>,
 }
 
+fn parse_link(text: &str) -> Result<Link, String> {
+    Link::parse(text).ok_or_else(|| "a head is 64 hex digits (from sc-report --head)".to_owned())
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
-    exit::finish("sc-report", run(args))
+    exit::finish("sc-report", run(Args::parse()))
+}
+
+fn open(path: &PathBuf) -> anyhow::Result<File> {
+    File::open(path).with_context(|| format!("cannot open the audit log {}", path.display()))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
-    let mut summariser = Summariser::new();
+    if args.verify || args.head {
+        return check_chains(&args);
+    }
+    let filter = Filter {
+        agent: args.agent.clone(),
+        since: args.since,
+        until: args.until,
+    };
+    let mut summariser = Summariser::with_filter(filter);
     for path in &args.logs {
-        let file = File::open(path)
-            .with_context(|| format!("cannot open the audit log {}", path.display()))?;
-        summariser.read_log(&path.display().to_string(), file)?;
+        summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
     let summary = summariser.finish();
-    let text = if args.json {
-        report::render_json(&summary)
-    } else {
-        report::render_text(&summary)
+    let stdout = io::stdout();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text = match if args.json { Format::Json } else { args.format } {
+        Format::Text => report::render_text_with(&summary, colour),
+        Format::Json => report::render_json(&summary),
+        Format::Markdown => report::render_markdown(&summary),
     };
-    let mut stdout = io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
+    let mut out = stdout.lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    let failures = report::failures(&summary, &args.fail_on);
+    if !failures.is_empty() {
+        let _ = writeln!(io::stderr(), "sc-report: failing on {}", failures.join(", "));
+        return Ok(Completion { unreadable_inputs: 0, failed_checks: 1 });
+    }
     Ok(Completion::default())
+}
+
+fn check_chains(args: &Args) -> anyhow::Result<Completion> {
+    let chain = Chain::from_key_option(args.audit_key.as_deref())?;
+    if args.expect_head.is_some() && args.logs.len() != 1 {
+        return Err(UsageError("--expect-head checks one log; name exactly one".into()).into());
+    }
+    let mut out = io::stdout().lock();
+    let mut broken = 0;
+    for path in &args.logs {
+        let name = path.display();
+        let result = verify::verify(|| open(path).map_err(io::Error::other), &chain, args.expect_head)
+            .with_context(|| format!("cannot read the audit log {name}"))?;
+        match (result, args.head) {
+            (Ok(intact), true) if args.logs.len() == 1 => writeln!(out, "{}", intact.head)?,
+            (Ok(intact), true) => writeln!(out, "{}  {name}", intact.head)?,
+            (Ok(intact), false) => {
+                let found = intact
+                    .expected_head_at
+                    .map(|line| format!("; expected head found at line {line}"))
+                    .unwrap_or_default();
+                writeln!(out, "{name}: {} events, chain intact, head {}{found}", intact.events, intact.head)?
+            }
+            (Err(chain_break), _) => {
+                broken += 1;
+                writeln!(out, "{name}: {chain_break}")?
+            }
+        }
+    }
+    out.flush()?;
+    Ok(Completion { unreadable_inputs: 0, failed_checks: broken })
 }

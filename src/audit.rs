@@ -9,6 +9,11 @@
 //! Several stages append at once: every append is one `write` of whole lines under an exclusive
 //! `flock`, on a file opened with `O_APPEND`, so lines never interleave. A failed append is an
 //! error the stage must stop on: nothing leaves a stage that was not audited first.
+//!
+//! Every event is sealed into the file's hash chain ([`crate::chain`]) under the same lock: the
+//! writer keeps the head and the file's length, and re-reads the tail only when another writer
+//! moved it. With `fsync`, each append is on disk before the lock is released and the records it
+//! describes leave the stage.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{File, OpenOptions};
@@ -19,6 +24,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
+use crate::chain::{self, Chain, Head};
 use crate::jsonl::JsonLine;
 
 pub const DEFAULT_AUDIT_PATH: &str = "logs/audit.jsonl";
@@ -41,22 +47,49 @@ impl Stage {
     }
 }
 
+/// How a log is written: its chain (plain or keyed) and whether appends are synced to disk.
+#[derive(Debug, Clone)]
+pub struct AuditOptions {
+    pub chain: Chain,
+    pub fsync: bool,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        AuditOptions {
+            chain: Chain::Sha256,
+            fsync: false,
+        }
+    }
+}
+
 /// An open audit log.
 #[derive(Debug)]
 pub struct AuditLog {
     file: File,
     path: PathBuf,
+    options: AuditOptions,
+    /// The file's length and chain head after our last append.
+    known_end: Option<(u64, Head)>,
+    sealed: Vec<u8>,
 }
 
 impl AuditLog {
-    /// Opens the log for appending, creating it and its folder when missing.
+    /// Opens the log for appending (unkeyed, without fsync), creating it and its folder when
+    /// missing.
     pub fn open(path: &Path) -> Result<AuditLog> {
+        AuditLog::open_with(path, AuditOptions::default())
+    }
+
+    /// Opens the log for appending with the given chain and sync options.
+    pub fn open_with(path: &Path, options: AuditOptions) -> Result<AuditLog> {
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder).with_context(|| {
                 format!("cannot create the audit log's folder {}", folder.display())
             })?;
         }
         let file = OpenOptions::new()
+            .read(true)
             .append(true)
             .create(true)
             .open(path)
@@ -64,6 +97,9 @@ impl AuditLog {
         Ok(AuditLog {
             file,
             path: path.to_owned(),
+            options,
+            known_end: None,
+            sealed: Vec::new(),
         })
     }
 
@@ -71,16 +107,53 @@ impl AuditLog {
         &self.path
     }
 
-    /// Appends whole lines in one locked write.
+    /// Seals whole event lines into the chain and appends them in one locked write.
     pub fn append(&mut self, lines: &[u8]) -> Result<()> {
         debug_assert!(lines.ends_with(b"\n"));
-        let context = || format!("cannot write the audit log {}", self.path.display());
+        let path = self.path.display().to_string();
+        let context = || format!("cannot write the audit log {path}");
         self.file.lock().with_context(context)?;
-        let written = self.file.write_all(lines);
+        let written = self.append_locked(lines);
         let unlocked = self.file.unlock();
         written.with_context(context)?;
         unlocked.with_context(context)?;
         Ok(())
+    }
+
+    fn append_locked(&mut self, lines: &[u8]) -> std::io::Result<()> {
+        let len = self.file.metadata()?.len();
+        let mut head = match self.known_end {
+            Some((known_len, head)) if known_len == len => head,
+            _ => chain::read_head(&mut self.file, len, &self.options.chain)?,
+        };
+        self.sealed.clear();
+        if len > 0 && self.last_byte(len)? != b'\n' {
+            // A writer died mid-line: end the torn line so ours start whole (the report and the
+            // verifier show the torn one).
+            self.sealed.push(b'\n');
+        }
+        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let sealed = chain::seal(line, head);
+            head = Head {
+                link: self.options.chain.link(&sealed),
+                seq: head.seq + 1,
+            };
+            self.sealed.extend_from_slice(&sealed);
+            self.sealed.push(b'\n');
+        }
+        self.file.write_all(&self.sealed)?;
+        if self.options.fsync {
+            self.file.sync_data()?;
+        }
+        self.known_end = Some((len + self.sealed.len() as u64, head));
+        Ok(())
+    }
+
+    fn last_byte(&mut self, len: u64) -> std::io::Result<u8> {
+        use std::os::unix::fs::FileExt;
+        let mut byte = [0u8; 1];
+        self.file.read_exact_at(&mut byte, len - 1)?;
+        Ok(byte[0])
     }
 }
 

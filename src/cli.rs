@@ -7,21 +7,37 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::audit::{AuditLog, DEFAULT_AUDIT_PATH};
+use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
+use crate::chain::Chain;
 use crate::jsonl::{Input, StageOutput};
 use crate::policy::{Policy, PolicyError};
 
-/// `--audit PATH`: where a writing stage appends its events.
+/// `--audit PATH`, `--audit-key FILE` and `--fsync`: where and how a writing stage appends its
+/// events.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AuditArgs {
     /// Audit log to append to (created with its folder when missing).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
     pub audit: PathBuf,
+    /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
+    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256.
+    #[arg(long, value_name = "FILE")]
+    pub audit_key: Option<PathBuf>,
+    /// Make each audit append durable on disk before the records it describes leave the stage.
+    #[arg(long)]
+    pub fsync: bool,
 }
 
 impl AuditArgs {
     pub fn open(&self) -> Result<AuditLog> {
-        AuditLog::open(&self.audit)
+        let chain = Chain::from_key_option(self.audit_key.as_deref())?;
+        AuditLog::open_with(
+            &self.audit,
+            AuditOptions {
+                chain,
+                fsync: self.fsync,
+            },
+        )
     }
 }
 

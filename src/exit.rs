@@ -27,6 +27,9 @@ impl std::error::Error for UsageError {}
 pub struct Completion {
     /// Inputs that could not be read (each already reported); any makes the status 1.
     pub unreadable_inputs: usize,
+    /// Checks that failed (a broken chain, a `--fail-on` match; each already reported); any makes
+    /// the status 1.
+    pub failed_checks: usize,
 }
 
 /// The status for an error: 2 for usage and policy errors, 1 for everything else.
@@ -53,7 +56,9 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// Maps a stage's result to its exit status, printing an error once as `program: message`.
 pub fn finish(program: &str, result: anyhow::Result<Completion>) -> ExitCode {
     let status = match result {
-        Ok(completion) if completion.unreadable_inputs > 0 => RUNTIME_FAILURE,
+        Ok(completion) if completion.unreadable_inputs > 0 || completion.failed_checks > 0 => {
+            RUNTIME_FAILURE
+        }
         Ok(_) => SUCCESS,
         Err(err) if is_broken_pipe(&err) => SUCCESS,
         Err(err) => {

@@ -23,3 +23,5 @@ pub mod state;
 pub mod strict_json;
 pub mod tools;
 pub mod tty;
+pub mod chain;
+pub mod verify;

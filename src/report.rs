@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Read;
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -103,12 +104,52 @@ struct CallTrail {
     decision: Option<Decision>,
     reasons: Vec<String>,
     approval: Option<Approval>,
-    executed: bool,
+    status: Option<Status>,
+}
+
+/// Which events a report counts.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only calls by this agent.
+    pub agent: Option<String>,
+    /// Only events at or after this time.
+    pub since: Option<SystemTime>,
+    /// Only events before this time.
+    pub until: Option<SystemTime>,
+}
+
+impl Filter {
+    fn has_time_window(&self) -> bool {
+        self.since.is_some() || self.until.is_some()
+    }
+
+    fn admits_time(&self, ts: SystemTime) -> bool {
+        self.since.is_none_or(|since| ts >= since) && self.until.is_none_or(|until| ts < until)
+    }
+
+    fn admits_agent(&self, agent: &str) -> bool {
+        self.agent.as_deref().is_none_or(|wanted| wanted == agent)
+    }
+}
+
+/// Parses a `--since`/`--until` time: RFC 3339 (`2026-11-30T16:00:00Z`) or a date and time
+/// without a zone, read as UTC (`2026-11-30 16:00:00`, `2026-11-30`).
+pub fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let text = text.trim();
+    let full = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_owned()
+    };
+    humantime::parse_rfc3339_weak(full.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(&full))
+        .map_err(|err| format!("{text:?} is not a time such as 2026-11-30T16:00:00Z ({err})"))
 }
 
 /// Builds a summary from audit logs, read as streams in the order given.
 #[derive(Debug, Default)]
 pub struct Summariser {
+    filter: Filter,
     summary: Summary,
     order: Vec<String>,
     trails: HashMap<String, CallTrail>,
@@ -118,6 +159,14 @@ pub struct Summariser {
 impl Summariser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A summariser that counts only what the filter admits.
+    pub fn with_filter(filter: Filter) -> Self {
+        Summariser {
+            filter,
+            ..Self::default()
+        }
     }
 
     /// Reads one log. Errors only when the log cannot be read at all.
@@ -164,6 +213,16 @@ impl Summariser {
             .get("stage")
             .and_then(Value::as_str)
             .ok_or("event has no `stage`")?;
+        if self.filter.has_time_window() {
+            let ts = event
+                .get("ts")
+                .and_then(Value::as_str)
+                .and_then(|ts| humantime::parse_rfc3339(ts).ok())
+                .ok_or("event has no valid `ts`")?;
+            if !self.filter.admits_time(ts) {
+                return Ok(());
+            }
+        }
         self.summary.events += 1;
         match stage {
             "gate" => {
@@ -208,14 +267,11 @@ impl Summariser {
                     .cloned()
                     .and_then(|s| serde_json::from_value::<Status>(s).ok())
                     .ok_or("exec event has no valid `outcome`")?;
-                let outcomes = &mut self.summary.outcomes;
-                match status {
-                    Status::Executed => outcomes.executed += 1,
-                    Status::Skipped => outcomes.skipped += 1,
-                    Status::Failed => outcomes.failed += 1,
-                }
-                if status == Status::Executed {
-                    self.trail(id).executed = true;
+                let trail = self.trail(id);
+                trail.status = Some(status);
+                if trail.agent.is_empty() {
+                    trail.agent = event.get("agent").and_then(Value::as_str).unwrap_or("?").to_owned();
+                    trail.tool = event.get("tool").and_then(Value::as_str).unwrap_or("?").to_owned();
                 }
             }
             other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),
@@ -235,10 +291,19 @@ impl Summariser {
         let mut agents: BTreeMap<String, AgentSummary> = BTreeMap::new();
         for id in &self.order {
             let trail = &self.trails[id];
+            if !self.filter.admits_agent(&trail.agent) {
+                continue;
+            }
+            let summary = &mut self.summary;
+            match trail.status {
+                Some(Status::Executed) => summary.outcomes.executed += 1,
+                Some(Status::Skipped) => summary.outcomes.skipped += 1,
+                Some(Status::Failed) => summary.outcomes.failed += 1,
+                None => {}
+            }
             let Some(decision) = trail.decision else {
                 continue;
             };
-            let summary = &mut self.summary;
             summary.calls += 1;
             let agent = agents
                 .entry(trail.agent.clone())
@@ -247,7 +312,7 @@ impl Summariser {
                     ..AgentSummary::default()
                 });
             agent.calls += 1;
-            agent.executed += u64::from(trail.executed);
+            agent.executed += u64::from(trail.status == Some(Status::Executed));
             let veto = |kind, reasons| Veto {
                 id: id.clone(),
                 kind,
@@ -301,7 +366,15 @@ impl Summariser {
 
 /// Summarises logs given as (name, reader) pairs.
 pub fn summarise<R: Read>(logs: impl IntoIterator<Item = (String, R)>) -> Result<Summary> {
-    let mut summariser = Summariser::new();
+    summarise_filtered(logs, Filter::default())
+}
+
+/// Summarises logs, counting only what the filter admits.
+pub fn summarise_filtered<R: Read>(
+    logs: impl IntoIterator<Item = (String, R)>,
+    filter: Filter,
+) -> Result<Summary> {
+    let mut summariser = Summariser::with_filter(filter);
     for (name, log) in logs {
         summariser.read_log(&name, log)?;
     }
@@ -327,15 +400,70 @@ fn name_in(call: &Value, key: &str) -> String {
         .to_owned()
 }
 
-/// The report for people.
+/// What `--fail-on` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Any call denied.
+    Deny,
+    /// Any hold declined.
+    Declined,
+    /// Any hold never answered.
+    Unanswered,
+    /// Any tool run that failed.
+    Failed,
+}
+
+/// What the summary holds of each named kind, as `N deny`, for `--fail-on`; empty when none.
+pub fn failures(summary: &Summary, fail_on: &[FailOn]) -> Vec<String> {
+    fail_on
+        .iter()
+        .filter_map(|kind| {
+            let (count, name) = match kind {
+                FailOn::Deny => (summary.decisions.deny, "deny"),
+                FailOn::Declined => (summary.holds.declined, "declined"),
+                FailOn::Unanswered => (summary.holds.unanswered, "unanswered"),
+                FailOn::Failed => (summary.outcomes.failed, "failed"),
+            };
+            (count > 0).then(|| format!("{count} {name}"))
+        })
+        .collect()
+}
+
+/// ANSI styles for a terminal; all empty when colour is off.
+struct Style {
+    bold: &'static str,
+    red: &'static str,
+    yellow: &'static str,
+    reset: &'static str,
+}
+
+impl Style {
+    fn new(colour: bool) -> Style {
+        if colour {
+            Style { bold: "\x1b[1m", red: "\x1b[31m", yellow: "\x1b[33m", reset: "\x1b[0m" }
+        } else {
+            Style { bold: "", red: "", yellow: "", reset: "" }
+        }
+    }
+}
+
+/// The report for people, without colour.
 pub fn render_text(summary: &Summary) -> String {
+    render_text_with(summary, false)
+}
+
+/// The report for people; `colour` adds ANSI colour (for a terminal only).
+pub fn render_text_with(summary: &Summary, colour: bool) -> String {
+    let style = Style::new(colour);
     let mut out = String::new();
     let d = &summary.decisions;
     let h = &summary.holds;
     let o = &summary.outcomes;
     let _ = writeln!(
         out,
-        "Skeleton Crew audit report: {} ({} events)\n",
+        "{}Skeleton Crew audit report{}: {} ({} events)\n",
+        style.bold,
+        style.reset,
         summary.logs.join(", "),
         summary.events
     );
@@ -364,10 +492,12 @@ pub fn render_text(summary: &Summary) -> String {
         let _ = writeln!(out, "  none");
     }
     for veto in &summary.vetoes {
+        let colour = if veto.kind == "deny" { style.red } else { style.yellow };
         let _ = writeln!(
             out,
-            "  {:<9} {} → {}  (id {})",
+            "  {colour}{:<9}{} {} → {}  (id {})",
             veto.kind.to_uppercase(),
+            style.reset,
             for_terminal(&veto.agent),
             for_terminal(&veto.tool),
             for_terminal(&veto.id)
@@ -451,6 +581,68 @@ pub fn render_text(summary: &Summary) -> String {
                 problem.line,
                 for_terminal(&problem.problem)
             );
+        }
+    }
+    out
+}
+
+/// A table cell for markdown: escaped for a terminal, pipes escaped, one line.
+fn cell(text: &str) -> String {
+    for_terminal(text).replace('|', "\\|")
+}
+
+/// The report as markdown, fit for a CI job summary.
+pub fn render_markdown(summary: &Summary) -> String {
+    let mut out = String::new();
+    let d = &summary.decisions;
+    let h = &summary.holds;
+    let o = &summary.outcomes;
+    let logs: Vec<String> = summary.logs.iter().map(|l| format!("`{}`", cell(l))).collect();
+    let _ = writeln!(out, "## Skeleton Crew audit report\n");
+    let _ = writeln!(out, "{} ({} events)\n", logs.join(", "), summary.events);
+    let _ = writeln!(out, "| calls | allow | hold | deny | approved | declined | never answered | executed | skipped | failed |");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        summary.calls, d.allow, d.hold, d.deny, h.approved, h.declined, h.unanswered, o.executed, o.skipped, o.failed
+    );
+    let _ = writeln!(out, "### Vetoes ({})\n", summary.vetoes.len());
+    if summary.vetoes.is_empty() {
+        let _ = writeln!(out, "None.\n");
+    } else {
+        let _ = writeln!(out, "| kind | agent | tool | reasons | id |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for veto in &summary.vetoes {
+            let reasons: Vec<String> = veto.reasons.iter().map(|r| cell(r)).collect();
+            let _ = writeln!(
+                out,
+                "| **{}** | {} | `{}` | {} | `{}` |",
+                veto.kind,
+                cell(&veto.agent),
+                cell(&veto.tool),
+                reasons.join("<br>"),
+                cell(&veto.id)
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "### By agent\n");
+    let _ = writeln!(out, "| agent | calls | allow | hold | deny | approved | declined | never answered | executed | tainted by |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for a in &summary.agents {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&a.agent),
+            a.calls, a.allow, a.hold, a.deny, a.approved, a.declined, a.unanswered, a.executed,
+            a.tainted_by.as_deref().map(cell).unwrap_or_default()
+        );
+    }
+    if !summary.problems.is_empty() {
+        let _ = writeln!(out, "\n### Problems in the logs ({})\n", summary.problems.len());
+        for p in &summary.problems {
+            let _ = writeln!(out, "- `{}` line {}: {}", cell(&p.log), p.line, cell(&p.problem));
         }
     }
     out
@@ -561,6 +753,59 @@ mod tests {
         assert!(
             render_text(&s).contains("helper tainted by fetch_page (id 0, url=https://evil.test)")
         );
+    }
+
+    #[test]
+    fn the_agent_filter_keeps_one_agent() {
+        let filter = Filter { agent: Some("buyer".into()), ..Filter::default() };
+        let s = summarise_filtered([("audit.jsonl".to_owned(), LOG.as_bytes())], filter).unwrap();
+        assert_eq!(s.calls, 3);
+        assert_eq!(s.agents.len(), 1);
+        assert_eq!(s.outcomes.executed, 1);
+        assert!(s.vetoes.iter().all(|v| v.agent == "buyer"));
+    }
+
+    #[test]
+    fn the_time_window_keeps_events_inside_it() {
+        let log = concat!(
+            r#"{"ts":"2026-11-30T10:00:00Z","stage":"gate","id":"1","decision":"deny","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
+            r#"{"ts":"2026-11-30T12:00:00Z","stage":"gate","id":"2","decision":"allow","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
+            r#"{"ts":"2026-11-30T14:00:00Z","stage":"gate","id":"3","decision":"hold","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
+        );
+        let filter = Filter {
+            since: Some(parse_time("2026-11-30T11:00:00Z").unwrap()),
+            until: Some(parse_time("2026-11-30 13:00:00").unwrap()),
+            ..Filter::default()
+        };
+        let s = summarise_filtered([("l".to_owned(), log.as_bytes())], filter).unwrap();
+        assert_eq!((s.calls, s.decisions.allow), (1, 1));
+        assert!(parse_time("yesterday").is_err());
+        assert_eq!(parse_time("2026-11-30").unwrap(), parse_time("2026-11-30T00:00:00Z").unwrap());
+    }
+
+    #[test]
+    fn fail_on_names_what_occurred() {
+        let s = summary();
+        assert_eq!(failures(&s, &[FailOn::Deny, FailOn::Unanswered, FailOn::Failed]), ["1 deny", "1 unanswered"]);
+        assert!(failures(&s, &[FailOn::Failed]).is_empty());
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let s = summary();
+        assert!(!render_text(&s).contains('\x1b'));
+        assert!(render_text_with(&s, true).contains("\x1b[31mDENY"));
+    }
+
+    #[test]
+    fn markdown_matches_the_golden_file() {
+        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/report.golden.md");
+        let rendered = render_markdown(&summary());
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&golden, &rendered).unwrap();
+        }
+        let expected = std::fs::read_to_string(&golden).expect("testdata/report.golden.md (UPDATE_GOLDEN=1 writes it)");
+        assert_eq!(rendered, expected);
     }
 
     #[test]

@@ -1,0 +1,310 @@
+//! Walking an audit log's hash chain ([`crate::chain`]): "N events, chain intact, head H", or the
+//! first line where it breaks and how. Two streaming passes at most, so memory stays flat.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read};
+
+use serde_json::Value;
+
+use crate::chain::{Chain, Link};
+
+/// Event lines longer than this are treated as broken, not read whole.
+const MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// How the chain is broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakKind {
+    Edited,
+    Deleted,
+    Inserted,
+    Reordered,
+    Torn,
+    NotChained,
+    /// The chain is whole but does not reach the head stored earlier.
+    Cut,
+}
+
+impl BreakKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakKind::Edited => "edited",
+            BreakKind::Deleted => "deleted",
+            BreakKind::Inserted => "inserted",
+            BreakKind::Reordered => "reordered",
+            BreakKind::Torn => "torn",
+            BreakKind::NotChained => "not chained",
+            BreakKind::Cut => "cut",
+        }
+    }
+}
+
+/// Where and how a chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainBreak {
+    /// 1-based line number in the file.
+    pub line: u64,
+    pub kind: BreakKind,
+    pub detail: String,
+}
+
+impl fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "chain broken at line {} ({}): {}", self.line, self.kind.as_str(), self.detail)
+    }
+}
+
+/// A chain that holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intact {
+    pub events: u64,
+    pub head: Link,
+    /// The line whose link is the expected head, when one was given.
+    pub expected_head_at: Option<u64>,
+}
+
+/// One line as the verifier sees it.
+struct Seen {
+    link: Link,
+    prev: Option<Link>,
+    seq: Option<u64>,
+    parses: bool,
+    ends_with_newline: bool,
+}
+
+fn lines(log: impl Read) -> impl Iterator<Item = io::Result<Vec<u8>>> {
+    let mut reader = BufReader::new(log);
+    std::iter::from_fn(move || {
+        let mut line = Vec::new();
+        match reader.by_ref().take(MAX_LINE_BYTES).read_until(b'\n', &mut line) {
+            Ok(0) => None,
+            Ok(_) => Some(Ok(line)),
+            Err(err) => Some(Err(err)),
+        }
+    })
+}
+
+fn see(line: &[u8], chain: &Chain) -> Seen {
+    let ends_with_newline = line.ends_with(b"\n");
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+    Seen {
+        link: chain.link(body),
+        prev: parsed.as_ref().and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
+        seq: parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
+        parses: parsed.is_some(),
+        ends_with_newline,
+    }
+}
+
+/// Verifies a log. `reopen` gives the log again from the start, for the second pass that tells an
+/// insertion from a reordering.
+pub fn verify<R: Read>(
+    mut reopen: impl FnMut() -> io::Result<R>,
+    chain: &Chain,
+    expected_head: Option<Link>,
+) -> io::Result<Result<Intact, ChainBreak>> {
+    let mut expected_prev = Link::genesis();
+    let mut previous_seq: Option<u64> = None;
+    let mut events = 0;
+    let mut expected_head_at = None;
+    for (index, line) in lines(reopen()?).enumerate() {
+        let number = index as u64 + 1;
+        let seen = see(&line?, chain);
+        if !seen.parses {
+            let detail = if seen.ends_with_newline {
+                "the line is torn or not a JSON object (a write was cut off, or it was edited)"
+            } else {
+                "the last line is torn: a write was cut off"
+            };
+            return Ok(Err(ChainBreak { line: number, kind: BreakKind::Torn, detail: detail.into() }));
+        }
+        let Some(prev) = seen.prev else {
+            return Ok(Err(ChainBreak {
+                line: number,
+                kind: BreakKind::NotChained,
+                detail: "the line has no valid `prev`: it was written without a chain, or edited".into(),
+            }));
+        };
+        if prev != expected_prev {
+            let kind_and_detail = classify(&mut reopen, chain, number, prev, seen.seq, previous_seq)?;
+            return Ok(Err(ChainBreak { line: number, kind: kind_and_detail.0, detail: kind_and_detail.1 }));
+        }
+        if Some(seen.link) == expected_head {
+            expected_head_at = Some(number);
+        }
+        expected_prev = seen.link;
+        previous_seq = seen.seq;
+        events += 1;
+    }
+    if let (Some(head), None) = (expected_head, expected_head_at) {
+        return Ok(Err(ChainBreak {
+            line: events + 1,
+            kind: BreakKind::Cut,
+            detail: format!("the expected head {head} is not in the chain: the tail was cut off or rewritten"),
+        }));
+    }
+    Ok(Ok(Intact { events, head: expected_prev, expected_head_at }))
+}
+
+fn classify<R: Read>(
+    reopen: &mut impl FnMut() -> io::Result<R>,
+    chain: &Chain,
+    number: u64,
+    prev: Link,
+    seq: Option<u64>,
+    previous_seq: Option<u64>,
+) -> io::Result<(BreakKind, String)> {
+    if number == 1 {
+        return Ok(match seq {
+            Some(seq) if seq > 1 => (
+                BreakKind::Deleted,
+                format!("the chain starts at event {seq}: the {} event(s) before it were deleted", seq - 1),
+            ),
+            _ => (
+                BreakKind::Edited,
+                "the first line does not start the chain: it was edited, or lines before it were deleted".into(),
+            ),
+        });
+    }
+    let mut linked_from = None;
+    for (index, line) in lines(reopen()?).enumerate() {
+        if see(&line?, chain).link == prev {
+            linked_from = Some(index as u64 + 1);
+            break;
+        }
+    }
+    Ok(match linked_from {
+        Some(k) if k + 1 < number && seq.zip(previous_seq).is_some_and(|(seq, before)| seq <= before) => (
+            BreakKind::Inserted,
+            format!(
+                "line {number} repeats an earlier event (seq {}) that follows line {k}: it was inserted",
+                seq.unwrap_or_default()
+            ),
+        ),
+        Some(k) if k + 1 < number => (
+            BreakKind::Inserted,
+            format!(
+                "line {number} follows line {k} in the chain, so line(s) {}..{} were inserted",
+                k + 1,
+                number - 1
+            ),
+        ),
+        Some(k) if k > number => (
+            BreakKind::Reordered,
+            format!("line {number} follows line {k} in the chain: lines were reordered"),
+        ),
+        _ => match (seq, previous_seq) {
+            (Some(seq), Some(before)) if seq > before + 1 => (
+                BreakKind::Deleted,
+                format!(
+                    "{} event(s) between line {} and line {number} were deleted (seq {before} is followed by {seq})",
+                    seq - before - 1,
+                    number - 1
+                ),
+            ),
+            _ => (
+                BreakKind::Edited,
+                format!(
+                    "line {} was edited (or the log was written under another key): its link does not match the `prev` of line {number}",
+                    number - 1
+                ),
+            ),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{seal, Head};
+
+    fn chained(events: usize, chain: &Chain) -> Vec<Vec<u8>> {
+        let mut head = Head::genesis();
+        (0..events)
+            .map(|n| {
+                let line = seal(format!(r#"{{"stage":"gate","id":"{n}"}}"#).as_bytes(), head);
+                head = Head { link: chain.link(&line), seq: head.seq + 1 };
+                line
+            })
+            .collect()
+    }
+
+    fn join(lines: &[Vec<u8>]) -> Vec<u8> {
+        lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect()
+    }
+
+    fn check(log: &[u8], chain: &Chain, head: Option<Link>) -> Result<Intact, ChainBreak> {
+        verify(|| Ok(log), chain, head).unwrap()
+    }
+
+    #[test]
+    fn an_untouched_chain_is_intact() {
+        let lines = chained(5, &Chain::Sha256);
+        let intact = check(&join(&lines), &Chain::Sha256, None).unwrap();
+        assert_eq!(intact.events, 5);
+        assert_eq!(intact.head, Chain::Sha256.link(&lines[4]));
+        assert_eq!(check(b"", &Chain::Sha256, None).unwrap().events, 0);
+    }
+
+    #[test]
+    fn each_tampering_is_named_with_its_line() {
+        let lines = chained(6, &Chain::Sha256);
+        let mut edited = lines.clone();
+        edited[2] = String::from_utf8(edited[2].clone()).unwrap().replace("\"2\"", "\"X\"").into_bytes();
+        let mut deleted = lines.clone();
+        deleted.remove(2);
+        let mut replayed = lines.clone();
+        replayed.insert(3, lines[1].clone());
+        // A forged line with a correct `prev` for its place: the break shows on the line after.
+        let mut inserted = lines.clone();
+        let forged = seal(br#"{"stage":"gate","id":"forged"}"#, Head { link: Chain::Sha256.link(&lines[2]), seq: 3 });
+        inserted.insert(3, forged);
+        let mut swapped = lines.clone();
+        swapped.swap(2, 3);
+        let mut torn = join(&lines);
+        torn.truncate(torn.len() - 10);
+        let cases = [
+            (join(&edited), 4, BreakKind::Edited),
+            (join(&deleted), 3, BreakKind::Deleted),
+            (join(&replayed), 4, BreakKind::Inserted),
+            (join(&inserted), 5, BreakKind::Inserted),
+            (join(&swapped), 3, BreakKind::Reordered),
+            (torn, 6, BreakKind::Torn),
+        ];
+        for (log, line, kind) in cases {
+            let broken = check(&log, &Chain::Sha256, None).unwrap_err();
+            assert_eq!((broken.line, broken.kind), (line, kind), "{broken}");
+        }
+    }
+
+    #[test]
+    fn deleting_the_first_events_is_seen() {
+        let lines = chained(4, &Chain::Sha256);
+        let broken = check(&join(&lines[2..]), &Chain::Sha256, None).unwrap_err();
+        assert_eq!((broken.line, broken.kind), (1, BreakKind::Deleted), "{broken}");
+    }
+
+    #[test]
+    fn a_cut_tail_is_caught_only_with_the_expected_head() {
+        let lines = chained(5, &Chain::Sha256);
+        let head = Chain::Sha256.link(&lines[4]);
+        let cut = join(&lines[..3]);
+        assert!(check(&cut, &Chain::Sha256, None).is_ok());
+        let broken = check(&cut, &Chain::Sha256, Some(head)).unwrap_err();
+        assert_eq!(broken.kind, BreakKind::Cut);
+        // A log that grew after the head was taken still holds it.
+        let grown = check(&join(&lines), &Chain::Sha256, Some(Chain::Sha256.link(&lines[2]))).unwrap();
+        assert_eq!(grown.expected_head_at, Some(3));
+    }
+
+    #[test]
+    fn a_keyed_chain_fails_under_another_key() {
+        let key = Chain::Keyed(b"0123456789abcdef".to_vec());
+        let lines = chained(3, &key);
+        assert!(check(&join(&lines), &key, None).is_ok());
+        let other = Chain::Keyed(b"fedcba9876543210".to_vec());
+        let broken = check(&join(&lines), &other, None).unwrap_err();
+        assert_eq!((broken.line, broken.kind), (2, BreakKind::Edited));
+        assert!(check(&join(&lines), &Chain::Sha256, None).is_err());
+    }
+}
