@@ -23,6 +23,9 @@ pub struct Call {
     pub args: Map<String, Value>,
     pub provenance: Provenance,
     pub instruction: Option<String>,
+    /// `args.amount` exactly as written, when it is a JSON number and the text was at hand
+    /// (a float has lost digits that an exact comparison with the limit needs).
+    pub amount_text: Option<String>,
 }
 
 /// Who ordered the call.
@@ -128,7 +131,17 @@ impl Call {
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         let value = strict_json::parse(text)
             .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
-        Ok((Call::from_value(&value)?, text))
+        let mut call = Call::from_value(&value)?;
+        call.take_amount_text_from(text, &["args", "amount"]);
+        Ok((call, text))
+    }
+
+    /// Records the exact text of a numeric `args.amount` from the JSON document the call came in
+    /// (`path` leads to the amount in that document).
+    pub fn take_amount_text_from(&mut self, json: &str, path: &[&str]) {
+        if matches!(self.args.get("amount"), Some(Value::Number(_))) {
+            self.amount_text = crate::amount::number_text_at(json, path);
+        }
     }
 
     /// Reads a call from a parsed JSON value (the gate's input, or a verdict's `call`).
@@ -179,6 +192,7 @@ impl Call {
                 args,
                 provenance,
                 instruction,
+                amount_text: None,
             }),
             _ => Err(Malformed { reasons: problems }),
         }

@@ -219,8 +219,10 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
 
 fn amount_rules(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
     let limit = policy.hold_above_amount();
-    match Amount::from_json(call.args.get("amount")?) {
-        Amount::Understood { value, text } => (value > limit).then(|| Finding {
+    let amount = Amount::from_json_exact(call.args.get("amount")?, call.amount_text.as_deref());
+    let above = amount.is_above(limit);
+    match amount {
+        Amount::Understood { text, .. } => above.then(|| Finding {
             decision: Decision::Hold,
             reason: format!("amount {text} is above the hold limit of {limit}"),
         }),

@@ -782,3 +782,26 @@ fn a_directory_as_stdin_is_a_runtime_failure_without_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
+
+#[test]
+fn an_amount_just_above_the_limit_is_held_though_it_rounds_to_the_limit() {
+    let scratch = Scratch::new();
+    let lines = [
+        r#"{"agent":"a","tool":"send_payment","args":{"to":"x","amount":100.0000000000000001},"source":"user"}"#,
+        r#"{"agent":"a","tool":"send_payment","args":{"to":"x","amount":"$100.0000000000000001"},"source":"user"}"#,
+        r#"{"agent":"a","tool":"send_payment","args":{"to":"x","amount":100.000},"source":"user"}"#,
+        r#"{"agent":"a","tool":"send_payment","args":{"to":"x","amount":1e2},"source":"user"}"#,
+    ];
+    let output = run(scratch
+        .cmd("sc-gate")
+        .arg("-q")
+        .write_stdin(lines.join("\n") + "\n"));
+    let decisions: Vec<Value> = parse_stdout(&output.stdout)
+        .iter()
+        .map(|v| v["decision"].clone())
+        .collect();
+    assert_eq!(
+        decisions,
+        [json!("hold"), json!("hold"), json!("allow"), json!("allow")]
+    );
+}
