@@ -3,6 +3,7 @@
 mod util;
 
 mod approve;
+mod chain;
 mod exec;
 mod gate;
 mod pipeline;

@@ -55,6 +55,16 @@ impl Scratch {
         cmd
     }
 
+    /// `sc-report` with arguments, over the scratch audit log.
+    pub fn cmd_report_args(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(bin_path("sc-report"));
+        cmd.env_clear()
+            .current_dir(self.dir.path())
+            .args(args)
+            .arg(self.audit_path());
+        cmd
+    }
+
     /// The audit log's events, one `Value` per line (panics on a line that is not JSON).
     pub fn audit_events(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.audit_path()).unwrap_or_default();
