@@ -1,12 +1,13 @@
 //! `sc-exec`: runs what was allowed or approved, and skips everything else.
 
 use std::io;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::cli::{AuditArgs, PolicyArgs, StreamArgs};
-use skeleton_crew::exec::{self, ExecOptions};
-use skeleton_crew::exit::{self, Completion};
+use skeleton_crew::exec::{self, ExecOptions, ToolSet};
+use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 
 /// Run the calls that were allowed or approved.
@@ -14,13 +15,24 @@ use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 /// Reads records (the output of sc-gate or sc-approve) from the FILEs or stdin. Every call is
 /// evaluated again under this stage's own policy and the stronger decision wins: a call runs only
 /// when that is `allow`, or `hold` with an approval. Every record is written on with an `outcome`:
-/// executed, skipped or failed. The built-in tools are fakes with no side effects.
-/// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage or policy error.
+/// executed, skipped or failed. Without --tools the built-in tools are fakes with no side effects;
+/// with it, each tool runs the backend the tools file names.
+/// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage, policy or tools file error.
 #[derive(Parser)]
 #[command(name = "sc-exec", version)]
 struct Args {
     #[command(flatten)]
     policy: PolicyArgs,
+    /// Tools file (JSON) mapping each tool name to the command that runs it.
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// Run the built-in fakes for tools the tools file does not name (else they fail).
+    #[arg(long, requires = "tools")]
+    builtin_fallback: bool,
+    /// How many backends may run at once; output stays in input order, and an agent's calls
+    /// still run one after the other.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: u16,
     #[command(flatten)]
     audit: AuditArgs,
     /// Longest record line in bytes.
@@ -38,6 +50,9 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     let options = ExecOptions {
         policy: args.policy.load()?,
         max_line_bytes: args.max_line_bytes,
+        tools: ToolSet::load(args.tools.as_deref(), args.builtin_fallback)
+            .map_err(UsageError::from)?,
+        jobs: usize::from(args.jobs),
     };
     let mut output = args.stream.output(args.audit.open()?);
     exec::run(

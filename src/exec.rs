@@ -6,12 +6,25 @@
 //! therefore runs neither a denied call nor one that should have been held. A record it cannot
 //! read, or whose decision is missing or unknown, counts as denied. Everything not run is
 //! `skipped` with the reason; a tool it does not know is `failed`.
+//!
+//! A tool is found in a [`ToolSet`]: the built-in fakes, or the backends of a tools file
+//! ([`crate::backends`]), with the fakes behind them only when asked for. Calls run one at a time
+//! in input order; with `jobs` above 1, backend runs overlap, at most `jobs` at once, except that
+//! an agent's calls still run one after the other, in the order it made them. Decisions are always
+//! made one record at a time in input order, and records and their audit events always leave in
+//! input order, each event before its record.
 
+use std::collections::VecDeque;
 use std::io::Write;
+use std::thread::{Scope, ScopedJoinHandle};
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::audit::{self, IdMinter, Stage};
+use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_parsed, Decision, Judgement};
 use crate::exit::Completion;
@@ -22,11 +35,105 @@ use crate::sanitize::for_terminal;
 use crate::state::CrewState;
 use crate::tools::{self, BUILTIN_TOOLS};
 
+/// How many records may wait behind a running backend before sc-exec waits for it.
+const MAX_WAITING_RECORDS: usize = 1024;
+
 /// What `sc-exec` needs besides its streams.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
     pub policy: Policy,
     pub max_line_bytes: usize,
+    pub tools: ToolSet,
+    /// How many backends may run at once (at least 1).
+    pub jobs: usize,
+}
+
+/// Where sc-exec finds the tool a call names.
+#[derive(Debug, Clone)]
+pub enum ToolSet {
+    /// The built-in fakes only: sc-exec without `--tools`.
+    Builtin,
+    /// The backends of a tools file; a tool not in it falls back to the built-in fakes only
+    /// when `builtin_fallback` says so, and is unknown otherwise.
+    Backends {
+        file: ToolsFile,
+        builtin_fallback: bool,
+    },
+}
+
+/// What a tool name stands for.
+#[derive(Debug, Clone, Copy)]
+pub enum Resolved<'a> {
+    Backend(&'a Backend),
+    Builtin,
+    Unknown,
+}
+
+impl ToolSet {
+    /// The built-in fakes without a tools file, else the tools file's backends.
+    pub fn load(
+        tools: Option<&std::path::Path>,
+        builtin_fallback: bool,
+    ) -> Result<ToolSet, ToolsFileError> {
+        Ok(match tools {
+            None => ToolSet::Builtin,
+            Some(path) => ToolSet::Backends {
+                file: ToolsFile::load(path)?,
+                builtin_fallback,
+            },
+        })
+    }
+
+    /// Finds a tool by its exact name; a name that is nowhere is never guessed at.
+    pub fn resolve(&self, tool: &str) -> Resolved<'_> {
+        let builtin = || {
+            if BUILTIN_TOOLS.contains(&tool) {
+                Resolved::Builtin
+            } else {
+                Resolved::Unknown
+            }
+        };
+        match self {
+            ToolSet::Builtin => builtin(),
+            ToolSet::Backends {
+                file,
+                builtin_fallback,
+            } => match file.get(tool) {
+                Some(backend) => Resolved::Backend(backend),
+                None if *builtin_fallback => builtin(),
+                None => Resolved::Unknown,
+            },
+        }
+    }
+
+    /// Why a tool is unknown, naming what is known.
+    fn unknown(&self, tool: &str) -> String {
+        let name = Value::String(tool.to_owned());
+        let builtins = BUILTIN_TOOLS.join(", ");
+        match self {
+            ToolSet::Builtin => format!("no tool named {name} (sc-exec knows {builtins})"),
+            ToolSet::Backends {
+                file,
+                builtin_fallback,
+            } => {
+                let names = file.names().collect::<Vec<_>>().join(", ");
+                let names = if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names
+                };
+                let fallback = if *builtin_fallback {
+                    format!(" nor among the built-in tools ({builtins})")
+                } else {
+                    ", and the built-in tools are not used (no --builtin-fallback)".to_owned()
+                };
+                format!(
+                    "no tool named {name} in the tools file {} (it has {names}){fallback}",
+                    file.path().display()
+                )
+            }
+        }
+    }
 }
 
 /// The decision sc-exec acts on, and why.
@@ -63,16 +170,82 @@ pub fn effective_decision(
     }
 }
 
-/// What to do with a call, given the effective decision and any approval on the record.
-pub fn outcome_for(
+/// What sc-exec did with a call: the outcome, and the backend run behind it, if there was one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acted {
+    pub outcome: Outcome,
+    pub backend: Option<BackendReport>,
+}
+
+/// What acting on a call takes: nothing more (its outcome is settled), or running a backend.
+#[derive(Debug, Clone)]
+pub enum Plan<'t> {
+    Settled(Outcome),
+    Backend {
+        tool: String,
+        /// The call's `args` as one JSON document, for the backend's stdin.
+        args_json: String,
+        /// Why it may run ("allowed by policy", or the approval's reason).
+        cleared: String,
+        backend: &'t Backend,
+    },
+}
+
+impl Plan<'_> {
+    /// Carries the plan out: runs the backend, if there is one to run.
+    pub fn run(self) -> Acted {
+        match self {
+            Plan::Settled(outcome) => Acted {
+                outcome,
+                backend: None,
+            },
+            Plan::Backend {
+                tool,
+                args_json,
+                cleared,
+                backend,
+            } => {
+                let run = backend.run(&args_json);
+                let outcome = match run.result {
+                    Ok(result) => Outcome {
+                        status: Status::Executed,
+                        result: Some(result),
+                        reason: format!("ran {tool} ({cleared})"),
+                    },
+                    Err(why) => Outcome {
+                        status: Status::Failed,
+                        result: None,
+                        reason: format!("{tool} failed: {why}"),
+                    },
+                };
+                Acted {
+                    outcome,
+                    backend: Some(run.report),
+                }
+            }
+        }
+    }
+
+    fn is_backend(&self) -> bool {
+        matches!(self, Plan::Backend { .. })
+    }
+}
+
+/// What to do with a call, given the effective decision and any approval on the record: only
+/// `allow`, or `hold` with an approval, runs; a built-in tool's outcome is settled here, and a
+/// backend is left to run.
+pub fn plan<'t>(
     call: Option<&Call>,
     effective: &Effective,
     approval: Option<&Approval>,
-) -> Outcome {
-    let skipped = |reason: String| Outcome {
-        status: Status::Skipped,
-        result: None,
-        reason,
+    tools: &'t ToolSet,
+) -> Plan<'t> {
+    let skipped = |reason: String| {
+        Plan::Settled(Outcome {
+            status: Status::Skipped,
+            result: None,
+            reason,
+        })
     };
     let why = effective.reasons.join("; ");
     let cleared = match (effective.decision, approval) {
@@ -89,27 +262,41 @@ pub fn outcome_for(
     let Some(call) = call else {
         return skipped("not run: the record has no readable call".to_owned());
     };
-    match tools::run_builtin(&call.tool, &call.args) {
-        Some(Ok(result)) => Outcome {
-            status: Status::Executed,
-            result: Some(result),
-            reason: format!("ran {} ({cleared})", call.tool),
-        },
-        Some(Err(why)) => Outcome {
+    let failed = |reason: String| {
+        Plan::Settled(Outcome {
             status: Status::Failed,
             result: None,
-            reason: format!("{} failed: {why}", call.tool),
+            reason,
+        })
+    };
+    match tools.resolve(&call.tool) {
+        Resolved::Backend(backend) => Plan::Backend {
+            tool: call.tool.clone(),
+            args_json: serde_json::to_string(&call.args).expect("args serialize"),
+            cleared,
+            backend,
         },
-        None => Outcome {
-            status: Status::Failed,
-            result: None,
-            reason: format!(
-                "no tool named {} (sc-exec knows {})",
-                serde_json::Value::String(call.tool.clone()),
-                BUILTIN_TOOLS.join(", ")
-            ),
+        Resolved::Builtin => match tools::run_builtin(&call.tool, &call.args) {
+            Some(Ok(result)) => Plan::Settled(Outcome {
+                status: Status::Executed,
+                result: Some(result),
+                reason: format!("ran {} ({cleared})", call.tool),
+            }),
+            Some(Err(why)) => failed(format!("{} failed: {why}", call.tool)),
+            None => failed(tools.unknown(&call.tool)),
         },
+        Resolved::Unknown => failed(tools.unknown(&call.tool)),
     }
+}
+
+/// What to do with a call, carried out at once (see [`plan`]).
+pub fn outcome_for(
+    call: Option<&Call>,
+    effective: &Effective,
+    approval: Option<&Approval>,
+    tools: &ToolSet,
+) -> Acted {
+    plan(call, effective, approval, tools).run()
 }
 
 /// Reads records and acts on each, in order.
@@ -119,61 +306,229 @@ pub fn run<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
     diagnostics: &mut dyn Write,
 ) -> Result<Completion> {
-    let mut ids = IdMinter::new();
-    let mut state = CrewState::new();
-    let mut completion = Completion::default();
-    for input in inputs {
-        let source = match input.open() {
-            Ok(source) => source,
-            Err(err) => {
-                let _ = writeln!(diagnostics, "sc-exec: {err:#}");
-                completion.unreadable_inputs += 1;
-                continue;
-            }
-        };
-        let mut reader = LineReader::new(source, options.max_line_bytes);
-        loop {
-            let line = reader
-                .next_line()
-                .with_context(|| format!("cannot read {}", input.name()))?;
-            match line {
-                None => break,
-                Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
-                Some(Line::Text(bytes)) => match Record::parse(bytes) {
-                    Ok(record) => act_on_record(&record, options, output, &mut ids, &mut state),
-                    Err(why) => refuse_unreadable(&ids.mint(), &why, bytes, output),
-                },
-                Some(Line::TooLong { length, start }) => {
-                    let why = format!(
-                        "the record is {length} bytes, over the line limit of {} bytes",
-                        options.max_line_bytes
-                    );
-                    refuse_unreadable(&ids.mint(), &why, start, output);
+    std::thread::scope(|scope| {
+        let mut window = Window::new(scope, options.jobs.max(1));
+        let mut ids = IdMinter::new();
+        let mut state = CrewState::new();
+        let mut completion = Completion::default();
+        for input in inputs {
+            let source = match input.open() {
+                Ok(source) => source,
+                Err(err) => {
+                    let _ = writeln!(diagnostics, "sc-exec: {err:#}");
+                    completion.unreadable_inputs += 1;
+                    continue;
                 }
+            };
+            let mut reader = LineReader::new(source, options.max_line_bytes);
+            loop {
+                let line = reader
+                    .next_line()
+                    .with_context(|| format!("cannot read {}", input.name()))?;
+                match line {
+                    None => break,
+                    Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
+                    Some(Line::Text(bytes)) => match Record::parse(bytes) {
+                        Ok(record) => {
+                            let (parts, plan) = prepare(record, options, &mut ids, &mut state);
+                            window.push(parts, plan, output)?;
+                        }
+                        Err(why) => {
+                            window.push_ready(refuse_unreadable(&ids.mint(), &why, bytes), output)
+                        }
+                    },
+                    Some(Line::TooLong { length, start }) => {
+                        let why = format!(
+                            "the record is {length} bytes, over the line limit of {} bytes",
+                            options.max_line_bytes
+                        );
+                        window.push_ready(refuse_unreadable(&ids.mint(), &why, start), output);
+                    }
+                }
+                let waiting = reader.has_complete_line();
+                if !waiting {
+                    // The input is about to block: what is running finishes and leaves first.
+                    window.drain(output);
+                }
+                output.commit_if_due(waiting)?;
             }
-            output.commit_if_due(reader.has_complete_line())?;
         }
-    }
-    output.commit()?;
-    Ok(completion)
+        window.drain(output);
+        output.commit()?;
+        Ok(completion)
+    })
 }
 
-fn act_on_record<W: Write, E: Write>(
-    record: &Record,
-    options: &ExecOptions,
-    output: &mut StageOutput<W, E>,
+/// A readable record, with everything about it settled except what running its tool will say.
+struct Parts {
+    id: String,
+    text: String,
+    object: Map<String, Value>,
+    agent: String,
+    tool: String,
+    effective: Effective,
+    approval: Option<Approval>,
+}
+
+/// One record's lines, ready to leave: its audit event, the record, and the narration.
+struct Emission {
+    event: Vec<u8>,
+    line: Vec<u8>,
+    narration: String,
+}
+
+enum Slot<'scope> {
+    Ready(Emission),
+    Running {
+        parts: Box<Parts>,
+        handle: ScopedJoinHandle<'scope, Acted>,
+    },
+}
+
+/// Records in input order, some of them waiting on a backend that runs on another thread.
+struct Window<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    jobs: usize,
+    slots: VecDeque<Slot<'scope>>,
+}
+
+impl<'scope, 'env> Window<'scope, 'env> {
+    fn new(scope: &'scope Scope<'scope, 'env>, jobs: usize) -> Self {
+        Window {
+            scope,
+            jobs,
+            slots: VecDeque::new(),
+        }
+    }
+
+    /// Acts on a readable record: at once, or, with jobs above 1 and a backend to run, on a
+    /// thread of its own once there is room and the agent's earlier calls are done. Before a
+    /// backend starts, the records already settled leave (audited first), since a backend may
+    /// take a while.
+    fn push<W: Write, E: Write>(
+        &mut self,
+        parts: Parts,
+        plan: Plan<'env>,
+        output: &mut StageOutput<W, E>,
+    ) -> Result<()> {
+        if !plan.is_backend() {
+            let acted = plan.run();
+            self.push_ready(finish(parts, acted), output);
+            return Ok(());
+        }
+        if self.jobs == 1 {
+            output.commit()?;
+            let acted = plan.run();
+            self.push_ready(finish(parts, acted), output);
+            return Ok(());
+        }
+        while self.running() >= self.jobs || self.running_for(&parts.agent) {
+            self.emit_front(output);
+        }
+        self.emit_finished(output);
+        output.commit()?;
+        let handle = self.scope.spawn(move || plan.run());
+        self.slots.push_back(Slot::Running {
+            parts: Box::new(parts),
+            handle,
+        });
+        Ok(())
+    }
+
+    fn push_ready<W: Write, E: Write>(
+        &mut self,
+        emission: Emission,
+        output: &mut StageOutput<W, E>,
+    ) {
+        self.slots.push_back(Slot::Ready(emission));
+        while self.slots.len() > MAX_WAITING_RECORDS {
+            self.emit_front(output);
+        }
+        self.emit_finished(output);
+    }
+
+    fn running(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|slot| matches!(slot, Slot::Running { .. }))
+            .count()
+    }
+
+    fn running_for(&self, agent: &str) -> bool {
+        self.slots
+            .iter()
+            .any(|slot| matches!(slot, Slot::Running { parts, .. } if parts.agent == agent))
+    }
+
+    /// Emits the records at the front that are ready, without waiting.
+    fn emit_finished<W: Write, E: Write>(&mut self, output: &mut StageOutput<W, E>) {
+        while let Some(front) = self.slots.front() {
+            if let Slot::Running { handle, .. } = front {
+                if !handle.is_finished() {
+                    break;
+                }
+            }
+            self.emit_front(output);
+        }
+    }
+
+    /// Emits every record, waiting for the backends still running.
+    fn drain<W: Write, E: Write>(&mut self, output: &mut StageOutput<W, E>) {
+        while !self.slots.is_empty() {
+            self.emit_front(output);
+        }
+    }
+
+    /// Emits the first record, waiting for its backend if it is still running.
+    fn emit_front<W: Write, E: Write>(&mut self, output: &mut StageOutput<W, E>) {
+        let emission = match self.slots.pop_front() {
+            None => return,
+            Some(Slot::Ready(emission)) => emission,
+            Some(Slot::Running { parts, handle }) => {
+                let acted = handle.join().unwrap_or_else(|_| Acted {
+                    outcome: Outcome {
+                        status: Status::Failed,
+                        result: None,
+                        reason: format!(
+                            "{} failed: sc-exec's runner for it stopped unexpectedly",
+                            parts.tool
+                        ),
+                    },
+                    backend: None,
+                });
+                finish(*parts, acted)
+            }
+        };
+        output.emit(&emission.event, &emission.line);
+        output.narrate(&emission.narration);
+    }
+}
+
+/// Decides about one record (in input order, updating the stream's state) and plans what to do.
+fn prepare<'t>(
+    record: Record<'_>,
+    options: &'t ExecOptions,
     ids: &mut IdMinter,
     state: &mut CrewState,
-) {
+) -> (Parts, Plan<'t>) {
     let call = match record.call() {
-        Some(value) => Call::from_value(value),
+        Some(value) => Call::from_value(value).map(|mut call| {
+            call.take_amount_text_from(record.text, &["call", "args", "amount"]);
+            call
+        }),
         None => Err(Malformed::new("the record has no `call`")),
     };
     let own = evaluate_parsed(&call, &options.policy, state);
     let effective = effective_decision(record.decision(), &record.reasons(), &own);
     let approval = record.approval();
     let call = call.ok();
-    let outcome = outcome_for(call.as_ref(), &effective, approval.as_ref());
+    let mut plan = plan(call.as_ref(), &effective, approval.as_ref(), &options.tools);
+    if let Plan::Backend { args_json, .. } = &mut plan {
+        // The backend runs on the args exactly as the gate and the person saw them.
+        if let Some(text) = args_text(record.text) {
+            *args_json = text.to_owned();
+        }
+    }
     let id = record.id().map_or_else(|| ids.mint(), str::to_owned);
     if let Some(call) = &call {
         // The same stream update as sc-gate's, so the same policy reaches the same decisions.
@@ -182,38 +537,77 @@ fn act_on_record<W: Write, E: Write>(
     let (agent, tool) = call
         .as_ref()
         .map_or(("?", "?"), |c| (c.agent.as_str(), c.tool.as_str()));
-    let event = audit::event(Stage::Exec, &id)
-        .field("agent", agent)
-        .field("tool", tool)
-        .field("decision", &effective.decision)
-        .field("outcome", &outcome)
-        .finish();
-    output.emit(&event, &record.with_field("outcome", &outcome));
-    let approval_note = match (&approval, effective.decision) {
+    let parts = Parts {
+        id,
+        text: record.text.to_owned(),
+        object: record.object,
+        agent: agent.to_owned(),
+        tool: tool.to_owned(),
+        effective,
+        approval,
+    };
+    (parts, plan)
+}
+
+/// The text of a record's `call.args`, exactly as it came (an amount finer than a float is not
+/// rounded, key order and spelling are kept); `None` when there is none to take.
+fn args_text(record_text: &str) -> Option<&str> {
+    #[derive(Deserialize)]
+    struct RecordPart<'a> {
+        #[serde(borrow)]
+        call: CallPart<'a>,
+    }
+    #[derive(Deserialize)]
+    struct CallPart<'a> {
+        #[serde(borrow)]
+        args: Option<&'a RawValue>,
+    }
+    let record: RecordPart = serde_json::from_str(record_text).ok()?;
+    let args = record.call.args?.get();
+    args.starts_with('{').then_some(args)
+}
+
+/// The lines for a record whose outcome is known.
+fn finish(parts: Parts, acted: Acted) -> Emission {
+    let Acted { outcome, backend } = acted;
+    let mut event = audit::event(Stage::Exec, &parts.id)
+        .field("agent", &parts.agent)
+        .field("tool", &parts.tool)
+        .field("decision", &parts.effective.decision)
+        .field("outcome", &outcome);
+    if let Some(backend) = &backend {
+        event = event.field("backend", backend);
+    }
+    let record = Record {
+        text: &parts.text,
+        object: parts.object,
+    };
+    let line = record.with_field("outcome", &outcome);
+    let approval_note = match (&parts.approval, parts.effective.decision) {
         (Some(approval), Decision::Hold) if approval.approved => " → approved",
         (Some(_), Decision::Hold) => " → declined",
         _ => "",
     };
-    output.narrate(&format!(
+    let narration = format!(
         "sc-exec: {} → {}: {} ({}){approval_note} → {}",
-        for_terminal(agent),
-        for_terminal(tool),
-        effective.decision.as_str().to_uppercase(),
-        for_terminal(&effective.reasons.join("; ")),
+        for_terminal(&parts.agent),
+        for_terminal(&parts.tool),
+        parts.effective.decision.as_str().to_uppercase(),
+        for_terminal(&parts.effective.reasons.join("; ")),
         match outcome.status {
             Status::Executed => "executed".to_owned(),
             Status::Skipped => "skipped, never run".to_owned(),
             Status::Failed => format!("failed: {}", for_terminal(&outcome.reason)),
         }
-    ));
+    );
+    Emission {
+        event: event.finish(),
+        line,
+        narration,
+    }
 }
 
-fn refuse_unreadable<W: Write, E: Write>(
-    id: &str,
-    why: &str,
-    bytes: &[u8],
-    output: &mut StageOutput<W, E>,
-) {
+fn refuse_unreadable(id: &str, why: &str, bytes: &[u8]) -> Emission {
     let reasons = [format!("malformed record: {why}")];
     let outcome = Outcome {
         status: Status::Skipped,
@@ -233,8 +627,11 @@ fn refuse_unreadable<W: Write, E: Write>(
         .field("decision", &Decision::Deny)
         .field("outcome", &outcome)
         .finish();
-    output.emit(&event, &line);
-    output.narrate(&format!("sc-exec: {}", for_terminal(&outcome.reason)));
+    Emission {
+        event,
+        line,
+        narration: format!("sc-exec: {}", for_terminal(&outcome.reason)),
+    }
 }
 
 #[cfg(test)]
@@ -290,7 +687,14 @@ mod tests {
             reasons: vec!["r".into()],
         };
         let run = |decision, approval: Option<&Approval>| {
-            outcome_for(Some(&payment), &effective(decision), approval).status
+            outcome_for(
+                Some(&payment),
+                &effective(decision),
+                approval,
+                &ToolSet::Builtin,
+            )
+            .outcome
+            .status
         };
         assert_eq!(run(Decision::Allow, None), Status::Executed);
         assert_eq!(run(Decision::Hold, Some(&approved)), Status::Executed);
@@ -300,13 +704,81 @@ mod tests {
     }
 
     #[test]
+    fn a_tools_file_comes_first_and_the_fakes_only_on_request() {
+        let file = ToolsFile::from_json_str(
+            r#"{"send_payment": {"command": ["/usr/local/bin/pay"]}}"#,
+            std::path::Path::new("/"),
+        )
+        .unwrap();
+        let strict = ToolSet::Backends {
+            file: file.clone(),
+            builtin_fallback: false,
+        };
+        let lenient = ToolSet::Backends {
+            file,
+            builtin_fallback: true,
+        };
+        assert!(matches!(
+            strict.resolve("send_payment"),
+            Resolved::Backend(_)
+        ));
+        assert!(matches!(
+            lenient.resolve("send_payment"),
+            Resolved::Backend(_)
+        ));
+        assert!(matches!(strict.resolve("search_web"), Resolved::Unknown));
+        assert!(matches!(lenient.resolve("search_web"), Resolved::Builtin));
+        assert!(matches!(lenient.resolve("Search_web"), Resolved::Unknown));
+        assert!(matches!(
+            ToolSet::Builtin.resolve("send_payment"),
+            Resolved::Builtin
+        ));
+
+        // A call that may not run never reaches its backend's plan.
+        let payment = call(
+            r#"{"agent":"b","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"}"#,
+        );
+        let held = Effective {
+            decision: Decision::Hold,
+            reasons: vec!["r".into()],
+        };
+        assert!(!plan(Some(&payment), &held, None, &strict).is_backend());
+        let allowed = Effective {
+            decision: Decision::Allow,
+            reasons: vec!["r".into()],
+        };
+        assert!(plan(Some(&payment), &allowed, None, &strict).is_backend());
+        let search =
+            call(r#"{"agent":"s","tool":"search_web","args":{"query":"q"},"source":"user"}"#);
+        let outcome = outcome_for(Some(&search), &allowed, None, &strict).outcome;
+        assert_eq!(outcome.status, Status::Failed);
+        assert!(
+            outcome.reason.contains("--builtin-fallback"),
+            "{}",
+            outcome.reason
+        );
+    }
+
+    #[test]
+    fn args_are_taken_as_they_came() {
+        let line = r#"{"id":"x","call":{"agent":"a","tool":"t","args": {"amount": 100.0000000000000001, "to":"b"}},"decision":"allow"}"#;
+        assert_eq!(
+            args_text(line),
+            Some(r#"{"amount": 100.0000000000000001, "to":"b"}"#)
+        );
+        assert_eq!(args_text(r#"{"call":{"agent":"a","tool":"t"}}"#), None);
+        assert_eq!(args_text(r#"{"call":{"args":[1]}}"#), None);
+        assert_eq!(args_text(r#"{"raw":"x"}"#), None);
+    }
+
+    #[test]
     fn an_unknown_tool_fails() {
         let unknown = call(r#"{"agent":"b","tool":"Send_Payment","source":"user"}"#);
         let effective = Effective {
             decision: Decision::Allow,
             reasons: vec!["r".into()],
         };
-        let outcome = outcome_for(Some(&unknown), &effective, None);
+        let outcome = outcome_for(Some(&unknown), &effective, None, &ToolSet::Builtin).outcome;
         assert_eq!(outcome.status, Status::Failed);
         assert!(
             outcome.reason.contains("no tool named \"Send_Payment\""),

@@ -8,6 +8,7 @@
 pub mod amount;
 pub mod approve;
 pub mod audit;
+pub mod backends;
 pub mod call;
 pub mod cli;
 pub mod decision;

@@ -3,6 +3,7 @@
 mod util;
 
 mod approve;
+mod backends;
 mod chain;
 mod exec;
 mod gate;

@@ -1,0 +1,1029 @@
+//! Real tool backends: the tools file, and running one backend for one call.
+//!
+//! ```json
+//! {"send_email": {"command": ["./tools/send-email", "--smtp", "localhost:2525"], "timeoutSeconds": 10}}
+//! ```
+//!
+//! The tools file maps each tool name to a backend. Per tool: `command` (required) is an argv list,
+//! never a shell string; `timeoutSeconds` (default 30, at most a day); `env` (default `{}`) is the
+//! whole environment the backend gets, since nothing is inherited, not even PATH; `output`
+//! (`"json"`, the default, or `"text"`) says how its stdout is read. A program path with a `/` that
+//! is relative is taken from the tools file's folder, so the file means the same from any working
+//! directory; a bare program name is looked up on the PATH that `env` lists, and is an error when
+//! it lists none. Loading is as strict as the policy's: malformed JSON, a non-object, an unknown
+//! key (nearest key suggested), a wrong type, a duplicate key or an empty name are errors naming
+//! the file and the key.
+//!
+//! A backend runs in its own process group, with the call's `args` as one JSON document on stdin.
+//! Its stdout (at most [`MAX_OUTPUT_BYTES`]) is the result; exit status 0 means it worked. Anything
+//! else fails closed with a reason: a non-zero exit (with the tail of its stderr), a signal, a
+//! timeout (the whole group is killed), too much output, output that is not the JSON it promised, a
+//! program that cannot be started. When the backend's main process ends, whatever it left running
+//! in its group is killed too: a backend's work ends when its run does.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::exit::UsageError;
+use crate::strict_json;
+
+/// The keys a tool's entry may hold.
+pub const KEYS: &[&str] = &["command", "timeoutSeconds", "env", "output"];
+/// How long a backend may run when its entry does not say.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
+/// The longest timeout a tools file may ask for: a day.
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// The most a backend may print on stdout: 1 MiB. More is a failure.
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+/// How much of the end of a failed backend's stderr its reason quotes.
+pub const STDERR_TAIL_BYTES: usize = 1024;
+/// How long sc-exec waits for a killed backend's pipes to close before giving up on them.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How a backend's stdout is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputKind {
+    /// One JSON document; anything else is a failure.
+    #[default]
+    Json,
+    /// UTF-8 text, kept exactly as printed, as a JSON string.
+    Text,
+}
+
+/// Where the program of a backend is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Program {
+    /// An absolute path (a relative one was resolved against the tools file's folder).
+    Path(PathBuf),
+    /// A bare name, looked up on the PATH that the tool's `env` lists.
+    Search { name: String, path: String },
+}
+
+/// One tool's backend, as the tools file describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backend {
+    command: Vec<String>,
+    program: Program,
+    timeout_seconds: f64,
+    env: BTreeMap<String, String>,
+    output: OutputKind,
+}
+
+/// A loaded tools file: tool name → backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsFile {
+    path: PathBuf,
+    tools: BTreeMap<String, Backend>,
+}
+
+/// Why a tools file was refused. Always names the file and, where there is one, the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsFileError {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for ToolsFileError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "tools file {}: {}", self.file.display(), self.message)
+    }
+}
+
+impl std::error::Error for ToolsFileError {}
+
+/// A tools file that does not load is a usage error: exit status 2.
+impl From<ToolsFileError> for UsageError {
+    fn from(err: ToolsFileError) -> UsageError {
+        UsageError(err.to_string())
+    }
+}
+
+impl ToolsFile {
+    /// Loads a tools file strictly.
+    pub fn load(path: &Path) -> Result<ToolsFile, ToolsFileError> {
+        let in_file = |message: String| ToolsFileError {
+            file: path.to_owned(),
+            message,
+        };
+        let absolute = std::path::absolute(path)
+            .map_err(|err| in_file(format!("cannot find its folder: {err}")))?;
+        let folder = absolute.parent().unwrap_or(Path::new("/"));
+        let bytes = std::fs::read(path).map_err(|err| in_file(format!("cannot read it: {err}")))?;
+        let text = String::from_utf8(bytes).map_err(|err| {
+            in_file(format!(
+                "not valid UTF-8 (at byte {})",
+                err.utf8_error().valid_up_to()
+            ))
+        })?;
+        let tools = tools_from_json_str(&text, folder).map_err(in_file)?;
+        Ok(ToolsFile {
+            path: path.to_owned(),
+            tools,
+        })
+    }
+
+    /// Reads a tools file from JSON text, with relative program paths taken from `folder`.
+    pub fn from_json_str(text: &str, folder: &Path) -> Result<ToolsFile, String> {
+        Ok(ToolsFile {
+            path: folder.join("<text>"),
+            tools: tools_from_json_str(text, folder)?,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The backend of a tool, by its exact name.
+    pub fn get(&self, tool: &str) -> Option<&Backend> {
+        self.tools.get(tool)
+    }
+
+    /// The tool names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
+fn tools_from_json_str(text: &str, folder: &Path) -> Result<BTreeMap<String, Backend>, String> {
+    let value = strict_json::parse(text).map_err(|err| match err.classify() {
+        serde_json::error::Category::Eof if text.trim().is_empty() => {
+            "the file is empty; a tools file is a JSON object mapping tool names to backends"
+                .to_owned()
+        }
+        _ => format!("malformed JSON: {err}"),
+    })?;
+    let Value::Object(object) = value else {
+        return Err(format!(
+            "the top-level value must be an object mapping tool names to backends, found {}",
+            strict_json::type_name(&value)
+        ));
+    };
+    let mut tools = BTreeMap::new();
+    for (name, entry) in &object {
+        if name.is_empty() {
+            return Err("a tool name is empty".to_owned());
+        }
+        tools.insert(name.clone(), backend(name, entry, folder)?);
+    }
+    Ok(tools)
+}
+
+fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, String> {
+    let Value::Object(entry) = value else {
+        return Err(format!(
+            "key `{name}`: expected an object with at least `command`, found {}",
+            strict_json::type_name(value)
+        ));
+    };
+    let mut command = None;
+    let mut timeout_seconds = DEFAULT_TIMEOUT_SECONDS;
+    let mut env = BTreeMap::new();
+    let mut output = OutputKind::default();
+    for (key, value) in entry {
+        let key_path = format!("{name}.{key}");
+        match key.as_str() {
+            "command" => command = Some(argv(&key_path, value)?),
+            "timeoutSeconds" => timeout_seconds = timeout(&key_path, value)?,
+            "env" => env = environment(&key_path, value)?,
+            "output" => output = output_kind(&key_path, value)?,
+            unknown => return Err(unknown_key_message(name, unknown)),
+        }
+    }
+    let Some(command) = command else {
+        return Err(format!(
+            "key `{name}`: `command` is missing; give the argv list to run, e.g. [\"./tools/{name}\"]"
+        ));
+    };
+    let program = program(name, &command[0], &env, folder)?;
+    Ok(Backend {
+        command,
+        program,
+        timeout_seconds,
+        env,
+        output,
+    })
+}
+
+fn argv(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let items = match value {
+        Value::Array(items) => items,
+        Value::String(_) => {
+            return Err(format!(
+                "key `{key}`: expected an argv list (an array of strings), found a string; \
+                 a command is never run through a shell: write it as [\"program\", \"arg\", …]"
+            ))
+        }
+        other => {
+            return Err(format!(
+                "key `{key}`: expected an argv list (an array of strings), found {}",
+                strict_json::type_name(other)
+            ))
+        }
+    };
+    if items.is_empty() {
+        return Err(format!(
+            "key `{key}`: the argv list is empty; it needs at least the program to run"
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::String(text) if index == 0 && text.is_empty() => {
+                Err(format!("key `{key}`: item 0 (the program) is empty"))
+            }
+            Value::String(text) if text.contains('\0') => {
+                Err(format!("key `{key}`: item {index} contains a NUL byte"))
+            }
+            Value::String(text) => Ok(text.clone()),
+            other => Err(format!(
+                "key `{key}`: item {index} must be a string, found {}",
+                strict_json::type_name(other)
+            )),
+        })
+        .collect()
+}
+
+fn timeout(key: &str, value: &Value) -> Result<f64, String> {
+    match value.as_f64() {
+        Some(seconds) if seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS => Ok(seconds),
+        Some(seconds) => Err(format!(
+            "key `{key}`: expected a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, found {seconds}"
+        )),
+        None => Err(format!(
+            "key `{key}`: expected a number of seconds, found {}",
+            strict_json::type_name(value)
+        )),
+    }
+}
+
+fn environment(key: &str, value: &Value) -> Result<BTreeMap<String, String>, String> {
+    let Value::Object(entries) = value else {
+        return Err(format!(
+            "key `{key}`: expected an object mapping variable names to strings, found {}",
+            strict_json::type_name(value)
+        ));
+    };
+    entries
+        .iter()
+        .map(|(name, value)| {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!(
+                    "key `{key}`: {} is not a variable name (empty, or holds `=` or NUL)",
+                    Value::String(name.clone())
+                ));
+            }
+            match value {
+                Value::String(text) if text.contains('\0') => {
+                    Err(format!("key `{key}.{name}`: the value contains a NUL byte"))
+                }
+                Value::String(text) => Ok((name.clone(), text.clone())),
+                other => Err(format!(
+                    "key `{key}.{name}`: expected a string, found {}",
+                    strict_json::type_name(other)
+                )),
+            }
+        })
+        .collect()
+}
+
+fn output_kind(key: &str, value: &Value) -> Result<OutputKind, String> {
+    match value.as_str() {
+        Some("json") => Ok(OutputKind::Json),
+        Some("text") => Ok(OutputKind::Text),
+        _ => Err(format!(
+            "key `{key}`: expected \"json\" or \"text\", found {value}"
+        )),
+    }
+}
+
+fn program(
+    name: &str,
+    program: &str,
+    env: &BTreeMap<String, String>,
+    folder: &Path,
+) -> Result<Program, String> {
+    if program.contains('/') {
+        return Ok(Program::Path(folder.join(program)));
+    }
+    match env.get("PATH") {
+        Some(path) => Ok(Program::Search {
+            name: program.to_owned(),
+            path: path.clone(),
+        }),
+        None => Err(format!(
+            "key `{name}.command`: {} is a bare program name, and `{name}.env` lists no PATH to \
+             find it on (a backend inherits no environment): give its path, e.g. \"/usr/bin/{program}\", \
+             or add PATH to `env`",
+            Value::String(program.to_owned())
+        )),
+    }
+}
+
+fn unknown_key_message(name: &str, unknown: &str) -> String {
+    // A typo, or the start of a key (`timeout` for `timeoutSeconds`).
+    let lower = unknown.to_lowercase();
+    let nearest = KEYS
+        .iter()
+        .map(|known| {
+            let prefix = lower.len() >= 3 && known.to_lowercase().starts_with(&lower);
+            let distance = if prefix {
+                0
+            } else {
+                strsim::damerau_levenshtein(unknown, known)
+            };
+            (distance, known)
+        })
+        .min()
+        .filter(|(distance, _)| *distance <= 4);
+    match nearest {
+        Some((_, known)) => {
+            format!("key `{name}`: unknown key `{unknown}`; did you mean `{known}`?")
+        }
+        None => format!(
+            "key `{name}`: unknown key `{unknown}`; the known keys are {}",
+            KEYS.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// What the audit log says about one backend run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendReport {
+    /// The program as the tools file names it (`command[0]`).
+    pub command: String,
+    pub duration_ms: u64,
+    /// The exit status, when the program exited; `null` when a signal ended it or it never ran.
+    pub exit_status: Option<i32>,
+    /// The signal that ended it (`"SIGKILL"`), if one did.
+    pub signal: Option<String>,
+    /// How many bytes it printed on stdout (reading stops just past the limit).
+    pub stdout_bytes: u64,
+    /// Whether it was killed for running past its timeout.
+    pub timed_out: bool,
+}
+
+/// One backend run: its result (or why it failed) and what the audit log says about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendRun {
+    pub result: Result<Value, String>,
+    pub report: BackendReport,
+}
+
+/// What the helper threads of a run tell the thread that waits on it.
+enum Event {
+    Exited(nix::Result<WaitStatus>),
+    Stdout(Captured),
+    Stderr((Vec<u8>, bool)),
+}
+
+struct Captured {
+    bytes: Vec<u8>,
+    total: u64,
+    overflowed: bool,
+    error: Option<io::Error>,
+}
+
+impl Backend {
+    pub fn command(&self) -> &[String] {
+        &self.command
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_seconds)
+    }
+
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    pub fn output(&self) -> OutputKind {
+        self.output
+    }
+
+    /// Runs the backend with `args_json` (the call's `args`, one JSON document) and a newline on
+    /// stdin, and waits for it, never longer than its timeout (and a short grace for its pipes to
+    /// close once it is killed).
+    pub fn run(&self, args_json: &str) -> BackendRun {
+        let started = Instant::now();
+        let mut report = BackendReport {
+            command: self.command[0].clone(),
+            duration_ms: 0,
+            exit_status: None,
+            signal: None,
+            stdout_bytes: 0,
+            timed_out: false,
+        };
+        let result = self.run_reporting(args_json, started, &mut report);
+        report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        BackendRun { result, report }
+    }
+
+    fn run_reporting(
+        &self,
+        args_json: &str,
+        started: Instant,
+        report: &mut BackendReport,
+    ) -> Result<Value, String> {
+        let shown = &self.command[0];
+        let program = self.resolve()?;
+        let mut child = Command::new(&program)
+            .args(&self.command[1..])
+            .env_clear()
+            .envs(&self.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|err| format!("cannot start {shown}: {err}"))?;
+        let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+        let (events, received) = mpsc::channel();
+        let (reap, reap_now) = mpsc::channel::<()>();
+        let mut input = args_json.as_bytes().to_vec();
+        input.push(b'\n');
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        // A backend that does not read its stdin gets a closed pipe; that is its business.
+        thread::spawn(move || {
+            let mut stdin = stdin;
+            let _ = stdin.write_all(&input);
+        });
+        let sender = events.clone();
+        thread::spawn(move || {
+            let _ = sender.send(Event::Stdout(read_capped(stdout, MAX_OUTPUT_BYTES)));
+        });
+        let sender = events.clone();
+        thread::spawn(move || {
+            let _ = sender.send(Event::Stderr(read_tail(stderr, STDERR_TAIL_BYTES)));
+        });
+        thread::spawn(move || wait_then_reap(child, events, reap_now));
+
+        let deadline = started + self.timeout();
+        let mut killed_at: Option<Instant> = None;
+        let mut exited = None;
+        let mut captured = None;
+        let mut stderr_tail = None;
+        while exited.is_none() || captured.is_none() || stderr_tail.is_none() {
+            let now = Instant::now();
+            if killed_at.is_none() && now >= deadline {
+                report.timed_out = true;
+                kill_group(group);
+                killed_at = Some(now);
+            }
+            let until = killed_at.map_or(deadline, |at| at + KILL_GRACE);
+            match received.recv_timeout(until.saturating_duration_since(now)) {
+                Ok(Event::Exited(status)) => {
+                    // The main process is gone but not yet reaped, so the group id is still its
+                    // own: whatever it left behind in the group is ended with it.
+                    if killed_at.is_none() {
+                        kill_group(group);
+                        killed_at = Some(Instant::now());
+                    }
+                    exited = Some(status);
+                }
+                Ok(Event::Stdout(out)) => {
+                    if out.overflowed && killed_at.is_none() {
+                        kill_group(group);
+                        killed_at = Some(Instant::now());
+                    }
+                    captured = Some(out);
+                }
+                Ok(Event::Stderr(tail)) => stderr_tail = Some(tail),
+                Err(RecvTimeoutError::Timeout)
+                    if killed_at.is_some() && Instant::now() >= until =>
+                {
+                    break
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        if killed_at.is_none() {
+            kill_group(group);
+        }
+        // Only now may the waiter reap the main process (and free its pid for reuse).
+        drop(reap);
+
+        let tail = stderr_tail
+            .map(|tail| quote_tail(&tail))
+            .unwrap_or_default();
+        match &exited {
+            Some(Ok(WaitStatus::Exited(_, code))) => report.exit_status = Some(*code),
+            Some(Ok(WaitStatus::Signaled(_, signal, _))) => {
+                report.signal = Some(signal.as_str().to_owned())
+            }
+            _ => {}
+        }
+        if let Some(out) = &captured {
+            report.stdout_bytes = out.total;
+        }
+        if report.timed_out {
+            return Err(format!(
+                "{shown} ran past its timeout of {} s and was killed with its whole process group{}",
+                self.timeout_seconds,
+                with_stderr(&tail)
+            ));
+        }
+        let Some(out) = captured else {
+            return Err(format!(
+                "{shown} ended, but its stdout was still open {} s later (a process outside its \
+                 process group holds it)",
+                KILL_GRACE.as_secs()
+            ));
+        };
+        if out.overflowed {
+            return Err(format!(
+                "{shown} printed more than {MAX_OUTPUT_BYTES} bytes (1 MiB) on stdout and was stopped"
+            ));
+        }
+        match exited {
+            Some(Ok(WaitStatus::Exited(_, 0))) => {}
+            Some(Ok(WaitStatus::Exited(_, code))) => {
+                return Err(format!(
+                    "{shown} exited with status {code}{}",
+                    with_stderr(&tail)
+                ))
+            }
+            Some(Ok(WaitStatus::Signaled(_, signal, _))) => {
+                return Err(format!(
+                    "{shown} was ended by signal {}{}",
+                    signal.as_str(),
+                    with_stderr(&tail)
+                ))
+            }
+            Some(Ok(other)) => {
+                return Err(format!("{shown} ended in an unexpected way: {other:?}"))
+            }
+            Some(Err(errno)) => return Err(format!("cannot wait for {shown}: {errno}")),
+            None => {
+                return Err(format!(
+                    "{shown} did not end within {} s of being killed",
+                    KILL_GRACE.as_secs()
+                ))
+            }
+        }
+        if let Some(err) = out.error {
+            return Err(format!("cannot read the output of {shown}: {err}"));
+        }
+        self.result_from(shown, out.bytes)
+    }
+
+    /// The program to start: a path as it is, or a bare name found on the tool's own PATH.
+    fn resolve(&self) -> Result<PathBuf, String> {
+        match &self.program {
+            Program::Path(path) => Ok(path.clone()),
+            Program::Search { name, path } => path
+                .split(':')
+                .filter(|folder| !folder.is_empty())
+                .map(|folder| Path::new(folder).join(name))
+                .find(|candidate| is_executable(candidate))
+                .ok_or_else(|| {
+                    format!(
+                        "cannot start {name}: no executable of that name on the tool's PATH ({path})"
+                    )
+                }),
+        }
+    }
+
+    fn result_from(&self, shown: &str, bytes: Vec<u8>) -> Result<Value, String> {
+        let text = String::from_utf8(bytes).map_err(|err| {
+            format!(
+                "{shown} printed output that is not valid UTF-8 (bad byte at offset {})",
+                err.utf8_error().valid_up_to()
+            )
+        })?;
+        match self.output {
+            OutputKind::Text => Ok(Value::String(text)),
+            OutputKind::Json => strict_json::parse(text.trim()).map_err(|err| {
+                let printed = if text.trim().is_empty() {
+                    "printed nothing".to_owned()
+                } else {
+                    format!("printed output that is not JSON ({err})")
+                };
+                format!(
+                    "{shown} {printed}; its tools file entry expects JSON (set \"output\": \"text\" \
+                     to take text)"
+                )
+            }),
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Kills every process in the group. A group already gone (ESRCH) is what was wanted; EPERM can
+/// only mean a member changed its credentials, and there is nothing more to try.
+fn kill_group(group: Pid) {
+    let _ = killpg(group, Signal::SIGKILL);
+}
+
+/// Waits for the main process to end without reaping it, says so, and reaps it once the run is
+/// over (or the runner is gone), so that its pid, the group's id, cannot be reused while the group
+/// may still be signalled.
+fn wait_then_reap(mut child: Child, events: mpsc::Sender<Event>, reap_now: mpsc::Receiver<()>) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+    let status = loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Err(Errno::EINTR) => continue,
+            other => break other,
+        }
+    };
+    let _ = events.send(Event::Exited(status));
+    let _ = reap_now.recv();
+    let _ = child.wait();
+}
+
+fn read_capped(mut pipe: impl Read, cap: usize) -> Captured {
+    let mut captured = Captured {
+        bytes: Vec::new(),
+        total: 0,
+        overflowed: false,
+        error: None,
+    };
+    let mut chunk = vec![0; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                captured.total += n as u64;
+                if captured.bytes.len() + n > cap {
+                    captured.overflowed = true;
+                    break;
+                }
+                captured.bytes.extend_from_slice(&chunk[..n]);
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                captured.error = Some(err);
+                break;
+            }
+        }
+    }
+    captured
+}
+
+/// Reads a pipe to its end, keeping only the last `keep` bytes; says whether any were dropped.
+fn read_tail(mut pipe: impl Read, keep: usize) -> (Vec<u8>, bool) {
+    let mut tail = Vec::new();
+    let mut cut = false;
+    let mut chunk = vec![0; 16 * 1024];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > 2 * keep {
+                    tail.drain(..tail.len() - keep);
+                    cut = true;
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+        cut = true;
+    }
+    (tail, cut)
+}
+
+/// The end of stderr as text for a reason: trimmed, with `…` when cut.
+fn quote_tail((tail, cut): &(Vec<u8>, bool)) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let text = text.trim();
+    if *cut && !text.is_empty() {
+        format!("…{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+fn with_stderr(tail: &str) -> String {
+    if tail.is_empty() {
+        " (nothing on stderr)".to_owned()
+    } else {
+        format!("; stderr: {tail}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(text: &str) -> Result<ToolsFile, String> {
+        ToolsFile::from_json_str(text, Path::new("/srv/crew"))
+    }
+
+    fn load_err(text: &str) -> String {
+        load(text).unwrap_err()
+    }
+
+    fn sh(script: &str, extra: &str) -> Backend {
+        let text = format!(
+            r#"{{"t": {{"command": ["/bin/sh", "-c", {}], "env": {{"PATH": "/usr/bin:/bin"}}{extra}}}}}"#,
+            Value::String(script.to_owned())
+        );
+        load(&text).unwrap().get("t").unwrap().clone()
+    }
+
+    /// No args: `{}`.
+    const NONE: &str = "{}";
+
+    #[test]
+    fn a_full_entry_loads_with_defaults_for_what_is_left_out() {
+        let file = load(
+            r#"{
+                "send_email": {"command": ["./tools/send-email", "--smtp", "localhost:2525"],
+                               "timeoutSeconds": 10, "env": {"LANG": "C"}, "output": "text"},
+                "write_note": {"command": ["/usr/local/bin/write-note"]}
+            }"#,
+        )
+        .unwrap();
+        let email = file.get("send_email").unwrap();
+        assert_eq!(
+            email.command(),
+            ["./tools/send-email", "--smtp", "localhost:2525"]
+        );
+        assert_eq!(
+            email.program,
+            Program::Path(PathBuf::from("/srv/crew/./tools/send-email"))
+        );
+        assert_eq!(email.timeout(), Duration::from_secs(10));
+        assert_eq!(email.env()["LANG"], "C");
+        assert_eq!(email.output(), OutputKind::Text);
+        let note = file.get("write_note").unwrap();
+        assert_eq!(
+            note.program,
+            Program::Path(PathBuf::from("/usr/local/bin/write-note"))
+        );
+        assert_eq!(note.timeout(), Duration::from_secs(30));
+        assert!(note.env().is_empty());
+        assert_eq!(note.output(), OutputKind::Json);
+        assert_eq!(
+            file.names().collect::<Vec<_>>(),
+            ["send_email", "write_note"]
+        );
+        assert!(file.get("Send_email").is_none());
+        assert!(load("{}").unwrap().names().next().is_none());
+    }
+
+    #[test]
+    fn strict_failures_name_the_key() {
+        let cases = [
+            ("", "the file is empty"),
+            ("{", "malformed JSON"),
+            ("{\n \"t\": {\"command\": [\"/x\"]},,\n}", "line 2 column"),
+            ("[]", "top-level value must be an object"),
+            (
+                r#"{"t": {"command": "./send-email --to boss"}}"#,
+                "key `t.command`: expected an argv list (an array of strings), found a string; a command is never run through a shell",
+            ),
+            (r#"{"t": {"command": []}}"#, "key `t.command`: the argv list is empty"),
+            (r#"{"t": {"command": [""]}}"#, "key `t.command`: item 0 (the program) is empty"),
+            (r#"{"t": {"command": ["/x", 3]}}"#, "key `t.command`: item 1 must be a string, found a number"),
+            (r#"{"t": {"command": ["/x", "a\u0000b"]}}"#, "item 1 contains a NUL byte"),
+            (r#"{"t": {}}"#, "key `t`: `command` is missing"),
+            (r#"{"t": ["/x"]}"#, "key `t`: expected an object"),
+            (r#"{"": {"command": ["/x"]}}"#, "a tool name is empty"),
+            (
+                r#"{"t": {"command": ["/x"], "timeout": 5}}"#,
+                "key `t`: unknown key `timeout`; did you mean `timeoutSeconds`?",
+            ),
+            (
+                r#"{"t": {"command": ["/x"], "workingDirectory": "/"}}"#,
+                "key `t`: unknown key `workingDirectory`; the known keys are `command`",
+            ),
+            (
+                r#"{"t": {"command": ["/x"], "command": ["/y"]}}"#,
+                "duplicate key `command`",
+            ),
+            (
+                r#"{"t": {"command": ["/x"]}, "t": {"command": ["/y"]}}"#,
+                "duplicate key `t`",
+            ),
+            (r#"{"t": {"command": ["/x"], "timeoutSeconds": "10"}}"#, "key `t.timeoutSeconds`: expected a number of seconds, found a string"),
+            (r#"{"t": {"command": ["/x"], "timeoutSeconds": 0}}"#, "key `t.timeoutSeconds`: expected a number of seconds above 0"),
+            (r#"{"t": {"command": ["/x"], "timeoutSeconds": -1}}"#, "above 0"),
+            (r#"{"t": {"command": ["/x"], "timeoutSeconds": 1e9}}"#, "at most 86400"),
+            (r#"{"t": {"command": ["/x"], "env": ["A=b"]}}"#, "key `t.env`: expected an object"),
+            (r#"{"t": {"command": ["/x"], "env": {"A": 1}}}"#, "key `t.env.A`: expected a string, found a number"),
+            (r#"{"t": {"command": ["/x"], "env": {"A=B": "c"}}}"#, "key `t.env`: \"A=B\" is not a variable name"),
+            (r#"{"t": {"command": ["/x"], "env": {"": "c"}}}"#, "is not a variable name"),
+            (r#"{"t": {"command": ["/x"], "output": "yaml"}}"#, "key `t.output`: expected \"json\" or \"text\""),
+            (
+                r#"{"t": {"command": ["sh", "-c", "true"]}}"#,
+                "key `t.command`: \"sh\" is a bare program name, and `t.env` lists no PATH",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = load_err(text);
+            assert!(message.contains(expected), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_file_error_names_the_file_and_exits_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tools.json");
+        std::fs::write(&path, r#"{"t": {"command": "rm -rf /"}}"#).unwrap();
+        let err = ToolsFile::load(&path).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!("tools file {}: ", path.display())),
+            "{message}"
+        );
+        assert!(message.contains("key `t.command`"), "{message}");
+        let usage = anyhow::Error::new(UsageError::from(err));
+        assert_eq!(crate::exit::status_for(&usage), crate::exit::USAGE_ERROR);
+
+        let missing = ToolsFile::load(&dir.path().join("nope.json")).unwrap_err();
+        assert!(missing.to_string().contains("cannot read it"), "{missing}");
+    }
+
+    #[test]
+    fn relative_programs_are_found_from_the_files_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tools.json");
+        std::fs::write(&path, r#"{"t": {"command": ["bin/t"]}}"#).unwrap();
+        let file = ToolsFile::load(&path).unwrap();
+        assert_eq!(
+            file.get("t").unwrap().program,
+            Program::Path(dir.path().join("bin/t"))
+        );
+    }
+
+    #[test]
+    fn a_bare_name_is_found_on_the_tools_own_path() {
+        let file =
+            load(r#"{"t": {"command": ["true"], "env": {"PATH": "/nowhere:/usr/bin:/bin"}}}"#)
+                .unwrap();
+        let run = file.get("t").unwrap().run(NONE);
+        assert_eq!(run.report.exit_status, Some(0));
+        let file = load(r#"{"t": {"command": ["true"], "env": {"PATH": "/nowhere"}}}"#).unwrap();
+        let run = file.get("t").unwrap().run(NONE);
+        let why = run.result.unwrap_err();
+        assert!(
+            why.contains("no executable of that name on the tool's PATH (/nowhere)"),
+            "{why}"
+        );
+        assert_eq!(run.report.exit_status, None);
+    }
+
+    #[test]
+    fn the_args_go_in_and_the_json_comes_out() {
+        // The text goes in exactly as given (an amount finer than a float is not rounded).
+        let call_args =
+            r#"{"to": "a@example.com", "amount": 100.0000000000000001, "n": {"k": [1]}}"#;
+        let run = sh("cat", r#", "output": "text""#).run(call_args);
+        assert_eq!(run.result.unwrap(), Value::String(format!("{call_args}\n")));
+        let run = sh("cat", "").run(call_args);
+        assert_eq!(run.result.unwrap(), strict_json::parse(call_args).unwrap());
+        assert_eq!(run.report.exit_status, Some(0));
+        assert_eq!(run.report.signal, None);
+        assert!(!run.report.timed_out);
+        assert!(run.report.stdout_bytes > 10);
+        assert_eq!(run.report.command, "/bin/sh");
+    }
+
+    #[test]
+    fn text_output_is_kept_exactly() {
+        let run = sh("printf 'hello\\n  world\\n'", r#", "output": "text""#).run(NONE);
+        assert_eq!(run.result.unwrap(), json!("hello\n  world\n"));
+    }
+
+    #[test]
+    fn only_the_listed_environment_is_passed() {
+        let backend = load(
+            r#"{"t": {"command": ["/usr/bin/env"], "env": {"ONLY": "this"}, "output": "text"}}"#,
+        )
+        .unwrap()
+        .get("t")
+        .unwrap()
+        .clone();
+        let run = backend.run(NONE);
+        assert_eq!(run.result.unwrap(), json!("ONLY=this\n"));
+    }
+
+    #[test]
+    fn failures_fail_closed_with_a_reason() {
+        let cases = [
+            (
+                sh("echo 'smtp refused' >&2; exit 3", ""),
+                "exited with status 3; stderr: smtp refused",
+            ),
+            (sh("exit 4", ""), "exited with status 4 (nothing on stderr)"),
+            (sh("echo not json", ""), "printed output that is not JSON"),
+            (sh("true", ""), "printed nothing"),
+            (sh(r#"echo '{"a":1,"a":2}'"#, ""), "duplicate key `a`"),
+            (
+                sh("printf '\\377'", r#", "output": "text""#),
+                "not valid UTF-8",
+            ),
+            (sh("kill -TERM $$", ""), "was ended by signal SIGTERM"),
+        ];
+        for (backend, expected) in cases {
+            let run = backend.run(NONE);
+            let why = run.result.unwrap_err();
+            assert!(why.contains(expected), "{expected:?} not in {why:?}");
+            assert!(why.starts_with("/bin/sh "), "{why}");
+        }
+        let missing = load(r#"{"t": {"command": ["/no/such/program"]}}"#).unwrap();
+        let run = missing.get("t").unwrap().run(NONE);
+        let why = run.result.unwrap_err();
+        assert!(why.contains("cannot start /no/such/program"), "{why}");
+    }
+
+    #[test]
+    fn a_long_stderr_is_quoted_by_its_tail() {
+        let run = sh(
+            "i=0; while [ $i -lt 500 ]; do echo \"line $i\" >&2; i=$((i+1)); done; exit 1",
+            "",
+        )
+        .run(NONE);
+        let why = run.result.unwrap_err();
+        assert!(why.contains("stderr: …"), "{why}");
+        assert!(why.ends_with("line 499"), "{why}");
+        assert!(why.len() < STDERR_TAIL_BYTES + 200, "{}", why.len());
+    }
+
+    #[test]
+    fn a_timeout_kills_the_whole_group() {
+        let started = Instant::now();
+        let run = sh("sleep 30 & sleep 30", r#", "timeoutSeconds": 0.3"#).run(NONE);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let why = run.result.unwrap_err();
+        assert!(why.contains("ran past its timeout of 0.3 s"), "{why}");
+        assert!(run.report.timed_out);
+        assert_eq!(run.report.signal.as_deref(), Some("SIGKILL"));
+        assert_eq!(run.report.exit_status, None);
+    }
+
+    #[test]
+    fn what_a_backend_leaves_behind_is_ended_with_it() {
+        // The background sleep holds stdout open; without the group kill this would wait 30 s.
+        let started = Instant::now();
+        let run = sh("sleep 30 & echo '{\"ok\":true}'", "").run(NONE);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(run.result.unwrap(), json!({"ok": true}));
+    }
+
+    #[test]
+    fn too_much_output_is_stopped() {
+        let run = sh("yes", "").run(NONE);
+        let why = run.result.unwrap_err();
+        assert!(why.contains("more than 1048576 bytes"), "{why}");
+        assert!(run.report.stdout_bytes > MAX_OUTPUT_BYTES as u64);
+        assert!(!run.report.timed_out);
+    }
+
+    #[test]
+    fn the_report_serializes_as_the_audit_log_shows_it() {
+        let report = BackendReport {
+            command: "./tools/x".into(),
+            duration_ms: 12,
+            exit_status: Some(0),
+            signal: None,
+            stdout_bytes: 30,
+            timed_out: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            json!({"command": "./tools/x", "durationMs": 12, "exitStatus": 0, "signal": null, "stdoutBytes": 30, "timedOut": false})
+        );
+    }
+}
