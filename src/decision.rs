@@ -12,7 +12,11 @@
 //! 6. `args.amount` above `holdAboveAmount` → hold (exactly the limit is not above it)
 //! 7. `args.amount` present but not understood → hold
 //! 8. the agent's spend in the stream would go above `holdAboveTotal` → hold
-//! 9. otherwise → allow, with a reason too
+//! 9. `args` outside the tool's `toolArgs` schema → deny, whoever asks ([`crate::argrules`])
+//! 10. otherwise → allow, with a reason too
+//!
+//! Rule 5 gives way for a tool whose `toolArgs` entry says `whenTainted: "allow"` and whose args
+//! are inside its schema: the call is allowed, and the reason says the taint was seen and why.
 //!
 //! The instruction text is never read: provenance decides, not keywords. Each rule is one
 //! function in [`RULES`]; a new rule is one more function there. Rules only ever add findings,
@@ -23,6 +27,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::amount::Amount;
+use crate::argrules::{Violation, WhenTainted};
 use crate::call::{Call, Malformed, Source};
 use crate::policy::Policy;
 use crate::state::CrewState;
@@ -94,7 +99,7 @@ struct Finding {
 
 type Rule = fn(&Call, &Policy, &CrewState) -> Option<Finding>;
 
-/// Rules 2 to 8. Rule 1 is [`Judgement::malformed`]; rule 9 is the fallback in
+/// Rules 2 to 9. Rule 1 is [`Judgement::malformed`]; rule 10 is the fallback in
 /// [`evaluate_with_state`].
 const RULES: &[Rule] = &[
     deny_listed_tool,
@@ -103,6 +108,7 @@ const RULES: &[Rule] = &[
     sensitive_tool_from_tainted_agent,
     amount_rules,
     spend_budget,
+    args_outside_schema,
 ];
 
 /// Decides a well-formed call under a policy, as the first call of a stream.
@@ -191,6 +197,20 @@ fn sensitive_tool_from_tainted_agent(
         return None;
     }
     let cause = state.taint_of(&call.agent, policy)?;
+    let mut rules = policy.arg_rules_for(&call.tool).peekable();
+    let bounded = rules.peek().is_some()
+        && rules.all(|rule| rule.when_tainted == WhenTainted::Allow && rule.check(&call.tool, &call.args).is_none());
+    if bounded {
+        return Some(Finding {
+            decision: Decision::Allow,
+            reason: format!(
+                "{} is tainted by {}, but the policy allows {} to a tainted agent inside its argument schema, and these arguments are inside it",
+                call.agent,
+                cause.describe(),
+                call.tool
+            ),
+        });
+    }
     Some(Finding {
         decision: Decision::Hold,
         reason: format!(
@@ -214,6 +234,16 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
             "{}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}",
             call.agent
         ),
+    })
+}
+
+fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+    let Violation(reason) = policy
+        .arg_rules_for(&call.tool)
+        .find_map(|rule| rule.check(&call.tool, &call.args))?;
+    Some(Finding {
+        decision: Decision::Deny,
+        reason,
     })
 }
 
@@ -645,5 +675,90 @@ mod tests {
             &policy,
         );
         assert_eq!(judged[0].decision, Decision::Deny);
+    }
+
+    fn payees_policy(when_tainted: &str) -> Policy {
+        Policy::from_json_str(&format!(
+            r#"{{"toolArgs": {{"send_payment": {{"whenTainted": "{when_tainted}", "schema": {{
+                "properties": {{"to": {{"enum": ["acme-travel", "hotel-lisboa"]}}}},
+                "required": ["to"]}}}}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn tainted_then(pay_to: &str, policy: &Policy, agent_for_payment: &str) -> Judgement {
+        let judged = decide_stream(
+            &[
+                line("helper", "fetch_page", r#"{"url":"https://deals.example"}"#, "user"),
+                line(agent_for_payment, "send_payment", &format!(r#"{{"to":"{pay_to}","amount":40}}"#), "agent"),
+            ],
+            policy,
+        );
+        judged[1].clone()
+    }
+
+    #[test]
+    fn a_tainted_agent_paying_a_known_payee_is_allowed_only_when_the_schema_says_so() {
+        let allowed = tainted_then("acme-travel", &payees_policy("allow"), "helper");
+        assert_eq!(allowed.decision, Decision::Allow, "{allowed:?}");
+        let reason = &allowed.reasons[0];
+        assert!(reason.contains("tainted") && reason.contains("schema"), "{reason}");
+        let held = tainted_then("acme-travel", &payees_policy("hold"), "helper");
+        assert_eq!(held.decision, Decision::Hold, "{held:?}");
+    }
+
+    #[test]
+    fn a_payee_outside_the_schema_is_denied_for_everyone() {
+        for agent in ["helper", "clerk"] {
+            let judged = tainted_then("attacker-wallet", &payees_policy("allow"), agent);
+            assert_eq!(judged.decision, Decision::Deny, "{agent}: {judged:?}");
+            assert!(judged.reasons[0].contains("argument `to` = \"attacker-wallet\""), "{judged:?}");
+        }
+    }
+
+    #[test]
+    fn mail_is_bounded_to_one_domain_without_case_or_unicode_tricks() {
+        let policy = Policy::from_json_str(
+            r#"{"toolArgs": {"send_email": {"whenTainted": "allow", "schema": {
+                "properties": {
+                    "to": {"type": "string", "pattern": "^[a-z0-9._-]+@example\\.com$"},
+                    "cc": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9._-]+@example\\.com$"}}
+                },
+                "required": ["to"]}}}}"#,
+        )
+        .unwrap();
+        let mail = |args: &str| decide_stream(&[line("a", "send_email", args, "user")], &policy)[0].decision;
+        assert_eq!(mail(r#"{"to":"ann@example.com","cc":["bob@example.com"]}"#), Decision::Allow);
+        for outside in [
+            r#"{"to":"x@evil.test"}"#,
+            r#"{"to":"ANN@EXAMPLE.COM"}"#,
+            r#"{"to":"ann@exаmple.com"}"#,
+            r#"{"to":"ann@example.com.evil.test"}"#,
+            r#"{"to":"ann@example.com\n"}"#,
+            r#"{"to":"ann@example.com","cc":["bob@example.com","eve@evil.test"]}"#,
+            r#"{"to":["ann@example.com"]}"#,
+            r#"{"cc":["ann@example.com"]}"#,
+        ] {
+            assert_eq!(mail(outside), Decision::Deny, "{outside}");
+        }
+    }
+
+    #[test]
+    fn a_schema_never_weakens_the_deny_list_or_explicit_provenance() {
+        let policy = Policy::from_json_str(
+            r#"{"denyTools": ["shell_exec"], "toolArgs": {
+                "shell_exec": {"whenTainted": "allow", "schema": {}},
+                "send_payment": {"whenTainted": "allow", "schema": {}}}}"#,
+        )
+        .unwrap();
+        let judged = decide_stream(
+            &[
+                line("a", "shell_exec", r#"{"cmd":"ls"}"#, "user"),
+                line("a", "send_payment", r#"{"to":"x","amount":5}"#, "untrusted-content"),
+            ],
+            &policy,
+        );
+        assert_eq!(judged[0].decision, Decision::Deny);
+        assert_eq!(judged[1].decision, Decision::Deny);
     }
 }

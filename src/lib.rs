@@ -26,3 +26,4 @@ pub mod tools;
 pub mod tty;
 pub mod chain;
 pub mod verify;
+pub mod argrules;

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::argrules::{self, ArgRule};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -41,6 +42,7 @@ pub const KEYS: &[&str] = &[
     "taintScope",
     "holdAboveTotal",
     "agents",
+    "toolArgs",
 ];
 
 /// A tool name or a prefix pattern (`mcp__github__*`).
@@ -138,6 +140,7 @@ pub struct Policy {
     taint_scope: TaintScope,
     hold_above_total: Option<f64>,
     agents: BTreeMap<String, ToolList>,
+    tool_args: Vec<ArgRule>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -152,6 +155,8 @@ pub struct PolicySettings {
     pub hold_above_total: Option<f64>,
     /// Agent name (or `*` for agents not named) → the tools it may use. Empty: no restriction.
     pub agents: BTreeMap<String, Vec<String>>,
+    /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
+    pub tool_args: Vec<ArgRule>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -168,6 +173,7 @@ impl Default for PolicySettings {
             taint_scope: TaintScope::Agent,
             hold_above_total: None,
             agents: BTreeMap::new(),
+            tool_args: Vec::new(),
         }
     }
 }
@@ -237,6 +243,7 @@ impl Policy {
                 .transpose()
                 .map_err(error)?,
             agents,
+            tool_args: settings.tool_args,
         })
     }
 
@@ -318,6 +325,11 @@ impl Policy {
         self.untrusted_output_tools.matches(tool)
     }
 
+    /// The argument rules that apply to a tool (every entry whose name or pattern matches).
+    pub fn arg_rules_for<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a ArgRule> + 'a {
+        self.tool_args.iter().filter(move |rule| rule.pattern.matches(tool))
+    }
+
     /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.
     pub fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
         self.agents
@@ -337,6 +349,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "taintScope" => settings.taint_scope = taint_scope(key, value)?,
             "holdAboveTotal" => settings.hold_above_total = Some(limit(key, value)?),
             "agents" => settings.agents = agents(key, value)?,
+            "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
             unknown => return Err(unknown_key_message(unknown)),
         }
     }

@@ -3,6 +3,7 @@
 mod util;
 
 mod approve;
+mod argrules;
 mod backends;
 mod chain;
 mod exec;
