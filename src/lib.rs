@@ -16,6 +16,7 @@ pub mod exec;
 pub mod exit;
 pub mod gate;
 pub mod jsonl;
+pub mod mcp;
 pub mod policy;
 pub mod record;
 pub mod report;

@@ -1,0 +1,86 @@
+//! `sc-mcp`: the gate in front of an MCP server, relaying JSON-RPC over stdio.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use skeleton_crew::approve::Human;
+use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
+use skeleton_crew::cli::{AuditArgs, PolicyArgs};
+use skeleton_crew::exit;
+use skeleton_crew::mcp::{self, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
+
+/// Put the gate in front of an MCP server.
+///
+/// Spawns SERVER_CMD and relays newline-delimited JSON-RPC between the client (this process's
+/// stdin and stdout) and the server, unchanged, except: every `tools/call` is decided by the policy
+/// (allowed calls are forwarded, denied ones are answered with `isError: true` and never reach the
+/// server, held ones are put to the person on /dev/tty); `tools/list` results lose the tools the
+/// policy denies; a malformed message is never forwarded. Every decision, approval and outcome is
+/// written to the audit log. The server's stderr passes through.
+/// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
+/// log could not be written; 2 usage or policy error.
+#[derive(Parser)]
+#[command(name = "sc-mcp", version)]
+struct Args {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[command(flatten)]
+    audit: AuditArgs,
+    /// The agent every call is made in the name of (default: the server command's name).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// Seconds to wait for the person's answer to a held call before declining; 0 waits forever.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
+    timeout: u64,
+    /// Take the answers to held calls from FILE, one per line, in order, instead of the terminal.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_prompt")]
+    answers: Option<PathBuf>,
+    /// Decline every held call without asking anyone (for clients that own the terminal).
+    #[arg(long)]
+    no_prompt: bool,
+    /// Longest JSON-RPC message in bytes, in either direction.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
+    max_message_bytes: usize,
+    /// Don't narrate decisions on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+    /// The MCP server command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "SERVER_CMD")]
+    server: Vec<OsString>,
+}
+
+fn main() -> ExitCode {
+    // A panic anywhere ends the whole proxy, so no thread is left relaying unchecked.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(std::io::stderr(), "sc-mcp: internal error: {info}");
+        std::process::exit(i32::from(exit::RUNTIME_FAILURE));
+    }));
+    let args = Args::parse();
+    match run(args) {
+        Ok(status) => ExitCode::from(status),
+        Err(err) => exit::finish("sc-mcp", Err(err)),
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<u8> {
+    let timeout = approve::timeout_from_seconds(args.timeout);
+    let options = McpOptions {
+        policy: args.policy.load()?,
+        agent: args
+            .agent
+            .unwrap_or_else(|| mcp::default_agent(&args.server)),
+        timeout,
+        quiet: args.quiet,
+        max_message_bytes: args.max_message_bytes,
+    };
+    let mut human: Box<dyn Human> = if args.no_prompt {
+        Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))
+    } else {
+        approve::human_for(args.answers.as_deref(), timeout)?
+    };
+    let audit = args.audit.open()?;
+    mcp::run(&options, audit, &args.server, human.as_mut())
+}

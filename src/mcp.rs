@@ -1,0 +1,1535 @@
+//! `sc-mcp`: the gate in front of an MCP server, as a stdio proxy.
+//!
+//! `sc-mcp [--policy F] [--audit F] [--agent NAME] -- SERVER_CMD ARGS…` spawns the server and
+//! relays newline-delimited JSON-RPC both ways, byte for byte, except:
+//! - every `tools/call` request from the client becomes a call (`agent` from `--agent`, `tool` =
+//!   `params.name`, `args` = `params.arguments`, `source` = `agent`) and is decided by
+//!   [`evaluate_with_state`], with the session's [`CrewState`] updated after each decision. An
+//!   allowed call is forwarded; a denied one is answered by sc-mcp itself with the same `id` and a
+//!   tool result with `isError: true`, and never reaches the server; a held one is put to the
+//!   person on /dev/tty (the approver's own code, [`crate::approve`]) and, unless approved, is
+//!   answered like a deny;
+//! - `tools/list` results lose the tools the policy denies (the deny list, and tools outside the
+//!   agent's allowlist), so the model never sees them;
+//! - a client message that is not valid JSON, has a duplicate key, is a batch, or is a
+//!   `tools/call` without a string `params.name` is never forwarded: it gets a JSON-RPC error when
+//!   it has an id, and is dropped otherwise.
+//!
+//! Every decision, approval and outcome is audited as the pipeline's stages audit them (`gate`,
+//! `approve` and `exec` events with the same fields), so `sc-report` reads the log. An event is
+//! written before the message it describes leaves; if the log cannot be written, sc-mcp stops the
+//! server and exits 1.
+//!
+//! Two threads relay: the calling thread reads the client and decides (it alone holds the crew
+//! state and the human), and one thread reads the server. Each direction reads one bounded line
+//! at a time, so memory stays flat. If the server dies, every request still waiting for it is
+//! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
+//! The server's stderr passes through to sc-mcp's.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Map, Value};
+
+use crate::approve::{approval_for, render_prompt, Human, Reply};
+use crate::audit::{self, AuditLog, IdMinter, Stage};
+use crate::call::Call;
+use crate::decision::{evaluate_with_state, Decision, Judgement};
+use crate::jsonl::{self, JsonLine, Line, LineReader};
+use crate::policy::Policy;
+use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::sanitize::for_terminal;
+use crate::state::CrewState;
+use crate::strict_json;
+
+/// The longest JSON-RPC message read in either direction: 16 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
+/// A tool result up to this size is kept in its `exec` event; a larger one is described.
+const RESULT_IN_AUDIT_BYTES: usize = 16 * 1024;
+/// How long the server has to exit after the client closed its input, before SIGTERM, and again
+/// before SIGKILL.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// What `sc-mcp` needs besides the server command.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    pub policy: Policy,
+    /// The agent every call is made in the name of.
+    pub agent: String,
+    /// Shown in the approver's prompt; the human enforces it.
+    pub timeout: Option<Duration>,
+    pub quiet: bool,
+    pub max_message_bytes: usize,
+}
+
+/// The default agent name: the server command's file name (`npx`, `mcp-server-filesystem`).
+pub fn default_agent(command: &[OsString]) -> String {
+    command
+        .first()
+        .and_then(|program| Path::new(program).file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "mcp-server".to_owned())
+}
+
+/// A human nobody can reach: every hold is declined without asking (`--no-prompt`).
+pub struct NobodyHuman(pub String);
+
+impl Human for NobodyHuman {
+    fn ask(&mut self, _prompt: &str) -> Reply {
+        Reply::NobodyToAsk(self.0.clone())
+    }
+
+    fn kind(&self) -> AnsweredBy {
+        AnsweredBy::None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages from the client
+
+/// What a client message is, as far as the gate is concerned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientMessage<'a> {
+    /// Never forwarded. Answered with a JSON-RPC error for each id (as an array for a batch).
+    Refused {
+        ids: Vec<Value>,
+        batch: bool,
+        code: i64,
+        reason: String,
+    },
+    /// A well-formed `tools/call` request: to be decided.
+    ToolCall {
+        id: Value,
+        name: String,
+        arguments: Map<String, Value>,
+        /// The message's text, for the exact text of `arguments.amount`.
+        text: &'a str,
+    },
+    /// Any other request: forwarded and awaited.
+    Request { id: Value, method: String },
+    /// A notification: forwarded. `cancels` is the request id of `notifications/cancelled`.
+    Notification { cancels: Option<Value> },
+    /// A response to a request of the server's (or anything without a method): forwarded.
+    Response,
+}
+
+/// A JSON-RPC id that can be answered: a string or a number.
+fn answerable(id: Option<&Value>) -> Option<Value> {
+    match id? {
+        id @ (Value::String(_) | Value::Number(_)) => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// The key a request id is awaited under.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Reads one client message. Parsing is strict (duplicate keys refused at any depth), so the
+/// server never reads a message differently from the gate.
+pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
+    let refused = |ids: Vec<Value>, code, reason: String| ClientMessage::Refused {
+        ids,
+        batch: false,
+        code,
+        reason,
+    };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n')),
+        Err(err) => {
+            return refused(
+                Vec::new(),
+                PARSE_ERROR,
+                format!(
+                    "the message is not valid UTF-8 (bad byte at offset {})",
+                    err.valid_up_to()
+                ),
+            )
+        }
+    };
+    let value = match strict_json::parse(text) {
+        Ok(value) => value,
+        Err(err) => {
+            // Only to answer it: a message we cannot read strictly is never acted on.
+            let id = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|lenient| answerable(lenient.get("id")));
+            return refused(
+                id.into_iter().collect(),
+                PARSE_ERROR,
+                format!("the message is not valid JSON: {err}"),
+            );
+        }
+    };
+    let object = match value {
+        Value::Object(object) => object,
+        Value::Array(items) => {
+            return ClientMessage::Refused {
+                ids: items
+                    .iter()
+                    .filter_map(|item| answerable(item.get("id")))
+                    .collect(),
+                batch: true,
+                code: INVALID_REQUEST,
+                reason: "JSON-RPC batches are not relayed: send each message on its own line"
+                    .to_owned(),
+            }
+        }
+        other => {
+            return refused(
+                Vec::new(),
+                INVALID_REQUEST,
+                format!(
+                    "the message is {}, not a JSON-RPC object",
+                    strict_json::type_name(&other)
+                ),
+            )
+        }
+    };
+    let id = answerable(object.get("id"));
+    let method = match object.get("method") {
+        None => return ClientMessage::Response,
+        Some(Value::String(method)) => method,
+        Some(other) => {
+            return refused(
+                id.into_iter().collect(),
+                INVALID_REQUEST,
+                format!(
+                    "`method` must be a string, not {}",
+                    strict_json::type_name(other)
+                ),
+            )
+        }
+    };
+    if object.contains_key("id") && id.is_none() {
+        return refused(
+            Vec::new(),
+            INVALID_REQUEST,
+            "a request's `id` must be a string or a number".to_owned(),
+        );
+    }
+    if method != "tools/call" {
+        return match id {
+            Some(id) => ClientMessage::Request {
+                id,
+                method: method.clone(),
+            },
+            None => ClientMessage::Notification {
+                cancels: (method == "notifications/cancelled")
+                    .then(|| answerable(object.get("params")?.get("requestId")))
+                    .flatten(),
+            },
+        };
+    }
+    let Some(id) = id else {
+        return refused(
+            Vec::new(),
+            INVALID_REQUEST,
+            "a tools/call without an `id` is a notification, and a tool call is never sent as one"
+                .to_owned(),
+        );
+    };
+    let invalid = |reason: String| refused(vec![id.clone()], INVALID_PARAMS, reason);
+    let params = match object.get("params") {
+        Some(Value::Object(params)) => params,
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params` must be an object, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+        None => return invalid("tools/call has no `params`".to_owned()),
+    };
+    let name = match params.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        Some(Value::String(_)) => return invalid("tools/call `params.name` is empty".to_owned()),
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params.name` must be a string, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+        None => return invalid("tools/call has no `params.name`".to_owned()),
+    };
+    let arguments = match params.get("arguments") {
+        None => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params.arguments` must be an object, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+    };
+    ClientMessage::ToolCall {
+        id,
+        name,
+        arguments,
+        text,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses sc-mcp writes itself
+
+/// A JSON-RPC error response.
+pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field("error", &json!({"code": code, "message": message}))
+        .finish()
+}
+
+/// A tool result that refuses the call: the model reads `text` and `isError: true`.
+pub fn refusal_response(id: &Value, text: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field(
+            "result",
+            &json!({"content": [{"type": "text", "text": text}], "isError": true}),
+        )
+        .finish()
+}
+
+/// Removes from a `tools/list` result every tool the agent may never call: denied tools, tools
+/// outside its allowlist, and entries without a string name. Returns the names removed.
+pub fn hide_denied_tools(result: &mut Value, policy: &Policy, agent: &str) -> Vec<String> {
+    let Some(Value::Array(tools)) = result.get_mut("tools") else {
+        return Vec::new();
+    };
+    let allowed = policy.allowed_tools(agent);
+    let mut hidden = Vec::new();
+    tools.retain(|tool| {
+        let visible = match tool.get("name") {
+            Some(Value::String(name)) => {
+                let denied =
+                    policy.is_denied(name) || allowed.is_some_and(|list| !list.matches(name));
+                if denied {
+                    hidden.push(name.clone());
+                }
+                !denied
+            }
+            _ => {
+                hidden.push("(a tool without a name)".to_owned());
+                false
+            }
+        };
+        visible
+    });
+    hidden
+}
+
+/// What a tool call's answer from the server says happened.
+fn outcome_of_answer(answer: &Map<String, Value>, ticket: &Ticket) -> Outcome {
+    let approved = match &ticket.approval {
+        Some(approval) => format!(" ({})", approval.reason),
+        None => String::new(),
+    };
+    let (status, result, reason) = if let Some(error) = answer.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("no message");
+        (
+            Status::Failed,
+            error.clone(),
+            format!(
+                "the MCP server answered {} with an error: {message}",
+                ticket.tool
+            ),
+        )
+    } else if let Some(result) = answer.get("result") {
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            (
+                Status::Failed,
+                result.clone(),
+                format!(
+                    "{} ran on the MCP server and reported an error{approved}",
+                    ticket.tool
+                ),
+            )
+        } else {
+            (
+                Status::Executed,
+                result.clone(),
+                format!("ran {} on the MCP server{approved}", ticket.tool),
+            )
+        }
+    } else {
+        return Outcome {
+            status: Status::Failed,
+            result: None,
+            reason: format!(
+                "the MCP server's answer to {} has neither `result` nor `error`",
+                ticket.tool
+            ),
+        };
+    };
+    let size = serde_json::to_vec(&result).map_or(usize::MAX, |bytes| bytes.len());
+    if size <= RESULT_IN_AUDIT_BYTES {
+        Outcome {
+            status,
+            result: Some(result),
+            reason,
+        }
+    } else {
+        Outcome {
+            status,
+            result: None,
+            reason: format!("{reason} (the result, {size} bytes, is not kept in the audit log)"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session shared by the two threads
+
+/// A tool call on its way to the server.
+#[derive(Debug, Clone)]
+struct Ticket {
+    /// The call's id in the audit log.
+    call_id: String,
+    agent: String,
+    tool: String,
+    /// The decision acted on: allow, or an approved hold.
+    decision: Decision,
+    approval: Option<Approval>,
+}
+
+#[derive(Debug)]
+enum Awaiting {
+    ToolsList,
+    ToolCall(Ticket),
+    Other(String),
+}
+
+impl Awaiting {
+    fn method(&self) -> &str {
+        match self {
+            Awaiting::ToolsList => "tools/list",
+            Awaiting::ToolCall(_) => "tools/call",
+            Awaiting::Other(method) => method,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct PendingRequest {
+    id: Value,
+    awaiting: Awaiting,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    /// Whether the server can still answer; once false, no request is forwarded.
+    server_reading: bool,
+    requests: HashMap<String, PendingRequest>,
+}
+
+/// How the session ended, beyond the server's own status.
+#[derive(Debug, Default)]
+struct Ending {
+    /// The first error that stopped the session (the audit log could not be written).
+    fatal: Option<anyhow::Error>,
+    /// The client's output went away.
+    client_gone: bool,
+    /// Requests answered with an error because the server ended first.
+    failed_requests: usize,
+}
+
+struct Session {
+    policy: Policy,
+    agent: String,
+    quiet: bool,
+    audit: Mutex<AuditLog>,
+    client: Mutex<Box<dyn Write + Send>>,
+    pending: Mutex<Pending>,
+    ending: Mutex<Ending>,
+    /// Written to when the server's side has ended, to wake the client reader.
+    wake: Mutex<Option<PipeWriter>>,
+    server_pid: Pid,
+    killed_by_us: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere ends the process (see the binaries), so a poisoned lock's data is as good
+    // as any.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Session {
+    fn narrate(&self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(io::stderr().lock(), "{text}");
+        }
+    }
+
+    fn warn(&self, text: &str) {
+        let _ = writeln!(io::stderr().lock(), "sc-mcp: {text}");
+    }
+
+    /// Appends one event; a failure stops the session.
+    fn audit(&self, event: &[u8]) -> Result<()> {
+        let result = lock(&self.audit).append(event);
+        if let Err(err) = &result {
+            self.stop(anyhow!("{err:#}"));
+        }
+        result
+    }
+
+    /// Writes one message to the client. A client that went away ends the session quietly.
+    fn to_client(&self, message: &[u8]) {
+        let mut client = lock(&self.client);
+        let written = client.write_all(message).and_then(|()| client.flush());
+        drop(client);
+        if written.is_err() {
+            lock(&self.ending).client_gone = true;
+            self.terminate_server();
+        }
+    }
+
+    /// Stops the session for good: records the first fatal error and ends the server.
+    fn stop(&self, err: anyhow::Error) {
+        let mut ending = lock(&self.ending);
+        if ending.fatal.is_none() {
+            ending.fatal = Some(err);
+        }
+        drop(ending);
+        self.terminate_server();
+    }
+
+    fn is_stopping(&self) -> bool {
+        let ending = lock(&self.ending);
+        ending.fatal.is_some() || ending.client_gone
+    }
+
+    fn terminate_server(&self) {
+        self.killed_by_us.store(true, Ordering::SeqCst);
+        // The server is reaped only after its output ended and this thread's kin are done, so
+        // the pid still names it.
+        let _ = kill(self.server_pid, Signal::SIGTERM);
+    }
+
+    /// Audits a tool call's `exec` event.
+    fn audit_outcome(&self, ticket: &Ticket, outcome: &Outcome) -> Result<()> {
+        let event = audit::event(Stage::Exec, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("decision", &ticket.decision)
+            .field("outcome", outcome)
+            .finish();
+        self.audit(&event)?;
+        self.narrate(&format!(
+            "sc-mcp: {} → {}: {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            outcome.status.as_str(),
+            for_terminal(&outcome.reason)
+        ));
+        Ok(())
+    }
+
+    /// Answers a request the server will never answer: a JSON-RPC error, and for a tool call an
+    /// `exec` event saying it failed.
+    fn fail_request(&self, request: PendingRequest, why: &str) {
+        if let Awaiting::ToolCall(ticket) = &request.awaiting {
+            let outcome = Outcome {
+                status: Status::Failed,
+                result: None,
+                reason: why.to_owned(),
+            };
+            if self.audit_outcome(ticket, &outcome).is_err() {
+                // Already stopping; the client still learns the call did not complete.
+            }
+        }
+        self.to_client(&error_response(
+            &request.id,
+            INTERNAL_ERROR,
+            &format!("sc-mcp: {why} ({})", request.awaiting.method()),
+        ));
+    }
+
+    /// Forwards a request to the server and awaits its answer, unless the server is gone.
+    fn forward_request(
+        &self,
+        server: &mut Option<ChildStdin>,
+        bytes: &[u8],
+        request: PendingRequest,
+    ) -> Result<()> {
+        let key = id_key(&request.id);
+        let mut pending = lock(&self.pending);
+        if !pending.server_reading || server.is_none() {
+            drop(pending);
+            self.fail_request(
+                request,
+                "the MCP server has exited, so the request was not sent",
+            );
+            return Ok(());
+        }
+        pending.requests.insert(key.clone(), request);
+        drop(pending);
+        if let Err(err) = write_line(server, bytes) {
+            *server = None;
+            if let Some(request) = lock(&self.pending).requests.remove(&key) {
+                self.fail_request(
+                    request,
+                    &format!("the request could not be sent to the MCP server: {err}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn is_awaited(&self, id: &Value) -> bool {
+        lock(&self.pending).requests.contains_key(&id_key(id))
+    }
+}
+
+fn write_line(server: &mut Option<ChildStdin>, bytes: &[u8]) -> io::Result<()> {
+    let stdin = server
+        .as_mut()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::BrokenPipe))?;
+    stdin.write_all(bytes)?;
+    stdin.write_all(b"\n")?;
+    stdin.flush()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client → server (the calling thread)
+
+struct ClientSide<'a> {
+    session: &'a Session,
+    human: &'a mut dyn Human,
+    timeout: Option<Duration>,
+    state: CrewState,
+    ids: IdMinter,
+    server: Option<ChildStdin>,
+}
+
+impl ClientSide<'_> {
+    fn handle(&mut self, bytes: &[u8]) -> Result<()> {
+        match classify_client_message(bytes) {
+            ClientMessage::Refused {
+                ids,
+                batch,
+                code,
+                reason,
+            } => self.refuse(bytes, &ids, batch, code, &reason),
+            ClientMessage::ToolCall {
+                id,
+                name,
+                arguments,
+                text,
+            } => self.tool_call(bytes, id, name, arguments, text),
+            ClientMessage::Request { id, method } => {
+                if self.session.is_awaited(&id) {
+                    self.session.to_client(&error_response(
+                        &id,
+                        INVALID_REQUEST,
+                        &format!("sc-mcp: the request id {id} is already in use by a request still waiting for an answer"),
+                    ));
+                    return Ok(());
+                }
+                let awaiting = if method == "tools/list" {
+                    Awaiting::ToolsList
+                } else {
+                    Awaiting::Other(method)
+                };
+                self.session.forward_request(
+                    &mut self.server,
+                    bytes,
+                    PendingRequest { id, awaiting },
+                )
+            }
+            ClientMessage::Notification { cancels } => {
+                if let Some(cancelled) = cancels {
+                    // The client will ignore a late answer; it is not awaited any more.
+                    let request = lock(&self.session.pending)
+                        .requests
+                        .remove(&id_key(&cancelled));
+                    if let Some(PendingRequest {
+                        awaiting: Awaiting::ToolCall(ticket),
+                        ..
+                    }) = request
+                    {
+                        self.session.audit_outcome(
+                            &ticket,
+                            &Outcome {
+                                status: Status::Failed,
+                                result: None,
+                                reason: "the client cancelled the call before the MCP server answered; it may have run in part".to_owned(),
+                            },
+                        )?;
+                    }
+                }
+                self.forward(bytes);
+                Ok(())
+            }
+            ClientMessage::Response => {
+                self.forward(bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// Forwards a message that awaits no answer.
+    fn forward(&mut self, bytes: &[u8]) {
+        if let Err(err) = write_line(&mut self.server, bytes) {
+            if self.server.take().is_some() {
+                self.session
+                    .warn(&format!("cannot write to the MCP server: {err}"));
+            }
+        }
+    }
+
+    /// Audits a refused message as a denied, malformed call and answers it.
+    fn refuse(
+        &mut self,
+        bytes: &[u8],
+        ids: &[Value],
+        batch: bool,
+        code: i64,
+        reason: &str,
+    ) -> Result<()> {
+        let judgement = Judgement {
+            decision: Decision::Deny,
+            reasons: vec![format!("malformed message: {reason}")],
+        };
+        let call_id = self.ids.mint();
+        let event = audit::event(Stage::Gate, &call_id)
+            .field("decision", &judgement.decision)
+            .field("reasons", &judgement.reasons)
+            .field("raw", &jsonl::raw_excerpt(bytes))
+            .finish();
+        self.session.audit(&event)?;
+        self.session.narrate(&format!(
+            "sc-mcp: DENY  a message from the client (not forwarded): {}",
+            for_terminal(reason)
+        ));
+        let message = format!("sc-mcp: {reason}; the message was not forwarded");
+        let responses: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|id| error_response(id, code, &message))
+            .collect();
+        match (batch, responses.is_empty()) {
+            (_, true) => {}
+            (false, false) => {
+                for response in responses {
+                    self.session.to_client(&response);
+                }
+            }
+            (true, false) => {
+                let mut array = b"[".to_vec();
+                for (index, response) in responses.iter().enumerate() {
+                    if index > 0 {
+                        array.push(b',');
+                    }
+                    array.extend_from_slice(response.strip_suffix(b"\n").unwrap_or(response));
+                }
+                array.extend_from_slice(b"]\n");
+                self.session.to_client(&array);
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_call(
+        &mut self,
+        bytes: &[u8],
+        id: Value,
+        name: String,
+        arguments: Map<String, Value>,
+        text: &str,
+    ) -> Result<()> {
+        let session = self.session;
+        let call_value = json!({
+            "agent": session.agent,
+            "tool": name,
+            "args": arguments,
+            "source": "agent",
+            "jsonrpcId": id,
+        });
+        let call_id = self.ids.mint();
+        let parsed = Call::from_value(&call_value).map(|mut call| {
+            call.take_amount_text_from(text, &["params", "arguments", "amount"]);
+            call
+        });
+        let id_in_use = session.is_awaited(&id);
+        let judgement = match (&parsed, id_in_use) {
+            (_, true) => Judgement {
+                decision: Decision::Deny,
+                reasons: vec![format!(
+                    "the request id {id} is already in use by a request still waiting for an answer, so this call could not be told apart from it"
+                )],
+            },
+            (Ok(call), false) => evaluate_with_state(call, &session.policy, &self.state),
+            (Err(malformed), false) => Judgement::malformed(malformed),
+        };
+        if let Ok(call) = &parsed {
+            self.state
+                .record(call, &call_id, &judgement, &session.policy);
+        }
+        let mut event = audit::event(Stage::Gate, &call_id)
+            .field("decision", &judgement.decision)
+            .field("reasons", &judgement.reasons)
+            .field("call", &call_value);
+        if let Some(agent) = self.state.agent(&session.agent) {
+            event = event.field("agentState", agent);
+        }
+        self.audit_or_answer(&id, &event.finish())?;
+        session.narrate(&format!(
+            "sc-mcp: {:<5} {} → {}: {}",
+            judgement.decision.as_str().to_uppercase(),
+            for_terminal(&session.agent),
+            for_terminal(&name),
+            for_terminal(&judgement.reasons.join("; "))
+        ));
+        let mut ticket = Ticket {
+            call_id,
+            agent: session.agent.clone(),
+            tool: name,
+            decision: judgement.decision,
+            approval: None,
+        };
+        let call = match (judgement.decision, parsed) {
+            (Decision::Deny, _) | (_, Err(_)) if id_in_use => {
+                // A protocol error: answered as one, so the client's waiting request keeps its id.
+                let outcome = Outcome {
+                    status: Status::Skipped,
+                    result: None,
+                    reason: format!("not run: denied ({})", judgement.reasons.join("; ")),
+                };
+                if let Err(err) = session.audit_outcome(&ticket, &outcome) {
+                    self.answer_audit_failure(&id);
+                    return Err(err);
+                }
+                session.to_client(&error_response(
+                    &id,
+                    INVALID_REQUEST,
+                    &format!("sc-mcp: {}", judgement.reasons.join("; ")),
+                ));
+                return Ok(());
+            }
+            (Decision::Deny, _) | (_, Err(_)) => {
+                return self.refuse_call(&id, &ticket, &judgement, None);
+            }
+            (Decision::Allow, Ok(_)) => {
+                return session.forward_request(
+                    &mut self.server,
+                    bytes,
+                    PendingRequest {
+                        id,
+                        awaiting: Awaiting::ToolCall(ticket),
+                    },
+                );
+            }
+            (Decision::Hold, Ok(call)) => call,
+        };
+        let prompt = render_prompt(&call, &judgement.reasons, self.timeout);
+        let reply = self.human.ask(&prompt);
+        let approval = approval_for(reply, self.human.kind());
+        self.human.acknowledge(if approval.approved {
+            "→ approved"
+        } else {
+            "→ declined"
+        });
+        let event = audit::event(Stage::Approve, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("approval", &approval)
+            .finish();
+        self.audit_or_answer(&id, &event)?;
+        session.narrate(&format!(
+            "sc-mcp: {} → {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            for_terminal(&approval.reason)
+        ));
+        if !approval.approved {
+            return self.refuse_call(&id, &ticket, &judgement, Some(&approval));
+        }
+        ticket.approval = Some(approval);
+        if session.is_stopping() {
+            return Ok(());
+        }
+        session.forward_request(
+            &mut self.server,
+            bytes,
+            PendingRequest {
+                id,
+                awaiting: Awaiting::ToolCall(ticket),
+            },
+        )
+    }
+
+    /// Answers a denied or declined call itself: it never reaches the server.
+    fn refuse_call(
+        &mut self,
+        id: &Value,
+        ticket: &Ticket,
+        judgement: &Judgement,
+        approval: Option<&Approval>,
+    ) -> Result<()> {
+        let reasons = judgement.reasons.join("; ");
+        let (reason, text) = match approval {
+            None => (
+                format!("not run: denied ({reasons})"),
+                format!(
+                    "Skeleton Crew denied this call to {}: {reasons}",
+                    ticket.tool
+                ),
+            ),
+            Some(approval) => (
+                format!("not run: held ({reasons}) and {}", approval.reason),
+                format!(
+                    "Skeleton Crew held this call to {} for a person ({reasons}), and it was {}",
+                    ticket.tool, approval.reason
+                ),
+            ),
+        };
+        let outcome = Outcome {
+            status: Status::Skipped,
+            result: None,
+            reason,
+        };
+        if let Err(err) = self.session.audit_outcome(ticket, &outcome) {
+            self.answer_audit_failure(id);
+            return Err(err);
+        }
+        self.session.to_client(&refusal_response(id, &text));
+        Ok(())
+    }
+
+    /// Appends an event about the request `id`; when the log cannot be written, the request is
+    /// answered with an error (nothing was decided or run) and the session stops.
+    fn audit_or_answer(&mut self, id: &Value, event: &[u8]) -> Result<()> {
+        let result = self.session.audit(event);
+        if result.is_err() {
+            self.answer_audit_failure(id);
+        }
+        result
+    }
+
+    fn answer_audit_failure(&mut self, id: &Value) {
+        self.session.to_client(&error_response(
+            id,
+            INTERNAL_ERROR,
+            "sc-mcp: the audit log cannot be written, so the call was not run; sc-mcp is stopping",
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server → client (the relay thread)
+
+fn relay_server(session: &Session, stdout: ChildStdout, max: usize) {
+    let mut reader = LineReader::new(stdout, max);
+    loop {
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                session.warn(&format!("cannot read the MCP server's output: {err}"));
+                break;
+            }
+        };
+        match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+            Line::Text(bytes) => {
+                if handle_server_line(session, bytes).is_err() {
+                    break;
+                }
+            }
+            Line::TooLong { length, .. } => session.warn(&format!(
+                "dropped a message of {length} bytes from the MCP server: over the limit of {max} bytes"
+            )),
+        }
+    }
+    // The server's side has ended: nothing awaited will be answered now.
+    let requests: Vec<PendingRequest> = {
+        let mut pending = lock(&session.pending);
+        pending.server_reading = false;
+        pending
+            .requests
+            .drain()
+            .map(|(_, request)| request)
+            .collect()
+    };
+    let failed = requests.len();
+    for request in requests {
+        session.fail_request(request, "the MCP server exited before answering");
+    }
+    lock(&session.ending).failed_requests += failed;
+    if let Some(mut wake) = lock(&session.wake).take() {
+        let _ = wake.write_all(b"x");
+    }
+}
+
+/// One line from the server. An error means the session is stopping.
+fn handle_server_line(session: &Session, bytes: &[u8]) -> Result<()> {
+    let parsed = std::str::from_utf8(bytes)
+        .map_err(|err| format!("not valid UTF-8 (bad byte at offset {})", err.valid_up_to()))
+        .and_then(|text| strict_json::parse(text).map_err(|err| err.to_string()));
+    match parsed {
+        Ok(Value::Array(items)) => {
+            // A batch: each message goes on its own, so none escapes the checks.
+            for item in items {
+                let text = serde_json::to_vec(&item).expect("a JSON value serializes");
+                handle_server_message(session, item, &text)?;
+            }
+            Ok(())
+        }
+        Ok(value @ Value::Object(_)) => handle_server_message(session, value, bytes),
+        Ok(other) => {
+            session.warn(&format!(
+                "dropped a message from the MCP server that is {}, not a JSON-RPC object",
+                strict_json::type_name(&other)
+            ));
+            Ok(())
+        }
+        Err(why) => {
+            // If it names a request we await, that request is answered with an error rather than
+            // left hanging; the message itself never reaches the client.
+            let awaited = serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|lenient| answerable(lenient.get("id")))
+                .and_then(|id| lock(&session.pending).requests.remove(&id_key(&id)));
+            session.warn(&format!(
+                "dropped a line from the MCP server that is not valid JSON-RPC ({why}): {}",
+                for_terminal(&jsonl::raw_excerpt(&bytes[..bytes.len().min(200)]))
+            ));
+            if let Some(request) = awaited {
+                session.fail_request(
+                    request,
+                    &format!("the MCP server's answer was malformed ({why})"),
+                );
+            }
+            if session.is_stopping() {
+                return Err(anyhow!("stopping"));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn handle_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result<()> {
+    let Value::Object(mut message) = value else {
+        session.warn("dropped a message from the MCP server that is not a JSON-RPC object");
+        return Ok(());
+    };
+    let is_answer = !message.contains_key("method");
+    let request = match answerable(message.get("id")) {
+        Some(id) if is_answer => lock(&session.pending).requests.remove(&id_key(&id)),
+        _ => None,
+    };
+    match request.map(|r| r.awaiting) {
+        Some(Awaiting::ToolsList) => {
+            let hidden = match message.get_mut("result") {
+                Some(result) => hide_denied_tools(result, &session.policy, &session.agent),
+                None => Vec::new(),
+            };
+            if hidden.is_empty() {
+                session.to_client(&with_newline(bytes));
+            } else {
+                session.narrate(&format!(
+                    "sc-mcp: tools/list: hid {} (denied by the policy)",
+                    for_terminal(&hidden.join(", "))
+                ));
+                let mut line = serde_json::to_vec(&message).expect("a JSON object serializes");
+                line.push(b'\n');
+                session.to_client(&line);
+            }
+        }
+        Some(Awaiting::ToolCall(ticket)) => {
+            let outcome = outcome_of_answer(&message, &ticket);
+            if let Err(err) = session.audit_outcome(&ticket, &outcome) {
+                // Nothing leaves that was not audited: the client learns only that it failed.
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                session.to_client(&error_response(
+                    &id,
+                    INTERNAL_ERROR,
+                    "sc-mcp: the call's outcome cannot be written to the audit log, so its result is withheld; sc-mcp is stopping",
+                ));
+                return Err(err);
+            }
+            session.to_client(&with_newline(bytes));
+        }
+        Some(Awaiting::Other(_)) | None => session.to_client(&with_newline(bytes)),
+    }
+    if session.is_stopping() {
+        return Err(anyhow!("stopping"));
+    }
+    Ok(())
+}
+
+fn with_newline(bytes: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(bytes.len() + 1);
+    line.extend_from_slice(bytes);
+    line.push(b'\n');
+    line
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client's input, which the server's end can interrupt
+
+/// Stdin that reads as ended once the wake pipe is written to (the server's side has ended), so
+/// the calling thread never stays blocked on a client that has nothing more to say.
+struct WakeableInput {
+    input: File,
+    wake: PipeReader,
+    woken: Arc<AtomicBool>,
+}
+
+impl Read for WakeableInput {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut fds = [
+                PollFd::new(self.input.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.wake.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(errno) => return Err(io::Error::from(errno)),
+            }
+            if fds[1].revents().is_some_and(|events| !events.is_empty()) {
+                self.woken.store(true, Ordering::SeqCst);
+                return Ok(0);
+            }
+            if fds[0].revents().is_some_and(|events| !events.is_empty()) {
+                return match self.input.read(buf) {
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                    other => other,
+                };
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole run
+
+/// Runs the proxy until the client closes its input or the server ends; returns the exit status.
+pub fn run(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    command: &[OsString],
+    human: &mut dyn Human,
+) -> Result<u8> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "cannot start the MCP server {}",
+                Value::String(program.to_string_lossy().into_owned())
+            )
+        })?;
+    let server_stdout = child.stdout.take().expect("piped stdout");
+    let server_stdin = child.stdin.take().expect("piped stdin");
+    let (wake_reader, wake_writer) = io::pipe().context("cannot create a pipe")?;
+    let server_pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+    let session = Arc::new(Session {
+        policy: options.policy.clone(),
+        agent: options.agent.clone(),
+        quiet: options.quiet,
+        audit: Mutex::new(audit_log),
+        client: Mutex::new(Box::new(io::stdout())),
+        pending: Mutex::new(Pending {
+            server_reading: true,
+            requests: HashMap::new(),
+        }),
+        ending: Mutex::new(Ending::default()),
+        wake: Mutex::new(Some(wake_writer)),
+        server_pid,
+        killed_by_us: AtomicBool::new(false),
+    });
+    let relay = {
+        let session = Arc::clone(&session);
+        let max = options.max_message_bytes;
+        thread::Builder::new()
+            .name("server-to-client".into())
+            .spawn(move || relay_server(&session, server_stdout, max))
+            .context("cannot start the relay thread")?
+    };
+
+    let woken = Arc::new(AtomicBool::new(false));
+    let input = WakeableInput {
+        input: File::from(
+            io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("cannot read stdin")?,
+        ),
+        wake: wake_reader,
+        woken: Arc::clone(&woken),
+    };
+    let mut client = ClientSide {
+        session: &session,
+        human,
+        timeout: options.timeout,
+        state: CrewState::new(),
+        ids: IdMinter::new(),
+        server: Some(server_stdin),
+    };
+    let mut reader = LineReader::new(input, options.max_message_bytes);
+    loop {
+        if session.is_stopping() {
+            break;
+        }
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                session.warn(&format!("cannot read the client's input: {err}"));
+                break;
+            }
+        };
+        let handled = match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => Ok(()),
+            Line::Text(bytes) => client.handle(bytes),
+            Line::TooLong { length, start } => {
+                let reason = format!(
+                    "the message is {length} bytes, over the limit of {} bytes",
+                    options.max_message_bytes
+                );
+                client.refuse(start, &[], false, INVALID_REQUEST, &reason)
+            }
+        };
+        if handled.is_err() {
+            break;
+        }
+    }
+    let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
+    // Closing the server's input is how MCP's stdio transport asks it to exit.
+    drop(client.server.take());
+    drop(reader);
+
+    // The server has SHUTDOWN_GRACE to end by itself, then SIGTERM, then SIGKILL; a server whose
+    // output stays open after that (a child of its holds it) is given up on.
+    let started = Instant::now();
+    let mut signals = vec![
+        (SHUTDOWN_GRACE * 3, None),
+        (SHUTDOWN_GRACE * 2, Some(Signal::SIGKILL)),
+        (SHUTDOWN_GRACE, Some(Signal::SIGTERM)),
+    ];
+    let mut relay_done = true;
+    while !relay.is_finished() {
+        if let Some(&(after, signal)) = signals.last() {
+            if started.elapsed() >= after {
+                signals.pop();
+                match signal {
+                    Some(signal) => {
+                        session.killed_by_us.store(true, Ordering::SeqCst);
+                        let _ = kill(server_pid, signal);
+                    }
+                    None => {
+                        relay_done = false;
+                        break;
+                    }
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    if relay_done {
+        let _ = relay.join();
+    } else {
+        session.stop(anyhow!(
+            "the MCP server's output stayed open after it was killed; giving up on it"
+        ));
+    }
+    let status = child.wait().context("cannot wait for the MCP server")?;
+    let ending = std::mem::take(&mut *lock(&session.ending));
+    let killed = session.killed_by_us.load(Ordering::SeqCst);
+    Ok(exit_status(
+        &session,
+        ending,
+        status,
+        client_closed_first,
+        killed,
+    ))
+}
+
+fn exit_status(
+    session: &Session,
+    ending: Ending,
+    status: ExitStatus,
+    client_closed_first: bool,
+    killed: bool,
+) -> u8 {
+    if let Some(err) = ending.fatal {
+        session.warn(&format!("{err:#}"));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if ending.client_gone {
+        return crate::exit::SUCCESS;
+    }
+    let server = describe_status(status);
+    if !client_closed_first {
+        session.warn(&format!(
+            "the MCP server {server} while the client was still connected{}",
+            match ending.failed_requests {
+                0 => String::new(),
+                n => format!("; {n} request(s) waiting for it were answered with an error"),
+            }
+        ));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if ending.failed_requests > 0 {
+        session.warn(&format!(
+            "the MCP server {server} with {} request(s) still unanswered; they were answered with an error",
+            ending.failed_requests
+        ));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if !status.success() && !killed {
+        session.warn(&format!("the MCP server {server}"));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    crate::exit::SUCCESS
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "ended".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify(text: &str) -> ClientMessage<'_> {
+        classify_client_message(text.as_bytes())
+    }
+
+    fn refused_code(message: ClientMessage) -> (Vec<Value>, i64, String) {
+        match message {
+            ClientMessage::Refused {
+                ids, code, reason, ..
+            } => (ids, code, reason),
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tool_call_is_read_with_its_name_and_arguments() {
+        let text = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/x","amount":1.50}}}"#;
+        match classify(text) {
+            ClientMessage::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => {
+                assert_eq!(id, json!(7));
+                assert_eq!(name, "read_file");
+                assert_eq!(arguments["path"], "/x");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_messages_are_requests_notifications_or_responses() {
+        assert_eq!(
+            classify(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#),
+            ClientMessage::Request {
+                id: json!("a"),
+                method: "tools/list".into()
+            }
+        );
+        assert_eq!(
+            classify(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            ClientMessage::Notification { cancels: None }
+        );
+        assert_eq!(
+            classify(
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}"#
+            ),
+            ClientMessage::Notification {
+                cancels: Some(json!(4))
+            }
+        );
+        assert_eq!(
+            classify(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            ClientMessage::Response
+        );
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_and_answered_only_when_they_have_an_id() {
+        let (ids, code, _) = refused_code(classify("not json"));
+        assert!(ids.is_empty());
+        assert_eq!(code, PARSE_ERROR);
+        // A duplicate key: the server might read the other `method`.
+        let (ids, _, reason) = refused_code(classify(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call","params":{"name":"x"}}"#,
+        ));
+        assert_eq!(ids, [json!(3)]);
+        assert!(reason.contains("duplicate key `method`"), "{reason}");
+        for (text, expected) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+                "must be a string",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+                "no `params.name`",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+                "no `params`",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#,
+                "must be an object",
+            ),
+        ] {
+            let (ids, code, reason) = refused_code(classify(text));
+            assert_eq!(ids, [json!(1)], "{text}");
+            assert_eq!(code, INVALID_PARAMS, "{text}");
+            assert!(reason.contains(expected), "{text}: {reason}");
+        }
+        let (ids, _, _) = refused_code(classify(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
+        ));
+        assert!(ids.is_empty(), "a tools/call notification is dropped");
+        let (ids, _, _) = refused_code(classify(
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}"#,
+        ));
+        assert!(ids.is_empty());
+        let (ids, _, _) = refused_code(classify("\u{0}[1,2]"));
+        assert!(ids.is_empty());
+    }
+
+    #[test]
+    fn a_batch_is_refused_whole() {
+        match classify(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}},{"jsonrpc":"2.0","method":"n"}]"#,
+        ) {
+            ClientMessage::Refused { ids, batch, .. } => {
+                assert!(batch);
+                assert_eq!(ids, [json!(1)]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn denied_and_disallowed_tools_are_hidden() {
+        let policy = Policy::from_json_str(
+            r#"{"denyTools":["write_file","mcp__pay*"],"agents":{"fs":["read_file","write_file","list_directory"]}}"#,
+        )
+        .unwrap();
+        let mut result = json!({"tools":[
+            {"name":"read_file"},{"name":"write_file"},{"name":"list_directory"},
+            {"name":"move_file"},{"name":"mcp__payments"},{"description":"no name"}
+        ],"nextCursor":"c"});
+        let hidden = hide_denied_tools(&mut result, &policy, "fs");
+        let names: Vec<&str> = result["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["read_file", "list_directory"]);
+        assert_eq!(hidden.len(), 4, "{hidden:?}");
+        assert_eq!(result["nextCursor"], "c");
+        // An agent without an allowlist entry sees everything not denied.
+        let mut result = json!({"tools":[{"name":"move_file"},{"name":"write_file"}]});
+        hide_denied_tools(&mut result, &policy, "other");
+        assert_eq!(result["tools"], json!([{"name":"move_file"}]));
+    }
+
+    #[test]
+    fn responses_sc_mcp_writes_are_json_rpc() {
+        let line = refusal_response(&json!("x"), "denied: because");
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["id"], "x");
+        assert_eq!(value["result"]["isError"], true);
+        assert_eq!(value["result"]["content"][0]["text"], "denied: because");
+        let line = error_response(&json!(2), INVALID_PARAMS, "bad");
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["error"]["code"], INVALID_PARAMS);
+        assert!(line.ends_with(b"}\n"));
+    }
+
+    #[test]
+    fn the_outcome_follows_the_answer() {
+        let ticket = Ticket {
+            call_id: "c-1".into(),
+            agent: "a".into(),
+            tool: "t".into(),
+            decision: Decision::Allow,
+            approval: None,
+        };
+        let answer = |value: Value| value.as_object().unwrap().clone();
+        let ok = outcome_of_answer(
+            &answer(json!({"id":1,"result":{"content":[{"type":"text","text":"hi"}]}})),
+            &ticket,
+        );
+        assert_eq!(ok.status, Status::Executed);
+        assert_eq!(ok.result.unwrap()["content"][0]["text"], "hi");
+        let tool_error =
+            outcome_of_answer(&answer(json!({"id":1,"result":{"isError":true}})), &ticket);
+        assert_eq!(tool_error.status, Status::Failed);
+        let rpc_error = outcome_of_answer(
+            &answer(json!({"id":1,"error":{"code":-1,"message":"boom"}})),
+            &ticket,
+        );
+        assert_eq!(rpc_error.status, Status::Failed);
+        assert!(rpc_error.reason.contains("boom"));
+        let big = "x".repeat(RESULT_IN_AUDIT_BYTES + 1);
+        let large = outcome_of_answer(
+            &answer(json!({"id":1,"result":{"content":[{"type":"text","text":big}]}})),
+            &ticket,
+        );
+        assert!(large.result.is_none());
+        assert!(large.reason.contains("not kept"), "{}", large.reason);
+    }
+
+    #[test]
+    fn the_default_agent_is_the_command_name() {
+        assert_eq!(
+            default_agent(&["/usr/bin/mcp-server-x".into(), "--flag".into()]),
+            "mcp-server-x"
+        );
+        assert_eq!(default_agent(&[]), "mcp-server");
+    }
+}
