@@ -15,6 +15,7 @@ pub mod decision;
 pub mod exec;
 pub mod exit;
 pub mod gate;
+pub mod hook;
 pub mod jsonl;
 pub mod mcp;
 pub mod policy;

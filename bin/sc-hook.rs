@@ -1,0 +1,76 @@
+//! `sc-hook`: the gate as a Claude Code PreToolUse hook. Every error exits 2, the only status
+//! Claude Code treats as "do not run the tool".
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use skeleton_crew::cli::{AuditArgs, PolicyArgs};
+use skeleton_crew::exit::USAGE_ERROR;
+use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
+
+/// Decide a Claude Code tool call, as a PreToolUse hook.
+///
+/// Reads the hook's JSON on stdin and answers on stdout: a denied call gets
+/// `"permissionDecision":"deny"`, a held one `"ask"` (Claude Code asks its user), and an allowed
+/// one no decision at all, so Claude Code's own permission rules still apply. Taint and budgets
+/// persist across calls in a state file per session (in `sc-hook/` beside the audit log).
+/// Exit status: 0 answered; 2 on any error (bad input, policy, state or audit log), which Claude
+/// Code treats as a block. Never 1: Claude Code runs the tool after any other status.
+#[derive(Parser)]
+#[command(name = "sc-hook", version)]
+struct Args {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[command(flatten)]
+    audit: AuditArgs,
+    /// The agent name of Claude Code's main thread; a subagent is named by its agent type.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
+    agent: String,
+    /// Folder of the per-session state files (default: sc-hook/ beside the audit log).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    // A panic must block the call too: exit 2, not Rust's 101.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");
+        std::process::exit(i32::from(USAGE_ERROR));
+    }));
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
+            ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let options = HookOptions {
+        policy: args.policy.load()?,
+        agent: args.agent,
+        state_folder: args
+            .state_dir
+            .unwrap_or_else(|| hook::default_state_folder(&args.audit.audit)),
+        fsync: args.audit.fsync,
+    };
+    let input = hook::read_input(io::stdin().lock())?;
+    let mut audit = args.audit.open()?;
+    hook::run(&input, &options, &mut audit, &mut io::stdout().lock())?;
+    Ok(())
+}
