@@ -3,15 +3,25 @@ CARGO ?= cargo
 BIN   := target/debug
 AUDIT ?= logs/audit.jsonl
 
-.PHONY: all build test demo demo-interactive report lint fmt clean
+.PHONY: all build test test-deps demo demo-interactive report lint fmt clean
 
 all: build
 
 build:
 	$(CARGO) build --locked --bins
 
-test:
+test: test-deps
 	$(CARGO) test --locked
+
+# What the tests need besides crates: the published MCP server that sc-mcp's tests put the gate
+# in front of, pinned in testdata/mcp/package-lock.json. Installed when node_modules is missing
+# or older than the lock.
+MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
+
+test-deps: $(MCP_DEPS)
+
+$(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
+	npm ci --prefix testdata/mcp --no-audit --no-fund
 
 # The scripted crew: Scout searches (allow), Buyer pays $750 (hold, approved by the scripted
 # human in testdata/answers.txt), Helper was injected to pay attacker-wallet (deny). Each call's

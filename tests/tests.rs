@@ -8,6 +8,8 @@ mod backends;
 mod chain;
 mod exec;
 mod gate;
+mod hook;
+mod mcp;
 mod pipeline;
 mod report;
 mod stateful;

@@ -87,6 +87,8 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "sc-approve" => PathBuf::from(env!("CARGO_BIN_EXE_sc-approve")),
         "sc-exec" => PathBuf::from(env!("CARGO_BIN_EXE_sc-exec")),
         "sc-report" => PathBuf::from(env!("CARGO_BIN_EXE_sc-report")),
+        "sc-mcp" => PathBuf::from(env!("CARGO_BIN_EXE_sc-mcp")),
+        "sc-hook" => PathBuf::from(env!("CARGO_BIN_EXE_sc-hook")),
         other => panic!("no binary named {other}"),
     }
 }

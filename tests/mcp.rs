@@ -1,0 +1,901 @@
+//! sc-mcp as a process, between a scripted MCP client (the test) and a real MCP server.
+//!
+//! The real server is the reference `@modelcontextprotocol/server-filesystem`, pinned in
+//! testdata/mcp/package-lock.json and installed by `make test-deps`. The fault cases use the
+//! hermetic fake in testdata/mcp/fake-server.py, which logs every line it receives so a test can
+//! prove what never reached it. sc-mcp runs in a new session with no controlling terminal (so a
+//! developer's terminal is never asked), except in the one test that gives it a pseudo-terminal.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use nix::unistd::setsid;
+use serde_json::{json, Value};
+
+use crate::util::{bin_path, testdata, Scratch};
+
+/// How long the client waits for any one answer, and for sc-mcp to end.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The published server's entry point; `make test-deps` installs it.
+fn filesystem_server() -> PathBuf {
+    let path = testdata("mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run `make test-deps` (npm ci --prefix testdata/mcp)",
+        path.display()
+    );
+    path
+}
+
+fn fake_server() -> Vec<OsString> {
+    vec![
+        "python3".into(),
+        testdata("mcp/fake-server.py").into_os_string(),
+    ]
+}
+
+enum Tty {
+    None,
+    Pty,
+}
+
+/// A running sc-mcp with the test as its client.
+struct Proxy {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every line sc-mcp wrote to the client so far.
+    received: Vec<String>,
+    stdout_reader: Option<JoinHandle<()>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    keyboard: Option<File>,
+    screen: Arc<Mutex<Vec<u8>>>,
+    slave: Option<OwnedFd>,
+}
+
+struct Finished {
+    status: ExitStatus,
+    stderr: String,
+    /// Every line sc-mcp wrote to the client, the whole session long.
+    received: Vec<String>,
+}
+
+impl Proxy {
+    fn spawn(scratch: &Scratch, args: &[&str], server: &[OsString]) -> Proxy {
+        Proxy::spawn_with(scratch, args, server, Tty::None)
+    }
+
+    /// With `--audit` set to the scratch log unless `args` name another.
+    fn spawn_with(scratch: &Scratch, args: &[&str], server: &[OsString], tty: Tty) -> Proxy {
+        let mut cmd = Command::new(bin_path("sc-mcp"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("FAKE_MCP_LOG", scratch.path("server-received.jsonl"))
+            .current_dir(scratch.dir.path());
+        if !args.contains(&"--audit") {
+            cmd.arg("--audit").arg(scratch.audit_path());
+        }
+        cmd.args(args)
+            .arg("--")
+            .args(server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut master = None;
+        let mut slave = None;
+        match tty {
+            Tty::None => {
+                // SAFETY: setsid is async-signal-safe.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        setsid()?;
+                        Ok(())
+                    });
+                }
+            }
+            Tty::Pty => {
+                let pty = nix::pty::openpty(None, None).expect("openpty");
+                for fd in [&pty.master, &pty.slave] {
+                    fcntl(fd.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("cloexec");
+                }
+                let slave_fd = pty.slave.as_raw_fd();
+                // SAFETY: only async-signal-safe calls (setsid, ioctl) run between fork and exec.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        setsid()?;
+                        if nix::libc::ioctl(slave_fd, nix::libc::TIOCSCTTY, 0) == -1 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+                master = Some(pty.master);
+                slave = Some(pty.slave);
+            }
+        }
+        let mut child = cmd.spawn().expect("sc-mcp starts");
+        let (sender, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let stdout_reader = thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr = thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stderr_pipe.read_to_end(&mut bytes);
+            bytes
+        });
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let keyboard = master.map(|master| {
+            let mut display = File::from(master);
+            let keyboard = display.try_clone().expect("dup the pty master");
+            let screen = Arc::clone(&screen);
+            thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match display.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => screen.lock().unwrap().extend_from_slice(&chunk[..n]),
+                        Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    }
+                }
+            });
+            keyboard
+        });
+        Proxy {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            received: Vec::new(),
+            stdout_reader: Some(stdout_reader),
+            stderr: Some(stderr),
+            keyboard,
+            screen,
+            slave,
+        }
+    }
+
+    /// Sends one line to sc-mcp as the client.
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        match stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.write_all(b"\n"))
+            .and_then(|()| stdin.flush())
+        {
+            Err(err) if err.kind() != ErrorKind::BrokenPipe => panic!("write to sc-mcp: {err}"),
+            _ => {}
+        }
+    }
+
+    fn send_value(&mut self, message: &Value) {
+        self.send(&message.to_string());
+    }
+
+    /// Sends a request and waits for the answer with its id.
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send_value(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer(&json!(id))
+    }
+
+    fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
+    fn initialize(&mut self) -> Value {
+        let answer = self.request(
+            0,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "skeleton-crew-tests", "version": "1"}
+            }),
+        );
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        answer
+    }
+
+    /// Waits for the answer (not a request) with this id.
+    fn answer(&mut self, id: &Value) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("sc-mcp wrote a line that is not JSON ({e}): {line}")
+                    });
+                    self.received.push(line);
+                    if value.get("method").is_none() && value.get("id") == Some(id) {
+                        return value;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "no answer to id {id} within {WAIT:?}; received so far: {:#?}",
+                    self.received
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let stderr = self.stderr_so_far();
+                    panic!(
+                        "sc-mcp closed its output before answering id {id}; received: {:#?}; stderr: {stderr}",
+                        self.received
+                    )
+                }
+            }
+        }
+    }
+
+    fn stderr_so_far(&mut self) -> String {
+        let _ = self.child.kill();
+        let stderr = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&stderr).into_owned()
+    }
+
+    /// Waits until `text` shows on the pseudo-terminal.
+    fn wait_for_screen(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} did not show on the terminal; the screen:\n{screen}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        let keyboard = self.keyboard.as_mut().expect("a terminal");
+        keyboard.write_all(format!("{line}\n").as_bytes()).unwrap();
+        keyboard.flush().unwrap();
+    }
+
+    /// Closes the client's side and waits for sc-mcp to end.
+    fn finish(mut self) -> Finished {
+        self.stdin = None;
+        let deadline = Instant::now() + WAIT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!("sc-mcp did not end within {WAIT:?}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(reader) = self.stdout_reader.take() {
+            reader.join().unwrap();
+        }
+        while let Ok(line) = self.lines.try_recv() {
+            self.received.push(line);
+        }
+        self.slave = None;
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        Finished {
+            status,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            received: std::mem::take(&mut self.received),
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The text of a tool result's first content item.
+fn result_text(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text result in {answer}"))
+}
+
+fn is_error(answer: &Value) -> bool {
+    answer["result"]["isError"] == true
+}
+
+fn tool_names(answer: &Value) -> Vec<String> {
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn events<'a>(all: &'a [Value], stage: &str) -> Vec<&'a Value> {
+    all.iter().filter(|e| e["stage"] == stage).collect()
+}
+
+/// What the fake server received, one line each.
+fn server_received(scratch: &Scratch) -> String {
+    std::fs::read_to_string(scratch.path("server-received.jsonl")).unwrap_or_default()
+}
+
+fn report_json(scratch: &Scratch) -> Value {
+    let out = scratch.cmd_report_args(&["--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A folder for the filesystem server to serve, with one file in it.
+fn served_folder(scratch: &Scratch) -> PathBuf {
+    scratch.write("served/notes.txt", "remember the milk\n");
+    scratch.path("served")
+}
+
+fn filesystem_proxy(scratch: &Scratch, extra: &[&str]) -> (Proxy, PathBuf) {
+    let root = served_folder(scratch);
+    let policy = testdata("mcp/filesystem-policy.json");
+    let mut args = vec!["--policy", policy.to_str().unwrap(), "--agent", "fs"];
+    args.extend_from_slice(extra);
+    let server = vec![
+        OsString::from("node"),
+        filesystem_server().into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    (Proxy::spawn(scratch, &args, &server), root)
+}
+
+#[test]
+fn the_published_filesystem_server_behind_the_gate() {
+    let scratch = Scratch::new();
+    let (mut proxy, root) = filesystem_proxy(&scratch, &[]);
+    let init = proxy.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "secure-filesystem-server",
+        "{init}"
+    );
+
+    // The deny-listed tools are gone from the list; the rest is the server's own.
+    let list = proxy.request(1, "tools/list", json!({}));
+    let names = tool_names(&list);
+    for present in ["list_directory", "read_text_file", "create_directory"] {
+        assert!(
+            names.iter().any(|n| n == present),
+            "{present} missing: {names:?}"
+        );
+    }
+    for absent in ["write_file", "move_file"] {
+        assert!(
+            !names.iter().any(|n| n == absent),
+            "{absent} listed: {names:?}"
+        );
+    }
+    assert!(
+        list["result"]["tools"][0]["inputSchema"].is_object(),
+        "{list}"
+    );
+
+    // An allowed call returns the server's real result.
+    let listing = proxy.call(2, "list_directory", json!({"path": root}));
+    assert!(!is_error(&listing), "{listing}");
+    assert!(
+        result_text(&listing).contains("[FILE] notes.txt"),
+        "{listing}"
+    );
+
+    // A deny-listed call is answered by the gate and never reaches the server.
+    let evil = root.join("evil.txt");
+    let denied = proxy.call(3, "write_file", json!({"path": evil, "content": "pwned"}));
+    assert!(is_error(&denied), "{denied}");
+    assert!(result_text(&denied).contains("deny list"), "{denied}");
+    assert!(!evil.exists(), "the denied write reached the server");
+
+    // Reading a file taints the agent; a sensitive call after it is held, and with no terminal
+    // it is declined and never reaches the server.
+    let read = proxy.call(4, "read_text_file", json!({"path": root.join("notes.txt")}));
+    assert!(!is_error(&read), "{read}");
+    assert_eq!(result_text(&read), "remember the milk\n");
+    let made = root.join("made-by-the-agent");
+    let held = proxy.call(5, "create_directory", json!({"path": made}));
+    assert!(is_error(&held), "{held}");
+    let text = result_text(&held);
+    assert!(
+        text.contains("tainted") && text.contains("read_text_file"),
+        "{text}"
+    );
+    assert!(text.contains("no terminal"), "{text}");
+    assert!(!made.exists(), "the declined call reached the server");
+
+    let done = proxy.finish();
+    assert!(done.status.success(), "{:?}\n{}", done.status, done.stderr);
+    assert!(
+        done.stderr.contains("Secure MCP Filesystem Server"),
+        "the server's stderr passes through: {}",
+        done.stderr
+    );
+
+    // The audit log tells all of it, in the pipeline's own events.
+    let all = scratch.audit_events();
+    let gates = events(&all, "gate");
+    let decided: Vec<(&str, &str)> = gates
+        .iter()
+        .map(|e| {
+            (
+                e["call"]["tool"].as_str().unwrap(),
+                e["decision"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            ("list_directory", "allow"),
+            ("write_file", "deny"),
+            ("read_text_file", "allow"),
+            ("create_directory", "hold"),
+        ]
+    );
+    for gate in &gates {
+        assert_eq!(gate["call"]["agent"], "fs");
+        assert_eq!(gate["call"]["source"], "agent");
+    }
+    assert!(
+        gates[3]["agentState"]["taintedBy"]["tool"] == "read_text_file",
+        "{}",
+        gates[3]
+    );
+    let approvals = events(&all, "approve");
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0]["id"], gates[3]["id"]);
+    assert_eq!(approvals[0]["approval"]["approved"], false);
+    assert_eq!(approvals[0]["approval"]["by"], "none");
+    let execs = events(&all, "exec");
+    let outcomes: Vec<(&str, &str)> = execs
+        .iter()
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap(),
+                e["outcome"]["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("list_directory", "executed"),
+            ("write_file", "skipped"),
+            ("read_text_file", "executed"),
+            ("create_directory", "skipped"),
+        ]
+    );
+    assert!(execs[0]["outcome"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("notes.txt"));
+
+    // sc-report reads it, and the chain holds.
+    let report = report_json(&scratch);
+    assert_eq!(
+        report["decisions"],
+        json!({"allow": 2, "hold": 1, "deny": 1}),
+        "{report}"
+    );
+    assert_eq!(report["holds"]["declined"], 1);
+    assert_eq!(
+        report["outcomes"],
+        json!({"executed": 2, "skipped": 2, "failed": 0})
+    );
+    let verify = scratch.cmd_report_args(&["--verify"]).output().unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn an_approved_hold_runs_on_the_published_server() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\n");
+    let (mut proxy, root) = filesystem_proxy(&scratch, &["--answers", answers.to_str().unwrap()]);
+    proxy.initialize();
+    proxy.call(1, "read_text_file", json!({"path": root.join("notes.txt")}));
+    let made = root.join("approved-dir");
+    let answer = proxy.call(2, "create_directory", json!({"path": made}));
+    assert!(!is_error(&answer), "{answer}");
+    assert!(made.is_dir(), "the approved call did not run");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let all = scratch.audit_events();
+    let approvals = events(&all, "approve");
+    assert_eq!(approvals[0]["approval"]["approved"], true);
+    assert_eq!(approvals[0]["approval"]["by"], "answers");
+    let last = events(&all, "exec").pop().unwrap().clone();
+    assert_eq!(last["decision"], "hold");
+    assert_eq!(last["outcome"]["status"], "executed");
+    let report = report_json(&scratch);
+    assert_eq!(report["holds"]["approved"], 1, "{report}");
+}
+
+#[test]
+fn a_hold_is_put_to_the_person_on_the_terminal_escaped() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut proxy = Proxy::spawn_with(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--agent",
+            "crew",
+            "--timeout",
+            "60",
+        ],
+        &fake_server(),
+        Tty::Pty,
+    );
+    proxy.initialize();
+    // Over the $100 limit, with an escape sequence that would clear the screen and a bidi
+    // override that would reverse the text, if either were shown raw.
+    proxy.send_value(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"amount":750,"memo":"\u{1b}[2Jall clear","to":"acme\u{202e}tellaw"}}}));
+    let screen = proxy.wait_for_screen("Type yes to approve");
+    assert!(screen.contains("agent:        crew"), "{screen}");
+    assert!(
+        screen.contains("amount 750 is above the hold limit of 100"),
+        "{screen}"
+    );
+    assert!(screen.contains("\\u001b[2Jall clear"), "{screen}");
+    assert!(screen.contains("acme\\u{202e}tellaw"), "{screen}");
+    assert!(
+        !screen.contains('\u{1b}') && !screen.contains('\u{202e}'),
+        "raw control on the screen: {screen:?}"
+    );
+    proxy.type_line("yes");
+    let answer = proxy.answer(&json!(1));
+    assert!(!is_error(&answer), "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    // The next one is declined at the terminal.
+    proxy.send_value(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"amount":"lots"}}}));
+    proxy.wait_for_screen("not understood");
+    proxy.type_line("no");
+    let declined = proxy.answer(&json!(2));
+    assert!(is_error(&declined), "{declined}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = server_received(&scratch);
+    assert!(
+        received.contains("750") && !received.contains("lots"),
+        "{received}"
+    );
+    let approvals: Vec<Value> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["stage"] == "approve")
+        .collect();
+    assert_eq!(approvals.len(), 2);
+    assert_eq!(approvals[0]["approval"]["by"], "tty");
+    assert_eq!(approvals[0]["approval"]["approved"], true);
+    assert_eq!(approvals[1]["approval"]["approved"], false);
+}
+
+fn fake_proxy(scratch: &Scratch, extra: &[&str]) -> Proxy {
+    let policy = testdata("mcp/fake-policy.json");
+    let mut args = vec!["--policy", policy.to_str().unwrap(), "--agent", "crew"];
+    args.extend_from_slice(extra);
+    Proxy::spawn(scratch, &args, &fake_server())
+}
+
+#[test]
+fn a_server_crash_mid_call_answers_the_call_with_an_error_and_exits_1() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    let answer = proxy.call(1, "crash", json!({}));
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("exited before answering"), "{message}");
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("exited with status 3"),
+        "{}",
+        done.stderr
+    );
+    let all = scratch.audit_events();
+    let exec = events(&all, "exec");
+    assert_eq!(exec.len(), 1);
+    assert_eq!(exec[0]["tool"], "crash");
+    assert_eq!(exec[0]["outcome"]["status"], "failed");
+    assert_eq!(report_json(&scratch)["outcomes"]["failed"], 1);
+}
+
+#[test]
+fn a_request_after_the_server_died_gets_an_error_too() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut server = fake_server();
+    server.push("--die-at-start".into());
+    let mut proxy = Proxy::spawn(&scratch, &["--policy", policy.to_str().unwrap()], &server);
+    proxy.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#);
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("exited with status 5"),
+        "{}",
+        done.stderr
+    );
+    // Either sc-mcp read the call before it saw the server go (an error answer), or it stopped
+    // first (no answer at all); never a result.
+    for line in &done.received {
+        let value: Value = serde_json::from_str(line).unwrap();
+        assert!(value.get("error").is_some(), "{line}");
+    }
+}
+
+#[test]
+fn garbage_from_the_server_never_reaches_the_client() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    let answer = proxy.call(1, "garbage", json!({"x": 1}));
+    assert_eq!(result_text(&answer), r#"{"x": 1}"#);
+    // A duplicate key: a strict reader refuses it, so the call is answered with an error.
+    let dup = proxy.call(2, "dup_answer", json!({}));
+    assert_eq!(dup["error"]["code"], -32603, "{dup}");
+    assert!(
+        dup["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("malformed"),
+        "{dup}"
+    );
+    // The session goes on.
+    let after = proxy.call(3, "echo", json!({"still": "here"}));
+    assert!(!is_error(&after), "{after}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    for line in &done.received {
+        assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+        assert!(
+            !line.contains("not JSON-RPC") && !line.contains(r#""result":{"content":[]},"result""#),
+            "{line}"
+        );
+    }
+    assert!(
+        done.stderr.contains("dropped a line from the MCP server"),
+        "{}",
+        done.stderr
+    );
+    let statuses: Vec<String> = events(&scratch.audit_events(), "exec")
+        .iter()
+        .map(|e| e["outcome"]["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["executed", "failed", "executed"]);
+}
+
+#[test]
+fn malformed_client_messages_are_never_forwarded() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    // Not JSON, no id: dropped, no answer.
+    proxy.send("{this is not json");
+    // A duplicate `name`: the server might read the other one.
+    proxy.send(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","name":"write_file"}}"#);
+    assert_eq!(proxy.answer(&json!(10))["error"]["code"], -32700);
+    // A duplicate `method`, smuggling a call inside a list request.
+    proxy.send(r#"{"jsonrpc":"2.0","id":11,"method":"tools/list","method":"tools/call","params":{"name":"write_file"}}"#);
+    assert_eq!(proxy.answer(&json!(11))["error"]["code"], -32700);
+    // No string name.
+    proxy.send(
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":["write_file"]}}"#,
+    );
+    assert_eq!(proxy.answer(&json!(12))["error"]["code"], -32602);
+    // Arguments that are not an object.
+    proxy.send(r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":"x"}}"#);
+    assert_eq!(proxy.answer(&json!(13))["error"]["code"], -32602);
+    // A batch carrying a call.
+    proxy.send(
+        r#"[{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"write_file"}}]"#,
+    );
+    // A tools/call sent as a notification.
+    proxy.send(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"write_file"}}"#);
+    // A denied call.
+    let denied = proxy.call(15, "write_file", json!({"path": "/etc/passwd"}));
+    assert!(is_error(&denied), "{denied}");
+    // Then a good call, which proves everything before it was handled.
+    let ok = proxy.call(16, "echo", json!({"ok": true}));
+    assert!(!is_error(&ok), "{ok}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let batch_answer = done
+        .received
+        .iter()
+        .find(|line| line.starts_with('['))
+        .expect("the batch is answered with a batch");
+    let batch: Value = serde_json::from_str(batch_answer).unwrap();
+    assert_eq!(batch[0]["id"], 14);
+    assert_eq!(batch[0]["error"]["code"], -32600);
+    let received = server_received(&scratch);
+    assert!(
+        !received.contains("write_file"),
+        "reached the server:\n{received}"
+    );
+    assert!(
+        !received.contains("not json"),
+        "reached the server:\n{received}"
+    );
+    let lines: Vec<&str> = received.lines().collect();
+    assert_eq!(lines.len(), 3, "initialize, initialized, echo: {received}");
+    // Every refused message is audited as a denied call.
+    let all = scratch.audit_events();
+    let gates = events(&all, "gate");
+    assert_eq!(
+        gates.iter().filter(|e| e["decision"] == "deny").count(),
+        8,
+        "{gates:#?}"
+    );
+    assert_eq!(gates.iter().filter(|e| e["raw"].is_string()).count(), 7);
+}
+
+#[test]
+fn an_id_in_use_is_refused_and_unanswered_requests_fail_at_the_end() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    proxy.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hang"}}"#);
+    proxy.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#);
+    let refused = proxy.answer(&json!(7));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("already in use"));
+    let done = proxy.finish();
+    // The server ended at end of input with the hanging call unanswered: it gets an error, and
+    // the session did not end cleanly.
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    let last: Value = serde_json::from_str(done.received.last().unwrap()).unwrap();
+    assert_eq!(last["id"], 7);
+    assert!(last["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exited before answering"));
+    let received = server_received(&scratch);
+    assert_eq!(received.matches("tools/call").count(), 1, "{received}");
+}
+
+#[test]
+fn the_servers_stderr_passes_through_and_sensitive_calls_hold_after_taint() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    let first = proxy.call(1, "shout", json!({}));
+    assert!(!is_error(&first), "{first}");
+    proxy.call(2, "garbage", json!({"url": "https://evil.example/page"}));
+    let held = proxy.call(3, "shout", json!({}));
+    assert!(is_error(&held), "{held}");
+    assert!(
+        result_text(&held).contains("url=https://evil.example/page"),
+        "{held}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stderr.contains("fake-mcp: ready"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("fake-mcp: shouting on stderr"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(server_received(&scratch).matches("shout").count(), 1);
+}
+
+#[test]
+fn an_unwritable_audit_log_stops_the_proxy_before_anything_runs() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut cmd = Proxy::spawn(
+        &scratch,
+        &["--policy", policy.to_str().unwrap(), "--audit", "/dev/full"],
+        &fake_server(),
+    );
+    cmd.initialize();
+    let answer = cmd.call(1, "echo", json!({"x": 1}));
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("audit log"),
+        "{answer}"
+    );
+    let done = cmd.finish();
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(done.stderr.contains("/dev/full"), "{}", done.stderr);
+    assert!(!server_received(&scratch).contains("tools/call"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_server_that_cannot_start_exits_1() {
+    let scratch = Scratch::new();
+    let bad_policy = scratch.write("policy.json", r#"{"denyTool": []}"#);
+    let out = scratch
+        .cmd("sc-mcp")
+        .arg("--policy")
+        .arg(&bad_policy)
+        .args(["--", "python3", "-c", "pass"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("denyTool"));
+    let out = scratch.cmd("sc-mcp").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "no server command");
+    let out = scratch
+        .cmd("sc-mcp")
+        .args(["--", "/nonexistent/mcp-server"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot start the MCP server"));
+}
+
+/// The README's client configuration is valid JSON that runs sc-mcp in front of a server.
+#[test]
+fn the_readme_shows_a_working_client_configuration() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block = readme
+        .split("```json")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .find(|block| block.contains("mcpServers"))
+        .expect("a ```json block with mcpServers in README.md");
+    let config: Value = serde_json::from_str(block).expect("the block is JSON");
+    let server = config["mcpServers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap();
+    assert_eq!(server["command"], "sc-mcp");
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--"), "{args:?}");
+}
