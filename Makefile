@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/debug
 AUDIT ?= logs/audit.jsonl
 
-.PHONY: all build test test-deps demo demo-interactive report lint fmt clean
+.PHONY: all build test test-deps demo demo-interactive report lint fmt clean dist
 
 all: build
 
@@ -59,3 +59,16 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# Man pages and shell completions for every binary, generated from the clap definitions by the
+# binaries' hidden --generate flag (never written by hand), into target/dist/.
+DIST_BINS := sc-gate sc-approve sc-exec sc-report
+dist: build
+	@mkdir -p target/dist/man target/dist/completions/bash target/dist/completions/zsh target/dist/completions/fish
+	@for bin in $(DIST_BINS); do \
+	  $(BIN)/$$bin --generate man > target/dist/man/$$bin.1 && \
+	  $(BIN)/$$bin --generate bash > target/dist/completions/bash/$$bin && \
+	  $(BIN)/$$bin --generate zsh > target/dist/completions/zsh/_$$bin && \
+	  $(BIN)/$$bin --generate fish > target/dist/completions/fish/$$bin.fish || exit 1; \
+	done
+	@echo "man pages and completions in target/dist/" >&2

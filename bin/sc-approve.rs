@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::approve::{self, ApproveOptions, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{AuditArgs, StreamArgs};
+use skeleton_crew::cli::{self, AuditArgs, StreamArgs, GenerateArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 
@@ -34,10 +34,16 @@ struct Args {
     max_line_bytes: usize,
     #[command(flatten)]
     stream: StreamArgs,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn main() -> ExitCode {
-    exit::finish("sc-approve", run(Args::parse()))
+    let args = Args::parse();
+    if let Some(status) = cli::answer_generate::<Args>("sc-approve", &args.generate) {
+        return status;
+    }
+    exit::finish("sc-approve", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {

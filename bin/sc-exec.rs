@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{AuditArgs, PolicyArgs, StreamArgs};
+use skeleton_crew::cli::{self, AuditArgs, PolicyArgs, StreamArgs, GenerateArgs};
 use skeleton_crew::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
@@ -40,10 +40,16 @@ struct Args {
     max_line_bytes: usize,
     #[command(flatten)]
     stream: StreamArgs,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn main() -> ExitCode {
-    exit::finish("sc-exec", run(Args::parse()))
+    let args = Args::parse();
+    if let Some(status) = cli::answer_generate::<Args>("sc-exec", &args.generate) {
+        return status;
+    }
+    exit::finish("sc-exec", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {

@@ -4,7 +4,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{AuditArgs, PolicyArgs, StreamArgs};
+use skeleton_crew::cli::{self, AuditArgs, PolicyArgs, StreamArgs, GenerateArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::gate::{self, GateOptions};
 use skeleton_crew::jsonl::DEFAULT_MAX_LINE_BYTES;
@@ -26,10 +26,16 @@ struct Args {
     max_line_bytes: usize,
     #[command(flatten)]
     stream: StreamArgs,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn main() -> ExitCode {
-    exit::finish("sc-gate", run(Args::parse()))
+    let args = Args::parse();
+    if let Some(status) = cli::answer_generate::<Args>("sc-gate", &args.generate) {
+        return status;
+    }
+    exit::finish("sc-gate", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use skeleton_crew::cli::{self, GenerateArgs};
 use clap::{Parser, ValueEnum};
 use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
 use skeleton_crew::chain::{Chain, Link};
@@ -64,6 +65,8 @@ struct Args {
     /// Audit logs to read, in order.
     #[arg(value_name = "LOG", default_value = DEFAULT_AUDIT_PATH)]
     logs: Vec<PathBuf>,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn parse_link(text: &str) -> Result<Link, String> {
@@ -71,7 +74,11 @@ fn parse_link(text: &str) -> Result<Link, String> {
 }
 
 fn main() -> ExitCode {
-    exit::finish("sc-report", run(Args::parse()))
+    let args = Args::parse();
+    if let Some(status) = cli::answer_generate::<Args>("sc-report", &args.generate) {
+        return status;
+    }
+    exit::finish("sc-report", run(args))
 }
 
 fn open(path: &PathBuf) -> anyhow::Result<File> {

@@ -77,3 +77,57 @@ impl StreamArgs {
         StageOutput::new(audit, io::stdout().lock(), (!self.quiet).then(io::stderr))
     }
 }
+
+/// The hidden `--generate KIND`: a man page or shell completions, built from the same clap
+/// definitions as `--help`, so they never drift from the binary (`make dist` writes them all).
+#[derive(Debug, Clone, clap::Args)]
+pub struct GenerateArgs {
+    /// Print a man page (`man`) or completions (`bash`, `zsh`, `fish`, `elvish`, `powershell`)
+    /// for this command, then exit.
+    #[arg(long, value_name = "KIND", value_enum, hide = true)]
+    pub generate: Option<Generate>,
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+/// Writes the man page or completions for `command` to `out`. They are built in memory first:
+/// clap_complete panics on a write error, and a closed pipe must end quietly.
+pub fn generate(kind: Generate, mut command: clap::Command, out: &mut dyn io::Write) -> Result<()> {
+    use clap_complete::Shell;
+    let name = command.get_name().to_owned();
+    let mut text = Vec::new();
+    let shell = match kind {
+        Generate::Man => {
+            clap_mangen::Man::new(command).render(&mut text)?;
+            out.write_all(&text)?;
+            return Ok(());
+        }
+        Generate::Bash => Shell::Bash,
+        Generate::Zsh => Shell::Zsh,
+        Generate::Fish => Shell::Fish,
+        Generate::Elvish => Shell::Elvish,
+        Generate::Powershell => Shell::PowerShell,
+    };
+    clap_complete::generate(shell, &mut command, name, &mut text);
+    out.write_all(&text)?;
+    Ok(())
+}
+
+/// For a binary's `main`: `Some(status)` when `--generate` was given and has been answered.
+pub fn answer_generate<A: clap::CommandFactory>(program: &str, args: &GenerateArgs) -> Option<std::process::ExitCode> {
+    let kind = args.generate?;
+    let mut stdout = io::stdout().lock();
+    let result = generate(kind, A::command(), &mut stdout)
+        .and_then(|()| Ok(io::Write::flush(&mut stdout)?))
+        .map(|()| crate::exit::Completion::default());
+    Some(crate::exit::finish(program, result))
+}

@@ -8,6 +8,7 @@ mod backends;
 mod chain;
 mod exec;
 mod gate;
+mod generate;
 mod hook;
 mod mcp;
 mod pipeline;
