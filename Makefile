@@ -1,6 +1,6 @@
 # Skeleton Crew: `make demo` shows the whole story, `make test` proves it.
 CARGO ?= cargo
-BIN   := target/debug
+BIN   := $(or $(CARGO_TARGET_DIR),target)/debug
 AUDIT ?= logs/audit.jsonl
 
 .PHONY: all build test test-deps demo demo-interactive report lint fmt clean dist
