@@ -2,6 +2,7 @@
 
 mod util;
 
+mod adversarial;
 mod approve;
 mod argrules;
 mod backends;
@@ -12,5 +13,6 @@ mod generate;
 mod hook;
 mod mcp;
 mod pipeline;
+mod properties;
 mod report;
 mod stateful;
