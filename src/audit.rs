@@ -132,13 +132,20 @@ impl AuditLog {
             // verifier show the torn one).
             self.sealed.push(b'\n');
         }
-        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let sealed = chain::seal(line, head);
+        let mut rest = lines;
+        while !rest.is_empty() {
+            let end = crate::jsonl::find_newline(rest).unwrap_or(rest.len());
+            let line = &rest[..end];
+            rest = &rest[(end + 1).min(rest.len())..];
+            if line.is_empty() {
+                continue;
+            }
+            let start = self.sealed.len();
+            chain::seal_into(&mut self.sealed, line, head);
             head = Head {
-                link: self.options.chain.link(&sealed),
+                link: self.options.chain.link(&self.sealed[start..]),
                 seq: head.seq + 1,
             };
-            self.sealed.extend_from_slice(&sealed);
             self.sealed.push(b'\n');
         }
         self.file.write_all(&self.sealed)?;
@@ -159,22 +166,53 @@ impl AuditLog {
 
 /// Starts an event line: `ts`, `stage` and `id`; the stage adds its own fields.
 pub fn event(stage: Stage, id: &str) -> JsonLine {
-    JsonLine::new()
-        .field("ts", &timestamp(SystemTime::now()))
-        .field("stage", stage.as_str())
-        .field("id", id)
+    JsonLine::with_capacity(768)
+        .str_field("ts", &timestamp(SystemTime::now()))
+        .str_field("stage", stage.as_str())
+        .str_field("id", id)
 }
 
 /// RFC 3339 in UTC with microseconds, e.g. `2026-11-30T16:41:03.123456Z`.
+///
+/// The date and time of day are formatted once a second (events come far more often than that);
+/// only the microseconds are written for each event.
 pub fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_micros(time).to_string()
+    use std::cell::Cell;
+    thread_local! {
+        static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
+    }
+    let Ok(since_epoch) = time.duration_since(SystemTime::UNIX_EPOCH) else {
+        return humantime::format_rfc3339_micros(time).to_string();
+    };
+    let seconds = since_epoch.as_secs();
+    let (cached, mut prefix) = SECOND.get();
+    if cached != seconds {
+        let whole = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+        let text = humantime::format_rfc3339_seconds(whole).to_string();
+        if text.len() != 20 {
+            // Past the year 9999: not worth a cache.
+            return humantime::format_rfc3339_micros(time).to_string();
+        }
+        prefix.copy_from_slice(&text.as_bytes()[..19]);
+        SECOND.set((seconds, prefix));
+    }
+    let mut out = Vec::with_capacity(27);
+    out.extend_from_slice(&prefix);
+    out.push(b'.');
+    let micros = since_epoch.subsec_micros();
+    for divisor in [100_000, 10_000, 1_000, 100, 10, 1] {
+        out.push(b'0' + (micros / divisor % 10) as u8);
+    }
+    out.push(b'Z');
+    String::from_utf8(out).expect("a timestamp is ASCII")
 }
 
 /// Mints call ids that are unique within an audit log across runs: a random 64-bit run nonce
 /// (seeded from the clock, the process id and std's per-process hash keys) and a counter.
 #[derive(Debug)]
 pub struct IdMinter {
-    run: u64,
+    /// The run nonce as 16 hex digits and a dash.
+    prefix: String,
     next: u64,
 }
 
@@ -194,15 +232,17 @@ impl IdMinter {
         hasher.write_u128(nanos);
         hasher.write_u32(std::process::id());
         IdMinter {
-            run: hasher.finish(),
+            prefix: format!("{:016x}-", hasher.finish()),
             next: 1,
         }
     }
 
     pub fn mint(&mut self) -> String {
-        let id = format!("{:016x}-{}", self.run, self.next);
+        let mut id = Vec::with_capacity(self.prefix.len() + 20);
+        id.extend_from_slice(self.prefix.as_bytes());
+        crate::jsonl::push_u64(&mut id, self.next);
         self.next += 1;
-        id
+        String::from_utf8(id).expect("an id is ASCII")
     }
 }
 

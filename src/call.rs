@@ -129,6 +129,11 @@ impl Call {
             ))
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        if let Some(call) = fast::parse(text) {
+            return Ok((call, text));
+        }
+        // Not a well-formed call (or one the fast path leaves alone): the reference path says
+        // exactly what is wrong.
         let value = strict_json::parse(text)
             .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
         let mut call = Call::from_value(&value)?;
@@ -195,6 +200,161 @@ impl Call {
                 amount_text: None,
             }),
             _ => Err(Malformed { reasons: problems }),
+        }
+    }
+}
+
+/// One strict pass over a call's text that builds only what a [`Call`] holds: the other keys
+/// (`instruction` aside) are checked as strictly as [`strict_json::parse`] checks them, but not
+/// kept. It gives up (`None`) on anything that is not a well-formed call, so that the reference
+/// path ([`strict_json::parse`], then [`Call::from_value`]) words every reason, and it accepts a
+/// line only when that path would accept it with the same result.
+mod fast {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
+    use serde_json::map::Entry;
+    use serde_json::value::RawValue;
+    use serde_json::{Map, Value};
+
+    use super::{Call, Provenance, Source};
+    use crate::strict_json::{self, Checked, Key, KeySet, StrictValue};
+
+    pub fn parse(text: &str) -> Option<Call> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let fields = deserializer.deserialize_map(CallVisitor).ok()?;
+        deserializer.end().ok()?;
+        let (Some(agent), Some(tool)) = (fields.agent, fields.tool) else {
+            return None;
+        };
+        if agent.is_empty() || tool.is_empty() {
+            return None;
+        }
+        let provenance = match fields.source {
+            None => Provenance::Missing,
+            Some(source) => match Source::from_str(&source) {
+                Some(source) => Provenance::Stated(source),
+                None => Provenance::Unrecognised(Value::String(source.into_owned()).to_string()),
+            },
+        };
+        let (args, amount_text) = fields.args.unwrap_or_default();
+        Some(Call {
+            agent: agent.into_owned(),
+            tool: tool.into_owned(),
+            args,
+            provenance,
+            instruction: fields.instruction.map(Cow::into_owned),
+            amount_text,
+        })
+    }
+
+    /// The top-level fields of a call, as far as they are well-formed; a field of the wrong type
+    /// stops the pass.
+    #[derive(Default)]
+    struct Fields<'de> {
+        agent: Option<Cow<'de, str>>,
+        tool: Option<Cow<'de, str>>,
+        source: Option<Cow<'de, str>>,
+        instruction: Option<Cow<'de, str>>,
+        args: Option<(Map<String, Value>, Option<String>)>,
+    }
+
+    struct CallVisitor;
+
+    impl<'de> Visitor<'de> for CallVisitor {
+        type Value = Fields<'de>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a call object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+            let mut fields = Fields::default();
+            let mut keys = KeySet::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if !keys.insert(key.clone()) {
+                    return Err(strict_json::duplicate_key(&key));
+                }
+                let slot = match &*key {
+                    "agent" => &mut fields.agent,
+                    "tool" => &mut fields.tool,
+                    "source" => &mut fields.source,
+                    "instruction" => &mut fields.instruction,
+                    "args" => {
+                        fields.args = Some(map.next_value_seed(ArgsSeed)?);
+                        continue;
+                    }
+                    _ => {
+                        map.next_value::<Checked>()?;
+                        continue;
+                    }
+                };
+                *slot = Some(map.next_value_seed(StrSeed)?);
+            }
+            Ok(fields)
+        }
+    }
+
+    /// A string field; anything else stops the pass.
+    struct StrSeed;
+
+    impl<'de> DeserializeSeed<'de> for StrSeed {
+        type Value = Cow<'de, str>;
+
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            Key::deserialize(deserializer).map(|Key(text)| text)
+        }
+    }
+
+    /// `args`: an object, built strictly, with the exact text of a numeric `amount`.
+    struct ArgsSeed;
+
+    impl<'de> DeserializeSeed<'de> for ArgsSeed {
+        type Value = (Map<String, Value>, Option<String>);
+
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ArgsSeed {
+        type Value = (Map<String, Value>, Option<String>);
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an args object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut args = Map::new();
+            let mut amount_text = None;
+            while let Some(key) = map.next_key::<String>()? {
+                let entry = match args.entry(key) {
+                    Entry::Occupied(entry) => {
+                        return Err(strict_json::duplicate_key(entry.key()));
+                    }
+                    Entry::Vacant(entry) => entry,
+                };
+                let value = if entry.key() == "amount" {
+                    // Read as written, then built as the reference parser builds it.
+                    let raw: &'de RawValue = map.next_value()?;
+                    let value = strict_json::parse(raw.get()).map_err(de::Error::custom)?;
+                    if value.is_number() {
+                        amount_text = Some(raw.get().to_owned());
+                    }
+                    value
+                } else {
+                    map.next_value::<StrictValue>()?.0
+                };
+                entry.insert(value);
+            }
+            Ok((args, amount_text))
         }
     }
 }
@@ -318,6 +478,64 @@ mod tests {
     fn invalid_utf8_is_malformed() {
         let err = Call::parse_line(b"{\"agent\":\"\xff\"}").unwrap_err();
         assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+    }
+
+    /// The reference path: the whole document, then the fields.
+    fn reference(line: &str) -> Result<Call, Malformed> {
+        let text = line.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        let value = strict_json::parse(text)
+            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
+        let mut call = Call::from_value(&value)?;
+        call.take_amount_text_from(text, &["args", "amount"]);
+        Ok(call)
+    }
+
+    #[test]
+    fn the_fast_path_reads_every_line_as_the_reference_path_does() {
+        let lines = [
+            r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user","instruction":"Pay"}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":100.0000000000000001}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":1e2,"n":[1,{"x":null}]}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":-0}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":123456789012345678901234567890}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":"$750"}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":{"a":1,"a":2}}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":[1,2]}}"#,
+            r#"{"agent":"b","tool":"t","args":{"\u0061mount":5.50}}"#,
+            r#"{"agent":"b","tool":"t","args":{"amount":1,"amount":2}}"#,
+            r#"{"agent":"b","tool":"t","args":{"to":"x","to":"y"}}"#,
+            r#"{"agent":"b","tool":"t","extra":{"k":1,"k":2}}"#,
+            r#"{"agent":"b","tool":"t","extra":{"k":1},"more":[{"k":[]}]}"#,
+            r#"{"agent":"b","tool":"t","\u0074ool":"u"}"#,
+            r#"{"\u0061gent":"b\n\"","tool":"t\u00e9","source":"\u0075ser"}"#,
+            r#"{"agent":"b","tool":"t","source":"User"}"#,
+            r#"{"agent":"b","tool":"t","source":"us\"er"}"#,
+            r#"{"agent":"b","tool":"t","source":7}"#,
+            r#"{"agent":"b","tool":"t","source":null}"#,
+            r#"{"agent":"b","tool":"t","instruction":null}"#,
+            r#"{"agent":"b","tool":"t","args":[]}"#,
+            r#"{"agent":"","tool":"t"}"#,
+            r#"{"agent":"b","tool":7}"#,
+            r#"{"tool":"t"}"#,
+            r#"{"agent":"b","tool":"t","n":1e999}"#,
+            r#"{"agent":"b","tool":"t"} {}"#,
+            r#"{"agent":"b","tool":"t","#,
+            r#"[{"agent":"b","tool":"t"}]"#,
+            r#""text""#,
+            "",
+            " \t{\"agent\":\"b\",\"tool\":\"t\"}\r",
+        ];
+        for line in lines {
+            let fast = Call::parse_line(line.as_bytes()).map(|(call, _)| call);
+            assert_eq!(fast, reference(line), "{line}");
+        }
+        let mut deep = String::from(r#"{"agent":"b","tool":"t","args":{"x":"#);
+        deep += &"[".repeat(300);
+        deep += &"]".repeat(300);
+        deep += "}}";
+        let fast = Call::parse_line(deep.as_bytes()).map(|(call, _)| call);
+        assert_eq!(fast, reference(&deep));
+        assert!(fast.unwrap_err().to_string().contains("recursion limit"));
     }
 
     #[test]

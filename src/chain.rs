@@ -49,9 +49,23 @@ impl Link {
     }
 }
 
+impl Link {
+    /// The 64 lowercase hex digits.
+    pub fn hex(&self) -> [u8; 64] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, byte) in self.0.iter().enumerate() {
+            out[2 * i] = HEX[(byte >> 4) as usize];
+            out[2 * i + 1] = HEX[(byte & 0xf) as usize];
+        }
+        out
+    }
+}
+
 impl fmt::Display for Link {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        let hex = self.hex();
+        f.write_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"))
     }
 }
 
@@ -83,7 +97,8 @@ impl Chain {
         match self {
             Chain::Sha256 => Link(Sha256::digest(line).into()),
             Chain::Keyed(key) => {
-                let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+                let mut mac =
+                    Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
                 mac.update(line);
                 Link(mac.finalize().into_bytes().into())
             }
@@ -95,7 +110,10 @@ impl Chain {
     /// by anyone but its owner is a usage error (exit 2): a keyed log never silently goes unkeyed.
     pub fn from_key_option(key_file: Option<&Path>) -> Result<Chain, UsageError> {
         let from_env = std::env::var_os(AUDIT_KEY_ENV).filter(|v| !v.is_empty());
-        match key_file.map(Path::to_owned).or_else(|| from_env.map(Into::into)) {
+        match key_file
+            .map(Path::to_owned)
+            .or_else(|| from_env.map(Into::into))
+        {
             Some(path) => Chain::load_key(&path),
             None => Ok(Chain::Sha256),
         }
@@ -116,7 +134,8 @@ impl Chain {
             )));
         }
         let mut key = Vec::new();
-        file.read_to_end(&mut key).map_err(|err| fail(format!("cannot read it: {err}")))?;
+        file.read_to_end(&mut key)
+            .map_err(|err| fail(format!("cannot read it: {err}")))?;
         if key.len() < MIN_KEY_BYTES {
             return Err(fail(format!(
                 "it holds {} bytes; a key needs at least {MIN_KEY_BYTES}",
@@ -145,14 +164,24 @@ impl Head {
 
 /// Adds `seq` and `prev` to an event line (`{…}` without its newline), returning the new line.
 pub fn seal(line: &[u8], head: Head) -> Vec<u8> {
-    let body = line.strip_suffix(b"}").expect("an event is a JSON object");
     let mut sealed = Vec::with_capacity(line.len() + 96);
-    sealed.extend_from_slice(body);
-    if body.len() > 1 {
-        sealed.push(b',');
-    }
-    sealed.extend_from_slice(format!("\"seq\":{},\"prev\":\"{}\"}}", head.seq + 1, head.link).as_bytes());
+    seal_into(&mut sealed, line, head);
     sealed
+}
+
+/// [`seal`], appending the sealed line to `out`.
+pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
+    let body = line.strip_suffix(b"}").expect("an event is a JSON object");
+    out.reserve(body.len() + 100);
+    out.extend_from_slice(body);
+    if body.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"seq\":");
+    crate::jsonl::push_u64(out, head.seq + 1);
+    out.extend_from_slice(b",\"prev\":\"");
+    out.extend_from_slice(&head.link.hex());
+    out.extend_from_slice(b"\"}");
 }
 
 /// Reads the head of a file of `len` bytes from its last line: the link of that line and the
@@ -208,7 +237,10 @@ mod tests {
     #[test]
     fn links_print_and_parse_as_hex() {
         let link = Chain::Sha256.link(b"abc");
-        assert_eq!(link.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            link.to_string(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert_eq!(Link::parse(&link.to_string()), Some(link));
         assert_eq!(Link::genesis().to_string(), GENESIS);
         assert_eq!(Link::parse("xyz"), None);
@@ -224,29 +256,47 @@ mod tests {
 
     #[test]
     fn sealing_appends_seq_and_prev() {
-        let head = Head { link: Chain::Sha256.link(b"x"), seq: 4 };
+        let head = Head {
+            link: Chain::Sha256.link(b"x"),
+            seq: 4,
+        };
         let sealed = seal(br#"{"a":1}"#, head);
         let value: serde_json::Value = serde_json::from_slice(&sealed).unwrap();
         assert_eq!(value["seq"], 5);
         assert_eq!(value["prev"], head.link.to_string());
-        assert_eq!(seal(b"{}", Head::genesis()), format!("{{\"seq\":1,\"prev\":\"{GENESIS}\"}}").into_bytes());
+        assert_eq!(
+            seal(b"{}", Head::genesis()),
+            format!("{{\"seq\":1,\"prev\":\"{GENESIS}\"}}").into_bytes()
+        );
     }
 
     #[test]
     fn key_files_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
-        assert!(Chain::from_key_option(Some(&missing)).unwrap_err().0.contains("cannot open"));
+        assert!(Chain::from_key_option(Some(&missing))
+            .unwrap_err()
+            .0
+            .contains("cannot open"));
         let open = dir.path().join("open.key");
         std::fs::write(&open, "0123456789abcdef0123").unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(Chain::from_key_option(Some(&open)).unwrap_err().0.contains("chmod 600"));
+        assert!(Chain::from_key_option(Some(&open))
+            .unwrap_err()
+            .0
+            .contains("chmod 600"));
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(matches!(Chain::from_key_option(Some(&open)).unwrap(), Chain::Keyed(_)));
+        assert!(matches!(
+            Chain::from_key_option(Some(&open)).unwrap(),
+            Chain::Keyed(_)
+        ));
         let short = dir.path().join("short.key");
         std::fs::write(&short, "tiny").unwrap();
         std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(Chain::from_key_option(Some(&short)).unwrap_err().0.contains("at least 16"));
+        assert!(Chain::from_key_option(Some(&short))
+            .unwrap_err()
+            .0
+            .contains("at least 16"));
     }
 
     #[test]
@@ -256,11 +306,23 @@ mod tests {
         std::fs::write(&path, "{\"seq\":1}\n{\"seq\":2}\n").unwrap();
         let mut file = File::open(&path).unwrap();
         let head = read_head(&mut file, 20, &Chain::Sha256).unwrap();
-        assert_eq!(head, Head { link: Chain::Sha256.link(b"{\"seq\":2}"), seq: 2 });
+        assert_eq!(
+            head,
+            Head {
+                link: Chain::Sha256.link(b"{\"seq\":2}"),
+                seq: 2
+            }
+        );
         // A torn last line: its bytes are linked, and seq continues from the line before.
         std::fs::write(&path, "{\"seq\":1}\n{\"seq\":2}\n{\"se").unwrap();
         let mut file = File::open(&path).unwrap();
         let head = read_head(&mut file, 24, &Chain::Sha256).unwrap();
-        assert_eq!(head, Head { link: Chain::Sha256.link(b"{\"se"), seq: 3 });
+        assert_eq!(
+            head,
+            Head {
+                link: Chain::Sha256.link(b"{\"se"),
+                seq: 3
+            }
+        );
     }
 }

@@ -8,11 +8,11 @@ use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_with_state, Judgement};
 use crate::exit::Completion;
-use crate::jsonl::{self, Input, Line, LineReader, StageOutput};
+use crate::jsonl::{self, Input, JsonLine, Line, LineReader, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, CallText};
 use crate::sanitize::for_terminal;
-use crate::state::CrewState;
+use crate::state::{AgentState, CrewState};
 
 /// What `sc-gate` needs besides its streams.
 #[derive(Debug, Clone)]
@@ -64,8 +64,7 @@ pub fn run<W: Write, E: Write>(
                 if let Some(call) = &decided.call {
                     state.record(call, &id, &decided.judgement, &options.policy);
                 }
-                let place = format!("{} line {}", input.name(), line_number);
-                write_decided(&id, &decided, &place, &state, output);
+                write_decided(&id, &decided, (input, line_number), &state, output);
             }
             output.commit_if_due(reader.has_complete_line())?;
         }
@@ -105,7 +104,7 @@ fn decide_line<'a>(bytes: &'a [u8], policy: &Policy, state: &CrewState) -> Decid
 fn write_decided<W: Write, E: Write>(
     id: &str,
     decided: &Decided,
-    place: &str,
+    (input, line_number): (&Input, u64),
     state: &CrewState,
     output: &mut StageOutput<W, E>,
 ) {
@@ -117,26 +116,81 @@ fn write_decided<W: Write, E: Write>(
     let verdict = record::verdict_line(id, call_text, judgement);
     let mut event = call_text.add_to(
         audit::event(Stage::Gate, id)
-            .field("decision", &judgement.decision)
-            .field("reasons", &judgement.reasons),
+            .str_field("decision", judgement.decision.as_str())
+            .strs_field("reasons", &judgement.reasons),
     );
     // The agent's state after this call, so the report can say who was tainted by what.
     if let Some(agent) = decided.call.as_ref().and_then(|c| state.agent(&c.agent)) {
-        event = event.field("agentState", agent);
+        event = event.object_field("agentState", |fields| agent_state_fields(fields, agent));
     }
     let event = event.finish();
     output.emit(&event, &verdict);
+    if !output.narrating() {
+        return;
+    }
     let who = match &decided.call {
         Some(call) => format!(
             "{} → {}",
             for_terminal(&call.agent),
             for_terminal(&call.tool)
         ),
-        None => place.to_owned(),
+        None => format!("{} line {line_number}", input.name()),
     };
     output.narrate(&format!(
         "sc-gate: {:<5} {who}: {}",
         judgement.decision.as_str().to_uppercase(),
         for_terminal(&judgement.reasons.join("; "))
     ));
+}
+
+/// An [`AgentState`]'s fields, written as its `Serialize` writes them (a test keeps the two
+/// the same), without going through serde for every event.
+fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
+    let fields = match &state.tainted_by {
+        Some(cause) => fields.object_field("taintedBy", |taint| {
+            let taint = taint
+                .str_field("agent", &cause.agent)
+                .str_field("tool", &cause.tool)
+                .str_field("id", &cause.id);
+            match &cause.argument {
+                Some(argument) => taint.str_field("argument", argument),
+                None => taint,
+            }
+        }),
+        None => fields,
+    };
+    fields.field("spent", &state.spent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::TaintCause;
+
+    #[test]
+    fn agent_states_are_written_as_serde_writes_them() {
+        let cause = |argument: Option<&str>| TaintCause {
+            agent: "helper \"h\"".into(),
+            tool: "fetch_page".into(),
+            id: "abc-1".into(),
+            argument: argument.map(str::to_owned),
+        };
+        for state in [
+            AgentState::default(),
+            AgentState {
+                tainted_by: Some(cause(Some("url=https://x.test/\u{1b}é"))),
+                spent: 1234.5,
+            },
+            AgentState {
+                tainted_by: Some(cause(None)),
+                spent: 1e21,
+            },
+        ] {
+            let ours = JsonLine::new()
+                .object_field("agentState", |f| agent_state_fields(f, &state))
+                .finish();
+            let serde = JsonLine::new().field("agentState", &state).finish();
+            assert_eq!(String::from_utf8(ours), String::from_utf8(serde));
+        }
+    }
 }

@@ -12,6 +12,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -87,12 +89,15 @@ pub enum Line<'a> {
     },
 }
 
-/// Reads lines of at most `max` bytes into one reused buffer.
+/// Reads lines of at most `max` bytes. A line that is whole in the read buffer is handed out
+/// from there; one that straddles refills is gathered in one reused buffer.
 pub struct LineReader<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
     max: usize,
     number: u64,
+    /// Bytes of the read buffer that the line last handed out still occupies.
+    pending: usize,
 }
 
 impl<R: Read> LineReader<R> {
@@ -102,6 +107,7 @@ impl<R: Read> LineReader<R> {
             line: Vec::new(),
             max,
             number: 0,
+            pending: 0,
         }
     }
 
@@ -112,12 +118,23 @@ impl<R: Read> LineReader<R> {
 
     /// Whether a whole line is already buffered, so the next read will not block.
     pub fn has_complete_line(&self) -> bool {
-        self.reader.buffer().contains(&b'\n')
+        find_newline(&self.reader.buffer()[self.pending..]).is_some()
     }
 
     /// The next line, or `None` at end of input. A last line without `\n` is still a line.
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.reader.consume(std::mem::take(&mut self.pending));
         self.line.clear();
+        // The common case: the whole line is already in the read buffer.
+        let whole = match self.reader.buffer() {
+            [] => None,
+            buffered => find_newline(buffered).filter(|&end| end <= self.max),
+        };
+        if let Some(end) = whole {
+            self.pending = end + 1;
+            self.number += 1;
+            return Ok(Some(Line::Text(&self.reader.buffer()[..end])));
+        }
         let mut length: u64 = 0;
         loop {
             let available = match self.reader.fill_buf() {
@@ -131,7 +148,7 @@ impl<R: Read> LineReader<R> {
                 }
                 break;
             }
-            let (chunk, found_end) = match available.iter().position(|&b| b == b'\n') {
+            let (chunk, found_end) = match find_newline(available) {
                 Some(end) => (&available[..end], true),
                 None => (available, false),
             };
@@ -153,6 +170,105 @@ impl<R: Read> LineReader<R> {
     }
 }
 
+/// The position of the first `\n`, a word at a time.
+pub fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ NEWLINES;
+        if (word.wrapping_sub(ONES) & !word & HIGHS) != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
+}
+
+/// How serde_json escapes each byte inside a string: 0 for none, else the letter after `\`.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
+#[inline]
+pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // Skip 8 bytes at a time while none is below 0x20, a quote or a backslash.
+    let mut clean = 0;
+    while clean + 8 <= bytes.len() {
+        let word = u64::from_le_bytes(bytes[clean..clean + 8].try_into().expect("8 bytes"));
+        let quote = word ^ (ONES * b'"' as u64);
+        let backslash = word ^ (ONES * b'\\' as u64);
+        let special = word.wrapping_sub(ONES * 0x20)
+            | quote.wrapping_sub(ONES)
+            | backslash.wrapping_sub(ONES);
+        if special & !word & HIGHS != 0 {
+            break;
+        }
+        clean += 8;
+    }
+    let mut start = 0;
+    for i in clean..bytes.len() {
+        let byte = bytes[i];
+        let escape = ESCAPE[byte as usize];
+        if escape == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if escape == b'u' {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(byte >> 4) as usize],
+                HEX[(byte & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', escape]);
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Appends an unsigned integer in decimal.
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// Whether a line holds nothing but white space (blank lines are skipped).
 pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
@@ -172,6 +288,8 @@ pub fn raw_excerpt(line: &[u8]) -> String {
 /// valid (a call exactly as it came).
 pub struct JsonLine {
     buf: Vec<u8>,
+    /// Where the object being written opens (its `{`).
+    open: usize,
 }
 
 impl Default for JsonLine {
@@ -182,20 +300,61 @@ impl Default for JsonLine {
 
 impl JsonLine {
     pub fn new() -> Self {
-        JsonLine { buf: vec![b'{'] }
+        Self::with_capacity(256)
+    }
+
+    /// A line with room for about `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut buf = Vec::with_capacity(bytes);
+        buf.push(b'{');
+        JsonLine { buf, open: 0 }
     }
 
     fn key(&mut self, key: &str) {
-        if self.buf.len() > 1 {
+        if self.buf.len() > self.open + 1 {
             self.buf.push(b',');
         }
-        serde_json::to_writer(&mut self.buf, key).expect("writing to a Vec cannot fail");
+        push_json_str(&mut self.buf, key);
         self.buf.push(b':');
     }
 
     pub fn field<T: Serialize + ?Sized>(mut self, key: &str, value: &T) -> Self {
         self.key(key);
         serde_json::to_writer(&mut self.buf, value).expect("a record field serializes");
+        self
+    }
+
+    /// A string field; the same bytes as [`JsonLine::field`] gives, written directly.
+    pub fn str_field(mut self, key: &str, value: &str) -> Self {
+        self.key(key);
+        push_json_str(&mut self.buf, value);
+        self
+    }
+
+    /// An array of strings; the same bytes as [`JsonLine::field`] gives, written directly.
+    pub fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
+        self.key(key);
+        self.buf.push(b'[');
+        for (i, value) in values.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            push_json_str(&mut self.buf, value.as_ref());
+        }
+        self.buf.push(b']');
+        self
+    }
+
+    /// An object field built by `fill`, which adds its fields to the inner object.
+    pub fn object_field(mut self, key: &str, fill: impl FnOnce(JsonLine) -> JsonLine) -> Self {
+        self.key(key);
+        self.buf.push(b'{');
+        let inner = fill(JsonLine {
+            open: self.buf.len() - 1,
+            buf: std::mem::take(&mut self.buf),
+        });
+        self.buf = inner.buf;
+        self.buf.push(b'}');
         self
     }
 
@@ -213,25 +372,121 @@ impl JsonLine {
 }
 
 /// Where a stage's records, audit events and narration go, batched as the module docs say.
+///
+/// While input flows, a full batch's audit events are sealed and appended on a second thread
+/// (the hash chain is most of the cost of a call), and the batch's records leave only once that
+/// append has succeeded, while this thread reads the next batch. When the input is about to block,
+/// at the end, and before a person is asked, a commit waits for its audit append and writes its
+/// records at once, as a stage without the thread would.
 pub struct StageOutput<W: Write, E: Write> {
-    audit: AuditLog,
+    auditor: Auditor,
     stdout: W,
     narration: Option<E>,
     pending_audit: Vec<u8>,
     pending_records: Vec<u8>,
     pending_narration: Vec<u8>,
+    /// A batch whose audit events are being appended on the auditor thread: its records and
+    /// narration, to be written once the append has succeeded.
+    in_flight: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Who appends the audit events: this thread, or a thread of its own.
+enum Auditor {
+    Inline(AuditLog),
+    Thread {
+        batches: SyncSender<Vec<u8>>,
+        appended: Receiver<(Vec<u8>, Result<()>)>,
+        thread: JoinHandle<AuditLog>,
+    },
+    /// The auditor thread panicked.
+    Stopped,
+}
+
+impl Auditor {
+    /// Moves the log to a thread that appends each batch it is sent and answers with the
+    /// outcome (and the emptied buffer, for reuse).
+    fn start_thread(&mut self) -> Result<()> {
+        let Auditor::Inline(_) = self else {
+            return Ok(());
+        };
+        let Auditor::Inline(mut log) = std::mem::replace(self, Auditor::Stopped) else {
+            unreachable!()
+        };
+        let (batches, inbox) = sync_channel::<Vec<u8>>(1);
+        let (outbox, appended) = sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("audit".into())
+            .spawn(move || {
+                for mut batch in inbox {
+                    let result = log.append(&batch);
+                    batch.clear();
+                    let failed = result.is_err();
+                    if outbox.send((batch, result)).is_err() || failed {
+                        break;
+                    }
+                }
+                log
+            })
+            .context("cannot start the audit thread")?;
+        *self = Auditor::Thread {
+            batches,
+            appended,
+            thread,
+        };
+        Ok(())
+    }
+
+    /// Waits for the batch on the thread; returns its emptied buffer.
+    fn wait(&mut self) -> Result<Vec<u8>> {
+        let Auditor::Thread { appended, .. } = self else {
+            unreachable!("only a thread has a batch in flight")
+        };
+        match appended.recv() {
+            Ok((buffer, Ok(()))) => Ok(buffer),
+            Ok((_, Err(err))) => {
+                self.stop();
+                Err(err)
+            }
+            Err(_) => {
+                self.stop();
+                Err(anyhow::anyhow!("the audit thread stopped unexpectedly"))
+            }
+        }
+    }
+
+    /// Ends the thread, if there is one, once its append in progress is done, and takes the
+    /// log back.
+    fn stop(&mut self) {
+        if let Auditor::Thread {
+            batches, thread, ..
+        } = std::mem::replace(self, Auditor::Stopped)
+        {
+            drop(batches);
+            if let Ok(log) = thread.join() {
+                *self = Auditor::Inline(log);
+            }
+        }
+    }
+}
+
+impl<W: Write, E: Write> Drop for StageOutput<W, E> {
+    /// Lets an append in progress finish, so that no event is torn when a stage stops early.
+    fn drop(&mut self) {
+        self.auditor.stop();
+    }
 }
 
 impl<W: Write, E: Write> StageOutput<W, E> {
     /// `narration` is `None` when the stage was told to be quiet.
     pub fn new(audit: AuditLog, stdout: W, narration: Option<E>) -> Self {
         StageOutput {
-            audit,
+            auditor: Auditor::Inline(audit),
             stdout,
             narration,
             pending_audit: Vec::new(),
             pending_records: Vec::new(),
             pending_narration: Vec::new(),
+            in_flight: None,
         }
     }
 
@@ -246,6 +501,11 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.pending_records.extend_from_slice(record);
     }
 
+    /// Whether narration is wanted at all (so a quiet stage need not compose it).
+    pub fn narrating(&self) -> bool {
+        self.narration.is_some()
+    }
+
     /// Queues one line for the person watching stderr.
     pub fn narrate(&mut self, text: &str) {
         if self.narration.is_some() {
@@ -254,34 +514,102 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         }
     }
 
-    /// Commits when the input is about to block or the batch is large.
+    /// Commits at once when the input is about to block; hands a large batch to the auditor
+    /// thread when the input flows.
     pub fn commit_if_due(&mut self, input_has_complete_line: bool) -> Result<()> {
-        if !input_has_complete_line || self.pending_records.len() >= BATCH_BYTES {
+        if !input_has_complete_line {
             self.commit()?;
+        } else if self.pending_records.len() >= BATCH_BYTES {
+            self.commit_in_background()?;
         }
         Ok(())
     }
 
-    /// Writes the audit events, then the records, then the narration. If the audit write fails,
-    /// no record of the batch leaves.
+    /// Writes the audit events, then the records, then the narration, and flushes. If the audit
+    /// write fails, no record of the batch leaves.
     pub fn commit(&mut self) -> Result<()> {
+        self.land_in_flight()?;
         if !self.pending_audit.is_empty() {
-            self.audit.append(&self.pending_audit)?;
+            match &mut self.auditor {
+                Auditor::Inline(log) => log.append(&self.pending_audit)?,
+                Auditor::Thread { .. } => {
+                    self.send_pending()?;
+                    self.land_in_flight()?;
+                }
+                Auditor::Stopped => anyhow::bail!("the audit thread stopped unexpectedly"),
+            }
             self.pending_audit.clear();
         }
-        if !self.pending_records.is_empty() {
-            self.stdout.write_all(&self.pending_records)?;
-            self.pending_records.clear();
+        let records = std::mem::take(&mut self.pending_records);
+        let narration = std::mem::take(&mut self.pending_narration);
+        self.write_out(records, narration, true)
+    }
+
+    /// Sends the batch's audit events to the auditor thread and keeps its records until they
+    /// are appended; first lands the batch sent before.
+    fn commit_in_background(&mut self) -> Result<()> {
+        self.auditor.start_thread()?;
+        self.land_in_flight()?;
+        self.send_pending()
+    }
+
+    fn send_pending(&mut self) -> Result<()> {
+        let Auditor::Thread { batches, .. } = &self.auditor else {
+            anyhow::bail!("the audit thread stopped unexpectedly");
+        };
+        let batch = std::mem::take(&mut self.pending_audit);
+        if batches.send(batch).is_err() {
+            self.auditor.stop();
+            anyhow::bail!("the audit thread stopped unexpectedly");
         }
-        self.stdout.flush()?;
-        if let Some(narration) = &mut self.narration {
-            if !self.pending_narration.is_empty() {
+        let records = std::mem::take(&mut self.pending_records);
+        let narration = std::mem::take(&mut self.pending_narration);
+        self.in_flight = Some((records, narration));
+        Ok(())
+    }
+
+    /// Waits for the batch in flight, if any, and writes its records once it is appended.
+    fn land_in_flight(&mut self) -> Result<()> {
+        let Some((records, narration)) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let buffer = self.auditor.wait()?;
+        if self.pending_audit.is_empty() && self.pending_audit.capacity() < buffer.capacity() {
+            self.pending_audit = buffer;
+        }
+        self.write_out(records, narration, false)
+    }
+
+    /// Writes records (then narration) whose audit events are appended, keeping the buffers.
+    fn write_out(
+        &mut self,
+        mut records: Vec<u8>,
+        mut narration: Vec<u8>,
+        flush: bool,
+    ) -> Result<()> {
+        if !records.is_empty() {
+            self.stdout.write_all(&records)?;
+        }
+        if flush {
+            self.stdout.flush()?;
+        }
+        if let Some(stderr) = &mut self.narration {
+            if !narration.is_empty() {
                 // Narration is a courtesy: a closed stderr must not stop the stream.
-                let _ = narration.write_all(&self.pending_narration);
-                let _ = narration.flush();
+                let _ = stderr.write_all(&narration);
+                let _ = stderr.flush();
             }
         }
-        self.pending_narration.clear();
+        records.clear();
+        narration.clear();
+        if self.pending_records.is_empty() && self.pending_records.capacity() < records.capacity() {
+            self.pending_records = records;
+        }
+        if self.pending_narration.is_empty()
+            && self.pending_narration.capacity() < narration.capacity()
+        {
+            self.pending_narration = narration;
+        }
         Ok(())
     }
 
@@ -290,8 +618,14 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.commit()
     }
 
-    pub fn audit(&mut self) -> &mut AuditLog {
-        &mut self.audit
+    /// The audit log, once the batch in flight has landed (commit first to land everything).
+    pub fn audit(&mut self) -> Result<&mut AuditLog> {
+        self.land_in_flight()?;
+        self.auditor.stop();
+        match &mut self.auditor {
+            Auditor::Inline(log) => Ok(log),
+            _ => anyhow::bail!("the audit thread stopped unexpectedly"),
+        }
     }
 }
 
@@ -362,6 +696,108 @@ mod tests {
         assert!(excerpt.len() <= RAW_EXCERPT_BYTES + '…'.len_utf8());
         assert!(excerpt.ends_with('…'));
         assert_eq!(raw_excerpt(b"\xffok"), "\u{fffd}ok");
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut every_byte = String::new();
+        for c in (0u8..0x80)
+            .map(char::from)
+            .chain(['é', '≥', '\u{2028}', '\u{7f}', '😀'])
+        {
+            every_byte.push(c);
+        }
+        let long = format!("{}\"{}\\{}", "a".repeat(17), "b".repeat(9), "c".repeat(30));
+        for text in [
+            "",
+            "plain",
+            "tab\there",
+            "\u{1b}[2J",
+            "\"",
+            "\\",
+            &every_byte,
+            &long,
+        ] {
+            for cut in 0..text.len().min(24) {
+                let mut at = cut;
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let text = &text[at..];
+                let mut ours = Vec::new();
+                push_json_str(&mut ours, text);
+                assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn newlines_are_found_in_every_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                let mut bytes = vec![b'x'; len];
+                bytes[at] = b'\n';
+                assert_eq!(find_newline(&bytes), Some(at));
+            }
+            assert_eq!(find_newline(&vec![0x8a; len]), None);
+        }
+    }
+
+    #[test]
+    fn lines_straddling_reads_are_whole() {
+        /// Hands out its bytes a few at a time, as a pipe may.
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.1.min(buf.len()).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let input = b"first line\nsecond\n\nthird line here\nlast";
+        for step in 1..12 {
+            let mut reader = LineReader::new(Trickle(input, step), 100);
+            let mut got = Vec::new();
+            while let Some(Line::Text(text)) = reader.next_line().unwrap() {
+                got.push(String::from_utf8(text.to_vec()).unwrap());
+            }
+            assert_eq!(
+                got,
+                ["first line", "second", "", "third line here", "last"],
+                "{step}"
+            );
+        }
+        let mut reader = LineReader::new(&b"a\nb\n"[..], 10);
+        assert!(matches!(
+            reader.next_line().unwrap(),
+            Some(Line::Text(b"a"))
+        ));
+        assert!(reader.has_complete_line(), "b is waiting");
+        assert!(matches!(
+            reader.next_line().unwrap(),
+            Some(Line::Text(b"b"))
+        ));
+        assert!(
+            !reader.has_complete_line(),
+            "the line handed out is not waiting"
+        );
+    }
+
+    #[test]
+    fn nested_objects_are_written_as_serde_writes_them() {
+        let line = JsonLine::new()
+            .str_field("a", "x")
+            .object_field("o", |o| {
+                o.object_field("p", |p| p.field("n", &1.5))
+                    .strs_field("l", &["y", "z"])
+            })
+            .object_field("e", |e| e)
+            .finish();
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"a\":\"x\",\"o\":{\"p\":{\"n\":1.5},\"l\":[\"y\",\"z\"]},\"e\":{}}\n"
+        );
     }
 
     #[test]

@@ -28,20 +28,26 @@ pub enum CallText<'a> {
 }
 
 impl CallText<'_> {
+    fn len(self) -> usize {
+        match self {
+            CallText::Json(text) | CallText::Raw(text) => text.len(),
+        }
+    }
+
     /// Adds `call` or `raw` to a record or event line.
     pub fn add_to(self, line: JsonLine) -> JsonLine {
         match self {
             CallText::Json(json) => line.raw_field("call", json),
-            CallText::Raw(raw) => line.field("raw", raw),
+            CallText::Raw(raw) => line.str_field("raw", raw),
         }
     }
 }
 
 /// The verdict line `sc-gate` writes.
 pub fn verdict_line(id: &str, call: CallText, judgement: &Judgement) -> Vec<u8> {
-    call.add_to(JsonLine::new().field("id", id))
-        .field("decision", &judgement.decision)
-        .field("reasons", &judgement.reasons)
+    call.add_to(JsonLine::with_capacity(call.len() + 256).str_field("id", id))
+        .str_field("decision", judgement.decision.as_str())
+        .strs_field("reasons", &judgement.reasons)
         .finish()
 }
 
