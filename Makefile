@@ -72,3 +72,22 @@ dist: build
 	  $(BIN)/$$bin --generate fish > target/dist/completions/fish/$$bin.fish || exit 1; \
 	done
 	@echo "man pages and completions in target/dist/" >&2
+
+# Fuzzing, not run in CI: each cargo-fuzz target in fuzz/ runs for FUZZ_SECONDS (default 600,
+# ten minutes) in turn, from its committed seeds (fuzz/seeds/TARGET) into a corpus that grows
+# across runs (fuzz/corpus/TARGET, git-ignored). `make fuzz FUZZ_SECONDS=60` for a short run;
+# `make fuzz FUZZ_TARGETS=policy_load` for one target. cargo-fuzz needs nightly features, which
+# RUSTC_BOOTSTRAP=1 unlocks on the stable toolchain; it is installed from crates.io when missing.
+# A crash stops the run and leaves the input in fuzz/artifacts/TARGET (see fuzz/README.md).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= parse_evaluate policy_load
+
+.PHONY: fuzz
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
+	@cd fuzz && for target in $(FUZZ_TARGETS); do \
+	  mkdir -p corpus/$$target && \
+	  echo "== fuzzing $$target for $(FUZZ_SECONDS) s ==" >&2 && \
+	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$target corpus/$$target seeds/$$target -- \
+	    -dict=dict/json.dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
+	done
