@@ -592,14 +592,11 @@ fn streams() {
 }
 
 /// Found by running the structure family stage by stage from files: sc-approve, handed at once
-/// more than a batch (64 KiB) of records that are not holds, sends an empty batch of audit events
-/// to its audit thread, whose `debug_assert!` in `AuditLog::append` panics; the stage then stops
-/// with "the audit thread stopped unexpectedly" (exit 1) and the records after are never passed
-/// on. It fails closed, but valid input must not stop the pipeline. Remove the `ignore` once an
-/// empty audit batch is not sent (src/jsonl.rs, `commit_in_background`).
+/// more than a batch (64 KiB) of records that are not holds, sent an empty batch of audit events
+/// to its audit thread, whose `debug_assert!` in `AuditLog::append` panicked, and the stage
+/// stopped (exit 1). It failed closed, but valid input must not stop the pipeline.
 #[test]
-#[ignore = "bug: sc-approve's audit thread panics on a batch with no audit events"]
-fn known_bug_sc_approve_passes_a_large_batch_of_non_holds() {
+fn sc_approve_passes_a_large_batch_of_non_holds() {
     let scratch = Scratch::new();
     let big = format!(
         r#"{{"agent":"scout","tool":"search_web","args":{{"query":"x","list":[{}0]}},"source":"user"}}"#,
