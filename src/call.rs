@@ -144,8 +144,17 @@ impl Call {
     /// Records the exact text of a numeric `args.amount` from the JSON document the call came in
     /// (`path` leads to the amount in that document).
     pub fn take_amount_text_from(&mut self, json: &str, path: &[&str]) {
-        if matches!(self.args.get("amount"), Some(Value::Number(_))) {
-            self.amount_text = crate::amount::number_text_at(json, path);
+        match self.args.get("amount") {
+            // A JSON integer that serde_json keeps as one is written exactly as it prints (no
+            // leading zeros, no plus sign; `-0` and huge integers are floats), so the document
+            // need not be read again for its text.
+            Some(Value::Number(n)) if n.is_u64() || n.is_i64() => {
+                self.amount_text = Some(n.to_string());
+            }
+            Some(Value::Number(_)) => {
+                self.amount_text = crate::amount::number_text_at(json, path);
+            }
+            _ => {}
         }
     }
 

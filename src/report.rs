@@ -4,6 +4,7 @@
 //! programs ([`render_json`]), so both show the same numbers. A torn or malformed log line is
 //! reported as a problem, never fatal: the rest of the log still counts.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -11,7 +12,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::decision::Decision;
 use crate::jsonl::{Line, LineReader};
@@ -200,23 +201,26 @@ impl Summariser {
     fn read_event(&mut self, bytes: &[u8]) -> Result<(), String> {
         let text = std::str::from_utf8(bytes)
             .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
+        // One strict pass that keeps only what the summary reads; a line it refuses is read
+        // again the reference way, which words the problem.
+        if let Some(event) = fast::read(text) {
+            return self.count_event(event);
+        }
         let event = match strict_json::parse(text) {
             Ok(Value::Object(event)) => event,
             Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
             Err(err) => return Err(format!("torn or malformed line: {err}")),
         };
-        let id = event
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or("event has no `id`")?;
-        let stage = event
-            .get("stage")
-            .and_then(Value::as_str)
-            .ok_or("event has no `stage`")?;
+        self.count_event(EventView::of(&event))
+    }
+
+    fn count_event(&mut self, event: EventView) -> Result<(), String> {
+        let id = event.id.as_deref().ok_or("event has no `id`")?;
+        let stage = event.stage.as_deref().ok_or("event has no `stage`")?;
         if self.filter.has_time_window() {
             let ts = event
-                .get("ts")
-                .and_then(Value::as_str)
+                .ts
+                .as_deref()
                 .and_then(|ts| humantime::parse_rfc3339(ts).ok())
                 .ok_or("event has no valid `ts`")?;
             if !self.filter.admits_time(ts) {
@@ -227,51 +231,42 @@ impl Summariser {
         match stage {
             "gate" => {
                 let decision = event
-                    .get("decision")
-                    .and_then(Value::as_str)
+                    .decision
+                    .as_deref()
                     .and_then(Decision::parse)
                     .ok_or("gate event has no valid `decision`")?;
                 if self.trails.get(id).is_some_and(|t| t.decision.is_some()) {
                     return Err(format!("a second gate event for id {id}"));
                 }
-                let reasons = strings(event.get("reasons"));
-                let (agent, tool) = match event.get("call") {
-                    Some(call) => (name_in(call, "agent"), name_in(call, "tool")),
+                let (agent, tool) = match event.call {
+                    Some(names) => names,
                     None => ("(malformed call)".to_owned(), "-".to_owned()),
                 };
-                if let Some(state) = event
-                    .get("agentState")
-                    .cloned()
-                    .and_then(|s| serde_json::from_value::<AgentState>(s).ok())
-                {
+                if let Some(state) = event.agent_state {
                     self.agent_states.insert(agent.clone(), state);
                 }
                 let trail = self.trail(id);
                 trail.decision = Some(decision);
-                trail.reasons = reasons;
+                // Only a veto (a deny, or a hold that is declined) shows its reasons.
+                if decision != Decision::Allow {
+                    trail.reasons = event.reasons;
+                }
                 trail.agent = agent;
                 trail.tool = tool;
             }
             "approve" => {
-                let approval: Approval = event
-                    .get("approval")
-                    .cloned()
-                    .and_then(|a| serde_json::from_value(a).ok())
+                let approval = event
+                    .approval
                     .ok_or("approve event has no valid `approval`")?;
                 self.trail(id).approval = Some(approval);
             }
             "exec" => {
-                let status = event
-                    .get("outcome")
-                    .and_then(|o| o.get("status"))
-                    .cloned()
-                    .and_then(|s| serde_json::from_value::<Status>(s).ok())
-                    .ok_or("exec event has no valid `outcome`")?;
+                let status = event.status.ok_or("exec event has no valid `outcome`")?;
                 let trail = self.trail(id);
                 trail.status = Some(status);
                 if trail.agent.is_empty() {
-                    trail.agent = event.get("agent").and_then(Value::as_str).unwrap_or("?").to_owned();
-                    trail.tool = event.get("tool").and_then(Value::as_str).unwrap_or("?").to_owned();
+                    trail.agent = event.agent.as_deref().unwrap_or("?").to_owned();
+                    trail.tool = event.tool.as_deref().unwrap_or("?").to_owned();
                 }
             }
             other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),
@@ -381,6 +376,286 @@ pub fn summarise_filtered<R: Read>(
     Ok(summariser.finish())
 }
 
+/// What the summary reads of one event, however the event was read.
+#[derive(Default)]
+struct EventView<'a> {
+    id: Option<Cow<'a, str>>,
+    stage: Option<Cow<'a, str>>,
+    ts: Option<Cow<'a, str>>,
+    decision: Option<Cow<'a, str>>,
+    /// The strings among `reasons`.
+    reasons: Vec<String>,
+    /// When the event has a `call`: its agent and tool, `?` for either that is not a name.
+    call: Option<(String, String)>,
+    agent_state: Option<AgentState>,
+    approval: Option<Approval>,
+    /// `outcome.status`.
+    status: Option<Status>,
+    agent: Option<Cow<'a, str>>,
+    tool: Option<Cow<'a, str>>,
+}
+
+impl<'a> EventView<'a> {
+    /// The reference reading, from the whole event.
+    fn of(event: &'a Map<String, Value>) -> EventView<'a> {
+        let text = |key: &str| event.get(key).and_then(Value::as_str).map(Cow::Borrowed);
+        EventView {
+            id: text("id"),
+            stage: text("stage"),
+            ts: text("ts"),
+            decision: text("decision"),
+            reasons: strings(event.get("reasons")),
+            call: event
+                .get("call")
+                .map(|call| (name_in(call, "agent"), name_in(call, "tool"))),
+            agent_state: event
+                .get("agentState")
+                .cloned()
+                .and_then(|s| serde_json::from_value::<AgentState>(s).ok()),
+            approval: event
+                .get("approval")
+                .cloned()
+                .and_then(|a| serde_json::from_value(a).ok()),
+            status: event
+                .get("outcome")
+                .and_then(|o| o.get("status"))
+                .cloned()
+                .and_then(|s| serde_json::from_value::<Status>(s).ok()),
+            agent: text("agent"),
+            tool: text("tool"),
+        }
+    }
+}
+
+/// The one strict pass over an event that builds only an [`EventView`]. It gives up (`None`) on
+/// any line that [`strict_json::parse`] would refuse or that is not an object, so that the
+/// reference reading words the problem; on the others it gives the reference's view.
+mod fast {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    use super::EventView;
+    use crate::record::Status;
+    use crate::strict_json::{self, Checked, Key, KeySet, StrictValue};
+
+    pub fn read(text: &str) -> Option<EventView<'_>> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let view = deserializer.deserialize_map(EventVisitor).ok()?;
+        deserializer.end().ok()?;
+        Some(view)
+    }
+
+    struct EventVisitor;
+
+    impl<'de> Visitor<'de> for EventVisitor {
+        type Value = EventView<'de>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an event object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EventView<'de>, A::Error> {
+            let mut view = EventView::default();
+            let mut keys = KeySet::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if !keys.insert(key.clone()) {
+                    return Err(strict_json::duplicate_key(&key));
+                }
+                let slot = match &*key {
+                    "id" => &mut view.id,
+                    "stage" => &mut view.stage,
+                    "ts" => &mut view.ts,
+                    "decision" => &mut view.decision,
+                    "agent" => &mut view.agent,
+                    "tool" => &mut view.tool,
+                    "reasons" => {
+                        view.reasons = map.next_value_seed(Any(Strings))?;
+                        continue;
+                    }
+                    "call" => {
+                        let names = map.next_value_seed(Any(Names))?;
+                        view.call = Some(names.unwrap_or_else(|| ("?".into(), "?".into())));
+                        continue;
+                    }
+                    "agentState" => {
+                        let raw = checked_raw(&mut map)?;
+                        view.agent_state = serde_json::from_str(raw).ok();
+                        continue;
+                    }
+                    "approval" => {
+                        let raw = checked_raw(&mut map)?;
+                        view.approval = serde_json::from_str(raw).ok();
+                        continue;
+                    }
+                    "outcome" => {
+                        view.status = map.next_value_seed(Any(OutcomeStatus))?.flatten();
+                        continue;
+                    }
+                    _ => {
+                        map.next_value::<Checked>()?;
+                        continue;
+                    }
+                };
+                *slot = map.next_value_seed(Any(Str))?;
+            }
+            Ok(view)
+        }
+    }
+
+    /// A value's text as written, once checked as strictly as [`strict_json::parse`] checks.
+    fn checked_raw<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de str, A::Error> {
+        let raw: &'de RawValue = map.next_value()?;
+        strict_json::validate(raw.get()).map_err(de::Error::custom)?;
+        Ok(raw.get())
+    }
+
+    /// What to keep of a value of a given kind; every other value is checked and dropped.
+    trait Keep<'de>: Copy {
+        type Kept: Default;
+        fn string(self, _: Cow<'de, str>) -> Self::Kept {
+            Self::Kept::default()
+        }
+        fn seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Kept, A::Error> {
+            strict_json::check_seq(seq).map(|()| Self::Kept::default())
+        }
+        fn map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Kept, A::Error> {
+            strict_json::check_map(map).map(|()| Self::Kept::default())
+        }
+    }
+
+    /// A string (`Value::as_str`).
+    #[derive(Clone, Copy)]
+    struct Str;
+    impl<'de> Keep<'de> for Str {
+        type Kept = Option<Cow<'de, str>>;
+        fn string(self, text: Cow<'de, str>) -> Self::Kept {
+            Some(text)
+        }
+    }
+
+    /// The strings of an array (`strings`).
+    #[derive(Clone, Copy)]
+    struct Strings;
+    impl<'de> Keep<'de> for Strings {
+        type Kept = Vec<String>;
+        fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut strings = Vec::new();
+            while let Some(item) = seq.next_element_seed(Any(Str))? {
+                if let Some(text) = item {
+                    strings.push(text.into_owned());
+                }
+            }
+            Ok(strings)
+        }
+    }
+
+    /// A call's agent and tool as `name_in` gives them; `None` for a call that is no object.
+    #[derive(Clone, Copy)]
+    struct Names;
+    impl<'de> Keep<'de> for Names {
+        type Kept = Option<(String, String)>;
+        fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Kept, A::Error> {
+            let (mut agent, mut tool) = (None, None);
+            let mut keys = KeySet::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if !keys.insert(key.clone()) {
+                    return Err(strict_json::duplicate_key(&key));
+                }
+                match &*key {
+                    "agent" => agent = map.next_value_seed(Any(Str))?,
+                    "tool" => tool = map.next_value_seed(Any(Str))?,
+                    _ => {
+                        map.next_value::<Checked>()?;
+                    }
+                }
+            }
+            let name = |text: Option<Cow<str>>| match text {
+                Some(text) if !text.is_empty() => text.into_owned(),
+                _ => "?".to_owned(),
+            };
+            Ok(Some((name(agent), name(tool))))
+        }
+    }
+
+    /// An outcome's `status`, when the outcome is an object (`Some(None)`: one without a valid
+    /// status).
+    #[derive(Clone, Copy)]
+    struct OutcomeStatus;
+    impl<'de> Keep<'de> for OutcomeStatus {
+        type Kept = Option<Option<Status>>;
+        fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Kept, A::Error> {
+            let mut status = None;
+            let mut keys = KeySet::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if !keys.insert(key.clone()) {
+                    return Err(strict_json::duplicate_key(&key));
+                }
+                if key == "status" {
+                    let StrictValue(value) = map.next_value()?;
+                    status = serde_json::from_value(value).ok();
+                } else {
+                    map.next_value::<Checked>()?;
+                }
+            }
+            Ok(Some(status))
+        }
+    }
+
+    /// Any value, checked strictly, keeping what `K` keeps of it.
+    #[derive(Clone, Copy)]
+    struct Any<K>(K);
+
+    impl<'de, K: Keep<'de>> DeserializeSeed<'de> for Any<K> {
+        type Value = K::Kept;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K::Kept, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de, K: Keep<'de>> Visitor<'de> for Any<K> {
+        type Value = K::Kept;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<K::Kept, E> {
+            Ok(K::Kept::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<K::Kept, E> {
+            Ok(K::Kept::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<K::Kept, E> {
+            Ok(K::Kept::default())
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<K::Kept, E> {
+            strict_json::check_f64(v).map(|()| K::Kept::default())
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<K::Kept, E> {
+            Ok(self.0.string(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<K::Kept, E> {
+            Ok(self.0.string(Cow::Owned(v.to_owned())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<K::Kept, E> {
+            Ok(self.0.string(Cow::Owned(v)))
+        }
+        fn visit_unit<E>(self) -> Result<K::Kept, E> {
+            Ok(K::Kept::default())
+        }
+        fn visit_none<E>(self) -> Result<K::Kept, E> {
+            Ok(K::Kept::default())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<K::Kept, A::Error> {
+            self.0.seq(seq)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<K::Kept, A::Error> {
+            self.0.map(map)
+        }
+    }
+}
+
 fn strings(value: Option<&Value>) -> Vec<String> {
     match value {
         Some(Value::Array(items)) => items
@@ -440,9 +715,19 @@ struct Style {
 impl Style {
     fn new(colour: bool) -> Style {
         if colour {
-            Style { bold: "\x1b[1m", red: "\x1b[31m", yellow: "\x1b[33m", reset: "\x1b[0m" }
+            Style {
+                bold: "\x1b[1m",
+                red: "\x1b[31m",
+                yellow: "\x1b[33m",
+                reset: "\x1b[0m",
+            }
         } else {
-            Style { bold: "", red: "", yellow: "", reset: "" }
+            Style {
+                bold: "",
+                red: "",
+                yellow: "",
+                reset: "",
+            }
         }
     }
 }
@@ -492,7 +777,11 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
         let _ = writeln!(out, "  none");
     }
     for veto in &summary.vetoes {
-        let colour = if veto.kind == "deny" { style.red } else { style.yellow };
+        let colour = if veto.kind == "deny" {
+            style.red
+        } else {
+            style.yellow
+        };
         let _ = writeln!(
             out,
             "  {colour}{:<9}{} {} → {}  (id {})",
@@ -597,7 +886,11 @@ pub fn render_markdown(summary: &Summary) -> String {
     let d = &summary.decisions;
     let h = &summary.holds;
     let o = &summary.outcomes;
-    let logs: Vec<String> = summary.logs.iter().map(|l| format!("`{}`", cell(l))).collect();
+    let logs: Vec<String> = summary
+        .logs
+        .iter()
+        .map(|l| format!("`{}`", cell(l)))
+        .collect();
     let _ = writeln!(out, "## Skeleton Crew audit report\n");
     let _ = writeln!(out, "{} ({} events)\n", logs.join(", "), summary.events);
     let _ = writeln!(out, "| calls | allow | hold | deny | approved | declined | never answered | executed | skipped | failed |");
@@ -605,7 +898,16 @@ pub fn render_markdown(summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        summary.calls, d.allow, d.hold, d.deny, h.approved, h.declined, h.unanswered, o.executed, o.skipped, o.failed
+        summary.calls,
+        d.allow,
+        d.hold,
+        d.deny,
+        h.approved,
+        h.declined,
+        h.unanswered,
+        o.executed,
+        o.skipped,
+        o.failed
     );
     let _ = writeln!(out, "### Vetoes ({})\n", summary.vetoes.len());
     if summary.vetoes.is_empty() {
@@ -635,14 +937,31 @@ pub fn render_markdown(summary: &Summary) -> String {
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&a.agent),
-            a.calls, a.allow, a.hold, a.deny, a.approved, a.declined, a.unanswered, a.executed,
+            a.calls,
+            a.allow,
+            a.hold,
+            a.deny,
+            a.approved,
+            a.declined,
+            a.unanswered,
+            a.executed,
             a.tainted_by.as_deref().map(cell).unwrap_or_default()
         );
     }
     if !summary.problems.is_empty() {
-        let _ = writeln!(out, "\n### Problems in the logs ({})\n", summary.problems.len());
+        let _ = writeln!(
+            out,
+            "\n### Problems in the logs ({})\n",
+            summary.problems.len()
+        );
         for p in &summary.problems {
-            let _ = writeln!(out, "- `{}` line {}: {}", cell(&p.log), p.line, cell(&p.problem));
+            let _ = writeln!(
+                out,
+                "- `{}` line {}: {}",
+                cell(&p.log),
+                p.line,
+                cell(&p.problem)
+            );
         }
     }
     out
@@ -757,7 +1076,10 @@ mod tests {
 
     #[test]
     fn the_agent_filter_keeps_one_agent() {
-        let filter = Filter { agent: Some("buyer".into()), ..Filter::default() };
+        let filter = Filter {
+            agent: Some("buyer".into()),
+            ..Filter::default()
+        };
         let s = summarise_filtered([("audit.jsonl".to_owned(), LOG.as_bytes())], filter).unwrap();
         assert_eq!(s.calls, 3);
         assert_eq!(s.agents.len(), 1);
@@ -768,9 +1090,12 @@ mod tests {
     #[test]
     fn the_time_window_keeps_events_inside_it() {
         let log = concat!(
-            r#"{"ts":"2026-11-30T10:00:00Z","stage":"gate","id":"1","decision":"deny","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
-            r#"{"ts":"2026-11-30T12:00:00Z","stage":"gate","id":"2","decision":"allow","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
-            r#"{"ts":"2026-11-30T14:00:00Z","stage":"gate","id":"3","decision":"hold","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#, "\n",
+            r#"{"ts":"2026-11-30T10:00:00Z","stage":"gate","id":"1","decision":"deny","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#,
+            "\n",
+            r#"{"ts":"2026-11-30T12:00:00Z","stage":"gate","id":"2","decision":"allow","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#,
+            "\n",
+            r#"{"ts":"2026-11-30T14:00:00Z","stage":"gate","id":"3","decision":"hold","reasons":["r"],"call":{"agent":"a","tool":"t"}}"#,
+            "\n",
         );
         let filter = Filter {
             since: Some(parse_time("2026-11-30T11:00:00Z").unwrap()),
@@ -780,13 +1105,19 @@ mod tests {
         let s = summarise_filtered([("l".to_owned(), log.as_bytes())], filter).unwrap();
         assert_eq!((s.calls, s.decisions.allow), (1, 1));
         assert!(parse_time("yesterday").is_err());
-        assert_eq!(parse_time("2026-11-30").unwrap(), parse_time("2026-11-30T00:00:00Z").unwrap());
+        assert_eq!(
+            parse_time("2026-11-30").unwrap(),
+            parse_time("2026-11-30T00:00:00Z").unwrap()
+        );
     }
 
     #[test]
     fn fail_on_names_what_occurred() {
         let s = summary();
-        assert_eq!(failures(&s, &[FailOn::Deny, FailOn::Unanswered, FailOn::Failed]), ["1 deny", "1 unanswered"]);
+        assert_eq!(
+            failures(&s, &[FailOn::Deny, FailOn::Unanswered, FailOn::Failed]),
+            ["1 deny", "1 unanswered"]
+        );
         assert!(failures(&s, &[FailOn::Failed]).is_empty());
     }
 
@@ -799,12 +1130,14 @@ mod tests {
 
     #[test]
     fn markdown_matches_the_golden_file() {
-        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/report.golden.md");
+        let golden =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/report.golden.md");
         let rendered = render_markdown(&summary());
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::write(&golden, &rendered).unwrap();
         }
-        let expected = std::fs::read_to_string(&golden).expect("testdata/report.golden.md (UPDATE_GOLDEN=1 writes it)");
+        let expected = std::fs::read_to_string(&golden)
+            .expect("testdata/report.golden.md (UPDATE_GOLDEN=1 writes it)");
         assert_eq!(rendered, expected);
     }
 

@@ -94,7 +94,8 @@ impl Default for KeySet<'_> {
 }
 
 impl<'de> KeySet<'de> {
-    const INLINE: usize = 8;
+    /// An audit event has about a dozen keys, a call half that.
+    const INLINE: usize = 16;
 
     pub fn new() -> Self {
         Self::default()
@@ -157,11 +158,7 @@ impl<'de> Visitor<'de> for CheckVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Checked, E> {
-        if v.is_finite() {
-            Ok(Checked)
-        } else {
-            Err(E::custom("number is not finite"))
-        }
+        check_f64(v).map(|()| Checked)
     }
 
     fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Checked, E> {
@@ -180,20 +177,39 @@ impl<'de> Visitor<'de> for CheckVisitor {
         Ok(Checked)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
-        Ok(Checked)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Checked, A::Error> {
+        check_seq(seq).map(|()| Checked)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        let mut keys = KeySet::new();
-        while let Some(Key(key)) = map.next_key()? {
-            if !keys.insert(key.clone()) {
-                return Err(duplicate_key(&key));
-            }
-            map.next_value::<Checked>()?;
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Checked, A::Error> {
+        check_map(map).map(|()| Checked)
+    }
+}
+
+/// Checks the rest of an array strictly, keeping nothing (for visitors that take any value).
+pub fn check_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<Checked>()?.is_some() {}
+    Ok(())
+}
+
+/// Checks the rest of an object strictly, keeping nothing (for visitors that take any value).
+pub fn check_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    let mut keys = KeySet::new();
+    while let Some(Key(key)) = map.next_key()? {
+        if !keys.insert(key.clone()) {
+            return Err(duplicate_key(&key));
         }
-        Ok(Checked)
+        map.next_value::<Checked>()?;
+    }
+    Ok(())
+}
+
+/// A finite number, as [`parse`] requires.
+pub fn check_f64<E: de::Error>(v: f64) -> Result<(), E> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(E::custom("number is not finite"))
     }
 }
 
