@@ -286,7 +286,7 @@ pub fn run<W: Write, E: Write>(
                     output.pass_through(&line);
                 }
             }
-            output.commit_if_due(reader.has_complete_line())?;
+            output.commit_if_due(!reader.next_read_would_block())?;
         }
     }
     output.commit()?;

@@ -345,7 +345,7 @@ pub fn run<W: Write, E: Write>(
                         window.push_ready(refuse_unreadable(&ids.mint(), &why, start), output);
                     }
                 }
-                let waiting = reader.has_complete_line();
+                let waiting = !reader.next_read_would_block();
                 if !waiting {
                     // The input is about to block: what is running finishes and leaves first.
                     window.drain(output);

@@ -66,7 +66,7 @@ pub fn run<W: Write, E: Write>(
                 }
                 write_decided(&id, &decided, (input, line_number), &state, output);
             }
-            output.commit_if_due(reader.has_complete_line())?;
+            output.commit_if_due(!reader.next_read_would_block())?;
         }
     }
     output.commit()?;

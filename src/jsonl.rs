@@ -61,6 +61,13 @@ impl Input {
     /// Opens the input. Stdin is read through its own descriptor, without std's buffer, so that
     /// [`LineReader::has_complete_line`] sees every byte that is waiting.
     pub fn open(&self) -> Result<LineSource> {
+        let file = self.open_file()?;
+        // A regular file is always readable: reading it never waits for a writer.
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        Ok(LineSource { file, regular })
+    }
+
+    fn open_file(&self) -> Result<File> {
         let file = match self {
             Input::Stdin => File::from(
                 io::stdin()
@@ -72,11 +79,48 @@ impl Input {
                 File::open(path).with_context(|| format!("cannot open {}", path.display()))?
             }
         };
-        Ok(Box::new(file))
+        Ok(file)
     }
 }
 
-pub type LineSource = Box<dyn Read>;
+/// An opened input: a file, or stdin (which may be a pipe or a terminal).
+pub struct LineSource {
+    file: File,
+    regular: bool,
+}
+
+impl Read for LineSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+impl LineSource {
+    /// Whether a read would wait: never for a regular file, else when nothing is waiting to be
+    /// read (nor the end of the input).
+    fn would_block(&self) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        if self.regular {
+            return false;
+        }
+        let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => true,
+            Ok(_) => false,
+            // Unsure: act as if the read would wait, so that nothing decided is held back.
+            Err(_) => true,
+        }
+    }
+}
+
+impl LineReader<LineSource> {
+    /// Whether reading the next line may wait for input: no whole line is buffered and the
+    /// source has nothing waiting. Stages commit (audit, then records, then flush) before such a
+    /// read, and not at every read-buffer boundary of a file or a busy pipe.
+    pub fn next_read_would_block(&self) -> bool {
+        !self.has_complete_line() && self.reader.get_ref().would_block()
+    }
+}
 
 /// One line as read, without its `\n`.
 #[derive(Debug, PartialEq, Eq)]
@@ -514,10 +558,11 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         }
     }
 
-    /// Commits at once when the input is about to block; hands a large batch to the auditor
-    /// thread when the input flows.
-    pub fn commit_if_due(&mut self, input_has_complete_line: bool) -> Result<()> {
-        if !input_has_complete_line {
+    /// Commits at once when the input is about to block (`input_waiting` is false: see
+    /// [`LineReader::next_read_would_block`]); hands a large batch to the auditor thread when the
+    /// input flows.
+    pub fn commit_if_due(&mut self, input_waiting: bool) -> Result<()> {
+        if !input_waiting {
             self.commit()?;
         } else if self.pending_records.len() >= BATCH_BYTES {
             self.commit_in_background()?;
