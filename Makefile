@@ -91,3 +91,10 @@ fuzz:
 	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$target corpus/$$target seeds/$$target -- \
 	    -dict=dict/json.dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
 	done
+
+# Throughput, peak memory and latency of every stage against jq, on generated call streams
+# (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it). The table goes to stdout and
+# to target/bench/latest.md.
+.PHONY: bench
+bench:
+	@CARGO="$(CARGO)" scripts/bench.sh

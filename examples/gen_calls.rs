@@ -147,7 +147,7 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
                 out.extend_from_slice(b"\"$");
             }
             number(out, cents / 100);
-            if cents % 3 == 0 {
+            if cents.is_multiple_of(3) {
                 out.push(b'.');
                 let c = cents % 100;
                 out.push(b'0' + (c / 10) as u8);
