@@ -85,6 +85,7 @@ impl ArgRule {
 
     /// The first way `args` break this rule, if any.
     pub fn check(&self, tool: &str, args: &Map<String, Value>) -> Option<Violation> {
+        let tool = crate::sanitize::quoted(tool);
         let instance = Value::Object(args.clone());
         let err = self.validator.iter_errors(&instance).next()?;
         let rule = location(err.schema_path().as_str());
@@ -92,8 +93,8 @@ impl ArgRule {
         Some(Violation(if path.is_empty() {
             format!("the arguments of {tool} are not allowed by the policy ({rule}: {err})")
         } else {
-            let argument = path.trim_start_matches('/').replace('/', ".");
-            let value = bounded(err.instance().to_string());
+            let argument = crate::sanitize::quoted(&path.trim_start_matches('/').replace('/', "."));
+            let value = crate::sanitize::for_terminal(&bounded(err.instance().to_string())).into_owned();
             format!("argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})")
         }))
     }

@@ -15,6 +15,41 @@ use serde_json::{Map, Value};
 
 use crate::strict_json;
 
+/// How deep a call may nest. Its verdict and audit event wrap it two levels deeper, and every
+/// stage's parser stops at 128, so a deeper call could be decided but not read back downstream.
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// The deepest nesting of arrays and objects in JSON text (brackets inside strings don't count),
+/// when it is deeper than `max`. Cheap when the text holds few brackets, as every ordinary call.
+pub fn deeper_than(text: &str, max: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.iter().filter(|&&b| b == b'[' || b == b'{').count() <= max {
+        return None;
+    }
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (deepest > max).then_some(deepest)
+}
+
 /// A well-formed call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
@@ -129,15 +164,23 @@ impl Call {
             ))
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        if let Some(call) = fast::parse(text) {
-            return Ok((call, text));
+        let call = match fast::parse(text) {
+            Some(call) => call,
+            // Not a well-formed call (or one the fast path leaves alone): the reference path says
+            // exactly what is wrong.
+            None => {
+                let value = strict_json::parse(text)
+                    .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
+                let mut call = Call::from_value(&value)?;
+                call.take_amount_text_from(text, &["args", "amount"]);
+                call
+            }
+        };
+        if let Some(depth) = deeper_than(text, MAX_CALL_DEPTH) {
+            return Err(Malformed::new(format!(
+                "the call nests {depth} levels deep; at most {MAX_CALL_DEPTH} are allowed"
+            )));
         }
-        // Not a well-formed call (or one the fast path leaves alone): the reference path says
-        // exactly what is wrong.
-        let value = strict_json::parse(text)
-            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
-        let mut call = Call::from_value(&value)?;
-        call.take_amount_text_from(text, &["args", "amount"]);
         Ok((call, text))
     }
 
@@ -545,6 +588,22 @@ mod tests {
         let fast = Call::parse_line(deep.as_bytes()).map(|(call, _)| call);
         assert_eq!(fast, reference(&deep));
         assert!(fast.unwrap_err().to_string().contains("recursion limit"));
+    }
+
+    #[test]
+    fn calls_nested_too_deep_for_their_records_are_malformed() {
+        let nested = |levels: usize| {
+            format!(
+                r#"{{"agent":"a","tool":"t","args":{{"x":{}1{}}}}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        assert!(parse(&nested(MAX_CALL_DEPTH - 2)).is_ok());
+        let err = parse(&nested(MAX_CALL_DEPTH)).unwrap_err();
+        assert!(err.to_string().contains("levels deep; at most 64"), "{err}");
+        let quoted_brackets = format!(r#"{{"agent":"a","tool":"t","args":{{"x":"{}"}}}}"#, "[".repeat(500));
+        assert!(parse(&quoted_brackets).is_ok());
     }
 
     #[test]

@@ -30,6 +30,7 @@ use crate::amount::Amount;
 use crate::argrules::{Violation, WhenTainted};
 use crate::call::{Call, Malformed, Source};
 use crate::policy::Policy;
+use crate::sanitize::quoted;
 use crate::state::CrewState;
 
 /// The gate's word on a call, ordered from weakest to strongest.
@@ -153,7 +154,7 @@ pub fn evaluate_parsed(
 fn deny_listed_tool(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
     policy.is_denied(&call.tool).then(|| Finding {
         decision: Decision::Deny,
-        reason: format!("{} is on the policy's deny list", call.tool),
+        reason: format!("{} is on the policy's deny list", quoted(&call.tool)),
     })
 }
 
@@ -163,8 +164,8 @@ fn tool_not_allowed_for_agent(call: &Call, policy: &Policy, _: &CrewState) -> Op
         decision: Decision::Deny,
         reason: format!(
             "agent {} may not use {}: the policy allows it only {}",
-            call.agent,
-            call.tool,
+            quoted(&call.agent),
+            quoted(&call.tool),
             if allowed.patterns().is_empty() {
                 "no tools".to_owned()
             } else {
@@ -183,7 +184,7 @@ fn sensitive_tool_from_untrusted_source(
         decision: Decision::Deny,
         reason: format!(
             "{} is a sensitive tool and the call's source is {}: only a user or agent may order it",
-            call.tool, call.provenance
+            quoted(&call.tool), call.provenance
         ),
     })
 }
@@ -205,9 +206,9 @@ fn sensitive_tool_from_tainted_agent(
             decision: Decision::Allow,
             reason: format!(
                 "{} is tainted by {}, but the policy allows {} to a tainted agent inside its argument schema, and these arguments are inside it",
-                call.agent,
+                quoted(&call.agent),
                 cause.describe(),
-                call.tool
+                quoted(&call.tool)
             ),
         });
     }
@@ -215,7 +216,7 @@ fn sensitive_tool_from_tainted_agent(
         decision: Decision::Hold,
         reason: format!(
             "{} is tainted: untrusted content was read through {} earlier in this stream, so a sensitive call from it needs a person unless the user ordered it",
-            call.agent,
+            quoted(&call.agent),
             cause.describe()
         ),
     })
@@ -232,7 +233,7 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
         decision: Decision::Hold,
         reason: format!(
             "{}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}",
-            call.agent
+            quoted(&call.agent)
         ),
     })
 }
@@ -254,12 +255,13 @@ fn amount_rules(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> 
     match amount {
         Amount::Understood { text, .. } => above.then(|| Finding {
             decision: Decision::Hold,
-            reason: format!("amount {text} is above the hold limit of {limit}"),
+            reason: format!("amount {} is above the hold limit of {limit}", quoted(&text)),
         }),
         Amount::NotUnderstood { text } => Some(Finding {
             decision: Decision::Hold,
             reason: format!(
-                "amount {text} is not understood (expected a number ≥ 0 such as 750, \"750.00\" or \"$750\"), so a person must check it"
+                "amount {} is not understood (expected a number ≥ 0 such as 750, \"750.00\" or \"$750\"), so a person must check it",
+                quoted(&text)
             ),
         }),
     }
@@ -271,7 +273,7 @@ fn allow_reason(call: &Call) -> String {
     } else {
         format!(
             "source {}, but {} is not a sensitive tool; within policy",
-            call.provenance, call.tool
+            call.provenance, quoted(&call.tool)
         )
     }
 }

@@ -19,6 +19,17 @@ fn is_unsafe(c: char) -> bool {
             | '\u{2066}'..='\u{2069}'   // bidi isolates
             | '\u{FEFF}'                // zero-width no-break space, BOM
             | '\u{FFF9}'..='\u{FFFB}'   // interlinear annotation controls
+            | '\u{00AD}'                // soft hyphen
+            | '\u{034F}'                // combining grapheme joiner
+            | '\u{115F}' | '\u{1160}'   // Hangul fillers
+            | '\u{17B4}' | '\u{17B5}'   // Khmer inherent vowels
+            | '\u{180B}'..='\u{180F}'   // Mongolian variation selectors and vowel separator
+            | '\u{2065}'                // reserved invisible
+            | '\u{206A}'..='\u{206F}'   // deprecated format characters
+            | '\u{3164}' | '\u{FFA0}'   // Hangul fillers
+            | '\u{FE00}'..='\u{FE0F}'   // variation selectors
+            | '\u{1D173}'..='\u{1D17A}' // musical formatting
+            | '\u{E0000}'..='\u{E0FFF}' // tags and variation selectors supplement
         )
 }
 
@@ -36,6 +47,21 @@ pub fn for_terminal(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// The longest piece of agent-written text a reason quotes before cutting it with `…`.
+pub const QUOTED_CHARS: usize = 80;
+
+/// Agent-written text (a tool or agent name, an amount as written) as a reason quotes it:
+/// invisible and control characters escaped, so `send\u{200b}_payment` never reads as
+/// `send_payment`, and cut to [`QUOTED_CHARS`] characters, so a hostile name cannot blow up every
+/// verdict, event and line of narration.
+pub fn quoted(text: &str) -> String {
+    let escaped = for_terminal(text);
+    match escaped.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped.into_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -59,6 +85,15 @@ mod tests {
             shown,
             "pay\\u{1b}[2J\\u{1b}[Happroved\\u{d}\\u{a}\\u{7}\\u{9b}31m"
         );
+    }
+
+    #[test]
+    fn quoted_text_is_escaped_and_bounded() {
+        assert_eq!(quoted("send_payment"), "send_payment");
+        assert_eq!(quoted("send\u{200b}_payment"), "send\\u{200b}_payment");
+        assert_eq!(quoted("soft\u{ad}hyphen"), "soft\\u{ad}hyphen");
+        let long = "x".repeat(10_000);
+        assert_eq!(quoted(&long).chars().count(), QUOTED_CHARS + 1);
     }
 
     #[test]

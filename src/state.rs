@@ -18,6 +18,7 @@ use crate::amount::Amount;
 use crate::call::Call;
 use crate::decision::{Decision, Judgement};
 use crate::policy::{Policy, TaintScope};
+use crate::sanitize::{for_terminal, quoted};
 
 /// The argument keys that best name what a tool read, in order of preference.
 const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", "id", "to"];
@@ -42,7 +43,13 @@ impl TaintCause {
             .as_ref()
             .map(|a| format!(", {a}"))
             .unwrap_or_default();
-        format!("{} (id {}{argument}) by {}", self.tool, self.id, self.agent)
+        format!(
+            "{} (id {}{}) by {}",
+            quoted(&self.tool),
+            quoted(&self.id),
+            for_terminal(&argument),
+            quoted(&self.agent)
+        )
     }
 }
 
@@ -105,7 +112,8 @@ impl CrewState {
             argument: key_argument(call),
         });
         let agent = self.agents.entry(call.agent.clone()).or_default();
-        agent.spent += amount;
+        // Saturate rather than reach infinity, which JSON cannot carry (the state must round-trip).
+        agent.spent = (agent.spent + amount).min(f64::MAX);
         if let Some(taint) = taint {
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
