@@ -24,6 +24,19 @@ const LINES: &[&str] = &[
     r#"{"agent":"ops","tool":"shell_exec","args":{"cmd":["tar","czf","/tmp/backup.tgz","/srv/crew"]},"source":"user","instruction":"Pay the supplier invoice that was approved in yesterday's budget meeting","trace":{"run":"bench","step":8}}"#,
 ];
 
+const TEN_SCHEMAS: &str = r#"{"toolArgs": {
+    "search_web": {"schema": {"properties": {"query": {"type": "string", "maxLength": 500}, "limit": {"type": "integer", "maximum": 50}}}},
+    "fetch_page": {"schema": {"properties": {"url": {"type": "string", "pattern": "^https://"}}, "required": ["url"]}},
+    "send_payment": {"whenTainted": "allow", "schema": {"properties": {"to": {"enum": ["acme-travel", "hotel-lisboa", "attacker-wallet"]}, "currency": {"enum": ["USD", "EUR"]}, "memo": {"type": "string", "maxLength": 200}}, "required": ["to", "amount"]}},
+    "send_email": {"schema": {"properties": {"to": {"type": "string", "pattern": "^[a-z0-9._-]+@example\\.com$"}, "subject": {"type": "string", "maxLength": 200}}, "required": ["to"]}},
+    "delete_file": {"schema": {"properties": {"path": {"type": "string", "pattern": "^/srv/crew/"}}, "required": ["path"]}},
+    "write_file": {"schema": {"properties": {"path": {"type": "string", "pattern": "^/srv/crew/out/"}, "content": {"type": "string", "maxLength": 100000}}}},
+    "shell_exec": {"schema": {"properties": {"cmd": {"type": "array", "items": {"type": "string"}, "maxItems": 20}}}},
+    "read_file": {"schema": {"properties": {"path": {"type": "string"}}}},
+    "mcp__github__*": {"schema": {"properties": {"repo": {"type": "string", "pattern": "^crew/"}}}},
+    "refund_*": {"schema": {"properties": {"amount": {"type": "number", "maximum": 500}}}}
+}}"#;
+
 fn decision(c: &mut Criterion) {
     let policy = Policy::default();
     let calls: Vec<Call> = LINES
@@ -49,6 +62,20 @@ fn decision(c: &mut Criterion) {
         b.iter(|| {
             n = (n + 1) % calls.len();
             black_box(evaluate_with_state(black_box(&calls[n]), &policy, &state))
+        })
+    });
+    // The same calls under a policy with ten argument schemas loaded (issue 9): one per tool in
+    // the mix plus two that never match, each with types, an enum or a pattern, and a bound.
+    let schemas = Policy::from_json_str(TEN_SCHEMAS).expect("the bench policy loads");
+    let mut schema_state = CrewState::new();
+    for (n, call) in calls.iter().enumerate() {
+        let judgement = evaluate_with_state(call, &schemas, &schema_state);
+        schema_state.record(call, &format!("bench-{n}"), &judgement, &schemas);
+    }
+    group.bench_function("evaluate_with_ten_schemas", |b| {
+        b.iter(|| {
+            n = (n + 1) % calls.len();
+            black_box(evaluate_with_state(black_box(&calls[n]), &schemas, &schema_state))
         })
     });
     group.bench_function("parse_and_evaluate", |b| {

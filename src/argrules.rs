@@ -93,7 +93,8 @@ impl ArgRule {
         Some(Violation(if path.is_empty() {
             format!("the arguments of {tool} are not allowed by the policy ({rule}: {err})")
         } else {
-            let argument = crate::sanitize::quoted(&path.trim_start_matches('/').replace('/', "."));
+            let argument = path.trim_start_matches('/').replace('/', ".");
+            let argument = crate::sanitize::quoted(&argument);
             let value = crate::sanitize::for_terminal(&bounded(err.instance().to_string())).into_owned();
             format!("argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})")
         }))

@@ -56,11 +56,11 @@ pub const QUOTED_CHARS: usize = 80;
 /// invisible and control characters escaped, so `send\u{200b}_payment` never reads as
 /// `send_payment`, and cut to [`QUOTED_CHARS`] characters, so a hostile name cannot blow up every
 /// verdict, event and line of narration.
-pub fn quoted(text: &str) -> String {
+pub fn quoted(text: &str) -> Cow<'_, str> {
     let escaped = for_terminal(text);
     match escaped.char_indices().nth(QUOTED_CHARS) {
-        Some((cut, _)) => format!("{}…", &escaped[..cut]),
-        None => escaped.into_owned(),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &escaped[..cut])),
+        None => escaped,
     }
 }
 
