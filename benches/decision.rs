@@ -75,7 +75,11 @@ fn decision(c: &mut Criterion) {
     group.bench_function("evaluate_with_ten_schemas", |b| {
         b.iter(|| {
             n = (n + 1) % calls.len();
-            black_box(evaluate_with_state(black_box(&calls[n]), &schemas, &schema_state))
+            black_box(evaluate_with_state(
+                black_box(&calls[n]),
+                &schemas,
+                &schema_state,
+            ))
         })
     });
     group.bench_function("parse_and_evaluate", |b| {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::approve::{self, ApproveOptions, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{self, AuditArgs, StreamArgs, GenerateArgs};
+use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{self, AuditArgs, PolicyArgs, StreamArgs, GenerateArgs};
+use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StreamArgs};
 use skeleton_crew::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;

@@ -4,7 +4,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{self, AuditArgs, PolicyArgs, StreamArgs, GenerateArgs};
+use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::gate::{self, GateOptions};
 use skeleton_crew::jsonl::DEFAULT_MAX_LINE_BYTES;

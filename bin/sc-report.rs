@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use skeleton_crew::cli::{self, GenerateArgs};
 use clap::{Parser, ValueEnum};
 use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
 use skeleton_crew::chain::{Chain, Link};
+use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::report::{self, FailOn, Filter, Summariser};
 use skeleton_crew::verify;
@@ -111,8 +111,15 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     out.flush()?;
     let failures = report::failures(&summary, &args.fail_on);
     if !failures.is_empty() {
-        let _ = writeln!(io::stderr(), "sc-report: failing on {}", failures.join(", "));
-        return Ok(Completion { unreadable_inputs: 0, failed_checks: 1 });
+        let _ = writeln!(
+            io::stderr(),
+            "sc-report: failing on {}",
+            failures.join(", ")
+        );
+        return Ok(Completion {
+            unreadable_inputs: 0,
+            failed_checks: 1,
+        });
     }
     Ok(Completion::default())
 }
@@ -126,8 +133,12 @@ fn check_chains(args: &Args) -> anyhow::Result<Completion> {
     let mut broken = 0;
     for path in &args.logs {
         let name = path.display();
-        let result = verify::verify(|| open(path).map_err(io::Error::other), &chain, args.expect_head)
-            .with_context(|| format!("cannot read the audit log {name}"))?;
+        let result = verify::verify(
+            || open(path).map_err(io::Error::other),
+            &chain,
+            args.expect_head,
+        )
+        .with_context(|| format!("cannot read the audit log {name}"))?;
         match (result, args.head) {
             (Ok(intact), true) if args.logs.len() == 1 => writeln!(out, "{}", intact.head)?,
             (Ok(intact), true) => writeln!(out, "{}  {name}", intact.head)?,
@@ -136,7 +147,11 @@ fn check_chains(args: &Args) -> anyhow::Result<Completion> {
                     .expected_head_at
                     .map(|line| format!("; expected head found at line {line}"))
                     .unwrap_or_default();
-                writeln!(out, "{name}: {} events, chain intact, head {}{found}", intact.events, intact.head)?
+                writeln!(
+                    out,
+                    "{name}: {} events, chain intact, head {}{found}",
+                    intact.events, intact.head
+                )?
             }
             (Err(chain_break), _) => {
                 broken += 1;
@@ -145,5 +160,8 @@ fn check_chains(args: &Args) -> anyhow::Result<Completion> {
         }
     }
     out.flush()?;
-    Ok(Completion { unreadable_inputs: 0, failed_checks: broken })
+    Ok(Completion {
+        unreadable_inputs: 0,
+        failed_checks: broken,
+    })
 }

@@ -101,13 +101,23 @@ fn normalise(text: &str) -> Option<(String, i64)> {
         None => (text, 0),
     };
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if whole.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+    if whole.is_empty()
+        || !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let digits = format!("{whole}{fraction}");
     let leading = digits.len() - digits.trim_start_matches('0').len();
-    let significant = digits.trim_start_matches('0').trim_end_matches('0').to_owned();
-    let point = (whole.len() as i64).checked_add(exponent)?.checked_sub(leading as i64)?;
+    let significant = digits
+        .trim_start_matches('0')
+        .trim_end_matches('0')
+        .to_owned();
+    let point = (whole.len() as i64)
+        .checked_add(exponent)?
+        .checked_sub(leading as i64)?;
     Some((significant, point))
 }
 
@@ -128,8 +138,6 @@ pub fn number_text_at(json: &str, path: &[&str]) -> Option<String> {
     let root: &RawValue = serde_json::from_str(json).ok()?;
     walk(root, path)
 }
-
-
 
 // Reasons quote a string amount without its JSON quotes: `amount $750`, not `amount "$750"`.
 fn without_json_quotes(json_text: &str) -> &str {
@@ -224,7 +232,11 @@ mod tests {
             ("0", "0.0", Equal),
             ("0", "0.0001", Less),
             ("1.5e-1", "0.15", Equal),
-            ("12345678901234567890123", "12345678901234567890122", Greater),
+            (
+                "12345678901234567890123",
+                "12345678901234567890122",
+                Greater,
+            ),
             ("007", "7", Equal),
         ];
         for (a, b, expected) in cases {
@@ -250,10 +262,23 @@ mod tests {
     #[test]
     fn number_texts_are_found_as_written() {
         let call = r#"{"agent":"a","args":{"to":"x","\u0061mount":100.0000000000000001}}"#;
-        assert_eq!(number_text_at(call, &["args", "amount"]).as_deref(), Some("100.0000000000000001"));
-        assert_eq!(number_text_at(r#"{"args":{"amount":"5"}}"#, &["args", "amount"]), None);
+        assert_eq!(
+            number_text_at(call, &["args", "amount"]).as_deref(),
+            Some("100.0000000000000001")
+        );
+        assert_eq!(
+            number_text_at(r#"{"args":{"amount":"5"}}"#, &["args", "amount"]),
+            None
+        );
         assert_eq!(number_text_at(r#"{"args":{}}"#, &["args", "amount"]), None);
-        assert_eq!(number_text_at(r#"{"call":{"args":{"amount":1e2}}}"#, &["call", "args", "amount"]).as_deref(), Some("1e2"));
+        assert_eq!(
+            number_text_at(
+                r#"{"call":{"args":{"amount":1e2}}}"#,
+                &["call", "args", "amount"]
+            )
+            .as_deref(),
+            Some("1e2")
+        );
     }
 
     #[test]

@@ -60,7 +60,11 @@ pub struct Violation(pub String);
 
 impl ArgRule {
     /// Compiles one entry; the error names the schema path that is wrong.
-    pub fn new(pattern: ToolPattern, schema: Value, when_tainted: WhenTainted) -> Result<ArgRule, String> {
+    pub fn new(
+        pattern: ToolPattern,
+        schema: Value,
+        when_tainted: WhenTainted,
+    ) -> Result<ArgRule, String> {
         if let Err(err) = jsonschema::draft202012::meta::validate(&schema) {
             return Err(format!(
                 "the schema is not valid JSON Schema (draft 2020-12) at {}: {err}",
@@ -95,8 +99,11 @@ impl ArgRule {
         } else {
             let argument = path.trim_start_matches('/').replace('/', ".");
             let argument = crate::sanitize::quoted(&argument);
-            let value = crate::sanitize::for_terminal(&bounded(err.instance().to_string())).into_owned();
-            format!("argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})")
+            let value =
+                crate::sanitize::for_terminal(&bounded(err.instance().to_string())).into_owned();
+            format!(
+                "argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})"
+            )
         }))
     }
 }
@@ -180,8 +187,12 @@ mod tests {
     #[test]
     fn args_outside_the_schema_name_the_argument_and_the_rule() {
         let rules = rules(json!({"send_email": {"schema": {"properties": {"to": {"type": "string", "pattern": "^[a-z0-9._-]+@example\\.com$"}}}}})).unwrap();
-        assert!(rules[0].check("send_email", &args(json!({"to": "ann@example.com"}))).is_none());
-        let Violation(reason) = rules[0].check("send_email", &args(json!({"to": "x@evil.test"}))).unwrap();
+        assert!(rules[0]
+            .check("send_email", &args(json!({"to": "ann@example.com"})))
+            .is_none());
+        let Violation(reason) = rules[0]
+            .check("send_email", &args(json!({"to": "x@evil.test"})))
+            .unwrap();
         assert_eq!(reason, "argument `to` = \"x@evil.test\" is not allowed for send_email by the policy (/properties/to/pattern)");
     }
 
@@ -189,19 +200,44 @@ mod tests {
     fn a_missing_required_argument_is_a_violation_of_the_whole() {
         let rules = rules(json!({"delete_file": {"schema": {"required": ["path"]}}})).unwrap();
         let Violation(reason) = rules[0].check("delete_file", &Map::new()).unwrap();
-        assert!(reason.contains("the arguments of delete_file are not allowed") && reason.contains("/required"), "{reason}");
+        assert!(
+            reason.contains("the arguments of delete_file are not allowed")
+                && reason.contains("/required"),
+            "{reason}"
+        );
     }
 
     #[test]
     fn bad_schemas_are_load_errors_naming_the_tool_and_path() {
         let cases = [
-            (json!({"t": {"schema": {"type": "strin"}}}), "toolArgs.t.schema"),
-            (json!({"t": {"schema": {"properties": {"to": {"pattern": "(unclosed"}}}}}), "/properties/to/pattern"),
-            (json!({"t": {"schema": {"$ref": "https://example.com/schema.json"}}}), "toolArgs.t.schema"),
-            (json!({"t": {"schema": {"$ref": "other.json"}}}), "toolArgs.t.schema"),
-            (json!({"t": {"schema": {}, "whenTainted": "sometimes"}}), "toolArgs.t.whenTainted"),
-            (json!({"t": {"schema": {}, "whenTaint": "allow"}}), "did you mean `whenTainted`?"),
-            (json!({"t": {"whenTainted": "allow"}}), "`schema` is required"),
+            (
+                json!({"t": {"schema": {"type": "strin"}}}),
+                "toolArgs.t.schema",
+            ),
+            (
+                json!({"t": {"schema": {"properties": {"to": {"pattern": "(unclosed"}}}}}),
+                "/properties/to/pattern",
+            ),
+            (
+                json!({"t": {"schema": {"$ref": "https://example.com/schema.json"}}}),
+                "toolArgs.t.schema",
+            ),
+            (
+                json!({"t": {"schema": {"$ref": "other.json"}}}),
+                "toolArgs.t.schema",
+            ),
+            (
+                json!({"t": {"schema": {}, "whenTainted": "sometimes"}}),
+                "toolArgs.t.whenTainted",
+            ),
+            (
+                json!({"t": {"schema": {}, "whenTaint": "allow"}}),
+                "did you mean `whenTainted`?",
+            ),
+            (
+                json!({"t": {"whenTainted": "allow"}}),
+                "`schema` is required",
+            ),
             (json!({"a*b": {"schema": {}}}), "toolArgs.a*b"),
             (json!(["t"]), "expected an object"),
         ];

@@ -602,7 +602,10 @@ mod tests {
         assert!(parse(&nested(MAX_CALL_DEPTH - 2)).is_ok());
         let err = parse(&nested(MAX_CALL_DEPTH)).unwrap_err();
         assert!(err.to_string().contains("levels deep; at most 64"), "{err}");
-        let quoted_brackets = format!(r#"{{"agent":"a","tool":"t","args":{{"x":"{}"}}}}"#, "[".repeat(500));
+        let quoted_brackets = format!(
+            r#"{{"agent":"a","tool":"t","args":{{"x":"{}"}}}}"#,
+            "[".repeat(500)
+        );
         assert!(parse(&quoted_brackets).is_ok());
     }
 

@@ -123,7 +123,10 @@ pub fn generate(kind: Generate, mut command: clap::Command, out: &mut dyn io::Wr
 }
 
 /// For a binary's `main`: `Some(status)` when `--generate` was given and has been answered.
-pub fn answer_generate<A: clap::CommandFactory>(program: &str, args: &GenerateArgs) -> Option<std::process::ExitCode> {
+pub fn answer_generate<A: clap::CommandFactory>(
+    program: &str,
+    args: &GenerateArgs,
+) -> Option<std::process::ExitCode> {
     let kind = args.generate?;
     let mut stdout = io::stdout().lock();
     let result = generate(kind, A::command(), &mut stdout)

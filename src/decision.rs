@@ -184,7 +184,8 @@ fn sensitive_tool_from_untrusted_source(
         decision: Decision::Deny,
         reason: format!(
             "{} is a sensitive tool and the call's source is {}: only a user or agent may order it",
-            quoted(&call.tool), call.provenance
+            quoted(&call.tool),
+            call.provenance
         ),
     })
 }
@@ -200,7 +201,9 @@ fn sensitive_tool_from_tainted_agent(
     let cause = state.taint_of(&call.agent, policy)?;
     let mut rules = policy.arg_rules_for(&call.tool).peekable();
     let bounded = rules.peek().is_some()
-        && rules.all(|rule| rule.when_tainted == WhenTainted::Allow && rule.check(&call.tool, &call.args).is_none());
+        && rules.all(|rule| {
+            rule.when_tainted == WhenTainted::Allow && rule.check(&call.tool, &call.args).is_none()
+        });
     if bounded {
         return Some(Finding {
             decision: Decision::Allow,
@@ -273,7 +276,8 @@ fn allow_reason(call: &Call) -> String {
     } else {
         format!(
             "source {}, but {} is not a sensitive tool; within policy",
-            call.provenance, quoted(&call.tool)
+            call.provenance,
+            quoted(&call.tool)
         )
     }
 }
@@ -691,8 +695,18 @@ mod tests {
     fn tainted_then(pay_to: &str, policy: &Policy, agent_for_payment: &str) -> Judgement {
         let judged = decide_stream(
             &[
-                line("helper", "fetch_page", r#"{"url":"https://deals.example"}"#, "user"),
-                line(agent_for_payment, "send_payment", &format!(r#"{{"to":"{pay_to}","amount":40}}"#), "agent"),
+                line(
+                    "helper",
+                    "fetch_page",
+                    r#"{"url":"https://deals.example"}"#,
+                    "user",
+                ),
+                line(
+                    agent_for_payment,
+                    "send_payment",
+                    &format!(r#"{{"to":"{pay_to}","amount":40}}"#),
+                    "agent",
+                ),
             ],
             policy,
         );
@@ -704,7 +718,10 @@ mod tests {
         let allowed = tainted_then("acme-travel", &payees_policy("allow"), "helper");
         assert_eq!(allowed.decision, Decision::Allow, "{allowed:?}");
         let reason = &allowed.reasons[0];
-        assert!(reason.contains("tainted") && reason.contains("schema"), "{reason}");
+        assert!(
+            reason.contains("tainted") && reason.contains("schema"),
+            "{reason}"
+        );
         let held = tainted_then("acme-travel", &payees_policy("hold"), "helper");
         assert_eq!(held.decision, Decision::Hold, "{held:?}");
     }
@@ -714,7 +731,10 @@ mod tests {
         for agent in ["helper", "clerk"] {
             let judged = tainted_then("attacker-wallet", &payees_policy("allow"), agent);
             assert_eq!(judged.decision, Decision::Deny, "{agent}: {judged:?}");
-            assert!(judged.reasons[0].contains("argument `to` = \"attacker-wallet\""), "{judged:?}");
+            assert!(
+                judged.reasons[0].contains("argument `to` = \"attacker-wallet\""),
+                "{judged:?}"
+            );
         }
     }
 
@@ -729,8 +749,13 @@ mod tests {
                 "required": ["to"]}}}}"#,
         )
         .unwrap();
-        let mail = |args: &str| decide_stream(&[line("a", "send_email", args, "user")], &policy)[0].decision;
-        assert_eq!(mail(r#"{"to":"ann@example.com","cc":["bob@example.com"]}"#), Decision::Allow);
+        let mail = |args: &str| {
+            decide_stream(&[line("a", "send_email", args, "user")], &policy)[0].decision
+        };
+        assert_eq!(
+            mail(r#"{"to":"ann@example.com","cc":["bob@example.com"]}"#),
+            Decision::Allow
+        );
         for outside in [
             r#"{"to":"x@evil.test"}"#,
             r#"{"to":"ANN@EXAMPLE.COM"}"#,
@@ -756,7 +781,12 @@ mod tests {
         let judged = decide_stream(
             &[
                 line("a", "shell_exec", r#"{"cmd":"ls"}"#, "user"),
-                line("a", "send_payment", r#"{"to":"x","amount":5}"#, "untrusted-content"),
+                line(
+                    "a",
+                    "send_payment",
+                    r#"{"to":"x","amount":5}"#,
+                    "untrusted-content",
+                ),
             ],
             &policy,
         );

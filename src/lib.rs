@@ -7,9 +7,11 @@
 
 pub mod amount;
 pub mod approve;
+pub mod argrules;
 pub mod audit;
 pub mod backends;
 pub mod call;
+pub mod chain;
 pub mod cli;
 pub mod decision;
 pub mod exec;
@@ -26,6 +28,4 @@ pub mod state;
 pub mod strict_json;
 pub mod tools;
 pub mod tty;
-pub mod chain;
 pub mod verify;
-pub mod argrules;

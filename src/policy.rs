@@ -327,7 +327,9 @@ impl Policy {
 
     /// The argument rules that apply to a tool (every entry whose name or pattern matches).
     pub fn arg_rules_for<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a ArgRule> + 'a {
-        self.tool_args.iter().filter(move |rule| rule.pattern.matches(tool))
+        self.tool_args
+            .iter()
+            .filter(move |rule| rule.pattern.matches(tool))
     }
 
     /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.

@@ -49,7 +49,13 @@ pub struct ChainBreak {
 
 impl fmt::Display for ChainBreak {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "chain broken at line {} ({}): {}", self.line, self.kind.as_str(), self.detail)
+        write!(
+            f,
+            "chain broken at line {} ({}): {}",
+            self.line,
+            self.kind.as_str(),
+            self.detail
+        )
     }
 }
 
@@ -75,7 +81,11 @@ fn lines(log: impl Read) -> impl Iterator<Item = io::Result<Vec<u8>>> {
     let mut reader = BufReader::new(log);
     std::iter::from_fn(move || {
         let mut line = Vec::new();
-        match reader.by_ref().take(MAX_LINE_BYTES).read_until(b'\n', &mut line) {
+        match reader
+            .by_ref()
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut line)
+        {
             Ok(0) => None,
             Ok(_) => Some(Ok(line)),
             Err(err) => Some(Err(err)),
@@ -89,7 +99,9 @@ fn see(line: &[u8], chain: &Chain) -> Seen {
     let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
     Seen {
         link: chain.link(body),
-        prev: parsed.as_ref().and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
+        prev: parsed
+            .as_ref()
+            .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
         seq: parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
         parses: parsed.is_some(),
         ends_with_newline,
@@ -116,18 +128,28 @@ pub fn verify<R: Read>(
             } else {
                 "the last line is torn: a write was cut off"
             };
-            return Ok(Err(ChainBreak { line: number, kind: BreakKind::Torn, detail: detail.into() }));
+            return Ok(Err(ChainBreak {
+                line: number,
+                kind: BreakKind::Torn,
+                detail: detail.into(),
+            }));
         }
         let Some(prev) = seen.prev else {
             return Ok(Err(ChainBreak {
                 line: number,
                 kind: BreakKind::NotChained,
-                detail: "the line has no valid `prev`: it was written without a chain, or edited".into(),
+                detail: "the line has no valid `prev`: it was written without a chain, or edited"
+                    .into(),
             }));
         };
         if prev != expected_prev {
-            let kind_and_detail = classify(&mut reopen, chain, number, prev, seen.seq, previous_seq)?;
-            return Ok(Err(ChainBreak { line: number, kind: kind_and_detail.0, detail: kind_and_detail.1 }));
+            let kind_and_detail =
+                classify(&mut reopen, chain, number, prev, seen.seq, previous_seq)?;
+            return Ok(Err(ChainBreak {
+                line: number,
+                kind: kind_and_detail.0,
+                detail: kind_and_detail.1,
+            }));
         }
         if Some(seen.link) == expected_head {
             expected_head_at = Some(number);
@@ -140,10 +162,16 @@ pub fn verify<R: Read>(
         return Ok(Err(ChainBreak {
             line: events + 1,
             kind: BreakKind::Cut,
-            detail: format!("the expected head {head} is not in the chain: the tail was cut off or rewritten"),
+            detail: format!(
+                "the expected head {head} is not in the chain: the tail was cut off or rewritten"
+            ),
         }));
     }
-    Ok(Ok(Intact { events, head: expected_prev, expected_head_at }))
+    Ok(Ok(Intact {
+        events,
+        head: expected_prev,
+        expected_head_at,
+    }))
 }
 
 fn classify<R: Read>(
@@ -223,14 +251,20 @@ mod tests {
         (0..events)
             .map(|n| {
                 let line = seal(format!(r#"{{"stage":"gate","id":"{n}"}}"#).as_bytes(), head);
-                head = Head { link: chain.link(&line), seq: head.seq + 1 };
+                head = Head {
+                    link: chain.link(&line),
+                    seq: head.seq + 1,
+                };
                 line
             })
             .collect()
     }
 
     fn join(lines: &[Vec<u8>]) -> Vec<u8> {
-        lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect()
+        lines
+            .iter()
+            .flat_map(|l| l.iter().copied().chain([b'\n']))
+            .collect()
     }
 
     fn check(log: &[u8], chain: &Chain, head: Option<Link>) -> Result<Intact, ChainBreak> {
@@ -250,14 +284,23 @@ mod tests {
     fn each_tampering_is_named_with_its_line() {
         let lines = chained(6, &Chain::Sha256);
         let mut edited = lines.clone();
-        edited[2] = String::from_utf8(edited[2].clone()).unwrap().replace("\"2\"", "\"X\"").into_bytes();
+        edited[2] = String::from_utf8(edited[2].clone())
+            .unwrap()
+            .replace("\"2\"", "\"X\"")
+            .into_bytes();
         let mut deleted = lines.clone();
         deleted.remove(2);
         let mut replayed = lines.clone();
         replayed.insert(3, lines[1].clone());
         // A forged line with a correct `prev` for its place: the break shows on the line after.
         let mut inserted = lines.clone();
-        let forged = seal(br#"{"stage":"gate","id":"forged"}"#, Head { link: Chain::Sha256.link(&lines[2]), seq: 3 });
+        let forged = seal(
+            br#"{"stage":"gate","id":"forged"}"#,
+            Head {
+                link: Chain::Sha256.link(&lines[2]),
+                seq: 3,
+            },
+        );
         inserted.insert(3, forged);
         let mut swapped = lines.clone();
         swapped.swap(2, 3);
@@ -281,7 +324,11 @@ mod tests {
     fn deleting_the_first_events_is_seen() {
         let lines = chained(4, &Chain::Sha256);
         let broken = check(&join(&lines[2..]), &Chain::Sha256, None).unwrap_err();
-        assert_eq!((broken.line, broken.kind), (1, BreakKind::Deleted), "{broken}");
+        assert_eq!(
+            (broken.line, broken.kind),
+            (1, BreakKind::Deleted),
+            "{broken}"
+        );
     }
 
     #[test]
@@ -293,7 +340,12 @@ mod tests {
         let broken = check(&cut, &Chain::Sha256, Some(head)).unwrap_err();
         assert_eq!(broken.kind, BreakKind::Cut);
         // A log that grew after the head was taken still holds it.
-        let grown = check(&join(&lines), &Chain::Sha256, Some(Chain::Sha256.link(&lines[2]))).unwrap();
+        let grown = check(
+            &join(&lines),
+            &Chain::Sha256,
+            Some(Chain::Sha256.link(&lines[2])),
+        )
+        .unwrap();
         assert_eq!(grown.expected_head_at, Some(3));
     }
 
