@@ -8,6 +8,7 @@ mod argrules;
 mod backends;
 mod chain;
 mod exec;
+mod faults;
 mod gate;
 mod generate;
 mod hook;

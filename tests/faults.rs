@@ -1,0 +1,288 @@
+//! Faults at the worst moment (issue 3): a killed approver, a killed gate, SIGINT to the whole
+//! pipeline while a hold waits, audit logs that cannot be written, policies that cannot be read.
+//! Each must fail closed: nothing unapproved runs, and no decision goes missing from the log.
+
+use std::fs::OpenOptions;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::util::{bin_path, parse_lines, parse_stdout, testdata, Scratch};
+
+fn stage(scratch: &Scratch, bin: &str) -> Command {
+    let mut cmd = Command::new(bin_path(bin));
+    cmd.env_clear()
+        .current_dir(scratch.dir.path())
+        .arg("--quiet")
+        .arg("--audit")
+        .arg(scratch.audit_path());
+    cmd
+}
+
+/// A FIFO for the scripted human's answers, held open for writing and never written: the
+/// approver blocks at its first hold exactly as it does at a person's prompt.
+fn silent_answers(scratch: &Scratch) -> (std::path::PathBuf, std::fs::File) {
+    let fifo = scratch.path("answers.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // Read and write, so opening does not wait for a reader.
+    let writer = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    (fifo, writer)
+}
+
+/// Waits until the audit log holds an event matching `pred`, or panics after 10 s.
+fn wait_for_event(scratch: &Scratch, pred: impl Fn(&Value) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if scratch.audit_events().iter().any(&pred) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no such audit event: {:#?}", scratch.audit_events());
+}
+
+fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "a stage did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn report_json(scratch: &Scratch) -> Value {
+    let out = scratch.cmd_report_args(&["--json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Starts gate | approve (waiting on silent answers) | exec over the demo crew, all three in one
+/// process group led by the gate. Returns the children and the held writer of the answers FIFO.
+fn waiting_pipeline(scratch: &Scratch) -> (Vec<Child>, std::fs::File) {
+    let (fifo, writer) = silent_answers(scratch);
+    let mut gate = stage(scratch, "sc-gate")
+        .arg(testdata("crew.jsonl"))
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = gate.id() as i32;
+    let mut approve = stage(scratch, "sc-approve")
+        .arg("--answers")
+        .arg(&fifo)
+        .stdin(gate.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .process_group(group)
+        .spawn()
+        .unwrap();
+    let exec = stage(scratch, "sc-exec")
+        .stdin(approve.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .process_group(group)
+        .spawn()
+        .unwrap();
+    (vec![gate, approve, exec], writer)
+}
+
+#[test]
+fn a_killed_approver_leaves_the_hold_unanswered_and_unrun() {
+    let scratch = Scratch::new();
+    let (mut children, _writer) = waiting_pipeline(&scratch);
+    // The gate has decided everything; the approver is now waiting on the buyer's hold.
+    wait_for_event(&scratch, |e| {
+        e["stage"] == "gate" && e["decision"] == "deny"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    kill(Pid::from_raw(children[1].id() as i32), Signal::SIGKILL).unwrap();
+    let exec = children.pop().unwrap();
+    let out = exec.wait_with_output().unwrap();
+    for child in &mut children {
+        wait_bounded(child);
+    }
+    let records = parse_stdout(&out.stdout);
+    assert!(
+        records.iter().all(|r| r["decision"] != "hold"),
+        "the hold reached sc-exec: {records:?}"
+    );
+    let executed: Vec<_> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["stage"] == "exec" && e["outcome"]["status"] == "executed")
+        .collect();
+    assert!(
+        executed.iter().all(|e| e["tool"] != "send_payment"),
+        "{executed:?}"
+    );
+    let report = report_json(&scratch);
+    assert_eq!(report["holds"]["unanswered"], 1, "{report:#}");
+    assert_eq!(report["holds"]["approved"], 0);
+}
+
+#[test]
+fn sigint_to_the_whole_pipeline_while_a_hold_waits_runs_nothing_unapproved() {
+    let scratch = Scratch::new();
+    let (mut children, _writer) = waiting_pipeline(&scratch);
+    wait_for_event(&scratch, |e| {
+        e["stage"] == "gate" && e["decision"] == "deny"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    killpg(Pid::from_raw(children[0].id() as i32), Signal::SIGINT).unwrap();
+    // The gate may have finished before the signal; the others die of it. Either way, all end.
+    for child in &mut children {
+        wait_bounded(child);
+    }
+    let unapproved_runs: Vec<_> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|e| {
+            e["stage"] == "exec" && e["outcome"]["status"] == "executed" && e["decision"] != "allow"
+        })
+        .collect();
+    assert!(unapproved_runs.is_empty(), "{unapproved_runs:?}");
+    assert!(scratch
+        .audit_events()
+        .iter()
+        .all(|e| e["stage"] != "approve"));
+    assert_eq!(report_json(&scratch)["holds"]["unanswered"], 1);
+}
+
+#[test]
+fn a_gate_killed_mid_stream_leaves_whole_lines_or_a_torn_last_line_the_report_survives() {
+    let scratch = Scratch::new();
+    let call = r#"{"agent":"scout","tool":"search_web","args":{"query":"flights to Lisbon in May, padded to make each audit event long enough to be written in many pieces"},"source":"user"}"#;
+    let input = scratch.write("many.jsonl", format!("{call}\n").repeat(300_000));
+    let mut gate = stage(&scratch, "sc-gate")
+        .arg(&input)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_event(&scratch, |e| e["stage"] == "gate");
+    std::thread::sleep(Duration::from_millis(100));
+    kill(Pid::from_raw(gate.id() as i32), Signal::SIGKILL).unwrap();
+    gate.wait().unwrap();
+    let text = std::fs::read_to_string(scratch.audit_path()).unwrap();
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let torn = lines.last().is_some_and(|l| !l.ends_with('\n'));
+    if torn {
+        lines.pop();
+    }
+    assert!(!lines.is_empty());
+    let whole = parse_lines(&lines.concat());
+    assert_eq!(
+        whole.len(),
+        lines.len(),
+        "every complete line is a whole event"
+    );
+    let report = report_json(&scratch);
+    assert_eq!(report["calls"], whole.len() as u64);
+    assert_eq!(
+        report["problems"].as_array().unwrap().len(),
+        usize::from(torn)
+    );
+}
+
+#[test]
+fn an_audit_log_that_cannot_be_written_stops_every_stage_before_any_record() {
+    let scratch = Scratch::new();
+    let a_file = scratch.write("a-file", "not a folder");
+    let folder = scratch.path("a-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let verdict = r#"{"id":"v-1","call":{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"},"decision":"hold","reasons":["r"]}"#;
+    let unwritable = [
+        "/dev/full".to_owned(),
+        // Read-only even for root (the tests run as root, for whom folder modes are no bar).
+        "/proc/version".to_owned(),
+        folder.display().to_string(),
+        a_file.join("audit.jsonl").display().to_string(),
+    ];
+    for audit in &unwritable {
+        for bin in ["sc-gate", "sc-approve", "sc-exec"] {
+            let mut cmd = Command::new(bin_path(bin));
+            cmd.env_clear().arg("--audit").arg(audit);
+            if bin == "sc-approve" {
+                cmd.arg("--answers").arg("/dev/null");
+            }
+            let input = if bin == "sc-gate" {
+                r#"{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"}"#
+            } else {
+                verdict
+            };
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            let _ = child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(format!("{input}\n").as_bytes());
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{bin} --audit {audit}: {stderr}"
+            );
+            assert!(
+                stderr.contains("audit log"),
+                "{bin} --audit {audit}: {stderr}"
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "{bin} --audit {audit} emitted an unaudited record"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_policy_that_cannot_be_read_exits_2_from_every_deciding_stage() {
+    let scratch = Scratch::new();
+    let folder = scratch.path("policy-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let empty = scratch.write("empty.json", "");
+    let policies = [
+        scratch.path("missing.json"),
+        folder,
+        empty,
+        // Unreadable even for root: reading it fails with EIO.
+        std::path::PathBuf::from("/proc/self/mem"),
+    ];
+    for policy in &policies {
+        for bin in ["sc-gate", "sc-exec"] {
+            let out = stage(&scratch, bin)
+                .arg("--policy")
+                .arg(policy)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{bin} --policy {}: {stderr}",
+                policy.display()
+            );
+            assert!(stderr.contains(&policy.display().to_string()), "{stderr}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+}
