@@ -227,16 +227,29 @@ fn sensitive_tool_from_tainted_agent(
 
 fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {
     let budget = policy.hold_above_total()?;
-    let Amount::Understood { value, .. } = Amount::from_json(call.args.get("amount")?) else {
+    let amount = Amount::from_json_exact(call.args.get("amount")?, call.amount_text.as_deref());
+    let Amount::Understood { value, .. } = amount else {
         return None;
     };
     let before = state.spent_by(&call.agent);
-    let total = before + value;
-    (total > budget).then(|| Finding {
+    let (total, sum_exact) = crate::state::add_exactly(before, value);
+    let exact = sum_exact
+        && crate::state::amount_and_exactness(&amount).1
+        && !state.agent(&call.agent).is_some_and(|a| a.inexact);
+    let agent = quoted(&call.agent);
+    if total > budget {
+        return Some(Finding {
+            decision: Decision::Hold,
+            reason: format!(
+                "{agent}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}"
+            ),
+        });
+    }
+    // A tie in floats with a total that is not exact could be above the budget in decimal.
+    (total == budget && !exact).then(|| Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}",
-            quoted(&call.agent)
+            "{agent}'s amounts in this stream would total about {total}, too close to the budget of {budget} to tell in floating point, so a person must check it"
         ),
     })
 }
@@ -633,6 +646,38 @@ mod tests {
             "{:?}",
             judged[3]
         );
+    }
+
+    #[test]
+    fn a_total_a_hair_above_the_budget_is_held_and_exactly_at_it_allowed() {
+        let policy = Policy::from_json_str(r#"{"holdAboveTotal":300}"#).unwrap();
+        let pay = |amount: &str| {
+            line(
+                "b",
+                "send_payment",
+                &format!(r#"{{"to":"acme","amount":{amount}}}"#),
+                "user",
+            )
+        };
+        let at = decide_stream(&[pay("100"), pay("100"), pay("100")], &policy);
+        assert_eq!(at[2].decision, Decision::Allow, "{:?}", at[2]);
+        let hair = decide_stream(
+            &[
+                pay("100"),
+                pay("100"),
+                pay("100"),
+                pay("0.0000000000000001"),
+            ],
+            &policy,
+        );
+        assert_eq!(hair[3].decision, Decision::Hold, "{:?}", hair[3]);
+        assert!(
+            hair[3].reasons[0].contains("too close to the budget"),
+            "{:?}",
+            hair[3]
+        );
+        let cents = decide_stream(&[pay("99.99"), pay("100.01"), pay("100")], &policy);
+        assert_eq!(cents[2].decision, Decision::Allow, "{:?}", cents[2]);
     }
 
     #[test]

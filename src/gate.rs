@@ -159,7 +159,12 @@ fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
         }),
         None => fields,
     };
-    fields.field("spent", &state.spent)
+    let fields = fields.field("spent", &state.spent);
+    if state.inexact {
+        fields.field("inexact", &true)
+    } else {
+        fields
+    }
 }
 
 #[cfg(test)]
@@ -180,10 +185,12 @@ mod tests {
             AgentState {
                 tainted_by: Some(cause(Some("url=https://x.test/\u{1b}é"))),
                 spent: 1234.5,
+                inexact: false,
             },
             AgentState {
                 tainted_by: Some(cause(None)),
                 spent: 1e21,
+                inexact: true,
             },
         ] {
             let ours = JsonLine::new()

@@ -61,6 +61,10 @@ pub struct AgentState {
     pub tainted_by: Option<TaintCause>,
     #[serde(default)]
     pub spent: f64,
+    /// Whether `spent` may differ from the exact decimal sum (an amount a float cannot hold, or
+    /// a sum that rounded). A budget check that ties in floats then holds rather than guess.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inexact: bool,
 }
 
 /// The crew's state across a stream.
@@ -101,9 +105,11 @@ impl CrewState {
         if judgement.decision == Decision::Deny {
             return;
         }
-        let amount = match call.args.get("amount").map(Amount::from_json) {
-            Some(Amount::Understood { value, .. }) => value,
-            _ => 0.0,
+        let (amount, amount_exact) = match call.args.get("amount") {
+            Some(value) => {
+                amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()))
+            }
+            None => (0.0, true),
         };
         let taint = policy.has_untrusted_output(&call.tool).then(|| TaintCause {
             agent: call.agent.clone(),
@@ -112,13 +118,39 @@ impl CrewState {
             argument: key_argument(call),
         });
         let agent = self.agents.entry(call.agent.clone()).or_default();
+        let (sum, sum_exact) = add_exactly(agent.spent, amount);
+        agent.inexact |= !amount_exact || !sum_exact;
         // Saturate rather than reach infinity, which JSON cannot carry (the state must round-trip).
-        agent.spent = (agent.spent + amount).min(f64::MAX);
+        agent.spent = sum.min(f64::MAX);
         if let Some(taint) = taint {
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
         }
     }
+}
+
+/// An understood amount's float, and whether the float is exactly the decimal written.
+pub fn amount_and_exactness(amount: &Amount) -> (f64, bool) {
+    match amount {
+        Amount::Understood { value, exact, .. } => (
+            *value,
+            crate::amount::decimal_cmp(exact, &format!("{value}"))
+                == Some(std::cmp::Ordering::Equal),
+        ),
+        Amount::NotUnderstood { .. } => (0.0, true),
+    }
+}
+
+/// `a + b`, and whether the float sum is exact (Knuth's two-sum: the rounding error is zero).
+pub fn add_exactly(a: f64, b: f64) -> (f64, bool) {
+    let sum = a + b;
+    if !sum.is_finite() {
+        return (sum, false);
+    }
+    let b_virtual = sum - a;
+    let a_virtual = sum - b_virtual;
+    let error = (a - a_virtual) + (b - b_virtual);
+    (sum, error == 0.0)
 }
 
 fn key_argument(call: &Call) -> Option<String> {

@@ -331,8 +331,13 @@ fn crew_state() -> impl Strategy<Value = CrewState> {
             0.0f64..1e12,
             (0u64..100_000_000).prop_map(|cents| cents as f64 / 100.0),
         ],
+        any::<bool>(),
     )
-        .prop_map(|(tainted_by, spent)| AgentState { tainted_by, spent });
+        .prop_map(|(tainted_by, spent, inexact)| AgentState {
+            tainted_by,
+            spent,
+            inexact,
+        });
     (
         btree_map(agent(), agent_state, 0..5),
         proptest::option::of(taint_cause()),
