@@ -11,14 +11,14 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
 
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
 use crate::decision::Decision;
 use crate::exit::{Completion, UsageError};
-use crate::jsonl::{self, Input, Line, LineReader, StageOutput};
+use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
 use crate::record::{AnsweredBy, Approval, Record};
 use crate::sanitize::for_terminal;
 use crate::tty::{Terminal, TtyReply};
@@ -240,57 +240,42 @@ pub fn run<W: Write, E: Write>(
     diagnostics: &mut dyn Write,
 ) -> Result<Completion> {
     let mut ids = IdMinter::new();
-    let mut completion = Completion::default();
-    for input in inputs {
-        let source = match input.open() {
-            Ok(source) => source,
-            Err(err) => {
-                let _ = writeln!(diagnostics, "sc-approve: {err:#}");
-                completion.unreadable_inputs += 1;
-                continue;
-            }
-        };
-        let mut reader = LineReader::new(source, options.max_line_bytes);
-        loop {
-            let line = reader
-                .next_line()
-                .with_context(|| format!("cannot read {}", input.name()))?;
-            match line {
-                None => break,
-                Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
-                Some(Line::Text(bytes)) => match Record::parse(bytes) {
-                    Ok(record) if record.decision() == Some(Decision::Hold) => {
-                        // Everything before the hold leaves before a person is kept waiting.
-                        output.commit()?;
-                        settle_hold(&record, options, human, output, &mut ids);
-                        output.commit()?;
-                    }
-                    // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
-                    // what it cannot read.
-                    _ => {
-                        output.pass_through(bytes);
-                        output.pass_through(b"\n");
-                    }
-                },
-                Some(Line::TooLong { length, start }) => {
-                    let reason = format!(
-                        "malformed record: the line is {length} bytes, over the line limit of {} bytes",
-                        options.max_line_bytes
-                    );
-                    let line = jsonl::JsonLine::new()
-                        .field("id", &ids.mint())
-                        .field("raw", &jsonl::raw_excerpt(start))
-                        .field("decision", &Decision::Deny)
-                        .field("reasons", &[reason])
-                        .finish();
-                    output.pass_through(&line);
+    let mut lines = InputLines::new("sc-approve", inputs, options.max_line_bytes, diagnostics);
+    while let Some((line, _, _)) = lines.next_line()? {
+        match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+            Line::Text(bytes) => match Record::parse(bytes) {
+                Ok(record) if record.decision() == Some(Decision::Hold) => {
+                    // Everything before the hold leaves before a person is kept waiting.
+                    output.commit()?;
+                    settle_hold(&record, options, human, output, &mut ids);
+                    output.commit()?;
                 }
+                // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
+                // what it cannot read.
+                _ => {
+                    output.pass_through(bytes);
+                    output.pass_through(b"\n");
+                }
+            },
+            Line::TooLong { length, start } => {
+                let reason = format!(
+                    "malformed record: the line is {length} bytes, over the line limit of {} bytes",
+                    options.max_line_bytes
+                );
+                let line = jsonl::JsonLine::new()
+                    .field("id", &ids.mint())
+                    .field("raw", &jsonl::raw_excerpt(start))
+                    .field("decision", &Decision::Deny)
+                    .field("reasons", &[reason])
+                    .finish();
+                output.pass_through(&line);
             }
-            output.commit_if_due(!reader.next_read_would_block())?;
         }
+        output.commit_if_due(!lines.next_read_would_block())?;
     }
     output.commit()?;
-    Ok(completion)
+    Ok(lines.completion())
 }
 
 fn settle_hold<W: Write, E: Write>(

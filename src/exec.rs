@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::thread::{Scope, ScopedJoinHandle};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -28,7 +28,7 @@ use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_parsed, Decision, Judgement};
 use crate::exit::Completion;
-use crate::jsonl::{self, Input, JsonLine, Line, LineReader, StageOutput};
+use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
 use crate::record::{Approval, Outcome, Record, Status};
 use crate::sanitize::for_terminal;
@@ -310,52 +310,37 @@ pub fn run<W: Write, E: Write>(
         let mut window = Window::new(scope, options.jobs.max(1));
         let mut ids = IdMinter::new();
         let mut state = CrewState::new();
-        let mut completion = Completion::default();
-        for input in inputs {
-            let source = match input.open() {
-                Ok(source) => source,
-                Err(err) => {
-                    let _ = writeln!(diagnostics, "sc-exec: {err:#}");
-                    completion.unreadable_inputs += 1;
-                    continue;
-                }
-            };
-            let mut reader = LineReader::new(source, options.max_line_bytes);
-            loop {
-                let line = reader
-                    .next_line()
-                    .with_context(|| format!("cannot read {}", input.name()))?;
-                match line {
-                    None => break,
-                    Some(Line::Text(bytes)) if jsonl::is_blank(bytes) => {}
-                    Some(Line::Text(bytes)) => match Record::parse(bytes) {
-                        Ok(record) => {
-                            let (parts, plan) = prepare(record, options, &mut ids, &mut state);
-                            window.push(parts, plan, output)?;
-                        }
-                        Err(why) => {
-                            window.push_ready(refuse_unreadable(&ids.mint(), &why, bytes), output)
-                        }
-                    },
-                    Some(Line::TooLong { length, start }) => {
-                        let why = format!(
-                            "the record is {length} bytes, over the line limit of {} bytes",
-                            options.max_line_bytes
-                        );
-                        window.push_ready(refuse_unreadable(&ids.mint(), &why, start), output);
+        let mut lines = InputLines::new("sc-exec", inputs, options.max_line_bytes, diagnostics);
+        while let Some((line, _, _)) = lines.next_line()? {
+            match line {
+                Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+                Line::Text(bytes) => match Record::parse(bytes) {
+                    Ok(record) => {
+                        let (parts, plan) = prepare(record, options, &mut ids, &mut state);
+                        window.push(parts, plan, output)?;
                     }
+                    Err(why) => {
+                        window.push_ready(refuse_unreadable(&ids.mint(), &why, bytes), output)
+                    }
+                },
+                Line::TooLong { length, start } => {
+                    let why = format!(
+                        "the record is {length} bytes, over the line limit of {} bytes",
+                        options.max_line_bytes
+                    );
+                    window.push_ready(refuse_unreadable(&ids.mint(), &why, start), output);
                 }
-                let waiting = !reader.next_read_would_block();
-                if !waiting {
-                    // The input is about to block: what is running finishes and leaves first.
-                    window.drain(output);
-                }
-                output.commit_if_due(waiting)?;
             }
+            let waiting = !lines.next_read_would_block();
+            if !waiting {
+                // The input is about to block: what is running finishes and leaves first.
+                window.drain(output);
+            }
+            output.commit_if_due(waiting)?;
         }
         window.drain(output);
         output.commit()?;
-        Ok(completion)
+        Ok(lines.completion())
     })
 }
 

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_with_state, Judgement};
 use crate::exit::Completion;
-use crate::jsonl::{self, Input, JsonLine, Line, LineReader, StageOutput};
+use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, CallText};
 use crate::sanitize::for_terminal;
@@ -31,46 +31,30 @@ pub fn run<W: Write, E: Write>(
 ) -> Result<Completion> {
     let mut ids = IdMinter::new();
     let mut state = CrewState::new();
-    let mut completion = Completion::default();
-    for input in inputs {
-        let source = match input.open() {
-            Ok(source) => source,
-            Err(err) => {
-                let _ = writeln!(diagnostics, "sc-gate: {err:#}");
-                completion.unreadable_inputs += 1;
-                continue;
-            }
-        };
-        let mut reader = LineReader::new(source, options.max_line_bytes);
-        loop {
-            let line_number = reader.line_number() + 1;
-            let line = reader
-                .next_line()
-                .with_context(|| format!("cannot read {}", input.name()))?;
-            let Some(line) = line else { break };
-            let decided = match line {
-                Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-                Line::Text(bytes) => Some(decide_line(bytes, &options.policy, &state)),
-                Line::TooLong { length, start } => Some(Decided::malformed(
-                    &Malformed::new(format!(
-                        "the line is {length} bytes, over the line limit of {} bytes",
-                        options.max_line_bytes
-                    )),
-                    jsonl::raw_excerpt(start),
+    let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
+    while let Some((line, input, line_number)) = lines.next_line()? {
+        let decided = match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => None,
+            Line::Text(bytes) => Some(decide_line(bytes, &options.policy, &state)),
+            Line::TooLong { length, start } => Some(Decided::malformed(
+                &Malformed::new(format!(
+                    "the line is {length} bytes, over the line limit of {} bytes",
+                    options.max_line_bytes
                 )),
-            };
-            if let Some(decided) = decided {
-                let id = ids.mint();
-                if let Some(call) = &decided.call {
-                    state.record(call, &id, &decided.judgement, &options.policy);
-                }
-                write_decided(&id, &decided, (input, line_number), &state, output);
+                jsonl::raw_excerpt(start),
+            )),
+        };
+        if let Some(decided) = decided {
+            let id = ids.mint();
+            if let Some(call) = &decided.call {
+                state.record(call, &id, &decided.judgement, &options.policy);
             }
-            output.commit_if_due(!reader.next_read_would_block())?;
+            write_decided(&id, &decided, (input, line_number), &state, output);
         }
+        output.commit_if_due(!lines.next_read_would_block())?;
     }
     output.commit()?;
-    Ok(completion)
+    Ok(lines.completion())
 }
 
 /// A line's judgement, with what the verdict needs to carry of the line.

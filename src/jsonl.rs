@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::audit::AuditLog;
+use crate::exit::Completion;
 
 /// The default longest line a stage reads: 1 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
@@ -122,6 +123,87 @@ impl LineReader<LineSource> {
     }
 }
 
+/// Every line of a stage's inputs, in order: files opened one after the other, an input that
+/// cannot be opened reported on `diagnostics` and counted (the others are still read), and a read
+/// error an error of the stream. The one loop every stage runs.
+pub struct InputLines<'a> {
+    program: &'a str,
+    inputs: std::slice::Iter<'a, Input>,
+    current: Option<(&'a Input, LineReader<LineSource>)>,
+    max_line_bytes: usize,
+    diagnostics: &'a mut dyn Write,
+    completion: Completion,
+}
+
+impl<'a> InputLines<'a> {
+    pub fn new(
+        program: &'a str,
+        inputs: &'a [Input],
+        max_line_bytes: usize,
+        diagnostics: &'a mut dyn Write,
+    ) -> Self {
+        InputLines {
+            program,
+            inputs: inputs.iter(),
+            current: None,
+            max_line_bytes,
+            diagnostics,
+            completion: Completion::default(),
+        }
+    }
+
+    /// The next line (blank ones too: a stage may have to commit after them), with the input it
+    /// came from and its 1-based number there; `None` when every input is read.
+    pub fn next_line(&mut self) -> Result<Option<(Line<'_>, &'a Input, u64)>> {
+        loop {
+            match &mut self.current {
+                None => {
+                    let Some(input) = self.inputs.next() else {
+                        return Ok(None);
+                    };
+                    match input.open() {
+                        Ok(source) => {
+                            let reader = LineReader::new(source, self.max_line_bytes);
+                            self.current = Some((input, reader));
+                        }
+                        Err(err) => {
+                            let _ = writeln!(self.diagnostics, "{}: {err:#}", self.program);
+                            self.completion.unreadable_inputs += 1;
+                        }
+                    }
+                }
+                Some((input, reader)) => {
+                    let name = || format!("cannot read {}", input.name());
+                    if !reader.at_end().with_context(name)? {
+                        break;
+                    }
+                    self.current = None;
+                }
+            }
+        }
+        let (input, reader) = self.current.as_mut().expect("an input with a line waiting");
+        let input: &'a Input = input;
+        let number = reader.line_number() + 1;
+        let line = reader
+            .next_line()
+            .with_context(|| format!("cannot read {}", input.name()))?
+            .expect("a line was waiting");
+        Ok(Some((line, input, number)))
+    }
+
+    /// Whether reading the next line may wait for input (see [`LineReader::next_read_would_block`]).
+    pub fn next_read_would_block(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_none_or(|(_, reader)| reader.next_read_would_block())
+    }
+
+    /// How the inputs went: how many could not be opened.
+    pub fn completion(&self) -> Completion {
+        self.completion
+    }
+}
+
 /// One line as read, without its `\n`.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line<'a> {
@@ -152,6 +234,19 @@ impl<R: Read> LineReader<R> {
             max,
             number: 0,
             pending: 0,
+        }
+    }
+
+    /// Whether the input is used up: nothing buffered and nothing more to read. May wait for
+    /// input, as reading the next line would.
+    pub fn at_end(&mut self) -> io::Result<bool> {
+        self.reader.consume(std::mem::take(&mut self.pending));
+        loop {
+            match self.reader.fill_buf() {
+                Ok(bytes) => return Ok(bytes.is_empty()),
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            }
         }
     }
 
@@ -861,6 +956,40 @@ mod tests {
         assert_eq!(
             line,
             b"{\"id\":\"x\",\"call\":{\"a\":1},\"reasons\":[\"r\"]}\n"
+        );
+    }
+
+    #[test]
+    fn input_lines_read_every_input_in_order_and_count_the_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.jsonl");
+        let b = dir.path().join("b.jsonl");
+        std::fs::write(&a, "a1\n\na3").unwrap();
+        std::fs::write(&b, "b1\n").unwrap();
+        let inputs = [
+            Input::File(a),
+            Input::File(dir.path().join("missing.jsonl")),
+            Input::File(b),
+        ];
+        let mut diagnostics = Vec::new();
+        let mut lines = InputLines::new("sc-test", &inputs, 100, &mut diagnostics);
+        let mut seen = Vec::new();
+        while let Some((line, input, number)) = lines.next_line().unwrap() {
+            let Line::Text(text) = line else { panic!() };
+            let name = input.name();
+            let file = name.rsplit('/').next().unwrap().to_owned();
+            seen.push(format!("{file}:{number}:{}", String::from_utf8_lossy(text)));
+        }
+        assert_eq!(
+            seen,
+            ["a.jsonl:1:a1", "a.jsonl:2:", "a.jsonl:3:a3", "b.jsonl:1:b1"]
+        );
+        assert_eq!(lines.completion().unreadable_inputs, 1);
+        drop(lines);
+        let said = String::from_utf8(diagnostics).unwrap();
+        assert!(
+            said.starts_with("sc-test: cannot open") && said.contains("missing.jsonl"),
+            "{said}"
         );
     }
 }
