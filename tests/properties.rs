@@ -14,11 +14,12 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Map, Value};
+use skeleton_crew::argrules::{ArgRule, WhenTainted};
 use skeleton_crew::call::Call;
 use skeleton_crew::decision::{
     evaluate, evaluate_parsed, evaluate_with_state, Decision, Judgement,
 };
-use skeleton_crew::policy::{Policy, PolicySettings, TaintScope};
+use skeleton_crew::policy::{Policy, PolicySettings, TaintScope, ToolPattern};
 use skeleton_crew::state::{AgentState, CrewState, TaintCause};
 
 /// Tool names calls use: the built-ins, a denied one, look-alikes and a family under a prefix.
@@ -49,6 +50,16 @@ const POLICY_TOOLS: &[&str] = &[
     "run_query",
 ];
 const AGENTS: &[&str] = &["buyer", "scout", "helper", "ops"];
+
+/// Argument schemas of every kind of strictness, for the schema property.
+const SCHEMAS: &[&str] = &[
+    "{}",
+    r#"{"properties": {"query": {"type": "string", "maxLength": 5}}}"#,
+    r#"{"required": ["amount"]}"#,
+    r#"{"properties": {"amount": {"type": "number", "maximum": 50}}}"#,
+    r#"{"additionalProperties": false}"#,
+    r#"{"not": {}}"#,
+];
 
 fn tool() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -548,6 +559,39 @@ proptest! {
         match &parsed {
             Err(_) => prop_assert_eq!(judgement.decision, Decision::Deny),
             Ok(call) => prop_assert_eq!(&judgement, &evaluate_with_state(call, &policy, &state)),
+        }
+    }
+
+    #[test]
+    fn no_schema_weakens_the_deny_list_or_explicit_provenance(
+        settings in settings(),
+        specs in vec(call_spec(), 0..5),
+        last in call_spec(),
+        rules in vec(
+            (
+                prop_oneof![tool(), select(POLICY_TOOLS).prop_map(str::to_owned)],
+                select(SCHEMAS),
+                any::<bool>(),
+                any::<bool>(),
+            ),
+            0..4,
+        ),
+    ) {
+        let mut with_schemas = settings.clone();
+        for (other_tool, schema, for_last, allow) in rules {
+            let tool = if for_last { last.tool.clone() } else { other_tool };
+            let Ok(pattern) = ToolPattern::parse(&tool) else { continue };
+            let when = if allow { WhenTainted::Allow } else { WhenTainted::Hold };
+            let schema: Value = serde_json::from_str(schema).unwrap();
+            with_schemas.tool_args.push(ArgRule::new(pattern, schema, when).unwrap());
+        }
+        let policy = policy_of(&with_schemas);
+        let state = stream_state(&specs, &policy);
+        let judgement = evaluate_with_state(&last.call(), &policy, &state);
+        let deny_listed = listed(&settings.deny_tools, &last.tool);
+        let untrusted_sensitive = listed(&settings.sensitive_tools, &last.tool) && !trusted(&last.source);
+        if deny_listed || untrusted_sensitive {
+            prop_assert_eq!(judgement.decision, Decision::Deny, "{:?}", judgement);
         }
     }
 
