@@ -7,20 +7,16 @@
 //! then types. Tests without a terminal start the child in a new session with no controlling
 //! terminal at all, so a developer's own terminal is never asked.
 
-use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use nix::fcntl::{fcntl, FcntlArg, FdFlag};
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::{setsid, Pid};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
 
+use crate::terminal::{Terminal, Tty};
 use crate::util::{bare_cmd, bin_path, parse_stdout, Scratch};
 
 /// How long the person (the test) waits for any text to show up on the terminal.
@@ -67,28 +63,11 @@ fn lines(records: &[String]) -> String {
     records.iter().map(|r| format!("{r}\n")).collect()
 }
 
-/// How the child is connected to a terminal.
-enum Tty {
-    /// A fresh pty, the child's controlling terminal.
-    Pty,
-    /// A new session with no controlling terminal.
-    None,
-}
-
 /// A running sc-approve, its terminal (when it has one), and its collected output.
 struct Approver {
     child: Child,
     stdin: Option<ChildStdin>,
-    /// The master side of the pty, for typing.
-    keyboard: Option<File>,
-    /// Everything the child wrote to its terminal so far.
-    screen: Arc<Mutex<Vec<u8>>>,
-    /// How far `wait_for` has read the screen: each wait looks only at newer text.
-    seen: usize,
-    /// The test's copy of the pty's slave side, held until the child has ended: between exec and
-    /// the child's opening /dev/tty no other copy is open, and the master would read EIO.
-    slave: Option<OwnedFd>,
-    screen_reader: Option<JoinHandle<()>>,
+    terminal: Terminal,
     stdout: Option<JoinHandle<Vec<u8>>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
 }
@@ -109,11 +88,6 @@ impl Finished {
     fn screen_text(&self) -> String {
         String::from_utf8_lossy(&self.screen).into_owned()
     }
-}
-
-fn set_cloexec(fd: &OwnedFd) {
-    // So that processes other tests spawn meanwhile do not keep this pty open.
-    fcntl(fd.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("FD_CLOEXEC");
 }
 
 fn collect(mut source: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
@@ -138,58 +112,9 @@ impl Approver {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut master = None;
-        let mut slave = None;
-        match tty {
-            Tty::Pty => {
-                let pty = nix::pty::openpty(None, None).expect("openpty");
-                set_cloexec(&pty.master);
-                set_cloexec(&pty.slave);
-                let slave_fd = pty.slave.as_raw_fd();
-                // SAFETY: only async-signal-safe calls (setsid, ioctl) run between fork and exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        setsid()?;
-                        if nix::libc::ioctl(slave_fd, nix::libc::TIOCSCTTY, 0) == -1 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
-                master = Some(pty.master);
-                slave = Some(pty.slave);
-            }
-            Tty::None => {
-                // SAFETY: setsid is async-signal-safe.
-                unsafe {
-                    cmd.pre_exec(|| {
-                        setsid()?;
-                        Ok(())
-                    });
-                }
-            }
-        }
+        let mut terminal = Terminal::attach(&mut cmd, tty);
         let mut child = cmd.spawn().expect("sc-approve starts");
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let mut screen_reader = None;
-        let keyboard = master.map(|master| {
-            let mut display = File::from(master);
-            let keyboard = display.try_clone().expect("dup the pty master");
-            let screen = Arc::clone(&screen);
-            screen_reader = Some(thread::spawn(move || {
-                let mut chunk = [0u8; 4096];
-                loop {
-                    match display.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(n) => screen.lock().unwrap().extend_from_slice(&chunk[..n]),
-                        Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-                        // EIO: every slave descriptor is closed, the child is gone.
-                        Err(_) => break,
-                    }
-                }
-            }));
-            keyboard
-        });
+        terminal.start();
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
         let mut stdin = child.stdin.take().unwrap();
@@ -204,53 +129,30 @@ impl Approver {
         Approver {
             child,
             stdin: keep_stdin.then_some(stdin),
-            keyboard,
-            screen,
-            seen: 0,
-            slave,
-            screen_reader,
+            terminal,
             stdout: Some(stdout),
             stderr: Some(stderr),
         }
     }
 
     fn screen_text(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+        self.terminal.screen_text()
     }
 
     /// Waits until `text` shows up on the terminal after what earlier waits matched; panics with
     /// the screen so far on timeout.
     fn wait_for(&mut self, text: &str) {
-        let deadline = Instant::now() + SCREEN_WAIT;
-        loop {
-            {
-                let screen = self.screen.lock().unwrap();
-                let fresh = &screen[self.seen.min(screen.len())..];
-                if let Some(at) = find(fresh, text.as_bytes()) {
-                    self.seen += at + text.len();
-                    return;
-                }
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "{text:?} did not show up on the terminal within {SCREEN_WAIT:?}; the screen so far:\n{}",
-                    self.screen_text()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        self.terminal.wait_for(text, SCREEN_WAIT);
     }
 
     /// Types raw bytes on the terminal.
     fn type_bytes(&mut self, bytes: &[u8]) {
-        let keyboard = self.keyboard.as_mut().expect("this run has a terminal");
-        keyboard.write_all(bytes).expect("type on the pty");
-        keyboard.flush().unwrap();
+        self.terminal.type_bytes(bytes);
     }
 
     /// Types a line and Enter.
     fn type_line(&mut self, line: &str) {
-        self.type_bytes(format!("{line}\n").as_bytes());
+        self.terminal.type_line(line);
     }
 
     /// Waits for the next prompt and answers it.
@@ -283,14 +185,7 @@ impl Approver {
         let stdout = self.stdout.take().unwrap().join().unwrap();
         let stderr = self.stderr.take().unwrap().join().unwrap();
         // With the child gone, closing the last slave lets the screen reader drain and end.
-        self.slave = None;
-        if let Some(reader) = self.screen_reader.take() {
-            let deadline = Instant::now() + SCREEN_WAIT;
-            while !reader.is_finished() && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(10));
-            }
-        }
-        let screen = self.screen.lock().unwrap().clone();
+        let screen = self.terminal.close(SCREEN_WAIT);
         Finished {
             status,
             stdout,

@@ -7,21 +7,16 @@
 //! developer's terminal is never asked), except in the one test that gives it a pseudo-terminal.
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-use nix::unistd::setsid;
 use serde_json::{json, Value};
 
+use crate::terminal::{Terminal, Tty};
 use crate::util::{bin_path, testdata, Scratch};
 
 /// How long the client waits for any one answer, and for sc-mcp to end.
@@ -45,11 +40,6 @@ fn fake_server() -> Vec<OsString> {
     ]
 }
 
-enum Tty {
-    None,
-    Pty,
-}
-
 /// A running sc-mcp with the test as its client.
 struct Proxy {
     child: Child,
@@ -59,9 +49,7 @@ struct Proxy {
     received: Vec<String>,
     stdout_reader: Option<JoinHandle<()>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
-    keyboard: Option<File>,
-    screen: Arc<Mutex<Vec<u8>>>,
-    slave: Option<OwnedFd>,
+    terminal: Terminal,
 }
 
 struct Finished {
@@ -92,39 +80,9 @@ impl Proxy {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut master = None;
-        let mut slave = None;
-        match tty {
-            Tty::None => {
-                // SAFETY: setsid is async-signal-safe.
-                unsafe {
-                    cmd.pre_exec(|| {
-                        setsid()?;
-                        Ok(())
-                    });
-                }
-            }
-            Tty::Pty => {
-                let pty = nix::pty::openpty(None, None).expect("openpty");
-                for fd in [&pty.master, &pty.slave] {
-                    fcntl(fd.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("cloexec");
-                }
-                let slave_fd = pty.slave.as_raw_fd();
-                // SAFETY: only async-signal-safe calls (setsid, ioctl) run between fork and exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        setsid()?;
-                        if nix::libc::ioctl(slave_fd, nix::libc::TIOCSCTTY, 0) == -1 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
-                master = Some(pty.master);
-                slave = Some(pty.slave);
-            }
-        }
+        let mut terminal = Terminal::attach(&mut cmd, tty);
         let mut child = cmd.spawn().expect("sc-mcp starts");
+        terminal.start();
         let (sender, lines) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         let stdout_reader = thread::spawn(move || {
@@ -141,24 +99,6 @@ impl Proxy {
             let _ = stderr_pipe.read_to_end(&mut bytes);
             bytes
         });
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let keyboard = master.map(|master| {
-            let mut display = File::from(master);
-            let keyboard = display.try_clone().expect("dup the pty master");
-            let screen = Arc::clone(&screen);
-            thread::spawn(move || {
-                let mut chunk = [0u8; 4096];
-                loop {
-                    match display.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(n) => screen.lock().unwrap().extend_from_slice(&chunk[..n]),
-                        Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-                        Err(_) => break,
-                    }
-                }
-            });
-            keyboard
-        });
         Proxy {
             stdin: child.stdin.take(),
             child,
@@ -166,9 +106,7 @@ impl Proxy {
             received: Vec::new(),
             stdout_reader: Some(stdout_reader),
             stderr: Some(stderr),
-            keyboard,
-            screen,
-            slave,
+            terminal,
         }
     }
 
@@ -257,26 +195,13 @@ impl Proxy {
         String::from_utf8_lossy(&stderr).into_owned()
     }
 
-    /// Waits until `text` shows on the pseudo-terminal.
-    fn wait_for_screen(&self, text: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{text:?} did not show on the terminal; the screen:\n{screen}"
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
+    /// Waits until `text` shows on the pseudo-terminal (after what earlier waits matched).
+    fn wait_for_screen(&mut self, text: &str) -> String {
+        self.terminal.wait_for(text, WAIT)
     }
 
     fn type_line(&mut self, line: &str) {
-        let keyboard = self.keyboard.as_mut().expect("a terminal");
-        keyboard.write_all(format!("{line}\n").as_bytes()).unwrap();
-        keyboard.flush().unwrap();
+        self.terminal.type_line(line);
     }
 
     /// Closes the client's side and waits for sc-mcp to end.
@@ -299,7 +224,7 @@ impl Proxy {
         while let Ok(line) = self.lines.try_recv() {
             self.received.push(line);
         }
-        self.slave = None;
+        self.terminal.close(WAIT);
         let stderr = self.stderr.take().unwrap().join().unwrap();
         Finished {
             status,
