@@ -4,12 +4,11 @@
 //! `sc-gate | sc-approve | sc-exec` with no terminal and no answers, where nothing the gate denied
 //! or held may end `executed`.
 
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -20,7 +19,7 @@ use skeleton_crew::jsonl::{is_blank, DEFAULT_MAX_LINE_BYTES};
 use skeleton_crew::policy::Policy;
 use skeleton_crew::state::CrewState;
 
-use crate::util::{bin_path, parse_lines, testdata, Scratch};
+use crate::util::{self, drain, parse_lines, testdata, wait_all, Scratch};
 
 /// The families, one file each.
 const FAMILIES: &[&str] = &[
@@ -330,50 +329,13 @@ fn the_library_decides_every_case() {
     }
 }
 
-/// A stage of the pipeline in a scratch folder, writing to its audit log, quietly.
+/// A stage of the pipeline (see `util::stage`), under `policy` when one is given.
 fn stage(scratch: &Scratch, bin: &str, policy: Option<&Path>) -> Command {
-    let mut cmd = Command::new(bin_path(bin));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(scratch.dir.path())
-        .arg("--audit")
-        .arg(scratch.audit_path())
-        .arg("--quiet")
-        .stderr(Stdio::piped());
+    let mut cmd = util::stage(scratch, bin);
     if let Some(policy) = policy {
         cmd.arg("--policy").arg(policy);
     }
     cmd
-}
-
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        pipe.read_to_end(&mut bytes).expect("read a pipe");
-        bytes
-    })
-}
-
-/// Waits for every child, killing them all and failing after `limit`.
-fn wait_all(children: &mut [(&str, Child)], limit: Duration) -> Vec<ExitStatus> {
-    let start = Instant::now();
-    let mut statuses: Vec<Option<ExitStatus>> = vec![None; children.len()];
-    while statuses.iter().any(Option::is_none) {
-        for ((_, child), status) in children.iter_mut().zip(statuses.iter_mut()) {
-            if status.is_none() {
-                *status = child.try_wait().expect("try_wait");
-            }
-        }
-        if start.elapsed() > limit {
-            for (_, child) in children.iter_mut() {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            panic!("the pipeline did not exit within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    statuses.into_iter().map(Option::unwrap).collect()
 }
 
 /// A record as the stages write it. The call is kept as raw text: a call may be nested as

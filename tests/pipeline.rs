@@ -1,66 +1,20 @@
 //! The whole story with real processes: sc-gate | sc-approve | sc-exec, then sc-report, and
 //! `make demo` itself.
 
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{bin_path, parse_lines, parse_stdout, testdata, Scratch};
+use crate::util::{drain, parse_lines, parse_stdout, stage, testdata, wait_all, Scratch};
 
 /// How long the three-stage pipeline may take before it is treated as hung.
 const PIPELINE_LIMIT: Duration = Duration::from_secs(60);
 /// `make demo` runs `cargo build`, which may wait on another build's lock.
 const MAKE_LIMIT: Duration = Duration::from_secs(900);
-
-/// A stage of the pipeline, writing to the scratch audit log, quietly.
-fn stage(scratch: &Scratch, bin: &str) -> Command {
-    let mut cmd = Command::new(bin_path(bin));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(scratch.dir.path())
-        .arg("--audit")
-        .arg(scratch.audit_path())
-        .arg("--quiet")
-        .stderr(Stdio::piped());
-    cmd
-}
-
-/// Reads a pipe to the end on a thread.
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        pipe.read_to_end(&mut bytes).expect("read a pipe");
-        bytes
-    })
-}
-
-/// Waits for every child, killing them all and failing after `limit`.
-fn wait_all(children: &mut [(&str, Child)], limit: Duration) -> Vec<ExitStatus> {
-    let start = Instant::now();
-    let mut statuses: Vec<Option<ExitStatus>> = vec![None; children.len()];
-    while statuses.iter().any(Option::is_none) {
-        for ((_, child), status) in children.iter_mut().zip(statuses.iter_mut()) {
-            if status.is_none() {
-                *status = child.try_wait().expect("try_wait");
-            }
-        }
-        if start.elapsed() > limit {
-            for (_, child) in children.iter_mut() {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            let names: Vec<&str> = children.iter().map(|(name, _)| *name).collect();
-            panic!("{names:?} did not all exit within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    statuses.into_iter().map(Option::unwrap).collect()
-}
 
 /// Runs sc-gate on the crew, through sc-approve (with `answers`, or with no terminal at all),
 /// into sc-exec, and returns sc-exec's records.

@@ -112,3 +112,52 @@ pub fn parse_lines(text: &str) -> Vec<Value> {
 pub fn parse_stdout(stdout: &[u8]) -> Vec<Value> {
     parse_lines(std::str::from_utf8(stdout).expect("stdout is UTF-8"))
 }
+
+/// A stage of the pipeline run in the scratch folder, writing to its audit log, quietly, with
+/// stderr piped.
+pub fn stage(scratch: &Scratch, bin: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin_path(bin));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .current_dir(scratch.dir.path())
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .arg("--quiet")
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// Reads a pipe to the end on a thread.
+pub fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        pipe.read_to_end(&mut bytes).expect("read a pipe");
+        bytes
+    })
+}
+
+/// Waits for every child, killing them all and failing after `limit`.
+pub fn wait_all(
+    children: &mut [(&str, std::process::Child)],
+    limit: std::time::Duration,
+) -> Vec<std::process::ExitStatus> {
+    let start = std::time::Instant::now();
+    let mut statuses: Vec<Option<std::process::ExitStatus>> = vec![None; children.len()];
+    while statuses.iter().any(Option::is_none) {
+        for ((_, child), status) in children.iter_mut().zip(statuses.iter_mut()) {
+            if status.is_none() {
+                *status = child.try_wait().expect("try_wait");
+            }
+        }
+        if start.elapsed() > limit {
+            for (_, child) in children.iter_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            let names: Vec<&str> = children.iter().map(|(name, _)| *name).collect();
+            panic!("{names:?} did not all exit within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    statuses.into_iter().map(Option::unwrap).collect()
+}
