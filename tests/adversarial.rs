@@ -4,8 +4,6 @@
 //! `sc-gate | sc-approve | sc-exec` with no terminal and no answers, where nothing the gate denied
 //! or held may end `executed`.
 
-use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -19,7 +17,7 @@ use skeleton_crew::jsonl::{is_blank, DEFAULT_MAX_LINE_BYTES};
 use skeleton_crew::policy::Policy;
 use skeleton_crew::state::CrewState;
 
-use crate::util::{self, drain, parse_lines, testdata, wait_all, Scratch};
+use crate::util::{self, parse_lines, testdata, Scratch};
 
 /// The families, one file each.
 const FAMILIES: &[&str] = &[
@@ -445,42 +443,11 @@ fn check_family(name: &str) {
     // The whole pipeline, with nobody to approve anything.
     let pipeline = Scratch::new();
     let mut gate = stage(&pipeline, "sc-gate", policy.as_deref());
-    gate.arg(&input).stdin(Stdio::null()).stdout(Stdio::piped());
-    let mut gate = gate.spawn().expect("spawn sc-gate");
-    let mut approve = stage(&pipeline, "sc-approve", None);
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent. A new session has
-    // no controlling terminal, so sc-approve has nobody to ask.
-    unsafe {
-        approve.pre_exec(|| {
-            nix::unistd::setsid().map_err(io::Error::from)?;
-            Ok(())
-        });
-    }
-    approve
-        .stdin(Stdio::from(gate.stdout.take().unwrap()))
-        .stdout(Stdio::piped());
-    let mut approve = approve.spawn().expect("spawn sc-approve");
-    let mut exec = stage(&pipeline, "sc-exec", policy.as_deref());
-    exec.stdin(Stdio::from(approve.stdout.take().unwrap()))
-        .stdout(Stdio::piped());
-    let mut exec = exec.spawn().expect("spawn sc-exec");
-    let stdout = drain(exec.stdout.take().unwrap());
-    let stderrs: Vec<_> = [&mut gate, &mut approve, &mut exec]
-        .into_iter()
-        .map(|child| drain(child.stderr.take().unwrap()))
-        .collect();
-    let mut children = [
-        ("sc-gate", gate),
-        ("sc-approve", approve),
-        ("sc-exec", exec),
-    ];
-    let statuses = wait_all(&mut children, PIPELINE_LIMIT);
-    for (((stage, _), status), stderr) in children.iter().zip(statuses).zip(stderrs) {
-        let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
-        assert_eq!(status.code(), Some(0), "{name}: {stage} failed: {stderr}");
-        assert!(!stderr.contains("panicked"), "{name}: {stage}: {stderr}");
-    }
-    let finals = records(&stdout.join().unwrap());
+    gate.arg(&input).stdin(Stdio::null());
+    let approve = stage(&pipeline, "sc-approve", None);
+    let exec = stage(&pipeline, "sc-exec", policy.as_deref());
+    let stdout = util::run_three_stages(gate, approve, exec, PIPELINE_LIMIT, name);
+    let finals = records(&stdout);
     assert_eq!(
         finals.len(),
         decided.len(),

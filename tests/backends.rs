@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{parse_stdout, testdata, Scratch};
+use crate::util::{
+    outcome_reason as reason, outcome_status as status, parse_stdout, testdata, Scratch,
+};
 
 /// How long any single sc-exec run may take before it is treated as hung.
 const PROCESS_LIMIT: Duration = Duration::from_secs(60);
@@ -64,18 +66,6 @@ fn exec_with(scratch: &Scratch, tools: &Path, extra: &[&str], input: String) -> 
         .get_output()
         .clone();
     parse_stdout(&output.stdout)
-}
-
-fn status(record: &Value) -> &str {
-    record["outcome"]["status"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no outcome status in {record}"))
-}
-
-fn reason(record: &Value) -> &str {
-    record["outcome"]["reason"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no outcome reason in {record}"))
 }
 
 /// The exec audit event of a call, by id.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{parse_stdout, Scratch};
+use crate::util::{outcome_reason as reason, outcome_status as status, parse_stdout, Scratch};
 
 /// How long any single sc-exec run may take before it is treated as hung.
 const PROCESS_LIMIT: Duration = Duration::from_secs(60);
@@ -61,18 +61,6 @@ fn exec_ok(scratch: &Scratch, input: impl Into<Vec<u8>>) -> Vec<Value> {
         .get_output()
         .clone();
     parse_stdout(&output.stdout)
-}
-
-fn status(record: &Value) -> &str {
-    record["outcome"]["status"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no outcome status in {record}"))
-}
-
-fn reason(record: &Value) -> &str {
-    record["outcome"]["reason"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no outcome reason in {record}"))
 }
 
 fn stderr_text(output: &Output) -> String {

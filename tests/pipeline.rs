@@ -1,15 +1,15 @@
 //! The whole story with real processes: sc-gate | sc-approve | sc-exec, then sc-report, and
 //! `make demo` itself.
 
-use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{drain, parse_lines, parse_stdout, stage, testdata, wait_all, Scratch};
+use crate::util::{
+    drain, parse_lines, parse_stdout, run_three_stages, stage, testdata, wait_all, Scratch,
+};
 
 /// How long the three-stage pipeline may take before it is treated as hung.
 const PIPELINE_LIMIT: Duration = Duration::from_secs(60);
@@ -20,50 +20,19 @@ const MAKE_LIMIT: Duration = Duration::from_secs(900);
 /// into sc-exec, and returns sc-exec's records.
 fn run_pipeline(scratch: &Scratch, answers: Option<&Path>) -> Vec<Value> {
     let mut gate = stage(scratch, "sc-gate");
-    gate.arg(testdata("crew.jsonl"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped());
-    let mut gate = gate.spawn().expect("spawn sc-gate");
-
+    gate.arg(testdata("crew.jsonl")).stdin(Stdio::null());
     let mut approve = stage(scratch, "sc-approve");
     if let Some(answers) = answers {
         approve.arg("--answers").arg(answers);
     }
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        approve.pre_exec(|| {
-            nix::unistd::setsid().map_err(io::Error::from)?;
-            Ok(())
-        });
-    }
-    approve
-        .stdin(Stdio::from(gate.stdout.take().unwrap()))
-        .stdout(Stdio::piped());
-    let mut approve = approve.spawn().expect("spawn sc-approve");
-
-    let mut exec = stage(scratch, "sc-exec");
-    exec.stdin(Stdio::from(approve.stdout.take().unwrap()))
-        .stdout(Stdio::piped());
-    let mut exec = exec.spawn().expect("spawn sc-exec");
-
-    let stdout = drain(exec.stdout.take().unwrap());
-    let stderrs: Vec<_> = [&mut gate, &mut approve, &mut exec]
-        .into_iter()
-        .map(|child| drain(child.stderr.take().unwrap()))
-        .collect();
-    let mut children = [
-        ("sc-gate", gate),
-        ("sc-approve", approve),
-        ("sc-exec", exec),
-    ];
-    let statuses = wait_all(&mut children, PIPELINE_LIMIT);
-    let stdout = stdout.join().unwrap();
-    for (((name, _), status), stderr) in children.iter().zip(statuses).zip(stderrs) {
-        let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
-        assert_eq!(status.code(), Some(0), "{name} failed: {stderr}");
-        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
-    }
-    parse_stdout(&stdout)
+    let exec = stage(scratch, "sc-exec");
+    parse_stdout(&run_three_stages(
+        gate,
+        approve,
+        exec,
+        PIPELINE_LIMIT,
+        "the demo",
+    ))
 }
 
 fn report_json(scratch: &Scratch) -> Value {

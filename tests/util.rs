@@ -161,3 +161,66 @@ pub fn wait_all(
     }
     statuses.into_iter().map(Option::unwrap).collect()
 }
+
+/// Pipes three prepared stages together (gate's stdin and each stage's arguments already set),
+/// with sc-approve in a session of its own so it has no terminal to ask; checks that each exits 0
+/// without a panic (`label` names the run in failures) and returns sc-exec's stdout.
+pub fn run_three_stages(
+    mut gate: std::process::Command,
+    mut approve: std::process::Command,
+    mut exec: std::process::Command,
+    limit: std::time::Duration,
+    label: &str,
+) -> Vec<u8> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut gate = gate.stdout(Stdio::piped()).spawn().expect("spawn sc-gate");
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        approve.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let mut approve = approve
+        .stdin(Stdio::from(gate.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn sc-approve");
+    let mut exec = exec
+        .stdin(Stdio::from(approve.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn sc-exec");
+    let stdout = drain(exec.stdout.take().unwrap());
+    let stderrs: Vec<_> = [&mut gate, &mut approve, &mut exec]
+        .into_iter()
+        .map(|child| drain(child.stderr.take().unwrap()))
+        .collect();
+    let mut children = [
+        ("sc-gate", gate),
+        ("sc-approve", approve),
+        ("sc-exec", exec),
+    ];
+    let statuses = wait_all(&mut children, limit);
+    for (((stage, _), status), stderr) in children.iter().zip(statuses).zip(stderrs) {
+        let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+        assert_eq!(status.code(), Some(0), "{label}: {stage} failed: {stderr}");
+        assert!(!stderr.contains("panicked"), "{label}: {stage}: {stderr}");
+    }
+    stdout.join().unwrap()
+}
+
+/// The `outcome.status` of a final record.
+pub fn outcome_status(record: &Value) -> &str {
+    record["outcome"]["status"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no outcome status in {record}"))
+}
+
+/// The `outcome.reason` of a final record.
+pub fn outcome_reason(record: &Value) -> &str {
+    record["outcome"]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no outcome reason in {record}"))
+}
