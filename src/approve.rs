@@ -196,7 +196,7 @@ pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
 
 /// The prompt a person sees for a held call. All agent-written text is escaped.
 pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
-    let args = serde_json::to_string(&call.args).expect("args serialize");
+    let args = serde_json::to_string(call.args.map()).expect("args serialize");
     let instruction = call
         .instruction
         .as_deref()

@@ -169,7 +169,12 @@ impl AuditLog {
 
 /// Starts an event line: `ts`, `stage` and `id`; the stage adds its own fields.
 pub fn event(stage: Stage, id: &str) -> JsonLine {
-    JsonLine::with_capacity(768)
+    event_in(Vec::with_capacity(768), stage, id)
+}
+
+/// Starts an event line at the end of `batch`, as [`event`] does.
+pub fn event_in(batch: Vec<u8>, stage: Stage, id: &str) -> JsonLine {
+    JsonLine::append_to(batch)
         .str_field("ts", &timestamp(SystemTime::now()))
         .str_field("stage", stage.as_str())
         .str_field("id", id)

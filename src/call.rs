@@ -10,10 +10,13 @@
 //! these rules is [`Malformed`], which the decision turns into a deny.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
 use crate::strict_json;
+
+mod scan;
 
 /// How deep a call may nest. Its verdict and audit event wrap it two levels deeper, and every
 /// stage's parser stops at 128, so a deeper call could be decided but not read back downstream.
@@ -55,12 +58,89 @@ pub fn deeper_than(text: &str, max: usize) -> Option<usize> {
 pub struct Call {
     pub agent: String,
     pub tool: String,
-    pub args: Map<String, Value>,
+    pub args: Args,
     pub provenance: Provenance,
     pub instruction: Option<String>,
     /// `args.amount` exactly as written, when it is a JSON number and the text was at hand
     /// (a float has lost digits that an exact comparison with the limit needs).
     pub amount_text: Option<String>,
+}
+
+/// A call's `args`: its JSON text, with `amount` read out; the whole object is built only when
+/// something needs all of it (an argument schema, a tool, the approver's prompt), since most calls
+/// are decided on the amount alone.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// The object's JSON text, checked as strictly as [`strict_json::parse`] checks it.
+    text: Box<str>,
+    amount: Option<Value>,
+    map: OnceLock<Map<String, Value>>,
+}
+
+impl Args {
+    /// Args from JSON text that has been checked strictly (by the call scanner); `amount` is
+    /// that of `args.amount`.
+    fn from_checked_text(text: &str, amount: Option<Value>) -> Args {
+        Args {
+            text: text.into(),
+            amount,
+            map: OnceLock::new(),
+        }
+    }
+
+    /// Args from an object that is already built.
+    pub fn from_map(map: Map<String, Value>) -> Args {
+        Args {
+            text: Value::Object(map.clone()).to_string().into(),
+            amount: map.get("amount").cloned(),
+            map: OnceLock::from(map),
+        }
+    }
+
+    /// `args.amount`, if there is one.
+    pub fn amount(&self) -> Option<&Value> {
+        self.amount.as_ref()
+    }
+
+    /// One argument.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        if key == "amount" {
+            return self.amount();
+        }
+        self.map().get(key)
+    }
+
+    /// The whole object, built on first use.
+    pub fn map(&self) -> &Map<String, Value> {
+        self.map
+            .get_or_init(|| match strict_json::parse(&self.text) {
+                Ok(Value::Object(map)) => map,
+                // The text was checked before it was kept; were it not an object after all, no
+                // argument would be worth trusting, and stopping is the safe answer.
+                other => panic!("call args that were checked no longer parse: {other:?}"),
+            })
+    }
+
+    /// The object's JSON text as it came.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map().is_empty()
+    }
+}
+
+impl Default for Args {
+    fn default() -> Args {
+        Args::from_map(Map::new())
+    }
+}
+
+impl PartialEq for Args {
+    fn eq(&self, other: &Args) -> bool {
+        self.amount == other.amount && self.map() == other.map()
+    }
 }
 
 /// Who ordered the call.
@@ -164,18 +244,16 @@ impl Call {
             ))
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        let call = match fast::parse(text) {
-            Some(call) => call,
-            // Not a well-formed call (or one the fast path leaves alone): the reference path says
-            // exactly what is wrong.
-            None => {
-                let value = strict_json::parse(text)
-                    .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
-                let mut call = Call::from_value(&value)?;
-                call.take_amount_text_from(text, &["args", "amount"]);
-                call
-            }
-        };
+        // The scanner reads calls no deeper than MAX_CALL_DEPTH.
+        if let Some(call) = scan::call(text) {
+            return Ok((call, text));
+        }
+        // Not a well-formed call (or one the scanner leaves alone): the reference path says
+        // exactly what is wrong.
+        let value = strict_json::parse(text)
+            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
+        let mut call = Call::from_value(&value)?;
+        call.take_amount_text_from(text, &["args", "amount"]);
         if let Some(depth) = deeper_than(text, MAX_CALL_DEPTH) {
             return Err(Malformed::new(format!(
                 "the call nests {depth} levels deep; at most {MAX_CALL_DEPTH} are allowed"
@@ -246,167 +324,12 @@ impl Call {
             (Some(agent), Some(tool)) if problems.is_empty() => Ok(Call {
                 agent,
                 tool,
-                args,
+                args: Args::from_map(args),
                 provenance,
                 instruction,
                 amount_text: None,
             }),
             _ => Err(Malformed { reasons: problems }),
-        }
-    }
-}
-
-/// One strict pass over a call's text that builds only what a [`Call`] holds: the other keys
-/// (`instruction` aside) are checked as strictly as [`strict_json::parse`] checks them, but not
-/// kept. It gives up (`None`) on anything that is not a well-formed call, so that the reference
-/// path ([`strict_json::parse`], then [`Call::from_value`]) words every reason, and it accepts a
-/// line only when that path would accept it with the same result.
-mod fast {
-    use std::borrow::Cow;
-    use std::fmt;
-
-    use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
-    use serde_json::map::Entry;
-    use serde_json::value::RawValue;
-    use serde_json::{Map, Value};
-
-    use super::{Call, Provenance, Source};
-    use crate::strict_json::{self, Checked, Key, KeySet, StrictValue};
-
-    pub fn parse(text: &str) -> Option<Call> {
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let fields = deserializer.deserialize_map(CallVisitor).ok()?;
-        deserializer.end().ok()?;
-        let (Some(agent), Some(tool)) = (fields.agent, fields.tool) else {
-            return None;
-        };
-        if agent.is_empty() || tool.is_empty() {
-            return None;
-        }
-        let provenance = match fields.source {
-            None => Provenance::Missing,
-            Some(source) => match Source::from_str(&source) {
-                Some(source) => Provenance::Stated(source),
-                None => Provenance::Unrecognised(Value::String(source.into_owned()).to_string()),
-            },
-        };
-        let (args, amount_text) = fields.args.unwrap_or_default();
-        Some(Call {
-            agent: agent.into_owned(),
-            tool: tool.into_owned(),
-            args,
-            provenance,
-            instruction: fields.instruction.map(Cow::into_owned),
-            amount_text,
-        })
-    }
-
-    /// The top-level fields of a call, as far as they are well-formed; a field of the wrong type
-    /// stops the pass.
-    #[derive(Default)]
-    struct Fields<'de> {
-        agent: Option<Cow<'de, str>>,
-        tool: Option<Cow<'de, str>>,
-        source: Option<Cow<'de, str>>,
-        instruction: Option<Cow<'de, str>>,
-        args: Option<(Map<String, Value>, Option<String>)>,
-    }
-
-    struct CallVisitor;
-
-    impl<'de> Visitor<'de> for CallVisitor {
-        type Value = Fields<'de>;
-
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a call object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-            let mut fields = Fields::default();
-            let mut keys = KeySet::new();
-            while let Some(Key(key)) = map.next_key()? {
-                if !keys.insert(key.clone()) {
-                    return Err(strict_json::duplicate_key(&key));
-                }
-                let slot = match &*key {
-                    "agent" => &mut fields.agent,
-                    "tool" => &mut fields.tool,
-                    "source" => &mut fields.source,
-                    "instruction" => &mut fields.instruction,
-                    "args" => {
-                        fields.args = Some(map.next_value_seed(ArgsSeed)?);
-                        continue;
-                    }
-                    _ => {
-                        map.next_value::<Checked>()?;
-                        continue;
-                    }
-                };
-                *slot = Some(map.next_value_seed(StrSeed)?);
-            }
-            Ok(fields)
-        }
-    }
-
-    /// A string field; anything else stops the pass.
-    struct StrSeed;
-
-    impl<'de> DeserializeSeed<'de> for StrSeed {
-        type Value = Cow<'de, str>;
-
-        fn deserialize<D: Deserializer<'de>>(
-            self,
-            deserializer: D,
-        ) -> Result<Self::Value, D::Error> {
-            Key::deserialize(deserializer).map(|Key(text)| text)
-        }
-    }
-
-    /// `args`: an object, built strictly, with the exact text of a numeric `amount`.
-    struct ArgsSeed;
-
-    impl<'de> DeserializeSeed<'de> for ArgsSeed {
-        type Value = (Map<String, Value>, Option<String>);
-
-        fn deserialize<D: Deserializer<'de>>(
-            self,
-            deserializer: D,
-        ) -> Result<Self::Value, D::Error> {
-            deserializer.deserialize_map(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for ArgsSeed {
-        type Value = (Map<String, Value>, Option<String>);
-
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an args object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut args = Map::new();
-            let mut amount_text = None;
-            while let Some(key) = map.next_key::<String>()? {
-                let entry = match args.entry(key) {
-                    Entry::Occupied(entry) => {
-                        return Err(strict_json::duplicate_key(entry.key()));
-                    }
-                    Entry::Vacant(entry) => entry,
-                };
-                let value = if entry.key() == "amount" {
-                    // Read as written, then built as the reference parser builds it.
-                    let raw: &'de RawValue = map.next_value()?;
-                    let value = strict_json::parse(raw.get()).map_err(de::Error::custom)?;
-                    if value.is_number() {
-                        amount_text = Some(raw.get().to_owned());
-                    }
-                    value
-                } else {
-                    map.next_value::<StrictValue>()?.0
-                };
-                entry.insert(value);
-            }
-            Ok((args, amount_text))
         }
     }
 }
@@ -463,7 +386,7 @@ mod tests {
         let call = parse(r#"{"agent":"buyer","tool":"send_payment","args":{"amount":750},"source":"user","instruction":"Pay","extra":1}"#).unwrap();
         assert_eq!(call.agent, "buyer");
         assert_eq!(call.tool, "send_payment");
-        assert_eq!(call.args["amount"], 750);
+        assert_eq!(call.args.amount().unwrap(), 750);
         assert_eq!(call.provenance, Provenance::Stated(Source::User));
         assert_eq!(call.instruction.as_deref(), Some("Pay"));
     }
@@ -588,6 +511,45 @@ mod tests {
         let fast = Call::parse_line(deep.as_bytes()).map(|(call, _)| call);
         assert_eq!(fast, reference(&deep));
         assert!(fast.unwrap_err().to_string().contains("recursion limit"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// Calls cut, spliced and salted with the bytes JSON cares about: whatever the scanner
+        /// accepts, the reference path accepts with the same result.
+        #[test]
+        fn the_scanner_agrees_with_the_reference_path_on_mangled_calls(
+            base in proptest::sample::select(vec![
+                r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750,"memo":"a\"b"},"source":"user","instruction":"Pay"}"#,
+                r#"{ "agent" : "b" , "tool" : "t" , "args" : { "amount" : "$1.50" , "n" : [ 1 , -2.5 , { "k" : null } ] } , "trace" : { "s" : true } }"#,
+                r#"{"agent":"scout","tool":"fetch_page","args":{"url":"https://x.test/\u00e9"},"source":"untrusted-content"}"#,
+            ]),
+            edits in proptest::collection::vec(
+                (0usize..200, 0usize..3, proptest::sample::select(vec![
+                    "\"", "\\", "\\u", "\\ud800", "\\u0061", "e5", "E", "0", "01", "-", ".", "{",
+                    "}", "[", "]", ",", ":", " ", "\t", "\n", "\u{1}", "é", "true", "nul", "1e999",
+                    "\"amount\":", "\"agent\":\"x\",", "\"tool\":7,", "\"args\":{},",
+                ])),
+                0..4,
+            ),
+        ) {
+            let mut text = base.to_owned();
+            for (at, cut, insert) in edits {
+                let mut at = at.min(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let mut end = (at + cut).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                text.replace_range(at..end, insert);
+            }
+            if let Some(call) = scan::call(&text) {
+                proptest::prop_assert_eq!(Ok(call), reference(&text), "{}", text);
+            }
+        }
     }
 
     #[test]

@@ -202,7 +202,8 @@ fn sensitive_tool_from_tainted_agent(
     let mut rules = policy.arg_rules_for(&call.tool).peekable();
     let bounded = rules.peek().is_some()
         && rules.all(|rule| {
-            rule.when_tainted == WhenTainted::Allow && rule.check(&call.tool, &call.args).is_none()
+            rule.when_tainted == WhenTainted::Allow
+                && rule.check(&call.tool, call.args.map()).is_none()
         });
     if bounded {
         return Some(Finding {
@@ -257,7 +258,7 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
 fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
     let Violation(reason) = policy
         .arg_rules_for(&call.tool)
-        .find_map(|rule| rule.check(&call.tool, &call.args))?;
+        .find_map(|rule| rule.check(&call.tool, call.args.map()))?;
     Some(Finding {
         decision: Decision::Deny,
         reason,

@@ -272,11 +272,11 @@ pub fn plan<'t>(
     match tools.resolve(&call.tool) {
         Resolved::Backend(backend) => Plan::Backend {
             tool: call.tool.clone(),
-            args_json: serde_json::to_string(&call.args).expect("args serialize"),
+            args_json: call.args.text().to_owned(),
             cleared,
             backend,
         },
-        Resolved::Builtin => match tools::run_builtin(&call.tool, &call.args) {
+        Resolved::Builtin => match tools::run_builtin(&call.tool, call.args.map()) {
             Some(Ok(result)) => Plan::Settled(Outcome {
                 status: Status::Executed,
                 result: Some(result),

@@ -97,18 +97,19 @@ fn write_decided<W: Write, E: Write>(
         Err(raw) => CallText::Raw(raw),
     };
     let judgement = &decided.judgement;
-    let verdict = record::verdict_line(id, call_text, judgement);
-    let mut event = call_text.add_to(
-        audit::event(Stage::Gate, id)
-            .str_field("decision", judgement.decision.as_str())
-            .strs_field("reasons", &judgement.reasons),
-    );
-    // The agent's state after this call, so the report can say who was tainted by what.
-    if let Some(agent) = decided.call.as_ref().and_then(|c| state.agent(&c.agent)) {
-        event = event.object_field("agentState", |fields| agent_state_fields(fields, agent));
-    }
-    let event = event.finish();
-    output.emit(&event, &verdict);
+    output.emit_with(|events, records| {
+        let (batch, shared) =
+            record::write_verdict(std::mem::take(records), id, call_text, judgement);
+        *records = batch;
+        // The event repeats the verdict's call, decision and reasons as just written.
+        let mut event =
+            audit::event_in(std::mem::take(events), Stage::Gate, id).raw_members(&records[shared]);
+        // The agent's state after this call, so the report can say who was tainted by what.
+        if let Some(agent) = decided.call.as_ref().and_then(|c| state.agent(&c.agent)) {
+            event = event.object_field("agentState", |fields| agent_state_fields(fields, agent));
+        }
+        *events = event.finish();
+    });
     if !output.narrating() {
         return;
     }

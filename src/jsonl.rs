@@ -449,6 +449,35 @@ impl JsonLine {
         JsonLine { buf, open: 0 }
     }
 
+    /// A line written at the end of `buf` (a batch of lines), which [`JsonLine::finish`] gives
+    /// back; nothing is copied.
+    pub fn append_to(mut buf: Vec<u8>) -> Self {
+        let open = buf.len();
+        buf.push(b'{');
+        JsonLine { buf, open }
+    }
+
+    /// How long the buffer is so far, to mark where a field starts or ends.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == self.open + 1
+    }
+
+    /// Adds fields that are already written: `members` is `"key":value` text, one or more
+    /// members separated by commas (part of another line, say).
+    pub fn raw_members(mut self, members: &[u8]) -> Self {
+        if !members.is_empty() {
+            if self.buf.len() > self.open + 1 {
+                self.buf.push(b',');
+            }
+            self.buf.extend_from_slice(members);
+        }
+        self
+    }
+
     fn key(&mut self, key: &str) {
         if self.buf.len() > self.open + 1 {
             self.buf.push(b',');
@@ -524,9 +553,32 @@ pub struct StageOutput<W: Write, E: Write> {
     pending_audit: Vec<u8>,
     pending_records: Vec<u8>,
     pending_narration: Vec<u8>,
+    /// Buffers that batches gave back, for the next batches: a stream that flows reuses a few
+    /// buffers instead of growing new ones.
+    spare: Spares,
     /// A batch whose audit events are being appended on the auditor thread: its records and
     /// narration, to be written once the append has succeeded.
     in_flight: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+#[derive(Default)]
+struct Spares {
+    audit: Vec<u8>,
+    records: Vec<u8>,
+    narration: Vec<u8>,
+}
+
+/// Takes a batch's buffer, leaving the spare one in its place.
+fn take_batch(pending: &mut Vec<u8>, spare: &mut Vec<u8>) -> Vec<u8> {
+    std::mem::replace(pending, std::mem::take(spare))
+}
+
+/// Keeps the larger of a buffer given back and the spare one, emptied.
+fn give_back(spare: &mut Vec<u8>, mut buffer: Vec<u8>) {
+    if buffer.capacity() > spare.capacity() {
+        buffer.clear();
+        *spare = buffer;
+    }
 }
 
 /// Who appends the audit events: this thread, or a thread of its own.
@@ -625,6 +677,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             pending_audit: Vec::new(),
             pending_records: Vec::new(),
             pending_narration: Vec::new(),
+            spare: Spares::default(),
             in_flight: None,
         }
     }
@@ -633,6 +686,12 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     pub fn emit(&mut self, audit_event: &[u8], record: &[u8]) {
         self.pending_audit.extend_from_slice(audit_event);
         self.pending_records.extend_from_slice(record);
+    }
+
+    /// Queues one audit event and the record it describes, written by `write` straight into the
+    /// batch: `write(events, records)` appends one whole line to each.
+    pub fn emit_with(&mut self, write: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) {
+        write(&mut self.pending_audit, &mut self.pending_records);
     }
 
     /// Queues a record that needs no audit event of this stage (passed through untouched).
@@ -680,8 +739,8 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             }
             self.pending_audit.clear();
         }
-        let records = std::mem::take(&mut self.pending_records);
-        let narration = std::mem::take(&mut self.pending_narration);
+        let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+        let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
         self.write_out(records, narration, true)
     }
 
@@ -692,8 +751,8 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.land_in_flight()?;
         if self.pending_audit.is_empty() {
             // Records passed through untouched have no events of this stage to wait for.
-            let records = std::mem::take(&mut self.pending_records);
-            let narration = std::mem::take(&mut self.pending_narration);
+            let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+            let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
             return self.write_out(records, narration, false);
         }
         self.send_pending()
@@ -703,13 +762,13 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         let Auditor::Thread { batches, .. } = &self.auditor else {
             anyhow::bail!("the audit thread stopped unexpectedly");
         };
-        let batch = std::mem::take(&mut self.pending_audit);
+        let batch = take_batch(&mut self.pending_audit, &mut self.spare.audit);
         if batches.send(batch).is_err() {
             self.auditor.stop();
             anyhow::bail!("the audit thread stopped unexpectedly");
         }
-        let records = std::mem::take(&mut self.pending_records);
-        let narration = std::mem::take(&mut self.pending_narration);
+        let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+        let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
         self.in_flight = Some((records, narration));
         Ok(())
     }
@@ -720,19 +779,12 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             return Ok(());
         };
         let buffer = self.auditor.wait()?;
-        if self.pending_audit.is_empty() && self.pending_audit.capacity() < buffer.capacity() {
-            self.pending_audit = buffer;
-        }
+        give_back(&mut self.spare.audit, buffer);
         self.write_out(records, narration, false)
     }
 
     /// Writes records (then narration) whose audit events are appended, keeping the buffers.
-    fn write_out(
-        &mut self,
-        mut records: Vec<u8>,
-        mut narration: Vec<u8>,
-        flush: bool,
-    ) -> Result<()> {
+    fn write_out(&mut self, records: Vec<u8>, narration: Vec<u8>, flush: bool) -> Result<()> {
         if !records.is_empty() {
             self.stdout.write_all(&records)?;
         }
@@ -746,16 +798,8 @@ impl<W: Write, E: Write> StageOutput<W, E> {
                 let _ = stderr.flush();
             }
         }
-        records.clear();
-        narration.clear();
-        if self.pending_records.is_empty() && self.pending_records.capacity() < records.capacity() {
-            self.pending_records = records;
-        }
-        if self.pending_narration.is_empty()
-            && self.pending_narration.capacity() < narration.capacity()
-        {
-            self.pending_narration = narration;
-        }
+        give_back(&mut self.spare.records, records);
+        give_back(&mut self.spare.narration, narration);
         Ok(())
     }
 

@@ -105,24 +105,30 @@ impl CrewState {
         if judgement.decision == Decision::Deny {
             return;
         }
-        let (amount, amount_exact) = match call.args.get("amount") {
+        let (amount, amount_exact) = match call.args.amount() {
             Some(value) => {
                 amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()))
             }
             None => (0.0, true),
         };
-        let taint = policy.has_untrusted_output(&call.tool).then(|| TaintCause {
-            agent: call.agent.clone(),
-            tool: call.tool.clone(),
-            id: id.to_owned(),
-            argument: key_argument(call),
-        });
-        let agent = self.agents.entry(call.agent.clone()).or_default();
+        if !self.agents.contains_key(&call.agent) {
+            self.agents
+                .insert(call.agent.clone(), AgentState::default());
+        }
+        let agent = self.agents.get_mut(&call.agent).expect("inserted above");
         let (sum, sum_exact) = add_exactly(agent.spent, amount);
         agent.inexact |= !amount_exact || !sum_exact;
         // Saturate rather than reach infinity, which JSON cannot carry (the state must round-trip).
         agent.spent = sum.min(f64::MAX);
-        if let Some(taint) = taint {
+        // The first taint is the one kept: a cause is only built when it will be.
+        let untrusted_output = policy.has_untrusted_output(&call.tool);
+        if untrusted_output && (agent.tainted_by.is_none() || self.crew_tainted_by.is_none()) {
+            let taint = TaintCause {
+                agent: call.agent.clone(),
+                tool: call.tool.clone(),
+                id: id.to_owned(),
+                argument: key_argument(call),
+            };
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
         }
@@ -156,7 +162,7 @@ pub fn add_exactly(a: f64, b: f64) -> (f64, bool) {
 fn key_argument(call: &Call) -> Option<String> {
     KEY_ARGUMENTS
         .iter()
-        .find_map(|key| match call.args.get(*key)? {
+        .find_map(|key| match call.args.get(key)? {
             Value::String(text) => {
                 let mut text = text.clone();
                 if text.len() > 200 {
