@@ -1,5 +1,6 @@
 //! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::Result;
@@ -31,6 +32,7 @@ pub fn run<W: Write, E: Write>(
 ) -> Result<Completion> {
     let mut ids = IdMinter::new();
     let mut state = CrewState::new();
+    let mut rendered_states = RenderedStates::default();
     let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
     while let Some((line, input, line_number)) = lines.next_line()? {
         let decided = match line {
@@ -49,7 +51,14 @@ pub fn run<W: Write, E: Write>(
             if let Some(call) = &decided.call {
                 state.record(call, &id, &decided.judgement, &options.policy);
             }
-            write_decided(&id, &decided, (input, line_number), &state, output);
+            write_decided(
+                &id,
+                &decided,
+                (input, line_number),
+                &state,
+                &mut rendered_states,
+                output,
+            );
         }
         output.commit_if_due(!lines.next_read_would_block())?;
     }
@@ -90,6 +99,7 @@ fn write_decided<W: Write, E: Write>(
     decided: &Decided,
     (input, line_number): (&Input, u64),
     state: &CrewState,
+    rendered_states: &mut RenderedStates,
     output: &mut StageOutput<W, E>,
 ) {
     let call_text = match &decided.text {
@@ -105,8 +115,10 @@ fn write_decided<W: Write, E: Write>(
         let mut event =
             audit::event_in(std::mem::take(events), Stage::Gate, id).raw_members(&records[shared]);
         // The agent's state after this call, so the report can say who was tainted by what.
-        if let Some(agent) = decided.call.as_ref().and_then(|c| state.agent(&c.agent)) {
-            event = event.object_field("agentState", |fields| agent_state_fields(fields, agent));
+        if let Some(call) = &decided.call {
+            if let Some(agent) = state.agent(&call.agent) {
+                event = event.raw_members(rendered_states.render(&call.agent, agent));
+            }
         }
         *events = event.finish();
     });
@@ -126,6 +138,59 @@ fn write_decided<W: Write, E: Write>(
         judgement.decision.as_str().to_uppercase(),
         for_terminal(&judgement.reasons.join("; "))
     ));
+}
+
+/// Each agent's `"agentState":{…}` member as last written. An agent's state changes seldom (its
+/// taint is set once, its spend only with an amount), while every one of its calls' events
+/// carries it, so it is written again only when it changed.
+#[derive(Default)]
+struct RenderedStates {
+    agents: HashMap<String, RenderedState>,
+}
+
+struct RenderedState {
+    tainted: bool,
+    spent: u64,
+    inexact: bool,
+    member: Vec<u8>,
+}
+
+impl RenderedStates {
+    fn render(&mut self, name: &str, state: &AgentState) -> &[u8] {
+        let (tainted, spent, inexact) = (
+            state.tainted_by.is_some(),
+            state.spent.to_bits(),
+            state.inexact,
+        );
+        if !self.agents.contains_key(name) {
+            let stale = RenderedState {
+                tainted: !tainted,
+                spent,
+                inexact,
+                member: Vec::new(),
+            };
+            self.agents.insert(name.to_owned(), stale);
+        }
+        let rendered = self.agents.get_mut(name).expect("inserted above");
+        // A taint, once set, is never replaced, so whether there is one says whether it changed.
+        if (rendered.tainted, rendered.spent, rendered.inexact) != (tainted, spent, inexact) {
+            let mut buffer = std::mem::take(&mut rendered.member);
+            buffer.clear();
+            let mut line = JsonLine::append_to(buffer)
+                .object_field("agentState", |fields| agent_state_fields(fields, state))
+                .finish();
+            // Only the member: without the braces and line ending that make it a line.
+            line.truncate(line.len() - b"}\n".len());
+            line.remove(0);
+            *rendered = RenderedState {
+                tainted,
+                spent,
+                inexact,
+                member: line,
+            };
+        }
+        &rendered.member
+    }
 }
 
 /// An [`AgentState`]'s fields, written as its `Serialize` writes them (a test keeps the two
@@ -158,12 +223,47 @@ mod tests {
     use crate::state::TaintCause;
 
     #[test]
+    fn an_agent_state_is_written_again_whenever_it_changed() {
+        let fresh = |state: &AgentState| {
+            let line = JsonLine::new().field("agentState", state).finish();
+            line[1..line.len() - 2].to_vec()
+        };
+        let mut rendered = RenderedStates::default();
+        let mut state = AgentState::default();
+        let check = |state: &AgentState, rendered: &mut RenderedStates| {
+            assert_eq!(
+                String::from_utf8_lossy(rendered.render("a", state)),
+                String::from_utf8_lossy(&fresh(state))
+            );
+        };
+        check(&state, &mut rendered);
+        check(&state, &mut rendered);
+        state.spent = 12.5;
+        check(&state, &mut rendered);
+        state.tainted_by = Some(TaintCause::new(
+            "a".into(),
+            "fetch_page".into(),
+            "x-1".into(),
+            None,
+        ));
+        check(&state, &mut rendered);
+        state.inexact = true;
+        check(&state, &mut rendered);
+        assert_eq!(
+            String::from_utf8_lossy(rendered.render("b", &AgentState::default())),
+            String::from_utf8_lossy(&fresh(&AgentState::default()))
+        );
+    }
+
+    #[test]
     fn agent_states_are_written_as_serde_writes_them() {
-        let cause = |argument: Option<&str>| TaintCause {
-            agent: "helper \"h\"".into(),
-            tool: "fetch_page".into(),
-            id: "abc-1".into(),
-            argument: argument.map(str::to_owned),
+        let cause = |argument: Option<&str>| {
+            TaintCause::new(
+                "helper \"h\"".into(),
+                "fetch_page".into(),
+                "abc-1".into(),
+                argument.map(str::to_owned),
+            )
         };
         for state in [
             AgentState::default(),

@@ -481,12 +481,12 @@ mod tests {
         let folder = dir.path().join("state");
         {
             let mut session = SessionState::open(&folder, "s1").unwrap();
-            session.state.crew_tainted_by = Some(crate::state::TaintCause {
-                agent: "a".into(),
-                tool: "WebFetch".into(),
-                id: "1".into(),
-                argument: None,
-            });
+            session.state.crew_tainted_by = Some(crate::state::TaintCause::new(
+                "a".into(),
+                "WebFetch".into(),
+                "1".into(),
+                None,
+            ));
             session.save(false).unwrap();
         }
         let session = SessionState::open(&folder, "s1").unwrap();

@@ -18,7 +18,7 @@ use crate::decision::Decision;
 use crate::jsonl::{Line, LineReader};
 use crate::record::{Approval, Status};
 use crate::sanitize::for_terminal;
-use crate::state::{AgentState, TaintCause};
+use crate::state::AgentState;
 use crate::strict_json;
 
 /// Audit lines longer than this are reported as problems, not read.
@@ -350,7 +350,10 @@ impl Summariser {
         }
         for (name, state) in &self.agent_states {
             if let Some(agent) = agents.get_mut(name) {
-                agent.tainted_by = state.tainted_by.as_ref().map(TaintCause::describe);
+                agent.tainted_by = state
+                    .tainted_by
+                    .as_ref()
+                    .map(|cause| cause.describe().to_owned());
                 agent.spent = state.spent;
             }
         }

@@ -10,6 +10,7 @@
 //!   counts whatever its answer: the gate cannot see the answer, so it fails closed.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,7 +25,7 @@ use crate::sanitize::{for_terminal, quoted};
 const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", "id", "to"];
 
 /// The call that tainted an agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaintCause {
     pub agent: String,
@@ -33,23 +34,47 @@ pub struct TaintCause {
     /// The key argument, as `name=value` (e.g. `url=https://example.com/page`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// [`TaintCause::describe`], written once: a tainted agent's every sensitive call names it.
+    #[serde(skip)]
+    description: OnceLock<String>,
 }
 
+impl PartialEq for TaintCause {
+    fn eq(&self, other: &TaintCause) -> bool {
+        (&self.agent, &self.tool, &self.id, &self.argument)
+            == (&other.agent, &other.tool, &other.id, &other.argument)
+    }
+}
+
+impl Eq for TaintCause {}
+
 impl TaintCause {
+    pub fn new(agent: String, tool: String, id: String, argument: Option<String>) -> TaintCause {
+        TaintCause {
+            agent,
+            tool,
+            id,
+            argument,
+            description: OnceLock::new(),
+        }
+    }
+
     /// How reasons name the cause: `fetch_page (id 1a2b-3, url=https://…) by helper`.
-    pub fn describe(&self) -> String {
-        let argument = self
-            .argument
-            .as_ref()
-            .map(|a| format!(", {a}"))
-            .unwrap_or_default();
-        format!(
-            "{} (id {}{}) by {}",
-            quoted(&self.tool),
-            quoted(&self.id),
-            for_terminal(&argument),
-            quoted(&self.agent)
-        )
+    pub fn describe(&self) -> &str {
+        self.description.get_or_init(|| {
+            let argument = self
+                .argument
+                .as_ref()
+                .map(|a| format!(", {a}"))
+                .unwrap_or_default();
+            format!(
+                "{} (id {}{}) by {}",
+                quoted(&self.tool),
+                quoted(&self.id),
+                for_terminal(&argument),
+                quoted(&self.agent)
+            )
+        })
     }
 }
 
@@ -123,12 +148,12 @@ impl CrewState {
         // The first taint is the one kept: a cause is only built when it will be.
         let untrusted_output = policy.has_untrusted_output(&call.tool);
         if untrusted_output && (agent.tainted_by.is_none() || self.crew_tainted_by.is_none()) {
-            let taint = TaintCause {
-                agent: call.agent.clone(),
-                tool: call.tool.clone(),
-                id: id.to_owned(),
-                argument: key_argument(call),
-            };
+            let taint = TaintCause::new(
+                call.agent.clone(),
+                call.tool.clone(),
+                id.to_owned(),
+                key_argument(call),
+            );
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
         }

@@ -326,12 +326,7 @@ fn taint_cause() -> impl Strategy<Value = TaintCause> {
         "[a-f0-9]{1,16}-[0-9]{1,3}",
         proptest::option::of("(url|query)=[ -~]{0,20}"),
     )
-        .prop_map(|(agent, tool, id, argument)| TaintCause {
-            agent,
-            tool,
-            id,
-            argument,
-        })
+        .prop_map(|(agent, tool, id, argument)| TaintCause::new(agent, tool, id, argument))
 }
 
 fn crew_state() -> impl Strategy<Value = CrewState> {

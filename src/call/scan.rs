@@ -346,16 +346,19 @@ impl<'a> Scanner<'a> {
 fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
     let mut run = 0;
-    while let Some(chunk) = bytes.get(run..run + 8) {
+    for chunk in &mut chunks {
         let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
         let special = word.wrapping_sub(ONES * 0x20)
             | quote.wrapping_sub(ONES)
             | backslash.wrapping_sub(ONES);
-        if special & !word & HIGHS != 0 {
-            break;
+        let found = special & !word & HIGHS;
+        if found != 0 {
+            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
+            return run + (found.trailing_zeros() / 8) as usize;
         }
         run += 8;
     }
