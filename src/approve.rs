@@ -6,6 +6,7 @@
 //! byte for byte. Agent-written text is escaped before it reaches the terminal
 //! ([`crate::sanitize`]), and the person sees the exact arguments that will run.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -42,6 +43,11 @@ pub trait Human {
     fn ask(&mut self, prompt: &str) -> Reply;
     /// Shown after the answer (e.g. "approved"); ignored where nobody is watching.
     fn acknowledge(&mut self, _text: &str) {}
+    /// Whether asking may keep a person waiting (so what is decided leaves first); not when
+    /// the answer is at hand at once (no terminal, an answers file).
+    fn may_keep_waiting(&self) -> bool {
+        true
+    }
     fn kind(&self) -> AnsweredBy;
 }
 
@@ -90,11 +96,17 @@ impl Human for TerminalHuman {
             _ => AnsweredBy::Tty,
         }
     }
+
+    fn may_keep_waiting(&self) -> bool {
+        !matches!(self.terminal, Some(Err(_)))
+    }
 }
 
 /// The scripted human: answers taken in order from a file, one per line.
 pub struct ScriptedHuman {
     answers: Box<dyn BufRead>,
+    /// Whether the answers come from a regular file, which never keeps the stage waiting.
+    at_hand: bool,
 }
 
 impl ScriptedHuman {
@@ -106,12 +118,17 @@ impl ScriptedHuman {
                 path.display()
             ))
         })?;
-        Ok(Self::from_reader(BufReader::new(file)))
+        let at_hand = file.metadata().is_ok_and(|m| m.is_file());
+        let mut human = Self::from_reader(BufReader::new(file));
+        human.at_hand = at_hand;
+        Ok(human)
     }
 
+    /// Answers from any reader (a pipe, say), which may keep the stage waiting.
     pub fn from_reader(answers: impl BufRead + 'static) -> Self {
         ScriptedHuman {
             answers: Box::new(answers),
+            at_hand: false,
         }
     }
 }
@@ -133,6 +150,10 @@ impl Human for ScriptedHuman {
 
     fn kind(&self) -> AnsweredBy {
         AnsweredBy::Answers
+    }
+
+    fn may_keep_waiting(&self) -> bool {
+        !self.at_hand
     }
 }
 
@@ -244,12 +265,22 @@ pub fn run<W: Write, E: Write>(
     while let Some((line, _, _)) = lines.next_line()? {
         match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+            Line::Text(bytes) if !could_be_a_hold(bytes) => {
+                output.pass_through(bytes);
+                output.pass_through(b"\n");
+            }
             Line::Text(bytes) => match Record::parse(bytes) {
                 Ok(record) if record.decision() == Some(Decision::Hold) => {
-                    // Everything before the hold leaves before a person is kept waiting.
-                    output.commit()?;
+                    // Everything before the hold leaves before a person is kept waiting, and
+                    // the answer leaves as soon as it is given.
+                    let waits = human.may_keep_waiting();
+                    if waits {
+                        output.commit()?;
+                    }
                     settle_hold(&record, options, human, output, &mut ids);
-                    output.commit()?;
+                    if waits {
+                        output.commit()?;
+                    }
                 }
                 // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
                 // what it cannot read.
@@ -278,6 +309,16 @@ pub fn run<W: Write, E: Write>(
     Ok(lines.completion())
 }
 
+/// Whether a line may be a record whose decision is `hold`, without reading it: a JSON string
+/// that decodes to `hold` is written `hold` or with a `\u` escape, so a line with neither is not
+/// a hold and passes on untouched. The others are read in full.
+fn could_be_a_hold(line: &[u8]) -> bool {
+    match std::str::from_utf8(line) {
+        Ok(text) => text.contains("hold") || text.contains("\\u"),
+        Err(_) => true,
+    }
+}
+
 fn settle_hold<W: Write, E: Write>(
     record: &Record,
     options: &ApproveOptions,
@@ -289,7 +330,7 @@ fn settle_hold<W: Write, E: Write>(
     let call = record
         .call()
         .ok_or_else(|| "it has no `call`".to_owned())
-        .and_then(|value| Call::from_value(value).map_err(|m| m.to_string()));
+        .and_then(|call| call.map_err(|m| m.to_string()));
     let (approval, agent, tool) = match (&call, record.id()) {
         (Ok(call), Some(_)) if !reasons.is_empty() => {
             let prompt = render_prompt(call, &reasons, options.timeout);
@@ -316,9 +357,9 @@ fn settle_hold<W: Write, E: Write>(
                     "declined: the hold record is malformed ({why}), so it was not put to a person"
                 ),
             };
+            let call = record.call_value();
             let name = |key: &str| {
-                record
-                    .call()
+                call.as_ref()
                     .and_then(|c| c.get(key))
                     .and_then(Value::as_str)
                     .unwrap_or("?")
@@ -327,7 +368,7 @@ fn settle_hold<W: Write, E: Write>(
             (approval, name("agent"), name("tool"))
         }
     };
-    let id = record.id().map_or_else(|| ids.mint(), str::to_owned);
+    let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     let event = audit::event(Stage::Approve, &id)
         .field("agent", &agent)
         .field("tool", &tool)
@@ -359,6 +400,27 @@ pub fn timeout_from_seconds(seconds: u64) -> Option<Duration> {
 mod tests {
     use super::*;
     use std::io;
+
+    #[test]
+    fn only_lines_that_cannot_be_holds_skip_the_reading() {
+        for line in [
+            r#"{"id":"1","decision":"hold"}"#,
+            r#"{"id":"1","decision":"h\u006fld"}"#,
+            r#"{"id":"1","decision":"\u0068\u006f\u006c\u0064"}"#,
+        ] {
+            assert!(could_be_a_hold(line.as_bytes()), "{line}");
+        }
+        assert!(could_be_a_hold(b"{\"decision\":\"\xff\"}"));
+        for line in [
+            r#"{"id":"1","decision":"allow"}"#,
+            r#"{"id":"1","decision":"h\/old"}"#,
+            r#"{"id":"1","decision":"deny","reasons":["h\nold"]}"#,
+        ] {
+            assert!(!could_be_a_hold(line.as_bytes()), "{line}");
+            let record = Record::parse(line.as_bytes()).unwrap();
+            assert_ne!(record.decision(), Some(Decision::Hold), "{line}");
+        }
+    }
 
     #[test]
     fn only_yes_approves() {

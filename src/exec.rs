@@ -14,14 +14,13 @@
 //! made one record at a time in input order, and records and their audit events always leave in
 //! input order, each event before its record.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use anyhow::Result;
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::audit::{self, IdMinter, Stage};
 use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
@@ -30,7 +29,7 @@ use crate::decision::{evaluate_parsed, Decision, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
-use crate::record::{Approval, Outcome, Record, Status};
+use crate::record::{self, Approval, Outcome, Record, Status};
 use crate::sanitize::for_terminal;
 use crate::state::CrewState;
 use crate::tools::{self, BUILTIN_TOOLS};
@@ -316,7 +315,8 @@ pub fn run<W: Write, E: Write>(
                 Line::Text(bytes) if jsonl::is_blank(bytes) => {}
                 Line::Text(bytes) => match Record::parse(bytes) {
                     Ok(record) => {
-                        let (parts, plan) = prepare(record, options, &mut ids, &mut state);
+                        let (parts, plan) =
+                            prepare(record, options, &mut ids, &mut state, output.narrating());
                         window.push(parts, plan, output)?;
                     }
                     Err(why) => {
@@ -348,7 +348,10 @@ pub fn run<W: Write, E: Write>(
 struct Parts {
     id: String,
     text: String,
-    object: Map<String, Value>,
+    /// Whether the record came with an `outcome` (forged) that its own replaces.
+    has_outcome: bool,
+    /// Whether the stage narrates, so the narration is worth composing.
+    narrate: bool,
     agent: String,
     tool: String,
     effective: Effective,
@@ -359,7 +362,7 @@ struct Parts {
 struct Emission {
     event: Vec<u8>,
     line: Vec<u8>,
-    narration: String,
+    narration: Option<String>,
 }
 
 enum Slot<'scope> {
@@ -485,7 +488,9 @@ impl<'scope, 'env> Window<'scope, 'env> {
             }
         };
         output.emit(&emission.event, &emission.line);
-        output.narrate(&emission.narration);
+        if let Some(narration) = &emission.narration {
+            output.narrate(narration);
+        }
     }
 }
 
@@ -495,14 +500,11 @@ fn prepare<'t>(
     options: &'t ExecOptions,
     ids: &mut IdMinter,
     state: &mut CrewState,
+    narrate: bool,
 ) -> (Parts, Plan<'t>) {
-    let call = match record.call() {
-        Some(value) => Call::from_value(value).map(|mut call| {
-            call.take_amount_text_from(record.text, &["call", "args", "amount"]);
-            call
-        }),
-        None => Err(Malformed::new("the record has no `call`")),
-    };
+    let call = record
+        .call()
+        .unwrap_or_else(|| Err(Malformed::new("the record has no `call`")));
     let own = evaluate_parsed(&call, &options.policy, state);
     let effective = effective_decision(record.decision(), &record.reasons(), &own);
     let approval = record.approval();
@@ -510,11 +512,11 @@ fn prepare<'t>(
     let mut plan = plan(call.as_ref(), &effective, approval.as_ref(), &options.tools);
     if let Plan::Backend { args_json, .. } = &mut plan {
         // The backend runs on the args exactly as the gate and the person saw them.
-        if let Some(text) = args_text(record.text) {
+        if let Some(text) = record.args_text() {
             *args_json = text.to_owned();
         }
     }
-    let id = record.id().map_or_else(|| ids.mint(), str::to_owned);
+    let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     if let Some(call) = &call {
         // The same stream update as sc-gate's, so the same policy reaches the same decisions.
         state.record(call, &id, &own, &options.policy);
@@ -525,7 +527,8 @@ fn prepare<'t>(
     let parts = Parts {
         id,
         text: record.text.to_owned(),
-        object: record.object,
+        has_outcome: record.has("outcome"),
+        narrate,
         agent: agent.to_owned(),
         tool: tool.to_owned(),
         effective,
@@ -534,40 +537,25 @@ fn prepare<'t>(
     (parts, plan)
 }
 
-/// The text of a record's `call.args`, exactly as it came (an amount finer than a float is not
-/// rounded, key order and spelling are kept); `None` when there is none to take.
-fn args_text(record_text: &str) -> Option<&str> {
-    #[derive(Deserialize)]
-    struct RecordPart<'a> {
-        #[serde(borrow)]
-        call: CallPart<'a>,
-    }
-    #[derive(Deserialize)]
-    struct CallPart<'a> {
-        #[serde(borrow)]
-        args: Option<&'a RawValue>,
-    }
-    let record: RecordPart = serde_json::from_str(record_text).ok()?;
-    let args = record.call.args?.get();
-    args.starts_with('{').then_some(args)
-}
-
 /// The lines for a record whose outcome is known.
 fn finish(parts: Parts, acted: Acted) -> Emission {
     let Acted { outcome, backend } = acted;
     let mut event = audit::event(Stage::Exec, &parts.id)
-        .field("agent", &parts.agent)
-        .field("tool", &parts.tool)
-        .field("decision", &parts.effective.decision)
+        .str_field("agent", &parts.agent)
+        .str_field("tool", &parts.tool)
+        .str_field("decision", parts.effective.decision.as_str())
         .field("outcome", &outcome);
     if let Some(backend) = &backend {
         event = event.field("backend", backend);
     }
-    let record = Record {
-        text: &parts.text,
-        object: parts.object,
-    };
-    let line = record.with_field("outcome", &outcome);
+    let line = record::with_field(&parts.text, parts.has_outcome, "outcome", &outcome);
+    if !parts.narrate {
+        return Emission {
+            event: event.finish(),
+            line,
+            narration: None,
+        };
+    }
     let approval_note = match (&parts.approval, parts.effective.decision) {
         (Some(approval), Decision::Hold) if approval.approved => " → approved",
         (Some(_), Decision::Hold) => " → declined",
@@ -588,7 +576,7 @@ fn finish(parts: Parts, acted: Acted) -> Emission {
     Emission {
         event: event.finish(),
         line,
-        narration,
+        narration: Some(narration),
     }
 }
 
@@ -615,7 +603,7 @@ fn refuse_unreadable(id: &str, why: &str, bytes: &[u8]) -> Emission {
     Emission {
         event,
         line,
-        narration: format!("sc-exec: {}", for_terminal(&outcome.reason)),
+        narration: Some(format!("sc-exec: {}", for_terminal(&outcome.reason))),
     }
 }
 
@@ -742,18 +730,6 @@ mod tests {
             "{}",
             outcome.reason
         );
-    }
-
-    #[test]
-    fn args_are_taken_as_they_came() {
-        let line = r#"{"id":"x","call":{"agent":"a","tool":"t","args": {"amount": 100.0000000000000001, "to":"b"}},"decision":"allow"}"#;
-        assert_eq!(
-            args_text(line),
-            Some(r#"{"amount": 100.0000000000000001, "to":"b"}"#)
-        );
-        assert_eq!(args_text(r#"{"call":{"agent":"a","tool":"t"}}"#), None);
-        assert_eq!(args_text(r#"{"call":{"args":[1]}}"#), None);
-        assert_eq!(args_text(r#"{"raw":"x"}"#), None);
     }
 
     #[test]

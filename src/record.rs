@@ -13,11 +13,14 @@
 //! record that already carries the field (a forged approval, say) is rewritten without it first.
 //! Other keys may be added to this format over time.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
+use crate::call::{Call, Malformed};
 use crate::decision::{Decision, Judgement};
 use crate::jsonl::JsonLine;
 use crate::strict_json;
@@ -119,15 +122,40 @@ pub struct Outcome {
     pub reason: String,
 }
 
-/// A record read by a later stage: its object, and its text for adding a field.
+/// A record read by a later stage: its text, checked strictly, and the members the stages read,
+/// as JSON text. Nothing else of it is built: it passes on byte for byte.
 #[derive(Debug)]
 pub struct Record<'a> {
     pub text: &'a str,
-    pub object: Map<String, Value>,
+    members: Members<'a>,
+}
+
+/// The members of a record that the stages read, each as its JSON text.
+#[derive(Debug, Default, Deserialize)]
+struct Members<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    decision: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    reasons: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    call: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    approval: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    outcome: Option<&'a RawValue>,
+}
+
+/// A member that is there, `null` included (an `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 impl<'a> Record<'a> {
-    /// Parses a record line strictly (duplicate keys refused, as for calls).
+    /// Parses a record line strictly (duplicate keys refused at any depth, as for calls).
     pub fn parse(line: &'a [u8]) -> Result<Record<'a>, String> {
         let text = std::str::from_utf8(line).map_err(|err| {
             format!(
@@ -136,76 +164,152 @@ impl<'a> Record<'a> {
             )
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        match strict_json::parse(text) {
-            Ok(Value::Object(object)) => Ok(Record { text, object }),
-            Ok(other) => Err(format!(
-                "the record is {}, not a JSON object",
-                strict_json::type_name(&other)
-            )),
-            Err(err) => Err(format!("the record is not valid JSON: {err}")),
+        let checked = strict_json::validate(text).is_ok() && text.starts_with('{');
+        let members = checked
+            .then(|| serde_json::from_str::<Members>(text).ok())
+            .flatten();
+        match members {
+            Some(members) => Ok(Record { text, members }),
+            // Not a strict JSON object: building it says exactly what is wrong.
+            None => Err(match strict_json::parse(text) {
+                Ok(Value::Object(_)) => "the record could not be read".to_owned(),
+                Ok(other) => format!(
+                    "the record is {}, not a JSON object",
+                    strict_json::type_name(&other)
+                ),
+                Err(err) => format!("the record is not valid JSON: {err}"),
+            }),
         }
     }
 
-    pub fn id(&self) -> Option<&str> {
-        self.object
-            .get("id")
-            .and_then(Value::as_str)
+    pub fn id(&self) -> Option<Cow<'a, str>> {
+        self.members
+            .id
+            .and_then(string_value)
             .filter(|id| !id.is_empty())
     }
 
     /// The record's decision; `None` when it is missing or not one of the three.
     pub fn decision(&self) -> Option<Decision> {
-        self.object
-            .get("decision")
-            .and_then(Value::as_str)
-            .and_then(Decision::parse)
+        Decision::parse(&self.members.decision.and_then(string_value)?)
     }
 
     /// The reasons as strings; anything that is not a string is left out.
     pub fn reasons(&self) -> Vec<String> {
-        match self.object.get("reasons") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
+        let Some(raw) = self.members.reasons else {
+            return Vec::new();
+        };
+        match serde_json::from_str::<Vec<Value>>(raw.get()) {
+            Ok(items) => items
+                .into_iter()
+                .filter_map(|item| match item {
+                    Value::String(text) => Some(text),
+                    _ => None,
+                })
                 .collect(),
-            _ => Vec::new(),
+            Err(_) => Vec::new(),
         }
     }
 
-    pub fn call(&self) -> Option<&Value> {
-        self.object.get("call")
+    /// The record's `call`, read as sc-gate reads a call; `None` when there is none.
+    pub fn call(&self) -> Option<Result<Call, Malformed>> {
+        let text = self.members.call?.get();
+        Some(Call::parse_line(text.as_bytes()).map(|(call, _)| call))
+    }
+
+    /// The record's `call` as a JSON value, whatever it holds.
+    pub fn call_value(&self) -> Option<Value> {
+        strict_json::parse(self.members.call?.get()).ok()
+    }
+
+    /// The text of the record's `call.args`, exactly as it came; `None` when there is no such
+    /// object.
+    pub fn args_text(&self) -> Option<&'a str> {
+        #[derive(Deserialize)]
+        struct CallPart<'a> {
+            #[serde(borrow)]
+            args: Option<&'a RawValue>,
+        }
+        let call: CallPart = serde_json::from_str(self.members.call?.get()).ok()?;
+        let args = call.args?.get();
+        args.starts_with('{').then_some(args)
     }
 
     /// The approval on the record, if it is one this format describes.
     pub fn approval(&self) -> Option<Approval> {
-        serde_json::from_value(self.object.get("approval")?.clone()).ok()
+        serde_json::from_str(self.members.approval?.get()).ok()
+    }
+
+    /// Whether the record has a member `key`.
+    pub fn has(&self, key: &str) -> bool {
+        match key {
+            "id" => self.members.id.is_some(),
+            "decision" => self.members.decision.is_some(),
+            "reasons" => self.members.reasons.is_some(),
+            "call" => self.members.call.is_some(),
+            "approval" => self.members.approval.is_some(),
+            "outcome" => self.members.outcome.is_some(),
+            _ => matches!(
+                strict_json::parse(self.text),
+                Ok(Value::Object(object)) if object.contains_key(key)
+            ),
+        }
     }
 
     /// The record's line with `key` set to `value`.
     pub fn with_field<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Vec<u8> {
-        let value_json = serde_json::to_vec(value).expect("a record field serializes");
-        let mut line;
-        if self.object.contains_key(key) {
-            let mut object = self.object.clone();
+        with_field(self.text, self.has(key), key, value)
+    }
+}
+
+/// A record's line with `key` set to `value`: added at the end, the rest byte for byte, or, when
+/// the record has `key` already (`present`; a forged approval, say), the record written again
+/// without it first.
+pub fn with_field<T: Serialize + ?Sized>(
+    text: &str,
+    present: bool,
+    key: &str,
+    value: &T,
+) -> Vec<u8> {
+    let without_key = match present.then(|| strict_json::parse(text)) {
+        Some(Ok(Value::Object(mut object))) => {
             object.shift_remove(key);
-            line = serde_json::to_vec(&object).expect("a JSON object serializes");
+            Some(object)
+        }
+        _ => None,
+    };
+    let mut line = match without_key {
+        Some(object) => {
+            let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
             line.pop(); // the closing brace
-        } else {
-            let body = self
-                .text
-                .strip_suffix('}')
-                .expect("a JSON object ends with }");
-            line = body.as_bytes().to_vec();
+            line
         }
-        let empty = line.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-        if !empty {
-            line.push(b',');
+        None => {
+            let body = text.strip_suffix('}').expect("a JSON object ends with }");
+            let mut line = Vec::with_capacity(text.len() + 256);
+            line.extend_from_slice(body.as_bytes());
+            line
         }
-        serde_json::to_writer(&mut line, key).expect("a key serializes");
-        line.push(b':');
-        line.extend_from_slice(&value_json);
-        line.extend_from_slice(b"}\n");
-        line
+    };
+    let empty = line.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if !empty {
+        line.push(b',');
+    }
+    crate::jsonl::push_json_str(&mut line, key);
+    line.push(b':');
+    serde_json::to_writer(&mut line, value).expect("a record field serializes");
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// A JSON string's value: borrowed when it has no escapes; `None` for anything but a string.
+fn string_value(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
     }
 }
 
@@ -228,6 +332,52 @@ mod tests {
                 "{{\"id\":\"id-1\",\"call\":{call},\"decision\":\"allow\",\"reasons\":[\"ok\"]}}\n"
             )
         );
+    }
+
+    #[test]
+    fn args_are_taken_as_they_came() {
+        let args_text = |line: &'static str| Record::parse(line.as_bytes()).unwrap().args_text();
+        let line = r#"{"id":"x","call":{"agent":"a","tool":"t","args": {"amount": 100.0000000000000001, "to":"b"}},"decision":"allow"}"#;
+        assert_eq!(
+            args_text(line),
+            Some(r#"{"amount": 100.0000000000000001, "to":"b"}"#)
+        );
+        assert_eq!(args_text(r#"{"call":{"agent":"a","tool":"t"}}"#), None);
+        assert_eq!(args_text(r#"{"call":{"args":[1]}}"#), None);
+        assert_eq!(args_text(r#"{"raw":"x"}"#), None);
+    }
+
+    #[test]
+    fn members_that_are_null_are_there() {
+        let line = br#"{"id":"x","approval":null,"outcome":null,"decision":"hold"}"#;
+        let record = Record::parse(line).unwrap();
+        assert!(record.has("approval") && record.has("outcome"));
+        let out = record.with_field("approval", &false);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"id\":\"x\",\"outcome\":null,\"decision\":\"hold\",\"approval\":false}\n"
+        );
+    }
+
+    #[test]
+    fn records_are_read_as_strictly_as_calls() {
+        for (line, expected) in [
+            (
+                r#"{"id":"x","call":{"args":{"a":1,"a":2}}}"#,
+                "duplicate key `a`",
+            ),
+            (r#"{"id":"x","extra":[{"k":1,"k":1}]}"#, "duplicate key `k`"),
+            (r#"{"id":"x","id":"y"}"#, "duplicate key `id`"),
+            (r#"["id","x"]"#, "an array, not a JSON object"),
+            (r#"{"id":"x","n":1e999}"#, "not valid JSON"),
+            (r#"{"id":"x"} {}"#, "not valid JSON"),
+        ] {
+            let err = Record::parse(line.as_bytes()).unwrap_err();
+            assert!(err.contains(expected), "{line}: {err}");
+        }
+        let record = Record::parse(br#"{"id":"a\u0062","decision":"h\u006fld"}"#).unwrap();
+        assert_eq!(record.id().as_deref(), Some("ab"));
+        assert_eq!(record.decision(), Some(Decision::Hold));
     }
 
     #[test]
