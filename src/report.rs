@@ -4,13 +4,15 @@
 //! programs ([`render_json`]), so both show the same numbers. A torn or malformed log line is
 //! reported as a problem, never fatal: the rest of the log still counts.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::hash::Hash;
 use std::io::Read;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
+use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -97,15 +99,52 @@ pub struct Summary {
     pub problems: Vec<Problem>,
 }
 
-/// What the logs say about one call id.
+/// What the logs say about one call id. Names and reasons are numbers in the summariser's
+/// [`Interner`]s: a log holds millions of calls and a handful of agents, tools and reasons.
 #[derive(Debug, Default)]
 struct CallTrail {
-    agent: String,
-    tool: String,
+    /// The agent and tool, once an event named them.
+    names: Option<(usize, usize)>,
     decision: Option<Decision>,
-    reasons: Vec<String>,
+    reasons: Option<usize>,
     approval: Option<Approval>,
     status: Option<Status>,
+}
+
+/// Equal values kept once, each known by its number.
+#[derive(Debug)]
+struct Interner<T> {
+    numbers: HashMap<T, usize>,
+    values: Vec<T>,
+}
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner {
+            numbers: HashMap::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl<T: Hash + Eq + Clone> Interner<T> {
+    fn intern<Q>(&mut self, value: &Q) -> usize
+    where
+        T: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = T> + ?Sized,
+    {
+        if let Some(&number) = self.numbers.get(value) {
+            return number;
+        }
+        let number = self.values.len();
+        self.values.push(value.to_owned());
+        self.numbers.insert(value.to_owned(), number);
+        number
+    }
+
+    fn get(&self, number: usize) -> &T {
+        &self.values[number]
+    }
 }
 
 /// Which events a report counts.
@@ -152,8 +191,10 @@ pub fn parse_time(text: &str) -> Result<SystemTime, String> {
 pub struct Summariser {
     filter: Filter,
     summary: Summary,
-    order: Vec<String>,
-    trails: HashMap<String, CallTrail>,
+    /// Every call id, in the order first seen.
+    trails: IndexMap<String, CallTrail>,
+    names: Interner<String>,
+    reason_lists: Interner<Vec<String>>,
     agent_states: HashMap<String, AgentState>,
 }
 
@@ -245,14 +286,14 @@ impl Summariser {
                 if let Some(state) = event.agent_state {
                     self.agent_states.insert(agent.clone(), state);
                 }
+                let names = (self.names.intern(&*agent), self.names.intern(&*tool));
+                // Only a veto (a deny, or a hold that is declined) shows its reasons.
+                let reasons = (decision != Decision::Allow)
+                    .then(|| self.reason_lists.intern(event.reasons.as_slice()));
                 let trail = self.trail(id);
                 trail.decision = Some(decision);
-                // Only a veto (a deny, or a hold that is declined) shows its reasons.
-                if decision != Decision::Allow {
-                    trail.reasons = event.reasons;
-                }
-                trail.agent = agent;
-                trail.tool = tool;
+                trail.reasons = reasons;
+                trail.names = Some(names);
             }
             "approve" => {
                 let approval = event
@@ -262,11 +303,17 @@ impl Summariser {
             }
             "exec" => {
                 let status = event.status.ok_or("exec event has no valid `outcome`")?;
+                let named = self.trails.get(id).is_some_and(|t| t.names.is_some());
+                let names = (!named).then(|| {
+                    (
+                        self.names.intern(event.agent.as_deref().unwrap_or("?")),
+                        self.names.intern(event.tool.as_deref().unwrap_or("?")),
+                    )
+                });
                 let trail = self.trail(id);
                 trail.status = Some(status);
-                if trail.agent.is_empty() {
-                    trail.agent = event.agent.as_deref().unwrap_or("?").to_owned();
-                    trail.tool = event.tool.as_deref().unwrap_or("?").to_owned();
+                if names.is_some() {
+                    trail.names = names;
                 }
             }
             other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),
@@ -276,17 +323,28 @@ impl Summariser {
 
     fn trail(&mut self, id: &str) -> &mut CallTrail {
         if !self.trails.contains_key(id) {
-            self.order.push(id.to_owned());
+            self.trails.insert(id.to_owned(), CallTrail::default());
         }
-        self.trails.entry(id.to_owned()).or_default()
+        self.trails.get_mut(id).expect("inserted above")
     }
 
     /// Finishes the summary.
     pub fn finish(mut self) -> Summary {
         let mut agents: BTreeMap<String, AgentSummary> = BTreeMap::new();
-        for id in &self.order {
-            let trail = &self.trails[id];
-            if !self.filter.admits_agent(&trail.agent) {
+        let no_reasons = Vec::new();
+        for (id, trail) in &self.trails {
+            let (agent_name, tool_name) = match trail.names {
+                Some((agent, tool)) => (
+                    self.names.get(agent).as_str(),
+                    self.names.get(tool).as_str(),
+                ),
+                None => ("", ""),
+            };
+            let trail_reasons = match trail.reasons {
+                Some(reasons) => self.reason_lists.get(reasons),
+                None => &no_reasons,
+            };
+            if !self.filter.admits_agent(agent_name) {
                 continue;
             }
             let summary = &mut self.summary;
@@ -301,9 +359,9 @@ impl Summariser {
             };
             summary.calls += 1;
             let agent = agents
-                .entry(trail.agent.clone())
+                .entry(agent_name.to_owned())
                 .or_insert_with(|| AgentSummary {
-                    agent: trail.agent.clone(),
+                    agent: agent_name.to_owned(),
                     ..AgentSummary::default()
                 });
             agent.calls += 1;
@@ -311,8 +369,8 @@ impl Summariser {
             let veto = |kind, reasons| Veto {
                 id: id.clone(),
                 kind,
-                agent: trail.agent.clone(),
-                tool: trail.tool.clone(),
+                agent: agent_name.to_owned(),
+                tool: tool_name.to_owned(),
                 reasons,
             };
             match decision {
@@ -323,7 +381,7 @@ impl Summariser {
                 Decision::Deny => {
                     summary.decisions.deny += 1;
                     agent.deny += 1;
-                    summary.vetoes.push(veto("deny", trail.reasons.clone()));
+                    summary.vetoes.push(veto("deny", trail_reasons.clone()));
                 }
                 Decision::Hold => {
                     summary.decisions.hold += 1;
@@ -336,7 +394,7 @@ impl Summariser {
                         Some(approval) => {
                             summary.holds.declined += 1;
                             agent.declined += 1;
-                            let mut reasons = trail.reasons.clone();
+                            let mut reasons = trail_reasons.clone();
                             reasons.push(approval.reason.clone());
                             summary.vetoes.push(veto("declined", reasons));
                         }
@@ -980,6 +1038,20 @@ pub fn render_json(summary: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_names_and_reasons_are_kept_once() {
+        let mut names = Interner::<String>::default();
+        let scout = names.intern("scout");
+        assert_eq!(names.intern("booker"), 1);
+        assert_eq!(names.intern("scout"), scout);
+        assert_eq!(names.get(scout), "scout");
+        let mut reasons = Interner::<Vec<String>>::default();
+        let held = reasons.intern(["a".to_owned(), "b".to_owned()].as_slice());
+        assert_ne!(reasons.intern(["a".to_owned()].as_slice()), held);
+        assert_eq!(reasons.intern(["a".to_owned(), "b".to_owned()].as_slice()), held);
+        assert_eq!(reasons.values.len(), 2);
+    }
 
     const LOG: &str = concat!(
         r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"scout","tool":"search_web"}}"#,
