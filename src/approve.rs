@@ -48,6 +48,10 @@ pub trait Human {
     fn may_keep_waiting(&self) -> bool {
         true
     }
+    /// Whether `ask` shows its prompt to anyone, so it is worth composing.
+    fn reads_prompt(&self) -> bool {
+        true
+    }
     fn kind(&self) -> AnsweredBy;
 }
 
@@ -98,6 +102,10 @@ impl Human for TerminalHuman {
     }
 
     fn may_keep_waiting(&self) -> bool {
+        !matches!(self.terminal, Some(Err(_)))
+    }
+
+    fn reads_prompt(&self) -> bool {
         !matches!(self.terminal, Some(Err(_)))
     }
 }
@@ -154,6 +162,10 @@ impl Human for ScriptedHuman {
 
     fn may_keep_waiting(&self) -> bool {
         !self.at_hand
+    }
+
+    fn reads_prompt(&self) -> bool {
+        false
     }
 }
 
@@ -330,10 +342,14 @@ fn settle_hold<W: Write, E: Write>(
     let call = record
         .call()
         .ok_or_else(|| "it has no `call`".to_owned())
-        .and_then(|call| call.map_err(|m| m.to_string()));
+        .and_then(|call| call.clone().map_err(|m| m.to_string()));
     let (approval, agent, tool) = match (&call, record.id()) {
         (Ok(call), Some(_)) if !reasons.is_empty() => {
-            let prompt = render_prompt(call, &reasons, options.timeout);
+            let prompt = if human.reads_prompt() {
+                render_prompt(call, &reasons, options.timeout)
+            } else {
+                String::new()
+            };
             let reply = human.ask(&prompt);
             let approval = approval_for(reply, human.kind());
             human.acknowledge(if approval.approved {

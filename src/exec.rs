@@ -496,14 +496,14 @@ impl<'scope, 'env> Window<'scope, 'env> {
 
 /// Decides about one record (in input order, updating the stream's state) and plans what to do.
 fn prepare<'t>(
-    record: Record<'_>,
+    mut record: Record<'_>,
     options: &'t ExecOptions,
     ids: &mut IdMinter,
     state: &mut CrewState,
     narrate: bool,
 ) -> (Parts, Plan<'t>) {
     let call = record
-        .call()
+        .take_call()
         .unwrap_or_else(|| Err(Malformed::new("the record has no `call`")));
     let own = evaluate_parsed(&call, &options.policy, state);
     let effective = effective_decision(record.decision(), &record.reasons(), &own);
@@ -543,12 +543,14 @@ fn finish(parts: Parts, acted: Acted) -> Emission {
     let mut event = audit::event(Stage::Exec, &parts.id)
         .str_field("agent", &parts.agent)
         .str_field("tool", &parts.tool)
-        .str_field("decision", parts.effective.decision.as_str())
-        .field("outcome", &outcome);
+        .str_field("decision", parts.effective.decision.as_str());
+    // Written once, for the event and the record alike.
+    let outcome_json = serde_json::to_string(&outcome).expect("an outcome serializes");
+    event = event.raw_field("outcome", &outcome_json);
     if let Some(backend) = &backend {
         event = event.field("backend", backend);
     }
-    let line = record::with_field(&parts.text, parts.has_outcome, "outcome", &outcome);
+    let line = record::with_raw_field(&parts.text, parts.has_outcome, "outcome", &outcome_json);
     if !parts.narrate {
         return Emission {
             event: event.finish(),

@@ -14,8 +14,10 @@
 //! Other keys may be added to this format over time.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -23,7 +25,7 @@ use serde_json::Value;
 use crate::call::{Call, Malformed};
 use crate::decision::{Decision, Judgement};
 use crate::jsonl::JsonLine;
-use crate::strict_json;
+use crate::strict_json::{self, Checked, Key, KeySet};
 
 /// How a call came into the gate: as JSON text to carry untouched, or as a bounded raw excerpt.
 #[derive(Debug, Clone, Copy)]
@@ -130,28 +132,69 @@ pub struct Record<'a> {
     members: Members<'a>,
 }
 
-/// The members of a record that the stages read, each as its JSON text.
-#[derive(Debug, Default, Deserialize)]
+/// The members of a record that the stages read, each as its JSON text (`null` included), and
+/// the call read from its member.
+#[derive(Debug, Default)]
 struct Members<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
     decision: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
     reasons: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
     call: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
     approval: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
     outcome: Option<&'a RawValue>,
+    read_call: Option<Result<Call, Malformed>>,
 }
 
-/// A member that is there, `null` included (an `Option` would read `null` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(deserializer).map(Some)
+/// Reads a record object in one strict pass: every key of every object compared, as
+/// [`strict_json::validate`] would. The call member is checked by reading it as sc-gate reads a
+/// call (a call that reads is strictly valid JSON); only one that does not read is validated
+/// separately, to tell a malformed call from a malformed record.
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a record object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Members::default();
+                let mut keys = KeySet::new();
+                while let Some(Key(key)) = map.next_key()? {
+                    if !keys.insert(key.clone()) {
+                        return Err(strict_json::duplicate_key(&key));
+                    }
+                    let slot = match &*key {
+                        "id" => &mut members.id,
+                        "decision" => &mut members.decision,
+                        "reasons" => &mut members.reasons,
+                        "call" => &mut members.call,
+                        "approval" => &mut members.approval,
+                        "outcome" => &mut members.outcome,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            continue;
+                        }
+                    };
+                    let raw: &'de RawValue = map.next_value()?;
+                    if &*key == "call" {
+                        let call = Call::parse_line(raw.get().as_bytes()).map(|(call, _)| call);
+                        if call.is_err() {
+                            strict_json::validate(raw.get()).map_err(de::Error::custom)?;
+                        }
+                        members.read_call = Some(call);
+                    } else {
+                        strict_json::validate(raw.get()).map_err(de::Error::custom)?;
+                    }
+                    *slot = Some(raw);
+                }
+                Ok(members)
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
 }
 
 impl<'a> Record<'a> {
@@ -164,8 +207,8 @@ impl<'a> Record<'a> {
             )
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        let checked = strict_json::validate(text).is_ok() && text.starts_with('{');
-        let members = checked
+        let members = text
+            .starts_with('{')
             .then(|| serde_json::from_str::<Members>(text).ok())
             .flatten();
         match members {
@@ -212,9 +255,13 @@ impl<'a> Record<'a> {
     }
 
     /// The record's `call`, read as sc-gate reads a call; `None` when there is none.
-    pub fn call(&self) -> Option<Result<Call, Malformed>> {
-        let text = self.members.call?.get();
-        Some(Call::parse_line(text.as_bytes()).map(|(call, _)| call))
+    pub fn call(&self) -> Option<&Result<Call, Malformed>> {
+        self.members.read_call.as_ref()
+    }
+
+    /// [`Record::call`], taken out of the record.
+    pub fn take_call(&mut self) -> Option<Result<Call, Malformed>> {
+        self.members.read_call.take()
     }
 
     /// The record's `call` as a JSON value, whatever it holds.
@@ -271,6 +318,12 @@ pub fn with_field<T: Serialize + ?Sized>(
     key: &str,
     value: &T,
 ) -> Vec<u8> {
+    let value = serde_json::to_string(value).expect("a record field serializes");
+    with_raw_field(text, present, key, &value)
+}
+
+/// [`with_field`] for a value that is JSON text already (one valid JSON value).
+pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) -> Vec<u8> {
     let without_key = match present.then(|| strict_json::parse(text)) {
         Some(Ok(Value::Object(mut object))) => {
             object.shift_remove(key);
@@ -297,7 +350,7 @@ pub fn with_field<T: Serialize + ?Sized>(
     }
     crate::jsonl::push_json_str(&mut line, key);
     line.push(b':');
-    serde_json::to_writer(&mut line, value).expect("a record field serializes");
+    line.extend_from_slice(value_json.as_bytes());
     line.extend_from_slice(b"}\n");
     line
 }

@@ -1049,7 +1049,10 @@ mod tests {
         let mut reasons = Interner::<Vec<String>>::default();
         let held = reasons.intern(["a".to_owned(), "b".to_owned()].as_slice());
         assert_ne!(reasons.intern(["a".to_owned()].as_slice()), held);
-        assert_eq!(reasons.intern(["a".to_owned(), "b".to_owned()].as_slice()), held);
+        assert_eq!(
+            reasons.intern(["a".to_owned(), "b".to_owned()].as_slice()),
+            held
+        );
         assert_eq!(reasons.values.len(), 2);
     }
 
