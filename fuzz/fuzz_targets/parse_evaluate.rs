@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use skeleton_crew::amount::Amount;
-use skeleton_crew::call::Call;
+use skeleton_crew::call::{deeper_than, Call, MAX_CALL_DEPTH};
 use skeleton_crew::decision::{evaluate, evaluate_parsed, evaluate_with_state, Decision};
 use skeleton_crew::policy::{Policy, PolicySettings, TaintScope};
 use skeleton_crew::record::{verdict_line, CallText, Record};
@@ -55,7 +55,8 @@ fuzz_target!(|data: &[u8]| {
                 let value = strict_json::parse(text).ok()?;
                 let mut call = Call::from_value(&value).ok()?;
                 call.take_amount_text_from(text, &["args", "amount"]);
-                Some(call)
+                // A call deeper than its records can carry is malformed, however it parses.
+                deeper_than(text, MAX_CALL_DEPTH).is_none().then_some(call)
             });
             assert_eq!(
                 parsed.as_ref().ok().map(|(call, _)| call),
@@ -94,10 +95,17 @@ fuzz_target!(|data: &[u8]| {
             // What sc-exec reads back must be the same call, decided the same way.
             let verdict = verdict_line("id-1", CallText::Json(&text), &judgement);
             if let Ok(record) = Record::parse(verdict.strip_suffix(b"\n").unwrap()) {
-                let mut again = Call::from_value(record.call().expect("the verdict has its call"))
+                let again = record
+                    .call()
+                    .expect("the verdict has its call")
+                    .clone()
                     .expect("a call that parsed once parses again");
-                again.take_amount_text_from(record.text, &["call", "args", "amount"]);
                 assert_eq!(again, call);
+                // And the reference way: the record's call as a JSON value.
+                let mut reference = Call::from_value(&record.call_value().expect("a call value"))
+                    .expect("a call that parsed once parses again");
+                reference.take_amount_text_from(record.text, &["call", "args", "amount"]);
+                assert_eq!(reference, call);
                 assert_eq!(record.decision(), Some(judgement.decision));
                 assert_eq!(record.reasons(), judgement.reasons);
                 assert_eq!(evaluate_with_state(&again, policy, &state), judgement);
