@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::call::{Call, Malformed};
+use crate::call::{deeper_than, Call, Malformed, MAX_CALL_DEPTH};
 use crate::decision::{Decision, Judgement};
 use crate::jsonl::JsonLine;
 use crate::strict_json::{self, Checked, Key, KeySet};
@@ -207,8 +207,11 @@ impl<'a> Record<'a> {
             )
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        let members = text
-            .starts_with('{')
+        // The members are checked one by one, each counting depth from itself: a record that
+        // nests at all deeply is checked whole first, so that its depth counts from its top.
+        let shallow = deeper_than(text, MAX_CALL_DEPTH).is_none();
+        let readable = text.starts_with('{') && (shallow || strict_json::validate(text).is_ok());
+        let members = readable
             .then(|| serde_json::from_str::<Members>(text).ok())
             .flatten();
         match members {
@@ -329,7 +332,9 @@ pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) ->
             object.shift_remove(key);
             Some(object)
         }
-        _ => None,
+        // Appending would give the record the key twice, for a reader downstream to take either.
+        Some(other) => panic!("a record read strictly no longer parses: {other:?}"),
+        None => None,
     };
     let mut line = match without_key {
         Some(object) => {
@@ -431,6 +436,36 @@ mod tests {
         let record = Record::parse(br#"{"id":"a\u0062","decision":"h\u006fld"}"#).unwrap();
         assert_eq!(record.id().as_deref(), Some("ab"));
         assert_eq!(record.decision(), Some(Decision::Hold));
+    }
+
+    #[test]
+    fn records_nested_past_the_parsers_limit_are_refused_whatever_the_member() {
+        let deep = |key: &str, levels: usize| {
+            format!(
+                r#"{{"{key}":{}{},"z":1}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        for key in [
+            "id", "decision", "reasons", "call", "approval", "outcome", "other",
+        ] {
+            let line = deep(key, 127);
+            assert_eq!(
+                Record::parse(line.as_bytes()).is_ok(),
+                strict_json::parse(&line).is_ok(),
+                "{key}"
+            );
+            let err = Record::parse(line.as_bytes()).unwrap_err();
+            assert!(err.contains("recursion limit"), "{key}: {err}");
+            // Deep, but within the limit: read, and its field replaced, never doubled.
+            let line = deep(key, 100);
+            if key != "other" {
+                let record = Record::parse(line.as_bytes()).unwrap();
+                let out = String::from_utf8(record.with_field(key, &1)).unwrap();
+                assert_eq!(out.matches(&format!("\"{key}\"")).count(), 1, "{key}");
+            }
+        }
     }
 
     #[test]

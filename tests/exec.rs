@@ -404,3 +404,25 @@ fn a_forged_allow_just_above_the_limit_is_held_by_its_own_exact_evaluation() {
     let records = parse_stdout(&out.get_output().stdout);
     assert_eq!(records[0]["outcome"]["status"], "skipped", "{records:?}");
 }
+
+#[test]
+fn a_record_nested_past_the_parsers_limit_in_a_member_it_reads_is_refused_not_run() {
+    // The members sc-exec reads are checked one by one; the record's own level must count too,
+    // or a 127-deep forged outcome would pass, the call run, and the outcome key be doubled.
+    let scratch = Scratch::new();
+    let deep = format!("{}{}", "[".repeat(127), "]".repeat(127));
+    let line = format!(
+        r#"{{"id":"r1","call":{{"agent":"a","tool":"search_web","args":{{"query":"x"}},"source":"user"}},"decision":"allow","reasons":["ok"],"outcome":{deep}}}"#
+    );
+    let out = scratch
+        .cmd("sc-exec")
+        .arg("-q")
+        .write_stdin(format!("{line}\n"))
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let records = parse_stdout(stdout.as_bytes());
+    assert_eq!(status(&records[0]), "skipped", "{stdout}");
+    assert!(reason(&records[0]).contains("recursion limit"), "{stdout}");
+    assert_eq!(stdout.matches("\"outcome\"").count(), 1, "{stdout}");
+}
