@@ -344,28 +344,45 @@ static ESCAPE: [u8; 256] = {
     table
 };
 
-/// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
+/// How many bytes at the start of `bytes` need no attention inside a JSON string: no quote, no
+/// backslash, no control character (what the call scanner skips and [`push_json_str`] copies
+/// unescaped). Eight bytes at a time while it can.
 #[inline]
-pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
+pub fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    // Skip 8 bytes at a time while none is below 0x20, a quote or a backslash.
-    let mut clean = 0;
-    while clean + 8 <= bytes.len() {
-        let word = u64::from_le_bytes(bytes[clean..clean + 8].try_into().expect("8 bytes"));
-        let quote = word ^ (ONES * b'"' as u64);
-        let backslash = word ^ (ONES * b'\\' as u64);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut run = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
         let special = word.wrapping_sub(ONES * 0x20)
             | quote.wrapping_sub(ONES)
             | backslash.wrapping_sub(ONES);
-        if special & !word & HIGHS != 0 {
+        let found = special & !word & HIGHS;
+        if found != 0 {
+            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
+            return run + (found.trailing_zeros() / 8) as usize;
+        }
+        run += 8;
+    }
+    while let Some(&byte) = bytes.get(run) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
             break;
         }
-        clean += 8;
+        run += 1;
     }
+    run
+}
+
+/// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
+#[inline]
+pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let clean = plain_run(bytes);
     let mut start = 0;
     for i in clean..bytes.len() {
         let byte = bytes[i];
@@ -886,6 +903,18 @@ mod tests {
         assert!(excerpt.len() <= RAW_EXCERPT_BYTES + '…'.len_utf8());
         assert!(excerpt.ends_with('…'));
         assert_eq!(raw_excerpt(b"\xffok"), "\u{fffd}ok");
+    }
+
+    #[test]
+    fn plain_runs_stop_at_every_special_byte_in_every_position() {
+        for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = special;
+                assert_eq!(plain_run(&bytes), at, "{special:#x} at {at}");
+            }
+        }
+        assert_eq!(plain_run("é€😀 ~\u{7f}".as_bytes()), "é€😀 ~\u{7f}".len());
     }
 
     #[test]

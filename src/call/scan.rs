@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{Args, Call, Provenance, Source, MAX_CALL_DEPTH};
+use crate::jsonl::plain_run;
 use crate::strict_json::{self, KeySet};
 
 /// Reads a call from its trimmed text, or `None` when the reference path must.
@@ -341,51 +342,9 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// How many bytes at the start of `bytes` need no attention inside a string: no quote, no
-/// backslash, no control character. Eight bytes at a time while it can.
-fn plain_run(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut run = 0;
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        let special = word.wrapping_sub(ONES * 0x20)
-            | quote.wrapping_sub(ONES)
-            | backslash.wrapping_sub(ONES);
-        let found = special & !word & HIGHS;
-        if found != 0 {
-            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
-            return run + (found.trailing_zeros() / 8) as usize;
-        }
-        run += 8;
-    }
-    while let Some(&byte) = bytes.get(run) {
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            break;
-        }
-        run += 1;
-    }
-    run
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plain_runs_stop_at_every_special_byte_in_every_position() {
-        for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
-            for at in 0..20 {
-                let mut bytes = vec![b'a'; 20];
-                bytes[at] = special;
-                assert_eq!(plain_run(&bytes), at, "{special:#x} at {at}");
-            }
-        }
-        assert_eq!(plain_run("é€😀 ~\u{7f}".as_bytes()), "é€😀 ~\u{7f}".len());
-    }
 
     #[test]
     fn leaves_the_unusual_to_the_reference_path() {
