@@ -14,6 +14,8 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use skeleton_crew::jsonl::push_u64;
+
 const AGENTS: &[&str] = &[
     "scout", "buyer", "helper", "planner", "writer", "auditor", "courier", "analyst", "booker",
     "cleaner", "mailer", "ops",
@@ -80,20 +82,6 @@ impl Rng {
     }
 }
 
-fn number(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
 fn words(out: &mut Vec<u8>, rng: &mut Rng, count: usize) {
     for i in 0..count {
         if i > 0 {
@@ -128,13 +116,13 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
             out.extend_from_slice(b"\"query\":\"");
             words(out, rng, 4);
             out.extend_from_slice(b"\",\"limit\":");
-            number(out, 5 + rng.below(20));
+            push_u64(out, 5 + rng.below(20));
         }
         1 => {
             out.extend_from_slice(b"\"url\":\"https://");
             out.extend_from_slice(rng.pick(HOSTS).as_bytes());
             out.extend_from_slice(b"/offers/");
-            number(out, rng.below(100_000));
+            push_u64(out, rng.below(100_000));
             out.extend_from_slice(b"?ref=crew\"");
         }
         2 => {
@@ -146,7 +134,7 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
             if dollar_string {
                 out.extend_from_slice(b"\"$");
             }
-            number(out, cents / 100);
+            push_u64(out, cents / 100);
             if cents.is_multiple_of(3) {
                 out.push(b'.');
                 let c = cents % 100;
@@ -157,7 +145,7 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
                 out.push(b'"');
             }
             out.extend_from_slice(b",\"currency\":\"USD\",\"memo\":\"invoice ");
-            number(out, rng.below(1_000_000));
+            push_u64(out, rng.below(1_000_000));
             out.push(b'"');
         }
         3 => {
@@ -171,12 +159,12 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
             out.extend_from_slice(b"\"path\":\"/srv/crew/");
             out.extend_from_slice(rng.pick(WORDS).as_bytes());
             out.push(b'/');
-            number(out, rng.below(10_000));
+            push_u64(out, rng.below(10_000));
             out.extend_from_slice(b".txt\"");
         }
         6 => {
             out.extend_from_slice(b"\"path\":\"/srv/crew/out/");
-            number(out, rng.below(10_000));
+            push_u64(out, rng.below(10_000));
             out.extend_from_slice(b".md\",\"content\":\"");
             words(out, rng, 6);
             out.push(b'"');
@@ -195,7 +183,7 @@ fn call(out: &mut Vec<u8>, rng: &mut Rng, n: u64) {
     out.extend_from_slice(b"\",\"instruction\":\"");
     out.extend_from_slice(rng.pick(INSTRUCTIONS).as_bytes());
     out.extend_from_slice(b"\",\"trace\":{\"run\":\"bench\",\"step\":");
-    number(out, n);
+    push_u64(out, n);
     out.extend_from_slice(b"}}\n");
 }
 
