@@ -243,6 +243,11 @@ impl Call {
                 err.valid_up_to()
             ))
         })?;
+        Call::parse_text(text)
+    }
+
+    /// [`Call::parse_line`] for text that is UTF-8 already (a record's `call` member).
+    pub fn parse_text(text: &str) -> Result<(Call, &str), Malformed> {
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         // The scanner reads calls no deeper than MAX_CALL_DEPTH.
         if let Some(call) = scan::call(text) {

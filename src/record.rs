@@ -180,7 +180,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                     };
                     let raw: &'de RawValue = map.next_value()?;
                     if &*key == "call" {
-                        let call = Call::parse_line(raw.get().as_bytes()).map(|(call, _)| call);
+                        let call = Call::parse_text(raw.get()).map(|(call, _)| call);
                         if call.is_err() {
                             strict_json::validate(raw.get()).map_err(de::Error::custom)?;
                         }
