@@ -675,3 +675,59 @@ fn an_unrecognised_source_reaches_the_terminal_escaped() {
     }
     assert!(text.contains("user\\u{202e}\\u{9b}2J"), "{text}");
 }
+
+#[test]
+fn answers_from_a_pipe_wait_only_after_what_was_decided_before_has_left() {
+    // An answers file that is a pipe may keep sc-approve waiting, as a person would: the
+    // records before the hold leave first. (A regular answers file is answered at once.)
+    let scratch = Scratch::new();
+    let fifo = scratch.dir.path().join("answers.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let mut child = crate::util::stage(&scratch, "sc-approve")
+        .arg("--answers")
+        .arg(&fifo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start sc-approve");
+    // Opening the pipe's writing end waits for sc-approve to open its reading end.
+    let mut answers = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("open the answers pipe");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(lines(&[allow("p-1"), hold("p-2")]).as_bytes())
+        .unwrap();
+    drop(stdin);
+    let mut stdout = child.stdout.take().unwrap();
+    let (sender, first) = std::sync::mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while stdout.read(&mut byte).unwrap_or(0) == 1 {
+            seen.push(byte[0]);
+            if byte[0] == b'\n' && sender.send(seen.clone()).is_err() {
+                break;
+            }
+        }
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).unwrap();
+        seen.extend(rest);
+        seen
+    });
+    let before_answer = first
+        .recv_timeout(SCREEN_WAIT)
+        .expect("the allow left before the hold was answered");
+    assert_eq!(
+        String::from_utf8(before_answer).unwrap(),
+        lines(&[allow("p-1")])
+    );
+    answers.write_all(b"yes\n").unwrap();
+    drop(answers);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let records = parse_stdout(&reader.join().unwrap());
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[1]["approval"]["approved"], true, "{records:?}");
+}
