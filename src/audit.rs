@@ -12,7 +12,8 @@
 //!
 //! Every event is sealed into the file's hash chain ([`crate::chain`]) under the same lock: the
 //! writer keeps the head and the file's length, and re-reads the tail only when another writer
-//! moved it. With `fsync`, each append is on disk before the lock is released and the records it
+//! moved it. Keyed, the line it then chains onto must carry a valid MAC, or the append fails: a
+//! writer never vouches for a line it cannot authenticate. With `fsync`, each append is on disk before the lock is released and the records it
 //! describes leave the stage.
 
 use std::collections::hash_map::RandomState;
@@ -143,10 +144,8 @@ impl AuditLog {
             if line.is_empty() {
                 continue;
             }
-            let start = self.sealed.len();
-            chain::seal_into(&mut self.sealed, line, head);
             head = Head {
-                link: self.options.chain.link(&self.sealed[start..]),
+                link: self.options.chain.seal_into(&mut self.sealed, line, head),
                 seq: head.seq + 1,
             };
             self.sealed.push(b'\n');
@@ -294,6 +293,65 @@ mod tests {
         assert_eq!(lines[0]["stage"], "gate");
         assert_eq!(lines[0]["decision"], "allow");
         assert_eq!(lines[1]["stage"], "exec");
+    }
+
+    #[test]
+    fn a_keyed_writer_refuses_to_extend_a_line_it_cannot_authenticate() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Chain::Keyed(b"0123456789abcdef".to_vec());
+        let keyed = || AuditOptions {
+            chain: key.clone(),
+            fsync: false,
+        };
+        let event = || event(Stage::Gate, "x-1").field("decision", "deny").finish();
+        // A keyless forger seeds a new log with a fabricated first line.
+        let seeded = dir.path().join("seeded.jsonl");
+        std::fs::write(
+            &seeded,
+            format!(
+                "{}\n",
+                String::from_utf8(chain::seal(b"{\"id\":\"f\"}", Head::genesis())).unwrap()
+            ),
+        )
+        .unwrap();
+        let err = AuditLog::open_with(&seeded, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("refusing to extend"), "{err:#}");
+        // An honest keyed log whose last line is then edited by someone without the key.
+        let edited = dir.path().join("edited.jsonl");
+        AuditLog::open_with(&edited, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
+        let text = std::fs::read_to_string(&edited).unwrap();
+        std::fs::write(&edited, text.replace("deny", "allw")).unwrap();
+        let before = std::fs::read(&edited).unwrap();
+        let err = AuditLog::open_with(&edited, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("does not match"), "{err:#}");
+        assert_eq!(
+            std::fs::read(&edited).unwrap(),
+            before,
+            "nothing was appended"
+        );
+        // Untouched, a second writer extends it, and the chain verifies.
+        let honest = dir.path().join("honest.jsonl");
+        AuditLog::open_with(&honest, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
+        AuditLog::open_with(&honest, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
+        let intact = crate::verify::verify(|| std::fs::File::open(&honest), &key, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(intact.events, 2);
     }
 
     #[test]

@@ -1,15 +1,22 @@
 //! The audit log's hash chain: what makes a deleted, edited, inserted or reordered line visible.
 //!
-//! Every event carries `seq` (its place in the file's chain, from 1) and `prev`: the SHA-256 of the
-//! previous line's exact bytes (without its newline), or, with a key, the HMAC-SHA-256 under that
-//! key. The first event of a file has `prev` = [`GENESIS`]. The *head* is the link of the last
-//! line: store it elsewhere (`sc-report --head`) and `--expect-head` also catches a cut-off tail.
+//! Every event carries `seq` (its place in the file's chain, from 1) and `prev`: the link of the
+//! previous line. Unkeyed, a line's link is the SHA-256 of its exact bytes (without its newline)
+//! and the first event's `prev` is [`GENESIS`] (all zeros). With a key, every line also ends with
+//! `mac`: the HMAC-SHA-256, under the key, of the line as it stands before `mac` (so of its `prev`
+//! too), and that MAC is the line's link. The first event's `prev` is then [`Chain::genesis`], an
+//! HMAC of a fixed label under the key, so a keyed chain cannot be started, or replaced whole, by
+//! anyone without the key, and every line, the last one included, vouches for itself.
+//!
+//! The *head* is the link of the last line: store it elsewhere (`sc-report --head`) and
+//! `--expect-head` also catches a cut-off tail.
 //!
 //! What it protects against: anyone who edits, deletes, inserts or reorders lines inside the log
 //! without recomputing every later link; with a key, anyone without the key, even one who rewrites
-//! the whole file. What it does not: an attacker who holds the key; one who deletes the whole file
-//! or cuts its tail (unless the head was stored elsewhere); and, unkeyed, one who recomputes the
-//! chain from the point of the edit on.
+//! the whole file or seeds an empty one (writers refuse to extend a keyed log whose last line does
+//! not carry a valid MAC: [`Chain::authenticate`]). What it does not: an attacker who holds the
+//! key; one who deletes the whole file or cuts its tail (unless the head was stored elsewhere); and,
+//! unkeyed, one who recomputes the chain from the point of the edit on.
 
 use std::fmt;
 use std::fs::File;
@@ -22,11 +29,16 @@ use sha2::{Digest, Sha256};
 
 use crate::exit::UsageError;
 
-/// The `prev` of a file's first event.
+/// The `prev` of a file's first event in an unkeyed chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// Names an environment variable holding the key file's path, for `--audit-key`.
 pub const AUDIT_KEY_ENV: &str = "SC_AUDIT_KEY_FILE";
 const MIN_KEY_BYTES: usize = 16;
+/// What a keyed chain's genesis is the MAC of.
+const KEYED_GENESIS_LABEL: &[u8] = b"skeleton-crew audit chain genesis v1";
+/// How a keyed line ends: `,"mac":"` 64 hex digits `"}`.
+const MAC_PREFIX: &[u8] = b",\"mac\":\"";
+const MAC_SUFFIX_LEN: usize = MAC_PREFIX.len() + 64 + 2;
 
 /// A link: the digest of one line, shown as 64 hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,12 +50,18 @@ impl Link {
     }
 
     pub fn parse(hex: &str) -> Option<Link> {
-        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Link::parse_bytes(hex.as_bytes())
+    }
+
+    /// [`Link::parse`] of ASCII bytes: 64 hex digits, either case.
+    pub fn parse_bytes(hex: &[u8]) -> Option<Link> {
+        if hex.len() != 64 {
             return None;
         }
+        let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
         let mut bytes = [0u8; 32];
         for (i, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+            *byte = digit(hex[2 * i])? << 4 | digit(hex[2 * i + 1])?;
         }
         Some(Link(bytes))
     }
@@ -92,15 +110,69 @@ impl fmt::Debug for Chain {
 }
 
 impl Chain {
-    /// The link of one line (its bytes without the newline).
+    /// The link of one sealed line (its bytes without the newline): unkeyed, its SHA-256; keyed,
+    /// the HMAC of the line without its trailing `mac` member, which is what that member holds
+    /// when the line is authentic (a line without one is linked whole, and never authentic).
     pub fn link(&self, line: &[u8]) -> Link {
         match self {
             Chain::Sha256 => Link(Sha256::digest(line).into()),
+            Chain::Keyed(key) => match split_mac(line) {
+                Some((before_mac, _)) => hmac(key, &[before_mac, b"}"]),
+                None => hmac(key, &[line]),
+            },
+        }
+    }
+
+    /// The `prev` of a file's first event: all zeros unkeyed; keyed, a MAC under the key, so
+    /// that nobody without the key can start a chain that verifies.
+    pub fn genesis(&self) -> Link {
+        match self {
+            Chain::Sha256 => Link::genesis(),
+            Chain::Keyed(key) => hmac(key, &[KEYED_GENESIS_LABEL]),
+        }
+    }
+
+    /// The head of an empty file.
+    pub fn genesis_head(&self) -> Head {
+        Head {
+            link: self.genesis(),
+            seq: 0,
+        }
+    }
+
+    /// Whether the chain is keyed.
+    pub fn is_keyed(&self) -> bool {
+        matches!(self, Chain::Keyed(_))
+    }
+
+    /// The link of a sealed line, once the line has vouched for itself: keyed, its `mac` member
+    /// must be the MAC of the rest of it under the key; unkeyed, every line does.
+    pub fn authenticate(&self, line: &[u8]) -> Result<Link, Unauthentic> {
+        let link = self.link(line);
+        match self {
+            Chain::Sha256 => Ok(link),
+            Chain::Keyed(_) => match split_mac(line) {
+                None => Err(Unauthentic::NoMac),
+                Some((_, mac)) if Link::parse_bytes(mac) == Some(link) => Ok(link),
+                Some(_) => Err(Unauthentic::WrongMac),
+            },
+        }
+    }
+
+    /// Adds `seq` and `prev` (and, keyed, `mac`) to an event line (`{…}` without its newline),
+    /// appending the sealed line to `out`; returns the sealed line's link.
+    pub fn seal_into(&self, out: &mut Vec<u8>, line: &[u8], head: Head) -> Link {
+        let start = out.len();
+        seal_into(out, line, head);
+        match self {
+            Chain::Sha256 => self.link(&out[start..]),
             Chain::Keyed(key) => {
-                let mut mac =
-                    Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-                mac.update(line);
-                Link(mac.finalize().into_bytes().into())
+                let mac = hmac(key, &[&out[start..]]);
+                out.pop(); // the closing brace
+                out.extend_from_slice(MAC_PREFIX);
+                out.extend_from_slice(&mac.hex());
+                out.extend_from_slice(b"\"}");
+                mac
             }
         }
     }
@@ -146,6 +218,45 @@ impl Chain {
     }
 }
 
+/// Why a keyed line does not vouch for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unauthentic {
+    /// It has no `mac` member at its end: written without a key, or forged.
+    NoMac,
+    /// Its `mac` is not the MAC of the line under the key: edited, forged, or another key's.
+    WrongMac,
+}
+
+impl fmt::Display for Unauthentic {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(match self {
+            Unauthentic::NoMac => {
+                "it carries no `mac`: it was written without the audit key, or forged"
+            }
+            Unauthentic::WrongMac => {
+                "its `mac` does not match under the audit key: it was edited or forged, or written under another key"
+            }
+        })
+    }
+}
+
+fn hmac(key: &[u8], parts: &[&[u8]]) -> Link {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    for part in parts {
+        mac.update(part);
+    }
+    Link(mac.finalize().into_bytes().into())
+}
+
+/// A keyed line split before its trailing `,"mac":"…"}` member: the part the MAC covers (without
+/// the closing brace) and the MAC's 64 hex digits.
+fn split_mac(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let at = line.len().checked_sub(MAC_SUFFIX_LEN)?;
+    let (before, suffix) = line.split_at(at);
+    let hex = suffix.strip_prefix(MAC_PREFIX)?.strip_suffix(b"\"}")?;
+    Some((before, hex))
+}
+
 /// Where a file's chain ends: the link of its last line and that line's `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
@@ -154,6 +265,7 @@ pub struct Head {
 }
 
 impl Head {
+    /// The head of an empty unkeyed file ([`Chain::genesis_head`] for any chain).
     pub fn genesis() -> Head {
         Head {
             link: Link::genesis(),
@@ -186,9 +298,14 @@ pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
 
 /// Reads the head of a file of `len` bytes from its last line: the link of that line and the
 /// `seq` it carries (or the nearest earlier line's, for a torn last line).
+///
+/// Keyed, a whole last line must vouch for itself ([`Chain::authenticate`]), or the head is an
+/// error of kind `InvalidData`: a writer never extends, and so never authenticates, a line it
+/// cannot authenticate. A torn last line (no newline: a writer died mid-line) is linked as it is;
+/// the verifier shows it as torn, so nothing after it can pass for intact.
 pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
     if len == 0 {
-        return Ok(Head::genesis());
+        return Ok(chain.genesis_head());
     }
     // Another writer moved the file on since our last append (as the stages of a pipeline do
     // all the time): the last line is nearly always in the last few KiB, and whole.
@@ -196,14 +313,12 @@ pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
     if len > SHORT_TAIL {
         let mut tail = vec![0u8; SHORT_TAIL as usize];
         std::os::unix::fs::FileExt::read_exact_at(&*file, &mut tail, len - SHORT_TAIL)?;
-        let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
-        if let Some(at) = body.iter().rposition(|&b| b == b'\n') {
-            let last = &body[at + 1..];
-            if let Some(seq) = seq_of(last) {
-                return Ok(Head {
-                    link: chain.link(last),
-                    seq,
-                });
+        if let Some(body) = tail.strip_suffix(b"\n") {
+            if let Some(at) = body.iter().rposition(|&b| b == b'\n') {
+                let last = &body[at + 1..];
+                if let Some(seq) = seq_of(last) {
+                    return whole_head(chain, last, seq);
+                }
             }
         }
     }
@@ -213,31 +328,44 @@ pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
         file.seek(SeekFrom::Start(start))?;
         let mut tail = Vec::with_capacity((len - start) as usize);
         file.by_ref().take(len - start).read_to_end(&mut tail)?;
+        let whole = tail.ends_with(b"\n");
         let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
-        let line_start = body.iter().rposition(|&b| b == b'\n').map(|i| i + 1);
-        match line_start {
-            Some(at) => {
-                let last = &body[at..];
-                // A torn last line has no seq of its own: it took the place after the line before.
-                let seq = seq_of(last)
-                    .or_else(|| {
-                        let earlier = body[..at].split(|&b| b == b'\n').rev();
-                        earlier.take(64).find_map(seq_of).map(|s| s + 1)
-                    })
-                    .unwrap_or(0);
-                return Ok(Head {
-                    link: chain.link(last),
-                    seq,
-                });
+        let line_start = match body.iter().rposition(|&b| b == b'\n') {
+            Some(at) => at + 1,
+            None if start == 0 => 0,
+            None => {
+                start = start.saturating_sub(TAIL * 16);
+                continue;
             }
-            None if start == 0 => {
-                return Ok(Head {
-                    link: chain.link(body),
-                    seq: seq_of(body).unwrap_or(0),
-                });
-            }
-            None => start = start.saturating_sub(TAIL * 16),
+        };
+        let last = &body[line_start..];
+        if whole {
+            return whole_head(chain, last, seq_of(last).unwrap_or(0));
         }
+        // A torn last line has no seq of its own: it took the place after the line before.
+        let seq = seq_of(last)
+            .or_else(|| {
+                let earlier = body[..line_start].split(|&b| b == b'\n').rev();
+                earlier.take(64).find_map(seq_of).map(|s| s + 1)
+            })
+            .unwrap_or(0);
+        return Ok(Head {
+            link: chain.link(last),
+            seq,
+        });
+    }
+}
+
+/// The head after a whole last line, which must vouch for itself under a key.
+fn whole_head(chain: &Chain, last: &[u8], seq: u64) -> io::Result<Head> {
+    match chain.authenticate(last) {
+        Ok(link) => Ok(Head { link, seq }),
+        Err(why) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "refusing to extend a keyed chain it cannot authenticate: the log's last line (seq {seq}) {why}"
+            ),
+        )),
     }
 }
 

@@ -71,6 +71,8 @@ pub struct Intact {
 /// One line as the verifier sees it.
 struct Seen {
     link: Link,
+    /// Keyed: why the line does not vouch for itself, if it does not.
+    unauthentic: Option<crate::chain::Unauthentic>,
     prev: Option<Link>,
     seq: Option<u64>,
     parses: bool,
@@ -97,8 +99,13 @@ fn see(line: &[u8], chain: &Chain) -> Seen {
     let ends_with_newline = line.ends_with(b"\n");
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+    let (link, unauthentic) = match chain.authenticate(body) {
+        Ok(link) => (link, None),
+        Err(why) => (chain.link(body), Some(why)),
+    };
     Seen {
-        link: chain.link(body),
+        link,
+        unauthentic,
         prev: parsed
             .as_ref()
             .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
@@ -115,7 +122,7 @@ pub fn verify<R: Read>(
     chain: &Chain,
     expected_head: Option<Link>,
 ) -> io::Result<Result<Intact, ChainBreak>> {
-    let mut expected_prev = Link::genesis();
+    let mut expected_prev = chain.genesis();
     let mut previous_seq: Option<u64> = None;
     let mut events = 0;
     let mut expected_head_at = None;
@@ -151,6 +158,13 @@ pub fn verify<R: Read>(
                 detail: kind_and_detail.1,
             }));
         }
+        if let Some(why) = seen.unauthentic {
+            return Ok(Err(ChainBreak {
+                line: number,
+                kind: BreakKind::Edited,
+                detail: format!("the line does not authenticate: {why}"),
+            }));
+        }
         if Some(seen.link) == expected_head {
             expected_head_at = Some(number);
         }
@@ -182,6 +196,12 @@ fn classify<R: Read>(
     seq: Option<u64>,
     previous_seq: Option<u64>,
 ) -> io::Result<(BreakKind, String)> {
+    if number == 1 && chain.is_keyed() && prev == Link::genesis() {
+        return Ok((
+            BreakKind::Edited,
+            "the first line starts an unkeyed chain (its `prev` is all zeros), not this key's: the log was written without the key, or forged".into(),
+        ));
+    }
     if number == 1 {
         return Ok(match seq {
             Some(seq) if seq > 1 => (
@@ -190,7 +210,7 @@ fn classify<R: Read>(
             ),
             _ => (
                 BreakKind::Edited,
-                "the first line does not start the chain: it was edited, or lines before it were deleted".into(),
+                "the first line does not start the chain: it was edited, or lines before it were deleted, or it was written under another key".into(),
             ),
         });
     }
@@ -247,12 +267,13 @@ mod tests {
     use crate::chain::{seal, Head};
 
     fn chained(events: usize, chain: &Chain) -> Vec<Vec<u8>> {
-        let mut head = Head::genesis();
+        let mut head = chain.genesis_head();
         (0..events)
             .map(|n| {
-                let line = seal(format!(r#"{{"stage":"gate","id":"{n}"}}"#).as_bytes(), head);
+                let mut line = Vec::new();
+                let event = format!(r#"{{"stage":"gate","id":"{n}"}}"#);
                 head = Head {
-                    link: chain.link(&line),
+                    link: chain.seal_into(&mut line, event.as_bytes(), head),
                     seq: head.seq + 1,
                 };
                 line
@@ -356,7 +377,61 @@ mod tests {
         assert!(check(&join(&lines), &key, None).is_ok());
         let other = Chain::Keyed(b"fedcba9876543210".to_vec());
         let broken = check(&join(&lines), &other, None).unwrap_err();
-        assert_eq!((broken.line, broken.kind), (2, BreakKind::Edited));
+        assert_eq!(
+            (broken.line, broken.kind),
+            (1, BreakKind::Edited),
+            "{broken}"
+        );
         assert!(check(&join(&lines), &Chain::Sha256, None).is_err());
+    }
+
+    #[test]
+    fn a_keyed_chain_cannot_be_forged_from_its_first_link() {
+        let key = Chain::Keyed(b"0123456789abcdef".to_vec());
+        // A forger without the key writes a whole log from the old all-zero genesis, with
+        // links as an unkeyed writer makes them.
+        let forged = join(&chained(3, &Chain::Sha256));
+        let broken = check(&forged, &key, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (1, BreakKind::Edited),
+            "{broken}"
+        );
+        assert!(broken.detail.contains("unkeyed chain"), "{broken}");
+        // Nor can the forger start from the keyed genesis, which needs the key.
+        let mut line = Vec::new();
+        Chain::Sha256.seal_into(&mut line, br#"{"id":"x"}"#, key.genesis_head());
+        let broken = check(&join(&[line]), &key, None).unwrap_err();
+        assert!(broken.detail.contains("carries no `mac`"), "{broken}");
+    }
+
+    #[test]
+    fn every_keyed_line_vouches_for_itself_the_last_one_too() {
+        let key = Chain::Keyed(b"0123456789abcdef".to_vec());
+        let lines = chained(4, &key);
+        // The last line edited: no later `prev` covers it, its own `mac` does.
+        let mut edited = lines.clone();
+        edited[3] = String::from_utf8(edited[3].clone())
+            .unwrap()
+            .replace("\"3\"", "\"X\"")
+            .into_bytes();
+        let broken = check(&join(&edited), &key, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (4, BreakKind::Edited),
+            "{broken}"
+        );
+        // Only its `mac` changed: caught too.
+        let mut remacked = lines.clone();
+        let text = String::from_utf8(remacked[1].clone()).unwrap();
+        let at = text.rfind("\"mac\":\"").unwrap() + 7;
+        let flipped = if &text[at..at + 1] == "0" { "1" } else { "0" };
+        remacked[1] = format!("{}{flipped}{}", &text[..at], &text[at + 1..]).into_bytes();
+        let broken = check(&join(&remacked), &key, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (2, BreakKind::Edited),
+            "{broken}"
+        );
     }
 }

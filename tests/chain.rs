@@ -149,7 +149,7 @@ fn a_keyed_chain_verifies_only_with_its_key() {
         &["--verify", "--audit-key", other.to_str().unwrap()],
     );
     assert_eq!(code, 1, "{stdout}");
-    assert!(stdout.contains("line 2"), "{stdout}");
+    assert!(stdout.contains("line 1"), "{stdout}");
     assert_eq!(
         report(&scratch, &["--verify"]).0,
         1,
@@ -167,6 +167,68 @@ fn a_keyed_chain_verifies_only_with_its_key() {
     );
     let (code, stdout, _) = report(&scratch, &["--verify", "--audit-key", &key_arg]);
     assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("line 1") && stdout.contains("unkeyed chain"),
+        "{stdout}"
+    );
+}
+
+/// Issue 13.2: a keyless attacker seeds a fabricated first line into a new (or emptied) keyed
+/// log, hoping the honest writers chain onto it and so authenticate it. Every writer refuses:
+/// exit 1, a clear message, no record out, and the log as the attacker left it, which the keyed
+/// verifier reports.
+#[test]
+fn no_writer_extends_a_keyed_log_seeded_by_someone_without_the_key() {
+    let scratch = Scratch::new();
+    let key = key_file(&scratch, "audit.key", "correct horse battery staple");
+    let key_arg = key.to_str().unwrap().to_owned();
+    let forged = reseal_unkeyed(
+        &[r#"{"ts":"2026-12-01T00:00:00.000000Z","stage":"gate","id":"forged-1","decision":"allow","reasons":["forged"]}"#.to_owned()],
+        |line| line.to_owned(),
+    );
+    std::fs::create_dir_all(scratch.audit_path().parent().unwrap()).unwrap();
+    write_lines(&scratch, &forged);
+    let seeded = std::fs::read(scratch.audit_path()).unwrap();
+    for (bin, input) in [
+        (
+            "sc-gate",
+            r#"{"agent":"a","tool":"web_search","args":{"q":"x"},"source":"user"}"#,
+        ),
+        (
+            "sc-approve",
+            r#"{"id":"h-1","call":{"agent":"a","tool":"send_payment","args":{"to":"x","amount":750},"source":"user"},"decision":"hold","reasons":["big"]}"#,
+        ),
+        (
+            "sc-exec",
+            r#"{"id":"a-1","call":{"agent":"a","tool":"web_search","args":{"q":"x"},"source":"user"},"decision":"allow","reasons":["ok"]}"#,
+        ),
+    ] {
+        let mut cmd = scratch.cmd(bin);
+        cmd.arg("--audit-key").arg(&key);
+        if bin == "sc-approve" {
+            cmd.arg("--answers").arg(scratch.write("yes.txt", "yes\n"));
+        }
+        let out = cmd.write_stdin(format!("{input}\n")).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bin}: {stderr}");
+        assert!(
+            stderr.contains("refusing to extend a keyed chain"),
+            "{bin}: {stderr}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{bin} let a record out: {:?}",
+            out.stdout
+        );
+        assert_eq!(
+            std::fs::read(scratch.audit_path()).unwrap(),
+            seeded,
+            "{bin}"
+        );
+    }
+    let (code, stdout, _) = report(&scratch, &["--verify", "--audit-key", &key_arg]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("line 1"), "{stdout}");
 }
 
 /// Strips `seq` and `prev` from every event, applies `edit`, and seals them again as a fresh
@@ -181,6 +243,7 @@ fn reseal_unkeyed(lines: &[String], edit: impl Fn(&str) -> String) -> Vec<String
                 serde_json::from_str(&edit(line)).unwrap();
             event.remove("seq");
             event.remove("prev");
+            event.remove("mac");
             let sealed = seal(serde_json::to_string(&event).unwrap().as_bytes(), head);
             head = Head {
                 link: Chain::Sha256.link(&sealed),
