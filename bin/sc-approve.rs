@@ -47,12 +47,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
+    let chain = args.audit.chain()?;
     let options = ApproveOptions {
         max_line_bytes: args.max_line_bytes,
         timeout: approve::timeout_from_seconds(args.timeout),
+        chain: chain.clone(),
     };
     let mut human = approve::human_for(args.answers.as_deref(), options.timeout)?;
-    let mut output = args.stream.output(args.audit.open()?);
+    let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     approve::run(
         &args.stream.inputs(),
         &options,

@@ -53,14 +53,16 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
+    let chain = args.audit.chain()?;
     let options = ExecOptions {
         policy: args.policy.load()?,
         max_line_bytes: args.max_line_bytes,
         tools: ToolSet::load(args.tools.as_deref(), args.builtin_fallback)
             .map_err(UsageError::from)?,
         jobs: usize::from(args.jobs),
+        chain: chain.clone(),
     };
-    let mut output = args.stream.output(args.audit.open()?);
+    let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     exec::run(
         &args.stream.inputs(),
         &options,

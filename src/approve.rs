@@ -2,8 +2,10 @@
 //!
 //! Only `yes` (trimmed, any case) approves. Any other answer, end of input, a read error, the
 //! timeout, a missing terminal or an answers file that has run out declines. An `approval` already
-//! on an input record is never trusted: it is replaced. Records that are not holds pass through
-//! byte for byte. Agent-written text is escaped before it reaches the terminal
+//! on an input record is never trusted: on a hold it is replaced by the person's answer, and on any
+//! other record it is removed. With the audit key, each approval carries a MAC that binds it to
+//! the record's id and call ([`crate::record::approval_mac`]), which sc-exec checks. Records that
+//! are not holds and carry no approval pass through byte for byte. Agent-written text is escaped before it reaches the terminal
 //! ([`crate::sanitize`]), and the person sees the exact arguments that will run.
 
 use std::borrow::Cow;
@@ -17,10 +19,11 @@ use serde_json::Value;
 
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
+use crate::chain::Chain;
 use crate::decision::Decision;
 use crate::exit::{Completion, UsageError};
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
-use crate::record::{AnsweredBy, Approval, Record};
+use crate::record::{approval_mac, AnsweredBy, Approval, Record, SealedApproval};
 use crate::sanitize::for_terminal;
 use crate::tty::{Terminal, TtyReply};
 
@@ -262,6 +265,8 @@ pub struct ApproveOptions {
     pub max_line_bytes: usize,
     /// Shown in the prompt; the human enforces it.
     pub timeout: Option<Duration>,
+    /// The audit key's chain: keyed, every approval is sealed with a MAC for sc-exec to check.
+    pub chain: Chain,
 }
 
 /// Reads records, asks about each hold, writes every record on.
@@ -277,7 +282,7 @@ pub fn run<W: Write, E: Write>(
     while let Some((line, _, _)) = lines.next_line()? {
         match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => {}
-            Line::Text(bytes) if !could_be_a_hold(bytes) => {
+            Line::Text(bytes) if !needs_reading(bytes) => {
                 output.pass_through(bytes);
                 output.pass_through(b"\n");
             }
@@ -293,6 +298,14 @@ pub fn run<W: Write, E: Write>(
                     if waits {
                         output.commit()?;
                     }
+                }
+                // Not a hold, yet carrying an approval: nobody here gave it, so it goes.
+                Ok(record) if record.has("approval") => {
+                    output.pass_through(&record.without_field("approval"));
+                    output.narrate(&format!(
+                        "sc-approve: removed an approval that sc-approve did not give from record {}",
+                        for_terminal(&record.id().unwrap_or_default())
+                    ));
                 }
                 // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
                 // what it cannot read.
@@ -321,12 +334,13 @@ pub fn run<W: Write, E: Write>(
     Ok(lines.completion())
 }
 
-/// Whether a line may be a record whose decision is `hold`, without reading it: a JSON string
-/// that decodes to `hold` is written `hold` or with a `\u` escape, so a line with neither is not
-/// a hold and passes on untouched. The others are read in full.
-fn could_be_a_hold(line: &[u8]) -> bool {
+/// Whether a line may be a record whose decision is `hold`, or one that carries an `approval`,
+/// without reading it: a JSON string that decodes to `hold` or `approval` is written so or with a
+/// `\u` escape, so a line with none of these is neither and passes on untouched. The others are
+/// read in full.
+fn needs_reading(line: &[u8]) -> bool {
     match std::str::from_utf8(line) {
-        Ok(text) => text.contains("hold") || text.contains("\\u"),
+        Ok(text) => text.contains("hold") || text.contains("approval") || text.contains("\\u"),
         Err(_) => true,
     }
 }
@@ -385,12 +399,19 @@ fn settle_hold<W: Write, E: Write>(
         }
     };
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
+    let sealed = SealedApproval {
+        approval: &approval,
+        mac: record
+            .call_text()
+            .and_then(|call| approval_mac(&options.chain, &id, call, &approval))
+            .map(|mac| mac.to_string()),
+    };
     let event = audit::event(Stage::Approve, &id)
         .field("agent", &agent)
         .field("tool", &tool)
-        .field("approval", &approval)
+        .field("approval", &sealed)
         .finish();
-    output.emit(&event, &record.with_field("approval", &approval));
+    output.emit(&event, &record.with_field("approval", &sealed));
     output.narrate(&format!(
         "sc-approve: {} → {}: {}",
         for_terminal(&agent),
@@ -418,23 +439,27 @@ mod tests {
     use std::io;
 
     #[test]
-    fn only_lines_that_cannot_be_holds_skip_the_reading() {
+    fn only_lines_that_cannot_be_holds_nor_carry_approvals_skip_the_reading() {
         for line in [
             r#"{"id":"1","decision":"hold"}"#,
             r#"{"id":"1","decision":"h\u006fld"}"#,
             r#"{"id":"1","decision":"\u0068\u006f\u006c\u0064"}"#,
+            r#"{"id":"1","decision":"allow","approval":{}}"#,
+            r#"{"id":"1","decision":"allow","appr\u006fval":{}}"#,
         ] {
-            assert!(could_be_a_hold(line.as_bytes()), "{line}");
+            assert!(needs_reading(line.as_bytes()), "{line}");
         }
-        assert!(could_be_a_hold(b"{\"decision\":\"\xff\"}"));
+        assert!(needs_reading(b"{\"decision\":\"\xff\"}"));
         for line in [
             r#"{"id":"1","decision":"allow"}"#,
             r#"{"id":"1","decision":"h\/old"}"#,
             r#"{"id":"1","decision":"deny","reasons":["h\nold"]}"#,
+            r#"{"id":"1","decision":"allow","appr\/oval":{}}"#,
         ] {
-            assert!(!could_be_a_hold(line.as_bytes()), "{line}");
+            assert!(!needs_reading(line.as_bytes()), "{line}");
             let record = Record::parse(line.as_bytes()).unwrap();
             assert_ne!(record.decision(), Some(Decision::Hold), "{line}");
+            assert!(!record.has("approval"), "{line}");
         }
     }
 

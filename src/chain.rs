@@ -68,6 +68,15 @@ impl Link {
 }
 
 impl Link {
+    /// Equality in time that does not depend on where the links differ, for MACs.
+    pub fn ct_eq(&self, other: &Link) -> bool {
+        self.0
+            .iter()
+            .zip(other.0.iter())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+    }
+
     /// The 64 lowercase hex digits.
     pub fn hex(&self) -> [u8; 64] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -137,6 +146,14 @@ impl Chain {
         Head {
             link: self.genesis(),
             seq: 0,
+        }
+    }
+
+    /// The HMAC of `parts`, one after the other, under the key; `None` unkeyed.
+    pub fn mac(&self, parts: &[&[u8]]) -> Option<Link> {
+        match self {
+            Chain::Sha256 => None,
+            Chain::Keyed(key) => Some(hmac(key, parts)),
         }
     }
 

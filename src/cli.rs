@@ -20,7 +20,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
     pub audit: PathBuf,
     /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
-    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256.
+    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. sc-approve also seals
+    /// each approval with it, and sc-exec runs a held call only on an approval sealed under it.
     #[arg(long, value_name = "FILE")]
     pub audit_key: Option<PathBuf>,
     /// Make each audit append durable on disk before the records it describes leave the stage.
@@ -29,8 +30,18 @@ pub struct AuditArgs {
 }
 
 impl AuditArgs {
+    /// The chain of `--audit-key` (or `SC_AUDIT_KEY_FILE`): the log's, and the key that seals
+    /// and checks approvals between sc-approve and sc-exec.
+    pub fn chain(&self) -> Result<Chain> {
+        Ok(Chain::from_key_option(self.audit_key.as_deref())?)
+    }
+
     pub fn open(&self) -> Result<AuditLog> {
-        let chain = Chain::from_key_option(self.audit_key.as_deref())?;
+        self.open_with_chain(self.chain()?)
+    }
+
+    /// Opens the log with a chain already loaded (by [`AuditArgs::chain`]).
+    pub fn open_with_chain(&self, chain: Chain) -> Result<AuditLog> {
         AuditLog::open_with(
             &self.audit,
             AuditOptions {

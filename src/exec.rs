@@ -2,8 +2,11 @@
 //!
 //! It does not take the record's word for it: every call is evaluated again under sc-exec's own
 //! policy, and it acts on the stronger of the record's decision and its own. It runs a call only
-//! when that is `allow`, or `hold` with an approval saying `approved: true`. A forged `allow`
-//! therefore runs neither a denied call nor one that should have been held. A record it cannot
+//! when that is `allow`, or `hold` with an approval saying `approved: true` that it honours
+//! ([`approval_to_act_on`]): only on a record whose own decision is `hold` (what sc-approve
+//! answers), once per id in a run, and, with the audit key, only when the approval's MAC binds it
+//! to this record's id and call. A forged `allow`, with or without a forged approval, therefore
+//! runs neither a denied call nor one that should have been held. A record it cannot
 //! read, or whose decision is missing or unknown, counts as denied. Everything not run is
 //! `skipped` with the reason; a tool it does not know is `failed`.
 //!
@@ -15,7 +18,7 @@
 //! input order, each event before its record.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -25,6 +28,7 @@ use serde_json::Value;
 use crate::audit::{self, IdMinter, Stage};
 use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use crate::call::{Call, Malformed};
+use crate::chain::{Chain, Link};
 use crate::decision::{evaluate_parsed, Decision, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
@@ -45,6 +49,8 @@ pub struct ExecOptions {
     pub tools: ToolSet,
     /// How many backends may run at once (at least 1).
     pub jobs: usize,
+    /// The audit key's chain: keyed, a held call runs only on an approval sealed under it.
+    pub chain: Chain,
 }
 
 /// Where sc-exec finds the tool a call names.
@@ -167,6 +173,63 @@ pub fn effective_decision(
             reasons: recorded_reasons,
         }
     }
+}
+
+/// The approval sc-exec acts on, if any: the record's, when it may be honoured, or a refusal in
+/// its place that says why not. An approval is honoured only
+/// - on a record whose own decision is `hold`: sc-approve answers holds and removes every other
+///   approval, so one on an `allow` (or a `deny`) was put there by someone else;
+/// - once per id in a run: a replayed record does not run its call again;
+/// - keyed, when its `mac` is the one sc-approve makes under the key for this record's id and
+///   call ([`record::approval_mac`]).
+///
+/// A declining approval is taken as it is; it can only keep a call from running.
+pub fn approval_to_act_on(
+    record: &Record<'_>,
+    id: &str,
+    chain: &Chain,
+    used: &mut HashSet<String>,
+) -> Option<Approval> {
+    let approval = record.approval()?;
+    if !approval.approved {
+        return Some(approval);
+    }
+    let refusal = |why: &str| Approval {
+        approved: false,
+        by: approval.by,
+        answer: approval.answer.clone(),
+        reason: format!("its approval is not honoured: {why}"),
+    };
+    if record.decision() != Some(Decision::Hold) {
+        return Some(refusal(
+            "the record's own decision is not hold, and sc-approve only answers holds",
+        ));
+    }
+    if chain.is_keyed() {
+        let expected = record
+            .call_text()
+            .and_then(|call| record::approval_mac(chain, id, call, &approval));
+        let given = record.approval_mac().as_deref().and_then(Link::parse);
+        match (expected, given) {
+            (Some(expected), Some(given)) if expected.ct_eq(&given) => {}
+            (_, None) => {
+                return Some(refusal(
+                    "it carries no MAC, and with the audit key sc-exec runs a held call only on an approval sealed by sc-approve under that key",
+                ))
+            }
+            _ => {
+                return Some(refusal(
+                    "its MAC does not match this record's id and call under the audit key: it was forged, moved from another record, or sealed under another key",
+                ))
+            }
+        }
+    }
+    if !used.insert(id.to_owned()) {
+        return Some(refusal(
+            "an approval for this id was already used in this run (a replayed record)",
+        ));
+    }
+    Some(approval)
 }
 
 /// What sc-exec did with a call: the outcome, and the backend run behind it, if there was one.
@@ -309,14 +372,21 @@ pub fn run<W: Write, E: Write>(
         let mut window = Window::new(scope, options.jobs.max(1));
         let mut ids = IdMinter::new();
         let mut state = CrewState::new();
+        let mut used_approvals = HashSet::new();
         let mut lines = InputLines::new("sc-exec", inputs, options.max_line_bytes, diagnostics);
         while let Some((line, _, _)) = lines.next_line()? {
             match line {
                 Line::Text(bytes) if jsonl::is_blank(bytes) => {}
                 Line::Text(bytes) => match Record::parse(bytes) {
                     Ok(record) => {
-                        let (parts, plan) =
-                            prepare(record, options, &mut ids, &mut state, output.narrating());
+                        let (parts, plan) = prepare(
+                            record,
+                            options,
+                            &mut ids,
+                            &mut state,
+                            &mut used_approvals,
+                            output.narrating(),
+                        );
                         window.push(parts, plan, output)?;
                     }
                     Err(why) => {
@@ -500,6 +570,7 @@ fn prepare<'t>(
     options: &'t ExecOptions,
     ids: &mut IdMinter,
     state: &mut CrewState,
+    used_approvals: &mut HashSet<String>,
     narrate: bool,
 ) -> (Parts, Plan<'t>) {
     let call = record
@@ -507,7 +578,11 @@ fn prepare<'t>(
         .unwrap_or_else(|| Err(Malformed::new("the record has no `call`")));
     let own = evaluate_parsed(&call, &options.policy, state);
     let effective = effective_decision(record.decision(), &record.reasons(), &own);
-    let approval = record.approval();
+    let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
+    let approval = match effective.decision {
+        Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals),
+        _ => record.approval(),
+    };
     let call = call.ok();
     let mut plan = plan(call.as_ref(), &effective, approval.as_ref(), &options.tools);
     if let Plan::Backend { args_json, .. } = &mut plan {
@@ -516,7 +591,6 @@ fn prepare<'t>(
             *args_json = text.to_owned();
         }
     }
-    let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     if let Some(call) = &call {
         // The same stream update as sc-gate's, so the same policy reaches the same decisions.
         state.record(call, &id, &own, &options.policy);

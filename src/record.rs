@@ -5,7 +5,10 @@
 //!   `call` is the input line's JSON exactly as it came; a malformed line has `raw` (the line,
 //!   bounded to 1 KiB) instead.
 //! - **Approval** (added by `sc-approve` to holds only):
-//!   `"approval":{"approved":false,"by":"tty"|"answers"|"none","answer":"no","reason":"…"}`.
+//!   `"approval":{"approved":false,"by":"tty"|"answers"|"none","answer":"no","reason":"…"}`,
+//!   and, when sc-approve holds the audit key, `"mac"`: the HMAC that binds the approval to the
+//!   record's id and the SHA-256 of its `call` ([`approval_mac`]). sc-approve removes an
+//!   `approval` from every record it did not answer itself.
 //! - **Outcome** (added by `sc-exec` to every record):
 //!   `"outcome":{"status":"executed"|"skipped"|"failed","result":…,"reason":"…"}`.
 //!
@@ -95,6 +98,40 @@ pub struct Approval {
     /// What was typed (trimmed of the line ending), or `null` when nothing was read.
     pub answer: Option<String>,
     pub reason: String,
+}
+
+/// An approval as written on a record: with its MAC when a key was given.
+#[derive(Debug, Serialize)]
+pub struct SealedApproval<'a> {
+    #[serde(flatten)]
+    pub approval: &'a Approval,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// What an approval's MAC is the HMAC of, under the audit key: a label, the record's id, the
+/// SHA-256 of its `call` exactly as it came, and the approval itself (as sc-approve writes it,
+/// without its MAC). Each part is length-prefixed, so no two parts can be read another way.
+/// `None` without a key.
+pub fn approval_mac(
+    chain: &crate::chain::Chain,
+    id: &str,
+    call_text: &str,
+    approval: &Approval,
+) -> Option<crate::chain::Link> {
+    use sha2::{Digest, Sha256};
+    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
+    let approval_json = serde_json::to_vec(approval).expect("an approval serializes");
+    let id_len = (id.len() as u64).to_be_bytes();
+    let approval_len = (approval_json.len() as u64).to_be_bytes();
+    chain.mac(&[
+        b"skeleton-crew approval v1\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        &approval_len,
+        &approval_json,
+    ])
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,6 +325,32 @@ impl<'a> Record<'a> {
     /// The approval on the record, if it is one this format describes.
     pub fn approval(&self) -> Option<Approval> {
         serde_json::from_str(self.members.approval?.get()).ok()
+    }
+
+    /// The `mac` of the approval on the record, if it has one that is a string.
+    pub fn approval_mac(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct MacPart {
+            mac: Option<String>,
+        }
+        let part: MacPart = serde_json::from_str(self.members.approval?.get()).ok()?;
+        part.mac
+    }
+
+    /// The text of the record's `call`, exactly as it came.
+    pub fn call_text(&self) -> Option<&'a str> {
+        self.members.call.map(RawValue::get)
+    }
+
+    /// The record's line without `key` (which it must have), the rest as it came.
+    pub fn without_field(&self, key: &str) -> Vec<u8> {
+        let Ok(Value::Object(mut object)) = strict_json::parse(self.text) else {
+            panic!("a record read strictly no longer parses");
+        };
+        object.shift_remove(key);
+        let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
+        line.push(b'\n');
+        line
     }
 
     /// Whether the record has a member `key`.

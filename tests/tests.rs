@@ -10,6 +10,7 @@ mod backends;
 mod chain;
 mod exec;
 mod faults;
+mod forgery;
 mod gate;
 mod generate;
 mod hook;
