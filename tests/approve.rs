@@ -20,7 +20,7 @@ use crate::terminal::{Terminal, Tty};
 use crate::util::{bare_cmd, bin_path, parse_stdout, Scratch};
 
 /// How long the person (the test) waits for any text to show up on the terminal.
-const SCREEN_WAIT: Duration = Duration::from_secs(10);
+const SCREEN_WAIT: Duration = Duration::from_secs(30);
 /// How long any one sc-approve run may take before it is treated as hung.
 const PROCESS_LIMIT: Duration = Duration::from_secs(30);
 /// The text every prompt ends with, shown only after type-ahead was discarded.
@@ -390,7 +390,9 @@ fn no_answer_within_the_timeout_declines() {
     let done = run.finish();
     let took = started.elapsed();
     assert!(done.status.success(), "{}", done.stderr);
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    // A bound far above the 1 s timeout, for a loaded machine: it shows the approver does not
+    // wait forever, not how promptly it declines.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
     assert!(
         done.screen_text().contains("declines by itself after 1 s"),
         "{}",

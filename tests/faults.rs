@@ -37,9 +37,11 @@ fn silent_answers(scratch: &Scratch) -> (std::path::PathBuf, std::fs::File) {
     (fifo, writer)
 }
 
-/// Waits until the audit log holds an event matching `pred`, or panics after 10 s.
+/// Waits until the audit log holds an event matching `pred`, or panics after 60 s (a deadline
+/// for a loaded machine, not a measure of speed). The log is read while stages write it, so its
+/// torn tail is left out ([`Scratch::audit_events`]).
 fn wait_for_event(scratch: &Scratch, pred: impl Fn(&Value) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if scratch.audit_events().iter().any(&pred) {
             return;
@@ -50,7 +52,7 @@ fn wait_for_event(scratch: &Scratch, pred: impl Fn(&Value) -> bool) {
 }
 
 fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return status;

@@ -582,7 +582,9 @@ fn a_verdict_leaves_as_soon_as_its_call_is_read() {
         }
     });
 
-    let wait = Duration::from_secs(2);
+    // Generous for a loaded machine: what is proved is that the verdict comes while stdin is
+    // still open, not how fast.
+    let wait = Duration::from_secs(30);
     writeln!(stdin, "{PAYMENT}").unwrap();
     stdin.flush().unwrap();
     let first = lines.recv_timeout(wait);
@@ -595,11 +597,11 @@ fn a_verdict_leaves_as_soon_as_its_call_is_read() {
     let status = wait_bounded(&mut child, PROCESS_LIMIT);
     reader.join().unwrap();
 
-    let first = first.expect("a verdict within 2 s of the first call, stdin still open");
+    let first = first.expect("a verdict of the first call while stdin is still open");
     assert_verdict_of(&serde_json::from_str(&first).unwrap(), PAYMENT, "hold");
     let second = second
         .unwrap()
-        .expect("a verdict within 2 s of the second call, stdin still open");
+        .expect("a verdict of the second call while stdin is still open");
     assert_verdict_of(&serde_json::from_str(&second).unwrap(), WEATHER, "allow");
     assert!(lines.try_recv().is_err(), "more verdicts than calls");
     assert_eq!(status.code(), Some(0));

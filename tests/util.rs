@@ -65,10 +65,12 @@ impl Scratch {
         cmd
     }
 
-    /// The audit log's events, one `Value` per line (panics on a line that is not JSON).
+    /// The audit log's events, one `Value` per whole line (panics on a whole line that is not
+    /// JSON). A last line without its newline is still being written by another process (or was
+    /// torn by one that died), so it is left out: this may be called while stages run.
     pub fn audit_events(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.audit_path()).unwrap_or_default();
-        parse_lines(&text)
+        let bytes = std::fs::read(self.audit_path()).unwrap_or_default();
+        parse_whole_lines(&bytes)
     }
 }
 
@@ -106,6 +108,16 @@ pub fn parse_lines(text: &str) -> Vec<Value> {
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect()
+}
+
+/// Parses the whole lines of a file another process may be writing: everything up to the last
+/// newline. A torn tail (bytes after it) is not an event yet, nor is it a failure.
+pub fn parse_whole_lines(bytes: &[u8]) -> Vec<Value> {
+    let whole = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &bytes[..=end],
+        None => &[][..],
+    };
+    parse_lines(std::str::from_utf8(whole).expect("the whole lines are UTF-8"))
 }
 
 /// Parses a command's stdout bytes as JSON Lines.
