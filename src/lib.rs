@@ -27,5 +27,5 @@ pub mod sanitize;
 pub mod state;
 pub mod strict_json;
 pub mod tools;
-pub mod tty;
+
 pub mod verify;

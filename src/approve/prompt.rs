@@ -1,0 +1,174 @@
+//! Written once for every way of asking: the prompt a person reads (agent-written text escaped,
+//! [`crate::sanitize`]), what counts as a yes, and the approval record a reply becomes.
+
+use std::time::Duration;
+
+use super::Reply;
+use crate::call::Call;
+use crate::record::{AnsweredBy, Approval};
+use crate::sanitize::for_terminal;
+
+/// Whether an answer approves: `yes`, trimmed, in any case; nothing else.
+pub fn is_yes(answer: &str) -> bool {
+    answer.trim().eq_ignore_ascii_case("yes")
+}
+
+/// Turns a reply into the approval written on the record.
+pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
+    let declined = |by, answer, reason: String| Approval {
+        approved: false,
+        by,
+        answer,
+        reason,
+    };
+    match reply {
+        Reply::Answer(answer) if is_yes(&answer) => Approval {
+            approved: true,
+            by,
+            reason: match by {
+                AnsweredBy::Answers => "approved: the answers file said yes".to_owned(),
+                _ => "approved: the person typed yes".to_owned(),
+            },
+            answer: Some(answer),
+        },
+        Reply::Answer(answer) => {
+            let reason = format!(
+                "declined: the answer {} is not yes",
+                serde_json::Value::String(answer.clone())
+            );
+            declined(by, Some(answer), reason)
+        }
+        Reply::Eof => declined(
+            by,
+            None,
+            "declined: end of input on the terminal (Ctrl-D)".into(),
+        ),
+        Reply::TimedOut(after) => declined(
+            by,
+            None,
+            format!("declined: no answer within {} seconds", after.as_secs()),
+        ),
+        Reply::ReadFailed(why) => declined(
+            by,
+            None,
+            format!("declined: reading the answer failed: {why}"),
+        ),
+        Reply::NobodyToAsk(why) => declined(
+            AnsweredBy::None,
+            None,
+            format!("declined: no terminal to ask ({why})"),
+        ),
+        Reply::AnswersRanOut => declined(
+            AnsweredBy::Answers,
+            None,
+            "declined: the answers file has no answer left".into(),
+        ),
+    }
+}
+
+/// The prompt a person sees for a held call. All agent-written text is escaped.
+pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+    let args = serde_json::to_string(call.args.map()).expect("args serialize");
+    let instruction = call
+        .instruction
+        .as_deref()
+        .map_or_else(|| "(none)".into(), |text| format!("{}", for_terminal(text)));
+    let mut prompt = String::new();
+    prompt.push_str("\n── Skeleton Crew: a call is held for your approval ──\n");
+    prompt.push_str(&format!("  agent:        {}\n", for_terminal(&call.agent)));
+    prompt.push_str(&format!("  tool:         {}\n", for_terminal(&call.tool)));
+    prompt.push_str(&format!("  args:         {}\n", for_terminal(&args)));
+    let source = call.provenance.to_string();
+    prompt.push_str(&format!("  source:       {}\n", for_terminal(&source)));
+    prompt.push_str(&format!("  instruction:  {instruction}\n"));
+    prompt.push_str("  held because:\n");
+    for reason in reasons {
+        prompt.push_str(&format!("    - {}\n", for_terminal(reason)));
+    }
+    let wait = match timeout {
+        Some(timeout) => format!(" (declines by itself after {} s)", timeout.as_secs()),
+        None => String::new(),
+    };
+    prompt.push_str(&format!(
+        "Type yes to approve; anything else declines{wait}: "
+    ));
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_yes_approves() {
+        for yes in ["yes", " YES ", "Yes", "yEs\t"] {
+            assert!(is_yes(yes), "{yes:?}");
+        }
+        for no in [
+            "y",
+            "no",
+            "",
+            "yess",
+            "ye s",
+            "yes please",
+            "oui",
+            "\u{1b}yes",
+        ] {
+            assert!(!is_yes(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn every_failure_declines() {
+        for reply in [
+            Reply::Eof,
+            Reply::TimedOut(Duration::from_secs(300)),
+            Reply::ReadFailed("EIO".into()),
+            Reply::NobodyToAsk("no tty".into()),
+            Reply::AnswersRanOut,
+            Reply::Answer("no".into()),
+        ] {
+            let approval = approval_for(reply.clone(), AnsweredBy::Tty);
+            assert!(!approval.approved, "{reply:?}");
+            assert!(approval.reason.starts_with("declined"), "{reply:?}");
+        }
+        assert_eq!(
+            approval_for(Reply::NobodyToAsk("x".into()), AnsweredBy::Tty).by,
+            AnsweredBy::None
+        );
+        assert!(
+            approval_for(Reply::TimedOut(Duration::from_secs(300)), AnsweredBy::Tty)
+                .reason
+                .contains("300 seconds")
+        );
+    }
+
+    #[test]
+    fn the_prompt_shows_everything_and_escapes_agent_text() {
+        let (call, _) = Call::parse_line(
+            br#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme\u202e","amount":750},"source":"user","instruction":"pay \u001b[2Jnow"}"#,
+        )
+        .unwrap();
+        let prompt = render_prompt(
+            &call,
+            &["amount 750 is above the hold limit of 100".into()],
+            Some(Duration::from_secs(300)),
+        );
+        for expected in [
+            "buyer",
+            "send_payment",
+            r#""amount":750"#,
+            "user",
+            "pay \\u{1b}[2Jnow",
+            "amount 750 is above",
+            "\\u{202e}",
+            "300 s",
+        ] {
+            assert!(
+                prompt.contains(expected),
+                "prompt lacks {expected:?}:\n{prompt}"
+            );
+        }
+        assert!(!prompt.contains('\u{1b}') && !prompt.contains('\u{202e}'));
+    }
+}
