@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
-use crate::chain::Chain;
 use crate::jsonl::{Input, StageOutput};
 use crate::policy::{Policy, PolicyError};
 

@@ -25,10 +25,10 @@ use std::thread::{Scope, ScopedJoinHandle};
 use anyhow::Result;
 use serde_json::Value;
 
+use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use crate::call::{Call, Malformed};
-use crate::chain::{Chain, Link};
 use crate::decision::{evaluate_parsed, Decision, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};

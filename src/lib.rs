@@ -11,13 +11,13 @@ pub mod argrules;
 pub mod audit;
 pub mod backends;
 pub mod call;
-pub mod chain;
 pub mod cli;
 pub mod decision;
 pub mod exec;
 pub mod exit;
 pub mod gate;
 pub mod hook;
+pub mod json_write;
 pub mod jsonl;
 pub mod mcp;
 pub mod policy;
@@ -28,4 +28,5 @@ pub mod state;
 pub mod strict_json;
 pub mod tools;
 
-pub mod verify;
+// Paths from before the audit log became a folder.
+pub use audit::{chain, verify};

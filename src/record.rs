@@ -114,11 +114,11 @@ pub struct SealedApproval<'a> {
 /// without its MAC). Each part is length-prefixed, so no two parts can be read another way.
 /// `None` without a key.
 pub fn approval_mac(
-    chain: &crate::chain::Chain,
+    chain: &crate::audit::chain::Chain,
     id: &str,
     call_text: &str,
     approval: &Approval,
-) -> Option<crate::chain::Link> {
+) -> Option<crate::audit::chain::Link> {
     use sha2::{Digest, Sha256};
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let approval_json = serde_json::to_vec(approval).expect("an approval serializes");

@@ -31,8 +31,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 
+use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
-use crate::chain::Chain;
 use crate::decision::Decision;
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};

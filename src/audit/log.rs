@@ -25,8 +25,8 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
-use crate::chain::{self, Chain, Head};
-use crate::jsonl::JsonLine;
+use super::chain::{self, Chain, Head};
+use crate::json_write::JsonLine;
 
 pub const DEFAULT_AUDIT_PATH: &str = "logs/audit.jsonl";
 
@@ -138,7 +138,7 @@ impl AuditLog {
         }
         let mut rest = lines;
         while !rest.is_empty() {
-            let end = crate::jsonl::find_newline(rest).unwrap_or(rest.len());
+            let end = crate::json_write::find_newline(rest).unwrap_or(rest.len());
             let line = &rest[..end];
             rest = &rest[(end + 1).min(rest.len())..];
             if line.is_empty() {
@@ -247,7 +247,7 @@ impl IdMinter {
     pub fn mint(&mut self) -> String {
         let mut id = Vec::with_capacity(self.prefix.len() + 20);
         id.extend_from_slice(self.prefix.as_bytes());
-        crate::jsonl::push_u64(&mut id, self.next);
+        crate::json_write::push_u64(&mut id, self.next);
         self.next += 1;
         String::from_utf8(id).expect("an id is ASCII")
     }
@@ -348,7 +348,7 @@ mod tests {
             .unwrap()
             .append(&event())
             .unwrap();
-        let intact = crate::verify::verify(|| std::fs::File::open(&honest), &key, None)
+        let intact = crate::audit::verify::verify(|| std::fs::File::open(&honest), &key, None)
             .unwrap()
             .unwrap();
         assert_eq!(intact.events, 2);

@@ -307,7 +307,7 @@ pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
         out.push(b',');
     }
     out.extend_from_slice(b"\"seq\":");
-    crate::jsonl::push_u64(out, head.seq + 1);
+    crate::json_write::push_u64(out, head.seq + 1);
     out.extend_from_slice(b",\"prev\":\"");
     out.extend_from_slice(&head.link.hex());
     out.extend_from_slice(b"\"}");

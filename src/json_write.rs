@@ -1,0 +1,254 @@
+//! Writing JSON text: lines built field by field, strings escaped as serde_json escapes them.
+//! It needs nothing else of the crate, so the audit log and the stream stages can both use it.
+
+use serde::Serialize;
+
+/// How much raw text of a malformed line is kept in its verdict and audit event.
+pub const RAW_EXCERPT_BYTES: usize = 1024;
+
+/// The position of the first `\n`, a word at a time.
+pub fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ NEWLINES;
+        if (word.wrapping_sub(ONES) & !word & HIGHS) != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
+}
+
+/// How serde_json escapes each byte inside a string: 0 for none, else the letter after `\`.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// How many bytes at the start of `bytes` need no attention inside a JSON string: no quote, no
+/// backslash, no control character (what the call scanner skips and [`push_json_str`] copies
+/// unescaped). Eight bytes at a time while it can.
+#[inline]
+pub fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut run = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        let special = word.wrapping_sub(ONES * 0x20)
+            | quote.wrapping_sub(ONES)
+            | backslash.wrapping_sub(ONES);
+        let found = special & !word & HIGHS;
+        if found != 0 {
+            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
+            return run + (found.trailing_zeros() / 8) as usize;
+        }
+        run += 8;
+    }
+    while let Some(&byte) = bytes.get(run) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        run += 1;
+    }
+    run
+}
+
+/// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
+#[inline]
+pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let clean = plain_run(bytes);
+    let mut start = 0;
+    for i in clean..bytes.len() {
+        let byte = bytes[i];
+        let escape = ESCAPE[byte as usize];
+        if escape == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if escape == b'u' {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(byte >> 4) as usize],
+                HEX[(byte & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', escape]);
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Appends an unsigned integer in decimal.
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Whether a line holds nothing but white space (blank lines are skipped).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// A bounded, lossless-where-possible excerpt of a line for `raw` fields.
+pub fn raw_excerpt(line: &[u8]) -> String {
+    let cut = &line[..line.len().min(RAW_EXCERPT_BYTES)];
+    let mut text = String::from_utf8_lossy(cut).into_owned();
+    if line.len() > RAW_EXCERPT_BYTES {
+        text.push('…');
+    }
+    text
+}
+
+/// Builds one JSON object as a line, field by field; raw fields splice JSON text that is already
+/// valid (a call exactly as it came).
+pub struct JsonLine {
+    buf: Vec<u8>,
+    /// Where the object being written opens (its `{`).
+    open: usize,
+}
+
+impl Default for JsonLine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl JsonLine {
+    pub fn new() -> Self {
+        Self::with_capacity(256)
+    }
+
+    /// A line with room for about `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut buf = Vec::with_capacity(bytes);
+        buf.push(b'{');
+        JsonLine { buf, open: 0 }
+    }
+
+    /// A line written at the end of `buf` (a batch of lines), which [`JsonLine::finish`] gives
+    /// back; nothing is copied.
+    pub fn append_to(mut buf: Vec<u8>) -> Self {
+        let open = buf.len();
+        buf.push(b'{');
+        JsonLine { buf, open }
+    }
+
+    /// How long the buffer is so far, to mark where a field starts or ends.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == self.open + 1
+    }
+
+    /// Adds fields that are already written: `members` is `"key":value` text, one or more
+    /// members separated by commas (part of another line, say).
+    pub fn raw_members(mut self, members: &[u8]) -> Self {
+        if !members.is_empty() {
+            if self.buf.len() > self.open + 1 {
+                self.buf.push(b',');
+            }
+            self.buf.extend_from_slice(members);
+        }
+        self
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.buf.len() > self.open + 1 {
+            self.buf.push(b',');
+        }
+        push_json_str(&mut self.buf, key);
+        self.buf.push(b':');
+    }
+
+    pub fn field<T: Serialize + ?Sized>(mut self, key: &str, value: &T) -> Self {
+        self.key(key);
+        serde_json::to_writer(&mut self.buf, value).expect("a record field serializes");
+        self
+    }
+
+    /// A string field; the same bytes as [`JsonLine::field`] gives, written directly.
+    pub fn str_field(mut self, key: &str, value: &str) -> Self {
+        self.key(key);
+        push_json_str(&mut self.buf, value);
+        self
+    }
+
+    /// An array of strings; the same bytes as [`JsonLine::field`] gives, written directly.
+    pub fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
+        self.key(key);
+        self.buf.push(b'[');
+        for (i, value) in values.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            push_json_str(&mut self.buf, value.as_ref());
+        }
+        self.buf.push(b']');
+        self
+    }
+
+    /// An object field built by `fill`, which adds its fields to the inner object.
+    pub fn object_field(mut self, key: &str, fill: impl FnOnce(JsonLine) -> JsonLine) -> Self {
+        self.key(key);
+        self.buf.push(b'{');
+        let inner = fill(JsonLine {
+            open: self.buf.len() - 1,
+            buf: std::mem::take(&mut self.buf),
+        });
+        self.buf = inner.buf;
+        self.buf.push(b'}');
+        self
+    }
+
+    /// `json` must be one valid JSON value.
+    pub fn raw_field(mut self, key: &str, json: &str) -> Self {
+        self.key(key);
+        self.buf.extend_from_slice(json.as_bytes());
+        self
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.buf.extend_from_slice(b"}\n");
+        self.buf
+    }
+}

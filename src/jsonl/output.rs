@@ -1,0 +1,290 @@
+//! A stage's output: records batched, each batch's audit events appended before its records leave.
+
+use std::io::Write;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use anyhow::{Context, Result};
+
+use super::BATCH_BYTES;
+use crate::audit::AuditLog;
+
+/// Where a stage's records, audit events and narration go, batched as the module docs say.
+///
+/// While input flows, a full batch's audit events are sealed and appended on a second thread
+/// (the hash chain is most of the cost of a call), and the batch's records leave only once that
+/// append has succeeded, while this thread reads the next batch. When the input is about to block,
+/// at the end, and before a person is asked, a commit waits for its audit append and writes its
+/// records at once, as a stage without the thread would.
+pub struct StageOutput<W: Write, E: Write> {
+    auditor: Auditor,
+    stdout: W,
+    narration: Option<E>,
+    pending_audit: Vec<u8>,
+    pending_records: Vec<u8>,
+    pending_narration: Vec<u8>,
+    /// Buffers that batches gave back, for the next batches: a stream that flows reuses a few
+    /// buffers instead of growing new ones.
+    spare: Spares,
+    /// A batch whose audit events are being appended on the auditor thread: its records and
+    /// narration, to be written once the append has succeeded.
+    in_flight: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+#[derive(Default)]
+struct Spares {
+    audit: Vec<u8>,
+    records: Vec<u8>,
+    narration: Vec<u8>,
+}
+
+/// Takes a batch's buffer, leaving the spare one in its place.
+fn take_batch(pending: &mut Vec<u8>, spare: &mut Vec<u8>) -> Vec<u8> {
+    std::mem::replace(pending, std::mem::take(spare))
+}
+
+/// Keeps the larger of a buffer given back and the spare one, emptied.
+fn give_back(spare: &mut Vec<u8>, mut buffer: Vec<u8>) {
+    if buffer.capacity() > spare.capacity() {
+        buffer.clear();
+        *spare = buffer;
+    }
+}
+
+/// Who appends the audit events: this thread, or a thread of its own.
+enum Auditor {
+    Inline(AuditLog),
+    Thread {
+        batches: SyncSender<Vec<u8>>,
+        appended: Receiver<(Vec<u8>, Result<()>)>,
+        thread: JoinHandle<AuditLog>,
+    },
+    /// The auditor thread panicked.
+    Stopped,
+}
+
+impl Auditor {
+    /// Moves the log to a thread that appends each batch it is sent and answers with the
+    /// outcome (and the emptied buffer, for reuse).
+    fn start_thread(&mut self) -> Result<()> {
+        let Auditor::Inline(_) = self else {
+            return Ok(());
+        };
+        let Auditor::Inline(mut log) = std::mem::replace(self, Auditor::Stopped) else {
+            unreachable!()
+        };
+        let (batches, inbox) = sync_channel::<Vec<u8>>(1);
+        let (outbox, appended) = sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("audit".into())
+            .spawn(move || {
+                for mut batch in inbox {
+                    let result = log.append(&batch);
+                    batch.clear();
+                    let failed = result.is_err();
+                    if outbox.send((batch, result)).is_err() || failed {
+                        break;
+                    }
+                }
+                log
+            })
+            .context("cannot start the audit thread")?;
+        *self = Auditor::Thread {
+            batches,
+            appended,
+            thread,
+        };
+        Ok(())
+    }
+
+    /// Waits for the batch on the thread; returns its emptied buffer.
+    fn wait(&mut self) -> Result<Vec<u8>> {
+        let Auditor::Thread { appended, .. } = self else {
+            unreachable!("only a thread has a batch in flight")
+        };
+        match appended.recv() {
+            Ok((buffer, Ok(()))) => Ok(buffer),
+            Ok((_, Err(err))) => {
+                self.stop();
+                Err(err)
+            }
+            Err(_) => {
+                self.stop();
+                Err(anyhow::anyhow!("the audit thread stopped unexpectedly"))
+            }
+        }
+    }
+
+    /// Ends the thread, if there is one, once its append in progress is done, and takes the
+    /// log back.
+    fn stop(&mut self) {
+        if let Auditor::Thread {
+            batches, thread, ..
+        } = std::mem::replace(self, Auditor::Stopped)
+        {
+            drop(batches);
+            if let Ok(log) = thread.join() {
+                *self = Auditor::Inline(log);
+            }
+        }
+    }
+}
+
+impl<W: Write, E: Write> Drop for StageOutput<W, E> {
+    /// Lets an append in progress finish, so that no event is torn when a stage stops early.
+    fn drop(&mut self) {
+        self.auditor.stop();
+    }
+}
+
+impl<W: Write, E: Write> StageOutput<W, E> {
+    /// `narration` is `None` when the stage was told to be quiet.
+    pub fn new(audit: AuditLog, stdout: W, narration: Option<E>) -> Self {
+        StageOutput {
+            auditor: Auditor::Inline(audit),
+            stdout,
+            narration,
+            pending_audit: Vec::new(),
+            pending_records: Vec::new(),
+            pending_narration: Vec::new(),
+            spare: Spares::default(),
+            in_flight: None,
+        }
+    }
+
+    /// Queues one audit event (a whole line) and the record it describes.
+    pub fn emit(&mut self, audit_event: &[u8], record: &[u8]) {
+        self.pending_audit.extend_from_slice(audit_event);
+        self.pending_records.extend_from_slice(record);
+    }
+
+    /// Queues one audit event and the record it describes, written by `write` straight into the
+    /// batch: `write(events, records)` appends one whole line to each.
+    pub fn emit_with(&mut self, write: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) {
+        write(&mut self.pending_audit, &mut self.pending_records);
+    }
+
+    /// Queues a record that needs no audit event of this stage (passed through untouched).
+    pub fn pass_through(&mut self, record: &[u8]) {
+        self.pending_records.extend_from_slice(record);
+    }
+
+    /// Whether narration is wanted at all (so a quiet stage need not compose it).
+    pub fn narrating(&self) -> bool {
+        self.narration.is_some()
+    }
+
+    /// Queues one line for the person watching stderr.
+    pub fn narrate(&mut self, text: &str) {
+        if self.narration.is_some() {
+            self.pending_narration.extend_from_slice(text.as_bytes());
+            self.pending_narration.push(b'\n');
+        }
+    }
+
+    /// Commits at once when the input is about to block (`input_waiting` is false: see
+    /// [`LineReader::next_read_would_block`]); hands a large batch to the auditor thread when the
+    /// input flows.
+    pub fn commit_if_due(&mut self, input_waiting: bool) -> Result<()> {
+        if !input_waiting {
+            self.commit()?;
+        } else if self.pending_records.len() >= BATCH_BYTES {
+            self.commit_in_background()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the audit events, then the records, then the narration, and flushes. If the audit
+    /// write fails, no record of the batch leaves.
+    pub fn commit(&mut self) -> Result<()> {
+        self.land_in_flight()?;
+        if !self.pending_audit.is_empty() {
+            match &mut self.auditor {
+                Auditor::Inline(log) => log.append(&self.pending_audit)?,
+                Auditor::Thread { .. } => {
+                    self.send_pending()?;
+                    self.land_in_flight()?;
+                }
+                Auditor::Stopped => anyhow::bail!("the audit thread stopped unexpectedly"),
+            }
+            self.pending_audit.clear();
+        }
+        let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+        let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
+        self.write_out(records, narration, true)
+    }
+
+    /// Sends the batch's audit events to the auditor thread and keeps its records until they
+    /// are appended; first lands the batch sent before.
+    fn commit_in_background(&mut self) -> Result<()> {
+        self.auditor.start_thread()?;
+        self.land_in_flight()?;
+        if self.pending_audit.is_empty() {
+            // Records passed through untouched have no events of this stage to wait for.
+            let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+            let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
+            return self.write_out(records, narration, false);
+        }
+        self.send_pending()
+    }
+
+    fn send_pending(&mut self) -> Result<()> {
+        let Auditor::Thread { batches, .. } = &self.auditor else {
+            anyhow::bail!("the audit thread stopped unexpectedly");
+        };
+        let batch = take_batch(&mut self.pending_audit, &mut self.spare.audit);
+        if batches.send(batch).is_err() {
+            self.auditor.stop();
+            anyhow::bail!("the audit thread stopped unexpectedly");
+        }
+        let records = take_batch(&mut self.pending_records, &mut self.spare.records);
+        let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
+        self.in_flight = Some((records, narration));
+        Ok(())
+    }
+
+    /// Waits for the batch in flight, if any, and writes its records once it is appended.
+    fn land_in_flight(&mut self) -> Result<()> {
+        let Some((records, narration)) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let buffer = self.auditor.wait()?;
+        give_back(&mut self.spare.audit, buffer);
+        self.write_out(records, narration, false)
+    }
+
+    /// Writes records (then narration) whose audit events are appended, keeping the buffers.
+    fn write_out(&mut self, records: Vec<u8>, narration: Vec<u8>, flush: bool) -> Result<()> {
+        if !records.is_empty() {
+            self.stdout.write_all(&records)?;
+        }
+        if flush {
+            self.stdout.flush()?;
+        }
+        if let Some(stderr) = &mut self.narration {
+            if !narration.is_empty() {
+                // Narration is a courtesy: a closed stderr must not stop the stream.
+                let _ = stderr.write_all(&narration);
+                let _ = stderr.flush();
+            }
+        }
+        give_back(&mut self.spare.records, records);
+        give_back(&mut self.spare.narration, narration);
+        Ok(())
+    }
+
+    /// Commits what is left; used at the end of input and before waiting on a person.
+    pub fn finish(mut self) -> Result<()> {
+        self.commit()
+    }
+
+    /// The audit log, once the batch in flight has landed (commit first to land everything).
+    pub fn audit(&mut self) -> Result<&mut AuditLog> {
+        self.land_in_flight()?;
+        self.auditor.stop();
+        match &mut self.auditor {
+            Auditor::Inline(log) => Ok(log),
+            _ => anyhow::bail!("the audit thread stopped unexpectedly"),
+        }
+    }
+}
