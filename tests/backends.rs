@@ -612,40 +612,63 @@ fn jobs_must_be_at_least_one() {
 /// How long a daemon that should have been killed may take to vanish.
 const GONE_WITHIN: Duration = Duration::from_secs(15);
 
-/// The pid a `leave-a-daemon` backend wrote, with a guard that kills that daemon if a test fails
-/// and leaves it running.
-fn daemon_pid(file: &Path) -> (u32, Stray) {
-    let pid: u32 = std::fs::read_to_string(file)
-        .unwrap_or_else(|err| panic!("the backend wrote no daemon pid to {file:?}: {err}"))
-        .trim()
-        .parse()
-        .unwrap();
-    (pid, Stray(pid))
+/// A process as `leave-a-daemon` names it in its pid file: "PID START", where START (field 22 of
+/// /proc/PID/stat) tells it from a later process given the same pid. Dropped, it kills that very
+/// process if it is still running, so a failed test leaves nothing behind.
+struct Daemon {
+    pid: u32,
+    start: String,
 }
 
-/// A daemon a failed test must not leave behind: killed on drop while it is still our `sleep`.
-struct Stray(u32);
+impl Daemon {
+    fn read(file: &Path) -> Daemon {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|err| panic!("the backend wrote no daemon pid to {file:?}: {err}"));
+        let (pid, start) = text
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("not \"PID START\": {text:?}"));
+        Daemon {
+            pid: pid.parse().unwrap(),
+            start: start.to_owned(),
+        }
+    }
 
-impl Drop for Stray {
+    /// Whether this very process exists and is not a zombie.
+    fn running(&self) -> bool {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return false;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, after)| after)
+            .split_whitespace()
+            .collect();
+        // Counted from the state, field 3: the start time is field 22.
+        !matches!(fields.first(), Some(&"Z") | Some(&"X") | None)
+            && fields.get(19) == Some(&self.start.as_str())
+    }
+
+    /// Waits, up to a generous deadline, for the process to be gone; says whether it went.
+    fn gone_soon(&self) -> bool {
+        let deadline = Instant::now() + GONE_WITHIN;
+        while self.running() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    }
+}
+
+impl Drop for Daemon {
     fn drop(&mut self) {
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", self.0)).unwrap_or_default();
-        if alive(self.0) && comm.trim() == "sleep" {
-            let pid = nix::unistd::Pid::from_raw(self.0 as i32);
+        if self.running() {
+            let pid = nix::unistd::Pid::from_raw(self.pid as i32);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
-}
-
-/// Waits, up to a generous deadline, for a process to be gone; says whether it went.
-fn gone_soon(pid: u32) -> bool {
-    let deadline = Instant::now() + GONE_WITHIN;
-    while alive(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    true
 }
 
 #[test]
@@ -684,9 +707,9 @@ fn a_daemon_a_backend_leaves_in_a_new_session_is_killed_when_it_exits() {
         ),
     ]);
     let out = exec_with(&scratch, &tools, &[], input);
-    let daemons = [daemon_pid(&quiet_pid), daemon_pid(&noisy_pid)];
-    for (record, (pid, _)) in out.iter().zip(&daemons) {
-        let pid = *pid;
+    let daemons = [Daemon::read(&quiet_pid), Daemon::read(&noisy_pid)];
+    for (record, daemon) in out.iter().zip(&daemons) {
+        let pid = daemon.pid;
         // The backend itself worked, and saw its daemon running in a session of its own.
         assert_eq!(status(record), "executed", "{record}");
         let result = &record["outcome"]["result"];
@@ -695,7 +718,7 @@ fn a_daemon_a_backend_leaves_in_a_new_session_is_killed_when_it_exits() {
         assert_ne!(result["session"], result["backendSession"], "{result}");
         // sc-exec has exited; the daemon went with it (or before it).
         assert!(
-            gone_soon(pid),
+            daemon.gone_soon(),
             "the daemon {pid} the backend left in its own session outlived sc-exec"
         );
     }
@@ -732,7 +755,7 @@ fn a_daemon_left_by_a_backend_that_times_out_is_killed() {
         ),
     ]);
     let out = exec_with(&scratch, &tools, &[], input);
-    let (pid, _stray) = daemon_pid(&pid_file);
+    let daemon = Daemon::read(&pid_file);
     assert_eq!(status(&out[0]), "failed", "{}", out[0]);
     assert!(
         reason(&out[0]).contains("ran past its timeout of 1 s and was killed"),
@@ -741,8 +764,9 @@ fn a_daemon_left_by_a_backend_that_times_out_is_killed() {
     );
     assert_eq!(status(&out[1]), "executed", "{}", out[1]);
     assert!(
-        gone_soon(pid),
-        "the daemon {pid} of a backend killed at its timeout outlived sc-exec"
+        daemon.gone_soon(),
+        "the daemon {} of a backend killed at its timeout outlived sc-exec",
+        daemon.pid
     );
 }
 
@@ -783,8 +807,8 @@ fn with_jobs_a_finished_backends_daemon_is_killed_but_not_a_running_siblings() {
         ),
     ]);
     let out = exec_with(&scratch, &tools, &["--jobs", "2"], input);
-    let (long, _stray_long) = daemon_pid(&long_pid);
-    let (short, _stray_short) = daemon_pid(&short_pid);
+    let long = Daemon::read(&long_pid);
+    let short = Daemon::read(&short_pid);
     assert_eq!(status(&out[1]), "executed", "{}", out[1]);
     assert_eq!(status(&out[0]), "executed", "{}", out[0]);
     let seen = &out[0]["outcome"]["result"];
@@ -792,8 +816,12 @@ fn with_jobs_a_finished_backends_daemon_is_killed_but_not_a_running_siblings() {
     // from /proc, not a zombie), and the first one's own daemon was left alone.
     assert_eq!(seen["siblingDaemonGone"], true, "{seen}");
     assert_eq!(seen["ownDaemonRunning"], true, "{seen}");
-    assert!(gone_soon(short), "the daemon {short} outlived sc-exec");
-    assert!(gone_soon(long), "the daemon {long} outlived sc-exec");
+    assert!(
+        short.gone_soon(),
+        "the daemon {} outlived sc-exec",
+        short.pid
+    );
+    assert!(long.gone_soon(), "the daemon {} outlived sc-exec", long.pid);
 }
 
 #[test]
@@ -819,7 +847,12 @@ fn children_sc_exec_had_before_it_started_are_left_alone() {
     let output = assert_cmd::Command::new("/bin/sh")
         .args([
             "-c",
-            r#"file=$1; shift; sleep 300 </dev/null >/dev/null 2>&1 & echo "$!" > "$file"; exec "$@""#,
+            r#"file=$1; shift
+               sleep 300 </dev/null >/dev/null 2>&1 &
+               elder=$!
+               read -r stat < "/proc/$elder/stat"
+               echo "$elder $(set -- $stat; echo "${22}")" > "$file"
+               exec "$@""#,
             "sh",
         ])
         .arg(&elder_file)
@@ -837,13 +870,18 @@ fn children_sc_exec_had_before_it_started_are_left_alone() {
         .get_output()
         .clone();
     let out = parse_stdout(&output.stdout);
-    let (elder, _stray_elder) = daemon_pid(&elder_file);
-    let (daemon, _stray_daemon) = daemon_pid(&daemon_file);
+    let elder = Daemon::read(&elder_file);
+    let daemon = Daemon::read(&daemon_file);
     assert_eq!(status(&out[0]), "executed", "{}", out[0]);
-    assert!(gone_soon(daemon), "the daemon {daemon} outlived sc-exec");
+    assert!(
+        daemon.gone_soon(),
+        "the daemon {} outlived sc-exec",
+        daemon.pid
+    );
     // Killed leftovers are reaped before sc-exec exits, so this is no race.
     assert!(
-        alive(elder),
-        "sc-exec killed {elder}, a child it did not start"
+        elder.running(),
+        "sc-exec killed {}, a child it did not start",
+        elder.pid
     );
 }
