@@ -4,7 +4,9 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Parser;
+use skeleton_crew::backends;
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StreamArgs};
 use skeleton_crew::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::exit::{self, Completion, UsageError};
@@ -62,6 +64,12 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         jobs: usize::from(args.jobs),
         chain: chain.clone(),
     };
+    if args.tools.is_some() {
+        // Before any backend starts: what a backend leaves running, even in a session of its
+        // own, becomes this process's to kill when the backend ends.
+        backends::adopt_leftovers()
+            .context("cannot become the child subreaper that ends what backends leave running")?;
+    }
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     exec::run(
         &args.stream.inputs(),

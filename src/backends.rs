@@ -20,22 +20,38 @@
 //! timeout (the whole group is killed), too much output, output that is not the JSON it promised, a
 //! program that cannot be started. When the backend's main process ends, whatever it left running
 //! in its group is killed too: a backend's work ends when its run does.
+//!
+//! A process can leave its group: a daemon forks twice and calls `setsid()`. In a process that
+//! called [`adopt_leftovers`] (sc-exec does, at its start), no process a backend forks outlives it.
+//! That process is a child subreaper, so an orphan of a backend's tree is reparented to it rather
+//! than to init, and each backend is a child subreaper too, so while it runs, the orphans of its own
+//! tree are reparented to it. Whatever a backend leaves becomes a child of this process only when
+//! the backend ends; so when a backend ends (or is killed at its timeout), every child of this
+//! process that is not a running backend is what a finished backend left behind, in whatever
+//! session or group it moved to, and is killed (SIGKILL) and reaped, again and again until none is
+//! left. A backend running beside it under `--jobs` keeps its own tree, daemons included, until it
+//! ends in turn. What a backend asks another program to start (a service manager, `at`, a container
+//! runtime, a remote host) is not its descendant, and is out of reach.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::sys::prctl;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::{getpid, Pid};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -54,6 +70,49 @@ pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
 pub const STDERR_TAIL_BYTES: usize = 1024;
 /// How long sc-exec waits for a killed backend's pipes to close before giving up on them.
 const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long the processes a backend left running may take to die once killed.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(5);
+/// The longest pause between two looks at killed leftovers that have not died yet.
+const LEFTOVER_POLL: Duration = Duration::from_millis(20);
+
+/// Whether this process adopts and kills what its backends leave running ([`adopt_leftovers`]).
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+/// The children this process already had when it began to adopt leftovers: never a backend's, so
+/// never killed (and never reaped, so their pids are not reused while this process runs).
+static FOREIGN: OnceLock<BTreeSet<i32>> = OnceLock::new();
+/// The pids of the backends started and not yet reaped: the children of this process that are
+/// not leftovers. Held while a backend is started and while leftovers are hunted, so a hunt never
+/// takes a backend that has just started for a leftover.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Makes this process the reaper of everything its backends leave running: it becomes a child
+/// subreaper, every backend it starts from now on is one too, and when a backend ends, every child
+/// of this process that is not a running backend is killed and reaped (see the module's notes).
+///
+/// Call it at the start of a process whose only children are to be the backends it runs, as
+/// sc-exec does. The children it already has are left alone, but whatever they leave running once
+/// they end comes to this process too, and is taken for a backend's leftover; so is any orphan of
+/// the namespace when this process is its init (pid 1 in a container). A backend that clears its
+/// own subreaper attribute lets its orphans reach this process while it runs, where the end of
+/// any other backend kills them. Calling it again does nothing more.
+pub fn adopt_leftovers() -> io::Result<()> {
+    static ADOPTED: OnceLock<Result<(), String>> = OnceLock::new();
+    let adopted = ADOPTED.get_or_init(|| {
+        let adopt = || -> io::Result<()> {
+            prctl::set_child_subreaper(true)?;
+            let _ = FOREIGN.set(children_of(getpid().as_raw())?.into_iter().collect());
+            ADOPTING.store(true, Ordering::SeqCst);
+            Ok(())
+        };
+        adopt().map_err(|err| err.to_string())
+    });
+    adopted.clone().map_err(io::Error::other)
+}
+
+/// The backends started and not yet reaped; a panic elsewhere does not make the list unusable.
+fn running() -> MutexGuard<'static, BTreeSet<i32>> {
+    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// How a backend's stdout is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -447,17 +506,32 @@ impl Backend {
     ) -> Result<Value, String> {
         let shown = &self.command[0];
         let program = self.resolve()?;
-        let mut child = Command::new(&program)
+        let mut command = Command::new(&program);
+        command
             .args(&self.command[1..])
             .env_clear()
             .envs(&self.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
+            .process_group(0);
+        let adopting = ADOPTING.load(Ordering::SeqCst);
+        if adopting {
+            // The backend keeps the orphans of its own tree while it runs, so that the leftovers
+            // this process finds are only ever those of a backend that has ended.
+            // SAFETY: prctl is one system call, async-signal-safe; it allocates nothing and
+            // touches no lock, which is all that is allowed between fork and exec.
+            unsafe {
+                command.pre_exec(|| prctl::set_child_subreaper(true).map_err(io::Error::from));
+            }
+        }
+        let mut running = running();
+        let mut child = command
             .spawn()
             .map_err(|err| format!("cannot start {shown}: {err}"))?;
         let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+        running.insert(group.as_raw());
+        drop(running);
         let (events, received) = mpsc::channel();
         let (reap, reap_now) = mpsc::channel::<()>();
         let mut input = args_json.as_bytes().to_vec();
@@ -483,6 +557,7 @@ impl Backend {
         let deadline = started + self.timeout();
         let mut killed_at: Option<Instant> = None;
         let mut exited = None;
+        let mut leftovers = None;
         let mut captured = None;
         let mut stderr_tail = None;
         while exited.is_none() || captured.is_none() || stderr_tail.is_none() {
@@ -501,6 +576,8 @@ impl Backend {
                         kill_group(group);
                         killed_at = Some(Instant::now());
                     }
+                    // Its children, wherever they moved, are now this process's children.
+                    leftovers = Some(end_leftovers());
                     exited = Some(status);
                 }
                 Ok(Event::Stdout(out)) => {
@@ -545,6 +622,9 @@ impl Backend {
                 self.timeout_seconds,
                 with_stderr(&tail)
             ));
+        }
+        if let Some(Err(why)) = leftovers {
+            return Err(format!("{shown} ended, but {why}"));
         }
         let Some(out) = captured else {
             return Err(format!(
@@ -644,7 +724,8 @@ fn kill_group(group: Pid) {
 
 /// Waits for the main process to end without reaping it, says so, and reaps it once the run is
 /// over (or the runner is gone), so that its pid, the group's id, cannot be reused while the group
-/// may still be signalled.
+/// may still be signalled. It leaves the list of running backends as it is reaped, under the
+/// list's lock, so a backend started later with the same pid is never struck off in its place.
 fn wait_then_reap(mut child: Child, events: mpsc::Sender<Event>, reap_now: mpsc::Receiver<()>) {
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
     let status = loop {
@@ -655,7 +736,93 @@ fn wait_then_reap(mut child: Child, events: mpsc::Sender<Event>, reap_now: mpsc:
     };
     let _ = events.send(Event::Exited(status));
     let _ = reap_now.recv();
-    let _ = child.wait();
+    let mut running = running();
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        // Not reapable at once (it cannot happen after the wait above): wait without the lock.
+        drop(running);
+        let _ = child.wait();
+        running = self::running();
+    }
+    running.remove(&pid.as_raw());
+}
+
+/// Kills and reaps every child of this process that is not a running backend, when this process
+/// adopts leftovers ([`adopt_leftovers`]): those are what backends that have ended left running.
+/// A leftover's own children come to this process when it dies, so it looks again until it finds
+/// none; it gives up, saying how many it could not end, after [`LEFTOVER_GRACE`].
+fn end_leftovers() -> Result<(), String> {
+    if !ADOPTING.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    // No backend starts, and none is struck off the list, while the hunt goes on.
+    let running = running();
+    let me = getpid().as_raw();
+    let foreign = FOREIGN.get();
+    let leftover = |pid: &i32| !running.contains(pid) && !foreign.is_some_and(|f| f.contains(pid));
+    let deadline = Instant::now() + LEFTOVER_GRACE;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let leftovers: Vec<i32> = children_of(me)
+            .map_err(|err| format!("cannot look in /proc for what it left running: {err}"))?
+            .into_iter()
+            .filter(leftover)
+            .collect();
+        if leftovers.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{} process(es) it left running were still there {} s after being killed",
+                leftovers.len(),
+                LEFTOVER_GRACE.as_secs()
+            ));
+        }
+        let mut dying = 0;
+        for pid in leftovers {
+            let pid = Pid::from_raw(pid);
+            // Also ends the other threads of a leader that is already a zombie.
+            let _ = kill(pid, Signal::SIGKILL);
+            if let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                dying += 1;
+            }
+        }
+        // A leftover that is reaped has handed its children to this process already: the next
+        // look finds them. One still dying is looked at again after a pause.
+        if dying > 0 {
+            thread::sleep(pause);
+            pause = (pause * 2).min(LEFTOVER_POLL);
+        }
+    }
+}
+
+/// The pids of the children of `parent`, from /proc. A process that ends while the folder is
+/// read is left out; one that exists all through the reading is not.
+fn children_of(parent: i32) -> io::Result<Vec<i32>> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if parent_in_stat(&stat) == Some(parent) {
+            children.push(pid);
+        }
+    }
+    Ok(children)
+}
+
+/// The parent pid in the text of /proc/PID/stat: `pid (comm) state ppid …`, where the command
+/// name may hold spaces and parentheses, so the fields are counted from its last `)`.
+fn parent_in_stat(stat: &str) -> Option<i32> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn read_capped(mut pipe: impl Read, cap: usize) -> Captured {
@@ -1009,6 +1176,32 @@ mod tests {
         assert!(why.contains("more than 1048576 bytes"), "{why}");
         assert!(run.report.stdout_bytes > MAX_OUTPUT_BYTES as u64);
         assert!(!run.report.timed_out);
+    }
+
+    #[test]
+    fn the_parent_is_read_from_proc_stat_past_any_command_name() {
+        assert_eq!(parent_in_stat("42 (sleep) S 7 42 42 0 -1 4194304"), Some(7));
+        assert_eq!(
+            parent_in_stat("42 (a) S 9 (b c) ) R 1234 42 42 0 -1"),
+            Some(1234)
+        );
+        assert_eq!(parent_in_stat("42 (sleep) S"), None);
+        assert_eq!(parent_in_stat("42 sleep S 7"), None);
+    }
+
+    #[test]
+    fn the_children_of_a_process_are_found_in_proc() {
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", "read line"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let found = children_of(getpid().as_raw()).unwrap();
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert!(found.contains(&pid), "{pid} not in {found:?}");
+        assert!(!children_of(pid).unwrap().contains(&pid));
     }
 
     #[test]

@@ -608,3 +608,280 @@ fn jobs_must_be_at_least_one() {
         .assert()
         .code(2);
 }
+
+/// How long a daemon that should have been killed may take to vanish.
+const GONE_WITHIN: Duration = Duration::from_secs(15);
+
+/// A process as `leave-a-daemon` names it in its pid file: "PID START", where START (field 22 of
+/// /proc/PID/stat) tells it from a later process given the same pid. Dropped, it kills that very
+/// process if it is still running, so a failed test leaves nothing behind.
+struct Daemon {
+    pid: u32,
+    start: String,
+}
+
+impl Daemon {
+    fn read(file: &Path) -> Daemon {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|err| panic!("the backend wrote no daemon pid to {file:?}: {err}"));
+        let (pid, start) = text
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("not \"PID START\": {text:?}"));
+        Daemon {
+            pid: pid.parse().unwrap(),
+            start: start.to_owned(),
+        }
+    }
+
+    /// Whether this very process exists and is not a zombie.
+    fn running(&self) -> bool {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return false;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, after)| after)
+            .split_whitespace()
+            .collect();
+        // Counted from the state, field 3: the start time is field 22.
+        !matches!(fields.first(), Some(&"Z") | Some(&"X") | None)
+            && fields.get(19) == Some(&self.start.as_str())
+    }
+
+    /// Waits, up to a generous deadline, for the process to be gone; says whether it went.
+    fn gone_soon(&self) -> bool {
+        let deadline = Instant::now() + GONE_WITHIN;
+        while self.running() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.running() {
+            let pid = nix::unistd::Pid::from_raw(self.pid as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+#[test]
+fn a_daemon_a_backend_leaves_in_a_new_session_is_killed_when_it_exits() {
+    let scratch = Scratch::new();
+    let quiet_pid = scratch.path("quiet-daemon.pid");
+    let noisy_pid = scratch.path("noisy-daemon.pid");
+    let backend = |pid_file: &Path, stdio: &str| {
+        json!({
+            "command": [tool("leave-a-daemon"), "exit"],
+            "env": {"SC_DAEMON_PID": pid_file, "SC_DAEMON_STDIO": stdio, "PATH": BACKEND_PATH},
+            "timeoutSeconds": 30,
+        })
+    };
+    let tools = tools_file(
+        &scratch,
+        json!({
+            "start_daemon": backend(&quiet_pid, "closed"),
+            // Its daemon holds the backend's stdout open: the run still ends when the backend
+            // does, since the daemon is killed then.
+            "start_careless_daemon": backend(&noisy_pid, "keep"),
+        }),
+    );
+    let input = stream(&[
+        record(
+            "quiet",
+            call("worker", "start_daemon", json!({}), "user"),
+            "allow",
+            None,
+        ),
+        record(
+            "noisy",
+            call("worker", "start_careless_daemon", json!({}), "user"),
+            "allow",
+            None,
+        ),
+    ]);
+    let out = exec_with(&scratch, &tools, &[], input);
+    let daemons = [Daemon::read(&quiet_pid), Daemon::read(&noisy_pid)];
+    for (record, daemon) in out.iter().zip(&daemons) {
+        let pid = daemon.pid;
+        // The backend itself worked, and saw its daemon running in a session of its own.
+        assert_eq!(status(record), "executed", "{record}");
+        let result = &record["outcome"]["result"];
+        assert_eq!(result["daemon"], pid, "{result}");
+        assert!(result["session"].is_u64(), "{result}");
+        assert_ne!(result["session"], result["backendSession"], "{result}");
+        // sc-exec has exited; the daemon went with it (or before it).
+        assert!(
+            daemon.gone_soon(),
+            "the daemon {pid} the backend left in its own session outlived sc-exec"
+        );
+    }
+}
+
+#[test]
+fn a_daemon_left_by_a_backend_that_times_out_is_killed() {
+    let scratch = Scratch::new();
+    let pid_file = scratch.path("daemon.pid");
+    let notes = scratch.path("notes.jsonl");
+    let tools = tools_file(
+        &scratch,
+        json!({
+            "hang": {
+                "command": [tool("leave-a-daemon"), "hang"],
+                "env": {"SC_DAEMON_PID": pid_file, "PATH": BACKEND_PATH},
+                "timeoutSeconds": 1,
+            },
+            "write_note": {"command": [tool("append-args")], "env": {"SC_APPEND_TO": notes}},
+        }),
+    );
+    let input = stream(&[
+        record(
+            "hang",
+            call("worker", "hang", json!({}), "user"),
+            "allow",
+            None,
+        ),
+        record(
+            "after",
+            call("worker", "write_note", json!({"n": 1}), "user"),
+            "allow",
+            None,
+        ),
+    ]);
+    let out = exec_with(&scratch, &tools, &[], input);
+    let daemon = Daemon::read(&pid_file);
+    assert_eq!(status(&out[0]), "failed", "{}", out[0]);
+    assert!(
+        reason(&out[0]).contains("ran past its timeout of 1 s and was killed"),
+        "{}",
+        out[0]
+    );
+    assert_eq!(status(&out[1]), "executed", "{}", out[1]);
+    assert!(
+        daemon.gone_soon(),
+        "the daemon {} of a backend killed at its timeout outlived sc-exec",
+        daemon.pid
+    );
+}
+
+#[test]
+fn with_jobs_a_finished_backends_daemon_is_killed_but_not_a_running_siblings() {
+    let scratch = Scratch::new();
+    let long_pid = scratch.path("long-lived.pid");
+    let short_pid = scratch.path("short-lived.pid");
+    let tools = tools_file(
+        &scratch,
+        json!({
+            // Starts its daemon, then runs until the other backend's daemon is gone.
+            "outlive": {
+                "command": [tool("leave-a-daemon"), "outlive", short_pid],
+                "env": {"SC_DAEMON_PID": long_pid, "PATH": BACKEND_PATH},
+                "timeoutSeconds": 60,
+            },
+            // Starts its daemon once the other one has, and exits at once.
+            "start_daemon": {
+                "command": [tool("leave-a-daemon"), "exit"],
+                "env": {"SC_DAEMON_PID": short_pid, "SC_WAIT_FOR": long_pid, "PATH": BACKEND_PATH},
+                "timeoutSeconds": 60,
+            },
+        }),
+    );
+    let input = stream(&[
+        record(
+            "long",
+            call("a", "outlive", json!({}), "user"),
+            "allow",
+            None,
+        ),
+        record(
+            "short",
+            call("b", "start_daemon", json!({}), "user"),
+            "allow",
+            None,
+        ),
+    ]);
+    let out = exec_with(&scratch, &tools, &["--jobs", "2"], input);
+    let long = Daemon::read(&long_pid);
+    let short = Daemon::read(&short_pid);
+    assert_eq!(status(&out[1]), "executed", "{}", out[1]);
+    assert_eq!(status(&out[0]), "executed", "{}", out[0]);
+    let seen = &out[0]["outcome"]["result"];
+    // While the first backend still ran, the second one's daemon was killed and reaped (gone
+    // from /proc, not a zombie), and the first one's own daemon was left alone.
+    assert_eq!(seen["siblingDaemonGone"], true, "{seen}");
+    assert_eq!(seen["ownDaemonRunning"], true, "{seen}");
+    assert!(
+        short.gone_soon(),
+        "the daemon {} outlived sc-exec",
+        short.pid
+    );
+    assert!(long.gone_soon(), "the daemon {} outlived sc-exec", long.pid);
+}
+
+#[test]
+fn children_sc_exec_had_before_it_started_are_left_alone() {
+    let scratch = Scratch::new();
+    let daemon_file = scratch.path("daemon.pid");
+    let elder_file = scratch.path("elder.pid");
+    let tools = tools_file(
+        &scratch,
+        json!({"start_daemon": {
+            "command": [tool("leave-a-daemon"), "exit"],
+            "env": {"SC_DAEMON_PID": daemon_file, "PATH": BACKEND_PATH},
+        }}),
+    );
+    let input = stream(&[record(
+        "daemon",
+        call("worker", "start_daemon", json!({}), "user"),
+        "allow",
+        None,
+    )]);
+    // A wrapper that starts a helper of its own and then becomes sc-exec: the helper is a child
+    // of sc-exec's process without being a backend's.
+    let output = assert_cmd::Command::new("/bin/sh")
+        .args([
+            "-c",
+            r#"file=$1; shift
+               sleep 300 </dev/null >/dev/null 2>&1 &
+               elder=$!
+               read -r stat < "/proc/$elder/stat"
+               echo "$elder $(set -- $stat; echo "${22}")" > "$file"
+               exec "$@""#,
+            "sh",
+        ])
+        .arg(&elder_file)
+        .arg(crate::util::bin_path("sc-exec"))
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .arg("--tools")
+        .arg(&tools)
+        .env_clear()
+        .current_dir(scratch.dir.path())
+        .timeout(PROCESS_LIMIT)
+        .write_stdin(input)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let out = parse_stdout(&output.stdout);
+    let elder = Daemon::read(&elder_file);
+    let daemon = Daemon::read(&daemon_file);
+    assert_eq!(status(&out[0]), "executed", "{}", out[0]);
+    assert!(
+        daemon.gone_soon(),
+        "the daemon {} outlived sc-exec",
+        daemon.pid
+    );
+    // Killed leftovers are reaped before sc-exec exits, so this is no race.
+    assert!(
+        elder.running(),
+        "sc-exec killed {}, a child it did not start",
+        elder.pid
+    );
+}
