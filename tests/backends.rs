@@ -217,7 +217,9 @@ fn a_timeout_kills_the_backend_and_its_children() {
     let started = Instant::now();
     let out = exec_with(&scratch, &tools, &[], input);
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // A bound far above the 1 s timeout, for a loaded machine: the backend's 30 s sleep is not
+    // waited out.
+    assert!(took < Duration::from_secs(25), "took {took:?}");
     assert_eq!(out.len(), 2);
     assert_eq!(status(&out[0]), "failed", "{}", out[0]);
     assert!(
@@ -247,7 +249,7 @@ fn a_timeout_kills_the_backend_and_its_children() {
         .parse()
         .unwrap();
     // ...and is gone (a zombie awaiting its reaper counts as gone)...
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while alive(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -255,9 +257,7 @@ fn a_timeout_kills_the_backend_and_its_children() {
         !alive(pid),
         "the backend's child {pid} outlived the timeout"
     );
-    // ...so the marker it would write 2 s after it started never appears.
-    let check_at = started + Duration::from_secs(3);
-    std::thread::sleep(check_at.saturating_duration_since(Instant::now()));
+    // ...before the marker it would write 20 s after it started: gone, it never writes it.
     assert!(!marker.exists(), "the grandchild wrote its marker");
 }
 
@@ -550,20 +550,21 @@ fn with_jobs_output_stays_in_input_order() {
 
 #[test]
 fn with_jobs_backends_run_side_by_side_but_an_agents_calls_do_not() {
+    // Shown without timing: side by side, four backends meet at a rendezvous that none passes
+    // until all four have started; one after the other, each finds it runs alone.
     let scratch = Scratch::new();
     let tools = tools_file(
         &scratch,
-        json!({"echo": {"command": [tool("echo-after-sleep")], "env": {"PATH": BACKEND_PATH}}}),
+        json!({"meet": {"command": [tool("meet")], "env": {"PATH": BACKEND_PATH}}}),
     );
-    let calls = |agents: &[&str], delay: &str| -> String {
+    let calls = |agents: &[&str], args: &dyn Fn(usize) -> Value| -> String {
         let lines: Vec<String> = agents
             .iter()
             .enumerate()
             .map(|(n, agent)| {
-                let args = json!({"n": n, "sleep": delay});
                 record(
                     &format!("call-{n}"),
-                    call(agent, "echo", args, "user"),
+                    call(agent, "meet", args(n), "user"),
                     "allow",
                     None,
                 )
@@ -572,29 +573,34 @@ fn with_jobs_backends_run_side_by_side_but_an_agents_calls_do_not() {
         stream(&lines)
     };
 
-    // Four agents, one second each: together, well under four seconds.
-    let started = Instant::now();
+    let rendezvous = scratch.path("rendezvous");
+    std::fs::create_dir(&rendezvous).unwrap();
     let out = exec_with(
         &scratch,
         &tools,
         &["--jobs", "4"],
-        calls(&["a", "b", "c", "d"], "1"),
+        calls(&["a", "b", "c", "d"], &|n| {
+            json!({"dir": rendezvous, "n": n, "meet": 4})
+        }),
     );
-    let took = started.elapsed();
-    assert!(out.iter().all(|r| status(r) == "executed"), "{out:?}");
-    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    for record in &out {
+        assert_eq!(status(record), "executed", "{record}");
+        assert_eq!(record["outcome"]["result"]["met"], true, "ran alone: {record}");
+    }
 
     // One agent's three calls still run one after the other.
-    let started = Instant::now();
+    let turns = scratch.path("turns");
+    std::fs::create_dir(&turns).unwrap();
     let out = exec_with(
         &scratch,
         &tools,
         &["--jobs", "4"],
-        calls(&["a", "a", "a"], "0.6"),
+        calls(&["a", "a", "a"], &|_| json!({"dir": turns, "alone": true})),
     );
-    let took = started.elapsed();
-    assert!(out.iter().all(|r| status(r) == "executed"), "{out:?}");
-    assert!(took >= Duration::from_millis(1800), "took {took:?}");
+    for record in &out {
+        assert_eq!(status(record), "executed", "{record}");
+        assert_eq!(record["outcome"]["result"]["alone"], true, "overlapped: {record}");
+    }
 }
 
 #[test]
