@@ -18,8 +18,10 @@ use skeleton_crew::mcp::{self, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTE
 /// stdin and stdout) and the server, unchanged, except: every `tools/call` is decided by the policy
 /// (allowed calls are forwarded, denied ones are answered with `isError: true` and never reach the
 /// server, held ones are put to the person on /dev/tty); `tools/list` results lose the tools the
-/// policy denies; a malformed message is never forwarded. Every decision, approval and outcome is
-/// written to the audit log. The server's stderr passes through.
+/// policy denies; a malformed message (including a request whose id is not a string or an
+/// integer) is never forwarded; an answer from the server to no request the client is waiting on
+/// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
+/// and outcome is written to the audit log. The server's stderr passes through.
 /// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
 /// log could not be written; 2 usage or policy error.
 #[derive(Parser)]

@@ -11,9 +11,18 @@
 //!   answered like a deny;
 //! - `tools/list` results lose the tools the policy denies (the deny list, and tools outside the
 //!   agent's allowlist), so the model never sees them;
-//! - a client message that is not valid JSON, has a duplicate key, is a batch, or is a
-//!   `tools/call` without a string `params.name` is never forwarded: it gets a JSON-RPC error when
-//!   it has an id, and is dropped otherwise.
+//! - a client message that is not valid JSON, has a duplicate key, is a batch, is a `tools/call`
+//!   without a string `params.name`, is a request whose `id` is neither a string nor an integer
+//!   written as one (within ±(2^53−1), the integers every JSON reader holds exactly), is a
+//!   `notifications/…` message carrying an `id`, or has a `method` and also a `result` or an
+//!   `error`, is never forwarded: it gets a JSON-RPC error when it has an id, and is dropped
+//!   otherwise;
+//! - request ids are compared by value, never by their text (`2` and `2.0` are one id, the string
+//!   `"2"` another), and an answer from the server reaches the client only if it answers a request
+//!   the client sent and is still waiting on, once, with the client's own id. An answer to nothing
+//!   awaited (an id never sent, an id already answered, a request the client cancelled) is dropped
+//!   with a warning, and every tool list an answer carries (`result.tools`) is filtered, whatever
+//!   request it answers.
 //!
 //! Every decision, approval and outcome is audited as the pipeline's stages audit them (`gate`,
 //! `approve` and `exec` events with the same fields), so `sc-report` reads the log. An event is
@@ -39,6 +48,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
+use indexmap::IndexSet;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -62,6 +72,14 @@ const RESULT_IN_AUDIT_BYTES: usize = 16 * 1024;
 /// How long the server has to exit after the client closed its input, before SIGTERM, and again
 /// before SIGKILL.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The largest integer id accepted: 2^53 − 1, JavaScript's `Number.MAX_SAFE_INTEGER`. A larger
+/// one would come back from a JavaScript server rounded, as the id of another request or of none.
+pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
+/// How many cancelled requests are remembered, so a late answer to one is dropped and its id is
+/// not reused while the server may still answer it; past that, the oldest is forgotten (a late
+/// answer to it is then dropped as an answer to nothing).
+const CANCELLED_REMEMBERED: usize = 4096;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -119,16 +137,16 @@ pub enum ClientMessage<'a> {
     },
     /// A well-formed `tools/call` request: to be decided.
     ToolCall {
-        id: Value,
+        id: RequestId,
         name: String,
         arguments: Map<String, Value>,
         /// The message's text, for the exact text of `arguments.amount`.
         text: &'a str,
     },
     /// Any other request: forwarded and awaited.
-    Request { id: Value, method: String },
+    Request { id: RequestId, method: String },
     /// A notification: forwarded. `cancels` is the request id of `notifications/cancelled`.
-    Notification { cancels: Option<Value> },
+    Notification { cancels: Option<IdKey> },
     /// A response to a request of the server's (or anything without a method): forwarded.
     Response,
 }
@@ -141,9 +159,82 @@ fn answerable(id: Option<&Value>) -> Option<Value> {
     }
 }
 
-/// The key a request id is awaited under.
-fn id_key(id: &Value) -> String {
-    id.to_string()
+/// The id to answer a refused request with: its own when it is a string or a number, else null
+/// (JSON-RPC's id for a request whose id could not be read).
+fn echo_id(id: &Value) -> Value {
+    answerable(Some(id)).unwrap_or(Value::Null)
+}
+
+/// A request id as sc-mcp compares ids: by value, never by text. A string never equals a number
+/// (`"2"` is not `2`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IdKey {
+    Integer(i64),
+    String(String),
+}
+
+impl IdKey {
+    /// The id of a request from the client: a string, or an integer written as one (no fraction,
+    /// no exponent, not `-0`) within ±[`MAX_EXACT_ID`]. Anything else is refused with the reason:
+    /// `2.0` or `1e0` is read as `2` or `1` by a JavaScript server, which answers with that, and a
+    /// larger integer comes back rounded, so the answer could not be told apart.
+    pub fn of_request(id: &Value) -> Result<IdKey, String> {
+        match id {
+            Value::String(text) => Ok(IdKey::String(text.clone())),
+            Value::Number(number) if number.is_i64() || number.is_u64() => {
+                match number.as_i64() {
+                    Some(integer) if integer.unsigned_abs() <= MAX_EXACT_ID => {
+                        Ok(IdKey::Integer(integer))
+                    }
+                    _ => Err(format!(
+                        "a request's `id` must be a string or an integer from -{MAX_EXACT_ID} to {MAX_EXACT_ID} (which every JSON reader holds exactly), not {number}"
+                    )),
+                }
+            }
+            Value::Number(number) => Err(format!(
+                "a request's `id` must be a string or an integer written as one, not {number} (a fraction, an exponent or -0, which a server may read as another integer and answer with it)"
+            )),
+            other => Err(format!(
+                "a request's `id` must be a string or an integer, not {}",
+                strict_json::type_name(other)
+            )),
+        }
+    }
+
+    /// The key of an id that names a request (in a server's answer, in a cancellation): a number
+    /// by its value, as JavaScript and Python read it, so `2.0` and `1e0` name `2` and `1`. `None`
+    /// when it can name no request the client was let send.
+    pub fn of_reference(id: &Value) -> Option<IdKey> {
+        match id {
+            Value::String(text) => Some(IdKey::String(text.clone())),
+            Value::Number(number) => {
+                if let Some(integer) = number.as_i64() {
+                    (integer.unsigned_abs() <= MAX_EXACT_ID).then_some(IdKey::Integer(integer))
+                } else if number.is_u64() {
+                    None
+                } else {
+                    let float = number.as_f64()?;
+                    // Exact both ways: every integer up to 2^53 is a float.
+                    let exact = float.fract() == 0.0 && float.abs() <= MAX_EXACT_ID as f64;
+                    exact.then_some(IdKey::Integer(float as i64))
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A client request's id: as the client wrote it (to answer with), and as it is compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestId {
+    pub value: Value,
+    pub key: IdKey,
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
 }
 
 /// Reads one client message. Parsing is strict (duplicate keys refused at any depth), so the
@@ -207,13 +298,14 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             )
         }
     };
-    let id = answerable(object.get("id"));
+    let id_field = object.get("id");
+    let echo = || id_field.map(echo_id).into_iter().collect::<Vec<_>>();
     let method = match object.get("method") {
         None => return ClientMessage::Response,
         Some(Value::String(method)) => method,
         Some(other) => {
             return refused(
-                id.into_iter().collect(),
+                echo(),
                 INVALID_REQUEST,
                 format!(
                     "`method` must be a string, not {}",
@@ -222,11 +314,30 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             )
         }
     };
-    if object.contains_key("id") && id.is_none() {
+    // Read as a request by one reader and as an answer by another.
+    if let Some(key) = ["result", "error"]
+        .into_iter()
+        .find(|key| object.contains_key(*key))
+    {
         return refused(
-            Vec::new(),
+            echo(),
             INVALID_REQUEST,
-            "a request's `id` must be a string or a number".to_owned(),
+            format!("a message with a `method` is a request or a notification, so it cannot carry `{key}` as an answer does"),
+        );
+    }
+    let id = match id_field.map(|value| IdKey::of_request(value).map(|key| (value, key))) {
+        None => None,
+        Some(Ok((value, key))) => Some(RequestId {
+            value: value.clone(),
+            key,
+        }),
+        Some(Err(reason)) => return refused(echo(), INVALID_REQUEST, reason),
+    };
+    if id.is_some() && method.starts_with("notifications/") {
+        return refused(
+            echo(),
+            INVALID_REQUEST,
+            format!("`{method}` is a notification, which never carries an `id`: with one, some servers read it as a request and others act on it as a notification"),
         );
     }
     if method != "tools/call" {
@@ -237,7 +348,7 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             },
             None => ClientMessage::Notification {
                 cancels: (method == "notifications/cancelled")
-                    .then(|| answerable(object.get("params")?.get("requestId")))
+                    .then(|| IdKey::of_reference(object.get("params")?.get("requestId")?))
                     .flatten(),
             },
         };
@@ -250,7 +361,7 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
                 .to_owned(),
         );
     };
-    let invalid = |reason: String| refused(vec![id.clone()], INVALID_PARAMS, reason);
+    let invalid = |reason: String| refused(vec![id.value.clone()], INVALID_PARAMS, reason);
     let params = match object.get("params") {
         Some(Value::Object(params)) => params,
         Some(other) => {
@@ -438,7 +549,7 @@ impl Awaiting {
 
 #[derive(Debug)]
 struct PendingRequest {
-    id: Value,
+    id: RequestId,
     awaiting: Awaiting,
 }
 
@@ -446,7 +557,60 @@ struct PendingRequest {
 struct Pending {
     /// Whether the server can still answer; once false, no request is forwarded.
     server_reading: bool,
-    requests: HashMap<String, PendingRequest>,
+    requests: HashMap<IdKey, PendingRequest>,
+    /// Requests the client cancelled, oldest first: the server may still answer them.
+    cancelled: IndexSet<IdKey>,
+}
+
+/// What an answer from the server answers. Returned and taken apart at once, so its size is no
+/// matter.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Answered {
+    /// A request the client is waiting on, now answered.
+    Waiting(PendingRequest),
+    /// A request the client cancelled.
+    Cancelled,
+    /// Nothing: an id never sent, one already answered, or no id sc-mcp could have let through.
+    Nothing,
+}
+
+impl Pending {
+    /// Why a new request may not use this id, if it may not.
+    fn in_use(&self, key: &IdKey) -> Option<&'static str> {
+        if self.requests.contains_key(key) {
+            Some("a request still waiting for an answer")
+        } else if self.cancelled.contains(key) {
+            Some("a request the client cancelled, which the MCP server may still answer")
+        } else {
+            None
+        }
+    }
+
+    /// Takes the request an answer with this id answers.
+    fn take(&mut self, key: Option<&IdKey>) -> Answered {
+        let Some(key) = key else {
+            return Answered::Nothing;
+        };
+        if let Some(request) = self.requests.remove(key) {
+            Answered::Waiting(request)
+        } else if self.cancelled.shift_remove(key) {
+            Answered::Cancelled
+        } else {
+            Answered::Nothing
+        }
+    }
+
+    /// The client cancelled the request with this id: it is not awaited any more, and a late
+    /// answer to it is dropped.
+    fn cancel(&mut self, key: &IdKey) -> Option<PendingRequest> {
+        let request = self.requests.remove(key)?;
+        if self.cancelled.len() >= CANCELLED_REMEMBERED {
+            self.cancelled.shift_remove_index(0);
+        }
+        self.cancelled.insert(key.clone());
+        Some(request)
+    }
 }
 
 /// How the session ended, beyond the server's own status.
@@ -568,7 +732,7 @@ impl Session {
             }
         }
         self.to_client(&error_response(
-            &request.id,
+            &request.id.value,
             INTERNAL_ERROR,
             &format!("sc-mcp: {why} ({})", request.awaiting.method()),
         ));
@@ -581,7 +745,7 @@ impl Session {
         bytes: &[u8],
         request: PendingRequest,
     ) -> Result<()> {
-        let key = id_key(&request.id);
+        let key = request.id.key.clone();
         let mut pending = lock(&self.pending);
         if !pending.server_reading || server.is_none() {
             drop(pending);
@@ -605,8 +769,9 @@ impl Session {
         Ok(())
     }
 
-    fn is_awaited(&self, id: &Value) -> bool {
-        lock(&self.pending).requests.contains_key(&id_key(id))
+    /// Why a new request may not use this id, if it may not.
+    fn id_in_use(&self, id: &RequestId) -> Option<&'static str> {
+        lock(&self.pending).in_use(&id.key)
     }
 }
 
@@ -647,11 +812,11 @@ impl ClientSide<'_> {
                 text,
             } => self.tool_call(bytes, id, name, arguments, text),
             ClientMessage::Request { id, method } => {
-                if self.session.is_awaited(&id) {
+                if let Some(user) = self.session.id_in_use(&id) {
                     self.session.to_client(&error_response(
-                        &id,
+                        &id.value,
                         INVALID_REQUEST,
-                        &format!("sc-mcp: the request id {id} is already in use by a request still waiting for an answer"),
+                        &format!("sc-mcp: the request id {id} is already in use by {user}"),
                     ));
                     return Ok(());
                 }
@@ -668,10 +833,8 @@ impl ClientSide<'_> {
             }
             ClientMessage::Notification { cancels } => {
                 if let Some(cancelled) = cancels {
-                    // The client will ignore a late answer; it is not awaited any more.
-                    let request = lock(&self.session.pending)
-                        .requests
-                        .remove(&id_key(&cancelled));
+                    // The client will ignore a late answer; sc-mcp drops it.
+                    let request = lock(&self.session.pending).cancel(&cancelled);
                     if let Some(PendingRequest {
                         awaiting: Awaiting::ToolCall(ticket),
                         ..
@@ -761,7 +924,7 @@ impl ClientSide<'_> {
     fn tool_call(
         &mut self,
         bytes: &[u8],
-        id: Value,
+        id: RequestId,
         name: String,
         arguments: Map<String, Value>,
         text: &str,
@@ -772,23 +935,24 @@ impl ClientSide<'_> {
             "tool": name,
             "args": arguments,
             "source": "agent",
-            "jsonrpcId": id,
+            "jsonrpcId": id.value,
         });
         let call_id = self.ids.mint();
         let parsed = Call::from_value(&call_value).map(|mut call| {
             call.take_amount_text_from(text, &["params", "arguments", "amount"]);
             call
         });
-        let id_in_use = session.is_awaited(&id);
-        let judgement = match (&parsed, id_in_use) {
-            (_, true) => Judgement {
+        let in_use_by = session.id_in_use(&id);
+        let id_in_use = in_use_by.is_some();
+        let judgement = match (&parsed, in_use_by) {
+            (_, Some(user)) => Judgement {
                 decision: Decision::Deny,
                 reasons: vec![format!(
-                    "the request id {id} is already in use by a request still waiting for an answer, so this call could not be told apart from it"
+                    "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
                 )],
             },
-            (Ok(call), false) => evaluate_with_state(call, &session.policy, &self.state),
-            (Err(malformed), false) => Judgement::malformed(malformed),
+            (Ok(call), None) => evaluate_with_state(call, &session.policy, &self.state),
+            (Err(malformed), None) => Judgement::malformed(malformed),
         };
         if let Ok(call) = &parsed {
             self.state
@@ -801,7 +965,7 @@ impl ClientSide<'_> {
         if let Some(agent) = self.state.agent(&session.agent) {
             event = event.field("agentState", agent);
         }
-        self.audit_or_answer(&id, &event.finish())?;
+        self.audit_or_answer(&id.value, &event.finish())?;
         session.narrate(&format!(
             "sc-mcp: {:<5} {} → {}: {}",
             judgement.decision.as_str().to_uppercase(),
@@ -825,18 +989,18 @@ impl ClientSide<'_> {
                     reason: format!("not run: denied ({})", judgement.reasons.join("; ")),
                 };
                 if let Err(err) = session.audit_outcome(&ticket, &outcome) {
-                    self.answer_audit_failure(&id);
+                    self.answer_audit_failure(&id.value);
                     return Err(err);
                 }
                 session.to_client(&error_response(
-                    &id,
+                    &id.value,
                     INVALID_REQUEST,
                     &format!("sc-mcp: {}", judgement.reasons.join("; ")),
                 ));
                 return Ok(());
             }
             (Decision::Deny, _) | (_, Err(_)) => {
-                return self.refuse_call(&id, &ticket, &judgement, None);
+                return self.refuse_call(&id.value, &ticket, &judgement, None);
             }
             (Decision::Allow, Ok(_)) => {
                 return session.forward_request(
@@ -863,7 +1027,7 @@ impl ClientSide<'_> {
             .field("tool", &ticket.tool)
             .field("approval", &approval)
             .finish();
-        self.audit_or_answer(&id, &event)?;
+        self.audit_or_answer(&id.value, &event)?;
         session.narrate(&format!(
             "sc-mcp: {} → {}: {}",
             for_terminal(&ticket.agent),
@@ -871,7 +1035,7 @@ impl ClientSide<'_> {
             for_terminal(&approval.reason)
         ));
         if !approval.approved {
-            return self.refuse_call(&id, &ticket, &judgement, Some(&approval));
+            return self.refuse_call(&id.value, &ticket, &judgement, Some(&approval));
         }
         ticket.approval = Some(approval);
         if session.is_stopping() {
@@ -974,6 +1138,7 @@ fn relay_server(session: &Session, stdout: ChildStdout, max: usize) {
     let requests: Vec<PendingRequest> = {
         let mut pending = lock(&session.pending);
         pending.server_reading = false;
+        pending.cancelled.clear();
         pending
             .requests
             .drain()
@@ -988,6 +1153,11 @@ fn relay_server(session: &Session, stdout: ChildStdout, max: usize) {
     if let Some(mut wake) = lock(&session.wake).take() {
         let _ = wake.write_all(b"x");
     }
+}
+
+/// A line from the server, shortened and made safe for a warning.
+fn excerpt(bytes: &[u8]) -> String {
+    for_terminal(&jsonl::raw_excerpt(&bytes[..bytes.len().min(200)])).into_owned()
 }
 
 /// One line from the server. An error means the session is stopping.
@@ -1015,15 +1185,17 @@ fn handle_server_line(session: &Session, bytes: &[u8]) -> Result<()> {
         Err(why) => {
             // If it names a request we await, that request is answered with an error rather than
             // left hanging; the message itself never reaches the client.
-            let awaited = serde_json::from_slice::<Value>(bytes)
-                .ok()
-                .and_then(|lenient| answerable(lenient.get("id")))
-                .and_then(|id| lock(&session.pending).requests.remove(&id_key(&id)));
+            let answered = {
+                let key = serde_json::from_slice::<Value>(bytes)
+                    .ok()
+                    .and_then(|lenient| IdKey::of_reference(lenient.get("id")?));
+                lock(&session.pending).take(key.as_ref())
+            };
             session.warn(&format!(
                 "dropped a line from the MCP server that is not valid JSON-RPC ({why}): {}",
-                for_terminal(&jsonl::raw_excerpt(&bytes[..bytes.len().min(200)]))
+                excerpt(bytes)
             ));
-            if let Some(request) = awaited {
+            if let Answered::Waiting(request) = answered {
                 session.fail_request(
                     request,
                     &format!("the MCP server's answer was malformed ({why})"),
@@ -1038,51 +1210,121 @@ fn handle_server_line(session: &Session, bytes: &[u8]) -> Result<()> {
 }
 
 fn handle_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result<()> {
+    relay_server_message(session, value, bytes)?;
+    if session.is_stopping() {
+        return Err(anyhow!("stopping"));
+    }
+    Ok(())
+}
+
+/// Relays one message from the server, if it may reach the client. An error means the audit log
+/// could not be written.
+fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result<()> {
     let Value::Object(mut message) = value else {
         session.warn("dropped a message from the MCP server that is not a JSON-RPC object");
         return Ok(());
     };
-    let is_answer = !message.contains_key("method");
-    let request = match answerable(message.get("id")) {
-        Some(id) if is_answer => lock(&session.pending).requests.remove(&id_key(&id)),
-        _ => None,
+    if message.contains_key("method") {
+        // A client could read it either way, and an answer is relayed only once checked.
+        if let Some(key) = ["result", "error"]
+            .into_iter()
+            .find(|key| message.contains_key(*key))
+        {
+            session.warn(&format!(
+                "dropped a message from the MCP server that is both a request and an answer (it has `method` and `{key}`): {}",
+                excerpt(bytes)
+            ));
+            return Ok(());
+        }
+        // A request or a notification of the server's own.
+        session.to_client(&with_newline(bytes));
+        return Ok(());
+    }
+    let key = message.get("id").and_then(IdKey::of_reference);
+    let answered = lock(&session.pending).take(key.as_ref());
+    let request = match answered {
+        Answered::Waiting(request) => request,
+        Answered::Cancelled => {
+            session.warn(&format!(
+                "dropped the MCP server's answer to request {}, which the client cancelled",
+                for_terminal(&message.get("id").unwrap_or(&Value::Null).to_string())
+            ));
+            return Ok(());
+        }
+        Answered::Nothing => {
+            session.warn(&format!(
+                "dropped an answer from the MCP server with an id no request is waiting for: {}",
+                excerpt(bytes)
+            ));
+            return Ok(());
+        }
     };
-    match request.map(|r| r.awaiting) {
-        Some(Awaiting::ToolsList) => {
-            let hidden = match message.get_mut("result") {
-                Some(result) => hide_denied_tools(result, &session.policy, &session.agent),
-                None => Vec::new(),
-            };
-            if hidden.is_empty() {
-                session.to_client(&with_newline(bytes));
-            } else {
-                session.narrate(&format!(
-                    "sc-mcp: tools/list: hid {} (denied by the policy)",
-                    for_terminal(&hidden.join(", "))
-                ));
-                let mut line = serde_json::to_vec(&message).expect("a JSON object serializes");
-                line.push(b'\n');
-                session.to_client(&line);
+    // JSON-RPC: exactly one of the two. With both, one client reads the result and another the
+    // error; with neither, there is nothing to read.
+    if message.contains_key("result") == message.contains_key("error") {
+        let which = if message.contains_key("result") {
+            "both `result` and `error`"
+        } else {
+            "neither `result` nor `error`"
+        };
+        session.fail_request(
+            request,
+            &format!("the MCP server's answer has {which}, so it was not relayed"),
+        );
+        return Ok(());
+    }
+    // The client reads its own id back, as it wrote it, even if the server wrote it otherwise.
+    let mut rewritten = false;
+    if message.get("id") != Some(&request.id.value) {
+        message.insert("id".to_owned(), request.id.value.clone());
+        rewritten = true;
+    }
+    // Whatever it answers, a tool list in it loses the tools the policy denies.
+    let hidden = match message.get_mut("result") {
+        Some(result) => hide_denied_tools(result, &session.policy, &session.agent),
+        None => Vec::new(),
+    };
+    if !hidden.is_empty() {
+        session.narrate(&format!(
+            "sc-mcp: {}: hid {} (denied by the policy)",
+            for_terminal(request.awaiting.method()),
+            for_terminal(&hidden.join(", "))
+        ));
+        rewritten = true;
+    }
+    match &request.awaiting {
+        Awaiting::ToolsList => {
+            let not_a_list = message
+                .get("result")
+                .is_some_and(|result| !result.get("tools").is_some_and(Value::is_array));
+            if not_a_list {
+                session.fail_request(
+                    request,
+                    "the MCP server's answer to tools/list has no `tools` array, so it was not relayed",
+                );
+                return Ok(());
             }
         }
-        Some(Awaiting::ToolCall(ticket)) => {
-            let outcome = outcome_of_answer(&message, &ticket);
-            if let Err(err) = session.audit_outcome(&ticket, &outcome) {
+        Awaiting::ToolCall(ticket) => {
+            let outcome = outcome_of_answer(&message, ticket);
+            if let Err(err) = session.audit_outcome(ticket, &outcome) {
                 // Nothing leaves that was not audited: the client learns only that it failed.
-                let id = message.get("id").cloned().unwrap_or(Value::Null);
                 session.to_client(&error_response(
-                    &id,
+                    &request.id.value,
                     INTERNAL_ERROR,
                     "sc-mcp: the call's outcome cannot be written to the audit log, so its result is withheld; sc-mcp is stopping",
                 ));
                 return Err(err);
             }
-            session.to_client(&with_newline(bytes));
         }
-        Some(Awaiting::Other(_)) | None => session.to_client(&with_newline(bytes)),
+        Awaiting::Other(_) => {}
     }
-    if session.is_stopping() {
-        return Err(anyhow!("stopping"));
+    if rewritten {
+        let mut line = serde_json::to_vec(&message).expect("a JSON object serializes");
+        line.push(b'\n');
+        session.to_client(&line);
+    } else {
+        session.to_client(&with_newline(bytes));
     }
     Ok(())
 }
@@ -1169,6 +1411,7 @@ pub fn run(
         pending: Mutex::new(Pending {
             server_reading: true,
             requests: HashMap::new(),
+            cancelled: IndexSet::new(),
         }),
         ending: Mutex::new(Ending::default()),
         wake: Mutex::new(Some(wake_writer)),
@@ -1357,7 +1600,8 @@ mod tests {
                 arguments,
                 ..
             } => {
-                assert_eq!(id, json!(7));
+                assert_eq!(id.value, json!(7));
+                assert_eq!(id.key, IdKey::Integer(7));
                 assert_eq!(name, "read_file");
                 assert_eq!(arguments["path"], "/x");
             }
@@ -1370,7 +1614,10 @@ mod tests {
         assert_eq!(
             classify(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#),
             ClientMessage::Request {
-                id: json!("a"),
+                id: RequestId {
+                    value: json!("a"),
+                    key: IdKey::String("a".into())
+                },
                 method: "tools/list".into()
             }
         );
@@ -1383,7 +1630,7 @@ mod tests {
                 r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}"#
             ),
             ClientMessage::Notification {
-                cancels: Some(json!(4))
+                cancels: Some(IdKey::Integer(4))
             }
         );
         assert_eq!(
@@ -1430,12 +1677,160 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
         ));
         assert!(ids.is_empty(), "a tools/call notification is dropped");
-        let (ids, _, _) = refused_code(classify(
+        let (ids, code, _) = refused_code(classify(
             r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}"#,
         ));
-        assert!(ids.is_empty());
+        assert_eq!(ids, [Value::Null], "answered with a null id");
+        assert_eq!(code, INVALID_REQUEST);
         let (ids, _, _) = refused_code(classify("\u{0}[1,2]"));
         assert!(ids.is_empty());
+    }
+
+    #[test]
+    fn a_request_id_is_a_string_or_an_integer_written_as_one() {
+        let id = |text: &str| IdKey::of_request(&serde_json::from_str(text).unwrap());
+        assert_eq!(id("2"), Ok(IdKey::Integer(2)));
+        assert_eq!(id("-7"), Ok(IdKey::Integer(-7)));
+        assert_eq!(id("0"), Ok(IdKey::Integer(0)));
+        assert_eq!(
+            id("9007199254740991"),
+            Ok(IdKey::Integer(9_007_199_254_740_991))
+        );
+        assert_eq!(
+            id("-9007199254740991"),
+            Ok(IdKey::Integer(-9_007_199_254_740_991))
+        );
+        assert_eq!(id(r#""2""#), Ok(IdKey::String("2".into())));
+        assert_eq!(id(r#""""#), Ok(IdKey::String(String::new())));
+        for refused in [
+            "2.0",
+            "1e0",
+            "1E0",
+            "-0",
+            "0.5",
+            "9007199254740992",
+            "-9007199254740992",
+            "18446744073709551615",
+            "123456789012345678901234567890",
+            "null",
+            "true",
+            "[1]",
+            r#"{"a":1}"#,
+        ] {
+            assert!(id(refused).is_err(), "{refused}");
+        }
+        // Invalid JSON never gets this far.
+        assert!(serde_json::from_str::<Value>("01").is_err());
+    }
+
+    #[test]
+    fn an_id_that_names_a_request_is_read_by_value() {
+        let key = |text: &str| IdKey::of_reference(&serde_json::from_str(text).unwrap());
+        for (text, expected) in [
+            ("2", 2),
+            ("2.0", 2),
+            ("1e0", 1),
+            ("1E0", 1),
+            ("-0", 0),
+            ("-3.0", -3),
+        ] {
+            assert_eq!(key(text), Some(IdKey::Integer(expected)), "{text}");
+        }
+        assert_eq!(key(r#""2""#), Some(IdKey::String("2".into())));
+        assert_ne!(key(r#""2""#), key("2"), "a string never names an integer");
+        for nothing in [
+            "2.5",
+            "9007199254740992",
+            "1e300",
+            "18446744073709551615",
+            "null",
+            "true",
+            "[2]",
+        ] {
+            assert_eq!(key(nothing), None, "{nothing}");
+        }
+    }
+
+    #[test]
+    fn requests_that_readers_could_read_apart_are_refused() {
+        for (text, expected_ids) in [
+            (
+                r#"{"jsonrpc":"2.0","id":2.0,"method":"tools/list"}"#,
+                vec![json!(2.0)],
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"x"}}"#,
+                vec![json!(1.0)],
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":[1],"method":"tools/list"}"#,
+                vec![Value::Null],
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"notifications/cancelled","params":{"requestId":1}}"#,
+                vec![json!(3)],
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","result":{}}"#,
+                vec![json!(4)],
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/x","error":{}}"#,
+                vec![],
+            ),
+        ] {
+            let (ids, code, _) = refused_code(classify(text));
+            assert_eq!(ids, expected_ids, "{text}");
+            assert_eq!(code, INVALID_REQUEST, "{text}");
+        }
+        // A cancellation names its request by value.
+        assert_eq!(
+            classify(
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.0}}"#
+            ),
+            ClientMessage::Notification {
+                cancels: Some(IdKey::Integer(2))
+            }
+        );
+    }
+
+    #[test]
+    fn a_cancelled_request_keeps_its_id_until_answered_and_the_oldest_is_forgotten() {
+        let mut pending = Pending::default();
+        let request = |n: i64| PendingRequest {
+            id: RequestId {
+                value: json!(n),
+                key: IdKey::Integer(n),
+            },
+            awaiting: Awaiting::ToolsList,
+        };
+        pending.requests.insert(IdKey::Integer(1), request(1));
+        assert!(pending.in_use(&IdKey::Integer(1)).is_some());
+        assert!(pending.cancel(&IdKey::Integer(1)).is_some());
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("cancelled"));
+        assert!(matches!(
+            pending.take(Some(&IdKey::Integer(1))),
+            Answered::Cancelled
+        ));
+        assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(matches!(
+            pending.take(Some(&IdKey::Integer(1))),
+            Answered::Nothing
+        ));
+        assert!(matches!(pending.take(None), Answered::Nothing));
+        for n in 0..=i64::try_from(CANCELLED_REMEMBERED).unwrap() {
+            pending.requests.insert(IdKey::Integer(n), request(n));
+            pending.cancel(&IdKey::Integer(n));
+        }
+        assert_eq!(pending.cancelled.len(), CANCELLED_REMEMBERED);
+        assert!(
+            pending.in_use(&IdKey::Integer(0)).is_none(),
+            "the oldest is forgotten"
+        );
+        assert!(pending.in_use(&IdKey::Integer(1)).is_some());
     }
 
     #[test]

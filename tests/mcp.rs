@@ -14,6 +14,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use crate::terminal::{Terminal, Tty};
@@ -823,4 +825,440 @@ fn the_readme_shows_a_working_client_configuration() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert!(args.contains(&"--"), "{args:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request ids: compared by value, and only ones every reader agrees on
+
+/// The published filesystem server, started through bash so that every line sc-mcp sends it is
+/// also appended to a log (a test can prove what never reached it), and its pid is written down
+/// (a test can pause it).
+struct NodeServer {
+    log: PathBuf,
+    pid_file: PathBuf,
+}
+
+impl NodeServer {
+    /// The messages the server received (read after sc-mcp ended, so no line is torn).
+    fn received(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect()
+    }
+
+    fn pid(&self) -> Pid {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            // Written whole and renamed into place, so it is never read half written.
+            if let Ok(text) = std::fs::read_to_string(&self.pid_file) {
+                return Pid::from_raw(text.trim().parse().expect("a pid"));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not start within {WAIT:?}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server with SIGSTOP and waits until the kernel shows it stopped, so nothing
+    /// written to it from now on is read before [`Paused::resume`].
+    fn pause(&self) -> Paused {
+        let pid = self.pid();
+        kill(pid, Signal::SIGSTOP).expect("SIGSTOP the server");
+        let paused = Paused(pid);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("its stat");
+            // "pid (comm) STATE ...": the state follows the last parenthesis.
+            let state = stat[stat.rfind(')').expect("a comm") + 1..].trim_start();
+            if state.starts_with('T') {
+                return paused;
+            }
+            assert!(Instant::now() < deadline, "the server did not stop: {stat}");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A paused server; resumed when dropped, so a failing test never leaves it stopped.
+struct Paused(Pid);
+
+impl Paused {
+    fn resume(self) {}
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGCONT);
+    }
+}
+
+fn logged_filesystem_proxy(scratch: &Scratch, extra: &[&str]) -> (Proxy, PathBuf, NodeServer) {
+    let root = served_folder(scratch);
+    let node = NodeServer {
+        log: scratch.path("node-received.jsonl"),
+        pid_file: scratch.path("node.pid"),
+    };
+    let policy = testdata("mcp/filesystem-policy.json");
+    let mut args = vec!["--policy", policy.to_str().unwrap(), "--agent", "fs"];
+    args.extend_from_slice(extra);
+    let server = vec![
+        OsString::from("bash"),
+        "-c".into(),
+        r#"tee -a "$1" | { echo "$BASHPID" > "$2.part" && mv "$2.part" "$2" && exec node "$3" "$4"; }"#
+            .into(),
+        "filesystem-server".into(),
+        node.log.clone().into_os_string(),
+        node.pid_file.clone().into_os_string(),
+        filesystem_server().into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    (Proxy::spawn(scratch, &args, &server), root, node)
+}
+
+/// Every tool list the client received, wherever it sits in a message, names none of `denied`.
+fn assert_no_denied_tool_reached_the_client(received: &[String], denied: &[&str]) {
+    fn lists_a_denied_tool(value: &Value, denied: &[&str]) -> bool {
+        match value {
+            Value::Object(object) => object.iter().any(|(key, inner)| {
+                let listed = key == "tools"
+                    && inner.as_array().is_some_and(|tools| {
+                        tools
+                            .iter()
+                            .any(|tool| denied.iter().any(|d| tool["name"] == *d))
+                    });
+                listed || lists_a_denied_tool(inner, denied)
+            }),
+            Value::Array(items) => items.iter().any(|item| lists_a_denied_tool(item, denied)),
+            _ => false,
+        }
+    }
+    for line in received {
+        let value: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            !lists_a_denied_tool(&value, denied),
+            "a list naming a denied tool reached the client: {line}"
+        );
+    }
+}
+
+/// The lines the client received whose id is `id` exactly (as serde_json compares numbers:
+/// 2 and 2.0 differ).
+fn lines_with_id(received: &[String], id: &Value) -> Vec<Value> {
+    received
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|value| value.get("id") == Some(id))
+        .collect()
+}
+
+fn methods(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("(no method)").to_owned())
+        .collect()
+}
+
+#[test]
+fn request_ids_that_are_not_plain_integers_or_strings_are_refused_before_the_published_server() {
+    let scratch = Scratch::new();
+    let (mut proxy, _root, node) = logged_filesystem_proxy(&scratch, &[]);
+    proxy.initialize();
+    // Node reads 2.0 and 1e0 as 2 and 1 and answers with those; -0 comes back as 0, and the two
+    // large ones come back rounded. Matched by its text, none of those answers was awaited.
+    let numbers = [
+        ("2.0", json!(2.0)),
+        ("1e0", json!(1.0)),
+        ("-0", json!(-0.0)),
+        ("9007199254740993", json!(9_007_199_254_740_993_u64)),
+        (
+            "123456789012345678901234567890",
+            json!(1.234_567_890_123_456_8e29),
+        ),
+    ];
+    for (text, _) in &numbers {
+        proxy.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{text},"method":"tools/list"}}"#
+        ));
+    }
+    // Ids JSON-RPC does not allow for a request: answered with a null id.
+    for text in ["null", "true", r#"{"n":2}"#, "[2]"] {
+        proxy.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{text},"method":"tools/list"}}"#
+        ));
+    }
+    // A proper request: the server answers it after anything forwarded before it.
+    let list = proxy.request(3, "tools/list", json!({}));
+    assert!(
+        !tool_names(&list).iter().any(|n| n == "write_file"),
+        "{list}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_no_denied_tool_reached_the_client(&done.received, &["write_file", "move_file"]);
+    for (text, echoed) in &numbers {
+        let answers = lines_with_id(&done.received, echoed);
+        assert_eq!(answers.len(), 1, "id {text}: {:#?}", done.received);
+        assert_eq!(answers[0]["error"]["code"], -32600, "{}", answers[0]);
+        assert!(
+            answers[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("integer"),
+            "{}",
+            answers[0]
+        );
+    }
+    let null_answers = lines_with_id(&done.received, &Value::Null);
+    assert_eq!(null_answers.len(), 4, "{:#?}", done.received);
+    assert!(null_answers.iter().all(|a| a["error"]["code"] == -32600));
+    // Nothing but the proper messages reached the server.
+    let received = node.received();
+    assert_eq!(
+        methods(&received),
+        ["initialize", "notifications/initialized", "tools/list"],
+        "{received:#?}"
+    );
+    assert_eq!(received[2]["id"], 3);
+    // Each refusal is audited as a denied, malformed message.
+    let all = scratch.audit_events();
+    let denied: Vec<&Value> = events(&all, "gate")
+        .into_iter()
+        .filter(|e| e["decision"] == "deny")
+        .collect();
+    assert_eq!(denied.len(), 9, "{denied:#?}");
+    assert!(denied
+        .iter()
+        .all(|e| e["reasons"][0].as_str().unwrap().contains("`id`")));
+}
+
+#[test]
+fn a_tool_call_whose_id_is_not_a_plain_integer_never_runs_on_the_published_server() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\nyes\n");
+    let (mut proxy, root, node) =
+        logged_filesystem_proxy(&scratch, &["--answers", answers.to_str().unwrap()]);
+    proxy.initialize();
+    let made = root.join("made-by-5.0");
+    proxy.send_value(&json!({"jsonrpc":"2.0","id":5.0,"method":"tools/call",
+        "params":{"name":"create_directory","arguments":{"path":made}}}));
+    let refused = proxy.answer(&json!(5.0));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // The session goes on.
+    let listed = proxy.call(6, "list_directory", json!({"path": root}));
+    assert!(!is_error(&listed), "{listed}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(!made.exists(), "the call with id 5.0 ran");
+    // One answer, sc-mcp's; never the server's result as well, nor a late error.
+    let about_5: Vec<Value> = done
+        .received
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|value| value["id"].as_f64() == Some(5.0))
+        .collect();
+    assert_eq!(about_5.len(), 1, "{about_5:#?}");
+    let received = node.received();
+    assert_eq!(
+        received
+            .iter()
+            .filter(|m| m["method"] == "tools/call")
+            .map(|m| m["id"].clone())
+            .collect::<Vec<_>>(),
+        [json!(6)],
+        "{received:#?}"
+    );
+    // Audited as a refusal: no approval asked, nothing ran.
+    let all = scratch.audit_events();
+    assert!(events(&all, "approve").is_empty(), "{all:#?}");
+    let execs = events(&all, "exec");
+    assert_eq!(execs.len(), 1, "{execs:#?}");
+    assert_eq!(execs[0]["tool"], "list_directory");
+    let gates = events(&all, "gate");
+    assert_eq!(gates[0]["decision"], "deny", "{gates:#?}");
+    assert!(gates[0]["reasons"][0].as_str().unwrap().contains("`id`"));
+}
+
+#[test]
+fn a_tools_list_the_published_server_answers_after_the_client_cancelled_it_never_reaches_the_client(
+) {
+    let scratch = Scratch::new();
+    let (mut proxy, _root, node) = logged_filesystem_proxy(&scratch, &[]);
+    proxy.initialize();
+    // The server reads nothing until resumed, so sc-mcp takes in the cancellation before the
+    // answer can come. The published SDK ignores a cancellation of the id "" (it tests the id
+    // for truth), so it answers the cancelled request anyway: the late answer every proxy must
+    // expect, made certain.
+    let paused = node.pause();
+    proxy.send(r#"{"jsonrpc":"2.0","id":"","method":"tools/list"}"#);
+    proxy.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"","reason":"test"}}"#,
+    );
+    // Reusing the cancelled id while the server may still answer it is refused: an answer could
+    // not be told apart.
+    proxy.send(r#"{"jsonrpc":"2.0","id":"","method":"tools/call","params":{"name":"list_directory","arguments":{"path":"."}}}"#);
+    let reused = proxy.answer(&json!(""));
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    assert!(
+        reused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{reused}"
+    );
+    paused.resume();
+    // Answered after the late answer (the server handles its input in order).
+    let list = proxy.request(10, "tools/list", json!({}));
+    assert!(
+        !tool_names(&list).iter().any(|n| n == "write_file"),
+        "{list}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_no_denied_tool_reached_the_client(&done.received, &["write_file", "move_file"]);
+    assert_eq!(
+        lines_with_id(&done.received, &json!("")).len(),
+        1,
+        "{:#?}",
+        done.received
+    );
+    // The server did answer, and sc-mcp dropped it.
+    assert!(
+        done.stderr.contains("which the client cancelled"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(
+        methods(&node.received()),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "notifications/cancelled",
+            "tools/list"
+        ]
+    );
+}
+
+#[test]
+fn answers_nobody_is_waiting_for_never_reach_the_client() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    let answer = proxy.call(1, "stray", json!({}));
+    // The real answer, matched by value and given back with the client's own id.
+    assert_eq!(answer["id"], json!(1));
+    assert!(answer["id"].is_u64(), "{answer}");
+    assert_eq!(result_text(&answer), "the real answer");
+    // The fake answers in order: once this is back, every stray message has been dealt with.
+    let after = proxy.call(2, "echo", json!({"after": true}));
+    assert!(!is_error(&after), "{after}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_no_denied_tool_reached_the_client(&done.received, &["write_file"]);
+    let received: Vec<Value> = done
+        .received
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // initialize, the one answer to 1, the answer to 2: nothing else.
+    assert_eq!(
+        received.iter().map(|v| v["id"].clone()).collect::<Vec<_>>(),
+        [json!(0), json!(1), json!(2)],
+        "{received:#?}"
+    );
+    for expected in [
+        "an id no request is waiting for",
+        "both a request and an answer",
+    ] {
+        assert!(
+            done.stderr.contains(expected),
+            "{expected}: {}",
+            done.stderr
+        );
+    }
+    let statuses: Vec<(String, String)> = events(&scratch.audit_events(), "exec")
+        .iter()
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap().to_owned(),
+                e["outcome"]["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("stray".to_owned(), "executed".to_owned()),
+            ("echo".to_owned(), "executed".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn answers_a_client_could_read_two_ways_become_errors() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    // `tools` as an object, not a list: it cannot be filtered as one.
+    let list = proxy.request(1, "tools/list", json!({"cursor": "tools-as-object"}));
+    assert_eq!(list["error"]["code"], -32603, "{list}");
+    assert!(list.get("result").is_none(), "{list}");
+    // Both `result` and `error`: did it run or not?
+    let both = proxy.call(2, "both", json!({}));
+    assert_eq!(both["error"]["code"], -32603, "{both}");
+    assert!(both.get("result").is_none(), "{both}");
+    assert!(
+        both["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("both `result` and `error`"),
+        "{both}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received: Vec<Value> = done
+        .received
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        received[1..]
+            .iter()
+            .all(|answer| answer.get("result").is_none()),
+        "{received:#?}"
+    );
+    let all = scratch.audit_events();
+    let exec = events(&all, "exec");
+    assert_eq!(exec.len(), 1);
+    assert_eq!(exec[0]["tool"], "both");
+    assert_eq!(exec[0]["outcome"]["status"], "failed");
+}
+
+#[test]
+fn a_notification_with_an_id_or_a_request_that_is_also_an_answer_is_refused() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    proxy.send(
+        r#"{"jsonrpc":"2.0","id":7,"method":"notifications/cancelled","params":{"requestId":1}}"#,
+    );
+    let refused = proxy.answer(&json!(7));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    proxy.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","result":{}}"#);
+    let refused = proxy.answer(&json!(8));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let ok = proxy.call(9, "echo", json!({}));
+    assert!(!is_error(&ok), "{ok}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = crate::util::parse_lines(&server_received(&scratch));
+    assert_eq!(
+        methods(&received),
+        ["initialize", "notifications/initialized", "tools/call"],
+        "{received:#?}"
+    );
 }

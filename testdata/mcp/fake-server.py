@@ -11,6 +11,12 @@ prove what did and did not reach the server. Its tools misbehave on purpose:
   dup_answer   answers with a duplicate `result` key (a message no strict reader accepts)
   hang         never answers
   shout        writes a line to stderr, then answers like echo
+  both         answers with both a `result` and an `error`
+  stray        writes answers nobody asked for (its id as a string, an id never sent, a null id,
+               a message that is both a request and an answer, a batch), then the real answer
+               with its integer id written as a float, then answers the same id again
+
+`tools/list` with `params.cursor` "tools-as-object" answers with `tools` as an object.
 
 `--die-at-start` exits with status 5 before reading anything.
 At end of input it exits 0.
@@ -30,7 +36,10 @@ def text_result(request_id, text):
           "result": {"content": [{"type": "text", "text": text}]}})
 
 
-TOOLS = ["echo", "write_file", "crash", "garbage", "dup_answer", "hang", "shout"]
+TOOLS = ["echo", "write_file", "crash", "garbage", "dup_answer", "hang", "shout", "both",
+         "stray"]
+# A tool list that names the tool every test policy denies.
+DENIED_LIST = {"tools": [{"name": "write_file", "inputSchema": {"type": "object"}}]}
 
 
 def main():
@@ -55,6 +64,9 @@ def main():
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "fake-mcp", "version": "1"}}})
+        elif method == "tools/list" and (message.get("params") or {}).get("cursor") == "tools-as-object":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {
+                "tools": {name: {"inputSchema": {"type": "object"}} for name in TOOLS}}})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {
                 "tools": [{"name": name, "inputSchema": {"type": "object"}} for name in TOOLS]}})
@@ -71,6 +83,20 @@ def main():
                 sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[]},"result":{"isError":true}}\n'
                                  % json.dumps(request_id))
                 sys.stdout.flush()
+            elif name == "both":
+                send({"jsonrpc": "2.0", "id": request_id,
+                      "result": {"content": [{"type": "text", "text": "ran"}]},
+                      "error": {"code": -32000, "message": "did not run"}})
+            elif name == "stray":
+                send({"jsonrpc": "2.0", "id": str(request_id), "result": DENIED_LIST})
+                send({"jsonrpc": "2.0", "id": 424242, "result": DENIED_LIST})
+                send({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "stray"}})
+                send({"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
+                      "result": DENIED_LIST})
+                send([{"jsonrpc": "2.0", "id": 434343, "result": DENIED_LIST}])
+                sys.stdout.write('{"jsonrpc":"2.0","id":%d.0,"result":{"content":'
+                                 '[{"type":"text","text":"the real answer"}]}}\n' % request_id)
+                send({"jsonrpc": "2.0", "id": request_id, "result": DENIED_LIST})
             elif name == "hang":
                 pass
             elif name == "shout":
