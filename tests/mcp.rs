@@ -269,9 +269,11 @@ fn events<'a>(all: &'a [Value], stage: &str) -> Vec<&'a Value> {
     all.iter().filter(|e| e["stage"] == stage).collect()
 }
 
-/// What the fake server received, one line each.
+/// What the fake server received, one line each: its whole lines, since it may still be writing.
 fn server_received(scratch: &Scratch) -> String {
-    std::fs::read_to_string(scratch.path("server-received.jsonl")).unwrap_or_default()
+    let bytes = std::fs::read(scratch.path("server-received.jsonl")).unwrap_or_default();
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
+    String::from_utf8_lossy(&bytes[..whole]).into_owned()
 }
 
 fn report_json(scratch: &Scratch) -> Value {
