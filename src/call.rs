@@ -275,7 +275,13 @@ impl Call {
         if let Some((_, args_path)) = path.split_last() {
             if let Some(text) = crate::amount::raw_text_at(json, args_path) {
                 if text.starts_with('{') {
-                    self.args = Args::from_checked_text(text, self.args.amount.clone());
+                    // The object already built (from the same document) is kept.
+                    let built = std::mem::take(&mut self.args);
+                    self.args = Args {
+                        text: text.into(),
+                        amount: built.amount,
+                        map: built.map,
+                    };
                 }
             }
         }

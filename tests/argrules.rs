@@ -243,3 +243,48 @@ fn the_office_pack_denies_arguments_spelt_another_way() {
     let twice = records[1]["reasons"].to_string();
     assert!(twice.contains("differ only in case"), "{twice}");
 }
+
+/// Issue 13: sc-mcp decides on `params.arguments` as the client wrote them, digits and all: the
+/// rounded-in number is answered as a deny and never reaches the server; the exact one does.
+#[test]
+fn sc_mcp_denies_a_number_a_float_rounds_into_a_bound() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"toolArgs": {"echo": {"schema": {"properties": {"n": {"maximum": 100}}}}}}"#,
+    );
+    let server_log = scratch.path("server-received.jsonl");
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":100.0000000000000000001}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"n":100}}}"#,
+    ];
+    let out = scratch
+        .cmd("sc-mcp")
+        .env("FAKE_MCP_LOG", &server_log)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--no-prompt")
+        .arg("--")
+        .arg("python3")
+        .arg(crate::util::testdata("mcp/fake-server.py"))
+        .write_stdin(requests.join("\n") + "\n")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let answers = parse_stdout(&out.stdout);
+    let by_id = |id: u64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
+    };
+    let denied = by_id(1)["result"].to_string();
+    assert!(
+        denied.contains("isError") && denied.contains("a float does not hold as written"),
+        "{denied}"
+    );
+    assert!(by_id(2)["result"]["isError"].is_null(), "{:?}", by_id(2));
+    let received = std::fs::read_to_string(&server_log).unwrap_or_default();
+    assert!(!received.contains("100.0000000000000000001"), "{received}");
+    assert!(received.contains(r#""id":2"#), "{received}");
+}
