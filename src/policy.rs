@@ -280,6 +280,11 @@ impl Policy {
             let tools = list(&format!("agents.{agent}"), &tools)?;
             agents.insert(agent, tools);
         }
+        if settings.budget_scope == BudgetScope::Crew && settings.hold_above_total.is_none() {
+            return Err(error(
+                "key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`".to_owned(),
+            ));
+        }
         Ok(Policy {
             hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
                 .map_err(error)?,
@@ -708,8 +713,15 @@ mod tests {
     #[test]
     fn the_budget_is_per_agent_unless_the_policy_says_crew() {
         assert_eq!(Policy::default().budget_scope(), BudgetScope::Agent);
-        let crew = Policy::from_json_str(r#"{"budgetScope": "crew"}"#).unwrap();
+        let crew =
+            Policy::from_json_str(r#"{"budgetScope": "crew", "holdAboveTotal": 300}"#).unwrap();
         assert_eq!(crew.budget_scope(), BudgetScope::Crew);
+        // A scope for a budget there is not: its author expected a bound.
+        let err = load_err(r#"{"budgetScope": "crew"}"#);
+        assert!(
+            err.contains("key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set"),
+            "{err}"
+        );
         let agent = Policy::from_json_str(r#"{"budgetScope": "agent"}"#).unwrap();
         assert_eq!(agent, Policy::default());
     }

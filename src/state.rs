@@ -420,7 +420,7 @@ mod tests {
             state.crew_inexact,
             "0.1 is not a float's exact value, so the sum may round"
         );
-        let crew = Policy::from_json_str(r#"{"budgetScope":"crew"}"#).unwrap();
+        let crew = Policy::from_json_str(r#"{"budgetScope":"crew","holdAboveTotal":1}"#).unwrap();
         assert_eq!(state.spent_in_scope("a", &policy), (100.0, false));
         assert_eq!(state.spent_in_scope("a", &crew), (199.6, true));
         assert_eq!(state.spent_in_scope("nobody", &policy), (0.0, false));
