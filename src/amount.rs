@@ -93,6 +93,61 @@ pub fn decimal_cmp(a: &str, b: &str) -> Option<Ordering> {
     })
 }
 
+/// Whether `value / multiple` is an integer, exactly, for two decimal texts (signed, with an
+/// optional fraction and exponent, as JSON writes numbers). `None` when either is not such a
+/// number, its digits do not fit in 38, or `multiple` is zero.
+pub fn decimal_multiple_of(value: &str, multiple: &str) -> Option<bool> {
+    let unsigned = |text: &'_ str| text.strip_prefix('-').unwrap_or(text).to_owned();
+    // Each is DIGITS × 10^(point − len(DIGITS)).
+    let (a_digits, a_point) = normalise(&unsigned(value))?;
+    let (b_digits, b_point) = normalise(&unsigned(multiple))?;
+    let b: u128 = b_digits.parse().ok()?;
+    if a_digits.is_empty() {
+        return Some(true);
+    }
+    let a: u128 = a_digits.parse().ok()?;
+    if b == 0 {
+        return None;
+    }
+    let a_exponent = a_point.checked_sub(a_digits.len() as i64)?;
+    let b_exponent = b_point.checked_sub(b_digits.len() as i64)?;
+    // value / multiple = (a / b) × 10^k
+    let k = a_exponent.checked_sub(b_exponent)?;
+    if k >= 0 {
+        // b divides a × 10^k.
+        let ten_to_k = pow_mod(10, k.unsigned_abs(), b)?;
+        Some(mul_mod(a % b, ten_to_k, b)? == 0)
+    } else {
+        // b × 10^-k divides a: impossible when it is larger (a is not zero).
+        let divisor = u32::try_from(k.unsigned_abs())
+            .ok()
+            .and_then(|places| 10u128.checked_pow(places))
+            .and_then(|power| power.checked_mul(b));
+        Some(divisor.is_some_and(|divisor| a.is_multiple_of(divisor)))
+    }
+}
+
+/// `a × b mod m`, when it cannot overflow (`m` below 2^64).
+fn mul_mod(a: u128, b: u128, m: u128) -> Option<u128> {
+    Some(a.checked_mul(b)? % m)
+}
+
+/// `base^exponent mod m`, by squaring.
+fn pow_mod(base: u128, mut exponent: u64, m: u128) -> Option<u128> {
+    if m > u128::from(u64::MAX) {
+        return None;
+    }
+    let (mut result, mut base) = (1 % m, base % m);
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            result = mul_mod(result, base, m)?;
+        }
+        base = mul_mod(base, base, m)?;
+        exponent >>= 1;
+    }
+    Some(result)
+}
+
 /// Significant digits (no leading or trailing zeros; empty for zero) and the position of the
 /// decimal point relative to them: the value is `0.DIGITS × 10^point`.
 fn normalise(text: &str) -> Option<(String, i64)> {
@@ -125,18 +180,129 @@ fn normalise(text: &str) -> Option<(String, i64)> {
 /// `["args", "amount"]` in a call. `None` when absent or not a number. The document must already
 /// have passed the strict parser (so its keys are unique).
 pub fn number_text_at(json: &str, path: &[&str]) -> Option<String> {
-    fn walk(raw: &RawValue, path: &[&str]) -> Option<String> {
+    let text = raw_text_at(json, path)?;
+    let starts_like_number = text.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+    starts_like_number.then(|| text.to_owned())
+}
+
+/// The JSON text of the value at a path of object keys in a JSON document, exactly as written.
+/// `None` when absent. The document must already have passed the strict parser.
+pub fn raw_text_at<'a>(json: &'a str, path: &[&str]) -> Option<&'a str> {
+    fn walk<'a>(raw: &'a RawValue, path: &[&str]) -> Option<&'a str> {
         let Some((first, rest)) = path.split_first() else {
-            let text = raw.get();
-            let starts_like_number = text.starts_with(|c: char| c == '-' || c.is_ascii_digit());
-            return starts_like_number.then(|| text.to_owned());
+            return Some(raw.get());
         };
-        let object: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
+        let object: std::collections::HashMap<std::borrow::Cow<'a, str>, &'a RawValue> =
             serde_json::from_str(raw.get()).ok()?;
         walk(object.get(*first)?, rest)
     }
     let root: &RawValue = serde_json::from_str(json).ok()?;
     walk(root, path)
+}
+
+/// A JSON number whose text is not read exactly (see [`read_exactly`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InexactNumber {
+    /// The object keys and array indices that lead to it.
+    pub path: Vec<String>,
+    /// The number as written.
+    pub text: String,
+    /// What a JSON parser reads it as.
+    pub read_as: f64,
+}
+
+/// Whether a JSON number, read as `serde_json` reads it (the value a JSON Schema validator then
+/// compares), means exactly what its text says, in the one sense that keeps every comparison of
+/// two such numbers exact: its text is, in decimal, the shortest decimal of the float it is read
+/// as, and when it is read as an integer, that integer is the float's value exactly. `100`,
+/// `100.0`, `1e2`, `0.1` and `-0` are read exactly; `100.0000000000000000001` (read as 100),
+/// `9007199254740993` (2^53 + 1, read as 2^53 by a float) and `1152921504606846976` (2^60, whose
+/// shortest decimal is `1152921504606847000`) are not. For two numbers read exactly, comparing
+/// the floats (as a validator does) gives the answer of comparing the decimals as written:
+/// rounding to the nearest float keeps order, and two decimals that round to one float would both
+/// have to be its shortest decimal.
+///
+/// `Err` holds the float it is read as; a text that is not one JSON number is `Err(NaN)`.
+pub fn read_exactly(text: &str) -> Result<(), f64> {
+    let Ok(number) = serde_json::from_str::<serde_json::Number>(text) else {
+        return Err(f64::NAN);
+    };
+    let float = number.as_f64().unwrap_or(f64::NAN);
+    let integer_is_the_float = match (number.as_u64(), number.as_i64()) {
+        // `as` saturates: 2^64 would read back as u64::MAX.
+        (Some(n), _) => float < 18446744073709551616.0 && float as u64 == n,
+        (None, Some(n)) => float as i64 == n,
+        (None, None) => true,
+    };
+    if float.is_finite() && integer_is_the_float && same_decimal(text, &format!("{float}")) {
+        Ok(())
+    } else {
+        Err(float)
+    }
+}
+
+/// Whether two decimal texts (signed, with an optional fraction and exponent) are one number.
+fn same_decimal(a: &str, b: &str) -> bool {
+    let (a_negative, a) = a.strip_prefix('-').map_or((false, a), |rest| (true, rest));
+    let (b_negative, b) = b.strip_prefix('-').map_or((false, b), |rest| (true, rest));
+    let zero = decimal_cmp(a, "0") == Some(Ordering::Equal);
+    decimal_cmp(a, b) == Some(Ordering::Equal) && (a_negative == b_negative || zero)
+}
+
+/// The first number in a JSON document (already checked strictly) that is not read exactly
+/// ([`read_exactly`]): in object keys' order, depth first. A document that cannot be walked
+/// again counts as one such number at the root, so that nothing unread passes.
+pub fn first_inexact_number(json: &str) -> Option<InexactNumber> {
+    fn walk(raw: &RawValue, path: &mut Vec<String>) -> Option<InexactNumber> {
+        let text = raw.get();
+        let unreadable = |path: &mut Vec<String>| {
+            Some(InexactNumber {
+                path: path.clone(),
+                text: text.chars().take(40).collect(),
+                read_as: f64::NAN,
+            })
+        };
+        match text.as_bytes().first() {
+            Some(b'{') => {
+                let Ok(object) = serde_json::from_str::<
+                    std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue>,
+                >(text) else {
+                    return unreadable(path);
+                };
+                object.into_iter().find_map(|(key, value)| {
+                    path.push(key.into_owned());
+                    let found = walk(value, path);
+                    path.pop();
+                    found
+                })
+            }
+            Some(b'[') => {
+                let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
+                    return unreadable(path);
+                };
+                items.into_iter().enumerate().find_map(|(index, value)| {
+                    path.push(index.to_string());
+                    let found = walk(value, path);
+                    path.pop();
+                    found
+                })
+            }
+            Some(b'-' | b'0'..=b'9') => read_exactly(text).err().map(|read_as| InexactNumber {
+                path: path.clone(),
+                text: text.to_owned(),
+                read_as,
+            }),
+            _ => None,
+        }
+    }
+    match serde_json::from_str::<&RawValue>(json) {
+        Ok(root) => walk(root, &mut Vec::new()),
+        Err(_) => Some(InexactNumber {
+            path: Vec::new(),
+            text: json.chars().take(40).collect(),
+            read_as: f64::NAN,
+        }),
+    }
 }
 
 // Reasons quote a string amount without its JSON quotes: `amount $750`, not `amount "$750"`.
@@ -290,6 +456,91 @@ mod tests {
         match Amount::from_json(&json!("1,000")) {
             Amount::NotUnderstood { text } => assert_eq!(text, "\"1,000\""),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_exactly_only_when_a_float_holds_them_as_written() {
+        for exact in [
+            "0",
+            "-0",
+            "-0.0",
+            "100",
+            "100.0",
+            "1e2",
+            "1E+2",
+            "100.000",
+            "0.1",
+            "99.99",
+            "-7.25",
+            "1e300",
+            "5e-324",
+            "9007199254740992",
+            "-9007199254740992",
+            "4503599627370497",
+            "1.7976931348623157e308",
+            "100000000000000000000",
+            "1e20",
+        ] {
+            assert_eq!(read_exactly(exact), Ok(()), "{exact}");
+        }
+        for (inexact, read_as) in [
+            ("100.0000000000000000001", 100.0),
+            ("0.30000000000000000001", 0.3),
+            ("9007199254740993", 9007199254740992.0),
+            ("-9007199254740993", -9007199254740992.0),
+            ("18446744073709551615", 18446744073709551615.0),
+            ("1152921504606846976", 1152921504606846976.0),
+            ("12345678901234567000", 12345678901234567168.0),
+            ("1e-400", 0.0),
+            ("123456789012345678901234567890", 1.2345678901234568e29),
+        ] {
+            assert_eq!(read_exactly(inexact), Err(read_as), "{inexact}");
+        }
+        assert!(read_exactly("1e400").unwrap_err().is_nan());
+        assert!(read_exactly("x").unwrap_err().is_nan());
+    }
+
+    #[test]
+    fn the_first_inexact_number_is_found_by_its_path() {
+        let found = first_inexact_number(
+            r#" {"a": [1, 2.5, {"b": 100.0000000000000000001}], "c": "1e-400", "d": 0.1} "#,
+        )
+        .unwrap();
+        assert_eq!(found.path, ["a", "2", "b"]);
+        assert_eq!(found.text, "100.0000000000000000001");
+        assert_eq!(found.read_as, 100.0);
+        assert_eq!(
+            first_inexact_number(r#"{"a": [1, "2", null, true, {}]}"#),
+            None
+        );
+        assert_eq!(first_inexact_number("7e1").map(|f| f.path), None);
+        assert!(first_inexact_number("{").is_some());
+    }
+
+    #[test]
+    fn decimal_multiples_are_exact() {
+        for (value, multiple, expected) in [
+            ("0.07", "0.01", Some(true)),
+            ("0.3", "0.1", Some(true)),
+            ("1", "0.3", Some(false)),
+            ("1e300", "7.5", Some(false)),
+            ("3e300", "7.5", Some(true)),
+            ("-4.5", "1.5", Some(true)),
+            ("0", "7", Some(true)),
+            ("-0.0", "7", Some(true)),
+            ("1", "1e-300", Some(true)),
+            ("1", "1e300", Some(false)),
+            ("18446744073709551615", "5", Some(true)),
+            ("18446744073709551615", "7", Some(false)),
+            ("1", "0", None),
+            ("x", "1", None),
+        ] {
+            assert_eq!(
+                decimal_multiple_of(value, multiple),
+                expected,
+                "{value} / {multiple}"
+            );
         }
     }
 }

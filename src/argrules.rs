@@ -10,7 +10,21 @@
 //! enough); `"hold"` (the default) keeps the taint hold. Every schema is checked against the
 //! meta-schema and compiled once, at load; a bad regex or a `$ref` that leaves the document is a
 //! load error, and nothing is ever fetched.
+//!
+//! `format` is checked, not only noted ([`FORMATS`] lists the formats the validator knows). A
+//! format it does not know is a load error: its author expects a check that would never happen.
+//!
+//! Numbers are compared exactly as written. A validator compares floats, and a float cannot hold
+//! every decimal (`100.0000000000000000001` is the float 100), so a call's args for a tool with a
+//! schema may only hold numbers that a float holds as written ([`crate::amount::read_exactly`]):
+//! any other is denied, naming it. The policy's own numbers are held to the same rule at load.
+//! Between numbers that are read exactly, the validator's float comparisons (`minimum`,
+//! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `const`, `enum`) give the decimal answer,
+//! and its `multipleOf` works on the decimals the floats print as, which are then the decimals as
+//! written.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -34,6 +48,8 @@ pub struct ArgRule {
     pub schema: Value,
     pub when_tainted: WhenTainted,
     validator: Arc<jsonschema::Validator>,
+    /// The argument names the schema speaks of, by their folds ([`fold_key`]).
+    names: HashMap<String, Vec<String>>,
 }
 
 impl fmt::Debug for ArgRule {
@@ -54,6 +70,190 @@ impl PartialEq for ArgRule {
     }
 }
 
+/// An argument name as a lenient reader takes it, to find names that differ only in how they are
+/// written: letters in one case (upper then lower, as case-insensitive matching folds them: `ſ`
+/// is `s`, the Kelvin sign is `k`), fullwidth forms as their ASCII letters (`ｔｏ` as `to`), and
+/// no invisible characters (control, zero-width, bidi). `AMOUNT`, `Amount`, `amount\u{200b}` and
+/// `ａｍｏｕｎｔ` all fold to `amount`. White space stays (readers do not drop it), and letters of
+/// other scripts that only look alike (Cyrillic `а`) are not folded. Borrowed when the name is
+/// its own fold.
+pub fn fold_key(name: &str) -> Cow<'_, str> {
+    let plain = |c: char| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c.is_ascii_punctuation() || c == ' '
+    };
+    if name.chars().all(plain) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if crate::policy::is_invisible(c) {
+            continue;
+        }
+        let c = match u32::from(c) {
+            // Fullwidth ASCII (`！` to `～`) sits 0xFEE0 above ASCII.
+            wide @ 0xFF01..=0xFF5E => char::from_u32(wide - 0xFEE0).unwrap_or(c),
+            _ => c,
+        };
+        out.extend(c.to_uppercase().flat_map(char::to_lowercase));
+    }
+    Cow::Owned(out)
+}
+
+/// Whether two keys of the JSON text could fold alike ([`fold_key`]): only when the text has an
+/// upper-case or non-ASCII letter or an escape (control characters are always escaped).
+/// Otherwise every key is its own fold, and two equal ones were already refused as a duplicate.
+pub fn keys_may_fold_alike(json: &str) -> bool {
+    json.bytes()
+        .any(|b| b >= 0x80 || b.is_ascii_uppercase() || b == b'\\')
+}
+
+/// Two keys of one object, at any depth, that fold alike ([`fold_key`]): the path to the object
+/// and the two keys as written. A reader that matches names without case (Go's `encoding/json`,
+/// .NET's web defaults) takes either for the other, so a rule that reads one is not enough.
+pub fn keys_spelt_alike(args: &Map<String, Value>) -> Option<(Vec<String>, String, String)> {
+    fn object(
+        object: &Map<String, Value>,
+        path: &mut Vec<String>,
+    ) -> Option<(Vec<String>, String, String)> {
+        let mut seen: HashMap<Cow<'_, str>, &str> = HashMap::with_capacity(object.len());
+        for key in object.keys() {
+            if let Some(first) = seen.insert(fold_key(key), key) {
+                return Some((path.clone(), first.to_owned(), key.clone()));
+            }
+        }
+        object.iter().find_map(|(key, value)| {
+            path.push(key.clone());
+            let found = any(value, path);
+            path.pop();
+            found
+        })
+    }
+    fn any(value: &Value, path: &mut Vec<String>) -> Option<(Vec<String>, String, String)> {
+        match value {
+            Value::Object(inner) => object(inner, path),
+            Value::Array(items) => items.iter().enumerate().find_map(|(index, value)| {
+                path.push(index.to_string());
+                let found = any(value, path);
+                path.pop();
+                found
+            }),
+            _ => None,
+        }
+    }
+    object(args, &mut Vec::new())
+}
+
+/// The argument names a schema speaks of (in `properties`, `required`, `dependentRequired` and
+/// `dependentSchemas`, anywhere in it), by their folds ([`fold_key`]).
+fn names_in_schema(schema: &Value) -> HashMap<String, Vec<String>> {
+    fn add(names: &mut HashMap<String, Vec<String>>, name: &str) {
+        let spellings = names.entry(fold_key(name).into_owned()).or_default();
+        if !spellings.iter().any(|known| known == name) {
+            spellings.push(name.to_owned());
+        }
+    }
+    fn walk(value: &Value, names: &mut HashMap<String, Vec<String>>) {
+        match value {
+            Value::Object(object) => {
+                for (keyword, value) in object {
+                    match (keyword.as_str(), value) {
+                        ("properties" | "dependentSchemas", Value::Object(named)) => {
+                            named.keys().for_each(|name| add(names, name));
+                        }
+                        ("required", Value::Array(items)) => items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .for_each(|name| add(names, name)),
+                        ("dependentRequired", Value::Object(named)) => {
+                            for (name, required) in named {
+                                add(names, name);
+                                if let Value::Array(items) = required {
+                                    items
+                                        .iter()
+                                        .filter_map(Value::as_str)
+                                        .for_each(|name| add(names, name));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    walk(value, names);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, names)),
+            _ => {}
+        }
+    }
+    let mut names = HashMap::new();
+    walk(schema, &mut names);
+    names
+}
+
+/// A key of `args`, at any depth, spelt like a name the schema speaks of but not as it is: the
+/// path to it, the key, and the schema's name. A lenient reader would take it for the name the
+/// schema bounds, while the schema sees an argument it says nothing about.
+fn key_spelt_like_a_name(
+    names: &HashMap<String, Vec<String>>,
+    args: &Map<String, Value>,
+) -> Option<(Vec<String>, String, String)> {
+    fn object(
+        names: &HashMap<String, Vec<String>>,
+        object: &Map<String, Value>,
+        path: &mut Vec<String>,
+    ) -> Option<(Vec<String>, String, String)> {
+        object.iter().find_map(|(key, value)| {
+            if let Some(spellings) = names.get(fold_key(key).as_ref()) {
+                if !spellings.contains(key) {
+                    return Some((path.clone(), key.clone(), spellings[0].clone()));
+                }
+            }
+            path.push(key.clone());
+            let found = any(names, value, path);
+            path.pop();
+            found
+        })
+    }
+    fn any(
+        names: &HashMap<String, Vec<String>>,
+        value: &Value,
+        path: &mut Vec<String>,
+    ) -> Option<(Vec<String>, String, String)> {
+        match value {
+            Value::Object(inner) => object(names, inner, path),
+            Value::Array(items) => items.iter().enumerate().find_map(|(index, value)| {
+                path.push(index.to_string());
+                let found = any(names, value, path);
+                path.pop();
+                found
+            }),
+            _ => None,
+        }
+    }
+    object(names, args, &mut Vec::new())
+}
+
+/// The values of `format` that are checked, under draft 2020-12 with this build of the
+/// `jsonschema` crate (a test keeps this list and the crate in step). Any other is a load error.
+pub const FORMATS: &[&str] = &[
+    "date",
+    "date-time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "iri",
+    "iri-reference",
+    "json-pointer",
+    "regex",
+    "relative-json-pointer",
+    "time",
+    "uri",
+    "uri-reference",
+    "uri-template",
+    "uuid",
+];
+
 /// Why a call's args break a rule: a sentence naming the tool, the argument and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation(pub String);
@@ -72,24 +272,45 @@ impl ArgRule {
             ));
         }
         let validator = jsonschema::draft202012::options()
+            .with_keyword("multipleOf", exact_multiple_of)
+            .should_validate_formats(true)
+            .should_ignore_unknown_formats(false)
+            // RFC 5321's Mailbox, as JSON Schema defines `email`: no `Name <a@b>` display text.
+            .with_email_options(jsonschema::EmailOptions::default().without_display_text())
             .build(&schema)
             .map_err(|err| {
+                if let Some(message) = unknown_format(&schema, err.schema_path().as_str()) {
+                    return message;
+                }
                 format!(
                     "the schema cannot be compiled at {}: {err} (remote and file references are not fetched)",
                     location(err.instance_path().as_str())
                 )
             })?;
+        let names = names_in_schema(&schema);
         Ok(ArgRule {
             pattern,
             schema,
             when_tainted,
             validator: Arc::new(validator),
+            names,
         })
     }
 
-    /// The first way `args` break this rule, if any.
+    /// The first way `args` break this rule, if any. The numbers in them must be read exactly
+    /// first ([`numbers_not_read_exactly`]): the schema compares them as floats. An argument
+    /// spelt like one the schema names, but not as it (`TO` for `to`), breaks it too.
     pub fn check(&self, tool: &str, args: &Map<String, Value>) -> Option<Violation> {
         let tool = crate::sanitize::quoted(tool);
+        if let Some((path, key, name)) = key_spelt_like_a_name(&self.names, args) {
+            let mut at = path;
+            at.push(key);
+            return Some(Violation(format!(
+                "argument `{}` is spelt like `{}`, which the policy's schema for {tool} names, but is not it: a tool that reads names without case would take it for that one, unchecked",
+                crate::sanitize::quoted(&at.join(".")),
+                crate::sanitize::quoted(&name)
+            )));
+        }
         let instance = Value::Object(args.clone());
         let err = self.validator.iter_errors(&instance).next()?;
         let rule = location(err.schema_path().as_str());
@@ -105,6 +326,111 @@ impl ArgRule {
                 "argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})"
             )
         }))
+    }
+}
+
+/// The first way a call's args break the rules of its tool, if any: a number not read exactly,
+/// then each rule in turn. No rules, no violation.
+pub fn check_all<'a>(
+    rules: impl IntoIterator<Item = &'a ArgRule>,
+    tool: &str,
+    args: &crate::call::Args,
+) -> Option<Violation> {
+    let mut rules = rules.into_iter().peekable();
+    rules.peek()?;
+    numbers_not_read_exactly(tool, args.text())
+        .or_else(|| rules.find_map(|rule| rule.check(tool, args.map())))
+}
+
+/// A number in `args` (their JSON text as the call carried it) that a float does not hold as
+/// written, as a violation: a schema would compare the float, not the number the agent wrote.
+pub fn numbers_not_read_exactly(tool: &str, args_json: &str) -> Option<Violation> {
+    let found = crate::amount::first_inexact_number(args_json)?;
+    let tool = crate::sanitize::quoted(tool);
+    let text = crate::sanitize::quoted(&found.text);
+    let read_as = if found.read_as.is_nan() {
+        "cannot be read again".to_owned()
+    } else {
+        format!("would be compared as {}", found.read_as)
+    };
+    Some(Violation(if found.path.is_empty() {
+        format!("the arguments of {tool} cannot be checked exactly ({text} {read_as})")
+    } else {
+        let argument = crate::sanitize::quoted(&found.path.join(".")).into_owned();
+        format!(
+            "argument `{argument}` = {text} is a number a float does not hold as written (it {read_as}), so the policy's schema for {tool} cannot check it exactly; write it as a float holds it"
+        )
+    }))
+}
+
+/// The message for a `format` the validator does not know, when that is why `schema` did not
+/// compile (the error's schema path ends at the `format`).
+fn unknown_format(schema: &Value, schema_path: &str) -> Option<String> {
+    if !schema_path.ends_with("/format") {
+        return None;
+    }
+    let name = schema.pointer(schema_path)?.as_str()?;
+    if FORMATS.contains(&name) {
+        return None;
+    }
+    let hint = FORMATS
+        .iter()
+        .map(|known| {
+            (
+                strsim::damerau_levenshtein(&name.to_lowercase(), known),
+                known,
+            )
+        })
+        .min()
+        .filter(|(distance, _)| *distance <= 3)
+        .map(|(_, known)| format!("did you mean \"{known}\"? "))
+        .unwrap_or_default();
+    Some(format!(
+        "the format \"{}\" at {schema_path} is not one the gate can check, so values would pass unchecked; {hint}the formats checked are {}",
+        crate::sanitize::quoted(name),
+        FORMATS.join(", ")
+    ))
+}
+
+/// `multipleOf`, exactly in decimal. The validator's own divides huge numbers by a fraction as
+/// approximate rationals (`1e40` is not a multiple of `0.3`, and it can say it is).
+fn exact_multiple_of<'a>(
+    _: &'a Map<String, Value>,
+    value: &'a Value,
+    _: jsonschema::paths::Location,
+) -> Result<Box<dyn for<'i> jsonschema::Keyword<'i>>, jsonschema::ValidationError<'a>> {
+    // The meta-schema has already required a number above 0.
+    match value {
+        Value::Number(multiple) => Ok(Box::new(ExactMultipleOf(multiple.to_string()))),
+        _ => Err(jsonschema::ValidationError::custom(
+            "`multipleOf` must be a number above 0",
+        )),
+    }
+}
+
+/// The divisor of a `multipleOf`, as its decimal text.
+struct ExactMultipleOf(String);
+
+impl<'i> jsonschema::Keyword<'i> for ExactMultipleOf {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if jsonschema::Keyword::is_valid(self, instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(format!(
+                "{instance} is not a multiple of {}",
+                self.0
+            )))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        match instance {
+            // Undecidable texts (never from a parsed number) are not multiples: fail closed.
+            Value::Number(number) => {
+                crate::amount::decimal_multiple_of(&number.to_string(), &self.0).unwrap_or(false)
+            }
+            _ => true,
+        }
     }
 }
 
@@ -140,9 +466,13 @@ pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, String> {
         .iter()
         .map(|(tool, entry)| {
             let here = format!("{key}.{tool}");
-            let pattern = ToolPattern::parse(tool).map_err(|why| format!("key `{here}`: the tool name {why}"))?;
+            let pattern = ToolPattern::parse(tool)
+                .map_err(|why| format!("key `{here}`: the tool name {why}"))?;
             let Value::Object(fields) = entry else {
-                return Err(format!("key `{here}`: expected an object with `schema`, found {}", strict_json::type_name(entry)));
+                return Err(format!(
+                    "key `{here}`: expected an object with `schema`, found {}",
+                    strict_json::type_name(entry)
+                ));
             };
             let mut schema = None;
             let mut when_tainted = WhenTainted::Hold;
@@ -150,23 +480,26 @@ pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, String> {
                 match field.as_str() {
                     "schema" => schema = Some(value.clone()),
                     "whenTainted" => {
-                        when_tainted = match value.as_str() {
-                            Some("hold") => WhenTainted::Hold,
-                            Some("allow") => WhenTainted::Allow,
-                            _ => return Err(format!("key `{here}.whenTainted`: expected \"hold\" or \"allow\", found {value}")),
-                        }
+                        when_tainted = crate::policy::one_of(
+                            &format!("{here}.whenTainted"),
+                            value,
+                            &[("hold", WhenTainted::Hold), ("allow", WhenTainted::Allow)],
+                        )?
                     }
                     other => {
                         let hint = ["schema", "whenTainted"]
                             .iter()
                             .min_by_key(|known| strsim::damerau_levenshtein(other, known))
                             .expect("two known keys");
-                        return Err(format!("key `{here}`: unknown key `{other}`; did you mean `{hint}`?"));
+                        return Err(format!(
+                            "key `{here}`: unknown key `{other}`; did you mean `{hint}`?"
+                        ));
                     }
                 }
             }
             let schema = schema.ok_or_else(|| format!("key `{here}`: `schema` is required"))?;
-            ArgRule::new(pattern, schema, when_tainted).map_err(|why| format!("key `{here}.schema`: {why}"))
+            ArgRule::new(pattern, schema, when_tainted)
+                .map_err(|why| format!("key `{here}.schema`: {why}"))
         })
         .collect()
 }
@@ -252,5 +585,329 @@ mod tests {
         let rules = rules(json!({"t": {"schema": {"$defs": {"payee": {"enum": ["acme"]}}, "properties": {"to": {"$ref": "#/$defs/payee"}}}}})).unwrap();
         assert!(rules[0].check("t", &args(json!({"to": "acme"}))).is_none());
         assert!(rules[0].check("t", &args(json!({"to": "evil"}))).is_some());
+    }
+
+    /// Args as a call carries them: parsed from their JSON text, digits as written.
+    fn call_args(text: &str) -> crate::call::Args {
+        let line = format!(r#"{{"agent":"a","tool":"t","args":{text}}}"#);
+        crate::call::Call::parse_line(line.as_bytes())
+            .unwrap()
+            .0
+            .args
+    }
+
+    fn verdict(schema: Value, args_text: &str) -> Option<String> {
+        let rules = rules(json!({"t": {"schema": schema}})).unwrap();
+        check_all(&rules, "t", &call_args(args_text)).map(|Violation(reason)| reason)
+    }
+
+    #[test]
+    fn formats_are_checked() {
+        let schema = json!({"properties": {
+            "to": {"type": "string", "format": "email"},
+            "on": {"type": "string", "format": "date"},
+            "id": {"type": "string", "format": "uuid"},
+            "host": {"type": "string", "format": "ipv4"}
+        }});
+        for inside in [
+            r#"{"to": "ann@example.com"}"#,
+            r#"{"to": "ann@[127.0.0.1]"}"#,
+            r#"{"on": "2026-02-28"}"#,
+            r#"{"id": "6f1c2a3e-8b4d-4c5e-9f60-1a2b3c4d5e6f"}"#,
+            r#"{"host": "192.0.2.7"}"#,
+        ] {
+            assert_eq!(verdict(schema.clone(), inside), None, "{inside}");
+        }
+        for (outside, rule) in [
+            (r#"{"to": "anything at all"}"#, "/properties/to/format"),
+            (r#"{"to": "Eve <eve@evil.test>"}"#, "/properties/to/format"),
+            (r#"{"to": "ann@example.com\n"}"#, "/properties/to/format"),
+            (r#"{"on": "2026-02-30"}"#, "/properties/on/format"),
+            (r#"{"id": "not-a-uuid"}"#, "/properties/id/format"),
+            (r#"{"host": "192.0.2.256"}"#, "/properties/host/format"),
+        ] {
+            let reason = verdict(schema.clone(), outside).expect(outside);
+            assert!(reason.contains(rule), "{outside}: {reason}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_format_is_a_load_error_naming_it() {
+        for (schema, expected) in [
+            (
+                json!({"properties": {"to": {"format": "emial"}}}),
+                "the format \"emial\" at /properties/to/format is not one the gate can check",
+            ),
+            (
+                json!({"properties": {"to": {"format": "Email"}}}),
+                "did you mean \"email\"?",
+            ),
+            (
+                json!({"format": "idn-email"}),
+                "the format \"idn-email\" at /format",
+            ),
+            (
+                json!({"format": "phone"}),
+                "the formats checked are date, date-time",
+            ),
+            (
+                json!({"$defs": {"p": {"format": "iban"}}, "properties": {"to": {"$ref": "#/$defs/p"}}}),
+                "the format \"iban\" at /$defs/p/format",
+            ),
+        ] {
+            let err = rules(json!({"t": {"schema": schema.clone()}})).unwrap_err();
+            assert!(err.contains(expected), "{schema}: {err}");
+            assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+        }
+        // A property that happens to be named `format` is not the keyword.
+        assert!(
+            rules(json!({"t": {"schema": {"properties": {"format": {"type": "string"}}}}})).is_ok()
+        );
+    }
+
+    #[test]
+    fn the_format_list_is_what_the_crate_checks() {
+        let options = jsonschema::options();
+        for name in FORMATS {
+            assert!(
+                options.is_known_format(jsonschema::Draft::Draft202012, name),
+                "{name} is listed but not checked"
+            );
+        }
+        // Formats of the draft that this build does not check (the crate's `idna` feature is
+        // off), and some that no draft has: all load errors. Were one checked, list it.
+        for name in [
+            "idn-email",
+            "idn-hostname",
+            "phone",
+            "iban",
+            "Email",
+            "uuid4",
+        ] {
+            assert!(
+                !options.is_known_format(jsonschema::Draft::Draft202012, name),
+                "{name} is checked: add it to FORMATS"
+            );
+            assert!(
+                rules(json!({"t": {"schema": {"format": name}}})).is_err(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_a_float_does_not_hold_as_written_are_denied() {
+        let schema = json!({"properties": {
+            "price": {"type": "number", "maximum": 100},
+            "items": {"type": "array", "items": {"properties": {"n": {"maximum": 100}}}}
+        }});
+        for inside in [
+            r#"{"price": 100}"#,
+            r#"{"price": 100.0}"#,
+            r#"{"price": 1e2}"#,
+            r#"{"price": 1E+2}"#,
+            r#"{"price": 99.99}"#,
+            r#"{"price": 0.1}"#,
+            r#"{"price": -0}"#,
+            r#"{"price": -0.0}"#,
+            r#"{"price": 9007199254740992}"#,
+            r#"{"price": -1e-7}"#,
+            r#"{"items": [{"n": 100.00}], "other": [1.5, {"deep": 2.25}]}"#,
+        ] {
+            let reason = verdict(schema.clone(), inside);
+            assert!(
+                reason
+                    .as_ref()
+                    .is_none_or(|r| !r.contains("float does not hold")),
+                "{inside}: {reason:?}"
+            );
+        }
+        for (outside, argument) in [
+            (
+                r#"{"price": 100.0000000000000000001}"#,
+                "`price` = 100.0000000000000000001",
+            ),
+            (r#"{"price": 1.00000000000000000001e2}"#, "`price`"),
+            (
+                r#"{"items": [{"n": 1}, {"n": 100.00000000000000001}]}"#,
+                "`items.1.n`",
+            ),
+            (r#"{"unbounded": 0.30000000000000000001}"#, "`unbounded`"),
+            (
+                r#"{"price": 9007199254740993}"#,
+                "`price` = 9007199254740993",
+            ),
+            (r#"{"price": 18446744073709551615}"#, "`price`"),
+            (r#"{"price": 1152921504606846976}"#, "`price`"),
+            (r#"{"price": 123456789012345678901234567890}"#, "`price`"),
+            (r#"{"price": 1e-400}"#, "`price`"),
+        ] {
+            let reason = verdict(schema.clone(), outside).expect(outside);
+            assert!(
+                reason.contains(argument) && reason.contains("a float does not hold as written"),
+                "{outside}: {reason}"
+            );
+        }
+    }
+
+    /// Each keyword that compares numbers, at the edge where a float would answer otherwise.
+    #[test]
+    fn bounds_enums_and_consts_are_compared_as_written() {
+        let cases = [
+            (json!({"maximum": 100}), "100", true),
+            (json!({"maximum": 100}), "100.0000000000000000001", false),
+            (
+                json!({"exclusiveMaximum": 100}),
+                "99.99999999999999999",
+                false,
+            ),
+            (json!({"exclusiveMaximum": 100}), "99.99999999999999", true),
+            (json!({"minimum": 0.1}), "0.09999999999999999999", false),
+            (json!({"minimum": 0.1}), "0.1", true),
+            (json!({"exclusiveMinimum": 0}), "1e-400", false),
+            (json!({"const": 100}), "100.0", true),
+            (json!({"const": 100}), "100.0000000000000000001", false),
+            (json!({"enum": [1, 2, 3]}), "2.0", true),
+            (json!({"enum": [1, 2, 3]}), "2.00000000000000000001", false),
+            (
+                json!({"maximum": 9007199254740992_u64}),
+                "9007199254740993",
+                false,
+            ),
+            (json!({"maximum": 1e16}), "10000000000000001", false),
+        ];
+        for (keyword, number, allowed) in cases {
+            let schema = json!({"properties": {"n": keyword}});
+            let reason = verdict(schema, &format!(r#"{{"n": {number}}}"#));
+            assert_eq!(
+                reason.is_none(),
+                allowed,
+                "{keyword} with {number}: {reason:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn multiple_of_is_exact_in_decimal() {
+        let cases = [
+            (json!(0.01), "0.07", true),
+            (json!(0.01), "19.99", true),
+            (json!(0.01), "0.001", false),
+            (json!(0.1), "0.3", true),
+            (json!(0.3), "0.9", true),
+            (json!(0.3), "1", false),
+            (json!(7.5), "22.5", true),
+            (json!(7.5), "1e300", false),
+            (json!(2), "1e300", true),
+            (json!(3), "1e300", false),
+            (json!(3), "-9", true),
+            (json!(3), "0", true),
+            (json!(1e-300), "1", true),
+            (json!(1e300), "1", false),
+        ];
+        for (multiple, number, allowed) in cases {
+            let schema = json!({"properties": {"n": {"multipleOf": multiple}}});
+            let reason = verdict(schema, &format!(r#"{{"n": {number}}}"#));
+            assert_eq!(
+                reason.is_none(),
+                allowed,
+                "{multiple} | {number}: {reason:?}"
+            );
+        }
+    }
+
+    /// Huge numbers against a fractional `multipleOf`, where the validator's own check was wrong
+    /// about four times in ten: `x` is a multiple of 0.3 exactly when 3 divides its digits' sum
+    /// (`x` is an integer, and 10 ≡ 1 mod 3).
+    #[test]
+    fn multiple_of_a_fraction_is_exact_for_huge_numbers() {
+        let rules =
+            rules(json!({"t": {"schema": {"properties": {"n": {"multipleOf": 0.3}}}}})).unwrap();
+        let mut seed: u64 = 12345;
+        for _ in 0..2000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = f64::from_bits((seed >> 12) | (1200u64 << 52)); // 2^177 to 2^178, about 2e53
+            let scientific = format!("{x:e}");
+            let digits_sum: u32 = scientific
+                .split('e')
+                .next()
+                .unwrap()
+                .chars()
+                .filter_map(|c| c.to_digit(10))
+                .sum();
+            let args = call_args(&format!(r#"{{"n": {x}}}"#));
+            let allowed = check_all(&rules, "t", &args).is_none();
+            assert_eq!(allowed, digits_sum.is_multiple_of(3), "{scientific}");
+        }
+    }
+
+    #[test]
+    fn keys_fold_as_a_lenient_reader_takes_them() {
+        for (key, folded) in [
+            ("amount", "amount"),
+            ("AMOUNT", "amount"),
+            ("Amount", "amount"),
+            ("amount\u{200b}", "amount"),
+            ("amount\t", "amount"),
+            (" amount", " amount"),
+            ("ａｍｏｕｎｔ", "amount"),
+            ("\u{212a}ey", "key"),
+            ("ſum", "sum"),
+            ("a b", "a b"),
+            ("аmount", "аmount"),
+        ] {
+            assert_eq!(fold_key(key), folded, "{key:?}");
+        }
+        assert!(matches!(fold_key("plain_key-1.x y"), Cow::Borrowed(_)));
+        // The cheap test never says no where two keys fold alike.
+        for json in [
+            r#"{"a":1,"A":2}"#,
+            r#"{"a":1,"a\t":2}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            "{\"a\":1,\"ａ\":2}",
+        ] {
+            assert!(keys_may_fold_alike(json), "{json}");
+        }
+        assert!(!keys_may_fold_alike(
+            r#"{"to":"acme","amount":5,"memo":"a b"}"#
+        ));
+    }
+
+    #[test]
+    fn an_argument_spelt_like_one_the_schema_names_is_a_violation() {
+        let office = rules(json!({"send_email": {"schema": {
+            "properties": {
+                "to": {"type": "string", "pattern": "^[a-z]+@example\\.com$"},
+                "cc": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+@example\\.com$"}},
+                "meta": {"properties": {"priority": {"enum": ["low"]}}}
+            },
+            "required": ["to"]}}}))
+        .unwrap();
+        let check = |value: Value| office[0].check("send_email", &args(value));
+        assert!(check(json!({"to": "ann@example.com", "cc": ["bob@example.com"]})).is_none());
+        assert!(check(json!({"to": "ann@example.com", "subject": "Hi", "Body": "x"})).is_none());
+        for (outside, named) in [
+            (
+                json!({"to": "ann@example.com", "CC": ["eve@evil.test"]}),
+                "argument `CC` is spelt like `cc`",
+            ),
+            (
+                json!({"to": "ann@example.com", "Cc": ["eve@evil.test"]}),
+                "argument `Cc` is spelt like `cc`",
+            ),
+            (
+                json!({"to": "ann@example.com", "meta": {"Priority": "high"}}),
+                "argument `meta.Priority` is spelt like `priority`",
+            ),
+            (
+                json!({"to": "ann@example.com", "ｃｃ": []}),
+                "spelt like `cc`",
+            ),
+        ] {
+            let Violation(reason) = check(outside.clone()).expect("a violation");
+            assert!(reason.contains(named), "{outside}: {reason}");
+        }
     }
 }

@@ -267,9 +267,24 @@ impl Call {
         Ok((call, text))
     }
 
-    /// Records the exact text of a numeric `args.amount` from the JSON document the call came in
-    /// (`path` leads to the amount in that document).
+    /// Records the exact text of a numeric `args.amount`, and of `args` itself, from the JSON
+    /// document the call came in (`path` leads to the amount in that document; its parent is the
+    /// args). The document must have passed the strict parser. Numbers keep their digits as
+    /// written, which a parsed float has lost (argument schemas need them).
     pub fn take_amount_text_from(&mut self, json: &str, path: &[&str]) {
+        if let Some((_, args_path)) = path.split_last() {
+            if let Some(text) = crate::amount::raw_text_at(json, args_path) {
+                if text.starts_with('{') {
+                    // The object already built (from the same document) is kept.
+                    let built = std::mem::take(&mut self.args);
+                    self.args = Args {
+                        text: text.into(),
+                        amount: built.amount,
+                        map: built.map,
+                    };
+                }
+            }
+        }
         match self.args.get("amount") {
             // A JSON integer that serde_json keeps as one is written exactly as it prints (no
             // leading zeros, no plus sign; `-0` and huge integers are floats), so the document

@@ -10,9 +10,14 @@
 //! 4. `tool` in `sensitiveTools` and the source is untrusted content (or counts as it) → deny
 //! 5. `tool` in `sensitiveTools`, the agent is tainted, and the source is not `user` → hold
 //! 6. `args.amount` above `holdAboveAmount` → hold (exactly the limit is not above it)
-//! 7. `args.amount` present but not understood → hold
-//! 8. the agent's spend in the stream would go above `holdAboveTotal` → hold
-//! 9. `args` outside the tool's `toolArgs` schema → deny, whoever asks ([`crate::argrules`])
+//! 7. `args.amount` present but not understood, or an argument spelt like `amount` but not as it
+//!    (`AMOUNT`, `Amount`, `amount\u{200b}`) → hold
+//! 8. the spend in the stream would go above `holdAboveTotal` → hold: the agent's own, or every
+//!    agent's together with `budgetScope: "crew"`
+//! 9. `args` outside the tool's `toolArgs` schema → deny, whoever asks ([`crate::argrules`]);
+//!    and, for every tool, two keys of one object in `args` that differ only in case, fullwidth
+//!    letters or invisible characters (`to` and `TO`) → deny: a tool that reads names without
+//!    case takes either, and the rules read one
 //! 10. otherwise → allow, with a reason too
 //!
 //! Rule 5 gives way for a tool whose `toolArgs` entry says `whenTainted: "allow"` and whose args
@@ -27,9 +32,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::amount::Amount;
-use crate::argrules::{Violation, WhenTainted};
+use crate::argrules::{self, Violation, WhenTainted};
 use crate::call::{Call, Malformed, Source};
-use crate::policy::Policy;
+use crate::policy::{BudgetScope, Policy};
 use crate::sanitize::quoted;
 use crate::state::CrewState;
 
@@ -108,8 +113,10 @@ const RULES: &[Rule] = &[
     sensitive_tool_from_untrusted_source,
     sensitive_tool_from_tainted_agent,
     amount_rules,
+    amount_spelt_another_way,
     spend_budget,
     args_outside_schema,
+    args_keys_spelt_alike,
 ];
 
 /// Decides a well-formed call under a policy, as the first call of a stream.
@@ -201,10 +208,10 @@ fn sensitive_tool_from_tainted_agent(
     let cause = state.taint_of(&call.agent, policy)?;
     let mut rules = policy.arg_rules_for(&call.tool).peekable();
     let bounded = rules.peek().is_some()
-        && rules.all(|rule| {
-            rule.when_tainted == WhenTainted::Allow
-                && rule.check(&call.tool, call.args.map()).is_none()
-        });
+        && policy
+            .arg_rules_for(&call.tool)
+            .all(|rule| rule.when_tainted == WhenTainted::Allow)
+        && argrules::check_all(rules, &call.tool, &call.args).is_none();
     if bounded {
         return Some(Finding {
             decision: Decision::Allow,
@@ -232,17 +239,26 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
     let Amount::Understood { value, .. } = amount else {
         return None;
     };
-    let before = state.spent_by(&call.agent);
+    let (before, before_inexact) = state.spent_in_scope(&call.agent, policy);
     let (total, sum_exact) = crate::state::add_exactly(before, value);
-    let exact = sum_exact
-        && crate::state::amount_and_exactness(&amount).1
-        && !state.agent(&call.agent).is_some_and(|a| a.inexact);
-    let agent = quoted(&call.agent);
+    let exact = sum_exact && crate::state::amount_and_exactness(&amount).1 && !before_inexact;
+    let (whose, before_whom, budget_of) = match policy.budget_scope() {
+        BudgetScope::Agent => (
+            format!("{}'s amounts", quoted(&call.agent)),
+            "before this call",
+            "the budget",
+        ),
+        BudgetScope::Crew => (
+            "the crew's amounts (every agent's together)".to_owned(),
+            "by the crew before this call",
+            "the crew's budget",
+        ),
+    };
     if total > budget {
         return Some(Finding {
             decision: Decision::Hold,
             reason: format!(
-                "{agent}'s amounts in this stream would total {total} ({before} before this call), above the budget of {budget}"
+                "{whose} in this stream would total {total} ({before} {before_whom}), above {budget_of} of {budget}"
             ),
         });
     }
@@ -250,18 +266,56 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
     (total == budget && !exact).then(|| Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{agent}'s amounts in this stream would total about {total}, too close to the budget of {budget} to tell in floating point, so a person must check it"
+            "{whose} in this stream would total about {total}, too close to {budget_of} of {budget} to tell in floating point, so a person must check it"
         ),
     })
 }
 
 fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
-    let Violation(reason) = policy
-        .arg_rules_for(&call.tool)
-        .find_map(|rule| rule.check(&call.tool, call.args.map()))?;
+    let Violation(reason) =
+        argrules::check_all(policy.arg_rules_for(&call.tool), &call.tool, &call.args)?;
     Some(Finding {
         decision: Decision::Deny,
         reason,
+    })
+}
+
+fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
+    if !argrules::keys_may_fold_alike(call.args.text()) {
+        return None;
+    }
+    let (path, first, second) = argrules::keys_spelt_alike(call.args.map())?;
+    let within = if path.is_empty() {
+        "the arguments".to_owned()
+    } else {
+        format!("argument `{}`", quoted(&path.join(".")))
+    };
+    Some(Finding {
+        decision: Decision::Deny,
+        reason: format!(
+            "{within} of {} hold both `{}` and `{}`, which differ only in case, fullwidth letters or invisible characters: a tool that reads names without case would take either, and the policy's rules read one",
+            quoted(&call.tool),
+            quoted(&first),
+            quoted(&second)
+        ),
+    })
+}
+
+fn amount_spelt_another_way(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
+    if call.args.amount().is_some() || !argrules::keys_may_fold_alike(call.args.text()) {
+        return None;
+    }
+    let key = call
+        .args
+        .map()
+        .keys()
+        .find(|key| argrules::fold_key(key) == "amount")?;
+    Some(Finding {
+        decision: Decision::Hold,
+        reason: format!(
+            "argument `{}` is spelt like `amount` but is not it, so the amount rules cannot read it, and a tool that reads names without case would take it as the amount; a person must check it",
+            quoted(key)
+        ),
     })
 }
 
@@ -838,5 +892,185 @@ mod tests {
         );
         assert_eq!(judged[0].decision, Decision::Deny);
         assert_eq!(judged[1].decision, Decision::Deny);
+    }
+
+    fn pay(agent: &str, amount: &str) -> String {
+        line(
+            agent,
+            "send_payment",
+            &format!(r#"{{"to":"acme","amount":{amount}}}"#),
+            "user",
+        )
+    }
+
+    #[test]
+    fn a_budget_split_across_agent_names_is_held_when_the_budget_is_the_crews() {
+        let split = [
+            pay("buyer", "99"),
+            pay("buyer", "99"),
+            pay("buyer-2", "99"),
+            pay("Buyer", "99"),
+        ];
+        // Per agent, each name has a budget of its own: nothing is held.
+        let per_agent = Policy::from_json_str(r#"{"holdAboveTotal":300}"#).unwrap();
+        let judged = decide_stream(&split, &per_agent);
+        assert!(
+            judged.iter().all(|j| j.decision == Decision::Allow),
+            "{judged:?}"
+        );
+        // For the crew, the fourth payment takes every agent's total above it.
+        let crew = Policy::from_json_str(r#"{"holdAboveTotal":300,"budgetScope":"crew"}"#).unwrap();
+        let judged = decide_stream(&split, &crew);
+        let decisions: Vec<_> = judged.iter().map(|j| j.decision).collect();
+        assert_eq!(
+            decisions,
+            [
+                Decision::Allow,
+                Decision::Allow,
+                Decision::Allow,
+                Decision::Hold
+            ]
+        );
+        assert_eq!(
+            judged[3].reasons,
+            ["the crew's amounts (every agent's together) in this stream would total 396 (297 by the crew before this call), above the crew's budget of 300"]
+        );
+    }
+
+    #[test]
+    fn a_crew_total_at_the_budget_is_allowed_and_a_hair_above_it_held() {
+        let crew = Policy::from_json_str(r#"{"holdAboveTotal":300,"budgetScope":"crew"}"#).unwrap();
+        let at = decide_stream(&[pay("a", "100"), pay("b", "100"), pay("c", "100")], &crew);
+        assert_eq!(at[2].decision, Decision::Allow, "{:?}", at[2]);
+        let hair = decide_stream(
+            &[
+                pay("a", "100"),
+                pay("b", "100"),
+                pay("c", "100"),
+                pay("d", "0.0000000000000001"),
+            ],
+            &crew,
+        );
+        assert_eq!(hair[3].decision, Decision::Hold, "{:?}", hair[3]);
+        assert!(
+            hair[3].reasons[0].contains("too close to the crew's budget of 300"),
+            "{:?}",
+            hair[3]
+        );
+        // A denied payment spends nothing, for the crew as for the agent.
+        let denied = line(
+            "e",
+            "send_payment",
+            r#"{"to":"x","amount":250}"#,
+            "untrusted-content",
+        );
+        let judged = decide_stream(&[denied, pay("f", "100"), pay("g", "100")], &crew);
+        assert_eq!(judged[0].decision, Decision::Deny);
+        assert_eq!(judged[2].decision, Decision::Allow, "{:?}", judged[2]);
+    }
+
+    #[test]
+    fn keys_that_differ_only_in_case_are_denied_for_every_tool() {
+        let policy = Policy::default();
+        for args in [
+            r#"{"to":"acme","TO":"attacker"}"#,
+            r#"{"amount":5,"AMOUNT":5000}"#,
+            r#"{"to":"acme","t\u004f":"attacker"}"#,
+            r#"{"to":"acme","to\u200b":"attacker"}"#,
+            r#"{"to":"acme","to\t":"attacker"}"#,
+            r#"{"to":"acme","ｔｏ":"attacker"}"#,
+            r#"{"headers":{"Host":"a","host":"b"}}"#,
+            r#"{"list":[{"k":1},{"k":1,"K":2}]}"#,
+        ] {
+            let judged = decide_stream(&[line("a", "search_web", args, "user")], &policy);
+            assert_eq!(judged[0].decision, Decision::Deny, "{args}: {judged:?}");
+            assert!(
+                judged[0].reasons[0].contains("differ only in case"),
+                "{args}: {judged:?}"
+            );
+        }
+        for args in [
+            r#"{"to":"ACME","memo":"Invoice 42"}"#,
+            r#"{"To":"acme"}"#,
+            r#"{"a b":1,"ab":2}"#,
+            r#"{"to":"acme"," to":"attacker"}"#,
+            r#"{"nested":{"to":1},"to":2}"#,
+        ] {
+            let judged = decide_stream(&[line("a", "search_web", args, "user")], &policy);
+            assert_eq!(judged[0].decision, Decision::Allow, "{args}: {judged:?}");
+        }
+    }
+
+    #[test]
+    fn an_amount_spelt_another_way_is_held() {
+        let policy = Policy::default();
+        for amount_key in [
+            r"AMOUNT",
+            r"Amount",
+            r"amount\u200b",
+            r"\uff41mount",
+            r"amount\n",
+            r"AMOUN\u0054",
+        ] {
+            let args = format!(r#"{{"to":"acme","{amount_key}":5000}}"#);
+            let judged = decide_stream(&[line("b", "send_payment", &args, "user")], &policy);
+            assert_eq!(judged[0].decision, Decision::Hold, "{args}: {judged:?}");
+            assert!(
+                judged[0].reasons[0].contains("is spelt like `amount` but is not it"),
+                "{args}: {judged:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn args_with_numbers_a_float_cannot_hold_are_denied_when_a_schema_bounds_the_tool() {
+        let policy = Policy::from_json_str(
+            r#"{"toolArgs": {"refund": {"schema": {"properties": {"amount": {"maximum": 100}}}}}}"#,
+        )
+        .unwrap();
+        let refund = |amount: &str| {
+            decide_stream(
+                &[line(
+                    "a",
+                    "refund",
+                    &format!(r#"{{"amount":{amount}}}"#),
+                    "user",
+                )],
+                &policy,
+            )
+            .remove(0)
+        };
+        assert_eq!(refund("100").decision, Decision::Allow);
+        assert_eq!(refund("100.0").decision, Decision::Allow);
+        assert_eq!(refund("1e2").decision, Decision::Allow);
+        let slipped = refund("100.0000000000000000001");
+        assert_eq!(slipped.decision, Decision::Deny, "{slipped:?}");
+        assert!(
+            slipped.reasons[0].contains("a float does not hold as written"),
+            "{slipped:?}"
+        );
+        // Through the parser's slower path too (an exponent, an escaped key).
+        assert_eq!(refund("1.000000000000000000001e2").decision, Decision::Deny);
+        let escaped = decide_stream(
+            &[line(
+                "a",
+                "refund",
+                r#"{"\u0061mount":100.0000000000000000001}"#,
+                "user",
+            )],
+            &policy,
+        );
+        assert_eq!(escaped[0].decision, Decision::Deny, "{escaped:?}");
+        // A tool without a schema is not bounded, so its numbers are not read for one.
+        let free = decide_stream(
+            &[line(
+                "a",
+                "search_web",
+                r#"{"n":100.0000000000000000001}"#,
+                "user",
+            )],
+            &policy,
+        );
+        assert_eq!(free[0].decision, Decision::Allow);
     }
 }

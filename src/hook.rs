@@ -208,8 +208,10 @@ impl SessionState {
     }
 
     /// Locks the session's state (waiting at most 10 s for another hook of the session) and reads
-    /// it; a session seen for the first time starts clean. A state file that cannot be read is an
-    /// error, never a fresh start.
+    /// it; a session seen for the first time (no state file: the hook only ever writes a whole
+    /// one, by renaming it into place) starts clean. A state file that is not exactly what the
+    /// hook writes (empty, `[]`, `null`, a key missing or unknown, a value of another type,
+    /// anything after the object) is an error, never a fresh start.
     pub fn open(folder: &Path, session_id: &str) -> Result<SessionState> {
         if !is_safe_session_id(session_id) {
             bail!("the session id is not safe to use in a file name");
@@ -288,10 +290,9 @@ impl SessionState {
     }
 }
 
+/// A state file as [`SessionState::save`] writes it, and nothing else ([`CrewState::from_json`]).
 fn read_state(bytes: &[u8]) -> Result<CrewState> {
-    let text = std::str::from_utf8(bytes).context("not valid UTF-8")?;
-    let value = strict_json::parse(text.trim()).context("not valid JSON")?;
-    serde_json::from_value(value).context("not a crew state")
+    CrewState::from_json(bytes).map_err(|why| anyhow!(why))
 }
 
 /// What `sc-hook` needs besides its input and the audit log.

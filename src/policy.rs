@@ -6,9 +6,12 @@
 //! ```
 //!
 //! Loading is strict: a mistyped safety policy never falls back to looser rules. Malformed JSON,
-//! a non-object, an unknown key (with the nearest known key suggested), a wrong type, a duplicate
-//! key, a negative or non-finite limit, an empty tool name and a malformed pattern are all errors
-//! naming the file and the key. Omitted keys take the built-in defaults one by one. Every policy,
+//! a non-object, an unknown key (with the nearest known key suggested), an unknown value of a key
+//! that takes a few words (`"taintScope": "Crew"`, with the nearest suggested), a wrong type, a
+//! duplicate key, a negative or non-finite limit, an empty tool name, a malformed pattern, a tool
+//! or agent name with white space at an end or an invisible character (it would never match),
+//! and a number a float does not hold as written (`100.0000000000000000001`: every limit and
+//! schema bound is compared as a float) are all errors naming the file and the key. Omitted keys take the built-in defaults one by one. Every policy,
 //! whether loaded from a file or built in code, passes through [`Policy::new`], which holds the
 //! same checks.
 //!
@@ -16,6 +19,7 @@
 //! In `denyTools`, `sensitiveTools` and `untrustedOutputTools` a pattern only adds tools to the
 //! list: no list has exceptions, so a pattern can only make the policy stricter.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -41,6 +45,7 @@ pub const KEYS: &[&str] = &[
     "untrustedOutputTools",
     "taintScope",
     "holdAboveTotal",
+    "budgetScope",
     "agents",
     "toolArgs",
 ];
@@ -58,6 +63,7 @@ impl ToolPattern {
         if text.is_empty() {
             return Err("is an empty tool name".to_owned());
         }
+        unseen_characters(text)?;
         match text.find('*') {
             None => Ok(ToolPattern::Exact(text.to_owned())),
             Some(at) if at + 1 != text.len() => Err(format!(
@@ -85,6 +91,34 @@ impl fmt::Display for ToolPattern {
             ToolPattern::Prefix(prefix) => write!(f, "{prefix}*"),
         }
     }
+}
+
+/// Refuses a name in the policy with white space at either end, or a control or invisible
+/// character anywhere: names compare exactly, so such a name would never match the name a tool or
+/// agent is called by, and the rule its author meant would silently not apply.
+fn unseen_characters(name: &str) -> Result<(), String> {
+    let shown = crate::sanitize::quoted(name);
+    if name.trim() != name {
+        return Err(format!(
+            "\"{shown}\" has white space at its start or end; names are compared exactly"
+        ));
+    }
+    if name.chars().any(is_invisible) {
+        return Err(format!(
+            "\"{shown}\" holds a control or invisible character; names are compared exactly"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a character cannot be seen: a control, zero-width, bidi or other invisible character
+/// (those [`crate::sanitize`] escapes for a terminal).
+pub(crate) fn is_invisible(c: char) -> bool {
+    let mut buffer = [0; 4];
+    matches!(
+        crate::sanitize::for_terminal(c.encode_utf8(&mut buffer)),
+        Cow::Owned(_)
+    )
 }
 
 /// A list of tool names and patterns.
@@ -130,6 +164,17 @@ pub enum TaintScope {
     Crew,
 }
 
+/// Whose spend `holdAboveTotal` bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BudgetScope {
+    /// Each agent's own total. Agents name themselves, so an agent that calls itself by several
+    /// names has a budget under each.
+    #[default]
+    Agent,
+    /// One total for every agent of the stream (or session) together.
+    Crew,
+}
+
 /// A validated policy. Build one with [`Policy::new`], [`Policy::load`] or [`Policy::default`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -139,6 +184,7 @@ pub struct Policy {
     untrusted_output_tools: ToolList,
     taint_scope: TaintScope,
     hold_above_total: Option<f64>,
+    budget_scope: BudgetScope,
     agents: BTreeMap<String, ToolList>,
     tool_args: Vec<ArgRule>,
 }
@@ -153,6 +199,7 @@ pub struct PolicySettings {
     pub taint_scope: TaintScope,
     /// No budget when `None`.
     pub hold_above_total: Option<f64>,
+    pub budget_scope: BudgetScope,
     /// Agent name (or `*` for agents not named) → the tools it may use. Empty: no restriction.
     pub agents: BTreeMap<String, Vec<String>>,
     /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
@@ -172,6 +219,7 @@ impl Default for PolicySettings {
             untrusted_output_tools: owned(DEFAULT_UNTRUSTED_OUTPUT_TOOLS),
             taint_scope: TaintScope::Agent,
             hold_above_total: None,
+            budget_scope: BudgetScope::Agent,
             agents: BTreeMap::new(),
             tool_args: Vec::new(),
         }
@@ -227,8 +275,15 @@ impl Policy {
             if agent.is_empty() {
                 return Err(error("key `agents`: an agent name is empty".to_owned()));
             }
+            unseen_characters(&agent)
+                .map_err(|why| error(format!("key `agents`: the agent name {why}")))?;
             let tools = list(&format!("agents.{agent}"), &tools)?;
             agents.insert(agent, tools);
+        }
+        if settings.budget_scope == BudgetScope::Crew && settings.hold_above_total.is_none() {
+            return Err(error(
+                "key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`".to_owned(),
+            ));
         }
         Ok(Policy {
             hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
@@ -242,6 +297,7 @@ impl Policy {
                 .map(|limit| check_limit("holdAboveTotal", limit))
                 .transpose()
                 .map_err(error)?,
+            budget_scope: settings.budget_scope,
             agents,
             tool_args: settings.tool_args,
         })
@@ -286,7 +342,17 @@ impl Policy {
                 strict_json::type_name(&value)
             )));
         };
-        Policy::new(settings_from_object(&object).map_err(error)?)
+        let settings = settings_from_object(&object).map_err(error)?;
+        // Limits and schema bounds are compared as floats: each must be the number written.
+        if let Some(number) = crate::amount::first_inexact_number(text.trim()) {
+            let key = number.path.join(".");
+            return Err(error(format!(
+                "key `{key}`: the number {} is not one a float holds as written (it would be read as {}); write the number a float holds, so that what is compared is what the policy says",
+                crate::sanitize::quoted(&number.text),
+                number.read_as
+            )));
+        }
+        Policy::new(settings)
     }
 
     pub fn hold_above_amount(&self) -> f64 {
@@ -299,6 +365,10 @@ impl Policy {
 
     pub fn taint_scope(&self) -> TaintScope {
         self.taint_scope
+    }
+
+    pub fn budget_scope(&self) -> BudgetScope {
+        self.budget_scope
     }
 
     pub fn deny_tools(&self) -> &ToolList {
@@ -348,8 +418,21 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "denyTools" => settings.deny_tools = tool_names(key, value)?,
             "sensitiveTools" => settings.sensitive_tools = tool_names(key, value)?,
             "untrustedOutputTools" => settings.untrusted_output_tools = tool_names(key, value)?,
-            "taintScope" => settings.taint_scope = taint_scope(key, value)?,
+            "taintScope" => {
+                settings.taint_scope = one_of(
+                    key,
+                    value,
+                    &[("agent", TaintScope::Agent), ("crew", TaintScope::Crew)],
+                )?
+            }
             "holdAboveTotal" => settings.hold_above_total = Some(limit(key, value)?),
+            "budgetScope" => {
+                settings.budget_scope = one_of(
+                    key,
+                    value,
+                    &[("agent", BudgetScope::Agent), ("crew", BudgetScope::Crew)],
+                )?
+            }
             "agents" => settings.agents = agents(key, value)?,
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
             unknown => return Err(unknown_key_message(unknown)),
@@ -368,14 +451,48 @@ fn limit(key: &str, value: &Value) -> Result<f64, String> {
     }
 }
 
-fn taint_scope(key: &str, value: &Value) -> Result<TaintScope, String> {
-    match value.as_str() {
-        Some("agent") => Ok(TaintScope::Agent),
-        Some("crew") => Ok(TaintScope::Crew),
-        _ => Err(format!(
-            "key `{key}`: expected \"agent\" or \"crew\", found {value}"
-        )),
+/// One of a few string values, spelt exactly; anything else is an error naming the choices,
+/// with the nearest one suggested (`"Crew"`: did you mean "crew"?).
+pub(crate) fn one_of<T: Copy>(
+    key: &str,
+    value: &Value,
+    choices: &[(&str, T)],
+) -> Result<T, String> {
+    if let Some((_, choice)) = choices
+        .iter()
+        .find(|(name, _)| value.as_str() == Some(*name))
+    {
+        return Ok(*choice);
     }
+    let names: Vec<String> = choices
+        .iter()
+        .map(|(name, _)| format!("\"{name}\""))
+        .collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "nothing".to_owned(),
+    };
+    let hint = value
+        .as_str()
+        .and_then(|text| {
+            choices
+                .iter()
+                .map(|(name, _)| {
+                    (
+                        strsim::damerau_levenshtein(&text.to_lowercase(), name),
+                        name,
+                    )
+                })
+                .min()
+                .filter(|(distance, _)| *distance <= 2)
+        })
+        .map(|(_, name)| format!("; did you mean \"{name}\"?"))
+        .unwrap_or_default();
+    let found = crate::sanitize::quoted(&value.to_string()).into_owned();
+    Err(format!(
+        "key `{key}`: expected {expected}, found {found}{hint}"
+    ))
 }
 
 fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
@@ -507,7 +624,64 @@ mod tests {
             (r#"{"holdAboveTotl": 5}"#, "did you mean `holdAboveTotal`?"),
             (
                 r#"{"taintScope": "team"}"#,
-                "key `taintScope`: expected \"agent\" or \"crew\"",
+                "key `taintScope`: expected \"agent\" or \"crew\", found \"team\"",
+            ),
+            (
+                r#"{"taintScope": "Crew"}"#,
+                "found \"Crew\"; did you mean \"crew\"?",
+            ),
+            (
+                r#"{"budgetScope": "team"}"#,
+                "key `budgetScope`: expected \"agent\" or \"crew\", found \"team\"",
+            ),
+            (
+                r#"{"budgetScope": "agents"}"#,
+                "did you mean \"agent\"?",
+            ),
+            (
+                r#"{"budgetScope": true}"#,
+                "key `budgetScope`: expected \"agent\" or \"crew\", found true",
+            ),
+            (r#"{"budgetScop": "crew"}"#, "did you mean `budgetScope`?"),
+            (
+                r#"{"denyTools": ["shell_exec "]}"#,
+                "key `denyTools`: item 0 \"shell_exec \" has white space at its start or end",
+            ),
+            (
+                r#"{"sensitiveTools": ["send\u200bpayment"]}"#,
+                "key `sensitiveTools`: item 0 \"send\\u{200b}payment\" holds a control or invisible character",
+            ),
+            (
+                r#"{"untrustedOutputTools": ["fetch_\u0000*"]}"#,
+                "holds a control or invisible character",
+            ),
+            (
+                r#"{"agents": {" scout": ["search_web"]}}"#,
+                "key `agents`: the agent name \" scout\" has white space",
+            ),
+            (
+                r#"{"agents": {"scout": ["search_web\t"]}}"#,
+                "key `agents.scout`: item 0",
+            ),
+            (
+                r#"{"toolArgs": {"send_payment\u202e": {"schema": {}}}}"#,
+                "the tool name \"send_payment\\u{202e}\" holds a control or invisible character",
+            ),
+            (
+                r#"{"holdAboveAmount": 100.0000000000000000001}"#,
+                "key `holdAboveAmount`: the number 100.0000000000000000001 is not one a float holds as written (it would be read as 100)",
+            ),
+            (
+                r#"{"holdAboveTotal": 9007199254740993}"#,
+                "key `holdAboveTotal`: the number 9007199254740993",
+            ),
+            (
+                r#"{"toolArgs": {"t": {"schema": {"properties": {"n": {"maximum": 100.0000000000000000001}}}}}}"#,
+                "key `toolArgs.t.schema.properties.n.maximum`: the number 100.0000000000000000001",
+            ),
+            (
+                r#"{"toolArgs": {"t": {"schema": {"enum": [1, 2, 0.30000000000000000001]}}}}"#,
+                "key `toolArgs.t.schema.enum.2`",
             ),
             (
                 r#"{"untrustedOutputTools": ["fetch_*_page"]}"#,
@@ -534,6 +708,33 @@ mod tests {
             let message = load_err(text);
             assert!(message.contains(expected), "{text:?}: {message}");
         }
+    }
+
+    #[test]
+    fn the_budget_is_per_agent_unless_the_policy_says_crew() {
+        assert_eq!(Policy::default().budget_scope(), BudgetScope::Agent);
+        let crew =
+            Policy::from_json_str(r#"{"budgetScope": "crew", "holdAboveTotal": 300}"#).unwrap();
+        assert_eq!(crew.budget_scope(), BudgetScope::Crew);
+        // A scope for a budget there is not: its author expected a bound.
+        let err = load_err(r#"{"budgetScope": "crew"}"#);
+        assert!(
+            err.contains("key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set"),
+            "{err}"
+        );
+        let agent = Policy::from_json_str(r#"{"budgetScope": "agent"}"#).unwrap();
+        assert_eq!(agent, Policy::default());
+    }
+
+    #[test]
+    fn numbers_a_float_holds_as_written_load() {
+        let policy = Policy::from_json_str(
+            r#"{"holdAboveAmount": 1e2, "holdAboveTotal": 99.99, "toolArgs": {"t": {"schema": {
+                "properties": {"n": {"maximum": 100.0, "multipleOf": 0.01, "enum": [0.1, -0, 5e-324]}}}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(policy.hold_above_amount(), 100.0);
+        assert_eq!(policy.hold_above_total(), Some(99.99));
     }
 
     #[test]

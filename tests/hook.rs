@@ -426,3 +426,114 @@ fn the_readme_shows_a_working_settings_snippet() {
         "{hook}"
     );
 }
+
+/// Issue 13: a state file is read only in the shape sc-hook writes it. Anything else (`[]`,
+/// `null`, `{}`, an empty file, a missing, unknown or mistyped key, trailing text) blocks the
+/// call with exit 2; it is never taken for a fresh session, which would forget a taint.
+#[test]
+fn a_state_file_in_any_other_shape_exits_2() {
+    let scratch = Scratch::new();
+    let state_file = "logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json";
+    // A real state: the session read a web page, so Bash is asked about.
+    assert_eq!(decided(&scratch, "webfetch"), None);
+    assert_eq!(decided(&scratch, "bash").as_deref(), Some("ask"));
+    let written = std::fs::read_to_string(scratch.path(state_file)).unwrap();
+    assert!(written.ends_with("}\n"), "{written}");
+    let cases: Vec<(String, &str)> = vec![
+        ("[]".into(), "must be an object, not an array"),
+        ("[]\n".into(), "must be an object, not an array"),
+        ("null".into(), "must be an object, not null"),
+        ("{}".into(), "missing field `agents`"),
+        (r#"{"agents":{}}"#.into(), "missing field `crewSpent`"),
+        (String::new(), "empty"),
+        ("\n".into(), "empty"),
+        (
+            written.replacen('{', r#"{"note":"x","#, 1),
+            "unknown field `note`",
+        ),
+        (
+            written.replacen("\"crewSpent\":", "\"crewSpent\":\"", 1),
+            "not valid JSON",
+        ),
+        (
+            written.replacen("\"spent\":", "\"spent\":true,\"x\":", 1),
+            "invalid type",
+        ),
+        (written.trim_end().to_owned() + "]", "trailing characters"),
+        (written.trim_end().to_owned() + "{}", "trailing characters"),
+        (
+            written.replacen("\"crewTaintedBy\"", "\"crewTaintedBy\":null,\"x\"", 1),
+            "must be an object, not null",
+        ),
+    ];
+    for (text, expected) in cases {
+        scratch.write(state_file, &text);
+        let out = hook(&scratch, &recorded("bash"));
+        assert_blocked(&out, "unreadable");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{text:?}: {stderr}");
+    }
+    // The state as it was written still reads, and still holds the taint.
+    scratch.write(state_file, &written);
+    assert_eq!(decided(&scratch, "bash").as_deref(), Some("ask"));
+    // No state file at all is a session seen for the first time.
+    std::fs::remove_file(scratch.path(state_file)).unwrap();
+    assert_eq!(decided(&scratch, "bash"), None);
+}
+
+/// Issue 13: with `budgetScope: "crew"`, the main thread and its subagents share one budget.
+#[test]
+fn subagents_share_the_crews_budget() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"holdAboveAmount": 1000, "holdAboveTotal": 100, "budgetScope": "crew"}"#,
+    );
+    let buy = |agent_type: Option<&str>| {
+        let mut input = json!({
+            "session_id": "shop", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__shop__buy", "tool_input": {"amount": 60}
+        });
+        if let Some(kind) = agent_type {
+            input["agent_type"] = json!(kind);
+        }
+        hook_with(
+            &scratch,
+            &["--policy", policy.to_str().unwrap()],
+            &input.to_string(),
+        )
+    };
+    assert_eq!(decision(&buy(None)), None);
+    let (verdict, reason) = decision(&buy(Some("general-purpose"))).unwrap();
+    assert_eq!(verdict, "ask");
+    assert!(
+        reason.contains(
+            "would total 120 (60 by the crew before this call), above the crew's budget of 100"
+        ),
+        "{reason}"
+    );
+}
+
+/// Issue 13: the hook decides on the tool input as Claude Code wrote it, digits and all.
+#[test]
+fn a_number_a_float_rounds_into_a_bound_is_denied() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"toolArgs": {"mcp__shop__buy": {"schema": {"properties": {"quantity": {"maximum": 10}}}}}}"#,
+    );
+    let buy = |quantity: &str| {
+        let input = format!(
+            r#"{{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__shop__buy","tool_input":{{"quantity":{quantity}}}}}"#
+        );
+        hook_with(&scratch, &["--policy", policy.to_str().unwrap()], &input)
+    };
+    assert_eq!(decision(&buy("10")), None);
+    assert_eq!(decision(&buy("10.0")), None);
+    let (verdict, reason) = decision(&buy("10.000000000000000000001")).unwrap();
+    assert_eq!(verdict, "deny");
+    assert!(
+        reason.contains("argument `quantity` = 10.000000000000000000001 is a number a float does not hold as written"),
+        "{reason}"
+    );
+}

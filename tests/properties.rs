@@ -19,7 +19,7 @@ use skeleton_crew::call::Call;
 use skeleton_crew::decision::{
     evaluate, evaluate_parsed, evaluate_with_state, Decision, Judgement,
 };
-use skeleton_crew::policy::{Policy, PolicySettings, TaintScope, ToolPattern};
+use skeleton_crew::policy::{BudgetScope, Policy, PolicySettings, TaintScope, ToolPattern};
 use skeleton_crew::state::{AgentState, CrewState, TaintCause};
 
 /// Tool names calls use: the built-ins, a denied one, look-alikes and a family under a prefix.
@@ -347,10 +347,19 @@ fn crew_state() -> impl Strategy<Value = CrewState> {
     (
         btree_map(agent(), agent_state, 0..5),
         proptest::option::of(taint_cause()),
+        0.0f64..1e6,
+        any::<bool>(),
     )
-        .prop_map(|(agents, crew_tainted_by)| CrewState {
-            agents,
-            crew_tainted_by,
+        .prop_map(|(agents, crew_tainted_by, others, crew_inexact)| {
+            // As the state keeps it: the crew's spend at least the sum of its agents' (agents
+            // not in the map may have spent too).
+            let crew_spent = agents.values().map(|a| a.spent).sum::<f64>() + others;
+            CrewState {
+                agents,
+                crew_tainted_by,
+                crew_spent,
+                crew_inexact,
+            }
         })
 }
 
@@ -602,6 +611,8 @@ proptest! {
         let added = if same_tool { last.tool.clone() } else { extra };
         let mut stricter = settings.clone();
         stricter.deny_tools.push(added);
+        // A name with white space at an end or an invisible character does not load.
+        prop_assume!(Policy::new(stricter.clone()).is_ok());
         let after = policy_of(&stricter);
         let state = stream_state(&specs, &before);
         let call = last.call();
@@ -623,6 +634,8 @@ proptest! {
         let added = if same_tool { last.tool.clone() } else { extra };
         let mut stricter = settings.clone();
         stricter.sensitive_tools.push(added);
+        // A name with white space at an end or an invisible character does not load.
+        prop_assume!(Policy::new(stricter.clone()).is_ok());
         let after = policy_of(&stricter);
         let state = stream_state(&specs, &before);
         let call = last.call();
@@ -652,6 +665,26 @@ proptest! {
         let mut budgeted = settings.clone();
         budgeted.hold_above_total = Some(settings.hold_above_total.map_or(budget, |t| t * factor));
         prop_assert!(evaluate_with_state(&call, &policy_of(&budgeted), &state).decision >= base);
+    }
+
+    /// With whole amounts (sums a float holds exactly), a budget for the whole crew holds at
+    /// least what the same budget per agent holds: the crew's total is never below an agent's.
+    #[test]
+    fn a_crew_budget_never_weakens_a_decision(
+        settings in settings(),
+        specs in vec(call_spec_with((0u64..5_000).prop_map(|n| Some(json!(n)))), 0..10),
+        last in call_spec_with((0u64..5_000).prop_map(|n| Some(json!(n)))),
+        budget in (0u64..5_000).prop_map(|n| n as f64),
+    ) {
+        let per_agent = PolicySettings { hold_above_total: Some(budget), ..settings };
+        let crew = PolicySettings { budget_scope: BudgetScope::Crew, ..per_agent.clone() };
+        let (per_agent, crew) = (policy_of(&per_agent), policy_of(&crew));
+        let state = stream_state(&specs, &per_agent);
+        let call = last.call();
+        prop_assert!(
+            evaluate_with_state(&call, &crew, &state).decision
+                >= evaluate_with_state(&call, &per_agent, &state).decision
+        );
     }
 
     #[test]

@@ -127,3 +127,84 @@ fn the_report_says_who_was_tainted() {
     assert!(text.contains("helper tainted by fetch_page"), "{text}");
     assert!(text.contains("url=https://deals.example/offer"), "{text}");
 }
+
+/// Issue 13: an agent that pays under several names has a budget under each, unless the budget
+/// is the crew's. sc-exec keeps the crew's total too, so a forged allow does not pay past it.
+#[test]
+fn a_budget_split_across_agent_names_is_held_when_it_is_the_crews() {
+    let scratch = Scratch::new();
+    let pay = |agent: &str| {
+        format!(
+            r#"{{"agent":"{agent}","tool":"send_payment","args":{{"to":"acme-travel","amount":99}},"source":"user"}}"#
+        )
+    };
+    let calls = [pay("buyer"), pay("buyer-2"), pay("Buyer"), pay("buyer ")].join("\n") + "\n";
+    let gate = |policy: &std::path::Path| {
+        let out = scratch
+            .cmd("sc-gate")
+            .arg("--quiet")
+            .arg("--policy")
+            .arg(policy)
+            .write_stdin(calls.clone())
+            .assert()
+            .code(0);
+        parse_stdout(&out.get_output().stdout)
+    };
+    let per_agent = scratch.write("per-agent.json", r#"{"holdAboveTotal": 300}"#);
+    assert_eq!(
+        decisions(&gate(&per_agent)),
+        ["allow", "allow", "allow", "allow"]
+    );
+    let crew = scratch.write(
+        "crew.json",
+        r#"{"holdAboveTotal": 300, "budgetScope": "crew"}"#,
+    );
+    let records = gate(&crew);
+    assert_eq!(decisions(&records), ["allow", "allow", "allow", "hold"]);
+    let reason = records[3]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.contains("the crew's amounts") && reason.contains("the crew's budget of 300"),
+        "{reason}"
+    );
+    // The held verdict forged into an allow: sc-exec adds up the crew's spend itself.
+    let forged: String = records
+        .iter()
+        .map(|record| {
+            let mut record = record.clone();
+            record["decision"] = serde_json::json!("allow");
+            record.to_string() + "\n"
+        })
+        .collect();
+    let out = scratch
+        .cmd("sc-exec")
+        .arg("--quiet")
+        .arg("--policy")
+        .arg(&crew)
+        .write_stdin(forged)
+        .assert()
+        .code(0);
+    let outcomes: Vec<String> = parse_stdout(&out.get_output().stdout)
+        .iter()
+        .map(|r| r["outcome"]["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outcomes, ["executed", "executed", "executed", "skipped"]);
+}
+
+#[test]
+fn an_unknown_budget_scope_exits_2_with_a_suggestion() {
+    let scratch = Scratch::new();
+    let path = scratch.write(
+        "policy.json",
+        r#"{"holdAboveTotal": 300, "budgetScope": "Crew"}"#,
+    );
+    scratch
+        .cmd("sc-gate")
+        .arg("--policy")
+        .arg(&path)
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "key `budgetScope`: expected \"agent\" or \"crew\", found \"Crew\"; did you mean \"crew\"?",
+        ));
+}
