@@ -7,12 +7,10 @@
 
 pub mod amount;
 pub mod approve;
-pub mod argrules;
 pub mod audit;
 pub mod backends;
 pub mod call;
 pub mod cli;
-pub mod decision;
 pub mod exec;
 pub mod exit;
 pub mod gate;
@@ -20,13 +18,14 @@ pub mod hook;
 pub mod json_write;
 pub mod jsonl;
 pub mod mcp;
-pub mod policy;
 pub mod record;
 pub mod report;
+pub mod rules;
 pub mod sanitize;
-pub mod state;
 pub mod strict_json;
 pub mod tools;
 
 // Paths from before the audit log became a folder.
 pub use audit::{chain, verify};
+// Paths from before the rules became a folder.
+pub use rules::{argrules, decision, policy, state};

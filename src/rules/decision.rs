@@ -27,57 +27,14 @@
 //! function in [`RULES`]; a new rule is one more function there. Rules only ever add findings,
 //! so the stateful rules can only make a decision stronger than the stateless ones.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
+use super::argrules::{self, Violation, WhenTainted};
+use super::policy::{BudgetScope, Policy};
+use super::state::CrewState;
 use crate::amount::Amount;
-use crate::argrules::{self, Violation, WhenTainted};
 use crate::call::{Call, Malformed, Source};
-use crate::policy::{BudgetScope, Policy};
 use crate::sanitize::quoted;
-use crate::state::CrewState;
 
-/// The gate's word on a call, ordered from weakest to strongest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    Allow,
-    Hold,
-    Deny,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Hold => "hold",
-            Decision::Deny => "deny",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Decision> {
-        match s {
-            "allow" => Some(Decision::Allow),
-            "hold" => Some(Decision::Hold),
-            "deny" => Some(Decision::Deny),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A decision with its reasons. `reasons` is never empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judgement {
-    pub decision: Decision,
-    pub reasons: Vec<String>,
-}
+pub use super::verdict::{Decision, Judgement};
 
 impl Judgement {
     /// Rule 1: a malformed call is denied, with what is wrong with it as the reasons.
@@ -240,8 +197,8 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
         return None;
     };
     let (before, before_inexact) = state.spent_in_scope(&call.agent, policy);
-    let (total, sum_exact) = crate::state::add_exactly(before, value);
-    let exact = sum_exact && crate::state::amount_and_exactness(&amount).1 && !before_inexact;
+    let (total, sum_exact) = super::state::add_exactly(before, value);
+    let exact = sum_exact && super::state::amount_and_exactness(&amount).1 && !before_inexact;
     let (whose, before_whom, budget_of) = match policy.budget_scope() {
         BudgetScope::Agent => (
             format!("{}'s amounts", quoted(&call.agent)),

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::policy::ToolPattern;
+use super::names::ToolPattern;
 use crate::strict_json;
 
 /// What a tainted agent may do inside a tool's schema.
@@ -86,7 +86,7 @@ pub fn fold_key(name: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
-        if crate::policy::is_invisible(c) {
+        if super::names::is_invisible(c) {
             continue;
         }
         let c = match u32::from(c) {
@@ -480,7 +480,7 @@ pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, String> {
                 match field.as_str() {
                     "schema" => schema = Some(value.clone()),
                     "whenTainted" => {
-                        when_tainted = crate::policy::one_of(
+                        when_tainted = super::names::one_of(
                             &format!("{here}.whenTainted"),
                             value,
                             &[("hold", WhenTainted::Hold), ("allow", WhenTainted::Allow)],

@@ -24,10 +24,10 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::policy::{BudgetScope, Policy, TaintScope};
+use super::verdict::{Decision, Judgement};
 use crate::amount::Amount;
 use crate::call::Call;
-use crate::decision::{Decision, Judgement};
-use crate::policy::{BudgetScope, Policy, TaintScope};
 use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json;
 

@@ -19,14 +19,13 @@
 //! In `denyTools`, `sensitiveTools` and `untrustedOutputTools` a pattern only adds tools to the
 //! list: no list has exceptions, so a pattern can only make the policy stricter.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::argrules::{self, ArgRule};
+use super::argrules::{self, ArgRule};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -50,76 +49,9 @@ pub const KEYS: &[&str] = &[
     "toolArgs",
 ];
 
-/// A tool name or a prefix pattern (`mcp__github__*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolPattern {
-    Exact(String),
-    Prefix(String),
-}
-
-impl ToolPattern {
-    /// Parses a list item: an exact name, or a non-empty prefix followed by one final `*`.
-    pub fn parse(text: &str) -> Result<ToolPattern, String> {
-        if text.is_empty() {
-            return Err("is an empty tool name".to_owned());
-        }
-        unseen_characters(text)?;
-        match text.find('*') {
-            None => Ok(ToolPattern::Exact(text.to_owned())),
-            Some(at) if at + 1 != text.len() => Err(format!(
-                "{} has `*` in the middle; only a final `*` (a prefix pattern) is allowed",
-                Value::String(text.to_owned())
-            )),
-            Some(0) => Err("`*` alone is a pattern with an empty prefix; name the tool family (e.g. `mcp__github__*`)".to_owned()),
-            Some(at) => Ok(ToolPattern::Prefix(text[..at].to_owned())),
-        }
-    }
-
-    /// Names compare exactly: no case folding, no trimming.
-    pub fn matches(&self, tool: &str) -> bool {
-        match self {
-            ToolPattern::Exact(name) => name == tool,
-            ToolPattern::Prefix(prefix) => tool.starts_with(prefix.as_str()),
-        }
-    }
-}
-
-impl fmt::Display for ToolPattern {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            ToolPattern::Exact(name) => f.write_str(name),
-            ToolPattern::Prefix(prefix) => write!(f, "{prefix}*"),
-        }
-    }
-}
-
-/// Refuses a name in the policy with white space at either end, or a control or invisible
-/// character anywhere: names compare exactly, so such a name would never match the name a tool or
-/// agent is called by, and the rule its author meant would silently not apply.
-fn unseen_characters(name: &str) -> Result<(), String> {
-    let shown = crate::sanitize::quoted(name);
-    if name.trim() != name {
-        return Err(format!(
-            "\"{shown}\" has white space at its start or end; names are compared exactly"
-        ));
-    }
-    if name.chars().any(is_invisible) {
-        return Err(format!(
-            "\"{shown}\" holds a control or invisible character; names are compared exactly"
-        ));
-    }
-    Ok(())
-}
-
-/// Whether a character cannot be seen: a control, zero-width, bidi or other invisible character
-/// (those [`crate::sanitize`] escapes for a terminal).
-pub(crate) fn is_invisible(c: char) -> bool {
-    let mut buffer = [0; 4];
-    matches!(
-        crate::sanitize::for_terminal(c.encode_utf8(&mut buffer)),
-        Cow::Owned(_)
-    )
-}
+pub(crate) use super::names::one_of;
+pub use super::names::ToolPattern;
+use super::names::{did_you_mean, unseen_characters};
 
 /// A list of tool names and patterns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -451,50 +383,6 @@ fn limit(key: &str, value: &Value) -> Result<f64, String> {
     }
 }
 
-/// One of a few string values, spelt exactly; anything else is an error naming the choices,
-/// with the nearest one suggested (`"Crew"`: did you mean "crew"?).
-pub(crate) fn one_of<T: Copy>(
-    key: &str,
-    value: &Value,
-    choices: &[(&str, T)],
-) -> Result<T, String> {
-    if let Some((_, choice)) = choices
-        .iter()
-        .find(|(name, _)| value.as_str() == Some(*name))
-    {
-        return Ok(*choice);
-    }
-    let names: Vec<String> = choices
-        .iter()
-        .map(|(name, _)| format!("\"{name}\""))
-        .collect();
-    let expected = match names.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => "nothing".to_owned(),
-    };
-    let hint = value
-        .as_str()
-        .and_then(|text| {
-            choices
-                .iter()
-                .map(|(name, _)| {
-                    (
-                        strsim::damerau_levenshtein(&text.to_lowercase(), name),
-                        name,
-                    )
-                })
-                .min()
-                .filter(|(distance, _)| *distance <= 2)
-        })
-        .map(|(_, name)| format!("; did you mean \"{name}\"?"))
-        .unwrap_or_default();
-    let found = crate::sanitize::quoted(&value.to_string()).into_owned();
-    Err(format!(
-        "key `{key}`: expected {expected}, found {found}{hint}"
-    ))
-}
-
 fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
     let Value::Object(entries) = value else {
         return Err(format!(
@@ -531,13 +419,8 @@ fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
 }
 
 fn unknown_key_message(unknown: &str) -> String {
-    let nearest = KEYS
-        .iter()
-        .map(|known| (strsim::damerau_levenshtein(unknown, known), known))
-        .min()
-        .filter(|(distance, _)| *distance <= 4);
-    match nearest {
-        Some((_, known)) => format!("unknown key `{unknown}`; did you mean `{known}`?"),
+    match did_you_mean(unknown, KEYS) {
+        Some(known) => format!("unknown key `{unknown}`; did you mean `{known}`?"),
         None => format!(
             "unknown key `{unknown}`; the known keys are {}",
             KEYS.iter()
