@@ -1,5 +1,5 @@
-//! `sc-hook`: the gate as a Claude Code PreToolUse hook. Every error exits 2, the only status
-//! Claude Code treats as "do not run the tool".
+//! `sc-hook`: the gate as a Claude Code hook, for PreToolUse and PostToolUse. Every error exits
+//! 2, the only status Claude Code treats as "do not run the tool".
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -10,14 +10,18 @@ use skeleton_crew::cli::{AuditArgs, PolicyArgs};
 use skeleton_crew::exit::USAGE_ERROR;
 use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
 
-/// Decide a Claude Code tool call, as a PreToolUse hook.
+/// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
 ///
-/// Reads the hook's JSON on stdin and answers on stdout: a denied call gets
-/// `"permissionDecision":"deny"`, a held one `"ask"` (Claude Code asks its user), and an allowed
-/// one no decision at all, so Claude Code's own permission rules still apply. Taint and budgets
-/// persist across calls in a state file per session (in `sc-hook/` beside the audit log).
-/// Exit status: 0 answered; 2 on any error (bad input, policy, state or audit log), which Claude
-/// Code treats as a block. Never 1: Claude Code runs the tool after any other status.
+/// Reads the hook's JSON on stdin; its `hook_event_name` says which event it is. PreToolUse:
+/// a denied call gets `"permissionDecision":"deny"` on stdout, a held one `"ask"` (Claude Code
+/// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
+/// still apply. PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
+/// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
+/// gets an `exec` event. Taint, budgets and the calls awaiting their PostToolUse (the last 4096)
+/// persist in a state file per session (in `sc-hook/` beside the audit log).
+/// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
+/// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
+/// any other status.
 #[derive(Parser)]
 #[command(name = "sc-hook", version)]
 struct Args {

@@ -1,22 +1,46 @@
-//! `sc-hook`: the gate as a Claude Code `PreToolUse` hook.
+//! `sc-hook`: the gate as a Claude Code hook, for `PreToolUse` and `PostToolUse`.
 //!
-//! Claude Code runs the hook before each tool call with one JSON object on stdin (`session_id`,
-//! `hook_event_name`, `tool_name`, `tool_input`, `tool_use_id`, `cwd`, `permission_mode`, and
-//! `agent_id`/`agent_type` inside a subagent) and reads its answer on stdout:
+//! Claude Code runs the hook with one JSON object on stdin (`session_id`, `hook_event_name`,
+//! `tool_name`, `tool_input`, `tool_use_id`, `cwd`, `permission_mode`, and `agent_id`/`agent_type`
+//! inside a subagent; `tool_response` after the call). The input's `hook_event_name` says which
+//! event it is; any other event is an error.
+//!
+//! **`PreToolUse`**, before each tool call: sc-hook decides and answers on stdout:
 //! - deny → `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",…}}`;
 //! - hold → the same with `"ask"`: Claude Code asks its user (the hook has no terminal);
 //! - allow → nothing at all, so Claude Code's own permission rules still apply and the gate can
 //!   only make things stricter.
 //!
+//! **`PostToolUse`**, after a call ran, closes the loop in the audit log; it never writes to
+//! stdout, except the warning below. The call is linked to its `PreToolUse` by `tool_use_id`
+//! ([`ToolUses`], kept in the session's state):
+//! - a call sc-hook held: Claude Code asked its user and the call ran, so the person said yes. An
+//!   `approve` event (`"by":"claude-code"`) and an `exec` event are written under the gate
+//!   event's id, and sc-report counts the hold as approved;
+//! - a call sc-hook allowed: the `exec` event;
+//! - a call sc-hook denied that ran all the same (Claude Code should never run one): an `exec`
+//!   event `executed` whose reason says the gate denied it, and a `systemMessage` warning for
+//!   the user on stdout;
+//! - a call sc-hook never saw (no `tool_use_id`, one this session's state does not know, or one
+//!   seen for another tool): an `exec` event for an unknown call under a new id, with the call.
+//!
+//! The `exec` event is `failed` when the tool's response is a JSON object with `isError: true`
+//! (an MCP tool that reported an error, as sc-mcp reads it), else `executed`; the response itself
+//! is not copied into the log. A second `PostToolUse` for a `tool_use_id` already recorded writes
+//! nothing: the call ran once, and a hook registered twice must not count it twice. A held call
+//! that never gets a `PostToolUse` (the person said no, or the tool failed) stays unanswered.
+//!
 //! Claude Code treats every exit status but 2 as "go ahead" (a crash, exit 1, a timeout), so every
 //! error here (bad input, a policy that does not load, a state or audit failure, a panic) exits 2
 //! with the reason on stderr, which Claude Code shows to the model instead of running the tool.
 //!
-//! Each hook run is a new process, so taint and budgets persist between runs in a state file per
-//! session ([`SessionState`]): the crew state ([`CrewState`]) as JSON, read and rewritten under an
+//! Each hook run is a new process, so taint, budgets and the calls awaiting their `PostToolUse`
+//! persist between runs in a state file per session ([`SessionState`]): the crew state
+//! ([`CrewState`]) as JSON with sc-hook's `toolUses` beside it, read and rewritten under an
 //! exclusive lock so concurrent hooks of one session take turns. A session id names a file, so
 //! anything but `[A-Za-z0-9._-]` in it is refused.
 
+use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -24,12 +48,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
 use crate::decision::{evaluate_with_state, Decision, Judgement};
 use crate::policy::Policy;
+use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::sanitize::quoted;
 use crate::state::CrewState;
 use crate::strict_json;
 
@@ -45,12 +73,38 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// The folder beside the audit log that holds the session state files.
 pub const STATE_FOLDER: &str = "sc-hook";
 
+/// The most calls a session's state remembers by `tool_use_id` ([`ToolUses`]); the oldest is
+/// forgotten first. A call waits for its `PostToolUse` only while it runs, so this is far more
+/// than a session has in flight; a call forgotten before it ran is recorded as unknown.
+pub const MAX_TOOL_USES: usize = 4096;
+
+/// The hook events sc-hook handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// Before a tool call: decide it.
+    PreToolUse,
+    /// After a tool call ran: record that it ran.
+    PostToolUse,
+}
+
+impl HookEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+        }
+    }
+}
+
 /// What the hook was told about a tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookInput {
+    pub event: HookEvent,
     pub session_id: String,
     pub tool_name: String,
     pub tool_input: Map<String, Value>,
+    /// What the tool answered (`PostToolUse` only), as Claude Code wrote it.
+    pub tool_response: Option<Value>,
     pub tool_use_id: Option<String>,
     pub cwd: Option<String>,
     pub permission_mode: Option<String>,
@@ -70,7 +124,8 @@ pub fn is_safe_session_id(id: &str) -> bool {
 
 impl HookInput {
     /// Reads the hook's input strictly: valid UTF-8 JSON, an object, no duplicate key, a
-    /// `PreToolUse` event, a safe session id, a tool name, an object of tool input.
+    /// `PreToolUse` or `PostToolUse` event, a safe session id, a tool name, an object of tool
+    /// input. `tool_use_id` is optional on both events (a call without one cannot be linked).
     pub fn parse(bytes: &[u8]) -> Result<HookInput> {
         let text = std::str::from_utf8(bytes).map_err(|err| {
             anyhow!(
@@ -80,7 +135,7 @@ impl HookInput {
         })?;
         let value = strict_json::parse(text.trim())
             .map_err(|err| anyhow!("the hook input is not valid JSON: {err}"))?;
-        let Value::Object(object) = value else {
+        let Value::Object(mut object) = value else {
             bail!(
                 "the hook input is {}, not a JSON object",
                 strict_json::type_name(&value)
@@ -103,13 +158,14 @@ impl HookInput {
                 None => bail!("the hook input has no `{key}`"),
             }
         };
-        let event = required("hook_event_name")?;
-        if event != "PreToolUse" {
-            bail!(
-                "sc-hook answers PreToolUse hooks only, not {}; install it under \"PreToolUse\"",
-                Value::String(event)
-            );
-        }
+        let event = match required("hook_event_name")?.as_str() {
+            "PreToolUse" => HookEvent::PreToolUse,
+            "PostToolUse" => HookEvent::PostToolUse,
+            other => bail!(
+                "sc-hook answers PreToolUse and PostToolUse hooks only, not {}; install it under \"PreToolUse\" and \"PostToolUse\"",
+                Value::String(other.chars().take(200).collect())
+            ),
+        };
         let session_id = required("session_id")?;
         if !is_safe_session_id(&session_id) {
             bail!(
@@ -118,23 +174,38 @@ impl HookInput {
             );
         }
         let tool_name = required("tool_name")?;
-        let tool_input = match object.get("tool_input") {
-            Some(Value::Object(input)) => input.clone(),
+        let tool_use_id = string("tool_use_id")?;
+        if tool_use_id.as_deref() == Some("") {
+            bail!("the hook input's `tool_use_id` is empty");
+        }
+        let cwd = string("cwd")?;
+        let permission_mode = string("permission_mode")?;
+        let agent_id = string("agent_id")?;
+        let agent_type = string("agent_type")?;
+        let tool_input = match object.remove("tool_input") {
+            Some(Value::Object(input)) => input,
             Some(other) => bail!(
                 "the hook input's `tool_input` must be an object, not {}",
-                strict_json::type_name(other)
+                strict_json::type_name(&other)
             ),
             None => bail!("the hook input has no `tool_input`"),
         };
+        // A file's whole text may be in the response: taken, not copied.
+        let tool_response = match event {
+            HookEvent::PostToolUse => object.remove("tool_response"),
+            HookEvent::PreToolUse => None,
+        };
         Ok(HookInput {
+            event,
             session_id,
             tool_name,
             tool_input,
-            tool_use_id: string("tool_use_id")?,
-            cwd: string("cwd")?,
-            permission_mode: string("permission_mode")?,
-            agent_id: string("agent_id")?,
-            agent_type: string("agent_type")?,
+            tool_response,
+            tool_use_id,
+            cwd,
+            permission_mode,
+            agent_id,
+            agent_type,
         })
     }
 
@@ -192,13 +263,174 @@ pub fn hook_output(judgement: &Judgement) -> Option<String> {
     )
 }
 
-/// A session's crew state, locked for this process until it is dropped.
+/// What sc-hook remembers of a call by Claude Code's `tool_use_id`, so that its `PostToolUse`
+/// is recorded under the call's id with what the gate decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolUse {
+    pub tool_use_id: String,
+    /// The call's id in the audit log: its gate event's, or for a call first seen when it had
+    /// run, its exec event's.
+    pub id: String,
+    pub agent: String,
+    pub tool: String,
+    /// What the gate decided; absent for a call first seen when it had run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// [`input_digest`] of the tool input the gate judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Whether its `PostToolUse` was recorded.
+    pub ran: bool,
+}
+
+/// The calls of a session by `tool_use_id`, oldest first, at most [`MAX_TOOL_USES`]. Written in
+/// the state file as its `toolUses` member, left out while empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ToolUses {
+    calls: VecDeque<ToolUse>,
+}
+
+impl ToolUses {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    pub fn get(&self, tool_use_id: &str) -> Option<&ToolUse> {
+        self.calls.iter().find(|c| c.tool_use_id == tool_use_id)
+    }
+
+    fn get_mut(&mut self, tool_use_id: &str) -> Option<&mut ToolUse> {
+        self.calls.iter_mut().find(|c| c.tool_use_id == tool_use_id)
+    }
+
+    /// Remembers a call that `PreToolUse` decided. A `tool_use_id` decided before (the hook
+    /// registered twice, say) keeps the stricter decision, as Claude Code does with two hooks'
+    /// answers (the first on a tie); one that already ran is left as it is. Past [`MAX_TOOL_USES`], the oldest call
+    /// is forgotten.
+    pub fn decided(&mut self, call: ToolUse) {
+        if let Some(known) = self.get_mut(&call.tool_use_id) {
+            if !known.ran && call.decision > known.decision {
+                *known = call;
+            }
+            return;
+        }
+        self.remember(call);
+    }
+
+    fn remember(&mut self, call: ToolUse) {
+        self.calls.push_back(call);
+        while self.calls.len() > MAX_TOOL_USES {
+            self.calls.pop_front();
+        }
+    }
+
+    /// Reads the `toolUses` member exactly as it is written: an array of at most
+    /// [`MAX_TOOL_USES`] objects, each with every key it needs, no other key, no `null`, no
+    /// empty name, a digest of 64 lowercase hex digits, a decision unless the call was first
+    /// seen when it had run, and each `tool_use_id` once.
+    fn from_value(value: Value) -> Result<ToolUses, String> {
+        let Value::Array(items) = value else {
+            return Err(format!(
+                "`toolUses` must be an array, not {}",
+                strict_json::type_name(&value)
+            ));
+        };
+        if items.len() > MAX_TOOL_USES {
+            return Err(format!(
+                "`toolUses` has {} calls, more than the {MAX_TOOL_USES} sc-hook keeps",
+                items.len()
+            ));
+        }
+        let mut calls = VecDeque::with_capacity(items.len());
+        let mut seen = HashSet::with_capacity(items.len());
+        for (at, item) in items.into_iter().enumerate() {
+            let bad = |why: String| format!("`toolUses[{at}]` {why}");
+            let Value::Object(object) = &item else {
+                return Err(bad(format!(
+                    "must be an object, not {}",
+                    strict_json::type_name(&item)
+                )));
+            };
+            if let Some((key, _)) = object.iter().find(|(_, value)| value.is_null()) {
+                return Err(bad(format!("has `{key}` null")));
+            }
+            let call: ToolUse =
+                serde_json::from_value(item).map_err(|err| bad(format!("is not a call: {err}")))?;
+            for (key, text) in [
+                ("toolUseId", &call.tool_use_id),
+                ("id", &call.id),
+                ("agent", &call.agent),
+                ("tool", &call.tool),
+            ] {
+                if text.is_empty() {
+                    return Err(bad(format!("has an empty `{key}`")));
+                }
+            }
+            if let Some(digest) = &call.input {
+                if digest.len() != 64
+                    || !digest
+                        .bytes()
+                        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                {
+                    return Err(bad("has an `input` that is not a SHA-256 in hex".into()));
+                }
+            }
+            if call.decision.is_none() && !call.ran {
+                return Err(bad("has no `decision` and has not run".into()));
+            }
+            if !seen.insert(call.tool_use_id.clone()) {
+                return Err(bad(format!(
+                    "repeats the toolUseId {}",
+                    Value::String(call.tool_use_id)
+                )));
+            }
+            calls.push_back(call);
+        }
+        Ok(ToolUses { calls })
+    }
+}
+
+/// The SHA-256 (lowercase hex) of a tool input as JSON with every object's keys sorted, so the
+/// input a call ran with can be compared with the one the gate judged whatever the key order.
+pub fn input_digest(input: &Map<String, Value>) -> String {
+    fn sort(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.sort_keys();
+                map.values_mut().for_each(sort);
+            }
+            Value::Array(items) => items.iter_mut().for_each(sort),
+            _ => {}
+        }
+    }
+    let mut value = Value::Object(input.clone());
+    sort(&mut value);
+    let text = serde_json::to_vec(&value).expect("a JSON value serializes");
+    Sha256::digest(&text)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A session's state, locked for this process until it is dropped.
 #[derive(Debug)]
 pub struct SessionState {
     /// Held locked; the lock is released when the file is closed.
     _lock: File,
     path: PathBuf,
     pub state: CrewState,
+    /// The calls linked by `tool_use_id`.
+    pub tool_uses: ToolUses,
 }
 
 impl SessionState {
@@ -250,10 +482,10 @@ impl SessionState {
             }
         }
         let path = SessionState::path_in(folder, session_id);
-        let state = match fs::read(&path) {
+        let (state, tool_uses) = match fs::read(&path) {
             Ok(bytes) => read_state(&bytes)
                 .with_context(|| format!("the session state {} is unreadable", path.display()))?,
-            Err(err) if err.kind() == ErrorKind::NotFound => CrewState::new(),
+            Err(err) if err.kind() == ErrorKind::NotFound => (CrewState::new(), ToolUses::new()),
             Err(err) => {
                 return Err(err)
                     .with_context(|| format!("cannot read the session state {}", path.display()))
@@ -263,6 +495,7 @@ impl SessionState {
             _lock: lock,
             path,
             state,
+            tool_uses,
         })
     }
 
@@ -278,7 +511,18 @@ impl SessionState {
             .mode(0o600)
             .open(&temporary)
             .with_context(context)?;
-        let mut text = serde_json::to_vec(&self.state).expect("the crew state serializes");
+        let mut text = if self.tool_uses.is_empty() {
+            serde_json::to_vec(&self.state)
+        } else {
+            let mut state = serde_json::to_value(&self.state).expect("the crew state serializes");
+            let tool_uses = serde_json::to_value(&self.tool_uses).expect("the calls serialize");
+            state
+                .as_object_mut()
+                .expect("the crew state is an object")
+                .insert(TOOL_USES.to_owned(), tool_uses);
+            serde_json::to_vec(&state)
+        }
+        .expect("the state serializes");
         text.push(b'\n');
         file.write_all(&text).with_context(context)?;
         if fsync {
@@ -290,9 +534,28 @@ impl SessionState {
     }
 }
 
-/// A state file as [`SessionState::save`] writes it, and nothing else ([`CrewState::from_json`]).
-fn read_state(bytes: &[u8]) -> Result<CrewState> {
-    CrewState::from_json(bytes).map_err(|why| anyhow!(why))
+/// The state file's member that holds [`ToolUses`], beside the crew state's own.
+const TOOL_USES: &str = "toolUses";
+
+/// A state file as [`SessionState::save`] writes it, and nothing else: the crew state
+/// ([`CrewState::from_json`]) with, when there are any, the calls ([`ToolUses::from_value`]).
+/// A file without `toolUses` (none yet, or written before sc-hook kept them) is read exactly as
+/// before, by the crew state's own reader, errors and all.
+fn read_state(bytes: &[u8]) -> Result<(CrewState, ToolUses)> {
+    let whole = || CrewState::from_json(bytes).map_err(|why| anyhow!(why));
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return whole().map(|state| (state, ToolUses::new()));
+    };
+    let Ok(Value::Object(mut members)) = strict_json::parse(text) else {
+        return whole().map(|state| (state, ToolUses::new()));
+    };
+    let Some(tool_uses) = members.remove(TOOL_USES) else {
+        return whole().map(|state| (state, ToolUses::new()));
+    };
+    let tool_uses = ToolUses::from_value(tool_uses).map_err(|why| anyhow!(why))?;
+    let rest = serde_json::to_vec(&Value::Object(members)).expect("a JSON value serializes");
+    let state = CrewState::from_json(&rest).map_err(|why| anyhow!(why))?;
+    Ok((state, tool_uses))
 }
 
 /// What `sc-hook` needs besides its input and the audit log.
@@ -333,16 +596,64 @@ pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Decides one hook input: reads and locks the session's state, decides, audits the decision,
-/// saves the state, and only then writes the answer (nothing for allow). Any error means the
-/// answer was not written.
+/// What one hook run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// A `PreToolUse`, decided.
+    Decided(Judgement),
+    /// A `PostToolUse`, recorded.
+    Ran(Ran),
+}
+
+/// How a `PostToolUse` was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// A call sc-hook allowed: its `exec` event.
+    Allowed,
+    /// A call sc-hook held, so its user said yes: an `approve` and an `exec` event.
+    Approved,
+    /// A call sc-hook denied, which ran all the same: its `exec` event and a warning.
+    Denied,
+    /// A call sc-hook never saw: an `exec` event for an unknown call.
+    Unknown,
+    /// A `tool_use_id` whose run was already recorded: nothing written.
+    AlreadyRecorded,
+}
+
+/// Handles one hook input, by its event: [`decide`] a `PreToolUse`, [`record_run`] a
+/// `PostToolUse`. Any error means no answer was written.
 pub fn run(
     input: &[u8],
     options: &HookOptions,
     audit_log: &mut AuditLog,
     out: &mut dyn Write,
-) -> Result<Judgement> {
+) -> Result<Handled> {
     let hook = HookInput::parse(input)?;
+    match hook.event {
+        HookEvent::PreToolUse => {
+            decide(input, &hook, options, audit_log, out).map(Handled::Decided)
+        }
+        HookEvent::PostToolUse => record_run(&hook, options, audit_log, out).map(Handled::Ran),
+    }
+}
+
+fn write_answer(out: &mut dyn Write, line: &str) -> Result<()> {
+    out.write_all(line.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .context("cannot write the hook's answer")
+}
+
+/// Decides a `PreToolUse`: reads and locks the session's state, decides, audits the decision,
+/// remembers the call by its `tool_use_id`, saves the state, and only then writes the answer
+/// (nothing for allow).
+fn decide(
+    input: &[u8],
+    hook: &HookInput,
+    options: &HookOptions,
+    audit_log: &mut AuditLog,
+    out: &mut dyn Write,
+) -> Result<Judgement> {
     let call_value = hook.call_value(&options.agent);
     let mut call = Call::from_value(&call_value)
         .map_err(|malformed| anyhow!("the hook input is not a call: {malformed}"))?;
@@ -363,15 +674,187 @@ pub fn run(
         event = event.field("agentState", agent);
     }
     audit_log.append(&event.finish())?;
+    if let Some(tool_use_id) = &hook.tool_use_id {
+        session.tool_uses.decided(ToolUse {
+            tool_use_id: tool_use_id.clone(),
+            id,
+            agent: call.agent.clone(),
+            tool: call.tool.clone(),
+            decision: Some(judgement.decision),
+            input: Some(input_digest(&hook.tool_input)),
+            ran: false,
+        });
+    }
     session.save(options.fsync)?;
     drop(session);
     if let Some(line) = hook_output(&judgement) {
-        out.write_all(line.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush())
-            .context("cannot write the hook's answer")?;
+        write_answer(out, &line)?;
     }
     Ok(judgement)
+}
+
+/// Whether a tool's response says it failed: a JSON object with `isError: true`, as an MCP
+/// tool's result says it (and as sc-mcp reads it). Nothing else is read into it.
+fn reported_error(response: Option<&Value>) -> bool {
+    matches!(response, Some(Value::Object(response)) if response.get("isError") == Some(&Value::Bool(true)))
+}
+
+/// Records a `PostToolUse`: the call ran. Reads and locks the session's state, links the call
+/// by its `tool_use_id`, audits what it finds (see the module's doc), marks the call as run,
+/// saves the state, and only then writes the warning for a denied call that ran. A run already
+/// recorded writes nothing.
+fn record_run(
+    hook: &HookInput,
+    options: &HookOptions,
+    audit_log: &mut AuditLog,
+    out: &mut dyn Write,
+) -> Result<Ran> {
+    let mut session = SessionState::open(&options.state_folder, &hook.session_id)?;
+    let known = hook
+        .tool_use_id
+        .as_deref()
+        .and_then(|tool_use_id| session.tool_uses.get(tool_use_id))
+        .cloned();
+    let status = if reported_error(hook.tool_response.as_ref()) {
+        Status::Failed
+    } else {
+        Status::Executed
+    };
+    let tool = quoted(&hook.tool_name);
+    let ran_it = match status {
+        Status::Failed => format!("ran {tool} in Claude Code and it reported an error"),
+        _ => format!("ran {tool} in Claude Code"),
+    };
+    // The tool's response is not copied into the log: it may be a whole file.
+    let exec = |id: &str, agent: &str, decision: Option<Decision>, reason: String| {
+        let outcome = Outcome {
+            status,
+            result: None,
+            reason,
+        };
+        let mut event = audit::event(Stage::Exec, id)
+            .str_field("agent", agent)
+            .str_field("tool", &hook.tool_name);
+        if let Some(decision) = decision {
+            event = event.str_field("decision", decision.as_str());
+        }
+        event.field("outcome", &outcome)
+    };
+    let with_tool_use_id = |event: crate::json_write::JsonLine| match &hook.tool_use_id {
+        Some(tool_use_id) => event.str_field("toolUseId", tool_use_id),
+        None => event,
+    };
+    let (ran, events, warning) = match known {
+        Some(call) if call.ran => return Ok(Ran::AlreadyRecorded),
+        Some(ToolUse {
+            tool_use_id,
+            id,
+            agent,
+            tool: judged_tool,
+            decision: Some(decision),
+            input,
+            ..
+        }) if judged_tool == hook.tool_name => {
+            let changed = if input.as_deref() == Some(input_digest(&hook.tool_input).as_str()) {
+                String::new()
+            } else {
+                "; its input is not the one sc-hook judged (another hook or Claude Code changed it after the gate decided)".to_owned()
+            };
+            let mut events = Vec::new();
+            let (ran, reason, warning) = match decision {
+                Decision::Allow => (
+                    Ran::Allowed,
+                    format!("{ran_it} (allowed by sc-hook){changed}"),
+                    None,
+                ),
+                Decision::Hold => {
+                    let mode = hook
+                        .permission_mode
+                        .as_deref()
+                        .map(|mode| format!(", in permission mode {}", quoted(mode)))
+                        .unwrap_or_default();
+                    let approval = Approval {
+                        approved: true,
+                        by: AnsweredBy::ClaudeCode,
+                        answer: None,
+                        reason: format!(
+                            "approved in Claude Code: sc-hook asked, Claude Code put the call to its user, and it ran{mode}{changed}"
+                        ),
+                    };
+                    let approve = audit::event(Stage::Approve, &id)
+                        .str_field("agent", &agent)
+                        .str_field("tool", &hook.tool_name)
+                        .field("approval", &approval);
+                    events.extend(with_tool_use_id(approve).finish());
+                    (
+                        Ran::Approved,
+                        format!("{ran_it} (approved in Claude Code){changed}"),
+                        None,
+                    )
+                }
+                Decision::Deny => {
+                    let reason = format!(
+                        "{ran_it} although sc-hook denied it: Claude Code must never run a denied call, so look at its settings and its other hooks{changed}"
+                    );
+                    let warning = json!({
+                        "systemMessage": format!(
+                            "Skeleton Crew: Claude Code ran {tool} although sc-hook denied it (call {}); see the audit log",
+                            quoted(&id)
+                        )
+                    })
+                    .to_string();
+                    (Ran::Denied, reason, Some(warning))
+                }
+            };
+            let event = exec(&id, &agent, Some(decision), reason);
+            events.extend(with_tool_use_id(event).finish());
+            if let Some(call) = session.tool_uses.get_mut(&tool_use_id) {
+                call.ran = true;
+            }
+            (ran, events, warning)
+        }
+        other => {
+            let why = match (&hook.tool_use_id, other) {
+                (None, _) => "the PostToolUse has no tool_use_id to link it by".to_owned(),
+                (Some(tool_use_id), Some(decided)) => format!(
+                    "its tool_use_id {} was decided for {}, not for this tool",
+                    quoted(tool_use_id),
+                    quoted(&decided.tool)
+                ),
+                (Some(tool_use_id), None) => format!(
+                    "its tool_use_id {} is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten among more than {MAX_TOOL_USES} calls)",
+                    quoted(tool_use_id)
+                ),
+            };
+            let id = IdMinter::new().mint();
+            let agent = hook.agent(&options.agent);
+            let reason = format!("{ran_it}, a call the gate never judged: {why}");
+            let event =
+                exec(&id, agent, None, reason).field("call", &hook.call_value(&options.agent));
+            let events = with_tool_use_id(event).finish();
+            if let Some(tool_use_id) = &hook.tool_use_id {
+                if session.tool_uses.get(tool_use_id).is_none() {
+                    session.tool_uses.remember(ToolUse {
+                        tool_use_id: tool_use_id.clone(),
+                        id,
+                        agent: agent.to_owned(),
+                        tool: hook.tool_name.clone(),
+                        decision: None,
+                        input: None,
+                        ran: true,
+                    });
+                }
+            }
+            (Ran::Unknown, events, None)
+        }
+    };
+    audit_log.append(&events)?;
+    session.save(options.fsync)?;
+    drop(session);
+    if let Some(line) = warning {
+        write_answer(out, &line)?;
+    }
+    Ok(ran)
 }
 
 #[cfg(test)]
@@ -407,8 +890,24 @@ mod tests {
             ("[]", "not a JSON object"),
             (r#"{"a":1,"a":2}"#, "duplicate key"),
             (
-                r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{}}"#,
-                "PreToolUse hooks only",
+                r#"{"session_id":"s","hook_event_name":"Stop","tool_name":"Bash","tool_input":{}}"#,
+                "PreToolUse and PostToolUse hooks only, not \"Stop\"",
+            ),
+            (
+                r#"{"session_id":"s","hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_input":{}}"#,
+                "not \"PostToolUseFailure\"",
+            ),
+            (
+                r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":""}"#,
+                "`tool_use_id` is empty",
+            ),
+            (
+                r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":7}"#,
+                "must be a string",
+            ),
+            (
+                r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash"}"#,
+                "no `tool_input`",
             ),
             (
                 r#"{"session_id":"../x","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}"#,
@@ -433,6 +932,250 @@ mod tests {
         ] {
             let err = HookInput::parse(text.as_bytes()).unwrap_err();
             assert!(err.to_string().contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn reads_a_post_tool_use_input_with_its_response() {
+        let hook = HookInput::parse(
+            br#"{"session_id":"s-1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"a\n","isError":false},"tool_use_id":"toolu_1"}"#,
+        )
+        .unwrap();
+        assert_eq!(hook.event, HookEvent::PostToolUse);
+        assert_eq!(hook.tool_response.as_ref().unwrap()["stdout"], "a\n");
+        assert_eq!(hook.tool_use_id.as_deref(), Some("toolu_1"));
+        assert!(!reported_error(hook.tool_response.as_ref()));
+        // Without a tool_use_id it still reads: the call cannot be linked, and is recorded so.
+        let hook = HookInput::parse(
+            br#"{"session_id":"s-1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{}}"#,
+        )
+        .unwrap();
+        assert_eq!((hook.tool_use_id, hook.tool_response), (None, None));
+        // A PreToolUse keeps no response, whatever it says.
+        let hook =
+            HookInput::parse(input(r#","tool_response":{"isError":true}"#).as_bytes()).unwrap();
+        assert_eq!(hook.event, HookEvent::PreToolUse);
+        assert_eq!(hook.tool_response, None);
+    }
+
+    #[test]
+    fn only_an_object_with_is_error_true_is_a_failure() {
+        for (response, failed) in [
+            (json!({"isError": true, "content": []}), true),
+            (json!({"isError": false}), false),
+            (json!({"isError": "true"}), false),
+            (
+                json!({"stdout": "", "stderr": "error: isError true", "interrupted": false}),
+                false,
+            ),
+            (json!([{"isError": true}]), false),
+            (json!("isError"), false),
+            (Value::Null, false),
+        ] {
+            assert_eq!(reported_error(Some(&response)), failed, "{response}");
+        }
+        assert!(!reported_error(None));
+    }
+
+    #[test]
+    fn the_input_digest_ignores_key_order_and_nothing_else() {
+        let object = |text: &str| match strict_json::parse(text).unwrap() {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let digest = input_digest(&object(r#"{"a":1,"b":{"c":[1,{"d":2,"e":3}]}}"#));
+        assert_eq!(digest.len(), 64);
+        assert_eq!(
+            digest,
+            input_digest(&object(r#"{"b":{"c":[1,{"e":3,"d":2}]},"a":1}"#))
+        );
+        for other in [
+            r#"{"a":1,"b":{"c":[{"d":2,"e":3},1]}}"#,
+            r#"{"a":1.0,"b":{"c":[1,{"d":2,"e":3}]}}"#,
+            r#"{"a":"1","b":{"c":[1,{"d":2,"e":3}]}}"#,
+            r#"{"a":1,"b":{"c":[1,{"d":2,"e":3}]},"f":null}"#,
+        ] {
+            assert_ne!(digest, input_digest(&object(other)), "{other}");
+        }
+    }
+
+    fn tool_use(tool_use_id: &str, decision: Decision) -> ToolUse {
+        ToolUse {
+            tool_use_id: tool_use_id.to_owned(),
+            id: format!("id-{tool_use_id}-{decision}"),
+            agent: "claude-code".to_owned(),
+            tool: "Bash".to_owned(),
+            decision: Some(decision),
+            input: Some("0".repeat(64)),
+            ran: false,
+        }
+    }
+
+    #[test]
+    fn a_call_decided_twice_keeps_the_stricter_decision() {
+        let mut uses = ToolUses::new();
+        uses.decided(tool_use("t1", Decision::Hold));
+        uses.decided(tool_use("t1", Decision::Allow));
+        assert_eq!(uses.get("t1").unwrap().id, "id-t1-hold");
+        uses.decided(tool_use("t1", Decision::Hold));
+        assert_eq!(
+            uses.get("t1").unwrap().id,
+            "id-t1-hold",
+            "the first on a tie"
+        );
+        uses.decided(tool_use("t1", Decision::Deny));
+        assert_eq!(uses.get("t1").unwrap().id, "id-t1-deny");
+        assert_eq!(uses.len(), 1);
+        // Once it ran, it is what it was.
+        uses.get_mut("t1").unwrap().ran = true;
+        uses.decided(tool_use("t1", Decision::Deny));
+        let mut again = tool_use("t1", Decision::Deny);
+        again.id = "other".into();
+        uses.decided(again);
+        assert_eq!(uses.get("t1").unwrap().id, "id-t1-deny");
+        assert!(uses.get("t1").unwrap().ran);
+    }
+
+    #[test]
+    fn at_most_the_last_4096_calls_are_kept() {
+        let mut uses = ToolUses::new();
+        for n in 0..MAX_TOOL_USES + 3 {
+            uses.decided(tool_use(&format!("t{n}"), Decision::Allow));
+        }
+        assert_eq!(uses.len(), MAX_TOOL_USES);
+        for forgotten in ["t0", "t1", "t2"] {
+            assert!(uses.get(forgotten).is_none(), "{forgotten}");
+        }
+        assert!(uses.get("t3").is_some());
+        assert!(uses.get(&format!("t{}", MAX_TOOL_USES + 2)).is_some());
+        // And a state file with more is not one sc-hook wrote.
+        let mut calls = serde_json::to_value(&uses).unwrap();
+        calls
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::to_value(tool_use("one-more", Decision::Allow)).unwrap());
+        let err = ToolUses::from_value(calls).unwrap_err();
+        assert!(err.contains("more than the 4096"), "{err}");
+    }
+
+    #[test]
+    fn the_calls_are_saved_beside_the_crew_state_and_read_back_strictly() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("state");
+        {
+            let mut session = SessionState::open(&folder, "s1").unwrap();
+            session.tool_uses.decided(tool_use("t1", Decision::Hold));
+            let mut ran = tool_use("t2", Decision::Allow);
+            (ran.decision, ran.input, ran.ran) = (None, None, true);
+            session.tool_uses.decided(ran);
+            session.save(false).unwrap();
+        }
+        let path = SessionState::path_in(&folder, "s1");
+        let written = fs::read_to_string(&path).unwrap();
+        let value: Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(value["toolUses"][0]["toolUseId"], "t1");
+        assert_eq!(value["toolUses"][0]["decision"], "hold");
+        assert_eq!(value["toolUses"][1].get("decision"), None);
+        let session = SessionState::open(&folder, "s1").unwrap();
+        assert_eq!(session.tool_uses.len(), 2);
+        assert_eq!(
+            session.tool_uses.get("t1"),
+            Some(&tool_use("t1", Decision::Hold))
+        );
+        drop(session);
+        // A state file written before sc-hook kept calls still reads, with none.
+        fs::write(&path, r#"{"agents":{},"crewSpent":0.0}"#).unwrap();
+        assert!(SessionState::open(&folder, "s1")
+            .unwrap()
+            .tool_uses
+            .is_empty());
+        // Anything else is an error, never a session that forgot its calls.
+        let entry = r#"{"toolUseId":"t1","id":"1","agent":"a","tool":"Bash","decision":"hold","input":"0000000000000000000000000000000000000000000000000000000000000000","ran":false}"#;
+        let state = |tool_uses: &str| {
+            format!(r#"{{"agents":{{}},"crewSpent":0.0,"toolUses":{tool_uses}}}"#)
+        };
+        for (text, expected) in [
+            (state(&format!("[{entry}]")), None),
+            (
+                state("{}"),
+                Some("`toolUses` must be an array, not an object"),
+            ),
+            (state("null"), Some("`toolUses` must be an array, not null")),
+            (
+                state("[[]]"),
+                Some("`toolUses[0]` must be an object, not an array"),
+            ),
+            (
+                state(&format!("[{entry},{entry}]")),
+                Some("`toolUses[1]` repeats the toolUseId \"t1\""),
+            ),
+            (
+                state(&format!(
+                    "[{}]",
+                    entry.replace(r#""ran":false"#, r#""ran":false,"x":1"#)
+                )),
+                Some("unknown field `x`"),
+            ),
+            (
+                state(&format!("[{}]", entry.replace(r#","ran":false"#, ""))),
+                Some("missing field `ran`"),
+            ),
+            (
+                state(&format!(
+                    "[{}]",
+                    entry.replace(r#""decision":"hold""#, r#""decision":null"#)
+                )),
+                Some("has `decision` null"),
+            ),
+            (
+                state(&format!("[{}]", entry.replace(r#""decision":"hold","#, ""))),
+                Some("has no `decision` and has not run"),
+            ),
+            (
+                state(&format!(
+                    "[{}]",
+                    entry.replace(r#""decision":"hold""#, r#""decision":"maybe""#)
+                )),
+                Some("unknown variant"),
+            ),
+            (
+                state(&format!("[{}]", entry.replace(r#""id":"1""#, r#""id":"""#))),
+                Some("has an empty `id`"),
+            ),
+            (
+                state(&format!("[{}]", entry.replace("0000000000", "000000000X"))),
+                Some("not a SHA-256 in hex"),
+            ),
+            (
+                state(&format!("[{}]", entry.replace("0000000000", "0000"))),
+                Some("not a SHA-256 in hex"),
+            ),
+            (
+                format!(r#"{{"crewSpent":0.0,"toolUses":[{entry}]}}"#),
+                Some("missing field `agents`"),
+            ),
+            (
+                format!(r#"{{"agents":{{}},"crewSpent":0.0,"toolUses":[{entry}],"toolUses":[]}}"#),
+                Some("duplicate key"),
+            ),
+            (
+                state(&format!("[{entry}]")) + "[]",
+                Some("trailing characters"),
+            ),
+        ] {
+            fs::write(&path, &text).unwrap();
+            match (SessionState::open(&folder, "s1"), expected) {
+                (Ok(session), None) => assert_eq!(session.tool_uses.len(), 1),
+                (Err(err), Some(expected)) => {
+                    let err = format!("{err:#}");
+                    assert!(
+                        err.contains("unreadable") && err.contains(expected),
+                        "{text}: {err}"
+                    );
+                }
+                (Ok(_), Some(expected)) => panic!("{text} read, expected {expected:?}"),
+                (Err(err), None) => panic!("{text}: {err:#}"),
+            }
         }
     }
 

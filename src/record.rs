@@ -8,7 +8,8 @@
 //!   `"approval":{"approved":false,"by":"tty"|"answers"|"none","answer":"no","reason":"…"}`,
 //!   and, when sc-approve holds the audit key, `"mac"`: the HMAC that binds the approval to the
 //!   record's id and the SHA-256 of its `call` ([`approval_mac`]). sc-approve removes an
-//!   `approval` from every record it did not answer itself.
+//!   `approval` from every record it did not answer itself. (`"by":"claude-code"` is written
+//!   only by sc-hook, in its audit log's `approve` events, never on a record.)
 //! - **Outcome** (added by `sc-exec` to every record):
 //!   `"outcome":{"status":"executed"|"skipped"|"failed","result":…,"reason":"…"}`.
 //!
@@ -88,6 +89,10 @@ pub enum AnsweredBy {
     Answers,
     /// Nobody could be asked.
     None,
+    /// Claude Code asked its user (sc-hook's `ask`) and then ran the call: sc-hook saw its
+    /// `PostToolUse`.
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
 }
 
 /// A person's answer to a hold.
