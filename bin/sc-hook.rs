@@ -17,7 +17,7 @@ use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
 /// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
 /// still apply. PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
-/// gets an `exec` event. Taint, budgets and the calls awaiting their PostToolUse (the last 4096)
+/// gets an `exec` event. Taint, budgets and the calls awaiting their PostToolUse (the last 1024)
 /// persist in a state file per session (in `sc-hook/` beside the audit log).
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after

@@ -73,10 +73,17 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// The folder beside the audit log that holds the session state files.
 pub const STATE_FOLDER: &str = "sc-hook";
 
-/// The most calls a session's state remembers by `tool_use_id` ([`ToolUses`]); the oldest is
-/// forgotten first. A call waits for its `PostToolUse` only while it runs, so this is far more
-/// than a session has in flight; a call forgotten before it ran is recorded as unknown.
-pub const MAX_TOOL_USES: usize = 4096;
+/// The most calls awaiting their `PostToolUse` that a session's state remembers by
+/// `tool_use_id` ([`ToolUses`]); past it the oldest is forgotten, and if it runs after all it is
+/// recorded as an unknown call. A call waits only while it runs (or while Claude Code asks about
+/// it), so this is far more than a session has in flight; but a denied call, a hold the person
+/// turned down, or every call when only PreToolUse is registered never gets one, and stays until
+/// forgotten. The state file is read and rewritten on every call: 1024 of them is about 220 KB.
+pub const MAX_AWAITING: usize = 1024;
+/// The most calls that ran that a session's state remembers, the latest, so that a
+/// `PostToolUse` repeated (a hook registered twice runs twice at once) is recognised and
+/// recorded once.
+pub const MAX_RAN: usize = 64;
 
 /// The hook events sc-hook handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +291,8 @@ pub struct ToolUse {
     pub ran: bool,
 }
 
-/// The calls of a session by `tool_use_id`, oldest first, at most [`MAX_TOOL_USES`]. Written in
+/// The calls of a session by `tool_use_id`, oldest first: at most [`MAX_AWAITING`] awaiting
+/// their `PostToolUse` and the last [`MAX_RAN`] that ran. Written in
 /// the state file as its `toolUses` member, left out while empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
@@ -315,8 +323,7 @@ impl ToolUses {
 
     /// Remembers a call that `PreToolUse` decided. A `tool_use_id` decided before (the hook
     /// registered twice, say) keeps the stricter decision, as Claude Code does with two hooks'
-    /// answers (the first on a tie); one that already ran is left as it is. Past [`MAX_TOOL_USES`], the oldest call
-    /// is forgotten.
+    /// answers (the first on a tie); one that already ran is left as it is.
     pub fn decided(&mut self, call: ToolUse) {
         if let Some(known) = self.get_mut(&call.tool_use_id) {
             if !known.ran && call.decision > known.decision {
@@ -327,17 +334,44 @@ impl ToolUses {
         self.remember(call);
     }
 
+    /// Marks a call as run; false if it is not known.
+    fn ran(&mut self, tool_use_id: &str) -> bool {
+        let Some(call) = self.get_mut(tool_use_id) else {
+            return false;
+        };
+        call.ran = true;
+        self.forget_past_bounds();
+        true
+    }
+
     fn remember(&mut self, call: ToolUse) {
         self.calls.push_back(call);
-        while self.calls.len() > MAX_TOOL_USES {
-            self.calls.pop_front();
+        self.forget_past_bounds();
+    }
+
+    /// Forgets the oldest calls awaiting their run past [`MAX_AWAITING`], and the oldest that
+    /// ran past [`MAX_RAN`].
+    fn forget_past_bounds(&mut self) {
+        let mut ran = self.calls.iter().filter(|c| c.ran).count();
+        let mut awaiting = self.calls.len() - ran;
+        while ran > MAX_RAN || awaiting > MAX_AWAITING {
+            let forget_ran = ran > MAX_RAN;
+            let Some(oldest) = self.calls.iter().position(|c| c.ran == forget_ran) else {
+                break;
+            };
+            self.calls.remove(oldest);
+            if forget_ran {
+                ran -= 1;
+            } else {
+                awaiting -= 1;
+            }
         }
     }
 
-    /// Reads the `toolUses` member exactly as it is written: an array of at most
-    /// [`MAX_TOOL_USES`] objects, each with every key it needs, no other key, no `null`, no
-    /// empty name, a digest of 64 lowercase hex digits, a decision unless the call was first
-    /// seen when it had run, and each `tool_use_id` once.
+    /// Reads the `toolUses` member exactly as it is written: an array of objects, at most
+    /// [`MAX_AWAITING`] awaiting their run and [`MAX_RAN`] that ran, each with every key it
+    /// needs, no other key, no `null`, no empty name, a digest of 64 lowercase hex digits, a
+    /// decision unless the call was first seen when it had run, and each `tool_use_id` once.
     fn from_value(value: Value) -> Result<ToolUses, String> {
         let Value::Array(items) = value else {
             return Err(format!(
@@ -345,10 +379,11 @@ impl ToolUses {
                 strict_json::type_name(&value)
             ));
         };
-        if items.len() > MAX_TOOL_USES {
+        if items.len() > MAX_AWAITING + MAX_RAN {
             return Err(format!(
-                "`toolUses` has {} calls, more than the {MAX_TOOL_USES} sc-hook keeps",
-                items.len()
+                "`toolUses` has {} calls, more than the {} sc-hook keeps",
+                items.len(),
+                MAX_AWAITING + MAX_RAN
             ));
         }
         let mut calls = VecDeque::with_capacity(items.len());
@@ -395,6 +430,13 @@ impl ToolUses {
                 )));
             }
             calls.push_back(call);
+        }
+        let ran = calls.iter().filter(|c| c.ran).count();
+        let awaiting = calls.len() - ran;
+        if ran > MAX_RAN || awaiting > MAX_AWAITING {
+            return Err(format!(
+                "`toolUses` has {ran} calls that ran and {awaiting} awaiting their run, more than the {MAX_RAN} and {MAX_AWAITING} sc-hook keeps"
+            ));
         }
         Ok(ToolUses { calls })
     }
@@ -511,17 +553,10 @@ impl SessionState {
             .mode(0o600)
             .open(&temporary)
             .with_context(context)?;
-        let mut text = if self.tool_uses.is_empty() {
-            serde_json::to_vec(&self.state)
-        } else {
-            let mut state = serde_json::to_value(&self.state).expect("the crew state serializes");
-            let tool_uses = serde_json::to_value(&self.tool_uses).expect("the calls serialize");
-            state
-                .as_object_mut()
-                .expect("the crew state is an object")
-                .insert(TOOL_USES.to_owned(), tool_uses);
-            serde_json::to_vec(&state)
-        }
+        let mut text = serde_json::to_vec(&StateFile {
+            crew: &self.state,
+            tool_uses: &self.tool_uses,
+        })
         .expect("the state serializes");
         text.push(b'\n');
         file.write_all(&text).with_context(context)?;
@@ -536,6 +571,19 @@ impl SessionState {
 
 /// The state file's member that holds [`ToolUses`], beside the crew state's own.
 const TOOL_USES: &str = "toolUses";
+
+/// A state file as written: the crew state's members, then `toolUses` unless there are none.
+#[derive(Serialize)]
+struct StateFile<'a> {
+    #[serde(flatten)]
+    crew: &'a CrewState,
+    #[serde(rename = "toolUses", skip_serializing_if = "no_calls")]
+    tool_uses: &'a ToolUses,
+}
+
+fn no_calls(calls: &&ToolUses) -> bool {
+    calls.is_empty()
+}
 
 /// A state file as [`SessionState::save`] writes it, and nothing else: the crew state
 /// ([`CrewState::from_json`]) with, when there are any, the calls ([`ToolUses::from_value`]).
@@ -808,9 +856,7 @@ fn record_run(
             };
             let event = exec(&id, &agent, Some(decision), reason);
             events.extend(with_tool_use_id(event).finish());
-            if let Some(call) = session.tool_uses.get_mut(&tool_use_id) {
-                call.ran = true;
-            }
+            session.tool_uses.ran(&tool_use_id);
             (ran, events, warning)
         }
         other => {
@@ -822,7 +868,7 @@ fn record_run(
                     quoted(&decided.tool)
                 ),
                 (Some(tool_use_id), None) => format!(
-                    "its tool_use_id {} is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten among more than {MAX_TOOL_USES} calls)",
+                    "its tool_use_id {} is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten: sc-hook keeps the last {MAX_AWAITING} calls awaiting their run)",
                     quoted(tool_use_id)
                 ),
             };
@@ -1037,25 +1083,50 @@ mod tests {
     }
 
     #[test]
-    fn at_most_the_last_4096_calls_are_kept() {
+    fn at_most_1024_calls_awaiting_and_64_that_ran_are_kept() {
         let mut uses = ToolUses::new();
-        for n in 0..MAX_TOOL_USES + 3 {
+        for n in 0..MAX_AWAITING + 3 {
             uses.decided(tool_use(&format!("t{n}"), Decision::Allow));
         }
-        assert_eq!(uses.len(), MAX_TOOL_USES);
+        assert_eq!(uses.len(), MAX_AWAITING);
         for forgotten in ["t0", "t1", "t2"] {
             assert!(uses.get(forgotten).is_none(), "{forgotten}");
         }
         assert!(uses.get("t3").is_some());
-        assert!(uses.get(&format!("t{}", MAX_TOOL_USES + 2)).is_some());
-        // And a state file with more is not one sc-hook wrote.
-        let mut calls = serde_json::to_value(&uses).unwrap();
-        calls
+        // Calls that ran are forgotten past the last 64, oldest first, and make room.
+        for n in 3..3 + MAX_RAN + 10 {
+            assert!(uses.ran(&format!("t{n}")));
+        }
+        assert_eq!(uses.len(), MAX_AWAITING - 10);
+        assert!(uses.get("t12").is_none() && !uses.ran("t12"));
+        assert!(uses.get("t13").unwrap().ran);
+        assert!(!uses.get(&format!("t{}", 3 + MAX_RAN + 10)).unwrap().ran);
+        // An awaiting call is never forgotten for one that ran, nor the other way round.
+        for n in 0..MAX_RAN + 10 + 20 {
+            uses.decided(tool_use(&format!("new{n}"), Decision::Hold));
+        }
+        assert_eq!(uses.len(), MAX_AWAITING + MAX_RAN);
+        assert!(uses.get("t13").is_some());
+        let first_awaiting = 3 + MAX_RAN + 10;
+        for forgotten in first_awaiting..first_awaiting + 20 {
+            assert!(uses.get(&format!("t{forgotten}")).is_none(), "t{forgotten}");
+        }
+        assert!(uses.get(&format!("t{}", first_awaiting + 20)).is_some());
+        // A state file with as many reads; one with more is not one sc-hook wrote.
+        let calls = serde_json::to_value(&uses).unwrap();
+        assert_eq!(ToolUses::from_value(calls.clone()).unwrap(), uses);
+        let mut one_more = calls.clone();
+        one_more
             .as_array_mut()
             .unwrap()
             .push(serde_json::to_value(tool_use("one-more", Decision::Allow)).unwrap());
-        let err = ToolUses::from_value(calls).unwrap_err();
-        assert!(err.contains("more than the 4096"), "{err}");
+        let err = ToolUses::from_value(one_more).unwrap_err();
+        assert!(err.contains("more than the 1088 sc-hook keeps"), "{err}");
+        let mut one_more_awaiting = calls;
+        assert_eq!(one_more_awaiting[0]["ran"], true);
+        one_more_awaiting[0]["ran"] = json!(false);
+        let err = ToolUses::from_value(one_more_awaiting).unwrap_err();
+        assert!(err.contains("63 calls that ran and 1025 awaiting"), "{err}");
     }
 
     #[test]

@@ -776,7 +776,7 @@ fn a_call_sc_hook_never_saw_is_recorded_as_unknown() {
     let reason = exec["outcome"]["reason"].as_str().unwrap();
     assert_eq!(
         reason,
-        "ran Bash in Claude Code, a call the gate never judged: its tool_use_id toolu_01Hk3vQJ6rX9mZc2bN8sTq4W is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten among more than 4096 calls)"
+        "ran Bash in Claude Code, a call the gate never judged: its tool_use_id toolu_01Hk3vQJ6rX9mZc2bN8sTq4W is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten: sc-hook keeps the last 1024 calls awaiting their run)"
     );
     // Replayed, it is still one run.
     assert_recorded_quietly(&hook(&scratch, &recorded_post("bash")));
