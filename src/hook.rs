@@ -16,7 +16,9 @@
 //! ([`ToolUses`], kept in the session's state):
 //! - a call sc-hook held: Claude Code asked its user and the call ran, so the person said yes. An
 //!   `approve` event (`"by":"claude-code"`) and an `exec` event are written under the gate
-//!   event's id, and sc-report counts the hold as approved;
+//!   event's id, and sc-report counts the hold as approved. The approval's reason names Claude
+//!   Code's permission mode: some Claude Code versions have been reported to run an `ask` without
+//!   asking in some modes (`bypassPermissions`, `auto`), and then the yes was Claude Code's;
 //! - a call sc-hook allowed: the `exec` event;
 //! - a call sc-hook denied that ran all the same (Claude Code should never run one): an `exec`
 //!   event `executed` whose reason says the gate denied it, and a `systemMessage` warning for
@@ -819,14 +821,14 @@ fn record_run(
                     let mode = hook
                         .permission_mode
                         .as_deref()
-                        .map(|mode| format!(", in permission mode {}", quoted(mode)))
+                        .map(|mode| format!(" (permission mode {})", quoted(mode)))
                         .unwrap_or_default();
                     let approval = Approval {
                         approved: true,
                         by: AnsweredBy::ClaudeCode,
                         answer: None,
                         reason: format!(
-                            "approved in Claude Code: sc-hook asked, Claude Code put the call to its user, and it ran{mode}{changed}"
+                            "approved in Claude Code: sc-hook asked for its user's yes, and Claude Code ran the call{mode}{changed}"
                         ),
                     };
                     let approve = audit::event(Stage::Approve, &id)

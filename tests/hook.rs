@@ -633,10 +633,9 @@ fn a_held_call_that_ran_is_approved_and_executed_in_sc_report() {
     assert_eq!(approve["approval"]["by"], "claude-code");
     assert_eq!(approve["approval"]["answer"], Value::Null);
     let reason = approve["approval"]["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("approved in Claude Code: ")
-            && reason.contains("permission mode default"),
-        "{reason}"
+    assert_eq!(
+        reason,
+        "approved in Claude Code: sc-hook asked for its user's yes, and Claude Code ran the call (permission mode default)"
     );
     assert!(!reason.contains("not the one sc-hook judged"), "{reason}");
     let execs = events_of(&events, "exec");
