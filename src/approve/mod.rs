@@ -7,22 +7,30 @@
 //! the record's id and call ([`crate::record::approval_mac`]), which sc-exec checks. Records that
 //! are not holds and carry no approval pass through byte for byte.
 //!
-//! One file per way of asking a person, each a [`Human`]: [`terminal`] (the person at `/dev/tty`)
-//! and [`answers`] (the scripted human). What they share
+//! One file per way of asking a person, each a [`Human`]: [`terminal`] (the person at `/dev/tty`),
+//! [`answers`] (the scripted human) and [`web`] (the approval page and its API). What they share
 //! is written once in [`prompt`]: the text a person reads, agent-written text escaped
 //! ([`crate::sanitize`]) so that the person sees the exact arguments that will run, and the
 //! approval record a reply becomes.
+//!
+//! [`run`] asks about one hold at a time, in order, as a terminal or an answers file answers.
+//! With the web page, [`run_web`] lets several holds wait side by side, answered in any order,
+//! while records still leave in input order.
 
 pub mod answers;
 pub mod human;
+mod ordered;
 pub mod prompt;
 pub mod terminal;
 pub mod tty;
+pub mod web;
 
 pub use answers::ScriptedHuman;
 pub use human::{Hold, Human, Reply};
+pub use ordered::run_web;
 pub use prompt::{approval_for, is_yes, record_digest, render_prompt};
 pub use terminal::TerminalHuman;
+pub use web::{WebApprovals, WebHuman};
 
 use std::borrow::Cow;
 use std::io::Write;

@@ -17,10 +17,12 @@ pub fn is_yes(answer: &str) -> bool {
 /// what an answer given on the web page is bound to.
 pub fn record_digest(line: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(line)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    lower_hex(&Sha256::digest(line))
+}
+
+/// Bytes as lowercase hex digits.
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// Where a person who pressed a button gave their answer, as the approval's reason says it.
