@@ -1112,3 +1112,39 @@ fn with_no_holds_the_records_pass_and_the_page_stops_at_the_end_of_input() {
     assert_eq!(lines.next(), None);
     assert!(stderr.contains("removed an approval"), "{stderr}");
 }
+
+#[test]
+fn the_pages_address_is_shown_on_the_terminal_too() {
+    use crate::terminal::{Terminal, Tty};
+    let scratch = Scratch::new();
+    let mut cmd = Command::new(bin_path("sc-approve"));
+    cmd.env_clear()
+        .current_dir(scratch.dir.path())
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .args(["--web", "127.0.0.1:0", "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut terminal = Terminal::attach(&mut cmd, Tty::Pty);
+    let mut child = cmd.spawn().expect("spawn sc-approve");
+    terminal.start();
+    let stdout = crate::util::drain(child.stdout.take().unwrap());
+    let stderr = crate::util::drain(child.stderr.take().unwrap());
+    terminal.wait_for("#token=", DEADLINE);
+    let status = wait_all(&mut [("sc-approve", child)], DEADLINE);
+    assert_eq!(status[0].code(), Some(0));
+    let screen = String::from_utf8_lossy(&terminal.close(DEADLINE)).into_owned();
+    let stderr = String::from_utf8(stderr.join().unwrap()).unwrap();
+    assert!(stdout.join().unwrap().is_empty());
+    // The same one line, even when quiet: on stderr, and on the person's terminal.
+    let line = stderr.lines().next().expect("the announcement");
+    assert!(
+        line.starts_with("sc-approve: approvals at http://127.0.0.1:"),
+        "{stderr}"
+    );
+    let token = line.split_once("#token=").unwrap().1;
+    assert_eq!(token.len(), 64);
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+    assert_eq!(screen.trim_end(), line, "{screen:?}");
+}

@@ -1303,4 +1303,124 @@ mod tests {
         assert_eq!(holds.entries.len(), HISTORY_HOLDS);
         assert_eq!(holds.entries.keys().next(), Some(&11));
     }
+
+    /// One request to a page served by [`WebApprovals`], as any channel sends it.
+    fn http(web: &WebApprovals, method: &str, path: &str, body: String) -> (u16, String) {
+        use http_body_util::{BodyExt, Full};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let host = web.bound().to_string();
+        let token = web.url().split_once("#token=").unwrap().1.to_owned();
+        runtime.block_on(async move {
+            let stream = tokio::net::TcpStream::connect(&host).await.unwrap();
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            let request = hyper::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("host", &host)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Full::new(Bytes::from(body)))
+                .unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        })
+    }
+
+    #[test]
+    fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up() {
+        let settled = Arc::new(Mutex::new(Vec::new()));
+        let told = Arc::clone(&settled);
+        let web = Arc::new(
+            WebApprovals::start(
+                "127.0.0.1:0".parse().unwrap(),
+                "test",
+                Some(Box::new(move |ticket: Ticket| {
+                    told.lock().unwrap().push(ticket.id())
+                })),
+            )
+            .unwrap(),
+        );
+        assert!(web.url().starts_with("http://127.0.0.1:"));
+        let (line, call) = hold_line();
+        let asking = {
+            let web = Arc::clone(&web);
+            let call = call.clone();
+            std::thread::spawn(move || {
+                let reasons = vec!["amount is above the hold limit".to_owned()];
+                let hold = Hold {
+                    line: line.as_bytes(),
+                    id: "h-1",
+                    call: &call,
+                    reasons: &reasons,
+                    timeout: Some(Duration::from_secs(600)),
+                };
+                let mut human = WebHuman::new(web);
+                assert_eq!(human.kind(), AnsweredBy::Web);
+                human.ask_hold(&hold)
+            })
+        };
+        // The channel finds the hold in the list, then answers it.
+        let pending = loop {
+            let (status, body) = http(&web, "GET", "/api/holds", String::new());
+            assert_eq!(status, 200);
+            let pending: Vec<Value> = serde_json::from_str(&body).unwrap();
+            if !pending.is_empty() {
+                break pending;
+            }
+            assert!(!asking.is_finished());
+            std::thread::yield_now();
+        };
+        let digest = super::super::record_digest(line.as_bytes());
+        assert_eq!(pending[0]["digest"], digest.as_str());
+        let body = serde_json::json!({"approve": true, "digest": digest}).to_string();
+        let path = format!("/api/holds/{}", pending[0]["hold"]);
+        assert_eq!(
+            http(&web, "POST", &path, body.clone()),
+            (200, r#"{"approved":true}"#.to_owned())
+        );
+        assert_eq!(
+            asking.join().unwrap(),
+            Reply::Decision {
+                approve: true,
+                digest: Some(digest.clone())
+            }
+        );
+        assert_eq!(http(&web, "POST", &path, body).0, 409, "used once");
+        assert_eq!(*settled.lock().unwrap(), [1]);
+        // Nobody answers the next one: it declines when its time is up.
+        let reasons = vec!["r".to_owned()];
+        let hold = Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout: Some(Duration::from_millis(200)),
+        };
+        let mut human = WebHuman::new(Arc::clone(&web));
+        assert_eq!(
+            human.ask_hold(&hold),
+            Reply::TimedOut(Duration::from_millis(200))
+        );
+        assert_eq!(*settled.lock().unwrap(), [1, 2]);
+        let (_, history) = http(&web, "GET", "/api/history", String::new());
+        let history: Value = serde_json::from_str(&history).unwrap();
+        assert_eq!(history[0]["state"], "expired");
+        assert_eq!(history[1]["state"], "approved");
+        assert_eq!(
+            human.ask("a prompt without its hold"),
+            Reply::NobodyToAsk(
+                "the web page is shown whole holds, and this one came as text".into()
+            )
+        );
+        drop(human);
+        Arc::try_unwrap(web).unwrap().stop();
+    }
 }
