@@ -13,9 +13,9 @@ build:
 test: test-deps
 	$(CARGO) test --locked
 
-# What the tests need besides crates: a browser (below), and the published MCP server that sc-mcp's tests put the gate
-# in front of, pinned in testdata/mcp/package-lock.json. Installed when node_modules is missing
-# or older than the lock.
+# What the tests need besides crates: a browser (below), and the published MCP server that
+# sc-mcp's tests put the gate in front of, pinned in testdata/mcp/package-lock.json, installed
+# when node_modules is missing or older than the lock.
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 
 test-deps: $(MCP_DEPS) browser-deps
