@@ -198,6 +198,7 @@ pub fn approval_to_act_on(
         approved: false,
         by: approval.by,
         answer: approval.answer.clone(),
+        digest: None,
         reason: format!("its approval is not honoured: {why}"),
     };
     if record.decision() != Some(Decision::Hold) {
@@ -725,6 +726,7 @@ mod tests {
             approved: true,
             by: AnsweredBy::Tty,
             answer: Some("yes".into()),
+            digest: None,
             reason: "approved: the person typed yes".into(),
         };
         let declined = Approval {

@@ -5,7 +5,8 @@
 //!   `call` is the input line's JSON exactly as it came; a malformed line has `raw` (the line,
 //!   bounded to 1 KiB) instead.
 //! - **Approval** (added by `sc-approve` to holds only):
-//!   `"approval":{"approved":false,"by":"tty"|"answers"|"none","answer":"no","reason":"…"}`,
+//!   `"approval":{"approved":false,"by":"tty"|"answers"|"web"|"none","answer":"no","reason":"…"}`
+//!   (from the web page also `"digest"`: the SHA-256 of the record line the person was shown),
 //!   and, when sc-approve holds the audit key, `"mac"`: the HMAC that binds the approval to the
 //!   record's id and the SHA-256 of its `call` ([`approval_mac`]). sc-approve removes an
 //!   `approval` from every record it did not answer itself.
@@ -86,6 +87,13 @@ pub enum AnsweredBy {
     Tty,
     /// The answers file (the scripted human).
     Answers,
+    /// A person on the web approval page, or a channel using its API.
+    Web,
+    /// A person asked through the MCP client (`elicitation/create`).
+    Elicitation,
+    /// A person asked by Claude Code itself.
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
     /// Nobody could be asked.
     None,
 }
@@ -97,6 +105,10 @@ pub struct Approval {
     pub by: AnsweredBy,
     /// What was typed (trimmed of the line ending), or `null` when nothing was read.
     pub answer: Option<String>,
+    /// The SHA-256 (lowercase hex) of the record line the person was shown, when the way of
+    /// asking binds the answer to it (the web page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     pub reason: String,
 }
 
