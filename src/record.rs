@@ -86,6 +86,8 @@ pub enum AnsweredBy {
     Tty,
     /// The answers file (the scripted human).
     Answers,
+    /// The person, asked through the MCP client (`elicitation/create`, sc-mcp).
+    Elicitation,
     /// Nobody could be asked.
     None,
 }

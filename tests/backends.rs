@@ -579,13 +579,17 @@ fn with_jobs_backends_run_side_by_side_but_an_agents_calls_do_not() {
         &scratch,
         &tools,
         &["--jobs", "4"],
-        calls(&["a", "b", "c", "d"], &|n| {
-            json!({"dir": rendezvous, "n": n, "meet": 4})
-        }),
+        calls(
+            &["a", "b", "c", "d"],
+            &|n| json!({"dir": rendezvous, "n": n, "meet": 4}),
+        ),
     );
     for record in &out {
         assert_eq!(status(record), "executed", "{record}");
-        assert_eq!(record["outcome"]["result"]["met"], true, "ran alone: {record}");
+        assert_eq!(
+            record["outcome"]["result"]["met"], true,
+            "ran alone: {record}"
+        );
     }
 
     // One agent's three calls still run one after the other.
@@ -599,7 +603,10 @@ fn with_jobs_backends_run_side_by_side_but_an_agents_calls_do_not() {
     );
     for record in &out {
         assert_eq!(status(record), "executed", "{record}");
-        assert_eq!(record["outcome"]["result"]["alone"], true, "overlapped: {record}");
+        assert_eq!(
+            record["outcome"]["result"]["alone"], true,
+            "overlapped: {record}"
+        );
     }
 }
 

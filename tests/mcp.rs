@@ -272,7 +272,10 @@ fn events<'a>(all: &'a [Value], stage: &str) -> Vec<&'a Value> {
 /// What the fake server received, one line each: its whole lines, since it may still be writing.
 fn server_received(scratch: &Scratch) -> String {
     let bytes = std::fs::read(scratch.path("server-received.jsonl")).unwrap_or_default();
-    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
+    let whole = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |end| end + 1);
     String::from_utf8_lossy(&bytes[..whole]).into_owned()
 }
 

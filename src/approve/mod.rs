@@ -13,6 +13,7 @@
 //! exact arguments that will run, and the approval record a reply becomes.
 
 pub mod answers;
+pub mod elicitation;
 pub mod human;
 pub mod prompt;
 pub mod terminal;
