@@ -2255,6 +2255,78 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_to_one_of_sc_mcps_questions_is_its_own() {
+        match classify(
+            r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3","result":{"action":"accept","content":{"approve":true}}}"#,
+        ) {
+            ClientMessage::OwnAnswer { id, answer } => {
+                assert_eq!(id, "sc-mcp-elicit-3");
+                assert_eq!(answer["result"]["action"], "accept");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Any answer with such an id, even a malformed one, is sc-mcp's to read.
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3"}"#),
+            ClientMessage::OwnAnswer { .. }
+        ));
+        // Other answers go to the server; a request with such an id is the client's own.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        ] {
+            assert_eq!(classify(text), ClientMessage::Response, "{text}");
+        }
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3","method":"tools/list"}"#),
+            ClientMessage::Request { .. }
+        ));
+    }
+
+    #[test]
+    fn a_held_call_keeps_its_id_until_settled_and_is_taken_once() {
+        let mut pending = Pending::default();
+        let held = |n: i64, deadline: Option<Instant>| HeldCall {
+            question: format!("sc-mcp-elicit-{n}"),
+            id: RequestId {
+                value: json!(n),
+                key: IdKey::Integer(n),
+            },
+            ticket: Ticket {
+                call_id: format!("c-{n}"),
+                agent: "a".into(),
+                tool: "t".into(),
+                decision: Decision::Hold,
+                approval: None,
+            },
+            reasons: vec!["r".into()],
+            bytes: b"{}".to_vec(),
+            deadline,
+        };
+        let now = Instant::now();
+        pending.hold(held(1, Some(now)));
+        pending.hold(held(2, Some(now + Duration::from_secs(3600))));
+        pending.hold(held(3, None));
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("person"));
+        let overdue = pending.take_overdue(now);
+        assert_eq!(overdue.len(), 1);
+        assert_eq!(overdue[0].question, "sc-mcp-elicit-1");
+        assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(pending.take_held("sc-mcp-elicit-1").is_none(), "taken once");
+        let second = pending.take_held_call(&IdKey::Integer(2)).unwrap();
+        assert_eq!(second.question, "sc-mcp-elicit-2");
+        assert!(pending.take_held("sc-mcp-elicit-2").is_none());
+        assert!(pending
+            .take_overdue(now + Duration::from_secs(7200))
+            .is_empty());
+        assert!(pending.take_held("sc-mcp-elicit-3").is_some());
+        assert!(pending.held.is_empty() && pending.held_ids.is_empty());
+    }
+
+    #[test]
     fn a_batch_is_refused_whole() {
         match classify(
             r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}},{"jsonrpc":"2.0","method":"n"}]"#,
