@@ -43,9 +43,9 @@
 //! relayed, and settled when the answer comes. A third thread declines the ones nobody answered
 //! within `--timeout` (and tells the client with `notifications/cancelled`); a client that cancels
 //! a held call withdraws the question the same way; those still waiting when the session ends are
-//! declined. If the server dies, every request still waiting for it is
-//! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
-//! The server's stderr passes through to sc-mcp's.
+//! declined. If the server dies, every request still waiting for it is answered with a JSON-RPC
+//! error (tool calls get an `exec` event saying so) and sc-mcp exits 1. The server's stderr passes
+//! through to sc-mcp's.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
