@@ -18,6 +18,7 @@
 //! while records still leave in input order.
 
 pub mod answers;
+pub mod elicitation;
 pub mod human;
 mod ordered;
 pub mod prompt;
