@@ -354,13 +354,9 @@ impl<'a> Record<'a> {
         self.members.call.map(RawValue::get)
     }
 
-    /// The record's line without `key` (which it must have), the rest as it came.
+    /// The record's line without `key` (which it must have), the rest byte for byte as it came.
     pub fn without_field(&self, key: &str) -> Vec<u8> {
-        let Ok(Value::Object(mut object)) = strict_json::parse(self.text) else {
-            panic!("a record read strictly no longer parses");
-        };
-        object.shift_remove(key);
-        let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
+        let mut line = without_member(self.text, key).into_bytes();
         line.push(b'\n');
         line
     }
@@ -402,28 +398,16 @@ pub fn with_field<T: Serialize + ?Sized>(
 
 /// [`with_field`] for a value that is JSON text already (one valid JSON value).
 pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) -> Vec<u8> {
-    let without_key = match present.then(|| strict_json::parse(text)) {
-        Some(Ok(Value::Object(mut object))) => {
-            object.shift_remove(key);
-            Some(object)
-        }
-        // Appending would give the record the key twice, for a reader downstream to take either.
-        Some(other) => panic!("a record read strictly no longer parses: {other:?}"),
-        None => None,
+    let without_key;
+    let text = if present {
+        without_key = without_member(text, key);
+        without_key.as_str()
+    } else {
+        text
     };
-    let mut line = match without_key {
-        Some(object) => {
-            let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
-            line.pop(); // the closing brace
-            line
-        }
-        None => {
-            let body = text.strip_suffix('}').expect("a JSON object ends with }");
-            let mut line = Vec::with_capacity(text.len() + 256);
-            line.extend_from_slice(body.as_bytes());
-            line
-        }
-    };
+    let body = text.strip_suffix('}').expect("a JSON object ends with }");
+    let mut line = Vec::with_capacity(text.len() + value_json.len() + 32);
+    line.extend_from_slice(body.as_bytes());
     let empty = line.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if !empty {
         line.push(b',');
@@ -433,6 +417,119 @@ pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) ->
     line.extend_from_slice(value_json.as_bytes());
     line.extend_from_slice(b"}\n");
     line
+}
+
+/// A record's text (a strictly valid JSON object, trimmed) without its members named `key`
+/// (however the name is escaped), every other byte as it came: never written again through a
+/// JSON value, which would round numbers (`12345678901234567890123`) and change what was seen.
+pub fn without_member(text: &str, key: &str) -> String {
+    let spans = member_spans(text);
+    let mut out = String::with_capacity(text.len());
+    let mut kept = 0;
+    let mut members = spans
+        .iter()
+        .filter(|span| span.key_is(text, key))
+        .peekable();
+    if members.peek().is_none() {
+        return text.to_owned();
+    }
+    // Each member to drop goes with the comma after it, or, for the last member, the one before.
+    let count = spans.len();
+    for (index, span) in spans.iter().enumerate() {
+        if !span.key_is(text, key) {
+            continue;
+        }
+        let (start, end) = if index + 1 < count {
+            (span.start, spans[index + 1].start)
+        } else if index > 0 {
+            (spans[index - 1].end, span.end)
+        } else {
+            (span.start, span.end)
+        };
+        let start = start.max(kept);
+        out.push_str(&text[kept..start]);
+        kept = end;
+    }
+    out.push_str(&text[kept..]);
+    out
+}
+
+/// Where one member of an object stands in its text: from its key's opening quote to the end of
+/// its value.
+#[derive(Debug, Clone, Copy)]
+struct MemberSpan {
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+impl MemberSpan {
+    fn key_is(&self, text: &str, key: &str) -> bool {
+        let raw = &text[self.start..self.key_end];
+        if raw.contains('\\') {
+            serde_json::from_str::<String>(raw).is_ok_and(|decoded| decoded == key)
+        } else {
+            raw.len() == key.len() + 2 && &raw[1..raw.len() - 1] == key
+        }
+    }
+}
+
+/// The members of the JSON object `text` (strictly valid already), in order.
+fn member_spans(text: &str) -> Vec<MemberSpan> {
+    let bytes = text.as_bytes();
+    let skip_ws = |mut at: usize| {
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        at
+    };
+    // The end of the string whose opening quote is at `at`.
+    let string_end = |mut at: usize| {
+        at += 1;
+        while bytes[at] != b'"' {
+            at += if bytes[at] == b'\\' { 2 } else { 1 };
+        }
+        at + 1
+    };
+    let mut spans = Vec::new();
+    let mut at = skip_ws(0) + 1; // past `{`
+    loop {
+        at = skip_ws(at);
+        if at >= bytes.len() || bytes[at] != b'"' {
+            return spans; // `}`
+        }
+        let start = at;
+        let key_end = string_end(at);
+        at = skip_ws(key_end) + 1; // past `:`
+        at = skip_ws(at);
+        // The value: a string, or anything up to the `,` or `}` at this depth.
+        let mut depth = 0usize;
+        while at < bytes.len() {
+            match bytes[at] {
+                b'"' => {
+                    at = string_end(at);
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => depth -= 1,
+                b',' | b'}' if depth == 0 => break,
+                _ => {}
+            }
+            at += 1;
+        }
+        let mut end = at;
+        while end > start && bytes[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        spans.push(MemberSpan {
+            start,
+            key_end,
+            end,
+        });
+        if at < bytes.len() && bytes[at] == b',' {
+            at += 1;
+        }
+    }
 }
 
 /// A JSON string's value: borrowed when it has no escapes; `None` for anything but a string.
@@ -584,5 +681,35 @@ mod tests {
     fn an_unknown_decision_is_none() {
         let record = Record::parse(br#"{"decision":"ALLOW"}"#).unwrap();
         assert_eq!(record.decision(), None);
+    }
+
+    #[test]
+    fn a_member_is_removed_from_the_text_and_every_other_byte_stays() {
+        let cases = [
+            (r#"{"approval":null}"#, "{}"),
+            (r#"{"approval":null,"a":1}"#, r#"{"a":1}"#),
+            (r#"{"a":1,"approval":{"x":[1,"}"]}}"#, r#"{"a":1}"#),
+            (
+                r#"{"a":12345678901234567890123, "approval" : true , "b":"\"approval\""}"#,
+                r#"{"a":12345678901234567890123, "b":"\"approval\""}"#,
+            ),
+            (r#"{ "appr\u006fval":1 ,"c":2.50}"#, r#"{ "c":2.50}"#),
+            (r#"{"a":1,"b":2}"#, r#"{"a":1,"b":2}"#),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(without_member(text, "approval"), expected, "{text}");
+            let value: Value = serde_json::from_str(&without_member(text, "approval")).unwrap();
+            assert!(value.get("approval").is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn replacing_a_member_keeps_the_calls_text() {
+        let text = r#"{"id":"h","call":{"args":{"n":12345678901234567890123}},"approval":null,"decision":"hold"}"#;
+        let line = with_raw_field(text, true, "approval", "false");
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"id\":\"h\",\"call\":{\"args\":{\"n\":12345678901234567890123}},\"decision\":\"hold\",\"approval\":false}\n"
+        );
     }
 }
