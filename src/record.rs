@@ -112,6 +112,38 @@ pub struct Approval {
     pub reason: String,
 }
 
+/// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
+/// label, the verdict's id, the SHA-256 of its `call` exactly as written, and its decision, each
+/// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
+/// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
+/// between the stages is refused. `None` without a key.
+pub fn verdict_seal(
+    chain: &crate::audit::chain::Chain,
+    id: &str,
+    call_text: &str,
+    decision: Decision,
+) -> Option<crate::audit::chain::Link> {
+    use sha2::{Digest, Sha256};
+    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
+    let id_len = (id.len() as u64).to_be_bytes();
+    chain.mac(&[
+        b"skeleton-crew verdict v1\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        decision.as_str().as_bytes(),
+    ])
+}
+
+/// Adds `"seal":"…"` to the record line at the end of `batch` (which ends with `}` and a newline).
+pub fn push_seal(batch: &mut Vec<u8>, seal: &crate::audit::chain::Link) {
+    debug_assert!(batch.ends_with(b"}\n"));
+    batch.truncate(batch.len() - 2);
+    batch.extend_from_slice(b",\"seal\":\"");
+    batch.extend_from_slice(&seal.hex());
+    batch.extend_from_slice(b"\"}\n");
+}
+
 /// An approval as written on a record: with its MAC when a key was given.
 #[derive(Debug, Serialize)]
 pub struct SealedApproval<'a> {
@@ -191,6 +223,7 @@ struct Members<'a> {
     call: Option<&'a RawValue>,
     approval: Option<&'a RawValue>,
     outcome: Option<&'a RawValue>,
+    seal: Option<&'a RawValue>,
     read_call: Option<Result<Call, Malformed>>,
 }
 
@@ -222,6 +255,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                         "call" => &mut members.call,
                         "approval" => &mut members.approval,
                         "outcome" => &mut members.outcome,
+                        "seal" => &mut members.seal,
                         _ => {
                             map.next_value::<Checked>()?;
                             continue;
@@ -349,6 +383,11 @@ impl<'a> Record<'a> {
         part.mac
     }
 
+    /// The record's `seal` (from sc-gate, under the audit key), if it is a string.
+    pub fn seal(&self) -> Option<Cow<'a, str>> {
+        self.members.seal.and_then(string_value)
+    }
+
     /// The text of the record's `call`, exactly as it came.
     pub fn call_text(&self) -> Option<&'a str> {
         self.members.call.map(RawValue::get)
@@ -370,6 +409,7 @@ impl<'a> Record<'a> {
             "call" => self.members.call.is_some(),
             "approval" => self.members.approval.is_some(),
             "outcome" => self.members.outcome.is_some(),
+            "seal" => self.members.seal.is_some(),
             _ => matches!(
                 strict_json::parse(self.text),
                 Ok(Value::Object(object)) if object.contains_key(key)

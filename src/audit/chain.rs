@@ -53,6 +53,15 @@ impl Link {
         Link::parse_bytes(hex.as_bytes())
     }
 
+    /// A link as sc-gate, sc-approve and the chain write it: 64 lowercase hex digits only, so
+    /// that a MAC or seal has exactly one spelling and a line cannot change unnoticed.
+    pub fn parse_lowercase(hex: &str) -> Option<Link> {
+        if hex.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        Link::parse(hex)
+    }
+
     /// [`Link::parse`] of ASCII bytes: 64 hex digits, either case.
     pub fn parse_bytes(hex: &[u8]) -> Option<Link> {
         if hex.len() != 64 {
@@ -271,6 +280,10 @@ fn split_mac(line: &[u8]) -> Option<(&[u8], &[u8])> {
     let at = line.len().checked_sub(MAC_SUFFIX_LEN)?;
     let (before, suffix) = line.split_at(at);
     let hex = suffix.strip_prefix(MAC_PREFIX)?.strip_suffix(b"\"}")?;
+    // One spelling only: an upper-case digit would let a line change while its MAC still held.
+    if hex.iter().any(u8::is_ascii_uppercase) {
+        return None;
+    }
     Some((before, hex))
 }
 
