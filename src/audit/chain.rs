@@ -320,7 +320,7 @@ pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
         out.push(b',');
     }
     out.extend_from_slice(b"\"seq\":");
-    crate::json_write::push_u64(out, head.seq + 1);
+    crate::json_write::push_u64(out, head.seq.saturating_add(1));
     out.extend_from_slice(b",\"prev\":\"");
     out.extend_from_slice(&head.link.hex());
     out.extend_from_slice(b"\"}");
@@ -369,14 +369,20 @@ pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
             }
         };
         let last = &body[line_start..];
-        if whole {
+        // Keyed, a last line that reads as JSON is no torn write, whatever its ending: it must
+        // vouch for itself, or a forger could leave off the newline to be chained past.
+        let reads = || serde_json::from_slice::<serde_json::Value>(last).is_ok();
+        if whole || (chain.is_keyed() && reads()) {
             return whole_head(chain, last, seq_of(last).unwrap_or(0));
         }
         // A torn last line has no seq of its own: it took the place after the line before.
         let seq = seq_of(last)
             .or_else(|| {
                 let earlier = body[..line_start].split(|&b| b == b'\n').rev();
-                earlier.take(64).find_map(seq_of).map(|s| s + 1)
+                earlier
+                    .take(64)
+                    .find_map(seq_of)
+                    .map(|s| s.saturating_add(1))
             })
             .unwrap_or(0);
         return Ok(Head {
