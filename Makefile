@@ -13,12 +13,19 @@ build:
 test: test-deps
 	$(CARGO) test --locked
 
-# What the tests need besides crates: the published MCP server that sc-mcp's tests put the gate
-# in front of, pinned in testdata/mcp/package-lock.json. Installed when node_modules is missing
-# or older than the lock.
+# What the tests need besides crates: a browser (below), and the published MCP server that
+# sc-mcp's tests put the gate in front of, pinned in testdata/mcp/package-lock.json, installed
+# when node_modules is missing or older than the lock.
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 
-test-deps: $(MCP_DEPS)
+test-deps: $(MCP_DEPS) browser-deps
+
+# The browser the web approval card is tested in (tests/web.rs): Debian's headless Chromium and
+# its WebDriver, chromedriver. Installed when chromedriver is missing (CI runs as root).
+.PHONY: browser-deps
+browser-deps:
+	@command -v chromedriver >/dev/null && command -v chromium >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver)
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund

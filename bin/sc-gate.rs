@@ -39,11 +39,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
+    let chain = args.audit.chain()?;
     let options = GateOptions {
         policy: args.policy.load()?,
         max_line_bytes: args.max_line_bytes,
+        chain: chain.clone(),
     };
-    let mut output = args.stream.output(args.audit.open()?);
+    let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     gate::run(
         &args.stream.inputs(),
         &options,

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_with_state, Judgement};
@@ -20,6 +21,9 @@ use crate::state::{AgentState, CrewState};
 pub struct GateOptions {
     pub policy: Policy,
     pub max_line_bytes: usize,
+    /// The audit key's chain: keyed, every verdict on a call is sealed
+    /// ([`record::verdict_seal`]), so that sc-exec can tell the gate's decision from a forged one.
+    pub chain: Chain,
 }
 
 /// Decides every call of every input, in order. Inputs that cannot be opened are reported on
@@ -57,6 +61,7 @@ pub fn run<W: Write, E: Write>(
                 (input, line_number),
                 &state,
                 &mut rendered_states,
+                &options.chain,
                 output,
             );
         }
@@ -100,6 +105,7 @@ fn write_decided<W: Write, E: Write>(
     (input, line_number): (&Input, u64),
     state: &CrewState,
     rendered_states: &mut RenderedStates,
+    chain: &Chain,
     output: &mut StageOutput<W, E>,
 ) {
     let call_text = match &decided.text {
@@ -108,8 +114,13 @@ fn write_decided<W: Write, E: Write>(
     };
     let judgement = &decided.judgement;
     output.emit_with(|events, records| {
-        let (batch, shared) =
+        let (mut batch, shared) =
             record::write_verdict(std::mem::take(records), id, call_text, judgement);
+        if let CallText::Json(call) = call_text {
+            if let Some(seal) = record::verdict_seal(chain, id, call, judgement.decision) {
+                record::push_seal(&mut batch, &seal);
+            }
+        }
         *records = batch;
         // The event repeats the verdict's call, decision and reasons as just written.
         let mut event =

@@ -827,6 +827,7 @@ fn record_run(
                         approved: true,
                         by: AnsweredBy::ClaudeCode,
                         answer: None,
+                        digest: None,
                         reason: format!(
                             "approved in Claude Code: sc-hook asked for its user's yes, and Claude Code ran the call{mode}{changed}"
                         ),
