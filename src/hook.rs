@@ -54,11 +54,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::approve::prompt::lower_hex;
+use crate::approve::{approval_for, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
 use crate::decision::{evaluate_with_state, Decision, Judgement};
 use crate::policy::Policy;
-use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::record::{AnsweredBy, Outcome, Status};
 use crate::sanitize::quoted;
 use crate::state::CrewState;
 use crate::strict_json;
@@ -460,10 +462,7 @@ pub fn input_digest(input: &Map<String, Value>) -> String {
     let mut value = Value::Object(input.clone());
     sort(&mut value);
     let text = serde_json::to_vec(&value).expect("a JSON value serializes");
-    Sha256::digest(&text)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    lower_hex(&Sha256::digest(&text))
 }
 
 /// A session's state, locked for this process until it is dropped.
@@ -823,15 +822,19 @@ fn record_run(
                         .as_deref()
                         .map(|mode| format!(" (permission mode {})", quoted(mode)))
                         .unwrap_or_default();
-                    let approval = Approval {
-                        approved: true,
-                        by: AnsweredBy::ClaudeCode,
-                        answer: None,
-                        digest: None,
-                        reason: format!(
-                            "approved in Claude Code: sc-hook asked for its user's yes, and Claude Code ran the call{mode}{changed}"
-                        ),
-                    };
+                    // The approval every way of asking writes ("approved in Claude Code"), with
+                    // no answer: sc-hook never sees which of Claude Code's choices was taken.
+                    let mut approval = approval_for(
+                        Reply::Decision {
+                            approve: true,
+                            digest: None,
+                        },
+                        AnsweredBy::ClaudeCode,
+                    );
+                    approval.answer = None;
+                    approval.reason.push_str(&format!(
+                        ": sc-hook asked for its user's yes, and Claude Code ran the call{mode}{changed}"
+                    ));
                     let approve = audit::event(Stage::Approve, &id)
                         .str_field("agent", &agent)
                         .str_field("tool", &hook.tool_name)
