@@ -51,8 +51,8 @@
 //! The page's card shows the verdict record sc-mcp makes of the call,
 //! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}`, and an answer there is
 //! bound to that line's SHA-256. The call's `gate` event carries the same members after `id`,
-//! byte for byte, so the line (and the digest the `approve` event carries) can be rebuilt from the
-//! log. If the server dies, every request still waiting for it is answered with a JSON-RPC
+//! byte for byte (then the chain's `seq` and `prev`), so the line, and the digest the `approve`
+//! event carries, can be rebuilt from the log. If the server dies, every request still waiting for it is answered with a JSON-RPC
 //! error (tool calls get an `exec` event saying so) and sc-mcp exits 1. The server's stderr passes
 //! through to sc-mcp's.
 
@@ -105,8 +105,9 @@ pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 /// not reused while the server may still answer it; past that, the oldest is forgotten (a late
 /// answer to it is then dropped as an answer to nothing).
 const CANCELLED_REMEMBERED: usize = 4096;
-/// How many calls may wait at once for the person's answer through the client; a hold past that
-/// is declined without asking, so a flood of held calls cannot grow memory without bound.
+/// How many calls may wait at once for the person's answer, through the client or on the web
+/// page; a hold past that is declined without asking, so a flood of held calls cannot grow memory
+/// without bound.
 pub const MAX_HELD_CALLS: usize = 16;
 
 /// JSON-RPC error codes.
