@@ -46,15 +46,15 @@
 //! calls asked through the client that nobody answered within `--timeout` (and tells the client
 //! with `notifications/cancelled`); on the page, the page's own expiry does it. A client that
 //! cancels a held call withdraws the question (or the card) the same way; those still waiting
-//! when the session ends are declined.
+//! when the session ends are declined. If the server dies, every request still waiting for it is
+//! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
+//! The server's stderr passes through to sc-mcp's.
 //!
-//! The page's card shows the verdict record sc-mcp makes of the call,
-//! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}`, and an answer there is
-//! bound to that line's SHA-256. The call's `gate` event carries the same members after `id`,
-//! byte for byte (then the chain's `seq` and `prev`), so the line, and the digest the `approve`
-//! event carries, can be rebuilt from the log. If the server dies, every request still waiting for it is answered with a JSON-RPC
-//! error (tool calls get an `exec` event saying so) and sc-mcp exits 1. The server's stderr passes
-//! through to sc-mcp's.
+//! A card on the page shows the verdict record sc-mcp makes of the call,
+//! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}` ([`Verdict`]), and an
+//! answer there is bound to that line's SHA-256, which the `approve` event carries. The call's
+//! `gate` event repeats the line's members after `id` byte for byte (then the chain's `seq` and
+//! `prev`), so the line and its digest can be rebuilt from the log.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -687,11 +687,16 @@ impl Asked {
     /// The approval of a call settled here without the person's answer: the timeout, a
     /// cancellation, the end of the session.
     fn declined(&self, reason: impl Into<String>) -> Approval {
-        let mut approval = elicitation::declined(reason);
-        if let Asked::Page(_) = self {
-            approval.by = AnsweredBy::Web;
+        Approval {
+            approved: false,
+            by: match self {
+                Asked::Client(_) => AnsweredBy::Elicitation,
+                Asked::Page(_) => AnsweredBy::Web,
+            },
+            answer: None,
+            reason: reason.into(),
+            digest: None,
         }
-        approval
     }
 }
 
