@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,8 +19,9 @@ use skeleton_crew::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESS
 /// stdin and stdout) and the server, unchanged, except: every `tools/call` is decided by the policy
 /// (allowed calls are forwarded, denied ones are answered with `isError: true` and never reach the
 /// server, held ones are put to the person: through the client when its `initialize` declared
-/// elicitation, else on /dev/tty); `tools/list` results lose the tools the policy denies; a malformed message (including a request whose id is not a string or an
-/// integer) is never forwarded; an answer from the server to no request the client is waiting on
+/// elicitation, else on the web page with --web, else on /dev/tty); `tools/list` results lose the
+/// tools the policy denies; a malformed message (including a request whose id is not a string or
+/// an integer) is never forwarded; an answer from the server to no request the client is waiting on
 /// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
 /// and outcome is written to the audit log. The server's stderr passes through.
 /// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
@@ -41,11 +43,24 @@ struct Args {
     /// person.
     #[arg(long, value_name = "FILE", conflicts_with = "no_prompt")]
     answers: Option<PathBuf>,
+    /// Put held calls to the person as cards on a web page at ADDR, a loopback address and port
+    /// (127.0.0.1:0 takes any free port; [::1]:8080), when the client cannot ask them itself (it
+    /// did not declare elicitation, or --no-elicitation). The page's address, with its token, is
+    /// printed on stderr and the terminal. Held calls wait side by side while everything else is
+    /// relayed; one nobody answers within --timeout is declined. Not with --answers or
+    /// --no-prompt, which ask nobody.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        value_parser = approve::web::loopback_addr,
+        conflicts_with_all = ["answers", "no_prompt"]
+    )]
+    web: Option<SocketAddr>,
     /// Decline every held call without asking anyone (for clients that own the terminal).
     #[arg(long)]
     no_prompt: bool,
     /// Never put held calls to the person through the client (MCP elicitation), even when the
-    /// client declared it can; ask on /dev/tty instead.
+    /// client declared it can; ask on the web page (with --web) or /dev/tty instead.
     #[arg(long)]
     no_elicitation: bool,
     /// Longest JSON-RPC message in bytes, in either direction.
@@ -83,12 +98,13 @@ fn run(args: Args) -> anyhow::Result<u8> {
         quiet: args.quiet,
         max_message_bytes: args.max_message_bytes,
         // Which way a held call is asked, first that applies: --answers (or --no-prompt,
-        // nobody), elicitation, --web (to come), /dev/tty.
+        // nobody), elicitation, --web, /dev/tty.
         asking: if args.answers.is_some() || args.no_prompt {
             Asking::OnlyTheHuman
         } else {
             Asking::Wherever {
                 elicitation: !args.no_elicitation,
+                web: args.web,
             }
         },
     };

@@ -10,7 +10,8 @@
 //!   person (the approver's own code, [`crate::approve`]) and, unless approved, is answered like
 //!   a deny. The person is asked, first that applies: by `--answers`; through the client, when
 //!   its `initialize` declared elicitation ([`crate::approve::elicitation`]; not with
-//!   `--no-elicitation`); on /dev/tty; else nobody is asked and the call is declined;
+//!   `--no-elicitation`); on the web page, with `--web` ([`crate::approve::web`]); on /dev/tty;
+//!   else nobody is asked and the call is declined;
 //! - sc-mcp's own requests to the client (`elicitation/create`) have string ids that start with
 //!   `sc-mcp-elicit-`. The client's answers to them are read by sc-mcp and never forwarded; a
 //!   server message that uses such an id (a request, or a cancellation naming one) is dropped, so
@@ -37,24 +38,34 @@
 //!
 //! Two threads relay: the calling thread reads the client and decides (it alone holds the crew
 //! state and the human), and one thread reads the server. Each direction reads one bounded line
-//! at a time, so memory stays flat. A call put to the person through the client does not stop
-//! the calling thread: the answer comes on the client's input, so the call is kept (at most
-//! [`MAX_HELD_CALLS`] at once; past that a hold is declined unasked) while everything else is
-//! relayed, and settled when the answer comes. A third thread declines the ones nobody answered
-//! within `--timeout` (and tells the client with `notifications/cancelled`); a client that cancels
-//! a held call withdraws the question the same way; those still waiting when the session ends are
-//! declined. If the server dies, every request still waiting for it is answered with a JSON-RPC
-//! error (tool calls get an `exec` event saying so) and sc-mcp exits 1. The server's stderr passes
-//! through to sc-mcp's.
+//! at a time, so memory stays flat. A call put to the person through the client or on the web
+//! page does not stop the calling thread: the call is kept (at most [`MAX_HELD_CALLS`] at once;
+//! past that a hold is declined unasked) while everything else is relayed, and settled when the
+//! answer comes: on the client's input, or on the page (a thread of its own waits for the page's
+//! answers and expiries, and forwards an approved call itself). Another thread declines the
+//! calls asked through the client that nobody answered within `--timeout` (and tells the client
+//! with `notifications/cancelled`); on the page, the page's own expiry does it. A client that
+//! cancels a held call withdraws the question (or the card) the same way; those still waiting
+//! when the session ends are declined. If the server dies, every request still waiting for it is
+//! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
+//! The server's stderr passes through to sc-mcp's.
+//!
+//! A card on the page shows the verdict record sc-mcp makes of the call,
+//! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}` ([`Verdict`]), and an
+//! answer there is bound to that line's SHA-256, which the `approve` event carries. The call's
+//! `gate` event repeats the line's members after `id` byte for byte (then the chain's `seq` and
+//! `prev`), so the line and its digest can be rebuilt from the log.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -67,7 +78,8 @@ use nix::unistd::Pid;
 use serde_json::{json, Map, Value};
 
 use crate::approve::elicitation::{self, Questions};
-use crate::approve::{approval_for, render_prompt, Human, Reply};
+use crate::approve::web::{self, WebApprovals};
+use crate::approve::{approval_for, render_prompt, Hold, Human, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
 use crate::decision::{evaluate_with_state, Decision, Judgement};
@@ -75,7 +87,7 @@ use crate::jsonl::{self, JsonLine, Line, LineReader};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
 use crate::sanitize::for_terminal;
-use crate::state::CrewState;
+use crate::state::{AgentState, CrewState};
 use crate::strict_json;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.
@@ -93,8 +105,9 @@ pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 /// not reused while the server may still answer it; past that, the oldest is forgotten (a late
 /// answer to it is then dropped as an answer to nothing).
 const CANCELLED_REMEMBERED: usize = 4096;
-/// How many calls may wait at once for the person's answer through the client; a hold past that
-/// is declined without asking, so a flood of held calls cannot grow memory without bound.
+/// How many calls may wait at once for the person's answer, through the client or on the web
+/// page; a hold past that is declined without asking, so a flood of held calls cannot grow memory
+/// without bound.
 pub const MAX_HELD_CALLS: usize = 16;
 
 /// JSON-RPC error codes.
@@ -121,15 +134,19 @@ pub struct McpOptions {
 /// (see `ClientSide::surface`):
 /// 1. `--answers` (or `--no-prompt`, which asks nobody and declines): [`Asking::OnlyTheHuman`];
 /// 2. elicitation, when the client's `initialize` declared it (unless `--no-elicitation`);
-/// 3. (`--web`, to come);
+/// 3. the web page, with `--web ADDR`;
 /// 4. `/dev/tty`, and 5. declined when there is no terminal: the human given to [`run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asking {
     /// Only the human given to [`run`] is asked (the answers file, or nobody).
     OnlyTheHuman,
     /// Wherever the person is: through the client when it can ask (and `elicitation` is true),
-    /// else the human given to [`run`] (the terminal).
-    Wherever { elicitation: bool },
+    /// else on the web page served at `web` (a loopback address) when given, else the human given
+    /// to [`run`] (the terminal).
+    Wherever {
+        elicitation: bool,
+        web: Option<SocketAddr>,
+    },
 }
 
 /// The default agent name: the server command's file name (`npx`, `mcp-server-filesystem`).
@@ -475,6 +492,46 @@ pub fn refusal_response(id: &Value, text: &str) -> Vec<u8> {
         .finish()
 }
 
+/// The verdict record sc-mcp makes of a well-formed call, as sc-gate writes one, with the agent's
+/// state after the call: `{"id":…,"call":{…},"decision":…,"reasons":[…],"agentState":{…}}`.
+/// The web page shows it and binds an answer to its SHA-256; the call's `gate` event repeats its
+/// members after `id` byte for byte.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The line, without a newline.
+    pub line: Vec<u8>,
+    /// Where the members after `id` start.
+    after_id: usize,
+}
+
+impl Verdict {
+    pub fn new(
+        call_id: &str,
+        call: &Value,
+        judgement: &Judgement,
+        state: Option<&AgentState>,
+    ) -> Verdict {
+        let line = JsonLine::new().str_field("id", call_id);
+        // Past the comma that the next member brings.
+        let after_id = line.len() + 1;
+        let mut line = line
+            .field("call", call)
+            .str_field("decision", judgement.decision.as_str())
+            .strs_field("reasons", &judgement.reasons);
+        if let Some(state) = state {
+            line = line.field("agentState", state);
+        }
+        let mut line = line.finish();
+        line.pop();
+        Verdict { line, after_id }
+    }
+
+    /// `"call":…,"decision":…,"reasons":[…]` and `"agentState":…` when it has one.
+    pub fn members(&self) -> &[u8] {
+        &self.line[self.after_id..self.line.len() - 1]
+    }
+}
+
 /// Removes from a `tools/list` result every tool the agent may never call: denied tools, tools
 /// outside its allowlist, and entries without a string name. Returns the names removed.
 pub fn hide_denied_tools(result: &mut Value, policy: &Policy, agent: &str) -> Vec<String> {
@@ -603,11 +660,51 @@ struct PendingRequest {
     awaiting: Awaiting,
 }
 
-/// A held call put to the person through the client, waiting for the answer.
+/// Where a held call waits for the person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Asked {
+    /// Through the client: sc-mcp's own request id for the question (`sc-mcp-elicit-N`).
+    Client(String),
+    /// On the web page: its card.
+    Page(web::Ticket),
+}
+
+/// A held call's key among those waiting: its question's id, or its card's number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum HoldKey {
+    Question(String),
+    Card(u64),
+}
+
+impl Asked {
+    fn key(&self) -> HoldKey {
+        match self {
+            Asked::Client(question) => HoldKey::Question(question.clone()),
+            Asked::Page(card) => HoldKey::Card(card.id()),
+        }
+    }
+
+    /// The approval of a call settled here without the person's answer: the timeout, a
+    /// cancellation, the end of the session.
+    fn declined(&self, reason: impl Into<String>) -> Approval {
+        Approval {
+            approved: false,
+            by: match self {
+                Asked::Client(_) => AnsweredBy::Elicitation,
+                Asked::Page(_) => AnsweredBy::Web,
+            },
+            answer: None,
+            reason: reason.into(),
+            digest: None,
+        }
+    }
+}
+
+/// A held call put to the person through the client or on the web page, waiting for the answer.
 #[derive(Debug)]
 struct HeldCall {
-    /// sc-mcp's own request id for the question (`sc-mcp-elicit-N`).
-    question: String,
+    /// Where it was put to the person.
+    asked: Asked,
     /// The client's `tools/call` id.
     id: RequestId,
     ticket: Ticket,
@@ -615,7 +712,8 @@ struct HeldCall {
     reasons: Vec<String>,
     /// The client's message, forwarded as it came if the person approves.
     bytes: Vec<u8>,
-    /// When no answer declines it; `None` waits forever (`--timeout 0`).
+    /// When no answer through the client declines it; `None` waits forever (`--timeout 0`),
+    /// or for the page, which expires its cards itself.
     deadline: Option<Instant>,
 }
 
@@ -626,10 +724,10 @@ struct Pending {
     requests: HashMap<IdKey, PendingRequest>,
     /// Requests the client cancelled, oldest first: the server may still answer them.
     cancelled: IndexSet<IdKey>,
-    /// Calls waiting for the person's answer through the client, by sc-mcp's question id.
-    held: HashMap<String, HeldCall>,
-    /// The same calls' client ids, each to its question id.
-    held_ids: HashMap<IdKey, String>,
+    /// Calls waiting for the person's answer, through the client or on the page.
+    held: HashMap<HoldKey, HeldCall>,
+    /// The same calls' client ids, each to its key.
+    held_ids: HashMap<IdKey, HoldKey>,
     /// The session is ending: no call is held any more, and the timer stops.
     holds_closed: bool,
 }
@@ -676,35 +774,47 @@ impl Pending {
     }
 
     fn hold(&mut self, call: HeldCall) {
-        self.held_ids
-            .insert(call.id.key.clone(), call.question.clone());
-        self.held.insert(call.question.clone(), call);
+        let key = call.asked.key();
+        self.held_ids.insert(call.id.key.clone(), key.clone());
+        self.held.insert(key, call);
     }
 
-    /// Takes the held call that the question with this id is about.
-    fn take_held(&mut self, question: &str) -> Option<HeldCall> {
-        let call = self.held.remove(question)?;
+    /// Takes the held call that the question with this id, or the card with this number, is
+    /// about.
+    fn take_held(&mut self, key: &HoldKey) -> Option<HeldCall> {
+        let call = self.held.remove(key)?;
         self.held_ids.remove(&call.id.key);
         Some(call)
     }
 
     /// Takes the held call with this client id.
     fn take_held_call(&mut self, key: &IdKey) -> Option<HeldCall> {
-        let question = self.held_ids.get(key)?.clone();
-        self.take_held(&question)
+        let held = self.held_ids.get(key)?.clone();
+        self.take_held(&held)
     }
 
     /// Takes every held call whose deadline has passed.
     fn take_overdue(&mut self, now: Instant) -> Vec<HeldCall> {
-        let overdue: Vec<String> = self
+        let overdue: Vec<HoldKey> = self
             .held
             .values()
             .filter(|call| call.deadline.is_some_and(|deadline| deadline <= now))
-            .map(|call| call.question.clone())
+            .map(|call| call.asked.key())
             .collect();
         overdue
             .iter()
-            .filter_map(|question| self.take_held(question))
+            .filter_map(|key| self.take_held(key))
+            .collect()
+    }
+
+    /// The cards of the calls waiting on the web page.
+    fn cards(&self) -> Vec<web::Ticket> {
+        self.held
+            .values()
+            .filter_map(|call| match call.asked {
+                Asked::Page(card) => Some(card),
+                Asked::Client(_) => None,
+            })
             .collect()
     }
 
@@ -737,6 +847,9 @@ struct Session {
     quiet: bool,
     audit: Mutex<AuditLog>,
     client: Mutex<Box<dyn Write + Send>>,
+    /// The server's input, written by the calling thread and by the thread that settles the
+    /// page's answers; `None` once it cannot be written (or is closed at the end).
+    server: Mutex<Option<ChildStdin>>,
     pending: Mutex<Pending>,
     /// Signalled when a call is held or the session ends, for the thread that declines what
     /// nobody answered in time.
@@ -851,16 +964,15 @@ impl Session {
     }
 
     /// Forwards a request to the server and awaits its answer, unless the server is gone.
-    fn forward_request(
-        &self,
-        server: &mut Option<ChildStdin>,
-        bytes: &[u8],
-        request: PendingRequest,
-    ) -> Result<()> {
+    fn forward_request(&self, bytes: &[u8], request: PendingRequest) -> Result<()> {
         let key = request.id.key.clone();
+        // Held while the line is written, so requests reach the server in the order they were
+        // awaited; the pending requests are locked only inside it, never the other way round.
+        let mut server = lock(&self.server);
         let mut pending = lock(&self.pending);
         if !pending.server_reading || server.is_none() {
             drop(pending);
+            drop(server);
             self.fail_request(
                 request,
                 "the MCP server has exited, so the request was not sent",
@@ -869,8 +981,9 @@ impl Session {
         }
         pending.requests.insert(key.clone(), request);
         drop(pending);
-        if let Err(err) = write_line(server, bytes) {
+        if let Err(err) = write_line(&mut server, bytes) {
             *server = None;
+            drop(server);
             if let Some(request) = lock(&self.pending).requests.remove(&key) {
                 self.fail_request(
                     request,
@@ -879,6 +992,47 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Forwards a message that awaits no answer.
+    fn forward(&self, bytes: &[u8]) {
+        let mut server = lock(&self.server);
+        if let Err(err) = write_line(&mut server, bytes) {
+            if server.take().is_some() {
+                drop(server);
+                self.warn(&format!("cannot write to the MCP server: {err}"));
+            }
+        }
+    }
+
+    /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
+    /// if approved, or answers it with a refusal.
+    fn settle(
+        &self,
+        id: RequestId,
+        bytes: &[u8],
+        mut ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+    ) -> Result<()> {
+        if !approval.approved {
+            return self.decline_held(&id.value, &ticket, reasons, &approval, true);
+        }
+        if let Err(err) = self.audit_approval(&ticket, &approval) {
+            self.answer_audit_failure(&id.value);
+            return Err(err);
+        }
+        ticket.approval = Some(approval);
+        if self.is_stopping() {
+            return Ok(());
+        }
+        self.forward_request(
+            bytes,
+            PendingRequest {
+                id,
+                awaiting: Awaiting::ToolCall(ticket),
+            },
+        )
     }
 
     /// Why a new request may not use this id, if it may not.
@@ -941,13 +1095,15 @@ impl Session {
     fn expire(&self, call: HeldCall) {
         let after = self.hold_timeout.unwrap_or_default().as_secs();
         let reason = format!("declined: no answer within {after} seconds");
-        self.to_client(&elicitation::cancellation(&call.question, &reason));
+        if let Asked::Client(question) = &call.asked {
+            self.to_client(&elicitation::cancellation(question, &reason));
+        }
         // An audit failure has stopped the session already.
         let _ = self.decline_held(
             &call.id.value,
             &call.ticket,
             &call.reasons,
-            &elicitation::declined(reason),
+            &call.asked.declined(reason),
             true,
         );
     }
@@ -1034,6 +1190,64 @@ fn expire_holds(session: &Session) {
     }
 }
 
+/// What wakes the thread that settles the calls held on the web page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageEvent {
+    /// A card was answered or expired on the page, or one was put there: look again.
+    Changed,
+    /// The session is ending.
+    End,
+}
+
+/// The web page and what tells its thread that something changed.
+struct Page {
+    web: Arc<WebApprovals>,
+    wake: Sender<PageEvent>,
+}
+
+/// The thread that settles the calls held on the web page: each answered card's call is audited
+/// and forwarded (or refused), and a card nobody answered is declined when its time is up (the
+/// page expires it when asked after that). Ends with the session.
+fn settle_page_holds(session: &Session, web: &WebApprovals, events: &Receiver<PageEvent>) {
+    loop {
+        let cards = lock(&session.pending).cards();
+        let mut next: Option<Instant> = None;
+        for card in cards {
+            let Some(reply) = web.poll(card) else {
+                next = match (next, card.expires()) {
+                    (Some(next), Some(at)) => Some(next.min(at)),
+                    (next, at) => next.or(at),
+                };
+                continue;
+            };
+            // Taken by now if the client cancelled the call or the session ended: then the
+            // person's answer comes too late to act on.
+            let held = lock(&session.pending).take_held(&HoldKey::Card(card.id()));
+            if let Some(call) = held {
+                let approval = approval_for(reply, AnsweredBy::Web);
+                if session
+                    .settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    .is_err()
+                {
+                    // The audit log cannot be written: the session is stopping.
+                    return;
+                }
+            }
+        }
+        let event = match next {
+            Some(at) => match events.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => PageEvent::Changed,
+                Err(RecvTimeoutError::Disconnected) => PageEvent::End,
+            },
+            None => events.recv().unwrap_or(PageEvent::End),
+        };
+        if event == PageEvent::End {
+            return;
+        }
+    }
+}
+
 fn write_line(server: &mut Option<ChildStdin>, bytes: &[u8]) -> io::Result<()> {
     let stdin = server
         .as_mut()
@@ -1054,9 +1268,10 @@ struct ClientSide<'a> {
     /// Whether the client's `initialize` declared elicitation in form mode.
     client_elicits: bool,
     questions: Questions,
+    /// The web page, with `--web`.
+    page: Option<Page>,
     state: CrewState,
     ids: IdMinter,
-    server: Option<ChildStdin>,
 }
 
 /// A way of putting a held call to the person.
@@ -1067,6 +1282,8 @@ enum Surface {
     Human,
     /// The person, through the client (`elicitation/create`).
     Elicitation,
+    /// The person, on the web page (`--web`).
+    Page,
 }
 
 impl ClientSide<'_> {
@@ -1076,8 +1293,11 @@ impl ClientSide<'_> {
             // 1. `--answers`; `--no-prompt` asks nobody and declines everything.
             Asking::OnlyTheHuman => Surface::Human,
             // 2. Elicitation, when the client declared it (unless `--no-elicitation`).
-            Asking::Wherever { elicitation: true } if self.client_elicits => Surface::Elicitation,
-            // 3. `--web` goes here.
+            Asking::Wherever {
+                elicitation: true, ..
+            } if self.client_elicits => Surface::Elicitation,
+            // 3. The web page, with `--web`.
+            Asking::Wherever { .. } if self.page.is_some() => Surface::Page,
             // 4. /dev/tty; 5. declined when there is no terminal to ask.
             Asking::Wherever { .. } => Surface::Human,
         }
@@ -1114,11 +1334,8 @@ impl ClientSide<'_> {
                 } else {
                     Awaiting::Other(method)
                 };
-                self.session.forward_request(
-                    &mut self.server,
-                    bytes,
-                    PendingRequest { id, awaiting },
-                )
+                self.session
+                    .forward_request(bytes, PendingRequest { id, awaiting })
             }
             ClientMessage::Notification { cancels } => {
                 if let Some(cancelled) = cancels {
@@ -1153,7 +1370,7 @@ impl ClientSide<'_> {
                 Ok(())
             }
             ClientMessage::OwnAnswer { id, answer } => {
-                let held = lock(&self.session.pending).take_held(&id);
+                let held = lock(&self.session.pending).take_held(&HoldKey::Question(id.clone()));
                 match held {
                     Some(call) => {
                         let approval = elicitation::approval_for_answer(&answer);
@@ -1183,29 +1400,38 @@ impl ClientSide<'_> {
         }
     }
 
-    /// The client cancelled a call that waits for the person: the question is withdrawn and the
-    /// call declined, unanswered.
+    /// The client cancelled a call that waits for the person: the question (or the card) is
+    /// withdrawn and the call declined, unanswered.
     fn withdraw_question(&mut self, call: HeldCall) -> Result<()> {
         let reason = "declined: the client cancelled the call before the person answered";
-        self.session
-            .to_client(&elicitation::cancellation(&call.question, reason));
+        self.withdraw(&call.asked, reason);
         self.session.decline_held(
             &call.id.value,
             &call.ticket,
             &call.reasons,
-            &elicitation::declined(reason),
+            &call.asked.declined(reason),
             false,
         )
     }
 
-    /// Forwards a message that awaits no answer.
-    fn forward(&mut self, bytes: &[u8]) {
-        if let Err(err) = write_line(&mut self.server, bytes) {
-            if self.server.take().is_some() {
-                self.session
-                    .warn(&format!("cannot write to the MCP server: {err}"));
+    /// Takes a question back from where it was put: tells the client to close it, or ends the
+    /// card on the page.
+    fn withdraw(&self, asked: &Asked, reason: &str) {
+        match asked {
+            Asked::Client(question) => self
+                .session
+                .to_client(&elicitation::cancellation(question, reason)),
+            Asked::Page(card) => {
+                if let Some(page) = &self.page {
+                    page.web.withdraw(*card, reason);
+                }
             }
         }
+    }
+
+    /// Forwards a message that awaits no answer.
+    fn forward(&mut self, bytes: &[u8]) {
+        self.session.forward(bytes);
     }
 
     /// Audits a refused message as a denied, malformed call and answers it. A malformed answer
@@ -1236,7 +1462,8 @@ impl ClientSide<'_> {
         let (questions, ids): (Vec<&Value>, Vec<&Value>) =
             ids.iter().partition(|id| elicitation::is_own_id(id));
         for question in questions.into_iter().filter_map(Value::as_str) {
-            let held = lock(&self.session.pending).take_held(question);
+            let held =
+                lock(&self.session.pending).take_held(&HoldKey::Question(question.to_owned()));
             if let Some(call) = held {
                 let approval = elicitation::declined(format!(
                     "declined: the MCP client's answer is malformed ({reason})"
@@ -1308,14 +1535,16 @@ impl ClientSide<'_> {
             self.state
                 .record(call, &call_id, &judgement, &session.policy);
         }
-        let mut event = audit::event(Stage::Gate, &call_id)
-            .field("decision", &judgement.decision)
-            .field("reasons", &judgement.reasons)
-            .field("call", &call_value);
-        if let Some(agent) = self.state.agent(&session.agent) {
-            event = event.field("agentState", agent);
-        }
-        self.audit_or_answer(&id.value, &event.finish())?;
+        let verdict = Verdict::new(
+            &call_id,
+            &call_value,
+            &judgement,
+            self.state.agent(&session.agent),
+        );
+        let event = audit::event(Stage::Gate, &call_id)
+            .raw_members(verdict.members())
+            .finish();
+        self.audit_or_answer(&id.value, &event)?;
         session.narrate(&format!(
             "sc-mcp: {:<5} {} → {}: {}",
             judgement.decision.as_str().to_uppercase(),
@@ -1354,7 +1583,6 @@ impl ClientSide<'_> {
             }
             (Decision::Allow, Ok(_)) => {
                 return session.forward_request(
-                    &mut self.server,
                     bytes,
                     PendingRequest {
                         id,
@@ -1364,8 +1592,14 @@ impl ClientSide<'_> {
             }
             (Decision::Hold, Ok(call)) => call,
         };
-        if self.surface() == Surface::Elicitation {
-            return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons);
+        match self.surface() {
+            Surface::Elicitation => {
+                return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons)
+            }
+            Surface::Page => {
+                return self.ask_on_the_page(bytes, id, ticket, &call, judgement.reasons, &verdict)
+            }
+            Surface::Human => {}
         }
         let prompt = render_prompt(&call, &judgement.reasons, self.timeout);
         let reply = self.human.ask(&prompt);
@@ -1392,16 +1626,7 @@ impl ClientSide<'_> {
         let mut pending = lock(&session.pending);
         if pending.held.len() >= MAX_HELD_CALLS {
             drop(pending);
-            let approval = Approval {
-                approved: false,
-                by: AnsweredBy::None,
-                answer: None,
-                reason: format!(
-                    "declined: {MAX_HELD_CALLS} held calls are already waiting for the person, so this one was not put to them"
-                ),
-                digest: None,
-            };
-            return session.decline_held(&id.value, &ticket, &reasons, &approval, true);
+            return self.decline_unasked(&id, &ticket, &reasons);
         }
         let question = self.questions.mint();
         let message = elicitation::message(call, &reasons, self.timeout);
@@ -1411,7 +1636,7 @@ impl ClientSide<'_> {
             for_terminal(&ticket.tool),
         ));
         pending.hold(HeldCall {
-            question: question.clone(),
+            asked: Asked::Client(question.clone()),
             id,
             ticket,
             reasons,
@@ -1424,36 +1649,82 @@ impl ClientSide<'_> {
         Ok(())
     }
 
+    /// Puts a held call on the web page as a card showing its verdict record, and keeps it until
+    /// the person's answer there, the card's expiry, a cancellation or the end of the session
+    /// settles it (the page's thread, [`settle_page_holds`], settles the first two).
+    fn ask_on_the_page(
+        &mut self,
+        bytes: &[u8],
+        id: RequestId,
+        ticket: Ticket,
+        call: &Call,
+        reasons: Vec<String>,
+        verdict: &Verdict,
+    ) -> Result<()> {
+        let session = self.session;
+        let Some(page) = &self.page else {
+            unreachable!("a call is put on the page only when there is one");
+        };
+        // Locked while the card is put up, so the page's thread, woken by a quick answer, finds
+        // the call waiting.
+        let mut pending = lock(&session.pending);
+        if pending.held.len() >= MAX_HELD_CALLS {
+            drop(pending);
+            return self.decline_unasked(&id, &ticket, &reasons);
+        }
+        let card = page.web.submit(&Hold {
+            line: &verdict.line,
+            id: &ticket.call_id,
+            call,
+            reasons: &reasons,
+            timeout: self.timeout,
+        });
+        session.narrate(&format!(
+            "sc-mcp: {} → {}: waiting for the person on the web page (card {})",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            card.id()
+        ));
+        pending.hold(HeldCall {
+            asked: Asked::Page(card),
+            id,
+            ticket,
+            reasons,
+            bytes: bytes.to_vec(),
+            deadline: None,
+        });
+        drop(pending);
+        // The page's thread waits for this card's expiry too.
+        let _ = page.wake.send(PageEvent::Changed);
+        Ok(())
+    }
+
+    /// Declines a held call without asking: too many are waiting for the person already.
+    fn decline_unasked(&self, id: &RequestId, ticket: &Ticket, reasons: &[String]) -> Result<()> {
+        let approval = Approval {
+            approved: false,
+            by: AnsweredBy::None,
+            answer: None,
+            reason: format!(
+                "declined: {MAX_HELD_CALLS} held calls are already waiting for the person, so this one was not put to them"
+            ),
+            digest: None,
+        };
+        self.session
+            .decline_held(&id.value, ticket, reasons, &approval, true)
+    }
+
     /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
     /// if approved, or answers it with a refusal.
     fn settle(
         &mut self,
         id: RequestId,
         bytes: &[u8],
-        mut ticket: Ticket,
+        ticket: Ticket,
         reasons: &[String],
         approval: Approval,
     ) -> Result<()> {
-        let session = self.session;
-        if !approval.approved {
-            return session.decline_held(&id.value, &ticket, reasons, &approval, true);
-        }
-        if let Err(err) = session.audit_approval(&ticket, &approval) {
-            self.answer_audit_failure(&id.value);
-            return Err(err);
-        }
-        ticket.approval = Some(approval);
-        if session.is_stopping() {
-            return Ok(());
-        }
-        session.forward_request(
-            &mut self.server,
-            bytes,
-            PendingRequest {
-                id,
-                awaiting: Awaiting::ToolCall(ticket),
-            },
-        )
+        self.session.settle(id, bytes, ticket, reasons, approval)
     }
 
     /// Appends an event about the request `id`; when the log cannot be written, the request is
@@ -1765,6 +2036,31 @@ pub fn run(
     let (program, args) = command
         .split_first()
         .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
+    // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
+    let page = match options.asking {
+        Asking::Wherever {
+            web: Some(addr), ..
+        } => {
+            let (wake, events) = mpsc::channel();
+            let settled = wake.clone();
+            let web = WebApprovals::start(
+                addr,
+                "sc-mcp",
+                Some(Box::new(move |_| {
+                    let _ = settled.send(PageEvent::Changed);
+                })),
+            )?;
+            web::announce("sc-mcp", web.url());
+            Some((
+                Page {
+                    web: Arc::new(web),
+                    wake,
+                },
+                events,
+            ))
+        }
+        _ => None,
+    };
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -1787,6 +2083,7 @@ pub fn run(
         quiet: options.quiet,
         audit: Mutex::new(audit_log),
         client: Mutex::new(Box::new(io::stdout())),
+        server: Mutex::new(Some(server_stdin)),
         pending: Mutex::new(Pending {
             server_reading: true,
             requests: HashMap::new(),
@@ -1811,7 +2108,12 @@ pub fn run(
     // Only calls asked through the client wait without blocking this thread, so only they need
     // a timer.
     let timer = match (options.asking, options.timeout) {
-        (Asking::Wherever { elicitation: true }, Some(_)) => {
+        (
+            Asking::Wherever {
+                elicitation: true, ..
+            },
+            Some(_),
+        ) => {
             let session = Arc::clone(&session);
             Some(
                 thread::Builder::new()
@@ -1821,6 +2123,18 @@ pub fn run(
             )
         }
         _ => None,
+    };
+    let (page, page_thread) = match page {
+        Some((page, events)) => {
+            let session = Arc::clone(&session);
+            let web = Arc::clone(&page.web);
+            let thread = thread::Builder::new()
+                .name("web-answers".into())
+                .spawn(move || settle_page_holds(&session, &web, &events))
+                .context("cannot start the web page's thread")?;
+            (Some(page), Some(thread))
+        }
+        None => (None, None),
     };
 
     let woken = Arc::new(AtomicBool::new(false));
@@ -1841,9 +2155,9 @@ pub fn run(
         asking: options.asking,
         client_elicits: false,
         questions: Questions::default(),
+        page,
         state: CrewState::new(),
         ids: IdMinter::new(),
-        server: Some(server_stdin),
     };
     let mut reader = LineReader::new(input, options.max_message_bytes);
     loop {
@@ -1892,13 +2206,25 @@ pub fn run(
     if let Some(timer) = timer {
         let _ = timer.join();
     }
+    if let Some(page) = &client.page {
+        let _ = page.wake.send(PageEvent::End);
+    }
+    if let Some(thread) = page_thread {
+        let _ = thread.join();
+    }
     for call in unanswered {
-        let approval = elicitation::declined(format!("declined: {why} before the person answered"));
+        let reason = format!("declined: {why} before the person answered");
+        if let Asked::Page(_) = call.asked {
+            client.withdraw(&call.asked, &reason);
+        }
+        let approval = call.asked.declined(reason);
         // An audit failure has stopped the session already.
         let _ = session.decline_held(&call.id.value, &call.ticket, &call.reasons, &approval, true);
     }
+    // Nothing more can be asked: the page stops serving.
+    drop(client.page.take());
     // Closing the server's input is how MCP's stdio transport asks it to exit.
-    drop(client.server.take());
+    drop(lock(&session.server).take());
     drop(reader);
 
     // The server has SHUTDOWN_GRACE to end by itself, then SIGTERM, then SIGKILL; a server whose
@@ -2287,8 +2613,9 @@ mod tests {
     #[test]
     fn a_held_call_keeps_its_id_until_settled_and_is_taken_once() {
         let mut pending = Pending::default();
+        let question = |n: i64| HoldKey::Question(format!("sc-mcp-elicit-{n}"));
         let held = |n: i64, deadline: Option<Instant>| HeldCall {
-            question: format!("sc-mcp-elicit-{n}"),
+            asked: Asked::Client(format!("sc-mcp-elicit-{n}")),
             id: RequestId {
                 value: json!(n),
                 key: IdKey::Integer(n),
@@ -2314,16 +2641,17 @@ mod tests {
             .contains("person"));
         let overdue = pending.take_overdue(now);
         assert_eq!(overdue.len(), 1);
-        assert_eq!(overdue[0].question, "sc-mcp-elicit-1");
+        assert_eq!(overdue[0].asked.key(), question(1));
         assert!(pending.in_use(&IdKey::Integer(1)).is_none());
-        assert!(pending.take_held("sc-mcp-elicit-1").is_none(), "taken once");
+        assert!(pending.take_held(&question(1)).is_none(), "taken once");
         let second = pending.take_held_call(&IdKey::Integer(2)).unwrap();
-        assert_eq!(second.question, "sc-mcp-elicit-2");
-        assert!(pending.take_held("sc-mcp-elicit-2").is_none());
+        assert_eq!(second.asked.key(), question(2));
+        assert!(pending.take_held(&question(2)).is_none());
         assert!(pending
             .take_overdue(now + Duration::from_secs(7200))
             .is_empty());
-        assert!(pending.take_held("sc-mcp-elicit-3").is_some());
+        assert!(pending.cards().is_empty(), "none on the page");
+        assert!(pending.take_held(&question(3)).is_some());
         assert!(pending.held.is_empty() && pending.held_ids.is_empty());
     }
 
@@ -2411,6 +2739,34 @@ mod tests {
         );
         assert!(large.result.is_none());
         assert!(large.reason.contains("not kept"), "{}", large.reason);
+    }
+
+    #[test]
+    fn the_verdict_line_is_what_the_gate_event_repeats() {
+        let judgement = Judgement {
+            decision: Decision::Hold,
+            reasons: vec!["amount 750 is above the hold limit of 100".into()],
+        };
+        let call = json!({"agent":"crew","tool":"echo","args":{"amount":750,"memo":"\u{202e}x"},"source":"agent","jsonrpcId":1});
+        let verdict = Verdict::new("mcp-3", &call, &judgement, None);
+        let line = std::str::from_utf8(&verdict.line).unwrap();
+        assert_eq!(
+            line,
+            format!(
+                r#"{{"id":"mcp-3","call":{call},"decision":"hold","reasons":["amount 750 is above the hold limit of 100"]}}"#
+            )
+        );
+        assert_eq!(
+            std::str::from_utf8(verdict.members()).unwrap(),
+            &line[r#"{"id":"mcp-3","#.len()..line.len() - 1]
+        );
+        let event = audit::event(Stage::Gate, "mcp-3")
+            .raw_members(verdict.members())
+            .finish();
+        let mut rebuilt: Map<String, Value> = serde_json::from_slice(&event).unwrap();
+        rebuilt.shift_remove("ts");
+        rebuilt.shift_remove("stage");
+        assert_eq!(Value::Object(rebuilt).to_string(), line);
     }
 
     #[test]

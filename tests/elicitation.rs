@@ -30,22 +30,22 @@ use crate::util::{bin_path, parse_whole_lines, testdata, Scratch};
 const CLIENT_WAIT: Duration = Duration::from_secs(120);
 
 /// What the SDK client saw (see testdata/mcp/elicit-client.mjs), and what reached the server.
-struct ClientRun {
-    report: Value,
+pub(crate) struct ClientRun {
+    pub(crate) report: Value,
     /// Every message the published server received.
-    server_received: Vec<Value>,
-    stderr: String,
-    root: PathBuf,
+    pub(crate) server_received: Vec<Value>,
+    pub(crate) stderr: String,
+    pub(crate) root: PathBuf,
 }
 
 impl ClientRun {
     /// The result of the plan's call number `index`.
-    fn result(&self, index: usize) -> &Value {
+    pub(crate) fn result(&self, index: usize) -> &Value {
         &self.report["results"][index]
     }
 
     /// The methods of the requests and notifications the client received.
-    fn incoming(&self) -> Vec<&str> {
+    pub(crate) fn incoming(&self) -> Vec<&str> {
         self.report["incoming"]
             .as_array()
             .unwrap()
@@ -55,7 +55,7 @@ impl ClientRun {
     }
 
     /// The tools the server was asked to run.
-    fn server_ran(&self) -> Vec<String> {
+    pub(crate) fn server_ran(&self) -> Vec<String> {
         self.server_received
             .iter()
             .filter(|m| m["method"] == "tools/call")
@@ -85,7 +85,7 @@ fn taint_then_create(root: &Path) -> Value {
 
 /// Runs the SDK client with `plan` (its `calls` default to [`taint_then_create`]) against sc-mcp
 /// with `sc_mcp_args`, in front of the published filesystem server.
-fn run_client(scratch: &Scratch, mut plan: Value, sc_mcp_args: &[&str]) -> ClientRun {
+pub(crate) fn run_client(scratch: &Scratch, mut plan: Value, sc_mcp_args: &[&str]) -> ClientRun {
     let root = served_folder(scratch);
     if plan.get("calls").is_none() {
         plan["calls"] = taint_then_create(&root);
@@ -165,18 +165,18 @@ fn run_client(scratch: &Scratch, mut plan: Value, sc_mcp_args: &[&str]) -> Clien
 }
 
 /// The text of a tool result the SDK client returned.
-fn tool_text(result: &Value) -> &str {
+pub(crate) fn tool_text(result: &Value) -> &str {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("no text in {result}"))
 }
 
 /// Whether a tool result the SDK client returned is an error.
-fn tool_failed(result: &Value) -> bool {
+pub(crate) fn tool_failed(result: &Value) -> bool {
     result["isError"] == true
 }
 
-fn approvals(scratch: &Scratch) -> Vec<Value> {
+pub(crate) fn approvals(scratch: &Scratch) -> Vec<Value> {
     events(&scratch.audit_events(), "approve")
         .into_iter()
         .cloned()
@@ -184,7 +184,7 @@ fn approvals(scratch: &Scratch) -> Vec<Value> {
 }
 
 /// The `exec` events' (tool, status), in order.
-fn outcomes(scratch: &Scratch) -> Vec<(String, String)> {
+pub(crate) fn outcomes(scratch: &Scratch) -> Vec<(String, String)> {
     events(&scratch.audit_events(), "exec")
         .iter()
         .map(|e| {
@@ -474,25 +474,25 @@ fn no_prompt_declines_without_asking_the_client() {
 const ELICITATION: &str = "elicitation/create";
 
 /// A held call (over the fake policy's $100 limit) with this id.
-fn held_call(id: Value) -> Value {
+pub(crate) fn held_call(id: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": "echo", "arguments": {"amount": 750, "to": "acme"}}})
 }
 
-fn question(proxy: &mut crate::mcp::Proxy, number: u32) -> Value {
+pub(crate) fn question(proxy: &mut crate::mcp::Proxy, number: u32) -> Value {
     let id = json!(format!("sc-mcp-elicit-{number}"));
     proxy.message_where(&format!("question {id}"), |m| {
         m["method"] == ELICITATION && m["id"] == id
     })
 }
 
-fn answer_question(proxy: &mut crate::mcp::Proxy, number: u32, result: Value) {
+pub(crate) fn answer_question(proxy: &mut crate::mcp::Proxy, number: u32, result: Value) {
     proxy.send_value(
         &json!({"jsonrpc": "2.0", "id": format!("sc-mcp-elicit-{number}"), "result": result}),
     );
 }
 
-const YES: fn() -> Value = || json!({"action": "accept", "content": {"approve": true}});
+pub(crate) const YES: fn() -> Value = || json!({"action": "accept", "content": {"approve": true}});
 
 #[test]
 fn sc_mcp_question_ids_are_never_confused_with_the_clients_own() {

@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,8 @@ pub(crate) struct Proxy {
     received: Vec<String>,
     stdout_reader: Option<JoinHandle<()>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
+    /// sc-mcp's stderr so far, and a bell rung at each new piece of it.
+    stderr_seen: Arc<(Mutex<Vec<u8>>, Condvar)>,
     terminal: Terminal,
 }
 
@@ -101,10 +104,26 @@ impl Proxy {
             }
         });
         let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr_seen = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+        let shared = Arc::clone(&stderr_seen);
         let stderr = thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = stderr_pipe.read_to_end(&mut bytes);
-            bytes
+            let mut chunk = [0u8; 4096];
+            loop {
+                match stderr_pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let (bytes, bell) = &*shared;
+                        bytes.lock().unwrap().extend_from_slice(&chunk[..n]);
+                        bell.notify_all();
+                    }
+                    Err(err) if err.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let (bytes, bell) = &*shared;
+            bell.notify_all();
+            let all = bytes.lock().unwrap().clone();
+            all
         });
         Proxy {
             stdin: child.stdin.take(),
@@ -113,8 +132,42 @@ impl Proxy {
             received: Vec::new(),
             stdout_reader: Some(stdout_reader),
             stderr: Some(stderr),
+            stderr_seen,
             terminal,
         }
+    }
+
+    /// Waits until `count` whole lines of sc-mcp's stderr contain `text`, and returns them.
+    pub(crate) fn wait_for_stderr_lines(&self, text: &str, count: usize) -> Vec<String> {
+        let (bytes, bell) = &*self.stderr_seen;
+        let deadline = Instant::now() + WAIT;
+        let mut bytes = bytes.lock().unwrap();
+        loop {
+            let whole = bytes
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |end| end + 1);
+            let found: Vec<String> = String::from_utf8_lossy(&bytes[..whole])
+                .lines()
+                .filter(|line| line.contains(text))
+                .map(str::to_owned)
+                .collect();
+            if found.len() >= count {
+                return found;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "sc-mcp never said {text:?} {count} times; it said {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            bytes = bell.wait_timeout(bytes, left).unwrap().0;
+        }
+    }
+
+    /// Waits for a whole line of sc-mcp's stderr that contains `text`, and returns it.
+    pub(crate) fn wait_for_stderr(&self, text: &str) -> String {
+        self.wait_for_stderr_lines(text, 1).remove(0)
     }
 
     /// Sends one line to sc-mcp as the client.
@@ -242,7 +295,7 @@ impl Proxy {
     }
 
     /// Waits until `text` shows on the pseudo-terminal (after what earlier waits matched).
-    fn wait_for_screen(&mut self, text: &str) -> String {
+    pub(crate) fn wait_for_screen(&mut self, text: &str) -> String {
         self.terminal.wait_for(text, WAIT)
     }
 

@@ -16,6 +16,7 @@ mod gate;
 mod generate;
 mod hook;
 mod mcp;
+mod mcp_web;
 mod pipeline;
 mod properties;
 mod report;

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::util::{bin_path, parse_whole_lines, wait_all, Scratch};
 
 /// How long any one wait (a line, an element, an exit) may take before the test fails.
-const DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A payment the default policy holds (above the hold limit of 100).
 fn payment(agent: &str, to: &str, amount: u64) -> Value {
@@ -279,18 +279,18 @@ impl Drop for Pipeline {
 }
 
 /// What an HTTP request got.
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    body: Vec<u8>,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: hyper::HeaderMap,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Answer {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|value| value.to_str().ok())
@@ -298,14 +298,14 @@ impl Answer {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime")
 }
 
-async fn request(
+pub(crate) async fn request(
     addr: &str,
     method: &str,
     path: &str,
@@ -353,7 +353,7 @@ fn digest_of_verdict(record: &Value) -> String {
     hex(&Sha256::digest(verdict.to_string().as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -362,14 +362,14 @@ fn hex(bytes: &[u8]) -> String {
 
 /// chromedriver on a free loopback port, in a process group of its own that is killed on drop
 /// (with every Chromium it started).
-struct ChromeDriver {
+pub(crate) struct ChromeDriver {
     child: Child,
     port: u16,
     _profile: tempfile::TempDir,
 }
 
 impl ChromeDriver {
-    fn start() -> ChromeDriver {
+    pub(crate) fn start() -> ChromeDriver {
         let program = "chromedriver";
         let mut child = Command::new(program)
             .arg("--port=0")
@@ -406,7 +406,7 @@ impl ChromeDriver {
     }
 
     /// A new headless Chromium session with an empty profile.
-    async fn browser(&self) -> Client {
+    pub(crate) async fn browser(&self) -> Client {
         let profile = self._profile.path().display().to_string();
         let capabilities = json!({
             "browserName": "chrome",
@@ -442,7 +442,7 @@ impl Drop for ChromeDriver {
 }
 
 /// Waits for an element, with the deadline.
-async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
+pub(crate) async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
     browser
         .wait()
         .at_most(DEADLINE)
@@ -451,12 +451,12 @@ async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
         .unwrap_or_else(|err| panic!("no {css} on the page in time: {err}"))
 }
 
-async fn text_of(browser: &Client, css: &str) -> String {
+pub(crate) async fn text_of(browser: &Client, css: &str) -> String {
     find(browser, css).await.text().await.expect("its text")
 }
 
 /// Where screenshots go for people to look at: `target/screenshots/`.
-fn screenshot_path(name: &str) -> PathBuf {
+pub(crate) fn screenshot_path(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));

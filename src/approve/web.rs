@@ -17,7 +17,7 @@
 //!   terminal shows it, agent-written text escaped ([`crate::sanitize::for_terminal`]) and the
 //!   arguments pretty-printed from their exact text.
 //! - `GET /api/history`: the holds that ended lately, newest first, each with `state`
-//!   (`approved`, `declined` or `expired`).
+//!   (`approved`, `declined`, `expired`, or `withdrawn` when sc-mcp took it off the page).
 //! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX}`: 200 and `{"approved":bool}`.
 //!   `digest` is the SHA-256 of the record line exactly as it arrived, so an answer is bound to
 //!   the record the person was shown.
@@ -185,6 +185,7 @@ impl WebApprovals {
             timeout: hold.timeout,
             expires,
             state: HoldState::Pending,
+            withdrawn: None,
             collected: false,
         };
         let mut holds = self.shared.lock();
@@ -239,6 +240,19 @@ impl WebApprovals {
         }
     }
 
+    /// Takes a pending hold off the page because the program settled it another way (sc-mcp: the
+    /// client cancelled the call, or the session ended): its card ends as withdrawn, with `why`,
+    /// and an answer to it is refused (409). Returns whether it was still pending; an answer
+    /// given before stands as given.
+    pub fn withdraw(&self, ticket: Ticket, why: &str) -> bool {
+        let mut holds = self.shared.lock();
+        let expired = holds.expire_due(Instant::now());
+        let withdrawn = holds.withdraw(ticket.id, why);
+        drop(holds);
+        self.shared.settled_all(&expired);
+        withdrawn
+    }
+
     /// Stops serving: requests in progress get a moment to finish.
     pub fn stop(mut self) {
         self.shutdown();
@@ -272,6 +286,16 @@ pub fn check_loopback(addr: SocketAddr) -> Result<()> {
     .into())
 }
 
+/// `--web ADDR` as the command line gives it: an IP address and port on the loopback interface,
+/// nothing else (a clap value parser).
+pub fn loopback_addr(text: &str) -> std::result::Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!("{text:?} is not an address and port such as 127.0.0.1:8080 or [::1]:8080")
+    })?;
+    check_loopback(addr).map_err(|err| err.to_string())?;
+    Ok(addr)
+}
+
 /// Tells the person where the page is: one line on stderr, and on the terminal when there is
 /// one and stderr is not it.
 pub fn announce(program: &str, url: &str) {
@@ -284,8 +308,8 @@ pub fn announce(program: &str, url: &str) {
     }
 }
 
-/// A person on the web page, asked about one hold at a time (for a program that asks one at a
-/// time, as sc-mcp does); sc-approve's `--web` instead lets several wait at once.
+/// A person on the web page, asked about one hold at a time, for a program that asks one at a
+/// time; sc-approve's and sc-mcp's `--web` instead let several wait at once.
 pub struct WebHuman {
     web: Arc<WebApprovals>,
 }
@@ -378,6 +402,8 @@ struct Entry {
     timeout: Option<Duration>,
     expires: Option<(Instant, SystemTime)>,
     state: HoldState,
+    /// Why it was withdrawn, when it was.
+    withdrawn: Option<String>,
     /// Whether the program that submitted it has taken its reply (it is kept until then).
     collected: bool,
 }
@@ -402,6 +428,8 @@ enum HoldState {
     Approved,
     Declined,
     Expired,
+    /// Taken off the page by the program (sc-mcp: the client cancelled the call).
+    Withdrawn,
 }
 
 impl Holds {
@@ -437,6 +465,10 @@ impl Holds {
                 digest,
             },
             HoldState::Expired => Reply::TimedOut(entry.timeout.unwrap_or_default()),
+            HoldState::Withdrawn => Reply::NobodyToAsk(format!(
+                "the hold was withdrawn from the web page: {}",
+                entry.withdrawn.as_deref().unwrap_or("no reason given")
+            )),
         };
         if !entry.collected {
             entry.collected = true;
@@ -525,6 +557,7 @@ impl Holds {
                 reason: match entry.state {
                     HoldState::Approved => "approved on the web page".into(),
                     HoldState::Declined => "declined on the web page".into(),
+                    HoldState::Withdrawn => entry.withdrawn.clone().unwrap_or_default(),
                     _ => format!(
                         "declined: no answer within {} seconds",
                         entry.timeout.unwrap_or_default().as_secs()
@@ -534,6 +567,21 @@ impl Holds {
             })
             .collect();
         serde_json::to_string(&ended).expect("holds serialize")
+    }
+
+    /// Ends a pending hold as withdrawn, and marks it taken (nobody will collect it). Returns
+    /// whether it was pending.
+    fn withdraw(&mut self, id: u64, why: &str) -> bool {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return false;
+        };
+        let pending = entry.state == HoldState::Pending;
+        if pending {
+            entry.state = HoldState::Withdrawn;
+            entry.withdrawn = Some(why.to_owned());
+        }
+        let _ = self.collect(id);
+        pending
     }
 
     /// Settles a pending hold with the person's answer, if it is still pending and the digest
@@ -554,6 +602,12 @@ impl Holds {
                 return Err(Refusal::new(
                     StatusCode::CONFLICT,
                     "the hold was already answered",
+                ))
+            }
+            HoldState::Withdrawn => {
+                return Err(Refusal::new(
+                    StatusCode::CONFLICT,
+                    "the hold was withdrawn: it was declined",
                 ))
             }
         }
@@ -1213,6 +1267,7 @@ mod tests {
                     timeout: hold.timeout,
                     expires: hold.timeout.map(|t| (now + t, SystemTime::now() + t)),
                     state: HoldState::Pending,
+                    withdrawn: None,
                     collected: false,
                 },
             );
@@ -1267,6 +1322,58 @@ mod tests {
     }
 
     #[test]
+    fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
+        let (line, call) = hold_line();
+        let reasons = vec!["r".to_owned()];
+        let hold = Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout: None,
+        };
+        let shared = shared();
+        let mut holds = shared.lock();
+        let digest = hold.digest();
+        for id in [1, 2] {
+            holds.entries.insert(
+                id,
+                Entry {
+                    digest: digest.clone(),
+                    record: record_json(hold.line),
+                    display: display_json(&hold),
+                    timeout: None,
+                    expires: None,
+                    state: HoldState::Pending,
+                    withdrawn: None,
+                    collected: false,
+                },
+            );
+        }
+        assert!(holds.withdraw(1, "the client cancelled the call"));
+        let refused = holds.answer(1, true, &digest).unwrap_err();
+        assert_eq!(refused.status, StatusCode::CONFLICT);
+        assert!(refused.why.contains("withdrawn"), "{}", refused.why);
+        // An answer given first stands.
+        holds.answer(2, true, &digest).unwrap();
+        assert!(!holds.withdraw(2, "too late"));
+        assert!(!holds.withdraw(3, "no such hold"));
+        assert_eq!(
+            holds.collect(2),
+            Some(Reply::Decision {
+                approve: true,
+                digest: Some(digest.clone())
+            })
+        );
+        let pending: Value = serde_json::from_str(&holds.pending_json(Instant::now())).unwrap();
+        assert_eq!(pending, serde_json::json!([]));
+        let history: Value = serde_json::from_str(&holds.history_json()).unwrap();
+        assert_eq!(history[1]["state"], "withdrawn");
+        assert_eq!(history[1]["reason"], "the client cancelled the call");
+        assert_eq!(history[0]["state"], "approved");
+    }
+
+    #[test]
     fn the_history_forgets_the_oldest_collected_holds_only() {
         let (line, call) = hold_line();
         let reasons = vec!["r".to_owned()];
@@ -1290,6 +1397,7 @@ mod tests {
                     timeout: None,
                     expires: None,
                     state: HoldState::Pending,
+                    withdrawn: None,
                     collected: false,
                 },
             );

@@ -149,6 +149,7 @@
       approved: "Approved: the call runs",
       declined: "Declined: the call is skipped",
       expired: "Expired: " + String(item.reason),
+      withdrawn: "Withdrawn: " + String(item.reason),
     };
     footer.append(element("span", "outcome", words[item.state] || String(item.state)));
     card.append(footer);
@@ -212,7 +213,7 @@
   async function refresh() {
     if (!token) {
       status.textContent =
-        "No token: open the address sc-approve printed, with its #token=\u2026 part.";
+        "No token: open the address sc-approve or sc-mcp printed, with its #token=\u2026 part.";
       status.dataset.state = "no-token";
       return;
     }
@@ -220,7 +221,7 @@
       const [pending, ended] = await Promise.all([api("/api/holds"), api("/api/history")]);
       if (pending.status === 401 || ended.status === 401) {
         status.textContent =
-          "The token was refused: open the address this run of sc-approve printed.";
+          "The token was refused: open the address this run of sc-approve or sc-mcp printed.";
         status.dataset.state = "refused";
         return;
       }
