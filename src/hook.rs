@@ -803,7 +803,10 @@ fn record_run(
             decision: Some(decision),
             input,
             ..
-        }) if judged_tool == hook.tool_name => {
+        }) if judged_tool == hook.tool_name
+            && (decision != Decision::Hold
+                || input.as_deref() == Some(input_digest(&hook.tool_input).as_str())) =>
+        {
             let changed = if input.as_deref() == Some(input_digest(&hook.tool_input).as_str()) {
                 String::new()
             } else {
@@ -868,10 +871,15 @@ fn record_run(
         other => {
             let why = match (&hook.tool_use_id, other) {
                 (None, _) => "the PostToolUse has no tool_use_id to link it by".to_owned(),
-                (Some(tool_use_id), Some(decided)) => format!(
+                (Some(tool_use_id), Some(decided)) if decided.tool != hook.tool_name => format!(
                     "its tool_use_id {} was decided for {}, not for this tool",
                     quoted(tool_use_id),
                     quoted(&decided.tool)
+                ),
+                // A held call is taken as approved only when what ran is what was held.
+                (Some(tool_use_id), Some(_)) => format!(
+                    "its input is not the one sc-hook held under tool_use_id {}, so no approval is taken from it and the held call stays unanswered",
+                    quoted(tool_use_id)
                 ),
                 (Some(tool_use_id), None) => format!(
                     "its tool_use_id {} is not in this session's state (no PreToolUse of sc-hook saw it, or it was forgotten: sc-hook keeps the last {MAX_AWAITING} calls awaiting their run)",

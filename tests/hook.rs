@@ -921,25 +921,25 @@ fn a_call_that_ran_otherwise_than_judged_says_so() {
     );
     assert_recorded_quietly(&hook(&scratch, &reordered.to_string()));
     assert_recorded_quietly(&hook(&scratch, &changed.to_string()));
+    // What ran is what was held: approved. What ran is not: no approval is taken from it (a
+    // forger could otherwise pass a held payment's id with a harmless input), the held call
+    // stays unanswered, and the run is recorded as a call the gate never judged.
     let events = scratch.audit_events();
     let approvals = events_of(&events, "approve");
-    assert_eq!(approvals.len(), 2);
-    let note = "its input is not the one sc-hook judged";
-    let reasons: Vec<&str> = approvals
-        .iter()
-        .map(|e| e["approval"]["reason"].as_str().unwrap())
-        .collect();
-    assert!(!reasons[0].contains(note), "{}", reasons[0]);
-    assert!(reasons[1].contains(note), "{}", reasons[1]);
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
     let execs = events_of(&events, "exec");
+    assert_eq!(execs.len(), 2, "{execs:#?}");
+    let note = "its input is not the one sc-hook held";
     assert!(!execs[0]["outcome"]["reason"]
         .as_str()
         .unwrap()
         .contains(note));
-    assert!(execs[1]["outcome"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains(note));
+    let unjudged = execs[1]["outcome"]["reason"].as_str().unwrap();
+    assert!(unjudged.contains(note), "{unjudged}");
+    assert!(unjudged.contains("never judged"), "{unjudged}");
+    let summary = report(&scratch);
+    assert_eq!(summary["holds"]["approved"], 1, "{summary:#}");
+    assert_eq!(summary["holds"]["unanswered"], 1, "{summary:#}");
 
     // A PostToolUse naming another tool under a decided tool_use_id: an unknown call.
     let mut pre: Value = serde_json::from_str(&recorded("write")).unwrap();
@@ -962,8 +962,8 @@ fn a_call_that_ran_otherwise_than_judged_says_so() {
     let report = report(&scratch);
     assert_eq!(
         report["holds"],
-        json!({"approved": 2, "declined": 0, "unanswered": 1}),
-        "the Write was never approved: {report}"
+        json!({"approved": 1, "declined": 0, "unanswered": 2}),
+        "neither the changed Bash nor the Write was approved: {report}"
     );
 }
 

@@ -755,6 +755,8 @@ fn every_api_refusal_changes_nothing_and_is_narrated() {
     let no_digest = json!({"approve": true}).to_string();
     let not_bool = json!({"approve": "yes", "digest": a["digest"]}).to_string();
     let extra = json!({"approve": true, "digest": a["digest"], "also": 1}).to_string();
+    let array = json!([true, a["digest"]]).to_string();
+    let padded_path = format!("/api/holds/0{}", a["hold"]);
 
     struct Refused<'a> {
         what: &'a str,
@@ -891,6 +893,15 @@ fn every_api_refusal_changes_nothing_and_is_narrated() {
             &a_path,
             ok(),
             &extra,
+        ),
+        refused("the two as an array", 400, "POST", &a_path, ok(), &array),
+        refused(
+            "the hold's id spelt with a leading zero",
+            404,
+            "POST",
+            &padded_path,
+            ok(),
+            &approve_a,
         ),
     ];
     for r in &refusals {

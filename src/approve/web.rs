@@ -678,7 +678,8 @@ fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
             for_terminal(&text).into_owned()
         });
     let spent = state.as_ref().and_then(|state| {
-        let spent = state.get("spent")?;
+        // Only a number: sc-gate writes one; anything else came from somewhere else.
+        let spent = state.get("spent").filter(|spent| spent.is_number())?;
         let inexact = state.get("inexact") == Some(&Value::Bool(true));
         Some(format!(
             "{spent}{}",
@@ -1038,6 +1039,15 @@ async fn history(With(shared): With<Arc<Shared>>) -> Response {
     (json_headers(), Body::from(body)).into_response()
 }
 
+/// A hold's id as the API names it: decimal digits, no sign, no leading zero; one spelling each,
+/// so that `/api/holds/01`, `/api/holds/+1` and `/api/holds/%31` are not hold 1.
+fn canonical_hold_id(text: &str) -> Option<u64> {
+    let plain = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    plain.then(|| text.parse().ok()).flatten()
+}
+
 /// The person's answer to one hold, as `POST /api/holds/ID` carries it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1060,12 +1070,13 @@ async fn answer_hold(
         };
         Refusal::new(status, why)
     })?;
-    let id: u64 = id
-        .parse()
-        .map_err(|_| Refusal::new(StatusCode::NOT_FOUND, "no such hold"))?;
+    let id = canonical_hold_id(&id)
+        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "no such hold"))?;
+    // Only an object: serde would also build the answer from an array (`[true, "…"]`).
     let answer: Answer = std::str::from_utf8(&body)
         .ok()
         .and_then(|text| strict_json::parse(text).ok())
+        .filter(Value::is_object)
         .and_then(|value| serde_json::from_value(value).ok())
         .ok_or_else(|| {
             Refusal::new(
@@ -1090,6 +1101,25 @@ async fn answer_hold(
 mod tests {
     use super::*;
     use crate::call::Call;
+
+    #[test]
+    fn a_hold_id_has_one_spelling() {
+        assert_eq!(canonical_hold_id("1"), Some(1));
+        assert_eq!(canonical_hold_id("0"), Some(0));
+        assert_eq!(canonical_hold_id("120"), Some(120));
+        for other in [
+            "01",
+            "+1",
+            "-1",
+            " 1",
+            "1 ",
+            "",
+            "1e0",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(canonical_hold_id(other), None, "{other:?}");
+        }
+    }
 
     fn shared() -> Shared {
         Shared {
