@@ -26,7 +26,6 @@ use std::time::{Duration, SystemTime};
 
 use crate::call::Call;
 use crate::decision::{evaluate_with_state, Decision, Judgement};
-use crate::exit::UsageError;
 use crate::policy::Policy;
 use crate::sanitize::quoted;
 use crate::state::{AgentState, Clock, CrewState, Span, SystemClock};
@@ -224,9 +223,9 @@ pub enum StateUrl {
 
 impl StateUrl {
     /// Reads a `--state` value: `redis://HOST:PORT/DB`, `rediss://…`, or a file path. Any other
-    /// scheme, and a Redis URL that does not parse, is a usage error.
-    pub fn parse(text: &str) -> Result<StateUrl, UsageError> {
-        let usage = |why: String| UsageError(format!("--state {}: {why}", quoted(text)));
+    /// scheme, and a Redis URL that does not parse, is a usage error (what is wrong with it).
+    pub fn parse(text: &str) -> Result<StateUrl, String> {
+        let usage = |why: String| why;
         if text.is_empty() {
             return Err(usage("empty; give a file or a redis:// URL".to_owned()));
         }
