@@ -14,11 +14,16 @@ test: test-deps
 	$(CARGO) test --locked
 
 # What the tests need besides crates: the published MCP server that sc-mcp's tests put the gate
-# in front of, pinned in testdata/mcp/package-lock.json. Installed when node_modules is missing
-# or older than the lock.
+# in front of, pinned in testdata/mcp/package-lock.json (installed when node_modules is missing
+# or older than the lock), and a real redis-server for the shared-state tests (Debian's package,
+# installed when missing; the tests start their own on a free loopback port and stop it).
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 
-test-deps: $(MCP_DEPS)
+test-deps: $(MCP_DEPS) redis-server
+
+.PHONY: redis-server
+redis-server:
+	@command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund

@@ -111,14 +111,19 @@ impl StateArgs {
 
     /// The store: `--state`, else `state.sqlite` beside the audit log.
     pub fn url_or_beside(&self, audit: &Path) -> StateUrl {
-        self.state.clone().unwrap_or_else(|| StateUrl::beside(audit))
+        self.state
+            .clone()
+            .unwrap_or_else(|| StateUrl::beside(audit))
     }
 
     /// Opens `url` and checks the state at `key` can be read (exit 1 when it cannot).
     pub fn open(url: &StateUrl, key: StateKey, fsync: bool) -> Result<Shared> {
         use anyhow::Context;
         let store = url
-            .open(OpenOptions { create: true, fsync })
+            .open(OpenOptions {
+                create: true,
+                fsync,
+            })
             .context("state store unavailable")?;
         let mut shared = Shared::new(store, key);
         shared.check().context("state store unavailable")?;

@@ -62,7 +62,10 @@ pub fn run<W: Write, E: Write>(
             if let Some(call) = &decided.call {
                 state.record_at(call, &id, &decided.judgement, &options.policy, Some(now));
             }
-            let agent = decided.call.as_ref().and_then(|call| state.agent(&call.agent));
+            let agent = decided
+                .call
+                .as_ref()
+                .and_then(|call| state.agent(&call.agent));
             let text = match &decided.text {
                 Ok(json) => CallText::Json(json),
                 Err(raw) => CallText::Raw(raw),
@@ -189,7 +192,12 @@ struct Pending<'i> {
 }
 
 impl<'i> Pending<'i> {
-    fn malformed(id: String, malformed: &Malformed, bytes: &[u8], origin: (&'i Input, u64)) -> Self {
+    fn malformed(
+        id: String,
+        malformed: &Malformed,
+        bytes: &[u8],
+        origin: (&'i Input, u64),
+    ) -> Self {
         Pending {
             id,
             judgement: Judgement::malformed(malformed),

@@ -19,3 +19,4 @@ mod pipeline;
 mod properties;
 mod report;
 mod stateful;
+mod store;

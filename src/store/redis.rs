@@ -174,9 +174,10 @@ impl RedisStore {
                 return Err(err);
             }
         };
-        let before = stored.is_some().then(|| state.clone());
+        // Nothing is written when nothing changed (a state never stored stays unstored).
+        let before = state.clone();
         update(&mut state);
-        if before.as_ref() == Some(&state) {
+        if before == state {
             return match redis::cmd("UNWATCH").exec(connection) {
                 Ok(()) => Ok(true),
                 Err(err) => Err(self.fail(&err)),

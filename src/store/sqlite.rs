@@ -77,42 +77,18 @@ impl SqliteStore {
         self.connection
             .pragma_update(None, "synchronous", if fsync { "FULL" } else { "NORMAL" })
             .map_err(sqlite)?;
-        let transaction = self.connection.unchecked_transaction().map_err(sqlite)?;
-        let ours: i64 = transaction
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(sqlite)?;
-        if ours == 0 {
-            let others: i64 = transaction
-                .query_row(
-                    "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'",
-                    [],
-                    |row| row.get(0),
-                )
-                .map_err(sqlite)?;
-            if others > 0 {
-                return Err(
-                    "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
-                        .to_owned(),
-                );
-            }
-        }
-        drop(transaction);
+        // Made a store in one transaction that holds the write lock, so two processes that
+        // open a new file at once do not both make it.
         self.connection
-            .execute_batch(&format!(
-                "BEGIN IMMEDIATE;
-                 CREATE TABLE IF NOT EXISTS sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
-                 CREATE TABLE IF NOT EXISTS sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
-                 INSERT OR IGNORE INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');
-                 COMMIT;"
-            ))
-            .map_err(|err| {
-                let _ = self.connection.execute_batch("ROLLBACK");
-                describe(&err)
-            })?;
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sqlite)?;
+        let made = self.make_tables();
+        let ended = match made {
+            Ok(()) => self.connection.execute_batch("COMMIT"),
+            Err(_) => self.connection.execute_batch("ROLLBACK"),
+        };
+        made?;
+        ended.map_err(sqlite)?;
         let format: Option<String> = self
             .connection
             .query_row(
@@ -130,6 +106,35 @@ impl SqliteStore {
             )),
             None => Err("its `sc_meta` table has no format: it was edited".to_owned()),
         }
+    }
+
+    /// In a transaction: the tables and the format of a new store; nothing for a store of ours;
+    /// an error for a database of something else.
+    fn make_tables(&self) -> Result<(), String> {
+        let sqlite = |err: rusqlite::Error| describe(&err);
+        let count = |sql: &str| -> Result<i64, String> {
+            self.connection
+                .query_row(sql, [], |row| row.get(0))
+                .map_err(sqlite)
+        };
+        if count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?
+            > 0
+        {
+            return Ok(());
+        }
+        if count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0 {
+            return Err(
+                "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
+                    .to_owned(),
+            );
+        }
+        self.connection
+            .execute_batch(&format!(
+                "CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
+                 CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
+                 INSERT INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');"
+            ))
+            .map_err(sqlite)
     }
 
     fn run_update(
@@ -155,9 +160,10 @@ impl SqliteStore {
                 ..CrewState::new()
             },
         };
-        let before = stored.is_some().then(|| state.clone());
+        // Nothing is written when nothing changed (a state never stored stays unstored).
+        let before = state.clone();
         update(&mut state);
-        if before.as_ref() != Some(&state) {
+        if before != state {
             let text = serde_json::to_string(&state).expect("a crew state serializes");
             let updated = rfc3339_seconds(unix_seconds(SystemTime::now()));
             transaction
