@@ -1,6 +1,7 @@
 //! `sc-approve`: puts each held call to a person on /dev/tty; only a typed `yes` approves.
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,15 +16,23 @@ use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 /// Reads verdicts (the output of sc-gate) from the FILEs or stdin and writes every record on, in
 /// order. For each `hold` it shows the agent, tool, exact arguments, source, instruction and
 /// reasons on /dev/tty and reads one line: only `yes` (any case) approves. Anything else, Ctrl-D,
-/// the timeout or no terminal declines. Records that are not holds pass through byte for byte.
+/// the timeout or no terminal declines. With --web, the holds are cards on a web page instead,
+/// each approved or declined by a button. Records that are not holds pass through byte for byte
+/// (an `approval` on them, which sc-approve did not give, is removed).
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage error.
 #[derive(Parser)]
 #[command(name = "sc-approve", version)]
 struct Args {
     /// Take the answers from FILE, one per line, in order, instead of the terminal (the scripted
     /// human); holds after the last answer decline.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "web")]
     answers: Option<PathBuf>,
+    /// Serve the holds as cards on a web page at ADDR, a loopback address and port
+    /// (127.0.0.1:0 takes any free port; [::1]:8080), instead of the terminal. The page's
+    /// address, with its token, is printed on stderr and the terminal. Holds wait side by side and
+    /// are answered in any order; records still leave in input order.
+    #[arg(long, value_name = "ADDR", value_parser = loopback)]
+    web: Option<SocketAddr>,
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
     timeout: u64,
@@ -53,8 +62,11 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         timeout: approve::timeout_from_seconds(args.timeout),
         chain: chain.clone(),
     };
-    let mut human = approve::human_for(args.answers.as_deref(), options.timeout)?;
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
+    if let Some(addr) = args.web {
+        return approve::run_web(&args.stream.inputs(), &options, addr, &mut output);
+    }
+    let mut human = approve::human_for(args.answers.as_deref(), options.timeout)?;
     approve::run(
         &args.stream.inputs(),
         &options,
@@ -62,4 +74,13 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         &mut output,
         &mut io::stderr(),
     )
+}
+
+/// `--web ADDR`: an IP address and port on the loopback interface, nothing else.
+fn loopback(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!("{text:?} is not an address and port such as 127.0.0.1:8080 or [::1]:8080")
+    })?;
+    approve::web::check_loopback(addr).map_err(|err| err.to_string())?;
+    Ok(addr)
 }

@@ -45,13 +45,15 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
+    let chain = args.audit.chain()?;
     let options = GateOptions {
         policy: args.policy.load()?,
         max_line_bytes: args.max_line_bytes,
         timing: args.state.timing(),
+        chain: chain.clone(),
     };
     let shared = args.state.open_for_stream(&args.audit, View::Gate)?;
-    let mut output = args.stream.output(args.audit.open()?);
+    let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     let inputs = args.stream.inputs();
     match shared {
         None => gate::run(&inputs, &options, &mut output, &mut io::stderr()),

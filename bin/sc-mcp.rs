@@ -10,15 +10,15 @@ use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{AuditArgs, PolicyArgs};
 use skeleton_crew::exit;
-use skeleton_crew::mcp::{self, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
+use skeleton_crew::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 
 /// Put the gate in front of an MCP server.
 ///
 /// Spawns SERVER_CMD and relays newline-delimited JSON-RPC between the client (this process's
 /// stdin and stdout) and the server, unchanged, except: every `tools/call` is decided by the policy
 /// (allowed calls are forwarded, denied ones are answered with `isError: true` and never reach the
-/// server, held ones are put to the person on /dev/tty); `tools/list` results lose the tools the
-/// policy denies; a malformed message (including a request whose id is not a string or an
+/// server, held ones are put to the person: through the client when its `initialize` declared
+/// elicitation, else on /dev/tty); `tools/list` results lose the tools the policy denies; a malformed message (including a request whose id is not a string or an
 /// integer) is never forwarded; an answer from the server to no request the client is waiting on
 /// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
 /// and outcome is written to the audit log. The server's stderr passes through.
@@ -37,12 +37,17 @@ struct Args {
     /// Seconds to wait for the person's answer to a held call before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
     timeout: u64,
-    /// Take the answers to held calls from FILE, one per line, in order, instead of the terminal.
+    /// Take the answers to held calls from FILE, one per line, in order, instead of asking the
+    /// person.
     #[arg(long, value_name = "FILE", conflicts_with = "no_prompt")]
     answers: Option<PathBuf>,
     /// Decline every held call without asking anyone (for clients that own the terminal).
     #[arg(long)]
     no_prompt: bool,
+    /// Never put held calls to the person through the client (MCP elicitation), even when the
+    /// client declared it can; ask on /dev/tty instead.
+    #[arg(long)]
+    no_elicitation: bool,
     /// Longest JSON-RPC message in bytes, in either direction.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
     max_message_bytes: usize,
@@ -77,6 +82,15 @@ fn run(args: Args) -> anyhow::Result<u8> {
         timeout,
         quiet: args.quiet,
         max_message_bytes: args.max_message_bytes,
+        // Which way a held call is asked, first that applies: --answers (or --no-prompt,
+        // nobody), elicitation, --web (to come), /dev/tty.
+        asking: if args.answers.is_some() || args.no_prompt {
+            Asking::OnlyTheHuman
+        } else {
+            Asking::Wherever {
+                elicitation: !args.no_elicitation,
+            }
+        },
     };
     let mut human: Box<dyn Human> = if args.no_prompt {
         Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))

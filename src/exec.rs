@@ -206,6 +206,7 @@ pub fn approval_to_act_on(
         approved: false,
         by: approval.by,
         answer: approval.answer.clone(),
+        digest: None,
         reason: format!("its approval is not honoured: {why}"),
     };
     if record.decision() != Some(Decision::Hold) {
@@ -217,7 +218,10 @@ pub fn approval_to_act_on(
         let expected = record
             .call_text()
             .and_then(|call| record::approval_mac(chain, id, call, &approval));
-        let given = record.approval_mac().as_deref().and_then(Link::parse);
+        let given = record
+            .approval_mac()
+            .as_deref()
+            .and_then(Link::parse_lowercase);
         match (expected, given) {
             (Some(expected), Some(given)) if expected.ct_eq(&given) => {}
             (_, None) => {
@@ -238,6 +242,33 @@ pub fn approval_to_act_on(
         ));
     }
     Some(approval)
+}
+
+/// With the audit key, a record is acted on only when it carries the seal sc-gate puts on a
+/// verdict under that key, for this record's id, call and decision
+/// ([`record::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
+/// made a hold to be approved) or a record made up whole is refused. Unkeyed, every record passes.
+pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), String> {
+    if !chain.is_keyed() {
+        return Ok(());
+    }
+    let refuse = |why: &str| {
+        Err(format!(
+            "the record is not a verdict sealed by sc-gate under the audit key: {why}"
+        ))
+    };
+    let (Some(decision), Some(call)) = (record.decision(), record.call_text()) else {
+        return refuse("it has no decision or no call");
+    };
+    let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
+        return refuse("it carries no seal (64 lowercase hex digits)");
+    };
+    match record::verdict_seal(chain, id, call, decision) {
+        Some(expected) if expected.ct_eq(&given) => Ok(()),
+        _ => refuse(
+            "its seal does not match its id, call and decision (one of them was changed, or it was sealed under another key)",
+        ),
+    }
 }
 
 /// What sc-exec did with a call: the outcome, and the backend run behind it, if there was one.
@@ -617,7 +648,15 @@ fn prepare<'t>(
         }
         Err(malformed) => Judgement::malformed(malformed),
     };
-    let effective = effective_decision(record.decision(), &record.reasons(), &own);
+    let mut effective = effective_decision(record.decision(), &record.reasons(), &own);
+    if effective.decision != Decision::Deny {
+        if let Err(why) = check_seal(&record, &id, &options.chain) {
+            effective = Effective {
+                decision: Decision::Deny,
+                reasons: vec![why],
+            };
+        }
+    }
     let approval = match effective.decision {
         Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals),
         _ => record.approval(),
@@ -767,6 +806,7 @@ mod tests {
             approved: true,
             by: AnsweredBy::Tty,
             answer: Some("yes".into()),
+            digest: None,
             reason: "approved: the person typed yes".into(),
         };
         let declined = Approval {

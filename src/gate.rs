@@ -12,6 +12,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
 use crate::decision::{evaluate_with_state, Judgement};
@@ -33,6 +34,9 @@ pub struct GateOptions {
     pub max_line_bytes: usize,
     /// The clock decisions are made at, and `--taint-ttl`.
     pub timing: Timing,
+    /// The audit key's chain: keyed, every verdict on a call is sealed
+    /// ([`record::verdict_seal`]), so that sc-exec can tell the gate's decision from a forged one.
+    pub chain: Chain,
 }
 
 /// Decides every call of every input, in order, with the crew's state in memory. Inputs that
@@ -78,7 +82,7 @@ pub fn run<W: Write, E: Write>(
                 origin: (input, line_number),
                 agent,
             };
-            write_verdict(&verdict, &mut rendered_states, &[], output);
+            write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
         }
         output.commit_if_due(!lines.next_read_would_block())?;
     }
@@ -140,6 +144,7 @@ pub fn run_shared<W: Write, E: Write>(
                     &pending.verdict(),
                     &mut rendered_states,
                     &audit_members,
+                    &options.chain,
                     output,
                 );
             }
@@ -153,6 +158,7 @@ pub fn run_shared<W: Write, E: Write>(
             &pending.verdict(),
             &mut rendered_states,
             &audit_members,
+            &options.chain,
             output,
         );
     }
@@ -299,12 +305,18 @@ fn write_verdict<W: Write, E: Write>(
     verdict: &Verdict,
     rendered_states: &mut RenderedStates,
     store_members: &[u8],
+    chain: &Chain,
     output: &mut StageOutput<W, E>,
 ) {
     let judgement = verdict.judgement;
     output.emit_with(|events, records| {
-        let (batch, shared) =
+        let (mut batch, shared) =
             record::write_verdict(std::mem::take(records), verdict.id, verdict.text, judgement);
+        if let CallText::Json(call) = verdict.text {
+            if let Some(seal) = record::verdict_seal(chain, verdict.id, call, judgement.decision) {
+                record::push_seal(&mut batch, &seal);
+            }
+        }
         *records = batch;
         // The event repeats the verdict's call, decision and reasons as just written.
         let mut event = audit::event_in(std::mem::take(events), Stage::Gate, verdict.id)

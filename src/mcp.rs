@@ -7,8 +7,14 @@
 //!   [`evaluate_with_state`], with the session's [`CrewState`] updated after each decision. An
 //!   allowed call is forwarded; a denied one is answered by sc-mcp itself with the same `id` and a
 //!   tool result with `isError: true`, and never reaches the server; a held one is put to the
-//!   person on /dev/tty (the approver's own code, [`crate::approve`]) and, unless approved, is
-//!   answered like a deny;
+//!   person (the approver's own code, [`crate::approve`]) and, unless approved, is answered like
+//!   a deny. The person is asked, first that applies: by `--answers`; through the client, when
+//!   its `initialize` declared elicitation ([`crate::approve::elicitation`]; not with
+//!   `--no-elicitation`); on /dev/tty; else nobody is asked and the call is declined;
+//! - sc-mcp's own requests to the client (`elicitation/create`) have string ids that start with
+//!   `sc-mcp-elicit-`. The client's answers to them are read by sc-mcp and never forwarded; a
+//!   server message that uses such an id (a request, or a cancellation naming one) is dropped, so
+//!   no answer to the server can be taken for the person's;
 //! - `tools/list` results lose the tools the policy denies (the deny list, and tools outside the
 //!   agent's allowlist), so the model never sees them;
 //! - a client message that is not valid JSON, has a duplicate key, is a batch, is a `tools/call`
@@ -31,9 +37,15 @@
 //!
 //! Two threads relay: the calling thread reads the client and decides (it alone holds the crew
 //! state and the human), and one thread reads the server. Each direction reads one bounded line
-//! at a time, so memory stays flat. If the server dies, every request still waiting for it is
-//! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
-//! The server's stderr passes through to sc-mcp's.
+//! at a time, so memory stays flat. A call put to the person through the client does not stop
+//! the calling thread: the answer comes on the client's input, so the call is kept (at most
+//! [`MAX_HELD_CALLS`] at once; past that a hold is declined unasked) while everything else is
+//! relayed, and settled when the answer comes. A third thread declines the ones nobody answered
+//! within `--timeout` (and tells the client with `notifications/cancelled`); a client that cancels
+//! a held call withdraws the question the same way; those still waiting when the session ends are
+//! declined. If the server dies, every request still waiting for it is answered with a JSON-RPC
+//! error (tool calls get an `exec` event saying so) and sc-mcp exits 1. The server's stderr passes
+//! through to sc-mcp's.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -43,7 +55,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -54,6 +66,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Map, Value};
 
+use crate::approve::elicitation::{self, Questions};
 use crate::approve::{approval_for, render_prompt, Human, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
@@ -80,6 +93,9 @@ pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 /// not reused while the server may still answer it; past that, the oldest is forgotten (a late
 /// answer to it is then dropped as an answer to nothing).
 const CANCELLED_REMEMBERED: usize = 4096;
+/// How many calls may wait at once for the person's answer through the client; a hold past that
+/// is declined without asking, so a flood of held calls cannot grow memory without bound.
+pub const MAX_HELD_CALLS: usize = 16;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -97,6 +113,23 @@ pub struct McpOptions {
     pub timeout: Option<Duration>,
     pub quiet: bool,
     pub max_message_bytes: usize,
+    /// Which ways a held call may be put to the person.
+    pub asking: Asking,
+}
+
+/// Which ways a held call may be put to the person. The first that applies is used
+/// (see `ClientSide::surface`):
+/// 1. `--answers` (or `--no-prompt`, which asks nobody and declines): [`Asking::OnlyTheHuman`];
+/// 2. elicitation, when the client's `initialize` declared it (unless `--no-elicitation`);
+/// 3. (`--web`, to come);
+/// 4. `/dev/tty`, and 5. declined when there is no terminal: the human given to [`run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// Only the human given to [`run`] is asked (the answers file, or nobody).
+    OnlyTheHuman,
+    /// Wherever the person is: through the client when it can ask (and `elicitation` is true),
+    /// else the human given to [`run`] (the terminal).
+    Wherever { elicitation: bool },
 }
 
 /// The default agent name: the server command's file name (`npx`, `mcp-server-filesystem`).
@@ -149,6 +182,12 @@ pub enum ClientMessage<'a> {
     Notification { cancels: Option<IdKey> },
     /// A response to a request of the server's (or anything without a method): forwarded.
     Response,
+    /// A response to one of sc-mcp's own requests (an id that starts with
+    /// [`elicitation::ID_PREFIX`]): read by sc-mcp, never forwarded.
+    OwnAnswer {
+        id: String,
+        answer: Map<String, Value>,
+    },
 }
 
 /// A JSON-RPC id that can be answered: a string or a number.
@@ -298,6 +337,17 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             )
         }
     };
+    if !object.contains_key("method") {
+        let own = object
+            .get("id")
+            .filter(|id| elicitation::is_own_id(id))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        return match own {
+            Some(id) => ClientMessage::OwnAnswer { id, answer: object },
+            None => ClientMessage::Response,
+        };
+    }
     let id_field = object.get("id");
     let echo = || id_field.map(echo_id).into_iter().collect::<Vec<_>>();
     let method = match object.get("method") {
@@ -553,6 +603,22 @@ struct PendingRequest {
     awaiting: Awaiting,
 }
 
+/// A held call put to the person through the client, waiting for the answer.
+#[derive(Debug)]
+struct HeldCall {
+    /// sc-mcp's own request id for the question (`sc-mcp-elicit-N`).
+    question: String,
+    /// The client's `tools/call` id.
+    id: RequestId,
+    ticket: Ticket,
+    /// Why the gate held it.
+    reasons: Vec<String>,
+    /// The client's message, forwarded as it came if the person approves.
+    bytes: Vec<u8>,
+    /// When no answer declines it; `None` waits forever (`--timeout 0`).
+    deadline: Option<Instant>,
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     /// Whether the server can still answer; once false, no request is forwarded.
@@ -560,6 +626,12 @@ struct Pending {
     requests: HashMap<IdKey, PendingRequest>,
     /// Requests the client cancelled, oldest first: the server may still answer them.
     cancelled: IndexSet<IdKey>,
+    /// Calls waiting for the person's answer through the client, by sc-mcp's question id.
+    held: HashMap<String, HeldCall>,
+    /// The same calls' client ids, each to its question id.
+    held_ids: HashMap<IdKey, String>,
+    /// The session is ending: no call is held any more, and the timer stops.
+    holds_closed: bool,
 }
 
 /// What an answer from the server answers. Returned and taken apart at once, so its size is no
@@ -580,6 +652,8 @@ impl Pending {
     fn in_use(&self, key: &IdKey) -> Option<&'static str> {
         if self.requests.contains_key(key) {
             Some("a request still waiting for an answer")
+        } else if self.held_ids.contains_key(key) {
+            Some("a call still waiting for the person's answer")
         } else if self.cancelled.contains(key) {
             Some("a request the client cancelled, which the MCP server may still answer")
         } else {
@@ -599,6 +673,39 @@ impl Pending {
         } else {
             Answered::Nothing
         }
+    }
+
+    fn hold(&mut self, call: HeldCall) {
+        self.held_ids
+            .insert(call.id.key.clone(), call.question.clone());
+        self.held.insert(call.question.clone(), call);
+    }
+
+    /// Takes the held call that the question with this id is about.
+    fn take_held(&mut self, question: &str) -> Option<HeldCall> {
+        let call = self.held.remove(question)?;
+        self.held_ids.remove(&call.id.key);
+        Some(call)
+    }
+
+    /// Takes the held call with this client id.
+    fn take_held_call(&mut self, key: &IdKey) -> Option<HeldCall> {
+        let question = self.held_ids.get(key)?.clone();
+        self.take_held(&question)
+    }
+
+    /// Takes every held call whose deadline has passed.
+    fn take_overdue(&mut self, now: Instant) -> Vec<HeldCall> {
+        let overdue: Vec<String> = self
+            .held
+            .values()
+            .filter(|call| call.deadline.is_some_and(|deadline| deadline <= now))
+            .map(|call| call.question.clone())
+            .collect();
+        overdue
+            .iter()
+            .filter_map(|question| self.take_held(question))
+            .collect()
     }
 
     /// The client cancelled the request with this id: it is not awaited any more, and a late
@@ -631,6 +738,11 @@ struct Session {
     audit: Mutex<AuditLog>,
     client: Mutex<Box<dyn Write + Send>>,
     pending: Mutex<Pending>,
+    /// Signalled when a call is held or the session ends, for the thread that declines what
+    /// nobody answered in time.
+    holds_changed: Condvar,
+    /// `--timeout`: how long a held call waits for the person.
+    hold_timeout: Option<Duration>,
     ending: Mutex<Ending>,
     /// Written to when the server's side has ended, to wake the client reader.
     wake: Mutex<Option<PipeWriter>>,
@@ -773,6 +885,153 @@ impl Session {
     fn id_in_use(&self, id: &RequestId) -> Option<&'static str> {
         lock(&self.pending).in_use(&id.key)
     }
+
+    /// Audits the person's answer to a held call (the `approve` event) and narrates it.
+    fn audit_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
+        let event = audit::event(Stage::Approve, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("approval", approval)
+            .finish();
+        self.audit(&event)?;
+        self.narrate(&format!(
+            "sc-mcp: {} → {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            for_terminal(&approval.reason)
+        ));
+        Ok(())
+    }
+
+    /// Settles a held call the person did not approve: audits the approval and that the call was
+    /// skipped, and answers the client's `tools/call` with a refusal (`answer`), unless the client
+    /// cancelled it and awaits no answer.
+    fn decline_held(
+        &self,
+        id: &Value,
+        ticket: &Ticket,
+        reasons: &[String],
+        approval: &Approval,
+        answer: bool,
+    ) -> Result<()> {
+        if let Err(err) = self.audit_approval(ticket, approval) {
+            if answer {
+                self.answer_audit_failure(id);
+            }
+            return Err(err);
+        }
+        if answer {
+            return self.refuse_call(id, ticket, reasons, Some(approval));
+        }
+        self.audit_outcome(
+            ticket,
+            &Outcome {
+                status: Status::Skipped,
+                result: None,
+                reason: format!(
+                    "not run: held ({}) and {}",
+                    reasons.join("; "),
+                    approval.reason
+                ),
+            },
+        )
+    }
+
+    /// Declines a held call nobody answered in time, and tells the client to close the question.
+    fn expire(&self, call: HeldCall) {
+        let after = self.hold_timeout.unwrap_or_default().as_secs();
+        let reason = format!("declined: no answer within {after} seconds");
+        self.to_client(&elicitation::cancellation(&call.question, &reason));
+        // An audit failure has stopped the session already.
+        let _ = self.decline_held(
+            &call.id.value,
+            &call.ticket,
+            &call.reasons,
+            &elicitation::declined(reason),
+            true,
+        );
+    }
+
+    /// Answers a denied or declined call itself: it never reaches the server.
+    fn refuse_call(
+        &self,
+        id: &Value,
+        ticket: &Ticket,
+        reasons: &[String],
+        approval: Option<&Approval>,
+    ) -> Result<()> {
+        let reasons = reasons.join("; ");
+        let (reason, text) = match approval {
+            None => (
+                format!("not run: denied ({reasons})"),
+                format!(
+                    "Skeleton Crew denied this call to {}: {reasons}",
+                    ticket.tool
+                ),
+            ),
+            Some(approval) => (
+                format!("not run: held ({reasons}) and {}", approval.reason),
+                format!(
+                    "Skeleton Crew held this call to {} for a person ({reasons}), and it was {}",
+                    ticket.tool, approval.reason
+                ),
+            ),
+        };
+        let outcome = Outcome {
+            status: Status::Skipped,
+            result: None,
+            reason,
+        };
+        if let Err(err) = self.audit_outcome(ticket, &outcome) {
+            self.answer_audit_failure(id);
+            return Err(err);
+        }
+        self.to_client(&refusal_response(id, &text));
+        Ok(())
+    }
+
+    fn answer_audit_failure(&self, id: &Value) {
+        self.to_client(&error_response(
+            id,
+            INTERNAL_ERROR,
+            "sc-mcp: the audit log cannot be written, so the call was not run; sc-mcp is stopping",
+        ));
+    }
+}
+
+/// The thread that declines held calls nobody answered within `--timeout`: it waits for the
+/// earliest deadline (or for a new hold), and ends with the session.
+fn expire_holds(session: &Session) {
+    let mut pending = lock(&session.pending);
+    loop {
+        if pending.holds_closed {
+            return;
+        }
+        let now = Instant::now();
+        let overdue = pending.take_overdue(now);
+        if !overdue.is_empty() {
+            drop(pending);
+            for call in overdue {
+                session.expire(call);
+            }
+            pending = lock(&session.pending);
+            continue;
+        }
+        let next = pending.held.values().filter_map(|call| call.deadline).min();
+        pending = match next {
+            Some(deadline) => {
+                session
+                    .holds_changed
+                    .wait_timeout(pending, deadline.saturating_duration_since(now))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+            None => session
+                .holds_changed
+                .wait(pending)
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+    }
 }
 
 fn write_line(server: &mut Option<ChildStdin>, bytes: &[u8]) -> io::Result<()> {
@@ -791,12 +1050,39 @@ struct ClientSide<'a> {
     session: &'a Session,
     human: &'a mut dyn Human,
     timeout: Option<Duration>,
+    asking: Asking,
+    /// Whether the client's `initialize` declared elicitation in form mode.
+    client_elicits: bool,
+    questions: Questions,
     state: CrewState,
     ids: IdMinter,
     server: Option<ChildStdin>,
 }
 
+/// A way of putting a held call to the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Surface {
+    /// The human given to [`run`]: the answers file, nobody (`--no-prompt`), or the terminal
+    /// (which declines when there is none).
+    Human,
+    /// The person, through the client (`elicitation/create`).
+    Elicitation,
+}
+
 impl ClientSide<'_> {
+    /// Which way a held call is put to the person: the first that applies.
+    fn surface(&self) -> Surface {
+        match self.asking {
+            // 1. `--answers`; `--no-prompt` asks nobody and declines everything.
+            Asking::OnlyTheHuman => Surface::Human,
+            // 2. Elicitation, when the client declared it (unless `--no-elicitation`).
+            Asking::Wherever { elicitation: true } if self.client_elicits => Surface::Elicitation,
+            // 3. `--web` goes here.
+            // 4. /dev/tty; 5. declined when there is no terminal to ask.
+            Asking::Wherever { .. } => Surface::Human,
+        }
+    }
+
     fn handle(&mut self, bytes: &[u8]) -> Result<()> {
         match classify_client_message(bytes) {
             ClientMessage::Refused {
@@ -820,6 +1106,9 @@ impl ClientSide<'_> {
                     ));
                     return Ok(());
                 }
+                if method == "initialize" {
+                    self.read_capabilities(bytes);
+                }
                 let awaiting = if method == "tools/list" {
                     Awaiting::ToolsList
                 } else {
@@ -833,6 +1122,12 @@ impl ClientSide<'_> {
             }
             ClientMessage::Notification { cancels } => {
                 if let Some(cancelled) = cancels {
+                    let held = lock(&self.session.pending).take_held_call(&cancelled);
+                    if let Some(call) = held {
+                        // The server never saw the call, so the cancellation stays here; the
+                        // client awaits no answer to it.
+                        return self.withdraw_question(call);
+                    }
                     // The client will ignore a late answer; sc-mcp drops it.
                     let request = lock(&self.session.pending).cancel(&cancelled);
                     if let Some(PendingRequest {
@@ -857,7 +1152,50 @@ impl ClientSide<'_> {
                 self.forward(bytes);
                 Ok(())
             }
+            ClientMessage::OwnAnswer { id, answer } => {
+                let held = lock(&self.session.pending).take_held(&id);
+                match held {
+                    Some(call) => {
+                        let approval = elicitation::approval_for_answer(&answer);
+                        self.settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    }
+                    None => {
+                        self.session.warn(&format!(
+                            "dropped the client's answer to {}, a question sc-mcp is not waiting on (it was answered, timed out or never asked)",
+                            for_terminal(&Value::String(id).to_string())
+                        ));
+                        Ok(())
+                    }
+                }
+            }
         }
+    }
+
+    /// Notes whether the client's `initialize` declared elicitation in form mode.
+    fn read_capabilities(&mut self, bytes: &[u8]) {
+        // Read strictly already: the message was classified.
+        let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+        self.client_elicits = elicitation::declares_form_elicitation(message.get("params"));
+        if self.surface() == Surface::Elicitation {
+            self.session.narrate(
+                "sc-mcp: the client can ask the person (elicitation): held calls are put to the person through it",
+            );
+        }
+    }
+
+    /// The client cancelled a call that waits for the person: the question is withdrawn and the
+    /// call declined, unanswered.
+    fn withdraw_question(&mut self, call: HeldCall) -> Result<()> {
+        let reason = "declined: the client cancelled the call before the person answered";
+        self.session
+            .to_client(&elicitation::cancellation(&call.question, reason));
+        self.session.decline_held(
+            &call.id.value,
+            &call.ticket,
+            &call.reasons,
+            &elicitation::declined(reason),
+            false,
+        )
     }
 
     /// Forwards a message that awaits no answer.
@@ -870,7 +1208,8 @@ impl ClientSide<'_> {
         }
     }
 
-    /// Audits a refused message as a denied, malformed call and answers it.
+    /// Audits a refused message as a denied, malformed call and answers it. A malformed answer
+    /// to one of sc-mcp's questions declines the call it is about.
     fn refuse(
         &mut self,
         bytes: &[u8],
@@ -894,6 +1233,17 @@ impl ClientSide<'_> {
             "sc-mcp: DENY  a message from the client (not forwarded): {}",
             for_terminal(reason)
         ));
+        let (questions, ids): (Vec<&Value>, Vec<&Value>) =
+            ids.iter().partition(|id| elicitation::is_own_id(id));
+        for question in questions.into_iter().filter_map(Value::as_str) {
+            let held = lock(&self.session.pending).take_held(question);
+            if let Some(call) = held {
+                let approval = elicitation::declined(format!(
+                    "declined: the MCP client's answer is malformed ({reason})"
+                ));
+                self.settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)?;
+            }
+        }
         let message = format!("sc-mcp: {reason}; the message was not forwarded");
         let responses: Vec<Vec<u8>> = ids
             .iter()
@@ -973,7 +1323,7 @@ impl ClientSide<'_> {
             for_terminal(&name),
             for_terminal(&judgement.reasons.join("; "))
         ));
-        let mut ticket = Ticket {
+        let ticket = Ticket {
             call_id,
             agent: session.agent.clone(),
             tool: name,
@@ -1000,7 +1350,7 @@ impl ClientSide<'_> {
                 return Ok(());
             }
             (Decision::Deny, _) | (_, Err(_)) => {
-                return self.refuse_call(&id.value, &ticket, &judgement, None);
+                return session.refuse_call(&id.value, &ticket, &judgement.reasons, None);
             }
             (Decision::Allow, Ok(_)) => {
                 return session.forward_request(
@@ -1014,6 +1364,9 @@ impl ClientSide<'_> {
             }
             (Decision::Hold, Ok(call)) => call,
         };
+        if self.surface() == Surface::Elicitation {
+            return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons);
+        }
         let prompt = render_prompt(&call, &judgement.reasons, self.timeout);
         let reply = self.human.ask(&prompt);
         let approval = approval_for(reply, self.human.kind());
@@ -1022,20 +1375,72 @@ impl ClientSide<'_> {
         } else {
             "→ declined"
         });
-        let event = audit::event(Stage::Approve, &ticket.call_id)
-            .field("agent", &ticket.agent)
-            .field("tool", &ticket.tool)
-            .field("approval", &approval)
-            .finish();
-        self.audit_or_answer(&id.value, &event)?;
+        self.settle(id, bytes, ticket, &judgement.reasons, approval)
+    }
+
+    /// Puts a held call to the person through the client, and keeps it until the answer, the
+    /// timeout, a cancellation or the end of the session settles it.
+    fn ask_through_client(
+        &mut self,
+        bytes: &[u8],
+        id: RequestId,
+        ticket: Ticket,
+        call: &Call,
+        reasons: Vec<String>,
+    ) -> Result<()> {
+        let session = self.session;
+        let mut pending = lock(&session.pending);
+        if pending.held.len() >= MAX_HELD_CALLS {
+            drop(pending);
+            let approval = Approval {
+                approved: false,
+                by: AnsweredBy::None,
+                answer: None,
+                reason: format!(
+                    "declined: {MAX_HELD_CALLS} held calls are already waiting for the person, so this one was not put to them"
+                ),
+                digest: None,
+            };
+            return session.decline_held(&id.value, &ticket, &reasons, &approval, true);
+        }
+        let question = self.questions.mint();
+        let message = elicitation::message(call, &reasons, self.timeout);
         session.narrate(&format!(
-            "sc-mcp: {} → {}: {}",
+            "sc-mcp: {} → {}: asking the person through the MCP client ({question})",
             for_terminal(&ticket.agent),
             for_terminal(&ticket.tool),
-            for_terminal(&approval.reason)
         ));
+        pending.hold(HeldCall {
+            question: question.clone(),
+            id,
+            ticket,
+            reasons,
+            bytes: bytes.to_vec(),
+            deadline: self.timeout.map(|timeout| Instant::now() + timeout),
+        });
+        drop(pending);
+        session.holds_changed.notify_all();
+        session.to_client(&elicitation::request(&question, &message));
+        Ok(())
+    }
+
+    /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
+    /// if approved, or answers it with a refusal.
+    fn settle(
+        &mut self,
+        id: RequestId,
+        bytes: &[u8],
+        mut ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+    ) -> Result<()> {
+        let session = self.session;
         if !approval.approved {
-            return self.refuse_call(&id.value, &ticket, &judgement, Some(&approval));
+            return session.decline_held(&id.value, &ticket, reasons, &approval, true);
+        }
+        if let Err(err) = session.audit_approval(&ticket, &approval) {
+            self.answer_audit_failure(&id.value);
+            return Err(err);
         }
         ticket.approval = Some(approval);
         if session.is_stopping() {
@@ -1051,44 +1456,6 @@ impl ClientSide<'_> {
         )
     }
 
-    /// Answers a denied or declined call itself: it never reaches the server.
-    fn refuse_call(
-        &mut self,
-        id: &Value,
-        ticket: &Ticket,
-        judgement: &Judgement,
-        approval: Option<&Approval>,
-    ) -> Result<()> {
-        let reasons = judgement.reasons.join("; ");
-        let (reason, text) = match approval {
-            None => (
-                format!("not run: denied ({reasons})"),
-                format!(
-                    "Skeleton Crew denied this call to {}: {reasons}",
-                    ticket.tool
-                ),
-            ),
-            Some(approval) => (
-                format!("not run: held ({reasons}) and {}", approval.reason),
-                format!(
-                    "Skeleton Crew held this call to {} for a person ({reasons}), and it was {}",
-                    ticket.tool, approval.reason
-                ),
-            ),
-        };
-        let outcome = Outcome {
-            status: Status::Skipped,
-            result: None,
-            reason,
-        };
-        if let Err(err) = self.session.audit_outcome(ticket, &outcome) {
-            self.answer_audit_failure(id);
-            return Err(err);
-        }
-        self.session.to_client(&refusal_response(id, &text));
-        Ok(())
-    }
-
     /// Appends an event about the request `id`; when the log cannot be written, the request is
     /// answered with an error (nothing was decided or run) and the session stops.
     fn audit_or_answer(&mut self, id: &Value, event: &[u8]) -> Result<()> {
@@ -1100,11 +1467,7 @@ impl ClientSide<'_> {
     }
 
     fn answer_audit_failure(&mut self, id: &Value) {
-        self.session.to_client(&error_response(
-            id,
-            INTERNAL_ERROR,
-            "sc-mcp: the audit log cannot be written, so the call was not run; sc-mcp is stopping",
-        ));
+        self.session.answer_audit_failure(id);
     }
 }
 
@@ -1232,6 +1595,22 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         {
             session.warn(&format!(
                 "dropped a message from the MCP server that is both a request and an answer (it has `method` and `{key}`): {}",
+                excerpt(bytes)
+            ));
+            return Ok(());
+        }
+        // The client's answer to a request with one of sc-mcp's ids would be taken for the
+        // person's, and a cancellation naming one would withdraw sc-mcp's question.
+        let names_own_question = message.get("id").is_some_and(elicitation::is_own_id)
+            || (message.get("method") == Some(&json!("notifications/cancelled"))
+                && message
+                    .get("params")
+                    .and_then(|params| params.get("requestId"))
+                    .is_some_and(elicitation::is_own_id));
+        if names_own_question {
+            session.warn(&format!(
+                "dropped a message from the MCP server that uses an id sc-mcp keeps for its own questions to the client ({}…): {}",
+                elicitation::ID_PREFIX,
                 excerpt(bytes)
             ));
             return Ok(());
@@ -1412,7 +1791,10 @@ pub fn run(
             server_reading: true,
             requests: HashMap::new(),
             cancelled: IndexSet::new(),
+            ..Pending::default()
         }),
+        holds_changed: Condvar::new(),
+        hold_timeout: options.timeout,
         ending: Mutex::new(Ending::default()),
         wake: Mutex::new(Some(wake_writer)),
         server_pid,
@@ -1425,6 +1807,20 @@ pub fn run(
             .name("server-to-client".into())
             .spawn(move || relay_server(&session, server_stdout, max))
             .context("cannot start the relay thread")?
+    };
+    // Only calls asked through the client wait without blocking this thread, so only they need
+    // a timer.
+    let timer = match (options.asking, options.timeout) {
+        (Asking::Wherever { elicitation: true }, Some(_)) => {
+            let session = Arc::clone(&session);
+            Some(
+                thread::Builder::new()
+                    .name("hold-timeout".into())
+                    .spawn(move || expire_holds(&session))
+                    .context("cannot start the timeout thread")?,
+            )
+        }
+        _ => None,
     };
 
     let woken = Arc::new(AtomicBool::new(false));
@@ -1442,6 +1838,9 @@ pub fn run(
         session: &session,
         human,
         timeout: options.timeout,
+        asking: options.asking,
+        client_elicits: false,
+        questions: Questions::default(),
         state: CrewState::new(),
         ids: IdMinter::new(),
         server: Some(server_stdin),
@@ -1475,6 +1874,29 @@ pub fn run(
         }
     }
     let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
+    // Calls still waiting for the person are declined: nobody can act on an answer now.
+    let why = if session.is_stopping() {
+        "sc-mcp is stopping"
+    } else if client_closed_first {
+        "the client closed its input"
+    } else {
+        "the MCP server's side ended"
+    };
+    let unanswered: Vec<HeldCall> = {
+        let mut pending = lock(&session.pending);
+        pending.holds_closed = true;
+        pending.held_ids.clear();
+        pending.held.drain().map(|(_, call)| call).collect()
+    };
+    session.holds_changed.notify_all();
+    if let Some(timer) = timer {
+        let _ = timer.join();
+    }
+    for call in unanswered {
+        let approval = elicitation::declined(format!("declined: {why} before the person answered"));
+        // An audit failure has stopped the session already.
+        let _ = session.decline_held(&call.id.value, &call.ticket, &call.reasons, &approval, true);
+    }
     // Closing the server's input is how MCP's stdio transport asks it to exit.
     drop(client.server.take());
     drop(reader);
@@ -1831,6 +2253,78 @@ mod tests {
             "the oldest is forgotten"
         );
         assert!(pending.in_use(&IdKey::Integer(1)).is_some());
+    }
+
+    #[test]
+    fn an_answer_to_one_of_sc_mcps_questions_is_its_own() {
+        match classify(
+            r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3","result":{"action":"accept","content":{"approve":true}}}"#,
+        ) {
+            ClientMessage::OwnAnswer { id, answer } => {
+                assert_eq!(id, "sc-mcp-elicit-3");
+                assert_eq!(answer["result"]["action"], "accept");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Any answer with such an id, even a malformed one, is sc-mcp's to read.
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3"}"#),
+            ClientMessage::OwnAnswer { .. }
+        ));
+        // Other answers go to the server; a request with such an id is the client's own.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        ] {
+            assert_eq!(classify(text), ClientMessage::Response, "{text}");
+        }
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-3","method":"tools/list"}"#),
+            ClientMessage::Request { .. }
+        ));
+    }
+
+    #[test]
+    fn a_held_call_keeps_its_id_until_settled_and_is_taken_once() {
+        let mut pending = Pending::default();
+        let held = |n: i64, deadline: Option<Instant>| HeldCall {
+            question: format!("sc-mcp-elicit-{n}"),
+            id: RequestId {
+                value: json!(n),
+                key: IdKey::Integer(n),
+            },
+            ticket: Ticket {
+                call_id: format!("c-{n}"),
+                agent: "a".into(),
+                tool: "t".into(),
+                decision: Decision::Hold,
+                approval: None,
+            },
+            reasons: vec!["r".into()],
+            bytes: b"{}".to_vec(),
+            deadline,
+        };
+        let now = Instant::now();
+        pending.hold(held(1, Some(now)));
+        pending.hold(held(2, Some(now + Duration::from_secs(3600))));
+        pending.hold(held(3, None));
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("person"));
+        let overdue = pending.take_overdue(now);
+        assert_eq!(overdue.len(), 1);
+        assert_eq!(overdue[0].question, "sc-mcp-elicit-1");
+        assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(pending.take_held("sc-mcp-elicit-1").is_none(), "taken once");
+        let second = pending.take_held_call(&IdKey::Integer(2)).unwrap();
+        assert_eq!(second.question, "sc-mcp-elicit-2");
+        assert!(pending.take_held("sc-mcp-elicit-2").is_none());
+        assert!(pending
+            .take_overdue(now + Duration::from_secs(7200))
+            .is_empty());
+        assert!(pending.take_held("sc-mcp-elicit-3").is_some());
+        assert!(pending.held.is_empty() && pending.held_ids.is_empty());
     }
 
     #[test]

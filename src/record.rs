@@ -5,7 +5,8 @@
 //!   `call` is the input line's JSON exactly as it came; a malformed line has `raw` (the line,
 //!   bounded to 1 KiB) instead.
 //! - **Approval** (added by `sc-approve` to holds only):
-//!   `"approval":{"approved":false,"by":"tty"|"answers"|"none","answer":"no","reason":"…"}`,
+//!   `"approval":{"approved":false,"by":"tty"|"answers"|"web"|"none","answer":"no","reason":"…"}`
+//!   (from the web page also `"digest"`: the SHA-256 of the record line the person was shown),
 //!   and, when sc-approve holds the audit key, `"mac"`: the HMAC that binds the approval to the
 //!   record's id and the SHA-256 of its `call` ([`approval_mac`]). sc-approve removes an
 //!   `approval` from every record it did not answer itself.
@@ -86,6 +87,13 @@ pub enum AnsweredBy {
     Tty,
     /// The answers file (the scripted human).
     Answers,
+    /// A person on the web approval page, or a channel using its API.
+    Web,
+    /// A person asked through the MCP client (`elicitation/create`).
+    Elicitation,
+    /// A person asked by Claude Code itself.
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
     /// Nobody could be asked.
     None,
 }
@@ -97,7 +105,43 @@ pub struct Approval {
     pub by: AnsweredBy,
     /// What was typed (trimmed of the line ending), or `null` when nothing was read.
     pub answer: Option<String>,
+    /// The SHA-256 (lowercase hex) of the record line the person was shown, when the way of
+    /// asking binds the answer to it (the web page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     pub reason: String,
+}
+
+/// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
+/// label, the verdict's id, the SHA-256 of its `call` exactly as written, and its decision, each
+/// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
+/// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
+/// between the stages is refused. `None` without a key.
+pub fn verdict_seal(
+    chain: &crate::audit::chain::Chain,
+    id: &str,
+    call_text: &str,
+    decision: Decision,
+) -> Option<crate::audit::chain::Link> {
+    use sha2::{Digest, Sha256};
+    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
+    let id_len = (id.len() as u64).to_be_bytes();
+    chain.mac(&[
+        b"skeleton-crew verdict v1\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        decision.as_str().as_bytes(),
+    ])
+}
+
+/// Adds `"seal":"…"` to the record line at the end of `batch` (which ends with `}` and a newline).
+pub fn push_seal(batch: &mut Vec<u8>, seal: &crate::audit::chain::Link) {
+    debug_assert!(batch.ends_with(b"}\n"));
+    batch.truncate(batch.len() - 2);
+    batch.extend_from_slice(b",\"seal\":\"");
+    batch.extend_from_slice(&seal.hex());
+    batch.extend_from_slice(b"\"}\n");
 }
 
 /// An approval as written on a record: with its MAC when a key was given.
@@ -179,6 +223,7 @@ struct Members<'a> {
     call: Option<&'a RawValue>,
     approval: Option<&'a RawValue>,
     outcome: Option<&'a RawValue>,
+    seal: Option<&'a RawValue>,
     read_call: Option<Result<Call, Malformed>>,
 }
 
@@ -210,6 +255,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                         "call" => &mut members.call,
                         "approval" => &mut members.approval,
                         "outcome" => &mut members.outcome,
+                        "seal" => &mut members.seal,
                         _ => {
                             map.next_value::<Checked>()?;
                             continue;
@@ -337,18 +383,19 @@ impl<'a> Record<'a> {
         part.mac
     }
 
+    /// The record's `seal` (from sc-gate, under the audit key), if it is a string.
+    pub fn seal(&self) -> Option<Cow<'a, str>> {
+        self.members.seal.and_then(string_value)
+    }
+
     /// The text of the record's `call`, exactly as it came.
     pub fn call_text(&self) -> Option<&'a str> {
         self.members.call.map(RawValue::get)
     }
 
-    /// The record's line without `key` (which it must have), the rest as it came.
+    /// The record's line without `key` (which it must have), the rest byte for byte as it came.
     pub fn without_field(&self, key: &str) -> Vec<u8> {
-        let Ok(Value::Object(mut object)) = strict_json::parse(self.text) else {
-            panic!("a record read strictly no longer parses");
-        };
-        object.shift_remove(key);
-        let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
+        let mut line = without_member(self.text, key).into_bytes();
         line.push(b'\n');
         line
     }
@@ -362,6 +409,7 @@ impl<'a> Record<'a> {
             "call" => self.members.call.is_some(),
             "approval" => self.members.approval.is_some(),
             "outcome" => self.members.outcome.is_some(),
+            "seal" => self.members.seal.is_some(),
             _ => matches!(
                 strict_json::parse(self.text),
                 Ok(Value::Object(object)) if object.contains_key(key)
@@ -390,28 +438,16 @@ pub fn with_field<T: Serialize + ?Sized>(
 
 /// [`with_field`] for a value that is JSON text already (one valid JSON value).
 pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) -> Vec<u8> {
-    let without_key = match present.then(|| strict_json::parse(text)) {
-        Some(Ok(Value::Object(mut object))) => {
-            object.shift_remove(key);
-            Some(object)
-        }
-        // Appending would give the record the key twice, for a reader downstream to take either.
-        Some(other) => panic!("a record read strictly no longer parses: {other:?}"),
-        None => None,
+    let without_key;
+    let text = if present {
+        without_key = without_member(text, key);
+        without_key.as_str()
+    } else {
+        text
     };
-    let mut line = match without_key {
-        Some(object) => {
-            let mut line = serde_json::to_vec(&object).expect("a JSON object serializes");
-            line.pop(); // the closing brace
-            line
-        }
-        None => {
-            let body = text.strip_suffix('}').expect("a JSON object ends with }");
-            let mut line = Vec::with_capacity(text.len() + 256);
-            line.extend_from_slice(body.as_bytes());
-            line
-        }
-    };
+    let body = text.strip_suffix('}').expect("a JSON object ends with }");
+    let mut line = Vec::with_capacity(text.len() + value_json.len() + 32);
+    line.extend_from_slice(body.as_bytes());
     let empty = line.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if !empty {
         line.push(b',');
@@ -421,6 +457,119 @@ pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) ->
     line.extend_from_slice(value_json.as_bytes());
     line.extend_from_slice(b"}\n");
     line
+}
+
+/// A record's text (a strictly valid JSON object, trimmed) without its members named `key`
+/// (however the name is escaped), every other byte as it came: never written again through a
+/// JSON value, which would round numbers (`12345678901234567890123`) and change what was seen.
+pub fn without_member(text: &str, key: &str) -> String {
+    let spans = member_spans(text);
+    let mut out = String::with_capacity(text.len());
+    let mut kept = 0;
+    let mut members = spans
+        .iter()
+        .filter(|span| span.key_is(text, key))
+        .peekable();
+    if members.peek().is_none() {
+        return text.to_owned();
+    }
+    // Each member to drop goes with the comma after it, or, for the last member, the one before.
+    let count = spans.len();
+    for (index, span) in spans.iter().enumerate() {
+        if !span.key_is(text, key) {
+            continue;
+        }
+        let (start, end) = if index + 1 < count {
+            (span.start, spans[index + 1].start)
+        } else if index > 0 {
+            (spans[index - 1].end, span.end)
+        } else {
+            (span.start, span.end)
+        };
+        let start = start.max(kept);
+        out.push_str(&text[kept..start]);
+        kept = end;
+    }
+    out.push_str(&text[kept..]);
+    out
+}
+
+/// Where one member of an object stands in its text: from its key's opening quote to the end of
+/// its value.
+#[derive(Debug, Clone, Copy)]
+struct MemberSpan {
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+impl MemberSpan {
+    fn key_is(&self, text: &str, key: &str) -> bool {
+        let raw = &text[self.start..self.key_end];
+        if raw.contains('\\') {
+            serde_json::from_str::<String>(raw).is_ok_and(|decoded| decoded == key)
+        } else {
+            raw.len() == key.len() + 2 && &raw[1..raw.len() - 1] == key
+        }
+    }
+}
+
+/// The members of the JSON object `text` (strictly valid already), in order.
+fn member_spans(text: &str) -> Vec<MemberSpan> {
+    let bytes = text.as_bytes();
+    let skip_ws = |mut at: usize| {
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        at
+    };
+    // The end of the string whose opening quote is at `at`.
+    let string_end = |mut at: usize| {
+        at += 1;
+        while bytes[at] != b'"' {
+            at += if bytes[at] == b'\\' { 2 } else { 1 };
+        }
+        at + 1
+    };
+    let mut spans = Vec::new();
+    let mut at = skip_ws(0) + 1; // past `{`
+    loop {
+        at = skip_ws(at);
+        if at >= bytes.len() || bytes[at] != b'"' {
+            return spans; // `}`
+        }
+        let start = at;
+        let key_end = string_end(at);
+        at = skip_ws(key_end) + 1; // past `:`
+        at = skip_ws(at);
+        // The value: a string, or anything up to the `,` or `}` at this depth.
+        let mut depth = 0usize;
+        while at < bytes.len() {
+            match bytes[at] {
+                b'"' => {
+                    at = string_end(at);
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => depth -= 1,
+                b',' | b'}' if depth == 0 => break,
+                _ => {}
+            }
+            at += 1;
+        }
+        let mut end = at;
+        while end > start && bytes[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        spans.push(MemberSpan {
+            start,
+            key_end,
+            end,
+        });
+        if at < bytes.len() && bytes[at] == b',' {
+            at += 1;
+        }
+    }
 }
 
 /// A JSON string's value: borrowed when it has no escapes; `None` for anything but a string.
@@ -572,5 +721,35 @@ mod tests {
     fn an_unknown_decision_is_none() {
         let record = Record::parse(br#"{"decision":"ALLOW"}"#).unwrap();
         assert_eq!(record.decision(), None);
+    }
+
+    #[test]
+    fn a_member_is_removed_from_the_text_and_every_other_byte_stays() {
+        let cases = [
+            (r#"{"approval":null}"#, "{}"),
+            (r#"{"approval":null,"a":1}"#, r#"{"a":1}"#),
+            (r#"{"a":1,"approval":{"x":[1,"}"]}}"#, r#"{"a":1}"#),
+            (
+                r#"{"a":12345678901234567890123, "approval" : true , "b":"\"approval\""}"#,
+                r#"{"a":12345678901234567890123, "b":"\"approval\""}"#,
+            ),
+            (r#"{ "appr\u006fval":1 ,"c":2.50}"#, r#"{ "c":2.50}"#),
+            (r#"{"a":1,"b":2}"#, r#"{"a":1,"b":2}"#),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(without_member(text, "approval"), expected, "{text}");
+            let value: Value = serde_json::from_str(&without_member(text, "approval")).unwrap();
+            assert!(value.get("approval").is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn replacing_a_member_keeps_the_calls_text() {
+        let text = r#"{"id":"h","call":{"args":{"n":12345678901234567890123}},"approval":null,"decision":"hold"}"#;
+        let line = with_raw_field(text, true, "approval", "false");
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"id\":\"h\",\"call\":{\"args\":{\"n\":12345678901234567890123}},\"decision\":\"hold\",\"approval\":false}\n"
+        );
     }
 }

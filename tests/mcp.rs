@@ -22,10 +22,10 @@ use crate::terminal::{Terminal, Tty};
 use crate::util::{bin_path, testdata, Scratch};
 
 /// How long the client waits for any one answer, and for sc-mcp to end.
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// The published server's entry point; `make test-deps` installs it.
-fn filesystem_server() -> PathBuf {
+pub(crate) fn filesystem_server() -> PathBuf {
     let path = testdata("mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     assert!(
         path.exists(),
@@ -35,7 +35,7 @@ fn filesystem_server() -> PathBuf {
     path
 }
 
-fn fake_server() -> Vec<OsString> {
+pub(crate) fn fake_server() -> Vec<OsString> {
     vec![
         "python3".into(),
         testdata("mcp/fake-server.py").into_os_string(),
@@ -43,7 +43,7 @@ fn fake_server() -> Vec<OsString> {
 }
 
 /// A running sc-mcp with the test as its client.
-struct Proxy {
+pub(crate) struct Proxy {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -54,20 +54,25 @@ struct Proxy {
     terminal: Terminal,
 }
 
-struct Finished {
-    status: ExitStatus,
-    stderr: String,
+pub(crate) struct Finished {
+    pub(crate) status: ExitStatus,
+    pub(crate) stderr: String,
     /// Every line sc-mcp wrote to the client, the whole session long.
-    received: Vec<String>,
+    pub(crate) received: Vec<String>,
 }
 
 impl Proxy {
-    fn spawn(scratch: &Scratch, args: &[&str], server: &[OsString]) -> Proxy {
+    pub(crate) fn spawn(scratch: &Scratch, args: &[&str], server: &[OsString]) -> Proxy {
         Proxy::spawn_with(scratch, args, server, Tty::None)
     }
 
     /// With `--audit` set to the scratch log unless `args` name another.
-    fn spawn_with(scratch: &Scratch, args: &[&str], server: &[OsString], tty: Tty) -> Proxy {
+    pub(crate) fn spawn_with(
+        scratch: &Scratch,
+        args: &[&str],
+        server: &[OsString],
+        tty: Tty,
+    ) -> Proxy {
         let mut cmd = Command::new(bin_path("sc-mcp"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -113,7 +118,7 @@ impl Proxy {
     }
 
     /// Sends one line to sc-mcp as the client.
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin is open");
         match stdin
             .write_all(line.as_bytes())
@@ -125,17 +130,17 @@ impl Proxy {
         }
     }
 
-    fn send_value(&mut self, message: &Value) {
+    pub(crate) fn send_value(&mut self, message: &Value) {
         self.send(&message.to_string());
     }
 
     /// Sends a request and waits for the answer with its id.
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send_value(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.answer(&json!(id))
     }
 
-    fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
         self.request(
             id,
             "tools/call",
@@ -143,13 +148,18 @@ impl Proxy {
         )
     }
 
-    fn initialize(&mut self) -> Value {
+    pub(crate) fn initialize(&mut self) -> Value {
+        self.initialize_with(json!({}))
+    }
+
+    /// Initializes as a client with these capabilities.
+    pub(crate) fn initialize_with(&mut self, capabilities: Value) -> Value {
         let answer = self.request(
             0,
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "skeleton-crew-tests", "version": "1"}
             }),
         );
@@ -157,8 +167,42 @@ impl Proxy {
         answer
     }
 
+    /// The first message sc-mcp wrote to the client (so far, or from now on) that `wanted` picks.
+    pub(crate) fn message_where(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self
+            .received
+            .iter()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .find(|value| wanted(value))
+        {
+            return found;
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("sc-mcp wrote a line that is not JSON ({e}): {line}")
+                    });
+                    self.received.push(line);
+                    if wanted(&value) {
+                        return value;
+                    }
+                }
+                Err(err) => {
+                    let stderr = self.stderr_so_far();
+                    panic!(
+                        "no {what} within {WAIT:?} ({err:?}); received: {:#?}; stderr: {stderr}",
+                        self.received
+                    )
+                }
+            }
+        }
+    }
+
     /// Waits for the answer (not a request) with this id.
-    fn answer(&mut self, id: &Value) -> Value {
+    pub(crate) fn answer(&mut self, id: &Value) -> Value {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -207,7 +251,7 @@ impl Proxy {
     }
 
     /// Closes the client's side and waits for sc-mcp to end.
-    fn finish(mut self) -> Finished {
+    pub(crate) fn finish(mut self) -> Finished {
         self.stdin = None;
         let deadline = Instant::now() + WAIT;
         let status = loop {
@@ -246,13 +290,13 @@ impl Drop for Proxy {
 }
 
 /// The text of a tool result's first content item.
-fn result_text(answer: &Value) -> &str {
+pub(crate) fn result_text(answer: &Value) -> &str {
     answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("no text result in {answer}"))
 }
 
-fn is_error(answer: &Value) -> bool {
+pub(crate) fn is_error(answer: &Value) -> bool {
     answer["result"]["isError"] == true
 }
 
@@ -265,12 +309,12 @@ fn tool_names(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-fn events<'a>(all: &'a [Value], stage: &str) -> Vec<&'a Value> {
+pub(crate) fn events<'a>(all: &'a [Value], stage: &str) -> Vec<&'a Value> {
     all.iter().filter(|e| e["stage"] == stage).collect()
 }
 
 /// What the fake server received, one line each: its whole lines, since it may still be writing.
-fn server_received(scratch: &Scratch) -> String {
+pub(crate) fn server_received(scratch: &Scratch) -> String {
     let bytes = std::fs::read(scratch.path("server-received.jsonl")).unwrap_or_default();
     let whole = bytes
         .iter()
@@ -279,7 +323,7 @@ fn server_received(scratch: &Scratch) -> String {
     String::from_utf8_lossy(&bytes[..whole]).into_owned()
 }
 
-fn report_json(scratch: &Scratch) -> Value {
+pub(crate) fn report_json(scratch: &Scratch) -> Value {
     let out = scratch.cmd_report_args(&["--json"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -290,7 +334,7 @@ fn report_json(scratch: &Scratch) -> Value {
 }
 
 /// A folder for the filesystem server to serve, with one file in it.
-fn served_folder(scratch: &Scratch) -> PathBuf {
+pub(crate) fn served_folder(scratch: &Scratch) -> PathBuf {
     scratch.write("served/notes.txt", "remember the milk\n");
     scratch.path("served")
 }
@@ -543,7 +587,7 @@ fn a_hold_is_put_to_the_person_on_the_terminal_escaped() {
     assert_eq!(approvals[1]["approval"]["approved"], false);
 }
 
-fn fake_proxy(scratch: &Scratch, extra: &[&str]) -> Proxy {
+pub(crate) fn fake_proxy(scratch: &Scratch, extra: &[&str]) -> Proxy {
     let policy = testdata("mcp/fake-policy.json");
     let mut args = vec!["--policy", policy.to_str().unwrap(), "--agent", "crew"];
     args.extend_from_slice(extra);
@@ -952,7 +996,7 @@ fn assert_no_denied_tool_reached_the_client(received: &[String], denied: &[&str]
 
 /// The lines the client received whose id is `id` exactly (as serde_json compares numbers:
 /// 2 and 2.0 differ).
-fn lines_with_id(received: &[String], id: &Value) -> Vec<Value> {
+pub(crate) fn lines_with_id(received: &[String], id: &Value) -> Vec<Value> {
     received
         .iter()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
@@ -960,7 +1004,7 @@ fn lines_with_id(received: &[String], id: &Value) -> Vec<Value> {
         .collect()
 }
 
-fn methods(messages: &[Value]) -> Vec<String> {
+pub(crate) fn methods(messages: &[Value]) -> Vec<String> {
     messages
         .iter()
         .map(|m| m["method"].as_str().unwrap_or("(no method)").to_owned())

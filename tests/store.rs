@@ -189,6 +189,7 @@ fn a_new_budget_window_starts_afresh_on_the_injected_clock() {
             clock: clock.clone(),
             taint_ttl: None,
         },
+        chain: skeleton_crew::audit::chain::Chain::Sha256,
     };
     window_runs(&dir, &options, &clock);
 }

@@ -1,13 +1,22 @@
-//! What every way of asking a person shares: the [`Human`] trait, and the [`Reply`] it gives.
+//! What every way of asking a person shares: the [`Human`] trait, the [`Hold`] it is asked
+//! about, and the [`Reply`] it gives.
 
 use std::time::Duration;
 
+use super::prompt::{record_digest, render_prompt};
+use crate::call::Call;
 use crate::record::AnsweredBy;
 
 /// What a person (or the stand-in for one) said to a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     Answer(String),
+    /// A yes or no given by a button (the web page) rather than typed, bound, where the way of
+    /// asking shows the whole record, to the SHA-256 of the record line the person saw.
+    Decision {
+        approve: bool,
+        digest: Option<String>,
+    },
     Eof,
     TimedOut(Duration),
     ReadFailed(String),
@@ -15,9 +24,49 @@ pub enum Reply {
     AnswersRanOut,
 }
 
+/// A held call, whole, as a way of asking may show it: the record line exactly as it arrived,
+/// and what was read from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Hold<'a> {
+    /// The record's line exactly as it arrived, without its newline.
+    pub line: &'a [u8],
+    /// The record's id.
+    pub id: &'a str,
+    /// The call, read from the record's `call` as sc-gate reads a call.
+    pub call: &'a Call,
+    /// Why it is held.
+    pub reasons: &'a [String],
+    /// How long the person has before the hold declines by itself; `None` waits forever.
+    pub timeout: Option<Duration>,
+}
+
+impl Hold<'_> {
+    /// The text a person reads at a terminal ([`render_prompt`]).
+    pub fn prompt(&self) -> String {
+        render_prompt(self.call, self.reasons, self.timeout)
+    }
+
+    /// The SHA-256 (lowercase hex) of the record line: what an answer on the web page is
+    /// bound to.
+    pub fn digest(&self) -> String {
+        record_digest(self.line)
+    }
+}
+
 /// Someone who can be asked about a hold.
 pub trait Human {
     fn ask(&mut self, prompt: &str) -> Reply;
+    /// Asks about a whole hold. By default, the prompt text is composed (when someone reads it)
+    /// and put with [`Human::ask`]; a way of asking that shows more than text (the web page)
+    /// takes the hold itself.
+    fn ask_hold(&mut self, hold: &Hold<'_>) -> Reply {
+        let prompt = if self.reads_prompt() {
+            hold.prompt()
+        } else {
+            String::new()
+        };
+        self.ask(&prompt)
+    }
     /// Shown after the answer (e.g. "approved"); ignored where nobody is watching.
     fn acknowledge(&mut self, _text: &str) {}
     /// Whether asking may keep a person waiting (so what is decided leaves first); not when

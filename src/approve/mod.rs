@@ -7,21 +7,31 @@
 //! the record's id and call ([`crate::record::approval_mac`]), which sc-exec checks. Records that
 //! are not holds and carry no approval pass through byte for byte.
 //!
-//! One file per way of asking a person, each a [`Human`]: [`terminal`] (the person at `/dev/tty`)
-//! and [`answers`] (the scripted human). What they share is written once in [`prompt`]: the text
-//! a person reads, agent-written text escaped ([`crate::sanitize`]) so that the person sees the
-//! exact arguments that will run, and the approval record a reply becomes.
+//! One file per way of asking a person, each a [`Human`]: [`terminal`] (the person at `/dev/tty`),
+//! [`answers`] (the scripted human) and [`web`] (the approval page and its API). What they share
+//! is written once in [`prompt`]: the text a person reads, agent-written text escaped
+//! ([`crate::sanitize`]) so that the person sees the exact arguments that will run, and the
+//! approval record a reply becomes.
+//!
+//! [`run`] asks about one hold at a time, in order, as a terminal or an answers file answers.
+//! With the web page, [`run_web`] lets several holds wait side by side, answered in any order,
+//! while records still leave in input order.
 
 pub mod answers;
+pub mod elicitation;
 pub mod human;
+mod ordered;
 pub mod prompt;
 pub mod terminal;
 pub mod tty;
+pub mod web;
 
 pub use answers::ScriptedHuman;
-pub use human::{Human, Reply};
-pub use prompt::{approval_for, is_yes, render_prompt};
+pub use human::{Hold, Human, Reply};
+pub use ordered::run_web;
+pub use prompt::{approval_for, is_yes, record_digest, render_prompt};
 pub use terminal::TerminalHuman;
+pub use web::{WebApprovals, WebHuman};
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -33,6 +43,7 @@ use serde_json::Value;
 
 use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
+use crate::call::Call;
 use crate::decision::Decision;
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
@@ -77,7 +88,7 @@ pub fn run<W: Write, E: Write>(
                     if waits {
                         output.commit()?;
                     }
-                    settle_hold(&record, options, human, output, &mut ids);
+                    settle_hold(&record, bytes, options, human, output, &mut ids);
                     if waits {
                         output.commit()?;
                     }
@@ -85,10 +96,7 @@ pub fn run<W: Write, E: Write>(
                 // Not a hold, yet carrying an approval: nobody here gave it, so it goes.
                 Ok(record) if record.has("approval") => {
                     output.pass_through(&record.without_field("approval"));
-                    output.narrate(&format!(
-                        "sc-approve: removed an approval that sc-approve did not give from record {}",
-                        for_terminal(&record.id().unwrap_or_default())
-                    ));
+                    output.narrate(&removed_approval(&record));
                 }
                 // Not a hold, or not a record at all: passed on untouched; sc-exec refuses
                 // what it cannot read.
@@ -98,23 +106,35 @@ pub fn run<W: Write, E: Write>(
                 }
             },
             Line::TooLong { length, start } => {
-                let reason = format!(
-                    "malformed record: the line is {length} bytes, over the line limit of {} bytes",
-                    options.max_line_bytes
-                );
-                let line = jsonl::JsonLine::new()
-                    .field("id", &ids.mint())
-                    .field("raw", &jsonl::raw_excerpt(start))
-                    .field("decision", &Decision::Deny)
-                    .field("reasons", &[reason])
-                    .finish();
-                output.pass_through(&line);
+                output.pass_through(&too_long(length, start, options, &mut ids));
             }
         }
         output.commit_if_due(!lines.next_read_would_block())?;
     }
     output.commit()?;
     Ok(lines.completion())
+}
+
+/// What is said of a record that is not a hold and came with an approval, which is removed.
+fn removed_approval(record: &Record) -> String {
+    format!(
+        "sc-approve: removed an approval that sc-approve did not give from record {}",
+        for_terminal(&record.id().unwrap_or_default())
+    )
+}
+
+/// The `deny` record that stands for a line over the line limit.
+fn too_long(length: u64, start: &[u8], options: &ApproveOptions, ids: &mut IdMinter) -> Vec<u8> {
+    let reason = format!(
+        "malformed record: the line is {length} bytes, over the line limit of {} bytes",
+        options.max_line_bytes
+    );
+    jsonl::JsonLine::new()
+        .field("id", &ids.mint())
+        .field("raw", &jsonl::raw_excerpt(start))
+        .field("decision", &Decision::Deny)
+        .field("reasons", &[reason])
+        .finish()
 }
 
 /// Whether a line may be a record whose decision is `hold`, or one that carries an `approval`,
@@ -130,24 +150,22 @@ fn needs_reading(line: &[u8]) -> bool {
 
 fn settle_hold<W: Write, E: Write>(
     record: &Record,
+    line: &[u8],
     options: &ApproveOptions,
     human: &mut dyn Human,
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
 ) {
-    let reasons = record.reasons();
-    let call = record
-        .call()
-        .ok_or_else(|| "it has no `call`".to_owned())
-        .and_then(|call| call.clone().map_err(|m| m.to_string()));
-    let (approval, agent, tool) = match (&call, record.id()) {
-        (Ok(call), Some(_)) if !reasons.is_empty() => {
-            let prompt = if human.reads_prompt() {
-                render_prompt(call, &reasons, options.timeout)
-            } else {
-                String::new()
+    let (approval, agent, tool) = match examine_hold(record) {
+        Examined::Ask { id, call, reasons } => {
+            let hold = Hold {
+                line,
+                id: &id,
+                call,
+                reasons: &reasons,
+                timeout: options.timeout,
             };
-            let reply = human.ask(&prompt);
+            let reply = human.ask_hold(&hold);
             let approval = approval_for(reply, human.kind());
             human.acknowledge(if approval.approved {
                 "→ approved"
@@ -156,9 +174,45 @@ fn settle_hold<W: Write, E: Write>(
             });
             (approval, call.agent.clone(), call.tool.clone())
         }
-        _ => {
-            let why = match (&call, record.id()) {
-                (Err(why), _) => why.clone(),
+        Examined::Malformed {
+            approval,
+            agent,
+            tool,
+        } => (approval, agent, tool),
+    };
+    let answered = answered(record, &approval, &agent, &tool, options, ids);
+    output.emit(&answered.event, &answered.record);
+    output.narrate(&answered.narration);
+}
+
+/// A hold as read from its record: whole enough to put to a person, or not.
+enum Examined<'r> {
+    Ask {
+        id: Cow<'r, str>,
+        call: &'r Call,
+        reasons: Vec<String>,
+    },
+    /// Declined without asking, with the agent and tool to name it by.
+    Malformed {
+        approval: Approval,
+        agent: String,
+        tool: String,
+    },
+}
+
+/// Whether a hold can be put to a person: it needs an id, a call read as sc-gate reads one,
+/// and reasons.
+fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
+    let reasons = record.reasons();
+    let call = record
+        .call()
+        .ok_or_else(|| "it has no `call`".to_owned())
+        .and_then(|call| call.as_ref().map_err(|m| m.to_string()));
+    match (call, record.id()) {
+        (Ok(call), Some(id)) if !reasons.is_empty() => Examined::Ask { id, call, reasons },
+        (call, id) => {
+            let why = match (call, id) {
+                (Err(why), _) => why,
                 (_, None) => "it has no `id`".to_owned(),
                 _ => "it has no reasons".to_owned(),
             };
@@ -166,6 +220,7 @@ fn settle_hold<W: Write, E: Write>(
                 approved: false,
                 by: AnsweredBy::None,
                 answer: None,
+                digest: None,
                 reason: format!(
                     "declined: the hold record is malformed ({why}), so it was not put to a person"
                 ),
@@ -178,29 +233,54 @@ fn settle_hold<W: Write, E: Write>(
                     .unwrap_or("?")
                     .to_owned()
             };
-            (approval, name("agent"), name("tool"))
+            Examined::Malformed {
+                approval,
+                agent: name("agent"),
+                tool: name("tool"),
+            }
         }
-    };
+    }
+}
+
+/// What an answered hold leaves behind: its audit event, its record with the approval (sealed
+/// with a MAC under the audit key), and a line of narration.
+struct Answered {
+    event: Vec<u8>,
+    record: Vec<u8>,
+    narration: String,
+}
+
+fn answered(
+    record: &Record,
+    approval: &Approval,
+    agent: &str,
+    tool: &str,
+    options: &ApproveOptions,
+    ids: &mut IdMinter,
+) -> Answered {
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     let sealed = SealedApproval {
-        approval: &approval,
+        approval,
         mac: record
             .call_text()
-            .and_then(|call| approval_mac(&options.chain, &id, call, &approval))
+            .and_then(|call| approval_mac(&options.chain, &id, call, approval))
             .map(|mac| mac.to_string()),
     };
     let event = audit::event(Stage::Approve, &id)
-        .field("agent", &agent)
-        .field("tool", &tool)
+        .field("agent", agent)
+        .field("tool", tool)
         .field("approval", &sealed)
         .finish();
-    output.emit(&event, &record.with_field("approval", &sealed));
-    output.narrate(&format!(
-        "sc-approve: {} → {}: {}",
-        for_terminal(&agent),
-        for_terminal(&tool),
-        for_terminal(&approval.reason)
-    ));
+    Answered {
+        event,
+        record: record.with_field("approval", &sealed),
+        narration: format!(
+            "sc-approve: {} → {}: {}",
+            for_terminal(agent),
+            for_terminal(tool),
+            for_terminal(&approval.reason)
+        ),
+    }
 }
 
 /// Opens the human for the command line: the answers file when given, else the terminal.

@@ -13,12 +13,35 @@ pub fn is_yes(answer: &str) -> bool {
     answer.trim().eq_ignore_ascii_case("yes")
 }
 
+/// The SHA-256 (lowercase hex) of a record line exactly as it arrived, without its newline:
+/// what an answer given on the web page is bound to.
+pub fn record_digest(line: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    lower_hex(&Sha256::digest(line))
+}
+
+/// Bytes as lowercase hex digits.
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Where a person who pressed a button gave their answer, as the approval's reason says it.
+fn where_answered(by: AnsweredBy) -> &'static str {
+    match by {
+        AnsweredBy::Web => "on the web page",
+        AnsweredBy::Elicitation => "in the MCP client",
+        AnsweredBy::ClaudeCode => "in Claude Code",
+        AnsweredBy::Tty | AnsweredBy::Answers | AnsweredBy::None => "by the person",
+    }
+}
+
 /// Turns a reply into the approval written on the record.
 pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
     let declined = |by, answer, reason: String| Approval {
         approved: false,
         by,
         answer,
+        digest: None,
         reason,
     };
     match reply {
@@ -30,6 +53,18 @@ pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
                 _ => "approved: the person typed yes".to_owned(),
             },
             answer: Some(answer),
+            digest: None,
+        },
+        Reply::Decision { approve, digest } => Approval {
+            approved: approve,
+            by,
+            answer: Some(if approve { "approve" } else { "decline" }.to_owned()),
+            digest,
+            reason: format!(
+                "{} {}",
+                if approve { "approved" } else { "declined" },
+                where_answered(by)
+            ),
         },
         Reply::Answer(answer) => {
             let reason = format!(
@@ -127,6 +162,10 @@ mod tests {
             Reply::NobodyToAsk("no tty".into()),
             Reply::AnswersRanOut,
             Reply::Answer("no".into()),
+            Reply::Decision {
+                approve: false,
+                digest: Some("ab".into()),
+            },
         ] {
             let approval = approval_for(reply.clone(), AnsweredBy::Tty);
             assert!(!approval.approved, "{reply:?}");
@@ -140,6 +179,56 @@ mod tests {
             approval_for(Reply::TimedOut(Duration::from_secs(300)), AnsweredBy::Tty)
                 .reason
                 .contains("300 seconds")
+        );
+    }
+
+    #[test]
+    fn a_decision_on_the_web_page_is_bound_to_the_record_it_was_given_for() {
+        let digest = record_digest(br#"{"id":"1"}"#);
+        assert_eq!(digest.len(), 64);
+        assert!(digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        // The SHA-256 of the empty line, as sha256sum gives it.
+        assert_eq!(
+            record_digest(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        let approval = approval_for(
+            Reply::Decision {
+                approve: true,
+                digest: Some(digest.clone()),
+            },
+            AnsweredBy::Web,
+        );
+        assert_eq!(
+            serde_json::to_value(&approval).unwrap(),
+            serde_json::json!({
+                "approved": true,
+                "by": "web",
+                "answer": "approve",
+                "digest": digest,
+                "reason": "approved on the web page"
+            })
+        );
+        let declined = approval_for(
+            Reply::Decision {
+                approve: false,
+                digest: Some(digest),
+            },
+            AnsweredBy::Web,
+        );
+        assert_eq!(declined.answer.as_deref(), Some("decline"));
+        assert_eq!(declined.reason, "declined on the web page");
+        let expired = approval_for(Reply::TimedOut(Duration::from_secs(7)), AnsweredBy::Web);
+        assert_eq!(
+            serde_json::to_value(&expired).unwrap(),
+            serde_json::json!({
+                "approved": false,
+                "by": "web",
+                "answer": null,
+                "reason": "declined: no answer within 7 seconds"
+            })
         );
     }
 

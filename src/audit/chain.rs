@@ -53,6 +53,15 @@ impl Link {
         Link::parse_bytes(hex.as_bytes())
     }
 
+    /// A link as sc-gate, sc-approve and the chain write it: 64 lowercase hex digits only, so
+    /// that a MAC or seal has exactly one spelling and a line cannot change unnoticed.
+    pub fn parse_lowercase(hex: &str) -> Option<Link> {
+        if hex.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        Link::parse(hex)
+    }
+
     /// [`Link::parse`] of ASCII bytes: 64 hex digits, either case.
     pub fn parse_bytes(hex: &[u8]) -> Option<Link> {
         if hex.len() != 64 {
@@ -271,6 +280,10 @@ fn split_mac(line: &[u8]) -> Option<(&[u8], &[u8])> {
     let at = line.len().checked_sub(MAC_SUFFIX_LEN)?;
     let (before, suffix) = line.split_at(at);
     let hex = suffix.strip_prefix(MAC_PREFIX)?.strip_suffix(b"\"}")?;
+    // One spelling only: an upper-case digit would let a line change while its MAC still held.
+    if hex.iter().any(u8::is_ascii_uppercase) {
+        return None;
+    }
     Some((before, hex))
 }
 
@@ -307,7 +320,7 @@ pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
         out.push(b',');
     }
     out.extend_from_slice(b"\"seq\":");
-    crate::json_write::push_u64(out, head.seq + 1);
+    crate::json_write::push_u64(out, head.seq.saturating_add(1));
     out.extend_from_slice(b",\"prev\":\"");
     out.extend_from_slice(&head.link.hex());
     out.extend_from_slice(b"\"}");
@@ -356,14 +369,20 @@ pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
             }
         };
         let last = &body[line_start..];
-        if whole {
+        // Keyed, a last line that reads as JSON is no torn write, whatever its ending: it must
+        // vouch for itself, or a forger could leave off the newline to be chained past.
+        let reads = || serde_json::from_slice::<serde_json::Value>(last).is_ok();
+        if whole || (chain.is_keyed() && reads()) {
             return whole_head(chain, last, seq_of(last).unwrap_or(0));
         }
         // A torn last line has no seq of its own: it took the place after the line before.
         let seq = seq_of(last)
             .or_else(|| {
                 let earlier = body[..line_start].split(|&b| b == b'\n').rev();
-                earlier.take(64).find_map(seq_of).map(|s| s + 1)
+                earlier
+                    .take(64)
+                    .find_map(seq_of)
+                    .map(|s| s.saturating_add(1))
             })
             .unwrap_or(0);
         return Ok(Head {

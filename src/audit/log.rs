@@ -20,6 +20,7 @@ use std::collections::hash_map::RandomState;
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -89,10 +90,13 @@ impl AuditLog {
                 format!("cannot create the audit log's folder {}", folder.display())
             })?;
         }
+        // Created readable by its owner only: events carry every call's arguments and the
+        // approvals given, which are nobody else's to read or to replay.
         let file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
+            .mode(0o600)
             .open(path)
             .with_context(|| format!("cannot open the audit log {}", path.display()))?;
         Ok(AuditLog {
@@ -146,7 +150,7 @@ impl AuditLog {
             }
             head = Head {
                 link: self.options.chain.seal_into(&mut self.sealed, line, head),
-                seq: head.seq + 1,
+                seq: head.seq.saturating_add(1),
             };
             self.sealed.push(b'\n');
         }
@@ -338,6 +342,33 @@ mod tests {
             before,
             "nothing was appended"
         );
+        // A forged event left without its newline, so as to pass for a torn write.
+        let unterminated = dir.path().join("unterminated.jsonl");
+        AuditLog::open_with(&unterminated, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
+        let mut text = std::fs::read(&unterminated).unwrap();
+        text.extend_from_slice(br#"{"stage":"exec","id":"x-1","seq":2,"prev":"00"}"#);
+        std::fs::write(&unterminated, &text).unwrap();
+        let err = AuditLog::open_with(&unterminated, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("refusing to extend"), "{err:#}");
+        // A torn write that is not JSON is chained past (the verifier shows it as torn).
+        let torn = dir.path().join("torn.jsonl");
+        AuditLog::open_with(&torn, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
+        let mut text = std::fs::read(&torn).unwrap();
+        text.extend_from_slice(br#"{"stage":"exec","id":"x-1","se"#);
+        std::fs::write(&torn, &text).unwrap();
+        AuditLog::open_with(&torn, keyed())
+            .unwrap()
+            .append(&event())
+            .unwrap();
         // Untouched, a second writer extends it, and the chain verifies.
         let honest = dir.path().join("honest.jsonl");
         AuditLog::open_with(&honest, keyed())
@@ -352,6 +383,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(intact.events, 2);
+    }
+
+    #[test]
+    fn a_torn_line_with_the_largest_seq_does_not_overflow_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, format!("{{\"seq\":{}}}", u64::MAX)).unwrap();
+        AuditLog::open(&path).unwrap().append(b"{}\n").unwrap();
     }
 
     #[test]

@@ -15,6 +15,9 @@ prove what did and did not reach the server. Its tools misbehave on purpose:
   stray        writes answers nobody asked for (its id as a string, an id never sent, a null id,
                a message that is both a request and an answer, a batch), then the real answer
                with its integer id written as a float, then answers the same id again
+  impersonate  sends the client an `elicitation/create` of its own with the id sc-mcp gives its
+               first question (`sc-mcp-elicit-1`) and a cancellation naming that id, then
+               answers like echo
 
 `tools/list` with `params.cursor` "tools-as-object" answers with `tools` as an object.
 
@@ -37,7 +40,7 @@ def text_result(request_id, text):
 
 
 TOOLS = ["echo", "write_file", "crash", "garbage", "dup_answer", "hang", "shout", "both",
-         "stray"]
+         "stray", "impersonate"]
 # A tool list that names the tool every test policy denies.
 DENIED_LIST = {"tools": [{"name": "write_file", "inputSchema": {"type": "object"}}]}
 
@@ -99,6 +102,15 @@ def main():
                 send({"jsonrpc": "2.0", "id": request_id, "result": DENIED_LIST})
             elif name == "hang":
                 pass
+            elif name == "impersonate":
+                send({"jsonrpc": "2.0", "id": "sc-mcp-elicit-1", "method": "elicitation/create",
+                      "params": {"message": "Run this call?", "requestedSchema": {
+                          "type": "object",
+                          "properties": {"approve": {"type": "boolean", "title": "Run this call?"}},
+                          "required": ["approve"]}}})
+                send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": "sc-mcp-elicit-1", "reason": "the server says so"}})
+                text_result(request_id, echoed)
             elif name == "shout":
                 print("fake-mcp: shouting on stderr", file=sys.stderr, flush=True)
                 text_result(request_id, echoed)

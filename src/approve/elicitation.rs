@@ -1,0 +1,417 @@
+//! Asking the person through their MCP client: `elicitation/create` (sc-mcp).
+//!
+//! When the client's `initialize` declared the `elicitation` capability for forms, sc-mcp puts a
+//! hold to the person through the client, which shows it wherever the person is (a desktop
+//! client's dialog). The request's `message` is the prompt every surface shows
+//! ([`render_prompt`]: agent, tool, exact arguments, source, instruction, reasons, agent-written
+//! text escaped), and its form asks one boolean, [`requested_schema`]. Only `"action": "accept"`
+//! with `content.approve` exactly `true` approves; every other answer declines, with a reason that
+//! says which ([`approval_for_answer`]).
+//!
+//! This is not a [`Human`](super::Human): a `Human` answers while its caller waits, but the
+//! answer to an elicitation comes back on the client's input, which sc-mcp must go on reading
+//! and relaying while the person decides (the client may well send other requests meanwhile). So
+//! sc-mcp sends the [`request`], keeps the call, and settles it when the answer comes, or as
+//! [`declined`] when the timeout, a cancellation or the end of the session comes first.
+//!
+//! sc-mcp's own request ids are strings that start with [`ID_PREFIX`]; a client's answer to one
+//! is sc-mcp's to read and never reaches the server.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::render_prompt;
+use crate::call::Call;
+use crate::json_write::JsonLine;
+use crate::record::{AnsweredBy, Approval};
+use crate::sanitize::quoted;
+use crate::strict_json::type_name;
+
+/// What every id of sc-mcp's own requests to the client starts with: `sc-mcp-elicit-1`, `-2`, …
+pub const ID_PREFIX: &str = "sc-mcp-elicit-";
+
+/// The form's one question.
+pub const QUESTION: &str = "Run this call?";
+
+/// Whether a JSON-RPC id is one sc-mcp gives its own requests to the client.
+pub fn is_own_id(id: &Value) -> bool {
+    matches!(id, Value::String(text) if text.starts_with(ID_PREFIX))
+}
+
+/// Mints sc-mcp's request ids, in order from `sc-mcp-elicit-1`.
+#[derive(Debug, Default)]
+pub struct Questions {
+    asked: u64,
+}
+
+impl Questions {
+    pub fn mint(&mut self) -> String {
+        self.asked += 1;
+        format!("{ID_PREFIX}{}", self.asked)
+    }
+}
+
+/// Whether an `initialize` request's `params` declare elicitation in form mode: an
+/// `elicitation` capability that is an object with `form`, or with neither `form` nor `url` (as
+/// every client before URL mode declared it). A client that declared only `url` cannot show a
+/// form, and anything that is not an object declares nothing.
+pub fn declares_form_elicitation(params: Option<&Value>) -> bool {
+    let capability = params
+        .and_then(|params| params.get("capabilities"))
+        .and_then(|capabilities| capabilities.get("elicitation"));
+    match capability {
+        Some(Value::Object(modes)) => modes.contains_key("form") || !modes.contains_key("url"),
+        _ => false,
+    }
+}
+
+/// The form: one required boolean, `approve`.
+pub fn requested_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean", "title": QUESTION}},
+        "required": ["approve"]
+    })
+}
+
+/// The text the person reads: the terminal's prompt (agent-written text escaped), ending with
+/// what the form's answer does instead of what to type.
+pub fn message(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+    let prompt = render_prompt(call, reasons, None);
+    // The prompt's last line tells a terminal user what to type; the form asks its own question.
+    let body = prompt
+        .rsplit_once('\n')
+        .map_or(prompt.as_str(), |(body, _)| body);
+    let refusals = match timeout {
+        Some(timeout) => format!(
+            "no, decline, cancel or no answer within {} s",
+            timeout.as_secs()
+        ),
+        None => "no, decline or cancel".to_owned(),
+    };
+    format!(
+        "{}\n{QUESTION} Only yes runs it; {refusals} refuses it.",
+        body.trim_start_matches('\n')
+    )
+}
+
+/// The `elicitation/create` request, as a line for the client.
+pub fn request(id: &str, message: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field("method", "elicitation/create")
+        .field(
+            "params",
+            &json!({"message": message, "requestedSchema": requested_schema()}),
+        )
+        .finish()
+}
+
+/// Tells the client that sc-mcp no longer waits for the answer to `id` (`notifications/cancelled`),
+/// so it can close the question.
+pub fn cancellation(id: &str, reason: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("method", "notifications/cancelled")
+        .field("params", &json!({"requestId": id, "reason": reason}))
+        .finish()
+}
+
+/// A hold settled without the person's yes: the timeout, a cancellation, the end of the session.
+pub fn declined(reason: impl Into<String>) -> Approval {
+    Approval {
+        approved: false,
+        by: AnsweredBy::Elicitation,
+        answer: None,
+        reason: reason.into(),
+        digest: None,
+    }
+}
+
+/// The approval a client's answer to `elicitation/create` becomes (the whole JSON-RPC response).
+/// `answer` is the action the person took, when it is one of the three; `null` otherwise.
+pub fn approval_for_answer(response: &Map<String, Value>) -> Approval {
+    let malformed = |why: String| {
+        declined(format!(
+            "declined: the MCP client's answer is malformed ({why})"
+        ))
+    };
+    let result = match (response.get("result"), response.get("error")) {
+        (Some(_), Some(_)) => return malformed("it has both `result` and `error`".to_owned()),
+        (None, None) => return malformed("it has neither `result` nor `error`".to_owned()),
+        (None, Some(error)) => {
+            let said = match error.get("message") {
+                Some(Value::String(message)) => format!(": {}", quoted(message)),
+                _ => String::new(),
+            };
+            return declined(format!(
+                "declined: the MCP client answered the question with an error{said}"
+            ));
+        }
+        (Some(Value::Object(result)), None) => result,
+        (Some(other), None) => {
+            return malformed(format!("`result` is {}, not an object", type_name(other)))
+        }
+    };
+    let action = match result.get("action") {
+        Some(Value::String(action)) => action.as_str(),
+        Some(other) => return malformed(format!("`action` is {}, not a string", type_name(other))),
+        None => return malformed("its result has no `action`".to_owned()),
+    };
+    let answered = |action: &str, approved: bool, reason: String| Approval {
+        approved,
+        by: AnsweredBy::Elicitation,
+        answer: Some(action.to_owned()),
+        reason,
+        digest: None,
+    };
+    match action {
+        "accept" => {}
+        "decline" => {
+            return answered(
+                action,
+                false,
+                "declined: the person declined in the MCP client".to_owned(),
+            )
+        }
+        "cancel" => {
+            return answered(
+                action,
+                false,
+                "declined: the person dismissed the question in the MCP client (cancel)".to_owned(),
+            )
+        }
+        other => {
+            return malformed(format!(
+                "`action` is {}, not accept, decline or cancel",
+                quoted(&Value::String(other.to_owned()).to_string())
+            ))
+        }
+    }
+    let approve = match result.get("content") {
+        Some(Value::Object(content)) => content.get("approve"),
+        None | Some(Value::Null) => None,
+        Some(other) => {
+            return malformed(format!("`content` is {}, not an object", type_name(other)))
+        }
+    };
+    match approve {
+        Some(Value::Bool(true)) => answered(
+            action,
+            true,
+            format!("approved: the person answered yes to \"{QUESTION}\" in the MCP client"),
+        ),
+        Some(Value::Bool(false)) => answered(
+            action,
+            false,
+            format!("declined: the person answered no to \"{QUESTION}\" in the MCP client"),
+        ),
+        Some(other) => answered(
+            action,
+            false,
+            format!(
+                "declined: `approve` in the MCP client's answer is {}, not true",
+                type_name(other)
+            ),
+        ),
+        None => answered(
+            action,
+            false,
+            "declined: the MCP client accepted without an `approve` answer".to_owned(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approval(response: Value) -> Approval {
+        approval_for_answer(response.as_object().unwrap())
+    }
+
+    #[test]
+    fn only_accept_with_approve_true_approves() {
+        let yes = approval(json!({"jsonrpc":"2.0","id":"sc-mcp-elicit-1",
+            "result":{"action":"accept","content":{"approve":true}}}));
+        assert!(yes.approved);
+        assert_eq!(yes.by, AnsweredBy::Elicitation);
+        assert_eq!(yes.answer.as_deref(), Some("accept"));
+        assert!(yes.reason.starts_with("approved"), "{}", yes.reason);
+        for (response, expected) in [
+            (
+                json!({"result":{"action":"accept","content":{"approve":false}}}),
+                "answered no",
+            ),
+            (
+                json!({"result":{"action":"accept","content":{"approve":"true"}}}),
+                "a string, not true",
+            ),
+            (
+                json!({"result":{"action":"accept","content":{"approve":1}}}),
+                "a number, not true",
+            ),
+            (
+                json!({"result":{"action":"accept","content":{"approve":null}}}),
+                "null, not true",
+            ),
+            (
+                json!({"result":{"action":"accept","content":{"yes":true}}}),
+                "without an `approve`",
+            ),
+            (
+                json!({"result":{"action":"accept"}}),
+                "without an `approve`",
+            ),
+            (
+                json!({"result":{"action":"accept","content":null}}),
+                "without an `approve`",
+            ),
+            (
+                json!({"result":{"action":"accept","content":[true]}}),
+                "`content` is an array",
+            ),
+            (
+                json!({"result":{"action":"decline","content":{"approve":true}}}),
+                "declined in the MCP client",
+            ),
+            (json!({"result":{"action":"cancel"}}), "dismissed"),
+            (
+                json!({"result":{"action":"ACCEPT","content":{"approve":true}}}),
+                "not accept, decline or cancel",
+            ),
+            (json!({"result":{"action":true}}), "`action` is a boolean"),
+            (
+                json!({"result":{"content":{"approve":true}}}),
+                "no `action`",
+            ),
+            (json!({"result":"accept"}), "`result` is a string"),
+            (
+                json!({"error":{"code":-1,"message":"the dialog \u{1b}[2J broke"}}),
+                "with an error: the dialog \\u{1b}[2J broke",
+            ),
+            (json!({"error":{"code":-1}}), "with an error"),
+            (
+                json!({"result":{"action":"accept","content":{"approve":true}},"error":{"code":1,"message":"no"}}),
+                "both `result` and `error`",
+            ),
+            (
+                json!({"id":"sc-mcp-elicit-1"}),
+                "neither `result` nor `error`",
+            ),
+        ] {
+            let approval = approval(response.clone());
+            assert!(!approval.approved, "{response}");
+            assert_eq!(approval.by, AnsweredBy::Elicitation, "{response}");
+            assert!(
+                approval.reason.starts_with("declined: "),
+                "{response}: {}",
+                approval.reason
+            );
+            assert!(
+                approval.reason.contains(expected),
+                "{response}: {} lacks {expected:?}",
+                approval.reason
+            );
+            assert!(!approval.reason.contains('\u{1b}'), "{}", approval.reason);
+        }
+    }
+
+    #[test]
+    fn the_answer_kept_is_the_action_when_it_is_one_of_the_three() {
+        let answer = |response: Value| approval(response).answer;
+        assert_eq!(
+            answer(json!({"result":{"action":"decline"}})).as_deref(),
+            Some("decline")
+        );
+        assert_eq!(
+            answer(json!({"result":{"action":"cancel"}})).as_deref(),
+            Some("cancel")
+        );
+        assert_eq!(answer(json!({"result":{"action":"maybe"}})), None);
+        assert_eq!(answer(json!({"error":{"code":1,"message":"x"}})), None);
+    }
+
+    #[test]
+    fn form_mode_is_declared_by_an_elicitation_object_without_only_url() {
+        let declares = |params: Value| declares_form_elicitation(Some(&params));
+        assert!(declares(json!({"capabilities":{"elicitation":{}}})));
+        assert!(declares(
+            json!({"capabilities":{"elicitation":{"form":{}}}})
+        ));
+        assert!(declares(
+            json!({"capabilities":{"elicitation":{"form":{},"url":{}}}})
+        ));
+        assert!(!declares(
+            json!({"capabilities":{"elicitation":{"url":{}}}})
+        ));
+        assert!(!declares(json!({"capabilities":{}})));
+        assert!(!declares(json!({"capabilities":{"elicitation":true}})));
+        assert!(!declares(json!({"capabilities":{"elicitation":null}})));
+        assert!(!declares(json!({"capabilities":{"sampling":{}}})));
+        assert!(!declares(json!({})));
+        assert!(!declares_form_elicitation(None));
+    }
+
+    #[test]
+    fn the_request_carries_the_prompt_and_the_one_question_form() {
+        let (call, _) = Call::parse_line(
+            br#"{"agent":"fs","tool":"create_directory","args":{"path":"/srv/x\u202e"},"source":"agent"}"#,
+        )
+        .unwrap();
+        let text = message(
+            &call,
+            &["the agent is tainted".to_owned()],
+            Some(Duration::from_secs(300)),
+        );
+        for expected in [
+            "a call is held for your approval",
+            "agent:        fs",
+            "tool:         create_directory",
+            r#"args:         {"path":"/srv/x\u{202e}"}"#,
+            "source:       agent",
+            "- the agent is tainted",
+            "Run this call? Only yes runs it",
+            "no, decline, cancel or no answer within 300 s refuses it.",
+        ] {
+            assert!(text.contains(expected), "{expected:?} not in {text}");
+        }
+        assert!(!text.contains("Type yes"), "{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.starts_with('\n'),
+            "{text:?}"
+        );
+        let line = request("sc-mcp-elicit-7", &text);
+        assert!(line.ends_with(b"}\n"));
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["id"], "sc-mcp-elicit-7");
+        assert_eq!(value["method"], "elicitation/create");
+        assert_eq!(value["params"]["message"], text);
+        let exact: Value = serde_json::from_str(
+            r#"{"type":"object","properties":{"approve":{"type":"boolean","title":"Run this call?"}},"required":["approve"]}"#,
+        )
+        .unwrap();
+        assert_eq!(value["params"]["requestedSchema"], exact);
+        assert_eq!(value.as_object().unwrap().len(), 4, "{value}");
+        assert_eq!(value["params"].as_object().unwrap().len(), 2, "{value}");
+    }
+
+    #[test]
+    fn own_ids_are_minted_in_order_and_recognised() {
+        let mut questions = Questions::default();
+        assert_eq!(questions.mint(), "sc-mcp-elicit-1");
+        assert_eq!(questions.mint(), "sc-mcp-elicit-2");
+        assert!(is_own_id(&json!("sc-mcp-elicit-2")));
+        assert!(is_own_id(&json!("sc-mcp-elicit-")));
+        assert!(!is_own_id(&json!("sc-mcp-elicit")));
+        assert!(!is_own_id(&json!(1)));
+        assert!(!is_own_id(&json!("x-sc-mcp-elicit-1")));
+        let cancel: Value =
+            serde_json::from_slice(&cancellation("sc-mcp-elicit-2", "no answer")).unwrap();
+        assert_eq!(cancel["method"], "notifications/cancelled");
+        assert_eq!(cancel["params"]["requestId"], "sc-mcp-elicit-2");
+        assert!(cancel.get("id").is_none());
+    }
+}

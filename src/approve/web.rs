@@ -1,0 +1,1426 @@
+//! The web approval page: holds served as cards to a browser, and the JSON API behind it that any
+//! other channel (a chat bot, a phone) can use too.
+//!
+//! [`WebApprovals::start`] binds a loopback address and serves, on a thread of its own running a
+//! small tokio runtime, with axum (a well-kept HTTP server: nothing here parses HTTP). The rest of
+//! the program stays synchronous: it [`submit`](WebApprovals::submit)s a [`Hold`] and gets a
+//! [`Ticket`], then [`poll`](WebApprovals::poll)s or [`wait`](WebApprovals::wait)s for the
+//! [`Reply`]. Several holds may be pending at once; each is answered once.
+//!
+//! - `GET /` is the page, `GET /app.js` and `GET /app.css` its script and style. The page carries
+//!   no hold data: its script loads the holds from the API with the token from the URL fragment
+//!   (`#token=…`, never sent in a request line, a log or a Referer) and writes every string as
+//!   text, never as HTML.
+//! - `GET /api/holds`: the pending holds,
+//!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`.
+//!   `record` is the verdict record exactly as it came; `display` is the same hold as the
+//!   terminal shows it, agent-written text escaped ([`crate::sanitize::for_terminal`]) and the
+//!   arguments pretty-printed from their exact text.
+//! - `GET /api/history`: the holds that ended lately, newest first, each with `state`
+//!   (`approved`, `declined` or `expired`).
+//! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX}`: 200 and `{"approved":bool}`.
+//!   `digest` is the SHA-256 of the record line exactly as it arrived, so an answer is bound to
+//!   the record the person was shown.
+//!
+//! Every request must name the bound address and port as its `Host` (DNS rebinding), and any
+//! `Origin` must be the page's own (cross-site requests); every API request must carry
+//! `Authorization: Bearer TOKEN`, compared in constant time. A refusal changes nothing, is
+//! narrated on stderr and answered with its status: 401, 403, 404, 409, 400 or 413.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, IsTerminal, Write};
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Request, State as With};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use subtle::ConstantTimeEq;
+
+use super::prompt::lower_hex;
+use super::{Hold, Human, Reply};
+use crate::exit::UsageError;
+use crate::record::AnsweredBy;
+use crate::sanitize::{for_terminal, quoted};
+use crate::strict_json;
+
+/// The largest request body read: an answer is a few dozen bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// How many ended holds `GET /api/history` keeps, and how many bytes of them at most.
+const HISTORY_HOLDS: usize = 50;
+const HISTORY_BYTES: usize = 16 << 20;
+/// How long a stopping server lets requests in progress finish.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+const INDEX_HTML: &str = include_str!("web/index.html");
+const APP_JS: &str = include_str!("web/app.js");
+const APP_CSS: &str = include_str!("web/app.css");
+
+/// The policy every response carries: nothing but this server's own script, style and API, no
+/// inline script, in no frame.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+     img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'none'";
+
+/// A hold submitted to the page: its number there, and when it declines by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    id: u64,
+    expires: Option<Instant>,
+}
+
+impl Ticket {
+    /// The hold's number on the page and in the API (`/api/holds/ID`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// When the hold declines by itself; `None` waits forever.
+    pub fn expires(&self) -> Option<Instant> {
+        self.expires
+    }
+}
+
+/// Called (on the server's thread) whenever a hold is settled there: answered, or found expired.
+pub type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
+
+/// The web approval page and its API, serving on a thread of its own until dropped.
+pub struct WebApprovals {
+    shared: Arc<Shared>,
+    url: String,
+    bound: SocketAddr,
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for WebApprovals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebApprovals")
+            .field("bound", &self.bound)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebApprovals {
+    /// Binds `addr`, which must be a loopback address (else a usage error: the page is reached
+    /// from elsewhere through `ssh -L`), makes a new token, and starts serving. `program` names
+    /// the narration of refusals on stderr; `on_settle` is told of every hold settled.
+    pub fn start(
+        addr: SocketAddr,
+        program: &'static str,
+        on_settle: Option<OnSettle>,
+    ) -> Result<WebApprovals> {
+        check_loopback(addr)?;
+        let listener = std::net::TcpListener::bind(addr)
+            .with_context(|| format!("cannot listen on {addr} for the web approval page"))?;
+        listener
+            .set_nonblocking(true)
+            .context("cannot set up the web approval page's socket")?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the web approval page's address")?;
+        let token = new_token()?;
+        let shared = Arc::new(Shared {
+            program,
+            host: bound.to_string(),
+            origin: format!("http://{bound}"),
+            token: token.clone(),
+            holds: Mutex::new(Holds::default()),
+            settled: Condvar::new(),
+            on_settle,
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("cannot start the web approval page's runtime")?;
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let app = router(Arc::clone(&shared));
+        let thread = std::thread::Builder::new()
+            .name("web".into())
+            .spawn(move || runtime.block_on(serve(listener, app, stopping, program)))
+            .context("cannot start the web approval page's thread")?;
+        Ok(WebApprovals {
+            shared,
+            url: format!("http://{bound}/#token={token}"),
+            bound,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The page's address with the token in its fragment: what the person opens.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address and port the page is served on.
+    pub fn bound(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Puts a hold on the page; it declines by itself after `hold.timeout`.
+    pub fn submit(&self, hold: &Hold<'_>) -> Ticket {
+        let now = Instant::now();
+        let expires = hold
+            .timeout
+            .map(|timeout| (now + timeout, SystemTime::now() + timeout));
+        let entry = Entry {
+            digest: hold.digest(),
+            record: record_json(hold.line),
+            display: display_json(hold),
+            timeout: hold.timeout,
+            expires,
+            state: HoldState::Pending,
+            collected: false,
+        };
+        let mut holds = self.shared.lock();
+        holds.next += 1;
+        let id = holds.next;
+        holds.entries.insert(id, entry);
+        Ticket {
+            id,
+            expires: expires.map(|(at, _)| at),
+        }
+    }
+
+    /// The reply to a hold, once it is settled: answered on the page, or expired (which this
+    /// settles when its time is up). `None` while it is pending.
+    pub fn poll(&self, ticket: Ticket) -> Option<Reply> {
+        let mut holds = self.shared.lock();
+        let expired = holds.expire_due(Instant::now());
+        let reply = holds.collect(ticket.id);
+        drop(holds);
+        self.shared.settled_all(&expired);
+        reply
+    }
+
+    /// Waits until the hold is settled (answered, or expired when its time is up).
+    pub fn wait(&self, ticket: Ticket) -> Reply {
+        let mut holds = self.shared.lock();
+        loop {
+            let expired = holds.expire_due(Instant::now());
+            if !expired.is_empty() {
+                drop(holds);
+                self.shared.settled_all(&expired);
+                holds = self.shared.lock();
+            }
+            if let Some(reply) = holds.collect(ticket.id) {
+                return reply;
+            }
+            holds = match ticket.expires {
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    self.shared
+                        .settled
+                        .wait_timeout(holds, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => self
+                    .shared
+                    .settled
+                    .wait(holds)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+        }
+    }
+
+    /// Stops serving: requests in progress get a moment to finish.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for WebApprovals {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A loopback address, or a usage error that says how to reach the page from elsewhere.
+pub fn check_loopback(addr: SocketAddr) -> Result<()> {
+    if addr.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "--web {addr}: the approval page is served on a loopback address only \
+         (127.0.0.1:PORT or [::1]:PORT); reach it from another machine through `ssh -L`"
+    ))
+    .into())
+}
+
+/// Tells the person where the page is: one line on stderr, and on the terminal when there is
+/// one and stderr is not it.
+pub fn announce(program: &str, url: &str) {
+    let line = format!("{program}: approvals at {url}\n");
+    let _ = io::stderr().write_all(line.as_bytes());
+    if !io::stderr().is_terminal() {
+        if let Ok(mut tty) = std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+            let _ = tty.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// A person on the web page, asked about one hold at a time (for a program that asks one at a
+/// time, as sc-mcp does); sc-approve's `--web` instead lets several wait at once.
+pub struct WebHuman {
+    web: Arc<WebApprovals>,
+}
+
+impl WebHuman {
+    pub fn new(web: Arc<WebApprovals>) -> Self {
+        WebHuman { web }
+    }
+}
+
+impl Human for WebHuman {
+    /// The page shows whole holds, never bare prompt text: without one there is nothing to show.
+    fn ask(&mut self, _prompt: &str) -> Reply {
+        Reply::NobodyToAsk("the web page is shown whole holds, and this one came as text".into())
+    }
+
+    fn ask_hold(&mut self, hold: &Hold<'_>) -> Reply {
+        let ticket = self.web.submit(hold);
+        self.web.wait(ticket)
+    }
+
+    fn kind(&self) -> AnsweredBy {
+        AnsweredBy::Web
+    }
+}
+
+/// 32 bytes from the operating system's random source, as 64 hex digits.
+fn new_token() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|err| anyhow::anyhow!("cannot read the system's random source: {err}"))?;
+    Ok(lower_hex(&bytes))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The holds
+
+struct Shared {
+    program: &'static str,
+    /// The `Host` every request must carry: the bound address and port.
+    host: String,
+    /// The only `Origin` a request may carry: the page's own.
+    origin: String,
+    token: String,
+    holds: Mutex<Holds>,
+    /// Notified whenever a hold is settled.
+    settled: Condvar,
+    on_settle: Option<OnSettle>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Holds> {
+        self.holds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells the waiters that these holds were settled.
+    fn settled_all(&self, tickets: &[Ticket]) {
+        if tickets.is_empty() {
+            return;
+        }
+        self.settled.notify_all();
+        if let Some(on_settle) = &self.on_settle {
+            for &ticket in tickets {
+                on_settle(ticket);
+            }
+        }
+    }
+
+    fn token_matches(&self, given: &str) -> bool {
+        given.as_bytes().ct_eq(self.token.as_bytes()).into()
+    }
+}
+
+#[derive(Default)]
+struct Holds {
+    /// The last hold number given.
+    next: u64,
+    entries: BTreeMap<u64, Entry>,
+    /// How many entries have ended and been collected, and their bytes.
+    history: usize,
+    history_bytes: usize,
+}
+
+struct Entry {
+    digest: String,
+    /// The verdict record as it came (trimmed of surrounding whitespace).
+    record: Box<RawValue>,
+    /// The hold as the terminal shows it ([`Display`]), as JSON.
+    display: Box<RawValue>,
+    timeout: Option<Duration>,
+    expires: Option<(Instant, SystemTime)>,
+    state: HoldState,
+    /// Whether the program that submitted it has taken its reply (it is kept until then).
+    collected: bool,
+}
+
+impl Entry {
+    fn bytes(&self) -> usize {
+        self.record.get().len() + self.display.get().len() + 256
+    }
+
+    fn ticket(&self, id: u64) -> Ticket {
+        Ticket {
+            id,
+            expires: self.expires.map(|(at, _)| at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum HoldState {
+    Pending,
+    Approved,
+    Declined,
+    Expired,
+}
+
+impl Holds {
+    /// Settles as expired every pending hold whose time is up; returns their tickets.
+    fn expire_due(&mut self, now: Instant) -> Vec<Ticket> {
+        let mut expired = Vec::new();
+        for (&id, entry) in &mut self.entries {
+            let due = entry.expires.is_some_and(|(at, _)| at <= now);
+            if entry.state == HoldState::Pending && due {
+                entry.state = HoldState::Expired;
+                expired.push(entry.ticket(id));
+            }
+        }
+        expired
+    }
+
+    /// The reply to a settled hold, marking it taken (and so free to leave the history later).
+    fn collect(&mut self, id: u64) -> Option<Reply> {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return Some(Reply::ReadFailed(format!(
+                "hold {id} is not known to the web page"
+            )));
+        };
+        let digest = Some(entry.digest.clone());
+        let reply = match entry.state {
+            HoldState::Pending => return None,
+            HoldState::Approved => Reply::Decision {
+                approve: true,
+                digest,
+            },
+            HoldState::Declined => Reply::Decision {
+                approve: false,
+                digest,
+            },
+            HoldState::Expired => Reply::TimedOut(entry.timeout.unwrap_or_default()),
+        };
+        if !entry.collected {
+            entry.collected = true;
+            self.history += 1;
+            self.history_bytes += entry.bytes();
+            self.prune();
+        }
+        Some(reply)
+    }
+
+    /// Forgets the oldest ended holds that were collected, beyond what the history keeps.
+    fn prune(&mut self) {
+        let mut gone = Vec::new();
+        for (&id, entry) in &self.entries {
+            if self.history <= HISTORY_HOLDS && self.history_bytes <= HISTORY_BYTES {
+                break;
+            }
+            if self.history <= 1 {
+                break;
+            }
+            if entry.collected {
+                self.history -= 1;
+                self.history_bytes -= entry.bytes();
+                gone.push(id);
+            }
+        }
+        for id in gone {
+            self.entries.remove(&id);
+        }
+    }
+
+    fn pending_json(&self, now: Instant) -> String {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Pending<'a> {
+            hold: u64,
+            digest: &'a str,
+            record: &'a RawValue,
+            expires_at: Option<String>,
+            seconds_left: Option<u64>,
+            display: &'a RawValue,
+        }
+        let pending: Vec<Pending> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.state == HoldState::Pending)
+            .map(|(&hold, entry)| Pending {
+                hold,
+                digest: &entry.digest,
+                record: &entry.record,
+                expires_at: entry
+                    .expires
+                    .map(|(_, at)| humantime::format_rfc3339_seconds(at).to_string()),
+                seconds_left: entry.expires.map(|(at, _)| {
+                    let left = at.saturating_duration_since(now);
+                    left.as_secs() + u64::from(left.subsec_nanos() > 0)
+                }),
+                display: &entry.display,
+            })
+            .collect();
+        serde_json::to_string(&pending).expect("holds serialize")
+    }
+
+    fn history_json(&self) -> String {
+        #[derive(Serialize)]
+        struct Ended<'a> {
+            hold: u64,
+            digest: &'a str,
+            record: &'a RawValue,
+            state: HoldState,
+            /// The approval's reason, as the record will carry it.
+            reason: String,
+            display: &'a RawValue,
+        }
+        let ended: Vec<Ended> = self
+            .entries
+            .iter()
+            .rev()
+            .filter(|(_, entry)| entry.state != HoldState::Pending)
+            .take(HISTORY_HOLDS)
+            .map(|(&hold, entry)| Ended {
+                hold,
+                digest: &entry.digest,
+                record: &entry.record,
+                state: entry.state,
+                reason: match entry.state {
+                    HoldState::Approved => "approved on the web page".into(),
+                    HoldState::Declined => "declined on the web page".into(),
+                    _ => format!(
+                        "declined: no answer within {} seconds",
+                        entry.timeout.unwrap_or_default().as_secs()
+                    ),
+                },
+                display: &entry.display,
+            })
+            .collect();
+        serde_json::to_string(&ended).expect("holds serialize")
+    }
+
+    /// Settles a pending hold with the person's answer, if it is still pending and the digest
+    /// is its record's.
+    fn answer(&mut self, id: u64, approve: bool, digest: &str) -> Result<Ticket, Refusal> {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return Err(Refusal::new(StatusCode::NOT_FOUND, "no such hold"));
+        };
+        match entry.state {
+            HoldState::Pending => {}
+            HoldState::Expired => {
+                return Err(Refusal::new(
+                    StatusCode::CONFLICT,
+                    "the hold has expired: it was declined",
+                ))
+            }
+            HoldState::Approved | HoldState::Declined => {
+                return Err(Refusal::new(
+                    StatusCode::CONFLICT,
+                    "the hold was already answered",
+                ))
+            }
+        }
+        if digest != entry.digest {
+            return Err(Refusal::new(
+                StatusCode::CONFLICT,
+                "the digest is not that of this hold's record",
+            ));
+        }
+        entry.state = if approve {
+            HoldState::Approved
+        } else {
+            HoldState::Declined
+        };
+        Ok(entry.ticket(id))
+    }
+}
+
+/// The record line as JSON to embed: it was read strictly, so it is one JSON value; a line that
+/// somehow is not is carried as a string.
+fn record_json(line: &[u8]) -> Box<RawValue> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    RawValue::from_string(text.to_owned())
+        .unwrap_or_else(|_| serde_json::value::to_raw_value(text).expect("a string serializes"))
+}
+
+/// A hold as the terminal shows it: every piece of agent-written text escaped, the arguments
+/// pretty-printed from their exact text.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Display {
+    id: String,
+    agent: String,
+    tool: String,
+    args: String,
+    source: String,
+    instruction: Option<String>,
+    reasons: Vec<String>,
+    /// What tainted the agent, when the record carries its state.
+    tainted_by: Option<String>,
+    /// What the agent has spent in this stream, when the record carries its state.
+    spent: Option<String>,
+}
+
+fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
+    let call = hold.call;
+    let state = std::str::from_utf8(hold.line)
+        .ok()
+        .and_then(|text| strict_json::parse(text).ok())
+        .and_then(|record| record.get("agentState").cloned());
+    let tainted_by = state
+        .as_ref()
+        .and_then(|state| state.get("taintedBy"))
+        .map(|cause| {
+            let part = |key: &str| cause.get(key).and_then(Value::as_str).unwrap_or("?");
+            let mut text = format!(
+                "{} read untrusted content through {} (id {}",
+                part("agent"),
+                part("tool"),
+                part("id")
+            );
+            if let Some(argument) = cause.get("argument").and_then(Value::as_str) {
+                text.push_str(", ");
+                text.push_str(argument);
+            }
+            text.push(')');
+            for_terminal(&text).into_owned()
+        });
+    let spent = state.as_ref().and_then(|state| {
+        let spent = state.get("spent")?;
+        let inexact = state.get("inexact") == Some(&Value::Bool(true));
+        Some(format!(
+            "{spent}{}",
+            if inexact {
+                " (not exact: an amount a float cannot hold, or a sum that rounded)"
+            } else {
+                ""
+            }
+        ))
+    });
+    let display = Display {
+        id: for_terminal(hold.id).into_owned(),
+        agent: for_terminal(&call.agent).into_owned(),
+        tool: for_terminal(&call.tool).into_owned(),
+        args: pretty_json(call.args.text()),
+        source: for_terminal(&call.provenance.to_string()).into_owned(),
+        instruction: call
+            .instruction
+            .as_deref()
+            .map(|text| for_terminal(text).into_owned()),
+        reasons: hold
+            .reasons
+            .iter()
+            .map(|reason| for_terminal(reason).into_owned())
+            .collect(),
+        tainted_by,
+        spent,
+    };
+    serde_json::value::to_raw_value(&display).expect("a display serializes")
+}
+
+/// JSON text indented two spaces a level, every number and string exactly as written (no float
+/// rounding), so what runs is what the person reads; agent-written text escaped as for the
+/// terminal ([`for_terminal`]), the indentation's own line breaks kept.
+fn pretty_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    write_pretty(text, 0, &mut out);
+    out
+}
+
+fn write_pretty(text: &str, depth: usize, out: &mut String) {
+    let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    let indent = |out: &mut String, depth: usize| {
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    if text.starts_with('{') {
+        if let Ok(Members(members)) = serde_json::from_str::<Members>(text) {
+            if members.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push_str("{\n");
+            for (at, (key, value)) in members.iter().enumerate() {
+                indent(out, depth + 1);
+                out.push_str(&for_terminal(
+                    &serde_json::to_string(key).expect("a string serializes"),
+                ));
+                out.push_str(": ");
+                write_pretty(value.get(), depth + 1, out);
+                if at + 1 < members.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            indent(out, depth);
+            out.push('}');
+            return;
+        }
+    } else if text.starts_with('[') {
+        if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push_str("[\n");
+            for (at, item) in items.iter().enumerate() {
+                indent(out, depth + 1);
+                write_pretty(item.get(), depth + 1, out);
+                if at + 1 < items.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            indent(out, depth);
+            out.push(']');
+            return;
+        }
+    }
+    out.push_str(&for_terminal(text));
+}
+
+/// An object's members in order, each value as its JSON text.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+async fn serve(
+    listener: std::net::TcpListener,
+    app: Router,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    program: &'static str,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => {
+            let _ = writeln!(
+                io::stderr(),
+                "{program}: the web approval page cannot serve: {err}"
+            );
+            return;
+        }
+    };
+    let mut grace = stopping.clone();
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    });
+    tokio::select! {
+        result = server => {
+            if let Err(err) = result {
+                let _ = writeln!(io::stderr(), "{program}: the web approval page stopped: {err}");
+            }
+        }
+        // Requests in progress get a moment; a browser's idle connection does not hold it up.
+        _ = async {
+            let _ = grace.wait_for(|stop| *stop).await;
+            tokio::time::sleep(STOP_GRACE).await;
+        } => {}
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/app.css", get(app_css))
+        .route("/api/holds", get(list_holds))
+        .route("/api/history", get(history))
+        .route("/api/holds/{id}", post(answer_hold))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .with_state(shared)
+}
+
+/// Why a request was refused; carried on the response for the narration.
+#[derive(Debug, Clone)]
+struct Refusal {
+    status: StatusCode,
+    why: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            why: why.into(),
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.why }).to_string();
+        let mut response = (self.status, json_headers(), body).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response.extensions_mut().insert(self);
+        response
+    }
+}
+
+/// Checks every request before it is served, and puts the security headers on every response;
+/// narrates each refusal, whoever refused it.
+async fn guard(
+    With(shared): With<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = match check(&shared, &request) {
+        Err(refusal) => refusal.into_response(),
+        Ok(()) => next.run(request).await,
+    };
+    let status = response.status();
+    if status.is_client_error() || status.is_server_error() {
+        let why = response
+            .extensions()
+            .get::<Refusal>()
+            .map(|refusal| refusal.why.clone())
+            .unwrap_or_else(|| status.canonical_reason().unwrap_or("refused").to_owned());
+        let _ = writeln!(
+            io::stderr(),
+            "{}: web: refused {method} {} from {peer}: {why} ({})",
+            shared.program,
+            quoted(&path),
+            status.as_u16()
+        );
+    }
+    secure(response.headers_mut());
+    response
+}
+
+/// The `Host` must be the bound address and port (a page on another name that resolves here, a
+/// DNS rebinding, gets nothing); an `Origin`, when present, the page's own; an API request needs
+/// the token.
+fn check(shared: &Shared, request: &Request) -> Result<(), Refusal> {
+    let headers = request.headers();
+    let hosts: Vec<&HeaderValue> = headers.get_all(header::HOST).iter().collect();
+    let host_ok = matches!(hosts.as_slice(), [host] if host.as_bytes() == shared.host.as_bytes());
+    let authority_ok = request
+        .uri()
+        .authority()
+        .is_none_or(|authority| authority.as_str() == shared.host);
+    if !host_ok || !authority_ok {
+        return Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the Host is not {}, the address the page is served on",
+                shared.host
+            ),
+        ));
+    }
+    let origins: Vec<&HeaderValue> = headers.get_all(header::ORIGIN).iter().collect();
+    let origin_ok = match origins.as_slice() {
+        [] => true,
+        [origin] => origin.as_bytes() == shared.origin.as_bytes(),
+        _ => false,
+    };
+    if !origin_ok {
+        return Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            format!("the Origin is not {}, the page's own", shared.origin),
+        ));
+    }
+    if request.uri().path().starts_with("/api/") {
+        let token_ok = bearer(headers).is_some_and(|token| shared.token_matches(token));
+        if !token_ok {
+            return Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "no token, or a wrong one",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header (the only one).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn secure(headers: &mut HeaderMap) {
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (
+            header::HeaderName::from_static("cross-origin-opener-policy"),
+            "same-origin",
+        ),
+        (
+            header::HeaderName::from_static("cross-origin-resource-policy"),
+            "same-origin",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+fn json_headers() -> [(header::HeaderName, &'static str); 1] {
+    [(header::CONTENT_TYPE, "application/json")]
+}
+
+async fn index() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        INDEX_HTML,
+    )
+        .into_response()
+}
+
+async fn app_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+        .into_response()
+}
+
+async fn app_css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+}
+
+async fn not_found() -> Refusal {
+    Refusal::new(StatusCode::NOT_FOUND, "no such page")
+}
+
+async fn list_holds(With(shared): With<Arc<Shared>>) -> Response {
+    let now = Instant::now();
+    let mut holds = shared.lock();
+    let expired = holds.expire_due(now);
+    let body = holds.pending_json(now);
+    drop(holds);
+    shared.settled_all(&expired);
+    (json_headers(), Body::from(body)).into_response()
+}
+
+async fn history(With(shared): With<Arc<Shared>>) -> Response {
+    let mut holds = shared.lock();
+    let expired = holds.expire_due(Instant::now());
+    let body = holds.history_json();
+    drop(holds);
+    shared.settled_all(&expired);
+    (json_headers(), Body::from(body)).into_response()
+}
+
+/// The person's answer to one hold, as `POST /api/holds/ID` carries it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    approve: bool,
+    digest: String,
+}
+
+async fn answer_hold(
+    With(shared): With<Arc<Shared>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Refusal> {
+    let body = body.map_err(|rejection| {
+        let status = rejection.status();
+        let why = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("the body is over {MAX_BODY_BYTES} bytes")
+        } else {
+            "the body could not be read".to_owned()
+        };
+        Refusal::new(status, why)
+    })?;
+    let id: u64 = id
+        .parse()
+        .map_err(|_| Refusal::new(StatusCode::NOT_FOUND, "no such hold"))?;
+    let answer: Answer = std::str::from_utf8(&body)
+        .ok()
+        .and_then(|text| strict_json::parse(text).ok())
+        .and_then(|value| serde_json::from_value(value).ok())
+        .ok_or_else(|| {
+            Refusal::new(
+                StatusCode::BAD_REQUEST,
+                r#"the body is not {"approve": true|false, "digest": HEX}"#,
+            )
+        })?;
+    let mut holds = shared.lock();
+    let mut settled = holds.expire_due(Instant::now());
+    let answered = holds.answer(id, answer.approve, &answer.digest);
+    drop(holds);
+    if let Ok(ticket) = answered {
+        settled.push(ticket);
+    }
+    shared.settled_all(&settled);
+    answered?;
+    let body = serde_json::json!({ "approved": answer.approve }).to_string();
+    Ok((json_headers(), body).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::Call;
+
+    fn shared() -> Shared {
+        Shared {
+            program: "test",
+            host: "127.0.0.1:8080".into(),
+            origin: "http://127.0.0.1:8080".into(),
+            token: "ab".repeat(32),
+            holds: Mutex::new(Holds::default()),
+            settled: Condvar::new(),
+            on_settle: None,
+        }
+    }
+
+    fn request(headers: &[(&str, &str)], path: &str) -> Request {
+        let mut builder = Request::builder().uri(path);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn a_token_is_32_random_bytes_in_hex() {
+        let (one, two) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(one.len(), 64);
+        assert!(one
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert_ne!(one, two);
+    }
+
+    #[test]
+    fn only_loopback_addresses_are_served() {
+        for ok in ["127.0.0.1:0", "[::1]:8080", "127.0.0.2:1"] {
+            assert!(check_loopback(ok.parse().unwrap()).is_ok(), "{ok}");
+        }
+        for refused in ["0.0.0.0:0", "[::]:8080", "192.168.1.2:80", "10.0.0.1:1"] {
+            let err = check_loopback(refused.parse().unwrap()).unwrap_err();
+            assert_eq!(crate::exit::status_for(&err), crate::exit::USAGE_ERROR);
+            assert!(err.to_string().contains("ssh -L"), "{err}");
+        }
+    }
+
+    #[test]
+    fn requests_need_the_bound_host_the_pages_origin_and_for_the_api_the_token() {
+        let shared = shared();
+        let token = format!("Bearer {}", shared.token);
+        let host = ("host", "127.0.0.1:8080");
+        let status = |headers: &[(&str, &str)], path: &str| {
+            check(&shared, &request(headers, path)).map_err(|refusal| refusal.status.as_u16())
+        };
+        assert_eq!(status(&[host], "/"), Ok(()));
+        assert_eq!(
+            status(&[host, ("authorization", &token)], "/api/holds"),
+            Ok(())
+        );
+        assert_eq!(
+            status(
+                &[
+                    host,
+                    ("authorization", &token),
+                    ("origin", "http://127.0.0.1:8080")
+                ],
+                "/api/holds"
+            ),
+            Ok(())
+        );
+        assert_eq!(status(&[host], "/api/holds"), Err(401));
+        let wrong = format!("Bearer {}", "ab".repeat(31) + "ac");
+        assert_eq!(
+            status(&[host, ("authorization", &wrong)], "/api/holds"),
+            Err(401)
+        );
+        let short = format!("Bearer {}", &shared.token[..63]);
+        assert_eq!(
+            status(&[host, ("authorization", &short)], "/api/holds"),
+            Err(401)
+        );
+        let basic = format!("Basic {}", shared.token);
+        assert_eq!(
+            status(&[host, ("authorization", &basic)], "/api/holds"),
+            Err(401)
+        );
+        for bad_host in [
+            "localhost:8080",
+            "127.0.0.1:8081",
+            "evil.test:8080",
+            "127.0.0.1",
+        ] {
+            assert_eq!(
+                status(
+                    &[("host", bad_host), ("authorization", &token)],
+                    "/api/holds"
+                ),
+                Err(403),
+                "{bad_host}"
+            );
+        }
+        assert_eq!(status(&[], "/"), Err(403));
+        assert_eq!(status(&[host, host], "/"), Err(403));
+        for origin in ["http://evil.test", "null", "https://127.0.0.1:8080"] {
+            assert_eq!(
+                status(
+                    &[host, ("origin", origin), ("authorization", &token)],
+                    "/api/holds"
+                ),
+                Err(403),
+                "{origin}"
+            );
+        }
+        assert_eq!(
+            status(&[host], "http://evil.test:8080/"),
+            Err(403),
+            "an absolute request target names another host"
+        );
+    }
+
+    fn hold_line() -> (&'static str, Call) {
+        let line = r#"{"id":"h-1","call":{"agent":"buyer\u202e","tool":"send_payment","args":{"to":"<img src=x onerror=alert(1)>","amount":100.0000000000000001,"deep":[1,{"k":"\u001b[2J"}],"none":{},"memo":"pay BIDI now"},"source":"user"},"decision":"hold","reasons":["amount is above the hold limit"],"agentState":{"taintedBy":{"agent":"helper","tool":"fetch_page","id":"g-1","argument":"url=https://x.test/"},"spent":297}}"#;
+        let line: &'static str = line.replace("BIDI", "\u{202e}\u{2066}").leak();
+        let record = crate::record::Record::parse(line.as_bytes()).unwrap();
+        let call = record.call().unwrap().clone().unwrap();
+        (line, call)
+    }
+
+    #[test]
+    fn the_display_shows_the_exact_arguments_and_escapes_agent_text() {
+        let (line, call) = hold_line();
+        let reasons = vec!["amount is above the hold limit".to_owned()];
+        let hold = Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let display: Value = serde_json::from_str(display_json(&hold).get()).unwrap();
+        assert_eq!(display["agent"], "buyer\\u{202e}");
+        assert_eq!(
+            display["args"],
+            "{\n  \"to\": \"<img src=x onerror=alert(1)>\",\n  \"amount\": 100.0000000000000001,\n  \"deep\": [\n    1,\n    {\n      \"k\": \"\\u001b[2J\"\n    }\n  ],\n  \"none\": {},\n  \"memo\": \"pay \\u{202e}\\u{2066} now\"\n}"
+        );
+        assert_eq!(display["source"], "user");
+        assert_eq!(display["instruction"], Value::Null);
+        assert_eq!(
+            display["taintedBy"],
+            "helper read untrusted content through fetch_page (id g-1, url=https://x.test/)"
+        );
+        assert_eq!(display["spent"], "297");
+        assert_eq!(record_json(line.as_bytes()).get(), line);
+    }
+
+    #[test]
+    fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
+        let (line, call) = hold_line();
+        let reasons = vec!["r".to_owned()];
+        let web_hold = |timeout| Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout,
+        };
+        let shared = shared();
+        let mut holds = shared.lock();
+        let submit = |holds: &mut Holds, hold: &Hold| {
+            holds.next += 1;
+            let now = Instant::now();
+            holds.entries.insert(
+                holds.next,
+                Entry {
+                    digest: hold.digest(),
+                    record: record_json(hold.line),
+                    display: display_json(hold),
+                    timeout: hold.timeout,
+                    expires: hold.timeout.map(|t| (now + t, SystemTime::now() + t)),
+                    state: HoldState::Pending,
+                    collected: false,
+                },
+            );
+            holds.next
+        };
+        let one = submit(&mut holds, &web_hold(Some(Duration::from_secs(600))));
+        let digest = web_hold(None).digest();
+        assert_eq!(holds.collect(one), None);
+        let refused = holds.answer(one, true, &"0".repeat(64)).unwrap_err();
+        assert_eq!(refused.status, StatusCode::CONFLICT);
+        assert_eq!(holds.answer(99, true, &digest).unwrap_err().status, 404);
+        assert_eq!(holds.collect(one), None, "refusals change nothing");
+        holds.answer(one, true, &digest).unwrap();
+        let again = holds.answer(one, false, &digest).unwrap_err();
+        assert_eq!(again.status, StatusCode::CONFLICT);
+        assert_eq!(
+            holds.collect(one),
+            Some(Reply::Decision {
+                approve: true,
+                digest: Some(digest.clone())
+            })
+        );
+        let two = submit(&mut holds, &web_hold(Some(Duration::from_secs(5))));
+        let later = Instant::now() + Duration::from_secs(6);
+        let expired = holds.expire_due(later);
+        assert_eq!(expired.iter().map(Ticket::id).collect::<Vec<_>>(), [two]);
+        assert_eq!(holds.answer(two, true, &digest).unwrap_err().status, 409);
+        assert_eq!(
+            holds.collect(two),
+            Some(Reply::TimedOut(Duration::from_secs(5)))
+        );
+        let forever = submit(&mut holds, &web_hold(None));
+        assert!(holds
+            .expire_due(later + Duration::from_secs(1 << 30))
+            .is_empty());
+        assert_eq!(holds.collect(forever), None);
+        let history: Value = serde_json::from_str(&holds.history_json()).unwrap();
+        let states: Vec<_> = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ended| (ended["hold"].as_u64().unwrap(), ended["state"].clone()))
+            .collect();
+        assert_eq!(states, [(two, "expired".into()), (one, "approved".into())]);
+        let pending: Value = serde_json::from_str(&holds.pending_json(later)).unwrap();
+        assert_eq!(pending[0]["hold"], forever);
+        assert_eq!(pending[0]["expiresAt"], Value::Null);
+        assert_eq!(
+            pending[0]["record"],
+            serde_json::from_str::<Value>(line).unwrap()
+        );
+    }
+
+    #[test]
+    fn the_history_forgets_the_oldest_collected_holds_only() {
+        let (line, call) = hold_line();
+        let reasons = vec!["r".to_owned()];
+        let hold = Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout: None,
+        };
+        let shared = shared();
+        let mut holds = shared.lock();
+        let digest = hold.digest();
+        for id in 1..=(HISTORY_HOLDS as u64 + 10) {
+            holds.entries.insert(
+                id,
+                Entry {
+                    digest: digest.clone(),
+                    record: record_json(hold.line),
+                    display: display_json(&hold),
+                    timeout: None,
+                    expires: None,
+                    state: HoldState::Pending,
+                    collected: false,
+                },
+            );
+            holds.answer(id, false, &digest).unwrap();
+        }
+        // Not yet collected: all kept, however many.
+        assert_eq!(holds.entries.len(), HISTORY_HOLDS + 10);
+        for id in 1..=(HISTORY_HOLDS as u64 + 10) {
+            assert!(holds.collect(id).is_some());
+        }
+        assert_eq!(holds.entries.len(), HISTORY_HOLDS);
+        assert_eq!(holds.entries.keys().next(), Some(&11));
+    }
+
+    /// One request to a page served by [`WebApprovals`], as any channel sends it.
+    fn http(web: &WebApprovals, method: &str, path: &str, body: String) -> (u16, String) {
+        use http_body_util::{BodyExt, Full};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let host = web.bound().to_string();
+        let token = web.url().split_once("#token=").unwrap().1.to_owned();
+        runtime.block_on(async move {
+            let stream = tokio::net::TcpStream::connect(&host).await.unwrap();
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            let request = hyper::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("host", &host)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Full::new(Bytes::from(body)))
+                .unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        })
+    }
+
+    #[test]
+    fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up() {
+        let settled = Arc::new(Mutex::new(Vec::new()));
+        let told = Arc::clone(&settled);
+        let web = Arc::new(
+            WebApprovals::start(
+                "127.0.0.1:0".parse().unwrap(),
+                "test",
+                Some(Box::new(move |ticket: Ticket| {
+                    told.lock().unwrap().push(ticket.id())
+                })),
+            )
+            .unwrap(),
+        );
+        assert!(web.url().starts_with("http://127.0.0.1:"));
+        let (line, call) = hold_line();
+        let asking = {
+            let web = Arc::clone(&web);
+            let call = call.clone();
+            std::thread::spawn(move || {
+                let reasons = vec!["amount is above the hold limit".to_owned()];
+                let hold = Hold {
+                    line: line.as_bytes(),
+                    id: "h-1",
+                    call: &call,
+                    reasons: &reasons,
+                    timeout: Some(Duration::from_secs(600)),
+                };
+                let mut human = WebHuman::new(web);
+                assert_eq!(human.kind(), AnsweredBy::Web);
+                human.ask_hold(&hold)
+            })
+        };
+        // The channel finds the hold in the list, then answers it.
+        let pending = loop {
+            let (status, body) = http(&web, "GET", "/api/holds", String::new());
+            assert_eq!(status, 200);
+            let pending: Vec<Value> = serde_json::from_str(&body).unwrap();
+            if !pending.is_empty() {
+                break pending;
+            }
+            assert!(!asking.is_finished());
+            std::thread::yield_now();
+        };
+        let digest = super::super::record_digest(line.as_bytes());
+        assert_eq!(pending[0]["digest"], digest.as_str());
+        let body = serde_json::json!({"approve": true, "digest": digest}).to_string();
+        let path = format!("/api/holds/{}", pending[0]["hold"]);
+        assert_eq!(
+            http(&web, "POST", &path, body.clone()),
+            (200, r#"{"approved":true}"#.to_owned())
+        );
+        assert_eq!(
+            asking.join().unwrap(),
+            Reply::Decision {
+                approve: true,
+                digest: Some(digest.clone())
+            }
+        );
+        assert_eq!(http(&web, "POST", &path, body).0, 409, "used once");
+        assert_eq!(*settled.lock().unwrap(), [1]);
+        // Nobody answers the next one: it declines when its time is up.
+        let reasons = vec!["r".to_owned()];
+        let hold = Hold {
+            line: line.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout: Some(Duration::from_millis(200)),
+        };
+        let mut human = WebHuman::new(Arc::clone(&web));
+        assert_eq!(
+            human.ask_hold(&hold),
+            Reply::TimedOut(Duration::from_millis(200))
+        );
+        assert_eq!(*settled.lock().unwrap(), [1, 2]);
+        let (_, history) = http(&web, "GET", "/api/history", String::new());
+        let history: Value = serde_json::from_str(&history).unwrap();
+        assert_eq!(history[0]["state"], "expired");
+        assert_eq!(history[1]["state"], "approved");
+        assert_eq!(
+            human.ask("a prompt without its hold"),
+            Reply::NobodyToAsk(
+                "the web page is shown whole holds, and this one came as text".into()
+            )
+        );
+        drop(human);
+        Arc::try_unwrap(web).unwrap().stop();
+    }
+}

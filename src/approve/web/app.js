@@ -1,0 +1,252 @@
+// The approval page's script. It loads the holds from the API with the token from the address's
+// fragment, and writes every string it gets as text (textContent), never as HTML: agent-written
+// text is data. The server already escaped control and direction characters in `display`.
+"use strict";
+
+(() => {
+  const POLL_MS = 1000;
+  const TOKEN_KEY = "sc-approve-token";
+
+  const pendingBox = document.getElementById("pending");
+  const endedBox = document.getElementById("ended");
+  const nonePending = document.getElementById("none-pending");
+  const status = document.getElementById("status");
+
+  // Pending cards on the page, by hold number: {card, deadline, timeLeft, outcome, buttons}.
+  const cards = new Map();
+  let endedShown = "";
+
+  const token = takeToken();
+
+  // The token travels in the fragment, which the browser never sends. It is kept for this tab
+  // and taken out of the address bar.
+  function takeToken() {
+    const match = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
+    if (match) {
+      window.sessionStorage.setItem(TOKEN_KEY, match[1]);
+      window.history.replaceState(null, "", window.location.pathname);
+    }
+    return window.sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) {
+      node.className = className;
+    }
+    if (text !== undefined && text !== null) {
+      node.textContent = String(text);
+    }
+    return node;
+  }
+
+  function field(list, key, label, value) {
+    if (value === undefined || value === null) {
+      return;
+    }
+    list.append(element("dt", null, label));
+    const dd = element("dd", "field-" + key);
+    if (key === "args") {
+      dd.append(element("pre", null, value));
+    } else if (Array.isArray(value)) {
+      const items = element("ul");
+      for (const item of value) {
+        items.append(element("li", null, item));
+      }
+      dd.append(items);
+    } else {
+      dd.textContent = String(value);
+    }
+    list.append(dd);
+  }
+
+  function cardFor(item, state) {
+    const shown = item.display || {};
+    const card = element("article", "card");
+    card.dataset.hold = String(Number(item.hold));
+    card.dataset.state = state;
+    card.append(element("h3", null, shown.agent + " \u2192 " + shown.tool));
+    const list = element("dl");
+    field(list, "agent", "agent", shown.agent);
+    field(list, "tool", "tool", shown.tool);
+    field(list, "args", "arguments", shown.args);
+    field(list, "source", "source", shown.source);
+    field(list, "instruction", "instruction", shown.instruction === null ? "(none)" : shown.instruction);
+    field(list, "reasons", "held because", shown.reasons);
+    field(list, "tainted-by", "tainted", shown.taintedBy);
+    field(list, "spent", "spent so far", shown.spent);
+    field(list, "id", "record id", shown.id);
+    field(list, "digest", "record SHA-256", item.digest);
+    card.append(list);
+    return card;
+  }
+
+  async function api(path, options) {
+    const init = Object.assign(
+      {
+        cache: "no-store",
+        credentials: "omit",
+        headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" },
+      },
+      options || {},
+    );
+    return window.fetch(path, init);
+  }
+
+  function pendingCard(item) {
+    const card = cardFor(item, "pending");
+    const footer = element("footer");
+    const timeLeft = element("span", "time-left");
+    const outcome = element("span", "outcome");
+    const approve = element("button", "approve", "Approve");
+    const decline = element("button", "decline", "Decline");
+    approve.type = "button";
+    decline.type = "button";
+    footer.append(timeLeft, outcome, approve, decline);
+    card.append(footer);
+    const entry = {
+      card: card,
+      deadline: item.secondsLeft === null ? null : performance.now() + item.secondsLeft * 1000,
+      timeLeft: timeLeft,
+      outcome: outcome,
+      buttons: [approve, decline],
+    };
+    approve.addEventListener("click", () => answer(entry, item, true));
+    decline.addEventListener("click", () => answer(entry, item, false));
+    return entry;
+  }
+
+  async function answer(entry, item, approve) {
+    for (const button of entry.buttons) {
+      button.disabled = true;
+    }
+    entry.outcome.textContent = approve ? "Approving\u2026" : "Declining\u2026";
+    try {
+      const response = await api("/api/holds/" + String(Number(item.hold)), {
+        method: "POST",
+        body: JSON.stringify({ approve: approve, digest: item.digest }),
+      });
+      const body = await response.json().catch(() => ({}));
+      if (response.ok) {
+        entry.card.dataset.state = body.approved ? "approved" : "declined";
+        entry.outcome.textContent = body.approved ? "Approved" : "Declined";
+      } else {
+        entry.outcome.textContent = "Not taken: " + String(body.error || response.status);
+      }
+    } catch (error) {
+      entry.outcome.textContent = "Not sent: the approver cannot be reached";
+      for (const button of entry.buttons) {
+        button.disabled = false;
+      }
+    }
+    refresh();
+  }
+
+  function endedCard(item) {
+    const card = cardFor(item, item.state);
+    const footer = element("footer");
+    const words = {
+      approved: "Approved: the call runs",
+      declined: "Declined: the call is skipped",
+      expired: "Expired: " + String(item.reason),
+    };
+    footer.append(element("span", "outcome", words[item.state] || String(item.state)));
+    card.append(footer);
+    return card;
+  }
+
+  function showPending(list) {
+    const listed = new Set();
+    for (const item of list) {
+      listed.add(item.hold);
+      if (!cards.has(item.hold)) {
+        const entry = pendingCard(item);
+        cards.set(item.hold, entry);
+        pendingBox.append(entry.card);
+      }
+    }
+    for (const [hold, entry] of cards) {
+      if (!listed.has(hold)) {
+        entry.card.remove();
+        cards.delete(hold);
+      }
+    }
+    nonePending.hidden = cards.size > 0;
+    tick();
+  }
+
+  function showEnded(list) {
+    const key = list.map((item) => item.hold + ":" + item.state).join(",");
+    if (key === endedShown) {
+      return;
+    }
+    endedShown = key;
+    endedBox.replaceChildren(...list.map(endedCard));
+  }
+
+  function inWords(seconds) {
+    if (seconds < 60) {
+      return seconds + " s";
+    }
+    const minutes = Math.floor(seconds / 60);
+    return minutes + " min " + (seconds % 60) + " s";
+  }
+
+  function tick() {
+    const now = performance.now();
+    for (const entry of cards.values()) {
+      if (entry.card.dataset.state !== "pending") {
+        continue;
+      }
+      if (entry.deadline === null) {
+        entry.timeLeft.textContent = "no time limit";
+        continue;
+      }
+      const left = Math.max(0, Math.ceil((entry.deadline - now) / 1000));
+      entry.timeLeft.textContent =
+        left > 0 ? inWords(left) + " left, then it is declined" : "time is up: declining";
+      entry.timeLeft.classList.toggle("soon", left <= 30);
+    }
+  }
+
+  async function refresh() {
+    if (!token) {
+      status.textContent =
+        "No token: open the address sc-approve printed, with its #token=\u2026 part.";
+      status.dataset.state = "no-token";
+      return;
+    }
+    try {
+      const [pending, ended] = await Promise.all([api("/api/holds"), api("/api/history")]);
+      if (pending.status === 401 || ended.status === 401) {
+        status.textContent =
+          "The token was refused: open the address this run of sc-approve printed.";
+        status.dataset.state = "refused";
+        return;
+      }
+      if (!pending.ok || !ended.ok) {
+        throw new Error("status " + pending.status + " / " + ended.status);
+      }
+      const waiting = await pending.json();
+      showPending(waiting);
+      showEnded(await ended.json());
+      status.textContent =
+        waiting.length === 0
+          ? "Connected. Nothing is waiting."
+          : "Connected. " + waiting.length + (waiting.length === 1 ? " call is" : " calls are") +
+            " waiting for you.";
+      status.dataset.state = "connected";
+    } catch (error) {
+      status.textContent =
+        "The approver cannot be reached: it may have finished (its input ended and every hold was settled).";
+      status.dataset.state = "unreachable";
+    }
+  }
+
+  function poll() {
+    refresh().finally(() => window.setTimeout(poll, POLL_MS));
+  }
+
+  window.setInterval(tick, 500);
+  poll();
+})();
