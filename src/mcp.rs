@@ -4,7 +4,9 @@
 //! relays newline-delimited JSON-RPC both ways, byte for byte, except:
 //! - every `tools/call` request from the client becomes a call (`agent` from `--agent`, `tool` =
 //!   `params.name`, `args` = `params.arguments`, `source` = `agent`) and is decided by
-//!   [`evaluate_with_state`], with the session's [`CrewState`] updated after each decision. An
+//!   [`crate::decision::evaluate_with_state`], with the session's [`CrewState`] updated after each
+//!   decision (this process's own, or with `--crew` the crew's in a shared [`crate::store`]; a
+//!   store that fails denies the call). An
 //!   allowed call is forwarded; a denied one is answered by sc-mcp itself with the same `id` and a
 //!   tool result with `isError: true`, and never reaches the server; a held one is put to the
 //!   person (the approver's own code, [`crate::approve`]) and, unless approved, is answered like
@@ -70,12 +72,13 @@ use crate::approve::elicitation::{self, Questions};
 use crate::approve::{approval_for, render_prompt, Human, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
-use crate::decision::{evaluate_with_state, Decision, Judgement};
+use crate::decision::{Decision, Judgement};
 use crate::jsonl::{self, JsonLine, Line, LineReader};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
 use crate::sanitize::for_terminal;
 use crate::state::CrewState;
+use crate::store::{Owner, StateHandle, Timing};
 use crate::strict_json;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.
@@ -107,6 +110,8 @@ const INTERNAL_ERROR: i64 = -32603;
 #[derive(Debug, Clone)]
 pub struct McpOptions {
     pub policy: Policy,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
     /// The agent every call is made in the name of.
     pub agent: String,
     /// Shown in the approver's prompt; the human enforces it.
@@ -1054,7 +1059,8 @@ struct ClientSide<'a> {
     /// Whether the client's `initialize` declared elicitation in form mode.
     client_elicits: bool,
     questions: Questions,
-    state: CrewState,
+    state: StateHandle,
+    timing: Timing,
     ids: IdMinter,
     server: Option<ChildStdin>,
 }
@@ -1294,6 +1300,7 @@ impl ClientSide<'_> {
         });
         let in_use_by = session.id_in_use(&id);
         let id_in_use = in_use_by.is_some();
+        let mut agent_state = None;
         let judgement = match (&parsed, in_use_by) {
             (_, Some(user)) => Judgement {
                 decision: Decision::Deny,
@@ -1301,19 +1308,28 @@ impl ClientSide<'_> {
                     "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
                 )],
             },
-            (Ok(call), None) => evaluate_with_state(call, &session.policy, &self.state),
+            // Decided and recorded in one step; a state store that fails denies the call.
+            (Ok(call), None) => {
+                let decided = self
+                    .state
+                    .decide(call, &call_id, &session.policy, &self.timing);
+                agent_state = decided.agent;
+                decided.judgement
+            }
             (Err(malformed), None) => Judgement::malformed(malformed),
         };
-        if let Ok(call) = &parsed {
-            self.state
-                .record(call, &call_id, &judgement, &session.policy);
-        }
         let mut event = audit::event(Stage::Gate, &call_id)
             .field("decision", &judgement.decision)
             .field("reasons", &judgement.reasons)
             .field("call", &call_value);
-        if let Some(agent) = self.state.agent(&session.agent) {
+        if let Some(agent) = &agent_state {
             event = event.field("agentState", agent);
+        }
+        if let Some(shared) = self.state.shared() {
+            event = event.field("stateStore", shared.describe_store());
+            if let Owner::Crew(crew) = &shared.key().owner {
+                event = event.field("crew", crew);
+            }
         }
         self.audit_or_answer(&id.value, &event.finish())?;
         session.narrate(&format!(
@@ -1762,6 +1778,18 @@ pub fn run(
     command: &[OsString],
     human: &mut dyn Human,
 ) -> Result<u8> {
+    let state = StateHandle::Memory(CrewState::new());
+    run_with_state(options, audit_log, state, command, human)
+}
+
+/// [`run`], with the crew's state in memory (this process's alone) or in a shared store.
+pub fn run_with_state(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    state: StateHandle,
+    command: &[OsString],
+    human: &mut dyn Human,
+) -> Result<u8> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
@@ -1841,7 +1869,8 @@ pub fn run(
         asking: options.asking,
         client_elicits: false,
         questions: Questions::default(),
-        state: CrewState::new(),
+        state,
+        timing: options.timing.clone(),
         ids: IdMinter::new(),
         server: Some(server_stdin),
     };

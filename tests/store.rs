@@ -646,3 +646,164 @@ fn the_library_reads_what_the_binaries_wrote() {
     assert_eq!(state.crew_spent, 42.0);
     assert_eq!(store.keys().unwrap(), [StateKey::crew("lib", View::Gate)]);
 }
+
+#[test]
+fn a_read_through_one_sc_mcp_taints_the_crew_for_another_and_not_another_crew() {
+    use crate::mcp::{fake_server, filesystem_server, is_error, result_text, served_folder, Proxy};
+    use serde_json::json;
+    use std::ffi::OsString;
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "crew-policy.json",
+        r#"{"sensitiveTools": ["shout", "edit_file"], "untrustedOutputTools": ["read_text_file"],
+            "denyTools": ["write_file"], "taintScope": "crew"}"#,
+    );
+    let policy = policy.to_str().unwrap();
+    let root = served_folder(&scratch);
+    let filesystem = vec![
+        OsString::from("node"),
+        filesystem_server().into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    let proxy = |agent: &str, crew: &str, server: &[OsString]| {
+        let args = [
+            "--policy",
+            policy,
+            "--agent",
+            agent,
+            "--crew",
+            crew,
+            "--no-prompt",
+            "--quiet",
+        ];
+        let mut proxy = Proxy::spawn(&scratch, &args, server);
+        proxy.initialize();
+        proxy
+    };
+    // One client's two servers, each behind its own sc-mcp of crew "desk"; a third of crew "lab".
+    let mut files = proxy("files", "desk", &filesystem);
+    let mut shouter = proxy("shouter", "desk", &fake_server());
+    let mut other = proxy("shouter", "lab", &fake_server());
+    let before = shouter.call(1, "shout", json!({}));
+    assert!(!is_error(&before), "not tainted yet: {before}");
+    let notes = root.join("notes.txt");
+    let read = files.call(
+        1,
+        "read_text_file",
+        json!({"path": notes.to_str().unwrap()}),
+    );
+    assert!(result_text(&read).contains("remember the milk"), "{read}");
+    let held = shouter.call(2, "shout", json!({}));
+    assert!(is_error(&held), "{held}");
+    let text = result_text(&held);
+    assert!(
+        text.contains("\"shouter\" is tainted") || text.contains("shouter is tainted"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("read_text_file (id "))
+            && text.contains(&format!(
+                "path={}) by files earlier in crew desk's shared state",
+                notes.display()
+            )),
+        "{text}"
+    );
+    let elsewhere = other.call(1, "shout", json!({}));
+    assert!(
+        !is_error(&elsewhere),
+        "crew lab is not tainted: {elsewhere}"
+    );
+    for proxy in [files, shouter, other] {
+        let done = proxy.finish();
+        assert!(done.status.success(), "{}", done.stderr);
+    }
+    assert_eq!(
+        crate::mcp::server_received(&scratch)
+            .matches("\"shout\"")
+            .count(),
+        2
+    );
+    let events = scratch.audit_events();
+    let held_event = events
+        .iter()
+        .find(|e| e["stage"] == "gate" && e["decision"] == "hold")
+        .unwrap();
+    assert_eq!(held_event["crew"], "desk");
+    assert!(held_event["stateStore"]
+        .as_str()
+        .unwrap()
+        .ends_with("logs/state.sqlite"));
+
+    // --state without --crew has no crew to share: a usage error.
+    let out = scratch
+        .cmd("sc-mcp")
+        .args(["--state", "x.sqlite", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--state needs --crew"));
+    let out = scratch
+        .cmd("sc-mcp")
+        .args(["--state", "gopher://x", "--crew", "c", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let closed = format!("redis://127.0.0.1:{}/0", crate::util::free_port());
+    let out = scratch
+        .cmd("sc-mcp")
+        .args(["--state", &closed, "--crew", "c", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("state store unavailable"));
+}
+
+#[test]
+fn sc_mcp_answers_is_error_while_its_redis_is_down_and_resumes_after() {
+    use crate::mcp::{fake_server, is_error, result_text, Proxy};
+    use serde_json::json;
+    let scratch = Scratch::new();
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    let policy = crate::util::testdata("mcp/fake-policy.json");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--state",
+        &url,
+        "--crew",
+        "c",
+        "--no-prompt",
+        "--quiet",
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
+    proxy.initialize();
+    assert!(!is_error(&proxy.call(1, "shout", json!({}))));
+    redis.stop();
+    let refused = proxy.call(2, "shout", json!({}));
+    assert!(is_error(&refused), "{refused}");
+    assert!(
+        result_text(&refused).contains(&format!("state store unavailable: {url}")),
+        "{refused}"
+    );
+    assert!(redis.start_again());
+    let start = Instant::now();
+    let mut id = 3;
+    loop {
+        let answer = proxy.call(id, "shout", json!({}));
+        if !is_error(&answer) {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "never resumed: {answer}");
+        id += 1;
+    }
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+    assert_eq!(
+        crate::mcp::server_received(&scratch)
+            .matches("\"shout\"")
+            .count(),
+        2
+    );
+}
