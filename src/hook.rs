@@ -12,10 +12,13 @@
 //! error here (bad input, a policy that does not load, a state or audit failure, a panic) exits 2
 //! with the reason on stderr, which Claude Code shows to the model instead of running the tool.
 //!
-//! Each hook run is a new process, so taint and budgets persist between runs in a state file per
-//! session ([`SessionState`]): the crew state ([`CrewState`]) as JSON, read and rewritten under an
-//! exclusive lock so concurrent hooks of one session take turns. A session id names a file, so
-//! anything but `[A-Za-z0-9._-]` in it is refused.
+//! Each hook run is a new process, so taint and budgets persist between runs in a state store
+//! ([`crate::store`]; by default `state.sqlite` beside the audit log): one state per session, or,
+//! with `--crew`, one for the whole crew across sessions. Each decision reads, decides and writes
+//! the state in one atomic update, so concurrent hooks never lose one. A store that cannot be
+//! read or written is an error (exit 2). A session id names a state, so anything but
+//! `[A-Za-z0-9._-]` in it is refused. ([`SessionState`], the JSON file per session of earlier
+//! versions, is no longer used to decide.)
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -31,6 +34,7 @@ use crate::call::Call;
 use crate::decision::{evaluate_with_state, Decision, Judgement};
 use crate::policy::Policy;
 use crate::state::CrewState;
+use crate::store::{self, Shared, StateKey, StateUrl, Timing, View};
 use crate::strict_json;
 
 /// The agent name of Claude Code's main thread; a subagent is named by its `agent_type`.
@@ -301,9 +305,13 @@ pub struct HookOptions {
     pub policy: Policy,
     /// The agent name of the main thread (`--agent`).
     pub agent: String,
-    /// Where the session state files live.
-    pub state_folder: PathBuf,
-    /// Sync the state file to disk before answering.
+    /// The state store (`--state`, by default `state.sqlite` beside the audit log).
+    pub state: StateUrl,
+    /// `--crew`: one state for the crew across sessions, instead of one per session.
+    pub crew: Option<String>,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
+    /// Make the state store's commit durable on disk before answering.
     pub fsync: bool,
 }
 
@@ -349,22 +357,41 @@ pub fn run(
     if let Ok(text) = std::str::from_utf8(input) {
         call.take_amount_text_from(text.trim(), &["tool_input", "amount"]);
     }
-    let mut session = SessionState::open(&options.state_folder, &hook.session_id)?;
-    let judgement = evaluate_with_state(&call, &options.policy, &session.state);
-    let id = IdMinter::new().mint();
-    session
+    let key = match &options.crew {
+        Some(crew) => StateKey::crew(crew, View::Gate),
+        None => StateKey::session(&hook.session_id),
+    };
+    let store = options
         .state
-        .record(&call, &id, &judgement, &options.policy);
+        .open(store::OpenOptions {
+            create: true,
+            fsync: options.fsync,
+        })
+        .context("state store unavailable")?;
+    let mut shared = Shared::new(store, key);
+    let id = IdMinter::new().mint();
+    // Read, decide and write in one atomic update: concurrent hooks never lose one.
+    let mut decided = None;
+    shared
+        .transact(&options.policy, &options.timing, &mut |state, now| {
+            let judgement = evaluate_with_state(&call, &options.policy, state);
+            state.record_at(&call, &id, &judgement, &options.policy, Some(now));
+            decided = Some((judgement, state.agent(&call.agent).cloned()));
+        })
+        .context("state store unavailable")?;
+    let (judgement, agent) = decided.context("state store unavailable: no decision was made")?;
     let mut event = audit::event(Stage::Gate, &id)
         .field("decision", &judgement.decision)
         .field("reasons", &judgement.reasons)
         .field("call", &call_value);
-    if let Some(agent) = session.state.agent(&call.agent) {
+    if let Some(agent) = &agent {
         event = event.field("agentState", agent);
     }
+    event = event.field("stateStore", shared.describe_store());
+    if let Some(crew) = &options.crew {
+        event = event.field("crew", crew);
+    }
     audit_log.append(&event.finish())?;
-    session.save(options.fsync)?;
-    drop(session);
     if let Some(line) = hook_output(&judgement) {
         out.write_all(line.as_bytes())
             .and_then(|()| out.write_all(b"\n"))

@@ -807,3 +807,103 @@ fn sc_mcp_answers_is_error_while_its_redis_is_down_and_resumes_after() {
         2
     );
 }
+
+/// 16 sc-hook processes at once, each in a session of its own but all of one crew, each spending
+/// 50 against the crew's budget of 300: exactly 6 are allowed, whatever the order.
+fn sixteen_hooks_spend_exactly_the_budget(state: Option<&str>) {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"holdAboveAmount": 1000, "holdAboveTotal": 300, "budgetScope": "crew"}"#,
+    );
+    let runs: Vec<_> = (0..16)
+        .map(|n| {
+            let mut cmd = std::process::Command::new(bin_path("sc-hook"));
+            cmd.env_clear()
+                .current_dir(scratch.dir.path())
+                .arg("--audit")
+                .arg(scratch.audit_path())
+                .arg("--policy")
+                .arg(&policy)
+                .args(["--crew", "payroll"]);
+            if let Some(state) = state {
+                cmd.args(["--state", state]);
+            }
+            let input = format!(
+                r#"{{"session_id":"session-{n}","hook_event_name":"PreToolUse","tool_name":"mcp__bank__pay","tool_input":{{"to":"acme","amount":50}}}}"#
+            );
+            std::thread::spawn(move || {
+                let mut child = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(input.as_bytes())
+                    .unwrap();
+                child.wait_with_output().unwrap()
+            })
+        })
+        .collect();
+    let mut allowed = 0;
+    let mut asked = 0;
+    for run in runs {
+        let out = run.join().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        if out.stdout.is_empty() {
+            allowed += 1;
+        } else {
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                answer["hookSpecificOutput"]["permissionDecision"], "ask",
+                "{answer}"
+            );
+            asked += 1;
+        }
+    }
+    assert_eq!((allowed, asked), (6, 10));
+    let events = scratch.audit_events();
+    assert_eq!(events.len(), 16);
+    assert_eq!(
+        events.iter().filter(|e| e["decision"] == "allow").count(),
+        6
+    );
+    assert!(events.iter().all(|e| e["crew"] == "payroll"));
+}
+
+#[test]
+fn sixteen_concurrent_hooks_never_lose_an_update_on_sqlite() {
+    sixteen_hooks_spend_exactly_the_budget(None);
+}
+
+#[test]
+fn sixteen_concurrent_hooks_never_lose_an_update_on_redis() {
+    let redis = RedisServer::start();
+    sixteen_hooks_spend_exactly_the_budget(Some(&redis.url()));
+}
+
+#[test]
+fn sc_hook_blocks_with_exit_2_when_its_store_is_unreachable_or_malformed() {
+    let scratch = Scratch::new();
+    let input = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    let closed = format!("redis://127.0.0.1:{}/0", crate::util::free_port());
+    for args in [
+        vec!["--state", closed.as_str()],
+        vec!["--state", "gopher://x"],
+        vec!["--crew", "../x"],
+    ] {
+        let out = scratch
+            .cmd("sc-hook")
+            .args(&args)
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
