@@ -701,7 +701,7 @@ fn a_read_through_one_sc_mcp_taints_the_crew_for_another_and_not_another_crew() 
         "{text}"
     );
     assert!(
-        text.contains(&format!("read_text_file (id "))
+        text.contains("read_text_file (id ")
             && text.contains(&format!(
                 "path={}) by files earlier in crew desk's shared state",
                 notes.display()

@@ -56,7 +56,7 @@ impl SqliteStore {
             connection,
             shown: shown.clone(),
         };
-        store.prepare(options.fsync).map_err(|why| fail(why))?;
+        store.prepare(options.fsync).map_err(fail)?;
         Ok(store)
     }
 
