@@ -457,10 +457,10 @@ mod tests {
             ("http://x", "unknown scheme"),
             ("file:///tmp/x", "plain path"),
             ("redis://", "Missing hostname"),
-            ("redis://host:notaport/0", "redis"),
+            ("redis://host:notaport/0", "not a Redis URL"),
             ("redis://host:6379/zero", "database"),
             ("redis://host:6379/0/1", "database"),
-            ("redis://host:99999/0", "redis"),
+            ("redis://host:99999/0", "not a Redis URL"),
             ("logs/", "folder"),
         ] {
             let err = StateUrl::parse(bad).unwrap_err().to_string();
