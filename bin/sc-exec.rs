@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use skeleton_crew::backends;
-use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StreamArgs};
+use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StateArgs, StreamArgs};
 use skeleton_crew::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
+use skeleton_crew::state::CrewState;
+use skeleton_crew::store::{StateHandle, View};
 
 /// Run the calls that were allowed or approved.
 ///
@@ -18,8 +20,10 @@ use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 /// evaluated again under this stage's own policy and the stronger decision wins: a call runs only
 /// when that is `allow`, or `hold` with an approval. Every record is written on with an `outcome`:
 /// executed, skipped or failed. Without --tools the built-in tools are fakes with no side effects;
-/// with it, each tool runs the backend the tools file names.
-/// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage, policy or tools file error.
+/// with it, each tool runs the backend the tools file names. sc-exec's own re-check keeps its state
+/// for the stream, or, with --state or --crew, in the shared store, apart from the gate's.
+/// Exit status: 0 done, 1 runtime failure (I/O, audit log, a state store unavailable at start),
+/// 2 usage, policy or tools file error.
 #[derive(Parser)]
 #[command(name = "sc-exec", version)]
 struct Args {
@@ -37,6 +41,8 @@ struct Args {
     jobs: u16,
     #[command(flatten)]
     audit: AuditArgs,
+    #[command(flatten)]
+    state: StateArgs,
     /// Longest record line in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RECORD_BYTES)]
     max_line_bytes: usize,
@@ -63,6 +69,11 @@ fn run(args: Args) -> anyhow::Result<Completion> {
             .map_err(UsageError::from)?,
         jobs: usize::from(args.jobs),
         chain: chain.clone(),
+        timing: args.state.timing(),
+    };
+    let state = match args.state.open_for_stream(&args.audit, View::Exec)? {
+        Some(shared) => StateHandle::Shared(shared),
+        None => StateHandle::Memory(CrewState::new()),
     };
     if args.tools.is_some() {
         // Before any backend starts: what a backend leaves running, even in a session of its
@@ -71,9 +82,10 @@ fn run(args: Args) -> anyhow::Result<Completion> {
             .context("cannot become the child subreaper that ends what backends leave running")?;
     }
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
-    exec::run(
+    exec::run_with_state(
         &args.stream.inputs(),
         &options,
+        state,
         &mut output,
         &mut io::stderr(),
     )

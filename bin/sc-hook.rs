@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{AuditArgs, PolicyArgs};
+use skeleton_crew::cli::{AuditArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
 use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
+use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
 ///
@@ -17,8 +18,10 @@ use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
 /// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
 /// still apply. PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
-/// gets an `exec` event. Taint, budgets and the calls awaiting their PostToolUse (the last 1024)
-/// persist in a state file per session (in `sc-hook/` beside the audit log).
+/// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
+/// audit log, or --state): one state per session, or with --crew one for the crew across
+/// sessions. The calls awaiting their PostToolUse (the last 1024) are kept per session in
+/// `sc-hook/` beside the audit log.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status.
@@ -32,8 +35,10 @@ struct Args {
     /// The agent name of Claude Code's main thread; a subagent is named by its agent type.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
     agent: String,
-    /// Folder of the per-session state files (default: sc-hook/ beside the audit log).
-    #[arg(long, value_name = "DIR")]
+    #[command(flatten)]
+    state: StateArgs,
+    /// Deprecated: the store DIR/state.sqlite (use --state).
+    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "state")]
     state_dir: Option<PathBuf>,
 }
 
@@ -68,10 +73,17 @@ fn run(args: Args) -> anyhow::Result<()> {
     let options = HookOptions {
         policy: args.policy.load()?,
         agent: args.agent,
-        state_folder: args
-            .state_dir
-            .unwrap_or_else(|| hook::default_state_folder(&args.audit.audit)),
+        state: match &args.state_dir {
+            Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
+            None => args.state.url_or_beside(&args.audit.audit),
+        },
+        crew: args.state.crew.clone(),
+        timing: args.state.timing(),
         fsync: args.audit.fsync,
+        links_folder: match &args.state_dir {
+            Some(dir) => dir.clone(),
+            None => hook::default_state_folder(&args.audit.audit),
+        },
     };
     let input = hook::read_input(io::stdin().lock())?;
     let mut audit = args.audit.open()?;

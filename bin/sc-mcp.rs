@@ -9,9 +9,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{AuditArgs, PolicyArgs};
+use skeleton_crew::cli::{AuditArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
 use skeleton_crew::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
+use skeleton_crew::state::CrewState;
+use skeleton_crew::store::{StateHandle, StateKey, View};
 
 /// Put the gate in front of an MCP server.
 ///
@@ -33,6 +35,10 @@ struct Args {
     policy: PolicyArgs,
     #[command(flatten)]
     audit: AuditArgs,
+    /// With --crew, taint and spend are shared with the crew's other processes through --state
+    /// (default: state.sqlite beside the audit log); without it, they are this process's own.
+    #[command(flatten)]
+    state: StateArgs,
     /// The agent every call is made in the name of (default: the server command's name).
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
@@ -89,8 +95,16 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<u8> {
     let timeout = approve::timeout_from_seconds(args.timeout);
+    if args.state.state.is_some() && args.state.crew.is_none() {
+        return Err(exit::UsageError(
+            "--state needs --crew: without a crew, sc-mcp keeps its state for its own process"
+                .into(),
+        )
+        .into());
+    }
     let options = McpOptions {
         policy: args.policy.load()?,
+        timing: args.state.timing(),
         agent: args
             .agent
             .unwrap_or_else(|| mcp::default_agent(&args.server)),
@@ -114,5 +128,13 @@ fn run(args: Args) -> anyhow::Result<u8> {
         approve::human_for(args.answers.as_deref(), timeout)?
     };
     let audit = args.audit.open()?;
-    mcp::run(&options, audit, &args.server, human.as_mut())
+    let state = match &args.state.crew {
+        Some(crew) => StateHandle::Shared(StateArgs::open(
+            &args.state.url_or_beside(&args.audit.audit),
+            StateKey::crew(crew, View::Gate),
+            args.audit.fsync,
+        )?),
+        None => StateHandle::Memory(CrewState::new()),
+    };
+    mcp::run_with_state(&options, audit, state, &args.server, human.as_mut())
 }

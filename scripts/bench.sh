@@ -9,6 +9,7 @@
 #   BENCH_BIG=N        calls in the streamed case (default 10000000; 0 skips it)
 #   BENCH_DIR=DIR      where the call files and audit logs go (default: a temporary folder)
 #   BENCH_CRITERION=0  skip the criterion micro-benchmark
+#   BENCH_STATE=0      skip the shared state (SQLite, and Redis when redis-server is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -116,6 +117,38 @@ rm -f "$A"
 say "latency: paced calls through the three stages"
 LATENCY=$("$BIN/examples/pipeline_latency" --bin-dir "$BIN" --calls 2000 --pause-us 1000 --audit "$WORK/latency.jsonl")
 
+# The shared state: one decision's read-decide-write on SQLite and on a Redis on loopback
+# (benches/state.rs), and sc-gate --state streaming 1M calls through either store.
+STATE_SQLITE=""
+STATE_REDIS=""
+if [ "${BENCH_STATE:-1}" != 0 ]; then
+  say "state: the round trip of one decision, and sc-gate --state"
+  STATE_BENCH=$($CARGO bench --locked --bench state --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*state-[^"]*"' | tail -1 | cut -d'"' -f4)
+  STATE_SQLITE=$("$STATE_BENCH" --state "$WORK/bench-state.sqlite" --calls 5000)
+  for round in $(seq 1 "$ROUNDS"); do
+    rm -f "$A" "$WORK"/gate-state.sqlite*
+    measure "gate-1m-sqlite" "$round" "$(timed gate) $GATE --audit $A --state $WORK/gate-state.sqlite --crew bench $WORK/1m.jsonl > /dev/null"
+  done
+  if command -v redis-server >/dev/null; then
+    REDIS_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+      --pidfile "$WORK/redis.pid" --dir "$WORK" >/dev/null
+    for _ in $(seq 1 500); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.01; done
+    REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+    STATE_REDIS=$("$STATE_BENCH" --state "$REDIS_URL" --calls 5000)
+    for round in $(seq 1 "$ROUNDS"); do
+      rm -f "$A"
+      redis-cli -p "$REDIS_PORT" flushall >/dev/null
+      measure "gate-1m-redis" "$round" "$(timed gate) $GATE --audit $A --state $REDIS_URL --crew bench $WORK/1m.jsonl > /dev/null"
+    done
+    kill "$(cat "$WORK/redis.pid")"
+  else
+    say "no redis-server: the Redis figures are skipped (make test-deps installs it)"
+  fi
+  rm -f "$A"
+fi
+
 CRIT_EVAL=""
 CRIT_PARSE=""
 if [ "${BENCH_CRITERION:-1}" != 0 ]; then
@@ -189,6 +222,8 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
   row "jq with the same three rules" 1000000 "$B1M" jq-1m
   row "sc-gate \`--audit-key\` (HMAC chain)" 1000000 "$B1M" gate-1m-key "-"
   row "sc-gate \`--fsync\`" 100000 "$B100K" gate-100k-fsync "-"
+  row "sc-gate \`--state\` SQLite \`--crew\`" 1000000 "$B1M" gate-1m-sqlite
+  row "sc-gate \`--state\` Redis (loopback) \`--crew\`" 1000000 "$B1M" gate-1m-redis
   row "sc-gate \\| sc-approve \\| sc-exec" 1000000 "$B1M" pipeline-1m \
     "$(mib "$(maxof pipeline-1m:gate)") / $(mib "$(maxof pipeline-1m:approve)") / $(mib "$(maxof pipeline-1m:exec)")"
   printf '| sc-report over the pipeline'"'"'s log | %s events | %s s | %s events/s | | %s |\n' \
@@ -198,6 +233,7 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
     "$(commas "$EVENTS")" "$(secs "$VERIFY_US")" "$(commas "$(rate "$EVENTS" "$VERIFY_US")")" "$(mib "$(maxof verify)")"
   echo
   echo "One call through the three stages, input pausing 1 ms between calls: $LATENCY."
+  [ -z "$STATE_SQLITE" ] || echo "One decision's state round trip (read, decide, write; \`benches/state.rs\`): SQLite $STATE_SQLITE; Redis on loopback ${STATE_REDIS:-not measured}."
   if [ -n "$CRIT_EVAL" ]; then
     echo "The decision alone (criterion, \`benches/decision.rs\`): $(printf '%.0f' "$CRIT_EVAL") ns a call;" \
       "parsing the line and deciding: $(printf '%.0f' "$CRIT_PARSE") ns a call."
@@ -212,5 +248,17 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
   echo "| … the same at 100k, 1M and $(commas "$BIG") calls | $(mib "$(maxof gate-100k)"), $(mib "$(maxof gate-1m)"), $(mib "$(maxof gate-big)") | $(verdict "$(ge $((1024 - RSS_SPREAD)) 0)") |"
   echo "| one call through three stages, p99 < 500 µs | p99 ${P99} µs (median ${MEDIAN_LAT} µs) | $(verdict "$(ge $((499 - P99)) 0)") |"
   echo "| sc-report ≥ 1,000,000 events/s | $(commas "$REPORT_RATE") events/s | $(verdict "$(ge "$REPORT_RATE" 1000000)") |"
+  for store in sqlite redis; do
+    us=$(median "gate-1m-$store" 3)
+    if [ -n "$us" ]; then
+      echo "| sc-gate \`--state\` ($store) ≥ 20,000 calls/s | $(commas "$(rate 1000000 "$us")") calls/s | $(verdict "$(ge "$(rate 1000000 "$us")" 20000)") |"
+    fi
+  done
+  for pair in "SQLite:$STATE_SQLITE" "Redis:$STATE_REDIS"; do
+    p99=$(sed -nE 's/.*p99_us=([0-9]+).*/\1/p' <<< "${pair#*:}")
+    if [ -n "$p99" ]; then
+      echo "| state round trip (${pair%%:*}), p99 < 1 ms | p99 ${p99} µs | $(verdict "$(ge $((999 - p99)) 0)") |"
+    fi
+  done
 } | tee "$REPORT"
 say "written to $REPORT"

@@ -3,7 +3,9 @@
 
 use std::ffi::OsString;
 use std::io::{self, Stderr, StdoutLock};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -11,6 +13,8 @@ use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
 use crate::jsonl::{Input, StageOutput};
 use crate::policy::{Policy, PolicyError};
+use crate::state::SystemClock;
+use crate::store::{self, OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 
 /// `--audit PATH`, `--audit-key FILE` and `--fsync`: where and how a writing stage appends its
 /// events.
@@ -63,6 +67,78 @@ pub struct PolicyArgs {
 impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
         Policy::load_or_default(self.policy.as_deref())
+    }
+}
+
+/// `--state URL`, `--crew NAME` and `--taint-ttl DURATION`: where a deciding stage keeps the
+/// crew's taint and spend, and how long a taint lasts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StateArgs {
+    /// Keep the crew's taint and spend in a store shared with other processes: a SQLite file, or
+    /// redis://HOST:PORT/DB (rediss:// for TLS).
+    #[arg(long, value_name = "URL", value_parser = parse_state_url)]
+    pub state: Option<StateUrl>,
+    /// Share taint and spend with every process of crew NAME on the same store (letters, digits,
+    /// `.`, `_`, `-`).
+    #[arg(long, value_name = "NAME", value_parser = store::crew_name)]
+    pub crew: Option<String>,
+    /// Lift a taint once the last untrusted read behind it is this old (such as 30m, 8h, 7days).
+    #[arg(long, value_name = "DURATION", value_parser = parse_ttl)]
+    pub taint_ttl: Option<Duration>,
+}
+
+fn parse_state_url(text: &str) -> Result<StateUrl, String> {
+    StateUrl::parse(text)
+}
+
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text)
+        .map_err(|err| format!("not a duration such as 30m, 8h or 7days: {err}"))?;
+    if ttl < Duration::from_secs(1) {
+        return Err("a taint TTL is at least 1s".to_owned());
+    }
+    Ok(ttl)
+}
+
+impl StateArgs {
+    /// The clock and the taint TTL.
+    pub fn timing(&self) -> Timing {
+        Timing {
+            clock: Arc::new(SystemClock),
+            taint_ttl: self.taint_ttl,
+        }
+    }
+
+    /// The store: `--state`, else `state.sqlite` beside the audit log.
+    pub fn url_or_beside(&self, audit: &Path) -> StateUrl {
+        self.state
+            .clone()
+            .unwrap_or_else(|| StateUrl::beside(audit))
+    }
+
+    /// Opens `url` and checks the state at `key` can be read (exit 1 when it cannot).
+    pub fn open(url: &StateUrl, key: StateKey, fsync: bool) -> Result<Shared> {
+        use anyhow::Context;
+        let store = url
+            .open(OpenOptions {
+                create: true,
+                fsync,
+            })
+            .context("state store unavailable")?;
+        let mut shared = Shared::new(store, key);
+        shared.check().context("state store unavailable")?;
+        Ok(shared)
+    }
+
+    /// For sc-gate and sc-exec: a shared state with `--state` or `--crew` (the store defaults to
+    /// `state.sqlite` beside the audit log; the crew to `default`), else `None`: in memory.
+    pub fn open_for_stream(&self, audit: &AuditArgs, view: View) -> Result<Option<Shared>> {
+        if self.state.is_none() && self.crew.is_none() {
+            return Ok(None);
+        }
+        let crew = self.crew.as_deref().unwrap_or(store::DEFAULT_CREW);
+        let url = self.url_or_beside(&audit.audit);
+        Self::open(&url, StateKey::crew(crew, view), audit.fsync).map(Some)
     }
 }
 

@@ -16,6 +16,11 @@
 //! an agent's calls still run one after the other, in the order it made them. Decisions are always
 //! made one record at a time in input order, and records and their audit events always leave in
 //! input order, each event before its record.
+//!
+//! sc-exec's own state (what its re-check counted) lives in memory for the stream, or, with
+//! `--state` or `--crew`, in a shared store under the crew's `exec` view, apart from the gate's
+//! (which counted the same calls once already). A record whose state cannot be read or written
+//! is decided `deny` (`state store unavailable: …`) and skipped.
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
@@ -29,13 +34,14 @@ use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use crate::call::{Call, Malformed};
-use crate::decision::{evaluate_parsed, Decision, Judgement};
+use crate::decision::{Decision, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, Approval, Outcome, Record, Status};
 use crate::sanitize::for_terminal;
 use crate::state::CrewState;
+use crate::store::{Owner, StateHandle, Timing};
 use crate::tools::{self, BUILTIN_TOOLS};
 
 /// How many records may wait behind a running backend before sc-exec waits for it.
@@ -51,6 +57,8 @@ pub struct ExecOptions {
     pub jobs: usize,
     /// The audit key's chain: keyed, a held call runs only on an approval sealed under it.
     pub chain: Chain,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
 }
 
 /// Where sc-exec finds the tool a call names.
@@ -392,17 +400,36 @@ pub fn outcome_for(
     plan(call, effective, approval, tools).run()
 }
 
-/// Reads records and acts on each, in order.
+/// Reads records and acts on each, in order, with sc-exec's state in memory.
 pub fn run<W: Write, E: Write>(
     inputs: &[Input],
     options: &ExecOptions,
     output: &mut StageOutput<W, E>,
     diagnostics: &mut dyn Write,
 ) -> Result<Completion> {
+    let state = StateHandle::Memory(CrewState::new());
+    run_with_state(inputs, options, state, output, diagnostics)
+}
+
+/// Reads records and acts on each, in order, with sc-exec's state in memory or in a store.
+pub fn run_with_state<W: Write, E: Write>(
+    inputs: &[Input],
+    options: &ExecOptions,
+    mut state: StateHandle,
+    output: &mut StageOutput<W, E>,
+    diagnostics: &mut dyn Write,
+) -> Result<Completion> {
+    // Which store and crew, on every event of a shared state.
+    let store_members: Option<(String, Option<String>)> = state.shared().map(|shared| {
+        let crew = match &shared.key().owner {
+            Owner::Crew(crew) => Some(crew.clone()),
+            Owner::Session(_) => None,
+        };
+        (shared.describe_store().to_owned(), crew)
+    });
     std::thread::scope(|scope| {
         let mut window = Window::new(scope, options.jobs.max(1));
         let mut ids = IdMinter::new();
-        let mut state = CrewState::new();
         let mut used_approvals = HashSet::new();
         let mut lines = InputLines::new("sc-exec", inputs, options.max_line_bytes, diagnostics);
         while let Some((line, _, _)) = lines.next_line()? {
@@ -410,7 +437,7 @@ pub fn run<W: Write, E: Write>(
                 Line::Text(bytes) if jsonl::is_blank(bytes) => {}
                 Line::Text(bytes) => match Record::parse(bytes) {
                     Ok(record) => {
-                        let (parts, plan) = prepare(
+                        let (mut parts, plan) = prepare(
                             record,
                             options,
                             &mut ids,
@@ -418,6 +445,7 @@ pub fn run<W: Write, E: Write>(
                             &mut used_approvals,
                             output.narrating(),
                         );
+                        parts.store.clone_from(&store_members);
                         window.push(parts, plan, output)?;
                     }
                     Err(why) => {
@@ -457,6 +485,8 @@ struct Parts {
     tool: String,
     effective: Effective,
     approval: Option<Approval>,
+    /// The shared state's store and crew, for the event.
+    store: Option<(String, Option<String>)>,
 }
 
 /// One record's lines, ready to leave: its audit event, the record, and the narration.
@@ -600,16 +630,25 @@ fn prepare<'t>(
     mut record: Record<'_>,
     options: &'t ExecOptions,
     ids: &mut IdMinter,
-    state: &mut CrewState,
+    state: &mut StateHandle,
     used_approvals: &mut HashSet<String>,
     narrate: bool,
 ) -> (Parts, Plan<'t>) {
     let call = record
         .take_call()
         .unwrap_or_else(|| Err(Malformed::new("the record has no `call`")));
-    let own = evaluate_parsed(&call, &options.policy, state);
-    let mut effective = effective_decision(record.decision(), &record.reasons(), &own);
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
+    // The same decision and stream update as sc-gate's, so the same policy reaches the same
+    // decisions.
+    let own = match &call {
+        Ok(call) => {
+            state
+                .decide(call, &id, &options.policy, &options.timing)
+                .judgement
+        }
+        Err(malformed) => Judgement::malformed(malformed),
+    };
+    let mut effective = effective_decision(record.decision(), &record.reasons(), &own);
     if effective.decision != Decision::Deny {
         if let Err(why) = check_seal(&record, &id, &options.chain) {
             effective = Effective {
@@ -630,10 +669,6 @@ fn prepare<'t>(
             *args_json = text.to_owned();
         }
     }
-    if let Some(call) = &call {
-        // The same stream update as sc-gate's, so the same policy reaches the same decisions.
-        state.record(call, &id, &own, &options.policy);
-    }
     let (agent, tool) = call
         .as_ref()
         .map_or(("?", "?"), |c| (c.agent.as_str(), c.tool.as_str()));
@@ -646,6 +681,7 @@ fn prepare<'t>(
         tool: tool.to_owned(),
         effective,
         approval,
+        store: None,
     };
     (parts, plan)
 }
@@ -662,6 +698,12 @@ fn finish(parts: Parts, acted: Acted) -> Emission {
     event = event.raw_field("outcome", &outcome_json);
     if let Some(backend) = &backend {
         event = event.field("backend", backend);
+    }
+    if let Some((store, crew)) = &parts.store {
+        event = event.str_field("stateStore", store);
+        if let Some(crew) = crew {
+            event = event.str_field("crew", crew);
+        }
     }
     let line = record::with_raw_field(&parts.text, parts.has_outcome, "outcome", &outcome_json);
     if !parts.narrate {

@@ -1,4 +1,11 @@
 //! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time.
+//!
+//! The crew's state (taint, spend) lives in memory for the stream, or, with `--state`, in a
+//! store shared with other processes of the crew ([`crate::store`]). With a store, the calls of
+//! one read buffer (at most [`SHARED_BATCH_BYTES`] of lines, and never past a read that would
+//! wait) are decided in one atomic update of the state, and their verdicts leave only after it
+//! was written; if the store fails, every call of the batch is denied with the reason
+//! `state store unavailable: …`, and the stream goes on.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -15,19 +22,25 @@ use crate::policy::Policy;
 use crate::record::{self, CallText};
 use crate::sanitize::for_terminal;
 use crate::state::{AgentState, CrewState};
+use crate::store::{self, Owner, Shared, Timing};
+
+/// The most line bytes decided in one update of a shared state: one read buffer.
+pub const SHARED_BATCH_BYTES: usize = 64 * 1024;
 
 /// What `sc-gate` needs besides its streams.
 #[derive(Debug, Clone)]
 pub struct GateOptions {
     pub policy: Policy,
     pub max_line_bytes: usize,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
     /// The audit key's chain: keyed, every verdict on a call is sealed
     /// ([`record::verdict_seal`]), so that sc-exec can tell the gate's decision from a forged one.
     pub chain: Chain,
 }
 
-/// Decides every call of every input, in order. Inputs that cannot be opened are reported on
-/// `diagnostics` and counted; the others are still read.
+/// Decides every call of every input, in order, with the crew's state in memory. Inputs that
+/// cannot be opened are reported on `diagnostics` and counted; the others are still read.
 pub fn run<W: Write, E: Write>(
     inputs: &[Input],
     options: &GateOptions,
@@ -39,36 +52,206 @@ pub fn run<W: Write, E: Write>(
     let mut rendered_states = RenderedStates::default();
     let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
     while let Some((line, input, line_number)) = lines.next_line()? {
+        let now = options.timing.clock.now();
         let decided = match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-            Line::Text(bytes) => Some(decide_line(bytes, &options.policy, &state)),
+            Line::Text(bytes) => Some(decide_line(bytes, options, &mut state, now)),
             Line::TooLong { length, start } => Some(Decided::malformed(
-                &Malformed::new(format!(
-                    "the line is {length} bytes, over the line limit of {} bytes",
-                    options.max_line_bytes
-                )),
+                &too_long(length, options),
                 jsonl::raw_excerpt(start),
             )),
         };
         if let Some(decided) = decided {
             let id = ids.mint();
             if let Some(call) = &decided.call {
-                state.record(call, &id, &decided.judgement, &options.policy);
+                state.record_at(call, &id, &decided.judgement, &options.policy, Some(now));
             }
-            write_decided(
-                &id,
-                &decided,
-                (input, line_number),
-                &state,
-                &mut rendered_states,
-                &options.chain,
-                output,
-            );
+            let agent = decided
+                .call
+                .as_ref()
+                .and_then(|call| state.agent(&call.agent));
+            let text = match &decided.text {
+                Ok(json) => CallText::Json(json),
+                Err(raw) => CallText::Raw(raw),
+            };
+            let verdict = Verdict {
+                id: &id,
+                judgement: &decided.judgement,
+                call: decided.call.as_ref(),
+                text,
+                origin: (input, line_number),
+                agent,
+            };
+            write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
         }
         output.commit_if_due(!lines.next_read_would_block())?;
     }
     output.commit()?;
     Ok(lines.completion())
+}
+
+/// Decides every call of every input, in order, with the crew's state in a shared store.
+pub fn run_shared<W: Write, E: Write>(
+    inputs: &[Input],
+    options: &GateOptions,
+    shared: &mut Shared,
+    output: &mut StageOutput<W, E>,
+    diagnostics: &mut dyn Write,
+) -> Result<Completion> {
+    let mut ids = IdMinter::new();
+    let mut rendered_states = RenderedStates::default();
+    let audit_members = store_members(shared);
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut batch_bytes = 0;
+    let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
+    while let Some((line, input, line_number)) = lines.next_line()? {
+        match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+            Line::Text(bytes) => {
+                batch_bytes += bytes.len() + 1;
+                let id = ids.mint();
+                batch.push(match Call::parse_line(bytes) {
+                    Ok((call, text)) => Pending {
+                        id,
+                        // Decided with the batch.
+                        judgement: Judgement::malformed(&Malformed::new("not decided")),
+                        text: Ok(text.to_owned()),
+                        call: Some(call),
+                        origin: (input, line_number),
+                        agent: None,
+                    },
+                    Err(malformed) => {
+                        Pending::malformed(id, &malformed, bytes, (input, line_number))
+                    }
+                });
+            }
+            Line::TooLong { length, start } => {
+                batch_bytes += start.len();
+                let malformed = too_long(length, options);
+                batch.push(Pending::malformed(
+                    ids.mint(),
+                    &malformed,
+                    start,
+                    (input, line_number),
+                ));
+            }
+        }
+        let input_waiting = !lines.next_read_would_block();
+        if !input_waiting || batch_bytes >= SHARED_BATCH_BYTES {
+            settle(&mut batch, options, shared);
+            for pending in batch.drain(..) {
+                write_verdict(
+                    &pending.verdict(),
+                    &mut rendered_states,
+                    &audit_members,
+                    &options.chain,
+                    output,
+                );
+            }
+            batch_bytes = 0;
+        }
+        output.commit_if_due(input_waiting)?;
+    }
+    settle(&mut batch, options, shared);
+    for pending in batch.drain(..) {
+        write_verdict(
+            &pending.verdict(),
+            &mut rendered_states,
+            &audit_members,
+            &options.chain,
+            output,
+        );
+    }
+    output.commit()?;
+    Ok(lines.completion())
+}
+
+/// The members every event of a shared state carries: which store, and which crew.
+fn store_members(shared: &Shared) -> Vec<u8> {
+    let line = JsonLine::new().str_field("stateStore", shared.describe_store());
+    let mut line = match &shared.key().owner {
+        Owner::Crew(crew) => line.str_field("crew", crew),
+        Owner::Session(_) => line,
+    }
+    .finish();
+    line.truncate(line.len() - b"}\n".len());
+    line.remove(0);
+    line
+}
+
+fn too_long(length: u64, options: &GateOptions) -> Malformed {
+    Malformed::new(format!(
+        "the line is {length} bytes, over the line limit of {} bytes",
+        options.max_line_bytes
+    ))
+}
+
+/// A line of a batch waiting for the shared state's update.
+struct Pending<'i> {
+    id: String,
+    judgement: Judgement,
+    call: Option<Call>,
+    /// The call's JSON, or an excerpt of a malformed line.
+    text: Result<String, String>,
+    origin: (&'i Input, u64),
+    agent: Option<AgentState>,
+}
+
+impl<'i> Pending<'i> {
+    fn malformed(
+        id: String,
+        malformed: &Malformed,
+        bytes: &[u8],
+        origin: (&'i Input, u64),
+    ) -> Self {
+        Pending {
+            id,
+            judgement: Judgement::malformed(malformed),
+            call: None,
+            text: Err(jsonl::raw_excerpt(bytes)),
+            origin,
+            agent: None,
+        }
+    }
+
+    fn verdict(&self) -> Verdict<'_> {
+        Verdict {
+            id: &self.id,
+            judgement: &self.judgement,
+            call: self.call.as_ref(),
+            text: match &self.text {
+                Ok(json) => CallText::Json(json),
+                Err(raw) => CallText::Raw(raw),
+            },
+            origin: self.origin,
+            agent: self.agent.as_ref(),
+        }
+    }
+}
+
+/// Decides a batch's calls in one update of the shared state; if the store fails, denies them.
+fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
+    if batch.iter().all(|pending| pending.call.is_none()) {
+        return;
+    }
+    let policy = &options.policy;
+    let result = shared.transact(policy, &options.timing, &mut |state, now| {
+        for pending in batch.iter_mut() {
+            let Some(call) = &pending.call else {
+                continue;
+            };
+            pending.judgement = evaluate_with_state(call, policy, state);
+            state.record_at(call, &pending.id, &pending.judgement, policy, Some(now));
+            pending.agent = state.agent(&call.agent).cloned();
+        }
+    });
+    if let Err(err) = result {
+        let judgement = store::unavailable(&err);
+        for pending in batch.iter_mut().filter(|pending| pending.call.is_some()) {
+            pending.judgement = judgement.clone();
+            pending.agent = None;
+        }
+    }
 }
 
 /// A line's judgement, with what the verdict needs to carry of the line.
@@ -88,55 +271,70 @@ impl Decided<'_> {
     }
 }
 
-fn decide_line<'a>(bytes: &'a [u8], policy: &Policy, state: &CrewState) -> Decided<'a> {
+fn decide_line<'a>(
+    bytes: &'a [u8],
+    options: &GateOptions,
+    state: &mut CrewState,
+    now: std::time::SystemTime,
+) -> Decided<'a> {
     match Call::parse_line(bytes) {
-        Ok((call, text)) => Decided {
-            judgement: evaluate_with_state(&call, policy, state),
-            call: Some(call),
-            text: Ok(text),
-        },
+        Ok((call, text)) => {
+            state.enter(&options.policy, now, options.timing.taint_ttl);
+            Decided {
+                judgement: evaluate_with_state(&call, &options.policy, state),
+                call: Some(call),
+                text: Ok(text),
+            }
+        }
         Err(malformed) => Decided::malformed(&malformed, jsonl::raw_excerpt(bytes)),
     }
 }
 
-fn write_decided<W: Write, E: Write>(
-    id: &str,
-    decided: &Decided,
-    (input, line_number): (&Input, u64),
-    state: &CrewState,
+/// What one verdict and its event are written from.
+struct Verdict<'a> {
+    id: &'a str,
+    judgement: &'a Judgement,
+    call: Option<&'a Call>,
+    text: CallText<'a>,
+    origin: (&'a Input, u64),
+    /// The agent's state after the call.
+    agent: Option<&'a AgentState>,
+}
+
+fn write_verdict<W: Write, E: Write>(
+    verdict: &Verdict,
     rendered_states: &mut RenderedStates,
+    store_members: &[u8],
     chain: &Chain,
     output: &mut StageOutput<W, E>,
 ) {
-    let call_text = match &decided.text {
-        Ok(json) => CallText::Json(json),
-        Err(raw) => CallText::Raw(raw),
-    };
-    let judgement = &decided.judgement;
+    let judgement = verdict.judgement;
     output.emit_with(|events, records| {
         let (mut batch, shared) =
-            record::write_verdict(std::mem::take(records), id, call_text, judgement);
-        if let CallText::Json(call) = call_text {
-            if let Some(seal) = record::verdict_seal(chain, id, call, judgement.decision) {
+            record::write_verdict(std::mem::take(records), verdict.id, verdict.text, judgement);
+        if let CallText::Json(call) = verdict.text {
+            if let Some(seal) = record::verdict_seal(chain, verdict.id, call, judgement.decision) {
                 record::push_seal(&mut batch, &seal);
             }
         }
         *records = batch;
         // The event repeats the verdict's call, decision and reasons as just written.
-        let mut event =
-            audit::event_in(std::mem::take(events), Stage::Gate, id).raw_members(&records[shared]);
+        let mut event = audit::event_in(std::mem::take(events), Stage::Gate, verdict.id)
+            .raw_members(&records[shared]);
         // The agent's state after this call, so the report can say who was tainted by what.
-        if let Some(call) = &decided.call {
-            if let Some(agent) = state.agent(&call.agent) {
-                event = event.raw_members(rendered_states.render(&call.agent, agent));
-            }
+        if let (Some(call), Some(agent)) = (verdict.call, verdict.agent) {
+            event = event.raw_members(rendered_states.render(&call.agent, agent));
+        }
+        if !store_members.is_empty() {
+            event = event.raw_members(store_members);
         }
         *events = event.finish();
     });
     if !output.narrating() {
         return;
     }
-    let who = match &decided.call {
+    let (input, line_number) = verdict.origin;
+    let who = match verdict.call {
         Some(call) => format!(
             "{} → {}",
             for_terminal(&call.agent),
@@ -161,6 +359,8 @@ struct RenderedStates {
 
 struct RenderedState {
     tainted: bool,
+    /// The taint's cause's id and time (which moves on with every untrusted read).
+    taint: Option<(String, Option<String>)>,
     spent: u64,
     inexact: bool,
     member: Vec<u8>,
@@ -173,9 +373,14 @@ impl RenderedStates {
             state.spent.to_bits(),
             state.inexact,
         );
+        let taint = state
+            .tainted_by
+            .as_ref()
+            .map(|cause| (cause.id.as_str(), cause.at.as_deref()));
         if !self.agents.contains_key(name) {
             let stale = RenderedState {
                 tainted: !tainted,
+                taint: None,
                 spent,
                 inexact,
                 member: Vec::new(),
@@ -183,8 +388,16 @@ impl RenderedStates {
             self.agents.insert(name.to_owned(), stale);
         }
         let rendered = self.agents.get_mut(name).expect("inserted above");
-        // A taint, once set, is never replaced, so whether there is one says whether it changed.
-        if (rendered.tainted, rendered.spent, rendered.inexact) != (tainted, spent, inexact) {
+        // A taint's cause is replaced only after a TTL lifted it: its id and time say whether
+        // it changed.
+        let same_taint = rendered
+            .taint
+            .as_ref()
+            .map(|(id, at)| (id.as_str(), at.as_deref()))
+            == taint;
+        if (rendered.tainted, rendered.spent, rendered.inexact) != (tainted, spent, inexact)
+            || !same_taint
+        {
             let mut buffer = std::mem::take(&mut rendered.member);
             buffer.clear();
             let mut line = JsonLine::append_to(buffer)
@@ -195,6 +408,7 @@ impl RenderedStates {
             line.remove(0);
             *rendered = RenderedState {
                 tainted,
+                taint: taint.map(|(id, at)| (id.to_owned(), at.map(str::to_owned))),
                 spent,
                 inexact,
                 member: line,
@@ -213,8 +427,12 @@ fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
                 .str_field("agent", &cause.agent)
                 .str_field("tool", &cause.tool)
                 .str_field("id", &cause.id);
-            match &cause.argument {
+            let taint = match &cause.argument {
                 Some(argument) => taint.str_field("argument", argument),
+                None => taint,
+            };
+            match &cause.at {
+                Some(at) => taint.str_field("at", at),
                 None => taint,
             }
         }),
@@ -287,6 +505,11 @@ mod tests {
                 tainted_by: Some(cause(None)),
                 spent: 1e21,
                 inexact: true,
+            },
+            AgentState {
+                tainted_by: Some(cause(None).at(Some("2026-12-02T13:45:10Z".into()))),
+                spent: 5.0,
+                inexact: false,
             },
         ] {
             let ours = JsonLine::new()

@@ -36,11 +36,14 @@
 //! error here (bad input, a policy that does not load, a state or audit failure, a panic) exits 2
 //! with the reason on stderr, which Claude Code shows to the model instead of running the tool.
 //!
-//! Each hook run is a new process, so taint, budgets and the calls awaiting their `PostToolUse`
-//! persist between runs in a state file per session ([`SessionState`]): the crew state
-//! ([`CrewState`]) as JSON with sc-hook's `toolUses` beside it, read and rewritten under an
-//! exclusive lock so concurrent hooks of one session take turns. A session id names a file, so
-//! anything but `[A-Za-z0-9._-]` in it is refused.
+//! Each hook run is a new process, so taint and budgets persist between runs in a state store
+//! ([`crate::store`]; by default `state.sqlite` beside the audit log): one state per session, or,
+//! with `--crew`, one for the whole crew across sessions. Each decision reads, decides and writes
+//! the state in one atomic update, so concurrent hooks never lose one. A store that cannot be
+//! read or written is an error (exit 2). The calls awaiting their `PostToolUse` are kept per
+//! session in a file of their own ([`SessionState`]'s `toolUses`, in `sc-hook/` beside the audit
+//! log), read and rewritten under an exclusive lock; its crew state is no longer used to decide.
+//! A session id names a state and a file, so anything but `[A-Za-z0-9._-]` in it is refused.
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
@@ -63,6 +66,7 @@ use crate::policy::Policy;
 use crate::record::{AnsweredBy, Outcome, Status};
 use crate::sanitize::quoted;
 use crate::state::CrewState;
+use crate::store::{self, Shared, StateKey, StateUrl, Timing, View};
 use crate::strict_json;
 
 /// The agent name of Claude Code's main thread; a subagent is named by its `agent_type`.
@@ -613,10 +617,17 @@ pub struct HookOptions {
     pub policy: Policy,
     /// The agent name of the main thread (`--agent`).
     pub agent: String,
-    /// Where the session state files live.
-    pub state_folder: PathBuf,
-    /// Sync the state file to disk before answering.
+    /// The state store (`--state`, by default `state.sqlite` beside the audit log).
+    pub state: StateUrl,
+    /// `--crew`: one state for the crew across sessions, instead of one per session.
+    pub crew: Option<String>,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
+    /// Make the state store's commit durable on disk before answering.
     pub fsync: bool,
+    /// Where the calls awaiting their `PostToolUse` are kept, a file per session
+    /// ([`default_state_folder`], or `--state-dir`).
+    pub links_folder: PathBuf,
 }
 
 /// The state folder for an audit log: `sc-hook/` beside it.
@@ -709,22 +720,44 @@ fn decide(
     if let Ok(text) = std::str::from_utf8(input) {
         call.take_amount_text_from(text.trim(), &["tool_input", "amount"]);
     }
-    let mut session = SessionState::open(&options.state_folder, &hook.session_id)?;
-    let judgement = evaluate_with_state(&call, &options.policy, &session.state);
-    let id = IdMinter::new().mint();
-    session
+    let key = match &options.crew {
+        Some(crew) => StateKey::crew(crew, View::Gate),
+        None => StateKey::session(&hook.session_id),
+    };
+    let store = options
         .state
-        .record(&call, &id, &judgement, &options.policy);
+        .open(store::OpenOptions {
+            create: true,
+            fsync: options.fsync,
+        })
+        .context("state store unavailable")?;
+    let mut shared = Shared::new(store, key);
+    let id = IdMinter::new().mint();
+    // Read, decide and write in one atomic update: concurrent hooks never lose one.
+    let mut decided = None;
+    shared
+        .transact(&options.policy, &options.timing, &mut |state, now| {
+            let judgement = evaluate_with_state(&call, &options.policy, state);
+            state.record_at(&call, &id, &judgement, &options.policy, Some(now));
+            decided = Some((judgement, state.agent(&call.agent).cloned()));
+        })
+        .context("state store unavailable")?;
+    let (judgement, agent) = decided.context("state store unavailable: no decision was made")?;
     let mut event = audit::event(Stage::Gate, &id)
         .field("decision", &judgement.decision)
         .field("reasons", &judgement.reasons)
         .field("call", &call_value);
-    if let Some(agent) = session.state.agent(&call.agent) {
+    if let Some(agent) = &agent {
         event = event.field("agentState", agent);
+    }
+    event = event.field("stateStore", shared.describe_store());
+    if let Some(crew) = &options.crew {
+        event = event.field("crew", crew);
     }
     audit_log.append(&event.finish())?;
     if let Some(tool_use_id) = &hook.tool_use_id {
-        session.tool_uses.decided(ToolUse {
+        let mut links = SessionState::open(&options.links_folder, &hook.session_id)?;
+        links.tool_uses.decided(ToolUse {
             tool_use_id: tool_use_id.clone(),
             id,
             agent: call.agent.clone(),
@@ -733,9 +766,8 @@ fn decide(
             input: Some(input_digest(&hook.tool_input)),
             ran: false,
         });
+        links.save(options.fsync)?;
     }
-    session.save(options.fsync)?;
-    drop(session);
     if let Some(line) = hook_output(&judgement) {
         write_answer(out, &line)?;
     }
@@ -758,7 +790,7 @@ fn record_run(
     audit_log: &mut AuditLog,
     out: &mut dyn Write,
 ) -> Result<Ran> {
-    let mut session = SessionState::open(&options.state_folder, &hook.session_id)?;
+    let mut session = SessionState::open(&options.links_folder, &hook.session_id)?;
     let known = hook
         .tool_use_id
         .as_deref()

@@ -4,7 +4,9 @@
 //! relays newline-delimited JSON-RPC both ways, byte for byte, except:
 //! - every `tools/call` request from the client becomes a call (`agent` from `--agent`, `tool` =
 //!   `params.name`, `args` = `params.arguments`, `source` = `agent`) and is decided by
-//!   [`evaluate_with_state`], with the session's [`CrewState`] updated after each decision. An
+//!   [`crate::decision::evaluate_with_state`], with the session's [`CrewState`] updated after each
+//!   decision (this process's own, or with `--crew` the crew's in a shared [`crate::store`]; a
+//!   store that fails denies the call). An
 //!   allowed call is forwarded; a denied one is answered by sc-mcp itself with the same `id` and a
 //!   tool result with `isError: true`, and never reaches the server; a held one is put to the
 //!   person (the approver's own code, [`crate::approve`]) and, unless approved, is answered like
@@ -82,12 +84,13 @@ use crate::approve::web::{self, WebApprovals};
 use crate::approve::{approval_for, render_prompt, Hold, Human, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
-use crate::decision::{evaluate_with_state, Decision, Judgement};
+use crate::decision::{Decision, Judgement};
 use crate::jsonl::{self, JsonLine, Line, LineReader};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
 use crate::sanitize::for_terminal;
 use crate::state::{AgentState, CrewState};
+use crate::store::{Owner, StateHandle, Timing};
 use crate::strict_json;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.
@@ -120,6 +123,8 @@ const INTERNAL_ERROR: i64 = -32603;
 #[derive(Debug, Clone)]
 pub struct McpOptions {
     pub policy: Policy,
+    /// The clock decisions are made at, and `--taint-ttl`.
+    pub timing: Timing,
     /// The agent every call is made in the name of.
     pub agent: String,
     /// Shown in the approver's prompt; the human enforces it.
@@ -1270,7 +1275,8 @@ struct ClientSide<'a> {
     questions: Questions,
     /// The web page, with `--web`.
     page: Option<Page>,
-    state: CrewState,
+    state: StateHandle,
+    timing: Timing,
     ids: IdMinter,
 }
 
@@ -1521,6 +1527,7 @@ impl ClientSide<'_> {
         });
         let in_use_by = session.id_in_use(&id);
         let id_in_use = in_use_by.is_some();
+        let mut agent_state = None;
         let judgement = match (&parsed, in_use_by) {
             (_, Some(user)) => Judgement {
                 decision: Decision::Deny,
@@ -1528,23 +1535,25 @@ impl ClientSide<'_> {
                     "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
                 )],
             },
-            (Ok(call), None) => evaluate_with_state(call, &session.policy, &self.state),
+            // Decided and recorded in one step; a state store that fails denies the call.
+            (Ok(call), None) => {
+                let decided = self
+                    .state
+                    .decide(call, &call_id, &session.policy, &self.timing);
+                agent_state = decided.agent;
+                decided.judgement
+            }
             (Err(malformed), None) => Judgement::malformed(malformed),
         };
-        if let Ok(call) = &parsed {
-            self.state
-                .record(call, &call_id, &judgement, &session.policy);
+        let verdict = Verdict::new(&call_id, &call_value, &judgement, agent_state.as_ref());
+        let mut event = audit::event(Stage::Gate, &call_id).raw_members(verdict.members());
+        if let Some(shared) = self.state.shared() {
+            event = event.field("stateStore", shared.describe_store());
+            if let Owner::Crew(crew) = &shared.key().owner {
+                event = event.field("crew", crew);
+            }
         }
-        let verdict = Verdict::new(
-            &call_id,
-            &call_value,
-            &judgement,
-            self.state.agent(&session.agent),
-        );
-        let event = audit::event(Stage::Gate, &call_id)
-            .raw_members(verdict.members())
-            .finish();
-        self.audit_or_answer(&id.value, &event)?;
+        self.audit_or_answer(&id.value, &event.finish())?;
         session.narrate(&format!(
             "sc-mcp: {:<5} {} → {}: {}",
             judgement.decision.as_str().to_uppercase(),
@@ -2033,6 +2042,18 @@ pub fn run(
     command: &[OsString],
     human: &mut dyn Human,
 ) -> Result<u8> {
+    let state = StateHandle::Memory(CrewState::new());
+    run_with_state(options, audit_log, state, command, human)
+}
+
+/// [`run`], with the crew's state in memory (this process's alone) or in a shared store.
+pub fn run_with_state(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    state: StateHandle,
+    command: &[OsString],
+    human: &mut dyn Human,
+) -> Result<u8> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
@@ -2156,7 +2177,8 @@ pub fn run(
         client_elicits: false,
         questions: Questions::default(),
         page,
-        state: CrewState::new(),
+        state,
+        timing: options.timing.clone(),
         ids: IdMinter::new(),
     };
     let mut reader = LineReader::new(input, options.max_message_bytes);

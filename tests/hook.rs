@@ -180,14 +180,13 @@ fn two_sessions_do_not_share_taint() {
     );
     let (verdict, _) = decision(&hook(&scratch, &in_session("bash", "session-a"))).unwrap();
     assert_eq!(verdict, "ask");
-    // Each session has its own state file beside the audit log.
-    let folder = scratch.path("logs/sc-hook");
-    assert!(folder.join("session-a.json").is_file());
-    assert!(folder.join("session-b.json").is_file());
-    let b: Value =
-        serde_json::from_str(&std::fs::read_to_string(folder.join("session-b.json")).unwrap())
-            .unwrap();
-    assert!(b.get("crewTaintedBy").is_none(), "{b}");
+    // Each session has its own state in the store beside the audit log.
+    assert!(stored_state(&scratch, "session/session-a/gate").is_some());
+    let b = stored_state(&scratch, "session/session-b/gate");
+    assert!(
+        b.as_ref().is_none_or(|b| b.get("crewTaintedBy").is_none()),
+        "{b:?}"
+    );
 }
 
 #[test]
@@ -259,10 +258,7 @@ fn concurrent_hooks_of_one_session_take_turns_with_the_state() {
     for run in runs {
         assert_eq!(decision(&run.join().unwrap()), None);
     }
-    let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(scratch.path("logs/sc-hook/busy.json")).unwrap(),
-    )
-    .unwrap();
+    let state = stored_state(&scratch, "session/busy/gate").unwrap();
     assert_eq!(state["agents"]["claude-code"]["spent"], 16.0, "{state}");
     assert_eq!(scratch.audit_events().len(), 16);
     let verify = scratch.cmd_report_args(&["--verify"]).output().unwrap();
@@ -393,10 +389,6 @@ fn an_unwritable_audit_log_or_state_exits_2() {
         .output()
         .unwrap();
     assert_blocked(&out, "cannot write the audit log /dev/full");
-    // The state was not saved either: the failed call left no taint behind.
-    assert!(!state
-        .join("5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json")
-        .exists());
     // The state folder is a file.
     let not_a_folder = scratch.write("not-a-folder", "x");
     assert_blocked(
@@ -410,14 +402,15 @@ fn an_unwritable_audit_log_or_state_exits_2() {
             ],
             &input,
         ),
-        "state folder",
+        "state store unavailable",
     );
     // A state file that cannot be read is never taken as a clean start.
-    scratch.write(
-        "logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json",
-        "{\"agents\":",
+    // A store that is not a database is never taken as a clean start.
+    scratch.write("logs/state.sqlite", "{\"agents\":");
+    assert_blocked(
+        &hook(&scratch, &recorded("bash")),
+        "state store unavailable",
     );
-    assert_blocked(&hook(&scratch, &recorded("bash")), "unreadable");
 }
 
 /// The README's settings.json snippet is valid JSON that installs sc-hook for both events, for
@@ -455,12 +448,12 @@ fn the_readme_shows_a_working_settings_snippet() {
 #[test]
 fn a_state_file_in_any_other_shape_exits_2() {
     let scratch = Scratch::new();
-    let state_file = "logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json";
+    let key = "session/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c/gate";
     // A real state: the session read a web page, so Bash is asked about.
     assert_eq!(decided(&scratch, "webfetch"), None);
     assert_eq!(decided(&scratch, "bash").as_deref(), Some("ask"));
-    let written = std::fs::read_to_string(scratch.path(state_file)).unwrap();
-    assert!(written.ends_with("}\n"), "{written}");
+    let written = stored_text(&scratch, key).unwrap();
+    assert!(written.ends_with('}'), "{written}");
     let cases: Vec<(String, &str)> = vec![
         ("[]".into(), "must be an object, not an array"),
         ("[]\n".into(), "must be an object, not an array"),
@@ -489,18 +482,48 @@ fn a_state_file_in_any_other_shape_exits_2() {
         ),
     ];
     for (text, expected) in cases {
-        scratch.write(state_file, &text);
+        store_text(&scratch, key, &text);
         let out = hook(&scratch, &recorded("bash"));
-        assert_blocked(&out, "unreadable");
+        assert_blocked(&out, "refused rather than read as clean");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expected), "{text:?}: {stderr}");
     }
     // The state as it was written still reads, and still holds the taint.
-    scratch.write(state_file, &written);
+    store_text(&scratch, key, &written);
     assert_eq!(decided(&scratch, "bash").as_deref(), Some("ask"));
-    // No state file at all is a session seen for the first time.
-    std::fs::remove_file(scratch.path(state_file)).unwrap();
+    // No state at all is a session seen for the first time.
+    rusqlite::Connection::open(scratch.path("logs/state.sqlite"))
+        .unwrap()
+        .execute("DELETE FROM sc_states WHERE key = ?1", [key])
+        .unwrap();
     assert_eq!(decided(&scratch, "bash"), None);
+}
+
+/// A state as the store beside the audit log holds it, by its key.
+fn stored_text(scratch: &Scratch, key: &str) -> Option<String> {
+    use rusqlite::OptionalExtension;
+    rusqlite::Connection::open(scratch.path("logs/state.sqlite"))
+        .unwrap()
+        .query_row("SELECT state FROM sc_states WHERE key = ?1", [key], |row| {
+            row.get(0)
+        })
+        .optional()
+        .unwrap()
+}
+
+fn stored_state(scratch: &Scratch, key: &str) -> Option<Value> {
+    stored_text(scratch, key).map(|text| serde_json::from_str(&text).unwrap())
+}
+
+/// Edits a state in the store, as someone with the file could.
+fn store_text(scratch: &Scratch, key: &str, text: &str) {
+    rusqlite::Connection::open(scratch.path("logs/state.sqlite"))
+        .unwrap()
+        .execute(
+            "UPDATE sc_states SET state = ?2 WHERE key = ?1",
+            [key, text],
+        )
+        .unwrap();
 }
 
 /// Issue 13: with `budgetScope: "crew"`, the main thread and its subagents share one budget.
@@ -794,14 +817,12 @@ fn a_post_tool_use_without_a_tool_use_id_is_recorded_as_unknown() {
     let mut pre: Value = serde_json::from_str(&recorded("webfetch")).unwrap();
     pre.as_object_mut().unwrap().remove("tool_use_id");
     assert_eq!(decision(&hook(&scratch, &pre.to_string())), None);
-    let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            scratch.path("logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    assert!(state.get("toolUses").is_none(), "{state}");
+    // Nothing is remembered to link it by: the session's call links hold no call, if they exist.
+    let links = scratch.path("logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json");
+    if let Ok(text) = std::fs::read_to_string(&links) {
+        let state: Value = serde_json::from_str(&text).unwrap();
+        assert!(state.get("toolUses").is_none(), "{state}");
+    }
     let mut post: Value = serde_json::from_str(&recorded_post("webfetch")).unwrap();
     post.as_object_mut().unwrap().remove("tool_use_id");
     assert_recorded_quietly(&hook(&scratch, &post.to_string()));

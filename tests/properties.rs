@@ -359,6 +359,7 @@ fn crew_state() -> impl Strategy<Value = CrewState> {
                 crew_tainted_by,
                 crew_spent,
                 crew_inexact,
+                ..CrewState::default()
             }
         })
 }

@@ -21,4 +21,5 @@ mod pipeline;
 mod properties;
 mod report;
 mod stateful;
+mod store;
 mod web;

@@ -91,6 +91,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "sc-report" => PathBuf::from(env!("CARGO_BIN_EXE_sc-report")),
         "sc-mcp" => PathBuf::from(env!("CARGO_BIN_EXE_sc-mcp")),
         "sc-hook" => PathBuf::from(env!("CARGO_BIN_EXE_sc-hook")),
+        "sc-state" => PathBuf::from(env!("CARGO_BIN_EXE_sc-state")),
         other => panic!("no binary named {other}"),
     }
 }
@@ -235,4 +236,111 @@ pub fn outcome_reason(record: &Value) -> &str {
     record["outcome"]["reason"]
         .as_str()
         .unwrap_or_else(|| panic!("no outcome reason in {record}"))
+}
+
+/// A real `redis-server` (Debian's package, which `make test-deps` installs) on a free loopback
+/// port, with no persistence, in a temp folder of its own; killed when dropped.
+pub struct RedisServer {
+    child: Option<std::process::Child>,
+    pub port: u16,
+    dir: TempDir,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits until it answers PING.
+    pub fn start() -> RedisServer {
+        let mut server = RedisServer {
+            child: None,
+            port: 0,
+            dir: tempfile::tempdir().expect("a temp dir"),
+        };
+        for _ in 0..20 {
+            server.port = free_port();
+            if server.start_again() {
+                return server;
+            }
+        }
+        panic!("redis-server did not start on any of 20 free ports");
+    }
+
+    /// `redis://127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts the server again on its port (after [`RedisServer::stop`]); whether it answers.
+    pub fn start_again(&mut self) -> bool {
+        assert!(self.child.is_none(), "the server is running");
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--protected-mode", "yes", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server runs (make test-deps installs it)");
+        self.child = Some(child);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                // The port was taken after all.
+                self.child = None;
+                return false;
+            }
+            if self.pings() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!(
+            "redis-server on port {} did not answer within 30 s",
+            self.port
+        );
+    }
+
+    /// Whether the server answers PING now.
+    pub fn pings(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        let mut answer = [0u8; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut answer).is_ok()
+            && &answer == b"+PONG\r\n"
+    }
+
+    /// Kills the server and waits for it to end.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A connection for a test to look at or spoil what the server holds.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .expect("connect to the test redis-server")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("bind a free port")
+        .port()
 }

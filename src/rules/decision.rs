@@ -29,7 +29,7 @@
 
 use super::argrules::{self, Violation, WhenTainted};
 use super::policy::{BudgetScope, Policy};
-use super::state::CrewState;
+use super::state::{CrewState, Span};
 use crate::amount::Amount;
 use crate::call::{Call, Malformed, Source};
 use crate::sanitize::quoted;
@@ -183,9 +183,14 @@ fn sensitive_tool_from_tainted_agent(
     Some(Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{} is tainted: untrusted content was read through {} earlier in this stream, so a sensitive call from it needs a person unless the user ordered it",
+            "{} is tainted: untrusted content was read through {} earlier {}, so a sensitive call from it needs a person unless the user ordered it",
             quoted(&call.agent),
-            cause.describe()
+            cause.describe(),
+            match &state.span {
+                Span::Stream => "in this stream".to_owned(),
+                Span::Session => "in this session".to_owned(),
+                Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
+            }
         ),
     })
 }
@@ -211,11 +216,21 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
             "the crew's budget",
         ),
     };
+    // Only written when a reason needs it.
+    let span = || match (&state.spend_window, policy.budget_window()) {
+        (Some(window), Some(_)) => format!("in this UTC {} (from {})", window.unit, window.start),
+        _ => match &state.span {
+            Span::Stream => "in this stream".to_owned(),
+            Span::Session => "in this session".to_owned(),
+            Span::Crew(crew) => format!("in crew {} since its state was last reset", quoted(crew)),
+        },
+    };
     if total > budget {
         return Some(Finding {
             decision: Decision::Hold,
             reason: format!(
-                "{whose} in this stream would total {total} ({before} {before_whom}), above {budget_of} of {budget}"
+                "{whose} {} would total {total} ({before} {before_whom}), above {budget_of} of {budget}",
+                span()
             ),
         });
     }
@@ -223,7 +238,8 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
     (total == budget && !exact).then(|| Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{whose} in this stream would total about {total}, too close to {budget_of} of {budget} to tell in floating point, so a person must check it"
+            "{whose} {} would total about {total}, too close to {budget_of} of {budget} to tell in floating point, so a person must check it",
+            span()
         ),
     })
 }

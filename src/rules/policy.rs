@@ -45,6 +45,7 @@ pub const KEYS: &[&str] = &[
     "taintScope",
     "holdAboveTotal",
     "budgetScope",
+    "budgetWindow",
     "agents",
     "toolArgs",
 ];
@@ -107,6 +108,61 @@ pub enum BudgetScope {
     Crew,
 }
 
+/// The calendar window (UTC) a budget spans with `budgetWindow`; without one, the budget spans
+/// the state's whole life (a stream, a session, or a shared crew's state until it is reset).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetWindow {
+    /// From the top of each hour.
+    Hour,
+    /// From midnight UTC each day.
+    Day,
+    /// From Monday 00:00 UTC each week (ISO 8601 weeks).
+    Week,
+}
+
+impl BudgetWindow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetWindow::Hour => "hour",
+            BudgetWindow::Day => "day",
+            BudgetWindow::Week => "week",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<BudgetWindow> {
+        match text {
+            "hour" => Some(BudgetWindow::Hour),
+            "day" => Some(BudgetWindow::Day),
+            "week" => Some(BudgetWindow::Week),
+            _ => None,
+        }
+    }
+
+    /// The start, in seconds since the Unix epoch, of the window that holds `seconds`.
+    pub fn start_of(self, seconds: u64) -> u64 {
+        const HOUR: u64 = 3600;
+        const DAY: u64 = 24 * HOUR;
+        match self {
+            BudgetWindow::Hour => seconds - seconds % HOUR,
+            BudgetWindow::Day => seconds - seconds % DAY,
+            BudgetWindow::Week => {
+                let days = seconds / DAY;
+                // 1970-01-01 was a Thursday: three days after a Monday.
+                days.saturating_sub((days + 3) % 7) * DAY
+            }
+        }
+    }
+}
+
+impl fmt::Display for BudgetWindow {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A validated policy. Build one with [`Policy::new`], [`Policy::load`] or [`Policy::default`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -117,6 +173,7 @@ pub struct Policy {
     taint_scope: TaintScope,
     hold_above_total: Option<f64>,
     budget_scope: BudgetScope,
+    budget_window: Option<BudgetWindow>,
     agents: BTreeMap<String, ToolList>,
     tool_args: Vec<ArgRule>,
 }
@@ -132,6 +189,8 @@ pub struct PolicySettings {
     /// No budget when `None`.
     pub hold_above_total: Option<f64>,
     pub budget_scope: BudgetScope,
+    /// The calendar window the budget spans; `None`: the state's whole life.
+    pub budget_window: Option<BudgetWindow>,
     /// Agent name (or `*` for agents not named) → the tools it may use. Empty: no restriction.
     pub agents: BTreeMap<String, Vec<String>>,
     /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
@@ -152,6 +211,7 @@ impl Default for PolicySettings {
             taint_scope: TaintScope::Agent,
             hold_above_total: None,
             budget_scope: BudgetScope::Agent,
+            budget_window: None,
             agents: BTreeMap::new(),
             tool_args: Vec::new(),
         }
@@ -217,6 +277,11 @@ impl Policy {
                 "key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`".to_owned(),
             ));
         }
+        if settings.budget_window.is_some() && settings.hold_above_total.is_none() {
+            return Err(error(
+                "key `budgetWindow`: a window spans the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetWindow`".to_owned(),
+            ));
+        }
         Ok(Policy {
             hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
                 .map_err(error)?,
@@ -230,6 +295,7 @@ impl Policy {
                 .transpose()
                 .map_err(error)?,
             budget_scope: settings.budget_scope,
+            budget_window: settings.budget_window,
             agents,
             tool_args: settings.tool_args,
         })
@@ -303,6 +369,10 @@ impl Policy {
         self.budget_scope
     }
 
+    pub fn budget_window(&self) -> Option<BudgetWindow> {
+        self.budget_window
+    }
+
     pub fn deny_tools(&self) -> &ToolList {
         &self.deny_tools
     }
@@ -364,6 +434,17 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
                     value,
                     &[("agent", BudgetScope::Agent), ("crew", BudgetScope::Crew)],
                 )?
+            }
+            "budgetWindow" => {
+                settings.budget_window = Some(one_of(
+                    key,
+                    value,
+                    &[
+                        ("hour", BudgetWindow::Hour),
+                        ("day", BudgetWindow::Day),
+                        ("week", BudgetWindow::Week),
+                    ],
+                )?)
             }
             "agents" => settings.agents = agents(key, value)?,
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
@@ -607,6 +688,61 @@ mod tests {
         );
         let agent = Policy::from_json_str(r#"{"budgetScope": "agent"}"#).unwrap();
         assert_eq!(agent, Policy::default());
+    }
+
+    #[test]
+    fn a_budget_window_is_an_hour_a_day_or_a_week() {
+        assert_eq!(Policy::default().budget_window(), None);
+        let daily =
+            Policy::from_json_str(r#"{"holdAboveTotal": 300, "budgetWindow": "day"}"#).unwrap();
+        assert_eq!(daily.budget_window(), Some(BudgetWindow::Day));
+        for (text, expected) in [
+            (
+                r#"{"budgetWindow": "day"}"#,
+                "key `budgetWindow`: a window spans the budget `holdAboveTotal`, which the policy does not set",
+            ),
+            (
+                r#"{"holdAboveTotal": 1, "budgetWindow": "Day"}"#,
+                "did you mean \"day\"?",
+            ),
+            (
+                r#"{"holdAboveTotal": 1, "budgetWindow": "month"}"#,
+                "key `budgetWindow`: expected \"hour\", \"day\" or \"week\", found \"month\"",
+            ),
+            (r#"{"holdAboveTotal": 1, "budgetWindow": 24}"#, "key `budgetWindow`"),
+            (r#"{"budgetWindo": "day"}"#, "did you mean `budgetWindow`?"),
+        ] {
+            let message = load_err(text);
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn windows_start_on_utc_calendar_boundaries() {
+        // 2026-12-02T13:45:10Z, a Wednesday.
+        let t = 1_796_219_110;
+        let hour = BudgetWindow::Hour.start_of(t);
+        let day = BudgetWindow::Day.start_of(t);
+        let week = BudgetWindow::Week.start_of(t);
+        let show = |s: u64| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(s),
+            )
+            .to_string()
+        };
+        assert_eq!(show(t), "2026-12-02T13:45:10Z");
+        assert_eq!(show(hour), "2026-12-02T13:00:00Z");
+        assert_eq!(show(day), "2026-12-02T00:00:00Z");
+        assert_eq!(show(week), "2026-11-30T00:00:00Z", "the Monday before");
+        // A boundary belongs to the window it starts.
+        assert_eq!(BudgetWindow::Week.start_of(week), week);
+        assert_eq!(BudgetWindow::Week.start_of(week - 1), week - 7 * 86_400);
+        assert_eq!(BudgetWindow::Day.start_of(day - 1), day - 86_400);
+        assert_eq!(
+            BudgetWindow::Week.start_of(0),
+            0,
+            "before the first Monday of 1970"
+        );
     }
 
     #[test]

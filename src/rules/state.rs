@@ -14,17 +14,24 @@
 //! choose its own name can start clean under a new one, so where agents name themselves the
 //! crew scopes (`taintScope`, `budgetScope`) are the ones that bind.
 //!
-//! The state is also a file (sc-hook keeps one per session), and [`CrewState::from_json`] reads
-//! it back only in the exact shape [`CrewState`] writes: anything else is an error, never a
-//! fresh start.
+//! Time enters only through [`CrewState::enter`] and [`CrewState::record_at`], with the time a
+//! door read from its [`Clock`]: with `budgetWindow`, spend from an ended window (UTC calendar
+//! hour, day or week) no longer counts; with a taint TTL, a taint whose last untrusted read is
+//! older than the TTL is lifted. A test passes a [`SetClock`] instead of sleeping.
+//!
+//! The state is also stored (in a [`crate::store`], shared by the processes of one crew), and
+//! [`CrewState::from_json`] reads it back only in the exact shape [`CrewState`] writes: anything
+//! else is an error, never a fresh start.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::policy::{BudgetScope, Policy, TaintScope};
+use super::policy::{BudgetScope, BudgetWindow, Policy, TaintScope};
 use super::verdict::{Decision, Judgement};
 use crate::amount::Amount;
 use crate::call::Call;
@@ -44,6 +51,10 @@ pub struct TaintCause {
     /// The key argument, as `name=value` (e.g. `url=https://example.com/page`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// When untrusted content was last read (by this agent; for the crew's taint, by any agent),
+    /// RFC 3339 in UTC to the second: a taint TTL counts from it. Absent, the taint never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     /// [`TaintCause::describe`], written once: a tainted agent's every sensitive call names it.
     #[serde(skip)]
     description: OnceLock<String>,
@@ -51,8 +62,14 @@ pub struct TaintCause {
 
 impl PartialEq for TaintCause {
     fn eq(&self, other: &TaintCause) -> bool {
-        (&self.agent, &self.tool, &self.id, &self.argument)
-            == (&other.agent, &other.tool, &other.id, &other.argument)
+        (&self.agent, &self.tool, &self.id, &self.argument, &self.at)
+            == (
+                &other.agent,
+                &other.tool,
+                &other.id,
+                &other.argument,
+                &other.at,
+            )
     }
 }
 
@@ -65,8 +82,15 @@ impl TaintCause {
             tool,
             id,
             argument,
+            at: None,
             description: OnceLock::new(),
         }
+    }
+
+    /// The same cause, stamped with the time of the read.
+    pub fn at(mut self, at: Option<String>) -> TaintCause {
+        self.at = at;
+        self
     }
 
     /// How reasons name the cause: `fetch_page (id 1a2b-3, url=https://…) by helper`.
@@ -101,6 +125,98 @@ pub struct AgentState {
     pub inexact: bool,
 }
 
+/// Where the time comes from: the system's clock, or a [`SetClock`] in tests.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now(&self) -> SystemTime;
+}
+
+/// The system's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock that says what it was last set to, to the second: what tests pass instead of waiting.
+#[derive(Debug, Default)]
+pub struct SetClock(AtomicU64);
+
+impl SetClock {
+    /// A clock at `seconds` since the Unix epoch.
+    pub fn at(seconds: u64) -> SetClock {
+        SetClock(AtomicU64::new(seconds))
+    }
+
+    pub fn set(&self, seconds: u64) {
+        self.0.store(seconds, Ordering::SeqCst);
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_secs(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for SetClock {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// Seconds since the Unix epoch (0 before it).
+pub fn unix_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// RFC 3339 in UTC to the second, as the state writes times: `2026-12-02T13:00:00Z`.
+pub fn rfc3339_seconds(seconds: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(seconds)).to_string()
+}
+
+/// Reads a time the state wrote ([`rfc3339_seconds`]).
+fn parse_seconds(text: &str) -> Option<u64> {
+    let time = humantime::parse_rfc3339(text).ok()?;
+    (rfc3339_seconds(unix_seconds(time)) == text).then(|| unix_seconds(time))
+}
+
+/// The budget window the spend counts in: its unit, and when it started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SpendWindow {
+    pub unit: BudgetWindow,
+    /// RFC 3339 in UTC ([`rfc3339_seconds`]).
+    pub start: String,
+}
+
+impl SpendWindow {
+    /// The window of `unit` that holds `now`.
+    pub fn holding(unit: BudgetWindow, now: SystemTime) -> SpendWindow {
+        SpendWindow {
+            unit,
+            start: rfc3339_seconds(unit.start_of(unix_seconds(now))),
+        }
+    }
+
+    /// Whether the window has ended by `now` (a later window of its unit has started).
+    pub fn ended_by(&self, now: SystemTime) -> bool {
+        let current = SpendWindow::holding(self.unit, now);
+        parse_seconds(&current.start) > parse_seconds(&self.start)
+    }
+}
+
+/// What a state spans, for the reasons that name it: a stream (in memory), one session, or a
+/// crew's shared state. Not stored: the store that reads a state says what it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Span {
+    #[default]
+    Stream,
+    Session,
+    Crew(String),
+}
+
 /// The crew's state across a stream.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -115,6 +231,12 @@ pub struct CrewState {
     /// Whether `crew_spent` may differ from the exact decimal sum (as [`AgentState::inexact`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub crew_inexact: bool,
+    /// With `budgetWindow`, the window the spend counts in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend_window: Option<SpendWindow>,
+    /// What the state spans, for the reasons.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 impl CrewState {
@@ -150,8 +272,113 @@ impl CrewState {
         self.agents.get(agent)
     }
 
+    /// Brings the state to `now`, before a decision: with the policy's `budgetWindow`, spend
+    /// from a window that has ended no longer counts (a later window is never left for an
+    /// earlier one: a process whose clock is behind another's spends in the later window); with
+    /// `taint_ttl`, a taint whose last untrusted read is that old is lifted. A taint with no time
+    /// never expires.
+    pub fn enter(&mut self, policy: &Policy, now: SystemTime, taint_ttl: Option<Duration>) {
+        match policy.budget_window() {
+            Some(unit) => {
+                let current = SpendWindow::holding(unit, now);
+                let keep = self.spend_window.as_ref().is_some_and(|window| {
+                    window.unit == unit
+                        && parse_seconds(&window.start) >= parse_seconds(&current.start)
+                });
+                if !keep {
+                    self.clear_spend();
+                    self.spend_window = Some(current);
+                }
+            }
+            None => self.spend_window = None,
+        }
+        if let Some(ttl) = taint_ttl {
+            let now = unix_seconds(now);
+            let expired = |cause: &Option<TaintCause>| {
+                cause
+                    .as_ref()
+                    .and_then(|cause| cause.at.as_deref())
+                    .and_then(parse_seconds)
+                    .is_some_and(|at| at.saturating_add(ttl.as_secs()) <= now)
+            };
+            for agent in self.agents.values_mut() {
+                if expired(&agent.tainted_by) {
+                    agent.tainted_by = None;
+                }
+            }
+            if expired(&self.crew_tainted_by) {
+                self.crew_tainted_by = None;
+            }
+            self.keep_crew_taint();
+            self.agents
+                .retain(|_, agent| agent.tainted_by.is_some() || agent.spent != 0.0);
+        }
+    }
+
+    /// Every agent's spend, and the crew's, back to 0.
+    fn clear_spend(&mut self) {
+        for agent in self.agents.values_mut() {
+            agent.spent = 0.0;
+            agent.inexact = false;
+        }
+        self.agents.retain(|_, agent| agent.tainted_by.is_some());
+        self.crew_spent = 0.0;
+        self.crew_inexact = false;
+    }
+
+    /// The crew stays tainted while any agent is: by the agent taint read last.
+    fn keep_crew_taint(&mut self) {
+        if self.crew_tainted_by.is_none() {
+            self.crew_tainted_by = self
+                .agents
+                .values()
+                .filter_map(|agent| agent.tainted_by.as_ref())
+                .max_by(|a, b| a.at.cmp(&b.at))
+                .cloned();
+        }
+    }
+
+    /// Clears one agent's taint and spend (`sc-state reset --agent`); the crew's spend loses the
+    /// agent's, and a crew taint it caused passes to another tainted agent's, if any. Whether
+    /// the agent had a state.
+    pub fn reset_agent(&mut self, agent: &str) -> bool {
+        if self.agents.remove(agent).is_none() {
+            return false;
+        }
+        let (mut sum, mut inexact) = (0.0, false);
+        for state in self.agents.values() {
+            let (added, exact) = add_exactly(sum, state.spent);
+            sum = added.min(f64::MAX);
+            inexact |= state.inexact || !exact;
+        }
+        self.crew_spent = sum;
+        self.crew_inexact = inexact;
+        if self
+            .crew_tainted_by
+            .as_ref()
+            .is_some_and(|cause| cause.agent == agent)
+        {
+            self.crew_tainted_by = None;
+        }
+        self.keep_crew_taint();
+        true
+    }
+
     /// Updates the state after a call was decided. Denied calls change nothing.
     pub fn record(&mut self, call: &Call, id: &str, judgement: &Judgement, policy: &Policy) {
+        self.record_at(call, id, judgement, policy, None);
+    }
+
+    /// [`CrewState::record`], with the time of the call: a tainting read stamps the taint with
+    /// it (the agent's and the crew's, kept or new), so a taint TTL counts from the last read.
+    pub fn record_at(
+        &mut self,
+        call: &Call,
+        id: &str,
+        judgement: &Judgement,
+        policy: &Policy,
+        now: Option<SystemTime>,
+    ) {
         if judgement.decision == Decision::Deny {
             return;
         }
@@ -173,17 +400,32 @@ impl CrewState {
         let (sum, sum_exact) = add_exactly(agent.spent, amount);
         agent.inexact |= !amount_exact || !sum_exact;
         agent.spent = sum.min(f64::MAX);
-        // The first taint is the one kept: a cause is only built when it will be.
-        let untrusted_output = policy.has_untrusted_output(&call.tool);
-        if untrusted_output && (agent.tainted_by.is_none() || self.crew_tainted_by.is_none()) {
+        // The first taint is the one kept (a later read only moves its time on): a cause is
+        // only built when it will be.
+        if !policy.has_untrusted_output(&call.tool) {
+            return;
+        }
+        let at = now.map(|now| rfc3339_seconds(unix_seconds(now)));
+        if agent.tainted_by.is_none() || self.crew_tainted_by.is_none() {
             let taint = TaintCause::new(
                 call.agent.clone(),
                 call.tool.clone(),
                 id.to_owned(),
                 key_argument(call),
-            );
+            )
+            .at(at.clone());
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
+        }
+        if at.is_some() {
+            for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
+                .into_iter()
+                .flatten()
+            {
+                if cause.at < at {
+                    cause.at.clone_from(&at);
+                }
+            }
         }
     }
 }
@@ -234,8 +476,35 @@ impl CrewState {
                     "agent {shown} is tainted but the crew is not (`crewTaintedBy` is missing)"
                 ));
             }
+            time("taintedBy.at", agent.tainted_by.as_ref())?;
+        }
+        time("crewTaintedBy.at", self.crew_tainted_by.as_ref())?;
+        if let Some(window) = &self.spend_window {
+            let start = parse_seconds(&window.start).ok_or_else(|| {
+                format!(
+                    "`spendWindow.start` {} is not a time as the state writes it (such as 2026-12-02T00:00:00Z)",
+                    quoted(&window.start)
+                )
+            })?;
+            if window.unit.start_of(start) != start {
+                return Err(format!(
+                    "`spendWindow.start` {} is not the start of a UTC {}",
+                    quoted(&window.start),
+                    window.unit
+                ));
+            }
         }
         Ok(())
+    }
+}
+
+fn time(what: &str, cause: Option<&TaintCause>) -> Result<(), String> {
+    match cause.and_then(|cause| cause.at.as_deref()) {
+        Some(at) if parse_seconds(at).is_none() => Err(format!(
+            "`{what}` {} is not a time as the state writes it (such as 2026-12-02T13:45:10Z)",
+            quoted(at)
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -258,16 +527,24 @@ fn objects_where_states_go(value: &Value) -> Result<(), String> {
             return Ok(());
         };
         let cause = object(value, what)?;
-        match cause.get("argument") {
-            None | Some(Value::String(_)) => Ok(()),
-            Some(other) => Err(format!(
-                "{what}.argument must be a string, not {}",
-                strict_json::type_name(other)
-            )),
+        for key in ["argument", "at"] {
+            match cause.get(key) {
+                None | Some(Value::String(_)) => {}
+                Some(other) => {
+                    return Err(format!(
+                        "{what}.{key} must be a string, not {}",
+                        strict_json::type_name(other)
+                    ))
+                }
+            }
         }
+        Ok(())
     }
     let state = object(value, "the state")?;
     cause(state.get("crewTaintedBy"), "`crewTaintedBy`")?;
+    if let Some(window) = state.get("spendWindow") {
+        object(window, "`spendWindow`")?;
+    }
     if let Some(agents) = state.get("agents") {
         for (name, agent) in object(agents, "`agents`")? {
             let what = format!("agent {}", quoted(name));
@@ -506,5 +783,169 @@ mod tests {
         }
         let err = CrewState::from_json(b"{\"agents\":{\"\xff\":{}}}").unwrap_err();
         assert!(err.contains("not valid UTF-8"), "{err}");
+    }
+
+    fn day_policy() -> Policy {
+        Policy::from_json_str(r#"{"holdAboveTotal":300,"budgetWindow":"day"}"#).unwrap()
+    }
+
+    fn pay(agent: &str, amount: u32) -> Call {
+        call(&format!(
+            r#"{{"agent":"{agent}","tool":"send_payment","args":{{"to":"x","amount":{amount}}},"source":"user"}}"#
+        ))
+    }
+
+    #[test]
+    fn spend_counts_in_its_window_and_a_new_window_starts_afresh() {
+        let policy = day_policy();
+        // 2026-12-02T23:59:00Z, then a minute later the next day.
+        let late = UNIX_EPOCH + Duration::from_secs(1_796_255_940);
+        let mut state = CrewState::new();
+        state.enter(&policy, late, None);
+        state.record_at(&pay("b", 200), "1", &allow(), &policy, Some(late));
+        state.enter(&policy, late + Duration::from_secs(59), None);
+        assert_eq!(state.spent_by("b"), 200.0, "the same day");
+        assert_eq!(
+            state.spend_window,
+            Some(SpendWindow {
+                unit: BudgetWindow::Day,
+                start: "2026-12-02T00:00:00Z".into()
+            })
+        );
+        let next = late + Duration::from_secs(60);
+        state.enter(&policy, next, None);
+        assert_eq!(state.spent_by("b"), 0.0);
+        assert_eq!(state.crew_spent, 0.0);
+        assert_eq!(
+            state.spend_window.as_ref().unwrap().start,
+            "2026-12-03T00:00:00Z"
+        );
+        // A process whose clock is behind spends in the later window: it never goes back.
+        state.record_at(&pay("b", 50), "2", &allow(), &policy, Some(next));
+        state.enter(&policy, late, None);
+        assert_eq!(state.spent_by("b"), 50.0);
+        assert_eq!(
+            state.spend_window.as_ref().unwrap().start,
+            "2026-12-03T00:00:00Z"
+        );
+        // Without a window, spend spans the state's life.
+        state.enter(
+            &Policy::default(),
+            next + Duration::from_secs(86_400 * 30),
+            None,
+        );
+        assert_eq!(state.spent_by("b"), 50.0);
+        assert_eq!(state.spend_window, None);
+    }
+
+    #[test]
+    fn a_taint_lifts_after_its_ttl_counted_from_the_last_read() {
+        let policy = Policy::from_json_str(r#"{"taintScope":"crew"}"#).unwrap();
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_796_219_110);
+        let ttl = Some(Duration::from_secs(3600));
+        let fetch = |agent: &str| {
+            call(&format!(
+                r#"{{"agent":"{agent}","tool":"fetch_page","args":{{"url":"u"}}}}"#
+            ))
+        };
+        let mut state = CrewState::new();
+        state.record_at(&fetch("h"), "1", &allow(), &policy, Some(t0));
+        let later = t0 + Duration::from_secs(1800);
+        state.record_at(&fetch("s"), "2", &allow(), &policy, Some(later));
+        assert_eq!(
+            state.crew_tainted_by.as_ref().unwrap().at.as_deref(),
+            Some("2026-12-02T14:15:10Z"),
+            "the crew's taint moves on with every read"
+        );
+        assert_eq!(
+            state.crew_tainted_by.as_ref().unwrap().id,
+            "1",
+            "its cause is the first"
+        );
+        state.enter(&policy, t0 + Duration::from_secs(3599), ttl);
+        assert!(state.agent("h").unwrap().tainted_by.is_some());
+        state.enter(&policy, t0 + Duration::from_secs(3600), ttl);
+        assert!(
+            state.agent("h").is_none(),
+            "h's taint lifted, and it had no spend"
+        );
+        assert!(state.agent("s").unwrap().tainted_by.is_some());
+        assert!(
+            state.taint_of("h", &policy).is_some(),
+            "the crew is still tainted by s"
+        );
+        state.enter(&policy, later + Duration::from_secs(3600), ttl);
+        assert_eq!(state, CrewState::new());
+        // Without a TTL, or without a time, a taint stays.
+        let mut state = CrewState::new();
+        state.record(&fetch("h"), "1", &allow(), &policy);
+        state.enter(&policy, t0 + Duration::from_secs(86_400 * 365), ttl);
+        assert!(state.taint_of("h", &policy).is_some());
+        CrewState::from_json(serde_json::to_string(&state).unwrap().as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn resetting_an_agent_takes_its_spend_from_the_crew_and_passes_the_crew_taint_on() {
+        let policy = Policy::default();
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_796_219_110);
+        let mut state = CrewState::new();
+        state.record_at(
+            &call(r#"{"agent":"h","tool":"fetch_page","args":{"url":"u"}}"#),
+            "1",
+            &allow(),
+            &policy,
+            Some(t0),
+        );
+        state.record_at(
+            &call(r#"{"agent":"s","tool":"search_web","args":{"query":"q"}}"#),
+            "2",
+            &allow(),
+            &policy,
+            Some(t0),
+        );
+        state.record(&pay("b", 70), "3", &allow(), &policy);
+        state.record(&pay("h", 30), "4", &allow(), &policy);
+        assert!(state.reset_agent("h"));
+        assert!(!state.reset_agent("h"));
+        assert_eq!(state.crew_spent, 70.0);
+        assert_eq!(state.crew_tainted_by.as_ref().unwrap().agent, "s");
+        assert!(state.reset_agent("s"));
+        assert_eq!(state.crew_tainted_by, None);
+        CrewState::from_json(serde_json::to_string(&state).unwrap().as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn stored_times_and_windows_are_read_strictly() {
+        for (bad, expected) in [
+            (
+                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"day","start":"2026-12-02T01:00:00Z"}}"#,
+                "is not the start of a UTC day",
+            ),
+            (
+                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"month","start":"2026-12-01T00:00:00Z"}}"#,
+                "unknown variant `month`",
+            ),
+            (
+                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"day","start":"yesterday"}}"#,
+                "is not a time",
+            ),
+            (
+                r#"{"agents":{},"crewSpent":0,"spendWindow":null}"#,
+                "`spendWindow` must be an object",
+            ),
+            (
+                r#"{"agents":{},"crewSpent":0,"crewTaintedBy":{"agent":"a","tool":"t","id":"1","at":"soon"}}"#,
+                "`crewTaintedBy.at` soon is not a time",
+            ),
+            (
+                r#"{"agents":{},"crewSpent":0,"crewTaintedBy":{"agent":"a","tool":"t","id":"1","at":null}}"#,
+                "at must be a string, not null",
+            ),
+        ] {
+            let err = CrewState::from_json(bad.as_bytes()).unwrap_err();
+            assert!(err.contains(expected), "{bad}: {err}");
+        }
+        let good = r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"week","start":"2026-11-30T00:00:00Z"}}"#;
+        assert!(CrewState::from_json(good.as_bytes()).is_ok());
     }
 }

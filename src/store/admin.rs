@@ -1,0 +1,213 @@
+//! What `sc-state` does with a store: show a crew's state (each agent's taint, with its cause,
+//! and its spend in the current window) and reset it, with an audit event per reset.
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use serde_json::{json, Map, Value};
+
+use super::{Owner, StateKey, Store, StoreError, View};
+use crate::json_write::JsonLine;
+use crate::sanitize::{for_terminal, quoted};
+use crate::state::{AgentState, CrewState, TaintCause};
+
+/// What a reset clears: a whole crew (or session), or one agent of it.
+#[derive(Debug, Clone)]
+pub struct Reset {
+    pub owner: Owner,
+    pub agent: Option<String>,
+}
+
+/// The keys a reset or a show of `owner` covers: the gate's state, and for a crew sc-exec's.
+pub fn keys_of(owner: &Owner) -> Vec<StateKey> {
+    match owner {
+        Owner::Crew(_) => vec![
+            StateKey {
+                owner: owner.clone(),
+                view: View::Gate,
+            },
+            StateKey {
+                owner: owner.clone(),
+                view: View::Exec,
+            },
+        ],
+        Owner::Session(_) => vec![StateKey {
+            owner: owner.clone(),
+            view: View::Gate,
+        }],
+    }
+}
+
+/// The states at `keys` that exist, read.
+pub fn read_states(
+    store: &mut dyn Store,
+    keys: &[StateKey],
+) -> Result<Vec<(StateKey, CrewState)>, StoreError> {
+    let mut states = Vec::new();
+    for key in keys {
+        if let Some(state) = store.read(key)? {
+            states.push((key.clone(), state));
+        }
+    }
+    Ok(states)
+}
+
+/// A state as it stands at `now`: spend from a budget window that has ended counts for nothing.
+fn current(state: &CrewState, now: SystemTime) -> (CrewState, bool) {
+    let ended = state
+        .spend_window
+        .as_ref()
+        .is_some_and(|window| window.ended_by(now));
+    let mut state = state.clone();
+    if ended {
+        state.crew_spent = 0.0;
+        state.crew_inexact = false;
+        for agent in state.agents.values_mut() {
+            agent.spent = 0.0;
+            agent.inexact = false;
+        }
+    }
+    (state, ended)
+}
+
+fn taint(cause: &TaintCause) -> String {
+    match &cause.at {
+        Some(at) => format!("{} (last untrusted read {at})", cause.describe()),
+        None => cause.describe().to_owned(),
+    }
+}
+
+fn spend(agent: &AgentState) -> String {
+    if agent.inexact {
+        format!("about {}", agent.spent)
+    } else {
+        agent.spent.to_string()
+    }
+}
+
+/// The text `sc-state show` prints.
+pub fn show_text(store: &str, states: &[(StateKey, CrewState)], now: SystemTime) -> String {
+    let mut text = format!("state store {}\n", for_terminal(store));
+    if states.is_empty() {
+        text.push_str("  no state\n");
+        return text;
+    }
+    for (key, stored) in states {
+        let (state, ended) = current(stored, now);
+        let _ = writeln!(text, "{}:", for_terminal(&key.describe()));
+        if let Some(window) = &stored.spend_window {
+            let _ = writeln!(
+                text,
+                "  budget window: the UTC {} from {}{}",
+                window.unit,
+                window.start,
+                if ended {
+                    " has ended: spend starts afresh"
+                } else {
+                    ""
+                }
+            );
+        }
+        let crew_taint = match &state.crew_tainted_by {
+            Some(cause) => format!("tainted by {}", taint(cause)),
+            None => "not tainted".to_owned(),
+        };
+        let crew_spend = if state.crew_inexact {
+            format!("about {}", state.crew_spent)
+        } else {
+            state.crew_spent.to_string()
+        };
+        let _ = writeln!(text, "  the crew: {crew_taint}; spent {crew_spend}");
+        for (name, agent) in &state.agents {
+            let agent_taint = match &agent.tainted_by {
+                Some(cause) => format!("tainted by {}", taint(cause)),
+                None => "not tainted".to_owned(),
+            };
+            let _ = writeln!(
+                text,
+                "  agent {}: {agent_taint}; spent {}",
+                quoted(name),
+                spend(agent)
+            );
+        }
+    }
+    text
+}
+
+/// The JSON `sc-state show --json` prints: the store, and each state as it stands now (spend of
+/// an ended window at 0, `windowEnded` true), with its key.
+pub fn show_json(store: &str, states: &[(StateKey, CrewState)], now: SystemTime) -> Value {
+    let states: Vec<Value> = states
+        .iter()
+        .map(|(key, stored)| {
+            let (state, ended) = current(stored, now);
+            let mut entry = Map::new();
+            match &key.owner {
+                Owner::Crew(crew) => entry.insert("crew".into(), json!(crew)),
+                Owner::Session(id) => entry.insert("session".into(), json!(id)),
+            };
+            entry.insert("view".into(), json!(key.view.as_str()));
+            entry.insert("windowEnded".into(), json!(ended));
+            entry.insert(
+                "state".into(),
+                serde_json::to_value(&state).expect("a state serializes"),
+            );
+            Value::Object(entry)
+        })
+        .collect();
+    json!({ "store": store, "states": states })
+}
+
+/// Clears what `reset` names in every state it covers.
+pub fn reset(store: &mut dyn Store, reset: &Reset) -> Result<(), StoreError> {
+    for key in keys_of(&reset.owner) {
+        store.update(&key, &mut |state| match &reset.agent {
+            Some(agent) => {
+                state.reset_agent(agent);
+            }
+            None => {
+                *state = CrewState {
+                    span: state.span.clone(),
+                    ..CrewState::new()
+                }
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The audit event of a reset: stage `state`, action `reset`, what was reset in which store, and
+/// the states before it.
+pub fn reset_event(
+    id: &str,
+    store: &str,
+    reset: &Reset,
+    before: &[(StateKey, CrewState)],
+    now: SystemTime,
+) -> Vec<u8> {
+    let mut event = JsonLine::new()
+        .str_field("ts", &crate::audit::timestamp(now))
+        .str_field("stage", "state")
+        .str_field("id", id)
+        .str_field("action", "reset");
+    event = match &reset.owner {
+        Owner::Crew(crew) => event.str_field("crew", crew),
+        Owner::Session(session) => event.str_field("session", session),
+    };
+    if let Some(agent) = &reset.agent {
+        event = event.str_field("agent", agent);
+    }
+    let before: Map<String, Value> = before
+        .iter()
+        .map(|(key, state)| {
+            (
+                key.view.as_str().to_owned(),
+                serde_json::to_value(state).expect("a state serializes"),
+            )
+        })
+        .collect();
+    event
+        .str_field("stateStore", store)
+        .field("before", &before)
+        .finish()
+}

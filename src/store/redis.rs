@@ -1,0 +1,303 @@
+//! The shared store: a Redis (7 or later) or Valkey server, through the `redis` crate's
+//! synchronous client, for crews whose processes run on many machines. `redis://HOST:PORT/DB`,
+//! or `rediss://HOST:PORT/DB` for TLS (rustls; the server's certificate is checked against the
+//! system's roots, or the file named by `SSL_CERT_FILE`; `#insecure` is refused).
+//!
+//! Each state is one string key holding the JSON [`CrewState`] writes, namespaced by crew:
+//! `skeleton-crew:crew:NAME:gate` (and `:exec`, `skeleton-crew:session:ID:gate`). An update is
+//! optimistic and atomic: `WATCH` the key and `GET` it, decide, then `MULTI`/`SET`/`EXEC`; when
+//! another process wrote the key in between, `EXEC` fails and the update runs again on the new
+//! state, so no update is ever lost.
+//!
+//! Connecting waits at most [`CONNECT_TIMEOUT`] and each command [`COMMAND_TIMEOUT`]. A failed
+//! connection is dropped and made again for a later update, so decisions resume when the server
+//! is back; for [`RETRY_AFTER`] after a failure, updates fail at once with the same error rather
+//! than each waiting for a server that just failed.
+
+use std::time::{Duration, Instant};
+
+use redis::{Client, Connection, IntoConnectionInfo, RedisError};
+
+use super::{parse_state, StateKey, Store, StoreError};
+use crate::state::CrewState;
+
+/// Every key this program writes starts with this.
+pub const KEY_PREFIX: &str = "skeleton-crew:";
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+pub const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// How long an update keeps running again while other processes keep writing the same key.
+pub const CONFLICT_WAIT: Duration = Duration::from_secs(10);
+
+/// Checks a `redis://` or `rediss://` URL without connecting: a host, a port, a database number.
+pub fn check_url(url: &str) -> Result<(), String> {
+    if url.contains('#') {
+        return Err(
+            "a fragment (such as #insecure) is not accepted: the server's certificate is always checked"
+                .to_owned(),
+        );
+    }
+    let info = url
+        .into_connection_info()
+        .map_err(|err| format!("not a Redis URL: {err}"))?;
+    match info.addr() {
+        redis::ConnectionAddr::Tcp(host, _) | redis::ConnectionAddr::TcpTls { host, .. }
+            if !host.is_empty() =>
+        {
+            Ok(())
+        }
+        redis::ConnectionAddr::Unix(_) => Err("not a Redis URL over TCP".to_owned()),
+        _ => Err("the URL has no host".to_owned()),
+    }
+}
+
+/// The URL without its user and password, for the audit log and messages.
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// A Redis server's states.
+pub struct RedisStore {
+    client: Client,
+    connection: Option<Connection>,
+    shown: String,
+    /// The last connection failure, and when: updates within [`RETRY_AFTER`] fail with it.
+    failed: Option<(Instant, String)>,
+}
+
+impl RedisStore {
+    /// Connects (at most [`CONNECT_TIMEOUT`]) and checks the server answers `PING`.
+    pub fn open(url: &str) -> Result<RedisStore, StoreError> {
+        let shown = shown(url);
+        let client = Client::open(url).map_err(|err| StoreError(format!("{shown}: {err}")))?;
+        let mut store = RedisStore {
+            client,
+            connection: None,
+            shown,
+            failed: None,
+        };
+        let connection = store.connection()?;
+        let pong = redis::cmd("PING").query::<String>(connection);
+        match pong {
+            Ok(_) => Ok(store),
+            Err(err) => Err(store.fail(&err)),
+        }
+    }
+
+    /// The connection, made again when the last one failed.
+    fn connection(&mut self) -> Result<&mut Connection, StoreError> {
+        if self.connection.is_none() {
+            if let Some((at, why)) = &self.failed {
+                if at.elapsed() < RETRY_AFTER {
+                    return Err(StoreError(why.clone()));
+                }
+            }
+            let connection = self
+                .client
+                .get_connection_with_timeout(CONNECT_TIMEOUT)
+                .and_then(|connection| {
+                    connection.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+                    connection.set_write_timeout(Some(COMMAND_TIMEOUT))?;
+                    Ok(connection)
+                });
+            match connection {
+                Ok(connection) => {
+                    self.failed = None;
+                    self.connection = Some(connection);
+                }
+                Err(err) => {
+                    let why = format!("{}: cannot connect: {err}", self.shown);
+                    self.failed = Some((Instant::now(), why.clone()));
+                    return Err(StoreError(why));
+                }
+            }
+        }
+        Ok(self.connection.as_mut().expect("connected above"))
+    }
+
+    /// Drops the connection after an error (a later update connects again) and says what failed.
+    fn fail(&mut self, err: &RedisError) -> StoreError {
+        self.connection = None;
+        let why = format!("{}: {err}", self.shown);
+        if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
+            self.failed = Some((Instant::now(), why.clone()));
+        }
+        StoreError(why)
+    }
+
+    fn redis_key(key: &StateKey) -> String {
+        format!("{KEY_PREFIX}{}", key.path().replace('/', ":"))
+    }
+
+    /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
+    /// another process wrote the key first.
+    fn attempt(
+        &mut self,
+        key: &StateKey,
+        redis_key: &str,
+        update: &mut dyn FnMut(&mut CrewState),
+    ) -> Result<bool, StoreError> {
+        let shown = self.shown.clone();
+        let connection = self.connection()?;
+        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
+            .cmd("WATCH")
+            .arg(redis_key)
+            .ignore()
+            .cmd("GET")
+            .arg(redis_key)
+            .query(connection);
+        let (stored,) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(&err)),
+        };
+        let parsed = match &stored {
+            Some(bytes) => parse_state(&shown, key, bytes),
+            None => Ok(CrewState {
+                span: key.span(),
+                ..CrewState::new()
+            }),
+        };
+        let mut state = match parsed {
+            Ok(state) => state,
+            Err(err) => {
+                // Leave the connection clean for the next update.
+                if let Err(unwatch) = redis::cmd("UNWATCH").exec(connection) {
+                    self.fail(&unwatch);
+                }
+                return Err(err);
+            }
+        };
+        // Nothing is written when nothing changed (a state never stored stays unstored).
+        let before = state.clone();
+        update(&mut state);
+        if before == state {
+            return match redis::cmd("UNWATCH").exec(connection) {
+                Ok(()) => Ok(true),
+                Err(err) => Err(self.fail(&err)),
+            };
+        }
+        let text = serde_json::to_string(&state).expect("a crew state serializes");
+        let written: Result<Option<()>, RedisError> = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg(redis_key)
+            .arg(text)
+            .ignore()
+            .query(connection);
+        match written {
+            Ok(Some(())) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(err) => Err(self.fail(&err)),
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Store for RedisStore {
+    fn describe(&self) -> &str {
+        &self.shown
+    }
+
+    fn update(
+        &mut self,
+        key: &StateKey,
+        update: &mut dyn FnMut(&mut CrewState),
+    ) -> Result<(), StoreError> {
+        let redis_key = RedisStore::redis_key(key);
+        let deadline = Instant::now() + CONFLICT_WAIT;
+        loop {
+            if self.attempt(key, &redis_key, update)? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StoreError(format!(
+                    "{}: other processes kept changing {} for {} s, so the update never went through",
+                    self.shown,
+                    key.describe(),
+                    CONFLICT_WAIT.as_secs()
+                )));
+            }
+        }
+    }
+
+    fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {
+        let redis_key = RedisStore::redis_key(key);
+        let connection = self.connection()?;
+        let stored: Result<Option<Vec<u8>>, RedisError> =
+            redis::cmd("GET").arg(&redis_key).query(connection);
+        match stored {
+            Ok(stored) => stored
+                .map(|bytes| parse_state(&self.shown, key, &bytes))
+                .transpose(),
+            Err(err) => Err(self.fail(&err)),
+        }
+    }
+
+    fn keys(&mut self) -> Result<Vec<StateKey>, StoreError> {
+        let pattern = format!("{KEY_PREFIX}*");
+        let mut cursor = 0u64;
+        let mut keys = Vec::new();
+        loop {
+            let connection = self.connection()?;
+            let page: Result<(u64, Vec<String>), RedisError> = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query(connection);
+            let (next, found) = match page {
+                Ok(page) => page,
+                Err(err) => return Err(self.fail(&err)),
+            };
+            for redis_key in found {
+                let path = redis_key[KEY_PREFIX.len()..].replace(':', "/");
+                let key = StateKey::parse(&path).ok_or_else(|| {
+                    StoreError(format!(
+                        "{}: the key {} is under {KEY_PREFIX} but is not one this program writes",
+                        self.shown,
+                        serde_json::Value::String(redis_key.clone())
+                    ))
+                })?;
+                keys.push(key);
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(
+            shown("redis://user:secret@cache:6379/0"),
+            "redis://cache:6379/0"
+        );
+        assert_eq!(shown("rediss://:secret@cache/2"), "rediss://cache/2");
+        assert_eq!(shown("redis://cache:6379/0"), "redis://cache:6379/0");
+        assert!(check_url("rediss://cache:6380/0#insecure")
+            .unwrap_err()
+            .contains("always checked"));
+    }
+}

@@ -1,0 +1,328 @@
+//! The local store: one SQLite file (through `rusqlite`, with SQLite built in), in WAL mode so a
+//! reader never waits for the writer. Each update is one `IMMEDIATE` transaction: it takes the
+//! write lock before it reads, so two processes can never both read the same state and each
+//! write their own (the lost update). A process that finds the lock held waits for it (SQLite's
+//! busy handler) up to [`BUSY_WAIT`], then fails, and the call is not allowed.
+//!
+//! The file holds two tables: `sc_meta` (its format) and `sc_states` (a state per key, as the
+//! JSON [`crate::state::CrewState`] writes). A file that is not SQLite, a database of something
+//! else, another format, or a state that is not what this program writes is refused, never
+//! read as a clean state.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use super::{parse_state, OpenOptions, StateKey, Store, StoreError};
+use crate::state::{rfc3339_seconds, unix_seconds, CrewState};
+
+/// The format this program writes, in `sc_meta`.
+pub const FORMAT: &str = "skeleton-crew state 1";
+/// How long an update waits for another process's transaction before it fails.
+pub const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// An open SQLite state file.
+pub struct SqliteStore {
+    connection: Connection,
+    shown: String,
+}
+
+impl SqliteStore {
+    /// Opens (and with `options.create`, creates) the file, in WAL mode, and checks that it is a
+    /// state store of this program's format (a new file becomes one).
+    pub fn open(path: &Path, options: OpenOptions) -> Result<SqliteStore, StoreError> {
+        let shown = format!("sqlite:{}", absolute(path).display());
+        let fail = |why: String| StoreError(format!("{shown}: {why}"));
+        if options.create {
+            if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(folder).map_err(|err| {
+                    fail(format!(
+                        "cannot create its folder {}: {err}",
+                        folder.display()
+                    ))
+                })?;
+            }
+        } else if !path.exists() {
+            return Err(fail("there is no such file".to_owned()));
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if options.create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let connection = Connection::open_with_flags(path, flags)
+            .map_err(|err| fail(format!("cannot open it: {err}")))?;
+        let store = SqliteStore {
+            connection,
+            shown: shown.clone(),
+        };
+        store.prepare(options.fsync).map_err(fail)?;
+        Ok(store)
+    }
+
+    fn prepare(&self, fsync: bool) -> Result<(), String> {
+        let sqlite = |err: rusqlite::Error| describe(&err);
+        self.connection.busy_timeout(BUSY_WAIT).map_err(sqlite)?;
+        let mode: String = self
+            .connection
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(sqlite)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!(
+                "it cannot be put in WAL mode (its journal mode is {mode})"
+            ));
+        }
+        // In WAL mode, NORMAL survives a crash of the process (not of the machine); FULL, with
+        // --fsync, survives both.
+        self.connection
+            .pragma_update(None, "synchronous", if fsync { "FULL" } else { "NORMAL" })
+            .map_err(sqlite)?;
+        // Made a store in one transaction that holds the write lock, so two processes that
+        // open a new file at once do not both make it.
+        self.connection
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sqlite)?;
+        let made = self.make_tables();
+        let ended = match made {
+            Ok(()) => self.connection.execute_batch("COMMIT"),
+            Err(_) => self.connection.execute_batch("ROLLBACK"),
+        };
+        made?;
+        ended.map_err(sqlite)?;
+        let format: Option<String> = self
+            .connection
+            .query_row(
+                "SELECT value FROM sc_meta WHERE key = 'format'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sqlite)?;
+        match format.as_deref() {
+            Some(FORMAT) => Ok(()),
+            Some(other) => Err(format!(
+                "its format is {}, not {FORMAT:?}: it was written by another version, or edited",
+                serde_json::Value::String(other.to_owned())
+            )),
+            None => Err("its `sc_meta` table has no format: it was edited".to_owned()),
+        }
+    }
+
+    /// In a transaction: the tables and the format of a new store; nothing for a store of ours;
+    /// an error for a database of something else.
+    fn make_tables(&self) -> Result<(), String> {
+        let sqlite = |err: rusqlite::Error| describe(&err);
+        let count = |sql: &str| -> Result<i64, String> {
+            self.connection
+                .query_row(sql, [], |row| row.get(0))
+                .map_err(sqlite)
+        };
+        if count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?
+            > 0
+        {
+            return Ok(());
+        }
+        if count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0 {
+            return Err(
+                "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
+                    .to_owned(),
+            );
+        }
+        self.connection
+            .execute_batch(&format!(
+                "CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
+                 CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
+                 INSERT INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');"
+            ))
+            .map_err(sqlite)
+    }
+
+    fn run_update(
+        &mut self,
+        key: &StateKey,
+        update: &mut dyn FnMut(&mut CrewState),
+    ) -> Result<(), StoreError> {
+        let shown = self.shown.clone();
+        let fail = |err: rusqlite::Error| StoreError(format!("{shown}: {}", describe(&err)));
+        let path = key.path();
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let stored: Option<String> = transaction
+            .prepare_cached("SELECT state FROM sc_states WHERE key = ?1")
+            .and_then(|mut select| select.query_row([&path], |row| row.get(0)).optional())
+            .map_err(fail)?;
+        let mut state = match &stored {
+            Some(text) => parse_state(&self.shown, key, text.as_bytes())?,
+            None => CrewState {
+                span: key.span(),
+                ..CrewState::new()
+            },
+        };
+        // Nothing is written when nothing changed (a state never stored stays unstored).
+        let before = state.clone();
+        update(&mut state);
+        if before != state {
+            let text = serde_json::to_string(&state).expect("a crew state serializes");
+            let updated = rfc3339_seconds(unix_seconds(SystemTime::now()));
+            transaction
+                .prepare_cached(
+                    "INSERT INTO sc_states (key, state, updated) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated = excluded.updated",
+                )
+                .and_then(|mut upsert| upsert.execute([&path, &text, &updated]))
+                .map_err(fail)?;
+        }
+        transaction.commit().map_err(fail)
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> &str {
+        &self.shown
+    }
+
+    fn update(
+        &mut self,
+        key: &StateKey,
+        update: &mut dyn FnMut(&mut CrewState),
+    ) -> Result<(), StoreError> {
+        self.run_update(key, update)
+    }
+
+    fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {
+        let stored: Option<String> = self
+            .connection
+            .prepare_cached("SELECT state FROM sc_states WHERE key = ?1")
+            .and_then(|mut select| select.query_row([key.path()], |row| row.get(0)).optional())
+            .map_err(|err| StoreError(format!("{}: {}", self.shown, describe(&err))))?;
+        stored
+            .map(|text| parse_state(&self.shown, key, text.as_bytes()))
+            .transpose()
+    }
+
+    fn keys(&mut self) -> Result<Vec<StateKey>, StoreError> {
+        let fail = |err: rusqlite::Error| StoreError(format!("{}: {}", self.shown, describe(&err)));
+        let mut select = self
+            .connection
+            .prepare("SELECT key FROM sc_states ORDER BY key")
+            .map_err(fail)?;
+        let paths = select
+            .query_map([], |row| row.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(fail)?;
+        paths
+            .into_iter()
+            .map(|path| {
+                StateKey::parse(&path).ok_or_else(|| {
+                    StoreError(format!(
+                        "{}: a state is stored under {}, a key this program never writes: the store was edited",
+                        self.shown,
+                        serde_json::Value::String(path)
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// A SQLite error in words (`database is locked`, `file is not a database`).
+fn describe(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqliteFailure(failure, Some(message)) => {
+            format!("{message} ({:?})", failure.code)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The path made absolute (against the working folder), for the audit log.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::View;
+
+    fn open(path: &Path) -> SqliteStore {
+        SqliteStore::open(
+            path,
+            OpenOptions {
+                create: true,
+                fsync: false,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_state_written_is_read_back_by_another_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/state.sqlite");
+        let key = StateKey::crew("payments", View::Gate);
+        open(&path)
+            .update(&key, &mut |state| state.crew_spent = 12.5)
+            .unwrap();
+        let mut other = open(&path);
+        let state = other.read(&key).unwrap().unwrap();
+        assert_eq!(state.crew_spent, 12.5);
+        assert_eq!(state.span, crate::state::Span::Crew("payments".into()));
+        assert_eq!(other.read(&StateKey::crew("x", View::Gate)).unwrap(), None);
+        assert_eq!(other.keys().unwrap(), vec![key]);
+    }
+
+    #[test]
+    fn what_is_not_a_state_store_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.sqlite");
+        std::fs::write(&garbage, vec![b'x'; 4096]).unwrap();
+        let err = SqliteStore::open(&garbage, OpenOptions::default()).unwrap_err();
+        assert!(err.0.contains("not a database"), "{err}");
+
+        let other = dir.path().join("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE people (name TEXT)")
+            .unwrap();
+        let err = SqliteStore::open(&other, OpenOptions::default()).unwrap_err();
+        assert!(
+            err.0.contains("a SQLite database of something else"),
+            "{err}"
+        );
+
+        let missing = dir.path().join("missing.sqlite");
+        let err = SqliteStore::open(&missing, OpenOptions::default()).unwrap_err();
+        assert!(err.0.contains("no such file"), "{err}");
+        assert!(!missing.exists());
+
+        let edited = dir.path().join("edited.sqlite");
+        let key = StateKey::crew("c", View::Gate);
+        open(&edited)
+            .update(&key, &mut |s| s.crew_spent = 1.0)
+            .unwrap();
+        Connection::open(&edited)
+            .unwrap()
+            .execute_batch("UPDATE sc_states SET state = '{\"agents\":[]}'")
+            .unwrap();
+        let mut store = open(&edited);
+        let err = store.read(&key).unwrap_err();
+        assert!(err.0.contains("refused rather than read as clean"), "{err}");
+        let err = store.update(&key, &mut |_| {}).unwrap_err();
+        assert!(err.0.contains("`agents` must be an object"), "{err}");
+        Connection::open(&edited)
+            .unwrap()
+            .execute_batch("UPDATE sc_meta SET value = 'skeleton-crew state 99'")
+            .unwrap();
+        let err = SqliteStore::open(&edited, OpenOptions::default()).unwrap_err();
+        assert!(err.0.contains("its format is"), "{err}");
+    }
+}
