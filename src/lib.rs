@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod policy;
 pub mod record;
 pub mod report;
+pub mod rules;
 pub mod sanitize;
 pub mod state;
 pub mod strict_json;
