@@ -454,11 +454,11 @@ impl Walker {
         match command {
             ast::Command::Simple(simple) => self.simple(simple, depth),
             ast::Command::Compound(compound, redirects) => {
-                if self.nest(depth, &compound.to_string()) {
+                if self.nest(depth, compound_kind(compound)) {
                     self.compound(compound, depth + 1);
                 }
                 if let Some(redirects) = redirects {
-                    let by = first_line(&compound.to_string());
+                    let by = compound_kind(compound);
                     for redirect in &redirects.0 {
                         self.redirect(redirect, &by, depth);
                     }
@@ -466,11 +466,11 @@ impl Walker {
             }
             ast::Command::Function(function) => {
                 let ast::FunctionBody(body, redirects) = &function.body;
-                if self.nest(depth, &function.to_string()) {
+                if self.nest(depth, &format!("function {}", function.fname.value)) {
                     self.compound(body, depth + 1);
                 }
                 if let Some(redirects) = redirects {
-                    let by = first_line(&function.to_string());
+                    let by = format!("function {}", function.fname.value);
                     for redirect in &redirects.0 {
                         self.redirect(redirect, &by, depth);
                     }
@@ -613,8 +613,8 @@ impl Walker {
     /// its substitutions are walked, and any name or expansion in it is dynamic, because bash
     /// evaluates a variable's contents as an expression, array subscripts and all.
     fn arithmetic(&mut self, text: &str, depth: usize) {
-        if text.contains('$') || text.contains('`') {
-            self.word(text, depth);
+        if (text.contains('$') || text.contains('`')) && self.nest(depth, text) {
+            self.word(text, depth + 1);
         }
         if !is_literal_arithmetic(text) {
             self.dynamic(
@@ -861,13 +861,17 @@ impl Walker {
             );
         }
         if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
-            self.arithmetic(index, depth);
+            if self.nest(depth, source) {
+                self.arithmetic(index, depth + 1);
+            }
         }
-        for text in words {
-            self.word(text, depth);
-        }
-        for text in arithmetic {
-            self.arithmetic(text, depth);
+        if (!words.is_empty() || !arithmetic.is_empty()) && self.nest(depth, source) {
+            for text in words {
+                self.word(text, depth + 1);
+            }
+            for text in arithmetic {
+                self.arithmetic(text, depth + 1);
+            }
         }
     }
 
@@ -945,9 +949,10 @@ impl Walker {
     }
 
     fn process_substitution(&mut self, subshell: &ast::SubshellCommand, depth: usize) {
-        let text = subshell.to_string();
-        self.dynamic(cut(&text), "a process substitution");
-        if self.nest(depth, &text) {
+        // Not the subshell's text: showing a deeply nested tree costs time quadratic in its depth.
+        let _ = subshell;
+        self.dynamic("<( … )", "a process substitution");
+        if self.nest(depth, "<( … )") {
             self.compound_list(&subshell.list, depth + 1);
         }
     }
@@ -973,7 +978,6 @@ impl Walker {
     }
 
     fn simple(&mut self, simple: &ast::SimpleCommand, depth: usize) {
-        let display = first_line(&simple.to_string());
         let mut words = Vec::new();
         let mut assigns = false;
         let mut redirects = Vec::new();
@@ -1008,7 +1012,7 @@ impl Walker {
             }
         }
         let by = if words.is_empty() {
-            display.clone()
+            "a command of assignments and redirections".to_owned()
         } else {
             join(&words)
         };
@@ -1645,8 +1649,22 @@ pub fn quote_word(text: &str) -> String {
     }
 }
 
-fn first_line(text: &str) -> String {
-    cut(text.trim())
+/// A compound command as a reason names it (never its text: showing a deeply nested tree costs
+/// time quadratic in its depth).
+fn compound_kind(compound: &ast::CompoundCommand) -> &'static str {
+    use ast::CompoundCommand as C;
+    match compound {
+        C::Arithmetic(_) => "(( … ))",
+        C::ArithmeticForClause(_) => "for (( … ))",
+        C::BraceGroup(_) => "{ … }",
+        C::Subshell(_) => "( … )",
+        C::ForClause(_) => "for … done",
+        C::CaseClause(_) => "case … esac",
+        C::IfClause(_) => "if … fi",
+        C::WhileClause(_) => "while … done",
+        C::UntilClause(_) => "until … done",
+        C::Coprocess(_) => "coproc",
+    }
 }
 
 /// A part shown in a reason: at most 200 characters.
@@ -1825,5 +1843,58 @@ mod tests {
         assert!(moved.changes_directory);
         assert!(!moved.writes[0].placeable);
         assert!(moved.writes[1].placeable);
+    }
+
+    /// Every shape the parser recurses on, nested as deep as [`MAX_OPENERS`] lets a command
+    /// be, is read on a small thread stack without overflowing it (an overflow aborts the test
+    /// binary), and whatever is past the limits is dynamic.
+    #[test]
+    fn deep_nesting_never_overflows_a_small_stack() {
+        let n = MAX_OPENERS - 2;
+        let shapes: Vec<String> = vec![
+            format!("{}ls;{}", "{ ".repeat(n), " }".repeat(n)),
+            format!("{}ls{}", "(".repeat(n), ")".repeat(n)),
+            format!(
+                "{}ls{}",
+                "if true; then ".repeat(n / 2),
+                "; fi".repeat(n / 2)
+            ),
+            format!(
+                "{}ls{}",
+                "while ls; do ".repeat(n / 2),
+                "; done".repeat(n / 2)
+            ),
+            format!("{}ls{}", "f() { ".repeat(n / 2), "; }".repeat(n / 2)),
+            format!("echo {}x{}", "$(echo ".repeat(n / 2), ")".repeat(n / 2)),
+            format!("echo {}x{}", "${a:-".repeat(n), "}".repeat(n)),
+            format!("echo {}x{}", "\"$(echo ".repeat(n / 2), ")\"".repeat(n / 2)),
+            format!("echo $(({}1{}))", "(".repeat(n), ")".repeat(n)),
+            format!(
+                "{}ls{}",
+                "case x in x) ".repeat(n / 2),
+                ";; esac".repeat(n / 2)
+            ),
+            format!("{}ls", "! ".repeat(4 * n)),
+            format!("[[ {}x{} ]]", "( ".repeat(n), " )".repeat(n)),
+            format!("echo {}", "\\`".repeat(4 * n)),
+            format!("{}ls", "coproc ".repeat(n)),
+            format!("{}ls{}", "{ ".repeat(4 * n), " }".repeat(4 * n)),
+            "(".repeat(MAX_COMMAND_BYTES + 1),
+        ];
+        std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                for shape in &shapes {
+                    let analysis = analyse(shape);
+                    assert!(
+                        !analysis.dynamic.is_empty() || analysis.commands.len() < 3,
+                        "{}: {analysis:?}",
+                        &shape[..40.min(shape.len())]
+                    );
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }
