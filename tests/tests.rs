@@ -8,6 +8,7 @@ mod approve;
 mod argrules;
 mod backends;
 mod chain;
+mod commands;
 mod exec;
 mod faults;
 mod forgery;

@@ -234,6 +234,49 @@ impl PathRules {
         )
     }
 
+    /// The read rules applied to a simple command's arguments (its words after the program,
+    /// and the value of each `--option=value`), as paths: `cat .env` reads `.env` as surely as
+    /// `Read` does. Only rules with `read` count here; writes and the root are for the files a
+    /// command writes ([`PathRules::decide_written`]). `None` when no argument matches.
+    /// `placeable` is false when the command changes directory.
+    pub fn decide_arguments(
+        &self,
+        words: &[String],
+        by: &str,
+        placeable: bool,
+        context: PathContext,
+    ) -> Option<PathJudgement> {
+        if !self.rules.iter().any(|rule| rule.read.is_some()) {
+            return None;
+        }
+        let mut strongest: Option<PathJudgement> = None;
+        for word in words.iter().skip(1) {
+            let candidate = if word.starts_with('-') {
+                match word.split_once('=') {
+                    Some((_, value)) => value,
+                    None => continue,
+                }
+            } else {
+                word.as_str()
+            };
+            if candidate.is_empty() || candidate.contains('\0') {
+                continue;
+            }
+            let judged = self.judge(candidate, false, placeable, Some(by), context);
+            if judged.decision == Decision::Allow {
+                continue;
+            }
+            match &mut strongest {
+                Some(best) if best.decision > judged.decision => {}
+                Some(best) if best.decision == judged.decision => {
+                    best.reasons.extend(judged.reasons)
+                }
+                _ => strongest = Some(judged),
+            }
+        }
+        strongest
+    }
+
     fn judge(
         &self,
         path: &str,

@@ -72,6 +72,8 @@ pub enum Caveat {
     ProgramByPath(String),
     /// `xargs` adds arguments read from its input.
     ArgumentsFromInput,
+    /// `sudo` or `doas` runs it as another user, with rights the agent does not have.
+    RunsAsAnotherUser(String),
     /// An argument is an expansion (`$X`, `${X}`, `$((…))`) or a brace expansion (`{a,b}`), so
     /// the words the program gets are not the words the rules see.
     ExpandedArgument(String),
@@ -89,6 +91,9 @@ impl Caveat {
                 "its program is the file \"{}\", outside the system directories, which the agent may have written",
                 super::keys::shown(path)
             ),
+            Caveat::RunsAsAnotherUser(wrapper) => {
+                format!("{wrapper} runs it as another user, with rights the agent does not have")
+            }
             Caveat::ArgumentsFromInput => {
                 "xargs adds arguments read from its input, which the rules cannot see".to_owned()
             }
@@ -499,16 +504,7 @@ impl Walker {
     fn compound(&mut self, compound: &ast::CompoundCommand, depth: usize) {
         use ast::CompoundCommand as C;
         match compound {
-            C::Arithmetic(arithmetic) => {
-                let text = &arithmetic.expr.value;
-                self.arithmetic(text, depth);
-                // The parser also reads `( ( cmd ) )` as `(( … ))`; bash runs it as nested
-                // subshells, so its commands are judged too (arithmetic with names is dynamic
-                // anyway, so this only adds findings).
-                if !is_literal_arithmetic(text) {
-                    self.parse_and_walk(&format!("({text})"), depth + 1);
-                }
-            }
+            C::Arithmetic(arithmetic) => self.arithmetic(&arithmetic.expr.value, depth),
             C::ArithmeticForClause(for_clause) => {
                 for expr in [
                     &for_clause.initializer,
@@ -621,6 +617,12 @@ impl Walker {
                 format!("(( {} ))", text.trim()),
                 "arithmetic evaluates the contents of variables as code",
             );
+            // The parser reads `( ( cmd ) )` and `$( ( cmd ) )` as arithmetic; bash, when the
+            // text is no arithmetic, runs it as commands. Judge it both ways: this only adds
+            // findings to a part that is dynamic already.
+            if self.nest(depth, text) {
+                self.parse_and_walk(&format!("({text})"), depth + 1);
+            }
         }
     }
 
@@ -721,7 +723,8 @@ impl Walker {
                 }
             }
             WordPiece::ArithmeticExpression(expr) => {
-                out.expanded = true;
+                // Literal arithmetic (`$((1 + 2))`) is a number the text fixes.
+                out.expanded |= !is_literal_arithmetic(&expr.value);
                 out.text.push_str(source);
                 self.arithmetic(&expr.value, depth);
             }
@@ -1202,6 +1205,7 @@ impl Walker {
                 if options.has("D") || options.has("chdir") {
                     self.out.changes_directory = true;
                 }
+                caveats.push(Caveat::RunsAsAnotherUser(name.to_owned()));
             }
             "time" => {
                 if let Some(file) = options.value("o").or(options.value("output")) {
@@ -1222,6 +1226,7 @@ impl Walker {
                 }
             }
             "xargs" => caveats.push(Caveat::ArgumentsFromInput),
+            "doas" => caveats.push(Caveat::RunsAsAnotherUser(name.to_owned())),
             _ => {}
         }
         if matches!(name, "env" | "sudo") {
@@ -1251,6 +1256,9 @@ impl Walker {
         let mut i = 1;
         while let Some(word) = words.get(i) {
             if !word.is_fixed() {
+                if command && !word.text.starts_with('-') {
+                    break;
+                }
                 self.dynamic(join(words), "an expansion among the shell's options");
                 return;
             }
