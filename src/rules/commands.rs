@@ -46,7 +46,9 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::keys::{self, shown};
-use super::shell::{analyse, quote_word, Analysis, SimpleCommand, WrittenPath};
+use super::shell::{
+    analyse, quote_word, Analysis, Caveat, DynamicPart, SimpleCommand, WrittenPath,
+};
 use crate::argrules::WhenTainted;
 use crate::decision::Decision;
 use crate::policy::ToolPattern;
@@ -170,34 +172,39 @@ impl CommandRules {
 
     /// Decides a command already analysed.
     pub fn judge(&self, command: &str, analysis: &Analysis, tainted: bool) -> CommandJudgement {
-        let whole = shown(command.trim());
-        let mut findings: Vec<(Decision, String)> = Vec::new();
+        // Decisions first; reasons are written only for the findings that win.
+        let mut findings: Vec<(Decision, Finding)> = Vec::new();
         for simple in &analysis.commands {
-            self.judge_simple(simple, &whole, tainted, &mut findings);
-        }
-        for part in &analysis.dynamic {
-            findings.push((
-                self.dynamic,
-                format!(
-                    "{} is dynamic ({}): commands.dynamic is {}",
-                    within(&part.what, &whole),
-                    part.why,
-                    self.dynamic
-                ),
-            ));
-        }
-        if tainted {
-            for write in &analysis.writes {
+            let split = Split::of(&simple.words);
+            let mut matched = false;
+            for rule in &self.rules {
+                if rule.matches_split(&split) {
+                    matched = true;
+                    let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
+                    let cap = Cap::of(rule.decision, simple, tainted);
+                    findings.push((
+                        cap.decision(rule.decision),
+                        Finding::Rule(simple, rule, cap),
+                    ));
+                }
+            }
+            if !matched {
+                let cap = Cap::of(self.unmatched, simple, tainted);
                 findings.push((
-                    Decision::Hold,
-                    format!(
-                        "{} writes \"{}\", and a tainted agent's writes are held",
-                        within(&write.by, &whole),
-                        shown(&write.path)
-                    ),
+                    cap.decision(self.unmatched),
+                    Finding::Unmatched(simple, cap),
                 ));
             }
         }
+        for part in &analysis.dynamic {
+            findings.push((self.dynamic, Finding::Dynamic(part)));
+        }
+        if tainted {
+            for write in &analysis.writes {
+                findings.push((Decision::Hold, Finding::TaintedWrite(write)));
+            }
+        }
+        let whole = shown(command.trim());
         let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
             return CommandJudgement {
                 decision: Decision::Allow,
@@ -206,8 +213,12 @@ impl CommandRules {
             };
         };
         let mut reasons: Vec<String> = Vec::new();
-        for (decision, reason) in findings {
-            if decision == strongest && !reasons.contains(&reason) {
+        for (decision, finding) in findings {
+            if decision != strongest {
+                continue;
+            }
+            let reason = self.reason(&finding, decision, &whole);
+            if !reasons.contains(&reason) {
                 reasons.push(reason);
             }
         }
@@ -218,87 +229,39 @@ impl CommandRules {
         }
     }
 
-    fn judge_simple(
-        &self,
-        simple: &SimpleCommand,
-        whole: &str,
-        tainted: bool,
-        findings: &mut Vec<(Decision, String)>,
-    ) {
-        let display = if simple.words.is_empty() {
-            "a variable assignment".to_owned()
-        } else {
-            simple
-                .words
-                .iter()
-                .map(|w| quote_word(w))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let subject = within(&display, whole);
-        let split = Split::of(&simple.words);
-        let mut matched = false;
-        for rule in &self.rules {
-            if !rule.matches_split(&split) {
-                continue;
-            }
-            matched = true;
-            let stated = format!(
-                "{subject} matches commands.rules[{}] (prefix {})",
-                rule.index,
-                PrefixShown(&rule.prefix)
-            );
-            let tainted_rule = tainted && rule.when_tainted != WhenTainted::Allow;
-            findings.push(self.cap(rule.decision, stated, simple, tainted_rule, "the rule"));
-        }
-        if !matched {
-            let stated = format!(
-                "{subject} matches no rule: commands.unmatched is {}",
-                self.unmatched
-            );
-            let finding = if self.unmatched == Decision::Allow {
-                self.cap(
-                    Decision::Allow,
-                    stated,
-                    simple,
-                    tainted,
-                    "commands.unmatched",
-                )
-            } else {
-                (self.unmatched, stated)
-            };
-            findings.push(finding);
-        }
-    }
-
-    /// An allow, held when the agent is tainted (and the rule does not say otherwise) or when
-    /// the command has caveats.
-    fn cap(
-        &self,
-        decision: Decision,
-        stated: String,
-        simple: &SimpleCommand,
-        tainted: bool,
-        what: &str,
-    ) -> (Decision, String) {
-        if decision != Decision::Allow {
-            return (decision, format!("{stated}: {decision}"));
-        }
-        if tainted {
-            return (
-                Decision::Hold,
+    fn reason(&self, finding: &Finding, decision: Decision, whole: &str) -> String {
+        match finding {
+            Finding::Rule(simple, rule, cap) => cap.explain(
                 format!(
-                    "{stated}, which allows it, but the agent is tainted and {what} does not say \"whenTainted\": \"allow\": hold"
+                    "{} matches commands.rules[{}] (prefix {})",
+                    within(&display(simple), whole),
+                    rule.index,
+                    PrefixShown(&rule.prefix)
                 ),
-            );
+                decision,
+                "the rule",
+            ),
+            Finding::Unmatched(simple, cap) => cap.explain(
+                format!(
+                    "{} matches no rule: commands.unmatched is {}",
+                    within(&display(simple), whole),
+                    self.unmatched
+                ),
+                decision,
+                "commands.unmatched",
+            ),
+            Finding::Dynamic(part) => format!(
+                "{} is dynamic ({}): commands.dynamic is {}",
+                within(&part.what, whole),
+                part.why,
+                self.dynamic
+            ),
+            Finding::TaintedWrite(write) => format!(
+                "{} writes \"{}\", and a tainted agent's writes are held",
+                within(&write.by, whole),
+                shown(&write.path)
+            ),
         }
-        if let Some(caveat) = simple.caveats.first() {
-            return (
-                Decision::Hold,
-                format!("{stated}, which allows it, but {}: hold", caveat.describe()),
-            );
-        }
-        (Decision::Allow, format!("{stated}: allow"))
     }
 
     /// Whether `rule` matches some simple command of `command` (what the `match` examples
@@ -349,6 +312,70 @@ impl CommandRule {
     pub fn prefix_shown(&self) -> String {
         PrefixShown(&self.prefix).to_string()
     }
+}
+
+/// One rule's or default's say about a command, formatted into a reason only if it wins.
+enum Finding<'a> {
+    Rule(&'a SimpleCommand, &'a CommandRule, Cap<'a>),
+    Unmatched(&'a SimpleCommand, Cap<'a>),
+    Dynamic(&'a DynamicPart),
+    TaintedWrite(&'a WrittenPath),
+}
+
+/// Why an allow counts as hold.
+enum Cap<'a> {
+    None,
+    Tainted,
+    Caveat(&'a Caveat),
+}
+
+impl<'a> Cap<'a> {
+    fn of(decision: Decision, simple: &'a SimpleCommand, tainted: bool) -> Cap<'a> {
+        if decision != Decision::Allow {
+            Cap::None
+        } else if tainted {
+            Cap::Tainted
+        } else if let Some(caveat) = simple.caveats.first() {
+            Cap::Caveat(caveat)
+        } else {
+            Cap::None
+        }
+    }
+
+    fn decision(&self, decision: Decision) -> Decision {
+        match self {
+            Cap::None => decision,
+            Cap::Tainted | Cap::Caveat(_) => Decision::Hold,
+        }
+    }
+
+    fn explain(&self, stated: String, decision: Decision, what: &str) -> String {
+        match self {
+            Cap::None => format!("{stated}: {decision}"),
+            Cap::Tainted if what == "the rule" => format!(
+                "{stated}, which allows it, but the agent is tainted and the rule does not say \"whenTainted\": \"allow\": hold"
+            ),
+            Cap::Tainted => format!(
+                "{stated}, which allows it, but the agent is tainted, and for it an allow counts as hold: hold"
+            ),
+            Cap::Caveat(caveat) => {
+                format!("{stated}, which allows it, but {}: hold", caveat.describe())
+            }
+        }
+    }
+}
+
+/// A simple command as a reason shows it.
+fn display(simple: &SimpleCommand) -> String {
+    if simple.words.is_empty() {
+        return "a variable assignment".to_owned();
+    }
+    simple
+        .words
+        .iter()
+        .map(|w| quote_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A simple command's words split into options and the other words (program first).

@@ -628,6 +628,9 @@ impl Walker {
 
     /// Quote removal and expansion checks of one word; substitutions in it are walked.
     fn word(&mut self, raw: &str, depth: usize) -> Word {
+        if let Some(text) = plain_word(raw) {
+            return Word::literal(text);
+        }
         let mut out = Word::default();
         match word::parse(raw, &ParserOptions::default()) {
             Ok(pieces) => {
@@ -1486,6 +1489,26 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// The value of a word that quote removal alone turns into text, without the word parser (a
+/// fast path for the common case, exactly what the parser gives): a word with no quoting,
+/// expansion, glob or brace character, `'…'` with no `'` inside, or `"…"` with no `"`, `$`,
+/// `` ` `` or `\` inside.
+fn plain_word(raw: &str) -> Option<&str> {
+    const SPECIAL: &[u8] = b"$`\\'\"~*?[]{}()!+@&|;<># \t\n\r";
+    let bytes = raw.as_bytes();
+    if !raw.is_empty() && !bytes.iter().any(|b| SPECIAL.contains(b)) {
+        return Some(raw);
+    }
+    let inner = raw.get(1..raw.len().checked_sub(1)?)?;
+    match (bytes.first(), bytes.last()) {
+        (Some(b'\''), Some(b'\'')) if raw.len() >= 2 && !inner.contains('\'') => Some(inner),
+        (Some(b'"'), Some(b'"')) if raw.len() >= 2 && !inner.contains(['"', '$', '`', '\\']) => {
+            Some(inner)
+        }
+        _ => None,
+    }
+}
+
 /// `NAME=value`, as `env` and `sudo` take them.
 fn is_assignment(text: &str) -> bool {
     match text.split_once('=') {
@@ -1693,6 +1716,56 @@ mod tests {
             .into_iter()
             .map(|c| c.words)
             .collect()
+    }
+
+    #[test]
+    fn plain_words_read_as_the_word_parser_reads_them() {
+        for raw in [
+            "ls",
+            "-rf",
+            "src/main.rs",
+            "'a b'",
+            "\"a b c\"",
+            "''",
+            "\"\"",
+            "a.b,c:d%e^f",
+            "\"it's\"",
+            "'say \"hi\"'",
+            "x=1",
+            "\"a\\b\"",
+            "'",
+            "\"",
+            "a'b'",
+            "\"$x\"",
+            "~/x",
+        ] {
+            let mut walker = Walker::default();
+            let mut parsed = Word::default();
+            let pieces = word::parse(raw, &ParserOptions::default());
+            if let Ok(pieces) = pieces {
+                for piece in &pieces {
+                    walker.piece(
+                        &piece.piece,
+                        raw,
+                        piece.start_index,
+                        piece.end_index,
+                        false,
+                        &mut parsed,
+                        0,
+                    );
+                }
+                if let Some(plain) = plain_word(raw) {
+                    assert_eq!(plain, parsed.text, "{raw}");
+                    assert!(parsed.is_fixed(), "{raw}");
+                }
+            } else {
+                assert!(plain_word(raw).is_none(), "{raw}");
+            }
+        }
+        assert_eq!(plain_word("'a b'"), Some("a b"));
+        assert_eq!(plain_word("\"a b\""), Some("a b"));
+        assert_eq!(plain_word("\"$x\""), None);
+        assert_eq!(plain_word("'"), None);
     }
 
     #[test]

@@ -1,0 +1,41 @@
+//! Fuzz target: the shell command reader and the `commands`/`paths` decision
+//! (`skeleton_crew::rules`), under the Claude Code pack.
+//!
+//! Never panics, never overflows its stack, and stays fast on any text up to 1 MiB
+//! (`-max_len=1048576`): what is longer than the parse limit, or nests more than it allows, is
+//! dynamic without being parsed. Every judgement has reasons; taint never makes a decision
+//! weaker; nothing dynamic is allowed; a file the command writes is never an empty path.
+
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+use skeleton_crew::decision::Decision;
+use skeleton_crew::rules::commands::CommandRules;
+use skeleton_crew::rules::decide_command;
+use skeleton_crew::rules::paths::{PathContext, PathRules};
+
+const PACK: &str = include_str!("../../testdata/commands/pack.json");
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
+    let commands = CommandRules::from_json("commands", &pack["commands"]).expect("commands load");
+    let paths = PathRules::from_json("paths", &pack["paths"]).expect("paths load");
+    let context = PathContext {
+        cwd: Some(Path::new("/w/proj")),
+        root: None,
+        home: Some(Path::new("/home/me")),
+    };
+    let clean = decide_command(&commands, Some(&paths), &text, false, context);
+    let tainted = decide_command(&commands, Some(&paths), &text, true, context);
+    assert!(!clean.reasons.is_empty() && !tainted.reasons.is_empty());
+    assert!(tainted.decision >= clean.decision, "{clean:?} {tainted:?}");
+    assert!(clean.writes.iter().all(|w| !w.path.is_empty()));
+    // Nothing dynamic is ever allowed.
+    if clean.decision == Decision::Allow {
+        assert!(skeleton_crew::rules::shell::analyse(&text).dynamic.is_empty());
+    }
+});
