@@ -438,7 +438,12 @@ impl fmt::Display for PrefixShown<'_> {
                 f.write_str(" ")?;
             }
             let (Token::Word(alternatives) | Token::Option(alternatives)) = token;
-            let shown: Vec<String> = alternatives.iter().map(|a| quote_word(a)).collect();
+            // A long list of alternatives is cut: the rule's index names it whole.
+            let mut shown: Vec<String> =
+                alternatives.iter().take(6).map(|a| quote_word(a)).collect();
+            if alternatives.len() > 6 {
+                shown.push(format!("… {} in all", alternatives.len()));
+            }
             if shown.len() == 1 {
                 f.write_str(&shown[0])?;
             } else {

@@ -145,18 +145,29 @@ pub fn openers(text: &str) -> usize {
     } else {
         text
     };
+    const KEYWORDS: &[&[u8]] = &[
+        b"if",
+        b"for",
+        b"function",
+        b"while",
+        b"until",
+        b"case",
+        b"coproc",
+        b"select",
+    ];
     let bytes = text.as_bytes();
-    let brackets = bytes
-        .iter()
-        .filter(|b| matches!(b, b'(' | b'{' | b'[' | b'`'))
-        .count();
-    let keywords: usize = [
-        "if", "for", "while", "until", "case", "select", "function", "coproc",
-    ]
-    .iter()
-    .map(|keyword| text.matches(keyword).count())
-    .sum();
-    brackets + keywords
+    let mut count = 0;
+    for (at, byte) in bytes.iter().enumerate() {
+        match byte {
+            b'(' | b'{' | b'[' | b'`' => count += 1,
+            b'i' | b'f' | b'w' | b'u' | b'c' | b's' => {
+                let rest = &bytes[at..];
+                count += KEYWORDS.iter().filter(|k| rest.starts_with(k)).count();
+            }
+            _ => {}
+        }
+    }
+    count
 }
 
 /// Where a wrapper's options end, and what they were.
@@ -1766,6 +1777,15 @@ mod tests {
         assert_eq!(plain_word("\"a b\""), Some("a b"));
         assert_eq!(plain_word("\"$x\""), None);
         assert_eq!(plain_word("'"), None);
+    }
+
+    #[test]
+    fn openers_count_brackets_and_keywords_anywhere() {
+        assert_eq!(openers("ls -la"), 0);
+        assert_eq!(openers("if x; then ( a ) fi"), 2);
+        assert_eq!(openers("diff --format {} `x` [y]"), 6);
+        assert_eq!(openers("functions whileuntil casecoproc select"), 6);
+        assert_eq!(openers("i\\\nf true; then ls; fi"), 1);
     }
 
     #[test]
