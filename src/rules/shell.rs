@@ -476,7 +476,7 @@ impl Walker {
                 if let Some(redirects) = redirects {
                     let by = compound_kind(compound);
                     for redirect in &redirects.0 {
-                        self.redirect(redirect, &by, depth);
+                        self.redirect(redirect, by, depth);
                     }
                 }
             }
