@@ -389,6 +389,9 @@ impl Word {
 struct Walker {
     out: Analysis,
     too_many: bool,
+    /// The caveats of the command whose `sh -c` script is being read: `sudo bash -c 'cat x'`
+    /// runs `cat` as root, and `env X=1 sh -c 'git diff'` runs `git` with `X` set.
+    inherited: Vec<Caveat>,
 }
 
 impl Walker {
@@ -1064,6 +1067,11 @@ impl Walker {
                 break;
             }
         }
+        for caveat in &self.inherited {
+            if !caveats.contains(caveat) {
+                caveats.push(caveat.clone());
+            }
+        }
         self.out.commands.push(SimpleCommand {
             words: words.iter().map(|w| w.text.clone()).collect(),
             caveats,
@@ -1110,6 +1118,23 @@ impl Walker {
                             .collect::<Vec<_>>()
                             .join(" ");
                         self.parse_and_walk(&text, depth + 1);
+                    }
+                    return;
+                }
+                "trap" => {
+                    // `trap 'cmd' SIGNAL` runs cmd later: judged like eval's argument.
+                    self.dynamic(
+                        join(&words),
+                        "trap runs its first argument as a command later",
+                    );
+                    if let Some(action) = words
+                        .get(1)
+                        .filter(|w| w.is_fixed() && !w.text.starts_with('-'))
+                    {
+                        if self.nest(depth, &path) {
+                            let action = action.text.clone();
+                            self.parse_and_walk(&action, depth + 1);
+                        }
                     }
                     return;
                 }
@@ -1308,7 +1333,14 @@ impl Walker {
             match words.get(i) {
                 Some(script) if script.is_fixed() => {
                     if self.nest(depth, &script.text) {
+                        let outer = self.inherited.clone();
+                        for caveat in caveats {
+                            if !self.inherited.contains(&caveat) {
+                                self.inherited.push(caveat);
+                            }
+                        }
                         self.parse_and_walk(&script.text.clone(), depth + 1);
+                        self.inherited = outer;
                     }
                 }
                 Some(_) => self.dynamic(join(words), "the shell's command is an expansion"),
@@ -1339,7 +1371,12 @@ impl Walker {
                     end += 1;
                 }
                 if end > start && self.nest(depth, &join(&words[start..end])) {
-                    self.normalize(words[start..end].to_vec(), vec![], false, depth + 1);
+                    self.normalize(
+                        words[start..end].to_vec(),
+                        caveats.clone(),
+                        false,
+                        depth + 1,
+                    );
                 }
                 if let Some(terminator) = words.get(end) {
                     own.push(terminator.clone());
@@ -1855,6 +1892,24 @@ mod tests {
     }
 
     #[test]
+    fn a_shell_or_find_under_sudo_or_env_passes_its_caveats_on() {
+        for command in [
+            "sudo bash -c 'cat /etc/shadow'",
+            "sudo find / -exec cat {} +",
+            "env GIT_EXTERNAL_DIFF=x sh -c 'git diff'",
+            "./sh -c 'ls'",
+        ] {
+            let analysis = analyse(command);
+            assert!(
+                analysis.commands.iter().all(|c| !c.caveats.is_empty()),
+                "{command}: {analysis:?}"
+            );
+        }
+        let analysis = analyse("sudo true; bash -c 'ls'");
+        assert!(analysis.commands[1].caveats.is_empty(), "{analysis:?}");
+    }
+
+    #[test]
     fn find_exec_yields_its_own_command_and_delete_stays_visible() {
         assert_eq!(
             words_of(r"find . -name '*.o' -exec rm -rf {} \;"),
@@ -1887,6 +1942,7 @@ mod tests {
             "echo ${!name}",
             "[[ $n -gt 3 ]]",
             "echo > \"$file\"",
+            "trap 'rm -rf x' EXIT",
             "cat <<EOF\n$(id)\nEOF",
         ] {
             assert!(!analyse(command).dynamic.is_empty(), "{command}");
