@@ -9,6 +9,7 @@
 #![no_main]
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -19,18 +20,28 @@ use skeleton_crew::rules::paths::{PathContext, PathRules};
 
 const PACK: &str = include_str!("../../testdata/commands/pack.json");
 
+/// The pack, loaded once (loading checks every rule's examples).
+fn pack() -> &'static (CommandRules, PathRules) {
+    static PACK_RULES: OnceLock<(CommandRules, PathRules)> = OnceLock::new();
+    PACK_RULES.get_or_init(|| {
+        let pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
+        (
+            CommandRules::from_json("commands", &pack["commands"]).expect("commands load"),
+            PathRules::from_json("paths", &pack["paths"]).expect("paths load"),
+        )
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
-    let commands = CommandRules::from_json("commands", &pack["commands"]).expect("commands load");
-    let paths = PathRules::from_json("paths", &pack["paths"]).expect("paths load");
+    let (commands, paths) = pack();
     let context = PathContext {
         cwd: Some(Path::new("/w/proj")),
         root: None,
         home: Some(Path::new("/home/me")),
     };
-    let clean = decide_command(&commands, Some(&paths), &text, false, context);
-    let tainted = decide_command(&commands, Some(&paths), &text, true, context);
+    let clean = decide_command(commands, Some(paths), &text, false, context);
+    let tainted = decide_command(commands, Some(paths), &text, true, context);
     assert!(!clean.reasons.is_empty() && !tainted.reasons.is_empty());
     assert!(tainted.decision >= clean.decision, "{clean:?} {tainted:?}");
     assert!(clean.writes.iter().all(|w| !w.path.is_empty()));

@@ -987,7 +987,11 @@ impl Walker {
             );
             return;
         }
-        if NOT_FILES.contains(&word.text.as_str()) || word.text.starts_with("/dev/fd/") {
+        // An empty name is an error at run time; /dev/null and friends are not files.
+        if word.text.is_empty()
+            || NOT_FILES.contains(&word.text.as_str())
+            || word.text.starts_with("/dev/fd/")
+        {
             return;
         }
         self.out.writes.push(WrittenPath {
