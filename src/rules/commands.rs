@@ -26,9 +26,12 @@
 //!   shell, a parse error, too many commands or too deep a nesting. The command's other simple
 //!   commands are still judged, so a denied one inside `$( … )` still denies.
 //! - **Caveats cap an allow at hold**: a simple command whose program is known but whose effect
-//!   the rules cannot fully see (it sets environment variables, its program is a file given by a
-//!   path outside the system directories, xargs feeds it arguments, an argument is an expansion)
-//!   can match rules, but an allow does not apply to it as it stands.
+//!   the rules cannot fully see (it sets environment variables, `sudo`/`doas` run it as another
+//!   user, its program is a file given by a path outside the system directories, xargs feeds it
+//!   arguments, an argument is an expansion or a brace expansion) still matches rules, and a
+//!   deny or hold applies, but an allow does not apply to it as it stands. Caveats pass into
+//!   `sh -c` scripts and `find -exec` commands. For a tainted agent, a file the command writes
+//!   is held too, as a `Write` call would be.
 //! - **Matching** (prefix tokens): option tokens (`-r`, `-delete`, `--force`) match anywhere
 //!   among the options, a one-letter one inside bundles (`-fr`), a `--long` one also as
 //!   `--long=value` and as an abbreviation getopt_long accepts (`--forc`); the other tokens match
@@ -40,6 +43,10 @@
 //!   analysis and matcher, so a rule that does not do what its author wrote never loads.
 //! - **Pure and bounded**: no I/O; parsing is capped in size and nesting before it starts
 //!   ([`super::shell`]), so a hostile command costs bounded time and stack.
+//! - **Cost**: the parser dominates (`cargo bench --bench commands`, on a loaded 2-core
+//!   machine): about 12 µs for `cargo build && rm -rf build`, 60 to 110 µs for a 4 KiB
+//!   one-command line, 350 to 700 µs for a 4 KiB chain of 63 simple commands (brush-parser's
+//!   tokenizer reads a character at a time and its PEG grammar allocates per token).
 
 use std::fmt;
 
