@@ -56,10 +56,8 @@ fn decide_line(
         Some(Value::String(cwd)) => Some(Path::new(cwd.as_str())),
         _ => Some(Path::new(CWD)),
     };
-    if let Some(key) = commands.arg_key(tool) {
-        let command = args[key].as_str().expect("a command");
-        let tainted = line["tainted"].as_bool().unwrap_or(false);
-        let judged = decide_command(commands, Some(paths), command, tainted, context(cwd));
+    let tainted = line["tainted"].as_bool().unwrap_or(false);
+    if let Some(judged) = commands.decide_call(tool, args, tainted, Some(paths), context(cwd)) {
         return (judged.decision, judged.reasons);
     }
     let judged = paths

@@ -172,6 +172,42 @@ impl CommandRules {
         self.dynamic
     }
 
+    /// Decides a call of a tool these rules apply to (`None` for any other tool): its command
+    /// under `commands`, and, with `paths`, the files it writes and the paths its arguments
+    /// name ([`super::decide_command`]). A command argument that is missing, not a string, or
+    /// holds a NUL is a malformed deny.
+    pub fn decide_call(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        tainted: bool,
+        paths: Option<&super::paths::PathRules>,
+        context: super::paths::PathContext,
+    ) -> Option<CommandJudgement> {
+        let key = self.arg_key(tool)?;
+        let malformed = |why: String| CommandJudgement {
+            decision: Decision::Deny,
+            reasons: vec![format!("malformed call: {why}")],
+            writes: Vec::new(),
+        };
+        let tool_shown = crate::sanitize::quoted(tool);
+        Some(match args.get(key) {
+            None => malformed(format!(
+                "{tool_shown} has no `{key}` argument, which holds its shell command"
+            )),
+            Some(Value::String(command)) if command.contains('\0') => malformed(format!(
+                "the command of {tool_shown} contains a NUL character, which no shell can run as written"
+            )),
+            Some(Value::String(command)) => {
+                super::decide_command(self, paths, command, tainted, context)
+            }
+            Some(other) => malformed(format!(
+                "argument `{key}` of {tool_shown} must be a shell command (a string), found {}",
+                type_name(other)
+            )),
+        })
+    }
+
     /// Decides a command for an agent that is tainted or not.
     pub fn decide(&self, command: &str, tainted: bool) -> CommandJudgement {
         self.judge(command, &analyse(command), tainted)
@@ -772,6 +808,42 @@ mod tests {
             "{judgement:?}"
         );
         assert_eq!(rules.decide("", false).decision, Decision::Allow);
+    }
+
+    #[test]
+    fn calls_check_their_command_argument() {
+        let rules = issue_rules();
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let context = crate::rules::paths::PathContext::default();
+        assert!(rules
+            .decide_call(
+                "Read",
+                &args(json!({"command": "ls"})),
+                false,
+                None,
+                context
+            )
+            .is_none());
+        for bad in [json!({}), json!({"command": 7}), json!({"command": "ls\0"})] {
+            let judged = rules
+                .decide_call("Bash", &args(bad.clone()), false, None, context)
+                .unwrap();
+            assert_eq!(judged.decision, Decision::Deny, "{bad}");
+            assert!(
+                judged.reasons[0].starts_with("malformed call: "),
+                "{judged:?}"
+            );
+        }
+        let judged = rules
+            .decide_call(
+                "Bash",
+                &args(json!({"command": "git status"})),
+                false,
+                None,
+                context,
+            )
+            .unwrap();
+        assert_eq!(judged.decision, Decision::Allow);
     }
 
     #[test]
