@@ -14,7 +14,7 @@
 use std::io::Cursor;
 
 use brush_parser::ast;
-use brush_parser::word::{self, BraceExpressionOrText, Parameter, ParameterExpr, WordPiece};
+use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece};
 use brush_parser::{Parser, ParserOptions};
 
 /// Longer commands are dynamic without being parsed.
@@ -365,10 +365,13 @@ struct Word {
     expanded: bool,
     /// An unquoted `*`, `?`, `[` or extglob.
     glob: bool,
-    /// An unquoted brace expansion (`{a,b}`, `{1..3}`).
+    /// A possible brace expansion (`{a,b}`, `{1..3}`): see [`Walker::word`].
     brace: bool,
     /// A tilde expansion.
     tilde: bool,
+    /// An unquoted `{` and an unquoted `}`, seen.
+    open_brace: bool,
+    close_brace: bool,
 }
 
 impl Word {
@@ -666,9 +669,10 @@ impl Walker {
                 out.expanded = true;
             }
         }
-        if has_brace_expansion(raw) {
-            out.brace = true;
-        }
+        // A brace expansion needs an unquoted `{` and `}` and a `,` or `..`. This over-reads
+        // (`x{}y,z` counts) and so only ever adds a caveat; brush-parser's own brace parser
+        // takes time exponential in the number of `{` (20 of them: half a minute).
+        out.brace = out.open_brace && out.close_brace && (raw.contains(',') || raw.contains(".."));
         out
     }
 
@@ -686,8 +690,10 @@ impl Walker {
         let source = raw.get(start..end).unwrap_or(raw);
         match piece {
             WordPiece::Text(text) => {
-                if !quoted && has_glob(text) {
-                    out.glob = true;
+                if !quoted {
+                    out.glob |= has_glob(text);
+                    out.open_brace |= text.contains('{');
+                    out.close_brace |= text.contains('}');
                 }
                 out.text.push_str(text);
             }
@@ -1586,16 +1592,6 @@ fn has_glob(text: &str) -> bool {
             .any(|extglob| text.contains(extglob))
 }
 
-fn has_brace_expansion(raw: &str) -> bool {
-    if !raw.contains('{') {
-        return false;
-    }
-    matches!(
-        word::parse_brace_expansions(raw, &ParserOptions::default()),
-        Ok(Some(parts)) if parts.iter().any(|p| matches!(p, BraceExpressionOrText::Expr(_)))
-    )
-}
-
 fn basename(path: &str) -> &str {
     let trimmed = path.trim_end_matches('/');
     match trimmed.rfind('/') {
@@ -1818,6 +1814,24 @@ mod tests {
         assert_eq!(plain_word("\"a b\""), Some("a b"));
         assert_eq!(plain_word("\"$x\""), None);
         assert_eq!(plain_word("'"), None);
+    }
+
+    #[test]
+    fn brace_expansions_are_seen_without_the_exponential_brace_parser() {
+        let brace = |raw: &str| Walker::default().word(raw, 0).brace;
+        assert!(brace("-{r,f}"));
+        assert!(brace("x{1..3}"));
+        assert!(brace("{a,'b c'}"));
+        assert!(!brace("'{a,b}'"));
+        assert!(!brace("\"{a,b}\""));
+        assert!(!brace("{}"));
+        assert!(!brace("${a,b}"));
+        // The fuzzer's find: 110 `{` once took brush-parser's brace parser minutes.
+        let hostile = format!("{}\0-nmtime", "{".repeat(110));
+        assert!(!brace(&hostile));
+        let analysis = analyse(&format!("nice {hostile} 10 rm -rf x"));
+        assert_eq!(analysis.commands.len(), 1, "{analysis:?}");
+        assert_eq!(analysis.commands[0].words[1..], ["10", "rm", "-rf", "x"]);
     }
 
     #[test]
