@@ -7,15 +7,16 @@
 //! options, `sh -c S` replaced by the simple commands of `S`, and `find -exec PROG … ;` split
 //! into `find` and `PROG …`. What it cannot judge from the text is reported as dynamic.
 //!
-//! Parsing is bounded before it starts: a command longer than [`MAX_COMMAND_BYTES`], or with more
-//! nesting openers than [`MAX_OPENERS`], is dynamic without being parsed, and the parse runs on a
-//! stack sized for the openers it holds (the parser recurses once per level of nesting).
-
-use std::io::Cursor;
+//! Parsing is bounded before it starts: a command longer than [`MAX_COMMAND_BYTES`], with more
+//! nesting openers than [`MAX_OPENERS`], or with more `(` operators than [`MAX_PARENTHESES`], is
+//! dynamic without being parsed, and the parse runs on a stack sized for the openers it holds
+//! (the parser recurses once per level of nesting). Two of brush-parser's exponential paths
+//! are avoided: its brace-expansion parser is never called, and its grammar never sees many
+//! parentheses.
 
 use brush_parser::ast;
 use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece};
-use brush_parser::{Parser, ParserOptions};
+use brush_parser::{parse_tokens, tokenize_str_with_options, ParserOptions, Token};
 
 /// Longer commands are dynamic without being parsed.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -25,6 +26,11 @@ pub const MAX_SIMPLE_COMMANDS: usize = 64;
 pub const MAX_NESTING: usize = 8;
 /// A command with more nesting openers than this (see [`openers`]) is dynamic without being parsed.
 pub const MAX_OPENERS: usize = 256;
+
+/// A command with more `(` operators (subshells, `((`, function definitions, `[[ ( ]]`, not
+/// `$(`) than this is dynamic without being parsed: brush-parser's grammar backtracks over
+/// them, in time exponential in their number when the text does not parse (24 take a second).
+pub const MAX_PARENTHESES: usize = 12;
 
 /// Stack the parser and the walk need besides nesting, and per nesting opener. Measured on debug
 /// builds (the largest frames) with room to spare: a brace group costs about 20 KiB of stack.
@@ -441,8 +447,25 @@ impl Walker {
         let need = STACK_BASE + openers * STACK_PER_OPENER;
         stacker::maybe_grow(need, need + STACK_BASE, || {
             let options = ParserOptions::default();
-            let mut parser = Parser::new(Cursor::new(text.as_bytes()), &options);
-            match parser.parse_program() {
+            let tokens = match tokenize_str_with_options(text, &options.tokenizer_options()) {
+                Ok(tokens) => tokens,
+                Err(err) => {
+                    self.dynamic(cut(text), format!("it does not parse: {err}"));
+                    return;
+                }
+            };
+            let parentheses = tokens
+                .iter()
+                .filter(|token| matches!(token, Token::Operator(op, _) if op == "("))
+                .count();
+            if parentheses > MAX_PARENTHESES {
+                self.dynamic(
+                    cut(text),
+                    format!("it has more than {MAX_PARENTHESES} parentheses outside words, so it is not parsed"),
+                );
+                return;
+            }
+            match parse_tokens(&tokens, &options) {
                 Ok(program) => {
                     for list in &program.complete_commands {
                         self.compound_list(list, depth);
@@ -1832,6 +1855,26 @@ mod tests {
         let analysis = analyse(&format!("nice {hostile} 10 rm -rf x"));
         assert_eq!(analysis.commands.len(), 1, "{analysis:?}");
         assert_eq!(analysis.commands[0].words[1..], ["10", "rm", "-rf", "x"]);
+    }
+
+    #[test]
+    fn many_parentheses_are_dynamic_without_the_exponential_grammar() {
+        for text in [
+            format!("( (\\{}\r\ncifh$f x ) )", "(".repeat(110)),
+            "( ".repeat(40),
+            format!("{}x{}", "( ".repeat(13), " )".repeat(13)),
+        ] {
+            let analysis = analyse(&text);
+            assert!(
+                analysis
+                    .dynamic
+                    .iter()
+                    .any(|d| d.why.contains("parentheses")),
+                "{analysis:?}"
+            );
+        }
+        let analysis = analyse("(cd a && make) ; (cd b && make) ; f() { ls; }");
+        assert!(analysis.dynamic.is_empty(), "{analysis:?}");
     }
 
     #[test]
