@@ -1,7 +1,8 @@
 //! Fuzz target: the shell command reader and the `commands`/`paths` decision
 //! (`skeleton_crew::rules`), under the Claude Code pack.
 //!
-//! Never panics, never overflows its stack, and stays fast on any text up to 1 MiB
+//! Never panics (a panic inside brush-parser itself is caught by the library and makes the
+//! command dynamic), never overflows its stack, and stays fast on any text up to 1 MiB
 //! (`-max_len=1048576`): what is longer than the parse limit, or nests more than it allows, is
 //! dynamic without being parsed. Every judgement has reasons; taint never makes a decision
 //! weaker; nothing dynamic is allowed; a file the command writes is never an empty path.
@@ -24,6 +25,19 @@ const PACK: &str = include_str!("../../testdata/commands/pack.json");
 fn pack() -> &'static (CommandRules, PathRules) {
     static PACK_RULES: OnceLock<(CommandRules, PathRules)> = OnceLock::new();
     PACK_RULES.get_or_init(|| {
+        // libFuzzer's panic hook aborts on any panic. A panic inside brush-parser is caught by
+        // the library (the command is dynamic), so let those unwind to that catch; any other
+        // panic still aborts and is a finding.
+        let abort = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info
+                .location()
+                .is_some_and(|at| at.file().contains("brush-parser"))
+            {
+                return;
+            }
+            abort(info);
+        }));
         let pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
         (
             CommandRules::from_json("commands", &pack["commands"]).expect("commands load"),

@@ -447,13 +447,18 @@ impl Walker {
         let need = STACK_BASE + openers * STACK_PER_OPENER;
         stacker::maybe_grow(need, need + STACK_BASE, || {
             let options = ParserOptions::default();
-            let tokens = match tokenize_str_with_options(text, &options.tokenizer_options()) {
-                Ok(tokens) => tokens,
-                Err(err) => {
-                    self.dynamic(cut(text), format!("it does not parse: {err}"));
-                    return;
-                }
-            };
+            let tokens =
+                match guarded(|| tokenize_str_with_options(text, &options.tokenizer_options())) {
+                    Some(Ok(tokens)) => tokens,
+                    Some(Err(err)) => {
+                        self.dynamic(cut(text), format!("it does not parse: {err}"));
+                        return;
+                    }
+                    None => {
+                        self.dynamic(cut(text), PARSER_FAILED);
+                        return;
+                    }
+                };
             let parentheses = tokens
                 .iter()
                 .filter(|token| matches!(token, Token::Operator(op, _) if op == "("))
@@ -465,13 +470,14 @@ impl Walker {
                 );
                 return;
             }
-            match parse_tokens(&tokens, &options) {
-                Ok(program) => {
+            match guarded(|| parse_tokens(&tokens, &options)) {
+                Some(Ok(program)) => {
                     for list in &program.complete_commands {
                         self.compound_list(list, depth);
                     }
                 }
-                Err(err) => self.dynamic(cut(text), format!("it does not parse: {err}")),
+                Some(Err(err)) => self.dynamic(cut(text), format!("it does not parse: {err}")),
+                None => self.dynamic(cut(text), PARSER_FAILED),
             }
         });
     }
@@ -672,7 +678,9 @@ impl Walker {
             return Word::literal(text);
         }
         let mut out = Word::default();
-        match word::parse(raw, &ParserOptions::default()) {
+        match guarded(|| word::parse(raw, &ParserOptions::default()).map_err(|e| e.to_string()))
+            .unwrap_or_else(|| Err(PARSER_FAILED.to_owned()))
+        {
             Ok(pieces) => {
                 for piece in &pieces {
                     self.piece(
@@ -967,7 +975,12 @@ impl Walker {
             }
             ast::IoRedirect::HereDocument(_, here) => {
                 if here.requires_expansion {
-                    match word::parse_heredoc(&here.doc.value, &ParserOptions::default()) {
+                    match guarded(|| {
+                        word::parse_heredoc(&here.doc.value, &ParserOptions::default())
+                            .map_err(|e| e.to_string())
+                    })
+                    .unwrap_or_else(|| Err(PARSER_FAILED.to_owned()))
+                    {
                         Ok(pieces) => {
                             let mut ignored = Word::default();
                             for piece in &pieces {
@@ -1453,6 +1466,16 @@ enum Stripped {
     Dynamic(String),
 }
 
+/// What a part is when the parser itself failed on it (it panicked: a bug in brush-parser,
+/// such as an `unwrap` in its tokenizer on a rare here-document shape).
+const PARSER_FAILED: &str = "the parser failed on it (brush-parser panicked)";
+
+/// Runs a brush-parser call, turning a panic inside it into `None`: fail closed, never crash the
+/// gate. (The panic message still reaches the panic hook, stderr by default.)
+fn guarded<T>(call: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).ok()
+}
+
 /// Parses a wrapper's options, GNU style; an unknown option or an expansion among them is an
 /// error, since then which word is the program cannot be told.
 fn parse_options<'w>(
@@ -1875,6 +1898,18 @@ mod tests {
         }
         let analysis = analyse("(cd a && make) ; (cd b && make) ; f() { ls; }");
         assert!(analysis.dynamic.is_empty(), "{analysis:?}");
+    }
+
+    /// The fuzz target's find: brush-parser's tokenizer unwraps a `None` on this text. The
+    /// panic is caught and the command is dynamic.
+    #[test]
+    fn a_panic_in_the_parser_is_a_dynamic_command() {
+        let text = include_str!("../../testdata/commands/brush-panic.txt");
+        let analysis = analyse(text);
+        assert!(
+            analysis.dynamic.iter().any(|d| d.why == PARSER_FAILED),
+            "{analysis:?}"
+        );
     }
 
     #[test]
