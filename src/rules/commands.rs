@@ -256,12 +256,13 @@ impl CommandRules {
             };
         };
         let mut reasons: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for (decision, finding) in findings {
             if decision != strongest {
                 continue;
             }
             let reason = self.reason(&finding, decision, &whole);
-            if !reasons.contains(&reason) {
+            if seen.insert(reason.clone()) {
                 reasons.push(reason);
             }
         }
