@@ -1,0 +1,709 @@
+//! Policy key `paths`: glob rules over the file a file tool reads or writes, and over the files a
+//! shell command writes through redirections.
+//!
+//! ```json
+//! "paths": {
+//!   "tools": {"Write": "file_path", "Edit": "file_path", "Read": "file_path"},
+//!   "writeTools": ["Write", "Edit"],
+//!   "rules": [
+//!     {"glob": [".claude/**", "~/.bashrc"], "write": "deny"},
+//!     {"glob": ["**/.env", "~/.ssh/**"], "read": "hold"}
+//!   ],
+//!   "outsideRoot": "hold"
+//! }
+//! ```
+//!
+//! A path is resolved without touching the file system: `~` is the home directory, a relative
+//! path joins the call's working directory (else the root), and `.` and `..` are folded
+//! lexically. Symlinks are not followed: a link inside the root that points elsewhere is judged
+//! by where it sits. Globs are compiled once with `globset` (`*` stops at `/`, `**` crosses it):
+//! a glob starting with `~/` is relative to the home directory, one starting with `/` is
+//! absolute, one starting with `**` matches anywhere, and any other is relative to the root.
+//! Path rules only add decisions: a path that matches nothing gets no say.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde_json::{Map, Value};
+
+use super::keys::{self, shown};
+use super::shell::WrittenPath;
+use crate::decision::Decision;
+use crate::policy::{ToolList, ToolPattern};
+use crate::strict_json::type_name;
+
+/// The keys of `paths`.
+pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot"];
+/// The keys of one rule.
+pub const RULE_KEYS: &[&str] = &["glob", "read", "write"];
+
+/// Globs match case-insensitively where the file system usually does.
+const CASE_INSENSITIVE: bool = cfg!(any(target_os = "macos", target_os = "windows"));
+
+/// The checked `paths` key.
+#[derive(Debug, Clone)]
+pub struct PathRules {
+    tools: Vec<(ToolPattern, String)>,
+    write_tools: ToolList,
+    rules: Vec<PathRule>,
+    outside_root: Decision,
+}
+
+impl PartialEq for PathRules {
+    fn eq(&self, other: &Self) -> bool {
+        self.tools == other.tools
+            && self.write_tools == other.write_tools
+            && self.outside_root == other.outside_root
+            && self.rules.len() == other.rules.len()
+            && self.rules.iter().zip(&other.rules).all(|(a, b)| {
+                a.index == b.index && a.globs == b.globs && a.read == b.read && a.write == b.write
+            })
+    }
+}
+
+impl Eq for PathRules {}
+
+/// One rule, compiled.
+#[derive(Debug, Clone)]
+pub struct PathRule {
+    /// Its index in `paths.rules` (rules added by [`PathRules::protect`] come after).
+    pub index: usize,
+    /// The globs as written.
+    pub globs: Vec<String>,
+    pub read: Option<Decision>,
+    pub write: Option<Decision>,
+    compiled: Vec<(Base, GlobMatcher)>,
+    /// What the reason calls the rule.
+    label: String,
+}
+
+/// What a glob is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    Root,
+    Home,
+    Absolute,
+    Anywhere,
+}
+
+/// Where the call happens: its working directory, the root it may write in (`--root`, else the
+/// working directory) and the home directory (`--home`, else `$HOME`). Relative ones are
+/// ignored.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PathContext<'a> {
+    pub cwd: Option<&'a Path>,
+    pub root: Option<&'a Path>,
+    pub home: Option<&'a Path>,
+}
+
+/// The decision on a path, with its reasons (never empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathJudgement {
+    pub decision: Decision,
+    pub reasons: Vec<String>,
+}
+
+impl Default for PathRules {
+    fn default() -> Self {
+        PathRules {
+            tools: Vec::new(),
+            write_tools: ToolList::default(),
+            rules: Vec::new(),
+            outside_root: Decision::Hold,
+        }
+    }
+}
+
+impl PathRules {
+    /// Checks the `paths` key (`key` is its name, for errors); a glob that does not compile is
+    /// an error naming it.
+    pub fn from_json(key: &str, value: &Value) -> Result<PathRules, String> {
+        let object = keys::object(key, value, KEYS)?;
+        let mut rules = PathRules::default();
+        if let Some(tools) = object.get("tools") {
+            rules.tools = tool_map(&format!("{key}.tools"), tools)?;
+        }
+        if let Some(write_tools) = object.get("writeTools") {
+            let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
+            rules.write_tools =
+                ToolList::parse(&names).map_err(|why| format!("key `{key}.writeTools`: {why}"))?;
+        }
+        if let Some(outside) = object.get("outsideRoot") {
+            rules.outside_root = keys::decision(&format!("{key}.outsideRoot"), outside)?;
+        }
+        if let Some(list) = object.get("rules") {
+            let Value::Array(items) = list else {
+                return Err(format!(
+                    "key `{key}.rules`: expected an array of rules, found {}",
+                    type_name(list)
+                ));
+            };
+            for (index, item) in items.iter().enumerate() {
+                rules
+                    .rules
+                    .push(rule(&format!("{key}.rules[{index}]"), index, item)?);
+            }
+        }
+        Ok(rules)
+    }
+
+    /// The key of `args` that holds the path of `tool`, if the rules apply to it.
+    pub fn arg_key(&self, tool: &str) -> Option<&str> {
+        self.tools
+            .iter()
+            .find(|(pattern, _)| pattern.matches(tool))
+            .map(|(_, key)| key.as_str())
+    }
+
+    /// Whether a call of `tool` is a write.
+    pub fn is_write_tool(&self, tool: &str) -> bool {
+        self.write_tools.matches(tool)
+    }
+
+    pub fn rules(&self) -> &[PathRule] {
+        &self.rules
+    }
+
+    pub fn outside_root(&self) -> Decision {
+        self.outside_root
+    }
+
+    /// Denies writes to `path` and anything under it, whatever the policy says: for the files
+    /// the gate itself runs on (its policy, audit log and state), named on its command line.
+    pub fn protect(&mut self, path: &Path, what: &str) {
+        let path = normalize(path);
+        if !path.is_absolute() {
+            return;
+        }
+        let text = path.to_string_lossy();
+        let escaped = globset::escape(&text);
+        let compiled = [escaped.clone(), format!("{escaped}/**")]
+            .into_iter()
+            .filter_map(|g| glob(&g).ok().map(|m| (Base::Absolute, m)))
+            .collect();
+        self.rules.push(PathRule {
+            index: self.rules.len(),
+            globs: vec![text.clone().into_owned()],
+            read: None,
+            write: Some(Decision::Deny),
+            compiled,
+            label: format!("the gate's own {what}"),
+        });
+    }
+
+    /// Decides a call of a file tool: `None` when the rules do not apply to `tool`; a malformed
+    /// deny when its path argument is missing, not a string, or holds a NUL.
+    pub fn decide_call(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        context: PathContext,
+    ) -> Option<PathJudgement> {
+        let key = self.arg_key(tool)?;
+        let malformed = |why: String| PathJudgement {
+            decision: Decision::Deny,
+            reasons: vec![format!("malformed call: {why}")],
+        };
+        Some(match args.get(key) {
+            None => malformed(format!(
+                "{} has no `{key}` argument, which names its file",
+                crate::sanitize::quoted(tool)
+            )),
+            Some(Value::String(path)) => self.decide_path(path, self.is_write_tool(tool), context),
+            Some(other) => malformed(format!(
+                "argument `{key}` of {} must be a path (a string), found {}",
+                crate::sanitize::quoted(tool),
+                type_name(other)
+            )),
+        })
+    }
+
+    /// Decides a path a call reads (`write` false) or writes.
+    pub fn decide_path(&self, path: &str, write: bool, context: PathContext) -> PathJudgement {
+        self.judge(path, write, true, None, context)
+    }
+
+    /// Decides a file a shell command writes ([`super::commands::CommandJudgement::writes`]).
+    pub fn decide_written(&self, written: &WrittenPath, context: PathContext) -> PathJudgement {
+        self.judge(
+            &written.path,
+            true,
+            written.placeable,
+            Some(&written.by),
+            context,
+        )
+    }
+
+    /// The read rules applied to a simple command's arguments (its words after the program,
+    /// and the value of each `--option=value`), as paths: `cat .env` reads `.env` as surely as
+    /// `Read` does. Only rules with `read` count here; writes and the root are for the files a
+    /// command writes ([`PathRules::decide_written`]). `None` when no argument matches.
+    /// `placeable` is false when the command changes directory.
+    pub fn decide_arguments(
+        &self,
+        words: &[String],
+        by: &str,
+        placeable: bool,
+        context: PathContext,
+    ) -> Option<PathJudgement> {
+        if !self.rules.iter().any(|rule| rule.read.is_some()) {
+            return None;
+        }
+        let mut strongest: Option<PathJudgement> = None;
+        for word in words.iter().skip(1) {
+            let candidate = if word.starts_with('-') {
+                match word.split_once('=') {
+                    Some((_, value)) => value,
+                    None => continue,
+                }
+            } else {
+                word.as_str()
+            };
+            if candidate.is_empty() || candidate.contains('\0') {
+                continue;
+            }
+            let judged = self.judge(candidate, false, placeable, Some(by), context);
+            if judged.decision == Decision::Allow {
+                continue;
+            }
+            match &mut strongest {
+                Some(best) if best.decision > judged.decision => {}
+                Some(best) if best.decision == judged.decision => {
+                    best.reasons.extend(judged.reasons)
+                }
+                _ => strongest = Some(judged),
+            }
+        }
+        strongest
+    }
+
+    fn judge(
+        &self,
+        path: &str,
+        write: bool,
+        placeable: bool,
+        by: Option<&str>,
+        context: PathContext,
+    ) -> PathJudgement {
+        let verb = if write { "write" } else { "read" };
+        let by = by
+            .map(|by| format!(" by {}", shown(by)))
+            .unwrap_or_default();
+        if path.contains('\0') {
+            return PathJudgement {
+                decision: Decision::Deny,
+                reasons: vec![format!(
+                    "malformed call: the path \"{}\" contains a NUL character",
+                    shown(path)
+                )],
+            };
+        }
+        let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
+        let root = context
+            .root
+            .filter(|p| p.is_absolute())
+            .map(normalize)
+            .or_else(|| cwd.clone());
+        let home = context.home.filter(|p| p.is_absolute()).map(normalize);
+        let resolved = resolve(
+            path,
+            if placeable {
+                cwd.as_deref().or(root.as_deref())
+            } else {
+                None
+            },
+            home.as_deref(),
+        );
+        let subject = format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()));
+        let mut findings: Vec<(Decision, String)> = Vec::new();
+        for rule in &self.rules {
+            let decisions = [rule.read, if write { rule.write } else { None }];
+            let Some(decision) = decisions.into_iter().flatten().max() else {
+                continue;
+            };
+            if let Some(glob) = rule.matching(&resolved, root.as_deref(), home.as_deref()) {
+                findings.push((
+                    decision,
+                    format!("{subject} matches {} (glob {glob}): {decision}", rule.label),
+                ));
+            }
+        }
+        if write {
+            let inside = root
+                .as_deref()
+                .is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
+            if !inside {
+                let root_shown = match &root {
+                    Some(root) => format!("the root \"{}\"", shown(&root.to_string_lossy())),
+                    None => {
+                        "the root, which this call does not give (no cwd and no --root)".to_owned()
+                    }
+                };
+                findings.push((
+                    self.outside_root,
+                    format!(
+                        "{subject} is outside {root_shown}: paths.outsideRoot is {}",
+                        self.outside_root
+                    ),
+                ));
+            }
+        }
+        let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
+            return PathJudgement {
+                decision: Decision::Allow,
+                reasons: vec![format!("{subject} matches no paths rule")],
+            };
+        };
+        PathJudgement {
+            decision: strongest,
+            reasons: findings
+                .into_iter()
+                .filter(|(d, _)| *d == strongest)
+                .map(|(_, r)| r)
+                .collect(),
+        }
+    }
+}
+
+impl PathRule {
+    /// The first glob of the rule that matches the path, as written.
+    fn matching(&self, path: &Path, root: Option<&Path>, home: Option<&Path>) -> Option<&str> {
+        let under = |base: Option<&Path>| {
+            base.filter(|_| path.is_absolute())
+                .and_then(|base| path.strip_prefix(base).ok())
+                .filter(|rest| !rest.as_os_str().is_empty())
+        };
+        let in_root = if path.is_absolute() {
+            under(root)
+        } else {
+            Some(path)
+        };
+        let in_home = under(home);
+        self.compiled
+            .iter()
+            .enumerate()
+            .find_map(|(i, (base, matcher))| {
+                let candidate = match base {
+                    Base::Root => in_root,
+                    Base::Home => in_home,
+                    Base::Absolute => path.is_absolute().then_some(path),
+                    Base::Anywhere => Some(in_root.unwrap_or(path)),
+                };
+                let hit = candidate.is_some_and(|c| matcher.is_match(c))
+                    || (*base == Base::Anywhere && matcher.is_match(path));
+                hit.then(|| {
+                    self.globs
+                        .get(i)
+                        .map_or(self.globs[0].as_str(), String::as_str)
+                })
+            })
+    }
+}
+
+/// A path resolved lexically: absolute when it can be placed, else relative as given.
+fn resolve(path: &str, base: Option<&Path>, home: Option<&Path>) -> PathBuf {
+    let expanded = match (path.strip_prefix('~'), home) {
+        (Some(""), Some(home)) => home.to_path_buf(),
+        (Some(rest), Some(home)) if rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(path),
+    };
+    if expanded.is_absolute() {
+        return normalize(&expanded);
+    }
+    match base {
+        Some(base) => normalize(&base.join(expanded)),
+        None => normalize(&expanded),
+    }
+}
+
+/// `.` dropped and `..` folded, without touching the file system; `..` above `/` stays at `/`,
+/// and a relative path keeps the `..` it cannot fold.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(prefix) => out.push(prefix.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last = out.components().next_back();
+                match last {
+                    Some(Component::Normal(_)) => {
+                        out.pop();
+                    }
+                    Some(Component::RootDir) | Some(Component::Prefix(_)) => {}
+                    _ => out.push(".."),
+                }
+            }
+            Component::Normal(part) => out.push(part),
+        }
+    }
+    out
+}
+
+fn glob(text: &str) -> Result<GlobMatcher, globset::Error> {
+    GlobBuilder::new(text)
+        .literal_separator(true)
+        .case_insensitive(CASE_INSENSITIVE)
+        .backslash_escape(true)
+        .build()
+        .map(|g: Glob| g.compile_matcher())
+}
+
+fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
+    let object = keys::object(key, value, RULE_KEYS)?;
+    let globs: Vec<String> = match object.get("glob") {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(list @ Value::Array(_)) => keys::strings(&format!("{key}.glob"), list)?
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        Some(other) => {
+            return Err(format!(
+                "key `{key}.glob`: expected a glob or a list of globs, found {}",
+                type_name(other)
+            ))
+        }
+        None => return Err(format!("key `{key}`: a rule needs a `glob`")),
+    };
+    if globs.is_empty() {
+        return Err(format!("key `{key}.glob`: is empty"));
+    }
+    let read = object
+        .get("read")
+        .map(|v| keys::decision(&format!("{key}.read"), v))
+        .transpose()?;
+    let write = object
+        .get("write")
+        .map(|v| keys::decision(&format!("{key}.write"), v))
+        .transpose()?;
+    if read.is_none() && write.is_none() {
+        return Err(format!("key `{key}`: a rule needs `read`, `write` or both"));
+    }
+    let mut compiled = Vec::with_capacity(globs.len());
+    for (i, text) in globs.iter().enumerate() {
+        let glob_key = format!("{key}.glob[{i}]");
+        let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
+            (Base::Home, rest)
+        } else if text.starts_with('~') {
+            return Err(format!(
+                "key `{glob_key}`: {text:?}: only `~/…` (the home directory) is understood, not `~` alone or `~user`"
+            ));
+        } else if text.starts_with('/') {
+            (Base::Absolute, text.as_str())
+        } else if text.starts_with("**") {
+            (Base::Anywhere, text.as_str())
+        } else {
+            (Base::Root, text.strip_prefix("./").unwrap_or(text))
+        };
+        if pattern.is_empty() {
+            return Err(format!("key `{glob_key}`: an empty glob"));
+        }
+        if Path::new(pattern)
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        {
+            return Err(format!(
+                "key `{glob_key}`: {text:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match"
+            ));
+        }
+        let matcher = glob(pattern).map_err(|err| {
+            format!("key `{glob_key}`: the glob {text:?} does not compile: {err}")
+        })?;
+        compiled.push((base, matcher));
+    }
+    Ok(PathRule {
+        index,
+        globs,
+        read,
+        write,
+        compiled,
+        label: format!("paths.rules[{index}]"),
+    })
+}
+
+fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, String> {
+    let Value::Object(entries) = value else {
+        return Err(format!(
+            "key `{key}`: expected an object mapping tool names to argument names, found {}",
+            type_name(value)
+        ));
+    };
+    entries
+        .iter()
+        .map(|(tool, arg)| {
+            let pattern =
+                ToolPattern::parse(tool).map_err(|why| format!("key `{key}`: {tool:?} {why}"))?;
+            let arg = keys::string(&format!("{key}.{tool}"), arg)?;
+            Ok((pattern, arg.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn issue_rules() -> PathRules {
+        PathRules::from_json(
+            "paths",
+            &json!({
+              "tools": {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+                        "NotebookEdit": "notebook_path", "Read": "file_path"},
+              "writeTools": ["Write", "Edit", "MultiEdit", "NotebookEdit"],
+              "rules": [
+                {"glob": [".claude/**", ".git/hooks/**", ".github/workflows/**", "~/.bashrc"], "write": "deny"},
+                {"glob": ["**/.env", "~/.ssh/**", "~/.aws/**"], "read": "hold"}
+              ],
+              "outsideRoot": "hold"
+            }),
+        )
+        .unwrap()
+    }
+
+    fn context() -> PathContext<'static> {
+        PathContext {
+            cwd: Some(Path::new("/w/proj")),
+            root: None,
+            home: Some(Path::new("/home/me")),
+        }
+    }
+
+    fn decide(path: &str, write: bool) -> PathJudgement {
+        issue_rules().decide_path(path, write, context())
+    }
+
+    #[test]
+    fn paths_are_placed_lexically() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
+        assert_eq!(normalize(Path::new("/../x")), Path::new("/x"));
+        assert_eq!(normalize(Path::new("a/../../x")), Path::new("../x"));
+        assert_eq!(
+            resolve("~/.bashrc", None, Some(Path::new("/home/me"))),
+            Path::new("/home/me/.bashrc")
+        );
+        assert_eq!(
+            resolve("src/../.claude/x", Some(Path::new("/w")), None),
+            Path::new("/w/.claude/x")
+        );
+    }
+
+    #[test]
+    fn the_issue_rules_decide() {
+        let judged = decide(".claude/settings.json", true);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert_eq!(
+            judged.reasons,
+            ["write of \"/w/proj/.claude/settings.json\" matches paths.rules[0] (glob .claude/**): deny"]
+        );
+        assert_eq!(
+            decide("src/../.claude/settings.json", true).decision,
+            Decision::Deny
+        );
+        assert_eq!(
+            decide("/w/proj/.git/hooks/pre-commit", true).decision,
+            Decision::Deny
+        );
+        assert_eq!(decide("~/.bashrc", true).decision, Decision::Deny);
+        assert_eq!(decide("/home/me/.bashrc", true).decision, Decision::Deny);
+    }
+
+    #[test]
+    fn reads_writes_and_the_root() {
+        assert_eq!(
+            decide(".claude/settings.json", false).decision,
+            Decision::Allow
+        );
+        assert_eq!(decide("config/.env", false).decision, Decision::Hold);
+        assert_eq!(decide(".env", false).decision, Decision::Hold);
+        assert_eq!(decide("/elsewhere/.env", false).decision, Decision::Hold);
+        assert_eq!(decide("~/.ssh/id_rsa", false).decision, Decision::Hold);
+        assert_eq!(decide("src/main.rs", true).decision, Decision::Allow);
+        assert_eq!(decide("src/main.rs", false).decision, Decision::Allow);
+        let outside = decide("../other/x", true);
+        assert_eq!(outside.decision, Decision::Hold);
+        assert!(
+            outside.reasons[0].contains("outside the root \"/w/proj\""),
+            "{outside:?}"
+        );
+        assert_eq!(decide("/etc/passwd", true).decision, Decision::Hold);
+        assert_eq!(decide("a\0b", false).decision, Decision::Deny);
+        let no_place = issue_rules().decide_path(".claude/x", true, PathContext::default());
+        assert_eq!(
+            no_place.decision,
+            Decision::Deny,
+            "globs are tried as given"
+        );
+        let no_place = issue_rules().decide_path("notes.txt", true, PathContext::default());
+        assert_eq!(no_place.decision, Decision::Hold);
+        let rooted = issue_rules().decide_path(
+            "notes.txt",
+            true,
+            PathContext {
+                cwd: Some(Path::new("/w/proj/sub")),
+                root: Some(Path::new("/w/proj")),
+                home: None,
+            },
+        );
+        assert_eq!(rooted.decision, Decision::Allow, "{rooted:?}");
+    }
+
+    #[test]
+    fn calls_check_their_argument() {
+        let rules = issue_rules();
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(rules
+            .decide_call("Bash", &args(json!({})), context())
+            .is_none());
+        let missing = rules
+            .decide_call("Write", &args(json!({})), context())
+            .unwrap();
+        assert_eq!(missing.decision, Decision::Deny);
+        assert!(missing.reasons[0].starts_with("malformed call"));
+        let number = rules
+            .decide_call("Write", &args(json!({"file_path": 7})), context())
+            .unwrap();
+        assert_eq!(number.decision, Decision::Deny);
+        let notebook = rules
+            .decide_call(
+                "NotebookEdit",
+                &args(json!({"notebook_path": "/w/proj/.github/workflows/ci.yml"})),
+                context(),
+            )
+            .unwrap();
+        assert_eq!(notebook.decision, Decision::Deny);
+    }
+
+    #[test]
+    fn load_errors_name_the_glob() {
+        let err = |v: Value| PathRules::from_json("paths", &v).unwrap_err();
+        let e = err(json!({"rules": [{"glob": ["a/[b"], "write": "deny"}]}));
+        assert!(
+            e.starts_with("key `paths.rules[0].glob[0]`: the glob \"a/[b\" does not compile"),
+            "{e}"
+        );
+        let e = err(json!({"rules": [{"glob": ["x"]}]}));
+        assert!(e.contains("needs `read`, `write`"), "{e}");
+        let e = err(json!({"rules": [{"glob": ["x"], "wirte": "deny"}]}));
+        assert!(e.contains("did you mean `write`?"), "{e}");
+        let e = err(json!({"outsideroot": "hold"}));
+        assert!(e.contains("did you mean `outsideRoot`?"), "{e}");
+        let e = err(json!({"rules": [{"glob": ["../x"], "write": "deny"}]}));
+        assert!(e.contains("`..`"), "{e}");
+    }
+
+    #[test]
+    fn protected_files_deny_writes() {
+        let mut rules = issue_rules();
+        rules.protect(Path::new("/etc/sc/policy.json"), "policy");
+        let judged = rules.decide_path("/etc/sc/policy.json", true, context());
+        assert_eq!(judged.decision, Decision::Deny);
+        assert!(
+            judged.reasons[0].contains("the gate's own policy"),
+            "{judged:?}"
+        );
+    }
+}

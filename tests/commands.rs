@@ -1,0 +1,448 @@
+//! The `commands` and `paths` rules through the library: the corpus `testdata/commands/` under
+//! the Claude Code pack, and properties over generated commands and rule sets.
+//!
+//! The corpus holds one call a line (a `Bash` command, or a file tool's path) with the decision
+//! the pack must give and, for some, a fragment of the reason. Every call is decided in a
+//! working directory `/w/proj` with the home directory `/home/me`, unless the line gives
+//! `"cwd": null`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use serde_json::{json, Value};
+use skeleton_crew::decision::Decision;
+use skeleton_crew::rules::commands::CommandRules;
+use skeleton_crew::rules::decide_command;
+use skeleton_crew::rules::paths::{PathContext, PathRules};
+use skeleton_crew::rules::shell::{analyse, MAX_COMMAND_BYTES};
+
+fn testdata(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/commands")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+fn pack() -> (CommandRules, PathRules) {
+    let pack: Value = serde_json::from_str(&testdata("pack.json")).expect("pack.json is JSON");
+    let commands = CommandRules::from_json("commands", &pack["commands"]).expect("commands load");
+    let paths = PathRules::from_json("paths", &pack["paths"]).expect("paths load");
+    (commands, paths)
+}
+
+const CWD: &str = "/w/proj";
+const HOME: &str = "/home/me";
+
+fn context(cwd: Option<&Path>) -> PathContext<'_> {
+    PathContext {
+        cwd,
+        root: None,
+        home: Some(Path::new(HOME)),
+    }
+}
+
+/// The pack's decision on one corpus line, with its reasons.
+fn decide_line(
+    commands: &CommandRules,
+    paths: &PathRules,
+    line: &Value,
+) -> (Decision, Vec<String>) {
+    let tool = line["tool"].as_str().expect("a tool");
+    let args = line["args"].as_object().expect("args");
+    let cwd = match line.get("cwd") {
+        Some(Value::Null) => None,
+        Some(Value::String(cwd)) => Some(Path::new(cwd.as_str())),
+        _ => Some(Path::new(CWD)),
+    };
+    let tainted = line["tainted"].as_bool().unwrap_or(false);
+    if let Some(judged) = commands.decide_call(tool, args, tainted, Some(paths), context(cwd)) {
+        return (judged.decision, judged.reasons);
+    }
+    let judged = paths
+        .decide_call(tool, args, context(cwd))
+        .unwrap_or_else(|| panic!("no rules apply to {tool}"));
+    (judged.decision, judged.reasons)
+}
+
+#[test]
+fn the_corpus_gets_the_decisions_it_expects_under_the_pack() {
+    let (commands, paths) = pack();
+    let corpus = testdata("corpus.jsonl");
+    let mut failures = Vec::new();
+    let mut shapes = BTreeSet::new();
+    let mut count = 0;
+    for (number, text) in corpus.lines().enumerate() {
+        let line: Value = serde_json::from_str(text).expect("a corpus line is JSON");
+        count += 1;
+        shapes.insert(line["shape"].as_str().expect("a shape").to_owned());
+        let expected = Decision::parse(line["decision"].as_str().expect("a decision"))
+            .expect("a known decision");
+        let (decision, reasons) = decide_line(&commands, &paths, &line);
+        let reason_ok = line
+            .get("reason")
+            .and_then(Value::as_str)
+            .is_none_or(|fragment| reasons.iter().any(|r| r.contains(fragment)));
+        if decision != expected || !reason_ok {
+            failures.push(format!(
+                "line {}: {} expected {expected}{}, got {decision}: {reasons:#?}",
+                number + 1,
+                line["args"],
+                line.get("reason")
+                    .map(|r| format!(" with a reason containing {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(count >= 150, "only {count} lines");
+    for shape in [
+        "bundles and reordering",
+        "long options",
+        "wrappers",
+        "program paths, quotes and backslashes",
+        "nested shells",
+        "find -exec and -delete",
+        "dynamic",
+        "chains",
+        "subshells, groups, loops, functions",
+        "redirections into protected files",
+        "file tools",
+    ] {
+        assert!(shapes.contains(shape), "no line of shape {shape:?}");
+    }
+}
+
+#[test]
+fn the_issue_reason_names_the_simple_command_the_whole_and_the_rule() {
+    let (commands, _) = pack();
+    let judged = commands.decide("cargo build && rm -rf build", false);
+    assert_eq!(judged.decision, Decision::Deny);
+    assert_eq!(
+        judged.reasons,
+        [
+            r#"rm -rf build (in "cargo build && rm -rf build") matches commands.rules[23] (prefix rm [-r|-R|--recursive] [-f|--force]): deny"#
+        ]
+    );
+}
+
+#[test]
+fn a_huge_command_is_dynamic_at_once() {
+    let (commands, _) = pack();
+    for huge in [
+        "x".repeat(1 << 20),
+        "(".repeat(1 << 20),
+        "$(".repeat(1 << 19),
+        format!("echo {}", "a ".repeat(1 << 19)),
+        "{ ".repeat(MAX_COMMAND_BYTES / 2 - 1),
+    ] {
+        let judged = commands.decide(&huge, false);
+        assert_eq!(judged.decision, Decision::Hold, "{:?}", &judged.reasons);
+        assert!(
+            judged.reasons[0].contains("is dynamic"),
+            "{:?}",
+            judged.reasons
+        );
+    }
+}
+
+#[test]
+fn nesting_past_the_limit_is_dynamic_and_shells_within_it_are_read() {
+    let (commands, _) = pack();
+    let deep = format!("{}rm -rf x{}", "echo $(".repeat(10), ")".repeat(10));
+    let analysis = analyse(&deep);
+    assert!(
+        analysis
+            .dynamic
+            .iter()
+            .any(|d| d.why.contains("nested deeper than 8")),
+        "{analysis:?}"
+    );
+    let mut command = "rm -rf x".to_owned();
+    for _ in 0..5 {
+        command = format!("bash -c {}", single_quoted(&command));
+    }
+    assert_eq!(
+        commands.decide(&command, false).decision,
+        Decision::Deny,
+        "{command}"
+    );
+}
+
+#[test]
+fn writes_are_exposed_for_the_path_rules() {
+    let (commands, _) = pack();
+    let judged = commands.decide("cargo test 2>&1 | tee log.txt > out.txt", false);
+    let written: Vec<&str> = judged.writes.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(written, ["out.txt", "log.txt"]);
+}
+
+// Properties.
+
+fn single_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Simple commands from a small vocabulary: programs the pack allows, holds or does not know,
+/// with options and arguments.
+fn simple_command() -> impl Strategy<Value = String> {
+    (
+        select(vec![
+            "ls",
+            "cat",
+            "git status",
+            "git push",
+            "cargo test",
+            "curl",
+            "rm",
+            "mkdir",
+            "echo",
+            "make",
+            "python",
+            "find .",
+            "sort",
+            "grep",
+        ]),
+        proptest::collection::vec(
+            select(vec![
+                "-r",
+                "-f",
+                "-rf",
+                "-l",
+                "-n",
+                "--force",
+                "--output=x",
+                "-delete",
+                "a",
+                "b.txt",
+                "src",
+                "-o",
+                "--",
+                "'x y'",
+            ]),
+            0..4,
+        ),
+    )
+        .prop_map(|(program, args)| {
+            let mut words = vec![program.to_owned()];
+            words.extend(args.into_iter().map(str::to_owned));
+            words.join(" ")
+        })
+}
+
+/// Commands of one to four simple commands joined by list operators and pipes.
+fn command() -> impl Strategy<Value = String> {
+    (
+        simple_command(),
+        proptest::collection::vec(
+            (
+                select(vec![" && ", " || ", " | ", "; ", " & ", "\n", " |& "]),
+                simple_command(),
+            ),
+            0..4,
+        ),
+    )
+        .prop_map(|(first, rest)| {
+            let mut text = first;
+            for (operator, next) in rest {
+                text.push_str(operator);
+                text.push_str(&next);
+            }
+            text
+        })
+}
+
+fn token() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        select(vec![
+            "-r", "-f", "-l", "--force", "--output", "-delete", "-o", "-n"
+        ])
+        .prop_map(|t| json!(t)),
+        select(vec!["status", "push", "test", "a", "src", "."]).prop_map(|t| json!(t)),
+        proptest::collection::vec(select(vec!["status", "push", "test", "a"]), 1..3)
+            .prop_map(|alts| json!(alts)),
+    ]
+}
+
+fn rule(decision: impl Strategy<Value = &'static str>) -> impl Strategy<Value = Value> {
+    (
+        select(vec![
+            "ls", "cat", "git", "cargo", "curl", "rm", "mkdir", "echo", "make", "python", "find",
+            "sort", "grep",
+        ]),
+        proptest::collection::vec(token(), 0..3),
+        decision,
+        any::<bool>(),
+    )
+        .prop_map(|(program, tokens, decision, when_tainted)| {
+            let mut prefix = vec![json!(program)];
+            prefix.extend(tokens);
+            let mut rule = json!({"prefix": prefix, "decision": decision});
+            if when_tainted {
+                rule["whenTainted"] = json!("allow");
+            }
+            rule
+        })
+}
+
+fn rules_with(rules: &[Value], unmatched: &str) -> CommandRules {
+    CommandRules::from_json("commands", &json!({"rules": rules, "unmatched": unmatched}))
+        .expect("generated rules load")
+}
+
+/// The denied command, written many ways: bundled or split flags in any order, long options,
+/// quotes and backslashes in the program, an absolute path.
+fn denied_command() -> impl Strategy<Value = String> {
+    (
+        select(vec![
+            "rm",
+            "/bin/rm",
+            "\"rm\"",
+            "r''m",
+            "\\rm",
+            "$'\\x72m'",
+            "/usr/bin/rm",
+        ]),
+        select(vec![
+            "-rf",
+            "-fr",
+            "-r -f",
+            "-f -r",
+            "-Rf",
+            "-rvf",
+            "--recursive --force",
+            "-r --force",
+            "--rec -f",
+        ]),
+        select(vec!["build", "/", "~", "'my dir'", "x y"]),
+        any::<bool>(),
+    )
+        .prop_map(|(program, flags, target, flags_last)| {
+            if flags_last {
+                format!("{program} {target} {flags}")
+            } else {
+                format!("{program} {flags} {target}")
+            }
+        })
+}
+
+/// Wraps a command one way: a wrapper program, a shell, a compound command, a function, or a
+/// substitution. A wrapper program can only run a simple command, so a compound one is first
+/// handed to `bash -c`. Returns the command and whether it is a simple command.
+fn wrap(command: String, simple: bool, how: usize) -> (String, bool) {
+    let program_wrapper = matches!(how, 0..=3 | 12 | 14 | 16);
+    let command = if program_wrapper && !simple {
+        format!("bash -c {}", single_quoted(&command))
+    } else {
+        command
+    };
+    match how {
+        0 => (format!("env FOO=1 {command}"), true),
+        1 => (format!("sudo -u root {command}"), true),
+        2 => (format!("nice -n 5 {command}"), true),
+        3 => (format!("timeout -s KILL 10 {command}"), true),
+        4 => (format!("bash -c {}", single_quoted(&command)), true),
+        5 => (format!("sh -lc {}", single_quoted(&command)), true),
+        6 => (format!("( {command}\n)"), false),
+        7 => (format!("{{ {command}\n}}"), false),
+        8 => (format!("if true; then {command}\nfi"), false),
+        9 => (format!("for x in a b; do {command}\ndone"), false),
+        10 => (format!("f() {{ {command}\n}}; f"), false),
+        11 => (format!("echo $({command}\n)"), true),
+        12 => (format!("command {command}"), true),
+        13 => (format!("while false; do {command}\ndone"), false),
+        14 => (format!("nohup {command}"), true),
+        15 => (format!("eval {}", single_quoted(&command)), true),
+        16 => (format!("stdbuf -oL {command}"), true),
+        // Newlines end the wrapped command: brush-parser cannot read `esac )` or `*)` inside
+        // `$( … )` (parse errors, so holds), though bash can.
+        _ => (format!("case x in (*) {command}\n;; esac"), false),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A rule at least as strict as `unmatched` (as it counts for the agent) only adds
+    /// findings, so no decision gets weaker. (An allow rule for a command nothing matched
+    /// replaces `unmatched`, by design.)
+    #[test]
+    fn adding_a_rule_never_makes_a_decision_weaker(
+        command in command(),
+        base in proptest::collection::vec(rule(select(vec!["allow", "hold", "deny"])), 0..6),
+        unmatched in select(vec!["allow", "hold", "deny"]),
+        extra_decision in select(vec!["allow", "hold", "deny"]),
+        extra in rule(Just("allow")),
+        at in any::<prop::sample::Index>(),
+        tainted in any::<bool>(),
+    ) {
+        // For a tainted agent, an `unmatched: allow` counts as hold.
+        let unmatched_decision = match Decision::parse(unmatched).unwrap() {
+            Decision::Allow if tainted => Decision::Hold,
+            decision => decision,
+        };
+        let extra_decision = Decision::parse(extra_decision).unwrap().max(unmatched_decision);
+        let mut extra = extra;
+        extra["decision"] = json!(extra_decision.as_str());
+        let before = rules_with(&base, unmatched).decide(&command, tainted);
+        let mut more = base.clone();
+        more.insert(at.index(base.len() + 1), extra);
+        let after = rules_with(&more, unmatched).decide(&command, tainted);
+        prop_assert!(after.decision >= before.decision, "{command:?}: {before:?} then {after:?}");
+    }
+
+    /// With `unmatched: allow`, any rule added for an agent that is not tainted only adds
+    /// findings.
+    #[test]
+    fn with_unmatched_allow_any_added_rule_only_adds(
+        command in command(),
+        base in proptest::collection::vec(rule(select(vec!["allow", "hold", "deny"])), 0..6),
+        extra in rule(select(vec!["allow", "hold", "deny"])),
+    ) {
+        let tainted = false;
+        let before = rules_with(&base, "allow").decide(&command, tainted);
+        let mut more = base.clone();
+        more.push(extra);
+        let after = rules_with(&more, "allow").decide(&command, tainted);
+        prop_assert!(after.decision >= before.decision, "{command:?}: {before:?} then {after:?}");
+    }
+
+    /// A denied simple command denies the whole command, however it is written, wrapped (up
+    /// to three wrappers deep) and chained with other commands.
+    #[test]
+    fn a_denied_simple_command_denies_however_chained_or_wrapped(
+        denied in denied_command(),
+        wrappers in proptest::collection::vec(0usize..18, 0..4),
+        before in proptest::collection::vec((simple_command(), select(vec![" && ", " || ", " | ", "; ", "\n", " & "])), 0..3),
+        after in proptest::collection::vec((select(vec![" && ", " || ", " | ", "; ", "\n"]), simple_command()), 0..3),
+        tainted in any::<bool>(),
+    ) {
+        let (commands, paths) = pack();
+        let mut command = denied;
+        let mut simple = true;
+        for how in wrappers {
+            (command, simple) = wrap(command, simple, how);
+        }
+        let mut text = String::new();
+        for (other, operator) in &before {
+            text.push_str(other);
+            text.push_str(operator);
+        }
+        text.push_str(&command);
+        for (operator, other) in &after {
+            text.push_str(operator);
+            text.push_str(other);
+        }
+        let judged = decide_command(&commands, Some(&paths), &text, tainted, context(Some(Path::new(CWD))));
+        prop_assert_eq!(judged.decision, Decision::Deny, "{:?}: {:?}", text, judged.reasons);
+    }
+
+    /// Nothing panics and every judgement has a reason, whatever the text.
+    #[test]
+    fn any_text_gets_a_decision_with_reasons(text in "[ -~\n]{0,200}", tainted in any::<bool>()) {
+        let (commands, paths) = pack();
+        let judged = decide_command(&commands, Some(&paths), &text, tainted, context(Some(Path::new(CWD))));
+        prop_assert!(!judged.reasons.is_empty());
+    }
+}
