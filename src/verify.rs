@@ -7,9 +7,11 @@ use std::io::{self, BufRead, BufReader, Read};
 use serde_json::Value;
 
 use crate::chain::{Chain, Link};
+use crate::jsonl::find_newline;
 
 /// Event lines longer than this are treated as broken, not read whole.
 const MAX_LINE_BYTES: u64 = 64 << 20;
+const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// How the chain is broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,33 +79,82 @@ struct Seen {
     ends_with_newline: bool,
 }
 
-fn lines(log: impl Read) -> impl Iterator<Item = io::Result<Vec<u8>>> {
-    let mut reader = BufReader::new(log);
-    std::iter::from_fn(move || {
-        let mut line = Vec::new();
-        match reader
-            .by_ref()
-            .take(MAX_LINE_BYTES)
-            .read_until(b'\n', &mut line)
-        {
-            Ok(0) => None,
-            Ok(_) => Some(Ok(line)),
-            Err(err) => Some(Err(err)),
+/// Lines of at most [`MAX_LINE_BYTES`] (a longer line comes in pieces of that size), each handed
+/// out from the read buffer when it is whole there, else gathered in one reused buffer.
+struct Lines<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    /// Bytes of the read buffer that the line last handed out still occupies.
+    pending: usize,
+}
+
+impl<R: Read> Lines<R> {
+    fn new(log: R) -> Self {
+        Lines {
+            reader: BufReader::with_capacity(READ_BUFFER_BYTES, log),
+            line: Vec::new(),
+            pending: 0,
         }
-    })
+    }
+
+    /// The next line with its `\n`, if it has one.
+    fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        self.reader.consume(std::mem::take(&mut self.pending));
+        let buffered = self.reader.buffer();
+        if let Some(end) = find_newline(buffered) {
+            self.pending = end + 1;
+            return Ok(Some(&self.reader.buffer()[..=end]));
+        }
+        self.line.clear();
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            };
+            if available.is_empty() {
+                break;
+            }
+            let room = MAX_LINE_BYTES as usize - self.line.len();
+            let (taken, whole) = match find_newline(available) {
+                Some(end) if end < room => (end + 1, true),
+                _ => (available.len().min(room), false),
+            };
+            self.line.extend_from_slice(&available[..taken]);
+            self.reader.consume(taken);
+            if whole || self.line.len() == MAX_LINE_BYTES as usize {
+                break;
+            }
+        }
+        Ok((!self.line.is_empty()).then_some(&self.line[..]))
+    }
 }
 
 fn see(line: &[u8], chain: &Chain) -> Seen {
     let ends_with_newline = line.ends_with(b"\n");
     let body = line.strip_suffix(b"\n").unwrap_or(line);
-    let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+    // One strict pass that reads only `prev` and `seq`; a line it leaves alone is parsed whole.
+    let scanned = std::str::from_utf8(body)
+        .ok()
+        .and_then(crate::report::scan::chain_fields);
+    let (parses, prev, seq) = match scanned {
+        Some(fields) => (true, fields.prev.and_then(Link::parse), fields.seq),
+        None => {
+            let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+            (
+                parsed.is_some(),
+                parsed
+                    .as_ref()
+                    .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
+                parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
+            )
+        }
+    };
     Seen {
         link: chain.link(body),
-        prev: parsed
-            .as_ref()
-            .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
-        seq: parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
-        parses: parsed.is_some(),
+        prev,
+        seq,
+        parses,
         ends_with_newline,
     }
 }
@@ -119,9 +170,11 @@ pub fn verify<R: Read>(
     let mut previous_seq: Option<u64> = None;
     let mut events = 0;
     let mut expected_head_at = None;
-    for (index, line) in lines(reopen()?).enumerate() {
-        let number = index as u64 + 1;
-        let seen = see(&line?, chain);
+    let mut lines = Lines::new(reopen()?);
+    let mut number = 0;
+    while let Some(line) = lines.next_line()? {
+        number += 1;
+        let seen = see(line, chain);
         if !seen.parses {
             let detail = if seen.ends_with_newline {
                 "the line is torn or not a JSON object (a write was cut off, or it was edited)"
@@ -195,9 +248,12 @@ fn classify<R: Read>(
         });
     }
     let mut linked_from = None;
-    for (index, line) in lines(reopen()?).enumerate() {
-        if see(&line?, chain).link == prev {
-            linked_from = Some(index as u64 + 1);
+    let mut lines = Lines::new(reopen()?);
+    let mut index = 0;
+    while let Some(line) = lines.next_line()? {
+        index += 1;
+        if chain.link(line.strip_suffix(b"\n").unwrap_or(line)) == prev {
+            linked_from = Some(index);
             break;
         }
     }

@@ -1,0 +1,274 @@
+//! The vetoes of a summary: the first [`LISTED_VETOES`] in memory for the reports that show them,
+//! and, when asked, every one in an unnamed temporary file for the JSON report, which streams them
+//! from there. A log of ten million denied calls never holds ten million vetoes in memory.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use super::Veto;
+
+/// How many vetoes the text and markdown reports list; they say how many more there are.
+pub const LISTED_VETOES: usize = 1000;
+
+/// The vetoes found so far.
+#[derive(Default)]
+pub(super) struct Vetoes {
+    listed: Vec<Veto>,
+    count: u64,
+    every: Option<SpillWriter>,
+    /// The first error writing the temporary file, reported at the end of the log.
+    failed: Option<io::Error>,
+}
+
+struct SpillWriter {
+    file: BufWriter<File>,
+    dir: PathBuf,
+}
+
+/// Every veto of a summary, in a temporary file that is gone once closed.
+#[derive(Debug)]
+pub(super) struct VetoSpill {
+    file: File,
+    count: u64,
+}
+
+impl Vetoes {
+    /// Keeps every veto from now on (call before the first).
+    pub(super) fn keep_all(&mut self) -> Result<()> {
+        let dir = std::env::temp_dir();
+        let file = unnamed_file(&dir).with_context(|| {
+            format!(
+                "cannot create a temporary file for the vetoes in {} (TMPDIR names another folder)",
+                dir.display()
+            )
+        })?;
+        self.every = Some(SpillWriter {
+            file: BufWriter::with_capacity(64 * 1024, file),
+            dir,
+        });
+        Ok(())
+    }
+
+    /// Whether the next veto is shown or kept, so must be made whole.
+    pub(super) fn wants_details(&self) -> bool {
+        self.every.is_some() || self.listed.len() < LISTED_VETOES
+    }
+
+    /// Counts a veto that is neither shown nor kept (see [`Vetoes::wants_details`]).
+    pub(super) fn count_unshown(&mut self) {
+        debug_assert!(!self.wants_details());
+        self.count += 1;
+    }
+
+    pub(super) fn push(&mut self, veto: Veto) {
+        self.count += 1;
+        if let Some(every) = &mut self.every {
+            if self.failed.is_none() {
+                if let Err(err) = write_veto(&mut every.file, &veto) {
+                    self.failed = Some(err);
+                }
+            }
+        }
+        if self.listed.len() < LISTED_VETOES {
+            self.listed.push(veto);
+        }
+    }
+
+    /// Fails when the temporary file could not be written.
+    pub(super) fn check(&mut self) -> Result<()> {
+        match (self.failed.take(), &self.every) {
+            (Some(err), Some(every)) => Err(err).with_context(|| {
+                format!(
+                    "cannot write the vetoes to a temporary file in {}",
+                    every.dir.display()
+                )
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The vetoes listed, how many there are, and all of them when they were kept.
+    pub(super) fn finish(mut self) -> Result<(Vec<Veto>, u64, Option<VetoSpill>)> {
+        self.check()?;
+        let spill = match self.every.take() {
+            None => None,
+            Some(every) => {
+                let dir = every.dir;
+                let file = every.file.into_inner().map_err(|err| err.into_error());
+                let file = file.with_context(|| {
+                    format!(
+                        "cannot write the vetoes to a temporary file in {}",
+                        dir.display()
+                    )
+                })?;
+                Some(VetoSpill {
+                    file,
+                    count: self.count,
+                })
+            }
+        };
+        Ok((self.listed, self.count, spill))
+    }
+}
+
+impl VetoSpill {
+    pub(super) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Every veto, in order, read back from the file.
+    pub(super) fn read(&self) -> io::Result<impl Iterator<Item = io::Result<Veto>> + '_> {
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0))?;
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        let mut left = self.count;
+        Ok(std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            Some(read_veto(&mut reader))
+        }))
+    }
+}
+
+/// A new file that no other process can open: created with a name no one has, readable by its
+/// owner only, and unlinked at once.
+fn unnamed_file(dir: &std::path::Path) -> io::Result<File> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0u32.. {
+        let path = dir.join(format!(
+            ".sc-report-{}-{nanos}-{attempt}.vetoes",
+            std::process::id()
+        ));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => {
+                fs::remove_file(&path)?;
+                return Ok(file);
+            }
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+// A veto in the file: its kind (0 deny, 1 declined), then id, agent and tool, then the number of
+// reasons and each reason; every text as its length (4 bytes, little-endian) and its bytes.
+
+fn write_text(out: &mut impl Write, text: &str) -> io::Result<()> {
+    let length = u32::try_from(text.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a text over 4 GiB"))?;
+    out.write_all(&length.to_le_bytes())?;
+    out.write_all(text.as_bytes())
+}
+
+fn write_veto(out: &mut impl Write, veto: &Veto) -> io::Result<()> {
+    out.write_all(&[u8::from(veto.kind != "deny")])?;
+    for text in [&veto.id, &veto.agent, &veto.tool] {
+        write_text(out, text)?;
+    }
+    let reasons = u32::try_from(veto.reasons.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many reasons"))?;
+    out.write_all(&reasons.to_le_bytes())?;
+    for reason in &veto.reasons {
+        write_text(out, reason)?;
+    }
+    Ok(())
+}
+
+fn read_u32(input: &mut impl Read) -> io::Result<u32> {
+    let mut bytes = [0u8; 4];
+    input.read_exact(&mut bytes)?;
+    Ok(u32::from_le_bytes(bytes))
+}
+
+fn read_text(input: &mut impl BufRead) -> io::Result<String> {
+    let length = read_u32(input)? as usize;
+    let mut bytes = Vec::with_capacity(length.min(1 << 20));
+    input.take(length as u64).read_to_end(&mut bytes)?;
+    if bytes.len() != length {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    String::from_utf8(bytes).map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))
+}
+
+fn read_veto(input: &mut impl BufRead) -> io::Result<Veto> {
+    let mut kind = [0u8; 1];
+    input.read_exact(&mut kind)?;
+    let id = read_text(input)?;
+    let agent = read_text(input)?;
+    let tool = read_text(input)?;
+    let count = read_u32(input)?;
+    let reasons = (0..count)
+        .map(|_| read_text(input))
+        .collect::<io::Result<_>>()?;
+    Ok(Veto {
+        id,
+        kind: if kind[0] == 0 { "deny" } else { "declined" },
+        agent,
+        tool,
+        reasons,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn veto(n: usize) -> Veto {
+        Veto {
+            id: format!("id-{n}"),
+            kind: if n % 2 == 0 { "deny" } else { "declined" },
+            agent: "agént".into(),
+            tool: "send_payment".into(),
+            reasons: (0..n % 3).map(|r| format!("reason {r}\n\"q\"")).collect(),
+        }
+    }
+
+    #[test]
+    fn every_veto_comes_back_in_order_and_the_first_are_listed() {
+        let mut vetoes = Vetoes::default();
+        vetoes.keep_all().unwrap();
+        let total = LISTED_VETOES + 7;
+        for n in 0..total {
+            vetoes.push(veto(n));
+        }
+        let (listed, count, spill) = vetoes.finish().unwrap();
+        assert_eq!(count, total as u64);
+        assert_eq!(listed.len(), LISTED_VETOES);
+        assert_eq!(listed[LISTED_VETOES - 1], veto(LISTED_VETOES - 1));
+        let spill = spill.unwrap();
+        for _ in 0..2 {
+            let back: Vec<Veto> = spill.read().unwrap().map(Result::unwrap).collect();
+            assert_eq!(back, (0..total).map(veto).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn without_keeping_all_only_the_first_are_kept() {
+        let mut vetoes = Vetoes::default();
+        for n in 0..LISTED_VETOES + 1 {
+            vetoes.push(veto(n));
+        }
+        let (listed, count, spill) = vetoes.finish().unwrap();
+        assert_eq!(
+            (listed.len(), count),
+            (LISTED_VETOES, LISTED_VETOES as u64 + 1)
+        );
+        assert!(spill.is_none());
+    }
+}
