@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::chain::{Chain, Link};
 use crate::jsonl::find_newline;
+use crate::report::scan;
 
 /// Event lines longer than this are treated as broken, not read whole.
 const MAX_LINE_BYTES: u64 = 64 << 20;
@@ -130,15 +131,44 @@ impl<R: Read> Lines<R> {
     }
 }
 
+/// The link written as 64 hex digits (either case), as [`Link::parse`] reads it, a table look-up
+/// a digit.
+fn link_of_hex(hex: &str) -> Option<Link> {
+    const NOT_HEX: u8 = 0xff;
+    static NIBBLES: [u8; 256] = {
+        let mut table = [NOT_HEX; 256];
+        let mut digit = 0;
+        while digit < 10 {
+            table[b'0' as usize + digit] = digit as u8;
+            digit += 1;
+        }
+        let mut letter = 0;
+        while letter < 6 {
+            table[b'a' as usize + letter] = 10 + letter as u8;
+            table[b'A' as usize + letter] = 10 + letter as u8;
+            letter += 1;
+        }
+        table
+    };
+    let hex: &[u8; 64] = hex.as_bytes().try_into().ok()?;
+    let mut bytes = [0u8; 32];
+    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
+        if high == NOT_HEX || low == NOT_HEX {
+            return None;
+        }
+        *byte = high << 4 | low;
+    }
+    Some(Link(bytes))
+}
+
 fn see(line: &[u8], chain: &Chain) -> Seen {
     let ends_with_newline = line.ends_with(b"\n");
-    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let body = body(line);
     // One strict pass that reads only `prev` and `seq`; a line it leaves alone is parsed whole.
-    let scanned = std::str::from_utf8(body)
-        .ok()
-        .and_then(crate::report::scan::chain_fields);
+    let scanned = std::str::from_utf8(body).ok().and_then(scan::chain_fields);
     let (parses, prev, seq) = match scanned {
-        Some(fields) => (true, fields.prev.and_then(Link::parse), fields.seq),
+        Some(fields) => (true, fields.prev.and_then(link_of_hex), fields.seq),
         None => {
             let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
             (
@@ -157,6 +187,10 @@ fn see(line: &[u8], chain: &Chain) -> Seen {
         parses,
         ends_with_newline,
     }
+}
+
+fn body(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
 }
 
 /// Verifies a log. `reopen` gives the log again from the start, for the second pass that tells an
@@ -252,7 +286,7 @@ fn classify<R: Read>(
     let mut index = 0;
     while let Some(line) = lines.next_line()? {
         index += 1;
-        if chain.link(line.strip_suffix(b"\n").unwrap_or(line)) == prev {
+        if chain.link(body(line)) == prev {
             linked_from = Some(index);
             break;
         }
@@ -300,7 +334,7 @@ fn classify<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{seal, Head};
+    use crate::chain::{seal, Head, GENESIS};
 
     fn chained(events: usize, chain: &Chain) -> Vec<Vec<u8>> {
         let mut head = Head::genesis();
@@ -325,6 +359,29 @@ mod tests {
 
     fn check(log: &[u8], chain: &Chain, head: Option<Link>) -> Result<Intact, ChainBreak> {
         verify(|| Ok(log), chain, head).unwrap()
+    }
+
+    #[test]
+    fn links_are_read_from_hex_as_link_parse_reads_them() {
+        let link = Chain::Sha256.link(b"x");
+        let hex = link.to_string();
+        let mut cases = vec![
+            hex.clone(),
+            hex.to_uppercase(),
+            hex[..63].to_owned(),
+            format!("{hex}0"),
+            String::new(),
+            GENESIS.to_owned(),
+        ];
+        for (at, bad) in [(0, "g"), (31, "+"), (63, "G"), (10, " "), (40, "é")] {
+            let mut case = hex.clone();
+            case.replace_range(at..at + 1, bad);
+            cases.push(case);
+        }
+        for case in cases {
+            assert_eq!(link_of_hex(&case), Link::parse(&case), "{case:?}");
+        }
+        assert_eq!(link_of_hex(&hex), Some(link));
     }
 
     #[test]

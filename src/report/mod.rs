@@ -32,10 +32,12 @@ use crate::strict_json;
 mod listing;
 mod render;
 pub(crate) mod scan;
+mod window;
 
 pub use listing::LISTED_VETOES;
 use listing::{VetoSpill, Vetoes};
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
+use window::{CallId, IdIndex};
 
 /// Audit lines longer than this are reported as problems, not read.
 const MAX_EVENT_BYTES: usize = 16 << 20;
@@ -191,65 +193,6 @@ fn shell_word(arg: &str) -> Cow<'_, str> {
     }
 }
 
-/// A call id, kept inline when it is short, as the ids the stages write are.
-#[derive(Clone)]
-enum CallId {
-    Short {
-        length: u8,
-        bytes: [u8; CallId::SHORT],
-    },
-    Long(Box<[u8]>),
-}
-
-impl CallId {
-    const SHORT: usize = 30;
-
-    fn new(id: &str) -> CallId {
-        let id = id.as_bytes();
-        if id.len() > CallId::SHORT {
-            return CallId::Long(id.into());
-        }
-        let mut bytes = [0; CallId::SHORT];
-        bytes[..id.len()].copy_from_slice(id);
-        CallId::Short {
-            length: id.len() as u8,
-            bytes,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match self {
-            CallId::Short { length, bytes } => &bytes[..usize::from(*length)],
-            CallId::Long(bytes) => bytes,
-        }
-    }
-
-    fn text(&self) -> String {
-        // Made from a `&str`, so always UTF-8.
-        String::from_utf8_lossy(self.bytes()).into_owned()
-    }
-}
-
-impl PartialEq for CallId {
-    fn eq(&self, other: &CallId) -> bool {
-        self.bytes() == other.bytes()
-    }
-}
-
-impl Eq for CallId {}
-
-impl std::hash::Hash for CallId {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.bytes().hash(state);
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for CallId {
-    fn borrow(&self) -> &[u8] {
-        self.bytes()
-    }
-}
-
 /// A gate's reasons, kept for a call that may become a veto: the array's text as the scanner
 /// found it (read only if the veto is shown), or the strings the reference reading took.
 enum KeptReasons {
@@ -282,6 +225,8 @@ impl KeptReasons {
 /// What the logs say about one call, while it is in the window.
 struct Trail {
     id: CallId,
+    /// The id's hash in the [`IdIndex`].
+    hash: u64,
     /// The number of events counted when its first event was read.
     first_seen: u64,
     /// The agent and tool, once an event named them.
@@ -301,11 +246,11 @@ enum Answer {
 }
 
 impl Answer {
-    fn of(approval: Approval) -> Answer {
+    fn of(approval: &Approval) -> Answer {
         if approval.approved {
             Answer::Approved
         } else {
-            Answer::Declined(approval.reason.into_boxed_str())
+            Answer::Declined(approval.reason.as_str().into())
         }
     }
 }
@@ -345,7 +290,7 @@ pub struct Summariser {
     calls: VecDeque<Trail>,
     first: u64,
     /// Each call id in the window, with its number.
-    ids: HashMap<CallId, u64>,
+    ids: IdIndex,
     names: HashSet<Rc<str>>,
     agents: BTreeMap<Rc<str>, AgentTally>,
     agent_states: HashMap<String, LastState>,
@@ -372,7 +317,7 @@ impl Summariser {
             window: CALL_WINDOW_EVENTS,
             calls: VecDeque::new(),
             first: 0,
-            ids: HashMap::new(),
+            ids: IdIndex::default(),
             names: HashSet::new(),
             agents: BTreeMap::new(),
             agent_states: HashMap::new(),
@@ -428,18 +373,19 @@ impl Summariser {
             .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
         // One strict pass that keeps only what the summary reads; a line it refuses is read
         // again the reference way, which words the problem.
-        if let Some(event) = scan::event(text) {
-            return self.count_event(event);
+        let mut event = EventView::default();
+        if scan::read_into(text, &mut event).is_some() {
+            return self.count_event(&event);
         }
         let event = match strict_json::parse(text) {
             Ok(Value::Object(event)) => event,
             Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
             Err(err) => return Err(format!("torn or malformed line: {err}")),
         };
-        self.count_event(EventView::of(&event))
+        self.count_event(&EventView::of(&event))
     }
 
-    fn count_event(&mut self, event: EventView) -> Result<(), String> {
+    fn count_event(&mut self, event: &EventView) -> Result<(), String> {
         let id = event.id.as_deref().ok_or("event has no `id`")?;
         let stage = event.stage.as_deref().ok_or("event has no `stage`")?;
         if self.filter.has_time_window() {
@@ -453,7 +399,7 @@ impl Summariser {
             }
         }
         self.summary.events += 1;
-        let result = self.join(id, stage, &event);
+        let result = self.join(id, stage, event);
         self.slide();
         result
     }
@@ -467,8 +413,11 @@ impl Summariser {
                     .as_deref()
                     .and_then(Decision::parse)
                     .ok_or("gate event has no valid `decision`")?;
-                let open = self.ids.get(id.as_bytes()).copied();
-                if open.is_some_and(|number| self.call(number).decision.is_some()) {
+                let open = self.find(id);
+                if open
+                    .1
+                    .is_some_and(|number| self.call(number).decision.is_some())
+                {
                     return Err(format!("a second gate event for id {id}"));
                 }
                 let (agent, tool) = match &event.call {
@@ -490,21 +439,23 @@ impl Summariser {
             "approve" => {
                 let approval = event
                     .approval
-                    .clone()
+                    .as_ref()
                     .ok_or("approve event has no valid `approval`")?;
-                let open = self.ids.get(id.as_bytes()).copied();
-                if open.is_none() && self.late_answer(id, event, &approval) {
+                let open = self.find(id);
+                if open.1.is_none() && self.late_answer(id, event, approval) {
                     return Ok(());
                 }
                 self.trail(open, id).approval = Some(Answer::of(approval));
             }
             "exec" => {
                 let status = event.status.ok_or("exec event has no valid `outcome`")?;
-                let open = self.ids.get(id.as_bytes()).copied();
-                if open.is_none() && self.late_outcome(event, status) {
+                let open = self.find(id);
+                if open.1.is_none() && self.late_outcome(event, status) {
                     return Ok(());
                 }
-                let named = open.is_some_and(|number| self.call(number).names.is_some());
+                let named = open
+                    .1
+                    .is_some_and(|number| self.call(number).names.is_some());
                 let names = (!named).then(|| {
                     (
                         self.name(event.agent.as_deref().unwrap_or("?")),
@@ -526,16 +477,29 @@ impl Summariser {
         &self.calls[(number - self.first) as usize]
     }
 
-    /// The call in the window with this number, or a new one for `id`.
-    fn trail(&mut self, open: Option<u64>, id: &str) -> &mut Trail {
+    /// The id's hash, and the number of its call if it is in the window.
+    fn find(&self, id: &str) -> (u64, Option<u64>) {
+        let id = id.as_bytes();
+        let hash = self.ids.hash(id);
+        if let Some(number) = self.ids.by_hash(hash) {
+            if self.call(number).id.bytes() == id {
+                return (hash, Some(number));
+            }
+        }
+        (hash, self.ids.collided(id))
+    }
+
+    /// The call in the window that [`Summariser::find`] found, or a new one for `id`.
+    fn trail(&mut self, (hash, open): (u64, Option<u64>), id: &str) -> &mut Trail {
         let number = match open {
             Some(number) => number,
             None => {
                 let number = self.first + self.calls.len() as u64;
                 let id = CallId::new(id);
-                self.ids.insert(id.clone(), number);
+                self.ids.insert(&id, hash, number);
                 self.calls.push_back(Trail {
                     id,
+                    hash,
                     first_seen: self.summary.events,
                     names: None,
                     decision: None,
@@ -613,7 +577,7 @@ impl Summariser {
             return;
         };
         self.first += 1;
-        self.ids.remove(trail.id.bytes());
+        self.ids.remove(&trail.id, trail.hash, self.first - 1);
         let Some((agent_name, tool_name)) = trail.names.clone() else {
             if self.filter.admits_agent("") {
                 self.count_outcome(trail.status);

@@ -15,47 +15,119 @@
 //! [`strict_json::parse`]: crate::strict_json::parse
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use super::{EventView, Reasons, StateView};
 use crate::jsonl::plain_run;
 use crate::record::Status;
-use crate::strict_json::KeySet;
 
 /// Deeper than this, a line is left to the strict reader (whose own limit is 128).
 pub const MAX_DEPTH: usize = 64;
 
 /// The top-level keys of the events the stages write, each tracked by one bit so that a repeat is
-/// seen without comparing strings; any other key goes to a [`KeySet`]. A key of this list can
-/// never equal one of the others, so the two together refuse every duplicate.
-const KNOWN_KEYS: [&str; 13] = [
-    "id",
-    "stage",
-    "ts",
-    "decision",
-    "agent",
-    "tool",
-    "reasons",
-    "call",
-    "agentState",
-    "approval",
-    "outcome",
-    "seq",
-    "prev",
-];
+/// seen without comparing strings; any other key goes to a [`Keys`]. A key of this list can never
+/// equal one of the others, so the two together refuse every duplicate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Known {
+    Id,
+    Stage,
+    Ts,
+    Decision,
+    Agent,
+    Tool,
+    Reasons,
+    Call,
+    AgentState,
+    Approval,
+    Outcome,
+    Seq,
+    Prev,
+}
+
+impl Known {
+    fn of(key: &str) -> Option<Known> {
+        Some(match key {
+            "id" => Known::Id,
+            "stage" => Known::Stage,
+            "ts" => Known::Ts,
+            "decision" => Known::Decision,
+            "agent" => Known::Agent,
+            "tool" => Known::Tool,
+            "reasons" => Known::Reasons,
+            "call" => Known::Call,
+            "agentState" => Known::AgentState,
+            "approval" => Known::Approval,
+            "outcome" => Known::Outcome,
+            "seq" => Known::Seq,
+            "prev" => Known::Prev,
+            _ => return None,
+        })
+    }
+}
+
+/// The keys of one object seen so far, for refusing a repeat: a few compared in place (length and
+/// first byte before the rest), more in a hash set.
+struct Keys<'a> {
+    seen: [&'a str; Keys::INLINE],
+    len: usize,
+    more: Option<HashSet<&'a str>>,
+}
+
+impl<'a> Keys<'a> {
+    const INLINE: usize = 8;
+
+    fn new() -> Self {
+        Keys {
+            seen: [""; Keys::INLINE],
+            len: 0,
+            more: None,
+        }
+    }
+
+    /// Adds a key; `false` when it was already there.
+    fn insert(&mut self, key: &'a str) -> bool {
+        if let Some(more) = &mut self.more {
+            return more.insert(key);
+        }
+        let first = key.as_bytes().first();
+        for seen in &self.seen[..self.len] {
+            if seen.len() == key.len() && seen.as_bytes().first() == first && *seen == key {
+                return false;
+            }
+        }
+        if self.len < Keys::INLINE {
+            self.seen[self.len] = key;
+            self.len += 1;
+        } else {
+            let mut more: HashSet<&str> = self.seen.iter().copied().collect();
+            more.insert(key);
+            self.more = Some(more);
+        }
+        true
+    }
+}
 
 /// Reads an event from its text (valid UTF-8), or `None` when the strict reader must.
+#[cfg(test)]
 pub(super) fn event(text: &str) -> Option<EventView<'_>> {
     let mut view = EventView::default();
+    read_into(text, &mut view)?;
+    Some(view)
+}
+
+/// Reads an event from its text (valid UTF-8) into a view that is new (so that the event is not
+/// moved about); `None` when the strict reader must, the view then holding part of the event.
+pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<()> {
     let mut scanner = Scanner::new(text);
     scanner.top_level(|scanner, key| {
         match key {
-            "id" => view.id = scanner.text_value()?,
-            "stage" => view.stage = scanner.text_value()?,
-            "ts" => view.ts = scanner.text_value()?,
-            "decision" => view.decision = scanner.text_value()?,
-            "agent" => view.agent = scanner.text_value()?,
-            "tool" => view.tool = scanner.text_value()?,
-            "reasons" => {
+            Some(Known::Id) => view.id = scanner.text_value()?,
+            Some(Known::Stage) => view.stage = scanner.text_value()?,
+            Some(Known::Ts) => view.ts = scanner.text_value()?,
+            Some(Known::Decision) => view.decision = scanner.text_value()?,
+            Some(Known::Agent) => view.agent = scanner.text_value()?,
+            Some(Known::Tool) => view.tool = scanner.text_value()?,
+            Some(Known::Reasons) => {
                 let start = scanner.at;
                 let is_array = scanner.peek() == Some(b'[');
                 scanner.value()?;
@@ -65,23 +137,22 @@ pub(super) fn event(text: &str) -> Option<EventView<'_>> {
                     Reasons::List(Vec::new())
                 };
             }
-            "call" => view.call = Some(scanner.call_names()?),
-            "agentState" => {
+            Some(Known::Call) => view.call = Some(scanner.call_names()?),
+            Some(Known::AgentState) => {
                 let start = scanner.at;
                 scanner.value()?;
                 view.agent_state = Some(StateView::Text(&text[start..scanner.at]));
             }
-            "approval" => {
+            Some(Known::Approval) => {
                 let start = scanner.at;
                 scanner.value()?;
                 view.approval = serde_json::from_str(&text[start..scanner.at]).ok();
             }
-            "outcome" => view.status = scanner.outcome_status()?,
+            Some(Known::Outcome) => view.status = scanner.outcome_status()?,
             _ => scanner.value()?,
         }
         Some(())
-    })?;
-    Some(view)
+    })
 }
 
 /// What `sc-report --verify` reads of a line.
@@ -104,14 +175,14 @@ pub fn chain_fields(text: &str) -> Option<ChainFields<'_>> {
     let mut scanner = Scanner::new(text);
     scanner.top_level(|scanner, key| {
         match key {
-            "prev" if scanner.peek() == Some(b'"') => {
+            Some(Known::Prev) if scanner.peek() == Some(b'"') => {
                 let token = scanner.string()?;
                 if token.escaped {
                     return None;
                 }
                 fields.prev = Some(token.inner);
             }
-            "seq" if matches!(scanner.peek(), Some(b'-' | b'0'..=b'9')) => {
+            Some(Known::Seq) if matches!(scanner.peek(), Some(b'-' | b'0'..=b'9')) => {
                 let start = scanner.at;
                 scanner.number()?;
                 let digits = &text[start..scanner.at];
@@ -153,36 +224,39 @@ impl<'a> Scanner<'a> {
     }
 
     /// The whole line: one object, nothing but white space after it. `member` reads the value
-    /// of each key (the scanner is at the value, after white space).
+    /// of each key, given as one of the [`Known`] keys or not (the scanner is at the value, after
+    /// white space).
     fn top_level(
         &mut self,
-        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        mut member: impl FnMut(&mut Self, Option<Known>) -> Option<()>,
     ) -> Option<()> {
         self.skip_space();
         self.open(b'{')?;
         if self.eat(b'}') {
             self.depth -= 1;
         } else {
-            let mut known = 0u32;
-            let mut others = KeySet::new();
+            let mut known_seen = 0u32;
+            let mut others = Keys::new();
             loop {
                 self.skip_space();
                 let key = self.plain_key()?;
-                match KNOWN_KEYS.iter().position(|k| *k == key) {
-                    Some(bit) => {
-                        if known & (1 << bit) != 0 {
+                let known = Known::of(key);
+                match known {
+                    Some(known) => {
+                        let bit = 1 << known as u32;
+                        if known_seen & bit != 0 {
                             return None;
                         }
-                        known |= 1 << bit;
+                        known_seen |= bit;
                     }
                     None => {
-                        if !others.insert(Cow::Borrowed(key)) {
+                        if !others.insert(key) {
                             return None;
                         }
                     }
                 }
                 self.skip_space();
-                member(self, key)?;
+                member(self, known)?;
                 if self.end_of_member(b'}')? {
                     break;
                 }
@@ -250,10 +324,10 @@ impl<'a> Scanner<'a> {
     }
 
     /// A key of an inner object and its colon; a key seen before in the object gives up.
-    fn key(&mut self, keys: &mut KeySet<'a>) -> Option<&'a str> {
+    fn key(&mut self, keys: &mut Keys<'a>) -> Option<&'a str> {
         self.skip_space();
         let key = self.plain_key()?;
-        keys.insert(Cow::Borrowed(key)).then_some(key)
+        keys.insert(key).then_some(key)
     }
 
     /// Any value, checked.
@@ -287,7 +361,7 @@ impl<'a> Scanner<'a> {
             self.depth -= 1;
             return Some(());
         }
-        let mut keys = KeySet::new();
+        let mut keys = Keys::new();
         loop {
             self.key(&mut keys)?;
             self.skip_space();
@@ -326,7 +400,7 @@ impl<'a> Scanner<'a> {
         if self.eat(b'}') {
             self.depth -= 1;
         } else {
-            let mut keys = KeySet::new();
+            let mut keys = Keys::new();
             loop {
                 let key = self.key(&mut keys)?;
                 self.skip_space();
@@ -357,7 +431,7 @@ impl<'a> Scanner<'a> {
             self.depth -= 1;
             return Some(None);
         }
-        let mut keys = KeySet::new();
+        let mut keys = Keys::new();
         loop {
             let key = self.key(&mut keys)?;
             self.skip_space();
@@ -472,6 +546,39 @@ impl<'a> Token<'a> {
             serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
         } else {
             Some(Cow::Borrowed(self.inner))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_sets_refuse_repeats_inline_and_beyond() {
+        let names: Vec<String> = (0..20).map(|n| format!("k{n}")).collect();
+        let mut keys = Keys::new();
+        assert!(keys.insert(""));
+        assert!(!keys.insert(""));
+        for name in &names {
+            assert!(keys.insert(name), "{name}");
+            assert!(!keys.insert(name), "{name}");
+        }
+        assert!(!keys.insert(""));
+        assert!(keys.insert("k1x"));
+    }
+
+    #[test]
+    fn repeated_keys_at_any_depth_are_left_to_the_strict_reader() {
+        for text in [
+            r#"{"id":"a","stage":"gate","id":"b"}"#,
+            r#"{"x":1,"stage":"gate","x":2}"#,
+            r#"{"id":"a","call":{"agent":"a","tool":"t","agent":"b"}}"#,
+            r#"{"id":"a","outcome":{"status":"failed","status":"executed"}}"#,
+            r#"{"id":"a","e":{"k1":1,"k2":1,"k3":1,"k4":1,"k5":1,"k6":1,"k7":1,"k8":1,"k9":1,"k3":2}}"#,
+        ] {
+            assert!(event(text).is_none(), "{text}");
+            assert!(chain_fields(text).is_none(), "{text}");
         }
     }
 }
