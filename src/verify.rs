@@ -1,18 +1,18 @@
 //! Walking an audit log's hash chain ([`crate::chain`]): "N events, chain intact, head H", or the
 //! first line where it breaks and how. Two streaming passes at most, so memory stays flat.
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 
 use serde_json::Value;
 
 use crate::chain::{Chain, Link};
-use crate::jsonl::find_newline;
 use crate::report::scan;
+use crate::report::worker::{read_block, Block, Line, Long, Splitter, Worker};
 
 /// Event lines longer than this are treated as broken, not read whole.
 const MAX_LINE_BYTES: u64 = 64 << 20;
-const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// How the chain is broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,55 +80,24 @@ struct Seen {
     ends_with_newline: bool,
 }
 
-/// Lines of at most [`MAX_LINE_BYTES`] (a longer line comes in pieces of that size), each handed
-/// out from the read buffer when it is whole there, else gathered in one reused buffer.
-struct Lines<R> {
-    reader: BufReader<R>,
-    line: Vec<u8>,
-    /// Bytes of the read buffer that the line last handed out still occupies.
-    pending: usize,
-}
-
-impl<R: Read> Lines<R> {
-    fn new(log: R) -> Self {
-        Lines {
-            reader: BufReader::with_capacity(READ_BUFFER_BYTES, log),
-            line: Vec::new(),
-            pending: 0,
+/// Hands each line of a log (pieces of at most [`MAX_LINE_BYTES`], as [`SeenLines`] reads them)
+/// to `each`, on this thread, until `each` says it found what it looked for.
+fn find_line(mut log: impl Read, mut each: impl FnMut(&[u8]) -> bool) -> io::Result<()> {
+    let mut splitter = Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces);
+    let mut block = Block::default();
+    let mut found = false;
+    while !found {
+        read_block(&mut log, &mut block)?;
+        splitter.split(&block, |line| {
+            if let (false, Line::Text { text, .. }) = (found, line) {
+                found = each(text);
+            }
+        });
+        if block.end {
+            break;
         }
     }
-
-    /// The next line with its `\n`, if it has one.
-    fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
-        self.reader.consume(std::mem::take(&mut self.pending));
-        let buffered = self.reader.buffer();
-        if let Some(end) = find_newline(buffered) {
-            self.pending = end + 1;
-            return Ok(Some(&self.reader.buffer()[..=end]));
-        }
-        self.line.clear();
-        loop {
-            let available = match self.reader.fill_buf() {
-                Ok(bytes) => bytes,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err),
-            };
-            if available.is_empty() {
-                break;
-            }
-            let room = MAX_LINE_BYTES as usize - self.line.len();
-            let (taken, whole) = match find_newline(available) {
-                Some(end) if end < room => (end + 1, true),
-                _ => (available.len().min(room), false),
-            };
-            self.line.extend_from_slice(&available[..taken]);
-            self.reader.consume(taken);
-            if whole || self.line.len() == MAX_LINE_BYTES as usize {
-                break;
-            }
-        }
-        Ok((!self.line.is_empty()).then_some(&self.line[..]))
-    }
+    Ok(())
 }
 
 /// The link written as 64 hex digits (either case), as [`Link::parse`] reads it, a table look-up
@@ -162,35 +131,94 @@ fn link_of_hex(hex: &str) -> Option<Link> {
     Some(Link(bytes))
 }
 
-fn see(line: &[u8], chain: &Chain) -> Seen {
-    let ends_with_newline = line.ends_with(b"\n");
-    let body = body(line);
+/// What a line says of the chain, read on the worker thread.
+#[derive(Clone, Copy)]
+struct Fields {
+    prev: Option<Link>,
+    seq: Option<u64>,
+    parses: bool,
+}
+
+fn fields(body: &[u8]) -> Fields {
     // One strict pass that reads only `prev` and `seq`; a line it leaves alone is parsed whole.
     let scanned = std::str::from_utf8(body).ok().and_then(scan::chain_fields);
-    let (parses, prev, seq) = match scanned {
-        Some(fields) => (true, fields.prev.and_then(link_of_hex), fields.seq),
-        None => {
-            let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
-            (
-                parsed.is_some(),
-                parsed
-                    .as_ref()
-                    .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
-                parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
-            )
-        }
-    };
-    Seen {
-        link: chain.link(body),
-        prev,
-        seq,
-        parses,
-        ends_with_newline,
+    if let Some(fields) = scanned {
+        return Fields {
+            prev: fields.prev.and_then(link_of_hex),
+            seq: fields.seq,
+            parses: true,
+        };
+    }
+    let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+    Fields {
+        prev: parsed
+            .as_ref()
+            .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
+        seq: parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
+        parses: parsed.is_some(),
     }
 }
 
-fn body(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\n").unwrap_or(line)
+/// The worker's part: cuts the lines out of each block and reads what each says.
+fn reader() -> impl FnMut(&Block, &mut Vec<Fields>) + Send + 'static {
+    let mut splitter = Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces);
+    move |block, out| {
+        out.clear();
+        splitter.split(block, |line| {
+            if let Line::Text { text, .. } = line {
+                out.push(fields(text));
+            }
+        });
+    }
+}
+
+/// A log's lines as the verifier sees them: read and linked on this thread, their `prev` and
+/// `seq` read on a second thread at the same time.
+struct SeenLines<'c, R: Read> {
+    log: R,
+    chain: &'c Chain,
+    splitter: Splitter,
+    worker: Worker<Vec<Fields>>,
+    /// The lines of the block last taken back, not yet seen.
+    seen: VecDeque<Seen>,
+}
+
+impl<'c, R: Read> SeenLines<'c, R> {
+    fn new(log: R, chain: &'c Chain) -> io::Result<Self> {
+        Ok(SeenLines {
+            log,
+            chain,
+            splitter: Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces),
+            worker: Worker::new(reader())?,
+            seen: VecDeque::new(),
+        })
+    }
+
+    fn next_seen(&mut self) -> io::Result<Option<Seen>> {
+        loop {
+            if let Some(seen) = self.seen.pop_front() {
+                return Ok(Some(seen));
+            }
+            let Some(done) = self.worker.next(&mut self.log)? else {
+                return Ok(None);
+            };
+            let mut fields = done.output.iter();
+            let (chain, seen) = (self.chain, &mut self.seen);
+            self.splitter.split(&done.block, |line| {
+                // Both threads cut the same lines out of the same blocks; pieces are never
+                // too long.
+                if let (Line::Text { text, newline }, Some(fields)) = (line, fields.next()) {
+                    seen.push_back(Seen {
+                        link: chain.link(text),
+                        prev: fields.prev,
+                        seq: fields.seq,
+                        parses: fields.parses,
+                        ends_with_newline: newline,
+                    });
+                }
+            });
+        }
+    }
 }
 
 /// Verifies a log. `reopen` gives the log again from the start, for the second pass that tells an
@@ -204,11 +232,10 @@ pub fn verify<R: Read>(
     let mut previous_seq: Option<u64> = None;
     let mut events = 0;
     let mut expected_head_at = None;
-    let mut lines = Lines::new(reopen()?);
+    let mut lines = SeenLines::new(reopen()?, chain)?;
     let mut number = 0;
-    while let Some(line) = lines.next_line()? {
+    while let Some(seen) = lines.next_seen()? {
         number += 1;
-        let seen = see(line, chain);
         if !seen.parses {
             let detail = if seen.ends_with_newline {
                 "the line is torn or not a JSON object (a write was cut off, or it was edited)"
@@ -282,15 +309,15 @@ fn classify<R: Read>(
         });
     }
     let mut linked_from = None;
-    let mut lines = Lines::new(reopen()?);
     let mut index = 0;
-    while let Some(line) = lines.next_line()? {
+    find_line(reopen()?, |line| {
         index += 1;
-        if chain.link(body(line)) == prev {
+        let found = chain.link(line) == prev;
+        if found {
             linked_from = Some(index);
-            break;
         }
-    }
+        found
+    })?;
     Ok(match linked_from {
         Some(k) if k + 1 < number && seq.zip(previous_seq).is_some_and(|(seq, before)| seq <= before) => (
             BreakKind::Inserted,

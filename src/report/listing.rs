@@ -232,7 +232,11 @@ mod tests {
     fn veto(n: usize) -> Veto {
         Veto {
             id: format!("id-{n}"),
-            kind: if n % 2 == 0 { "deny" } else { "declined" },
+            kind: if n.is_multiple_of(2) {
+                "deny"
+            } else {
+                "declined"
+            },
             agent: "agént".into(),
             tool: "send_payment".into(),
             reasons: (0..n % 3).map(|r| format!("reason {r}\n\"q\"")).collect(),

@@ -14,7 +14,7 @@
 //! [`LISTED_VETOES`], and the JSON report every one, streamed from a temporary file.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Read;
 use std::rc::Rc;
 use std::time::SystemTime;
@@ -24,20 +24,22 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::decision::Decision;
-use crate::jsonl::{Line, LineReader};
 use crate::record::{Approval, Status};
 use crate::state::AgentState;
-use crate::strict_json;
 
+mod batch;
 mod listing;
 mod render;
 pub(crate) mod scan;
 mod window;
+pub(crate) mod worker;
 
+use batch::Item;
 pub use listing::LISTED_VETOES;
 use listing::{VetoSpill, Vetoes};
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
 use window::{CallId, IdIndex};
+use worker::Worker;
 
 /// Audit lines longer than this are reported as problems, not read.
 const MAX_EVENT_BYTES: usize = 16 << 20;
@@ -193,33 +195,30 @@ fn shell_word(arg: &str) -> Cow<'_, str> {
     }
 }
 
-/// A gate's reasons, kept for a call that may become a veto: the array's text as the scanner
-/// found it (read only if the veto is shown), or the strings the reference reading took.
-enum KeptReasons {
-    Text(Box<str>),
-    List(Box<[String]>),
+/// A gate's reasons, kept for a call that may become a veto that is shown: the JSON text of the
+/// array (as the scanner found it, or written again from the strings the reference reading took),
+/// read only if the veto is shown.
+fn kept_reasons(reasons: &Reasons) -> Box<str> {
+    match reasons {
+        Reasons::Text(text) => (*text).into(),
+        Reasons::List(list) => Value::from(list.clone()).to_string().into(),
+    }
 }
 
-impl KeptReasons {
-    fn of(reasons: &Reasons) -> KeptReasons {
-        match reasons {
-            Reasons::Text(text) => KeptReasons::Text((*text).into()),
-            Reasons::List(list) => KeptReasons::List(list.clone().into()),
-        }
+/// The strings among kept reasons.
+fn reason_strings(text: &str) -> Vec<String> {
+    match serde_json::from_str::<Vec<Value>>(text) {
+        Ok(items) => strings(Some(&Value::Array(items))),
+        // The scanner checked the text; were it not an array after all, none of it would be
+        // worth showing.
+        Err(_) => Vec::new(),
     }
+}
 
-    /// The strings among the reasons.
-    fn strings(&self) -> Vec<String> {
-        match self {
-            KeptReasons::Text(text) => match serde_json::from_str::<Vec<Value>>(text) {
-                Ok(items) => strings(Some(&Value::Array(items))),
-                // The scanner checked the text; were it not an array after all, none of it
-                // would be worth showing.
-                Err(_) => Vec::new(),
-            },
-            KeptReasons::List(list) => list.to_vec(),
-        }
-    }
+/// A call's agent and tool, shared by the calls that name the same two.
+struct Names {
+    agent: Box<str>,
+    tool: Box<str>,
 }
 
 /// What the logs say about one call, while it is in the window.
@@ -230,10 +229,11 @@ struct Trail {
     /// The number of events counted when its first event was read.
     first_seen: u64,
     /// The agent and tool, once an event named them.
-    names: Option<(Rc<str>, Rc<str>)>,
+    names: Option<Rc<Names>>,
     decision: Option<Decision>,
-    /// The gate's reasons, kept only for a call that may become a veto that is shown.
-    reasons: Option<KeptReasons>,
+    /// The gate's reasons (see [`kept_reasons`]), kept only for a call that may become a veto
+    /// that is shown.
+    reasons: Option<Box<str>>,
     approval: Option<Answer>,
     status: Option<Status>,
 }
@@ -291,8 +291,10 @@ pub struct Summariser {
     first: u64,
     /// Each call id in the window, with its number.
     ids: IdIndex,
-    names: HashSet<Rc<str>>,
-    agents: BTreeMap<Rc<str>, AgentTally>,
+    /// Names by agent, then tool, and how many there are.
+    names: HashMap<Box<str>, HashMap<Box<str>, Rc<Names>>>,
+    name_count: usize,
+    agents: BTreeMap<Box<str>, AgentTally>,
     agent_states: HashMap<String, LastState>,
     vetoes: Vetoes,
 }
@@ -318,7 +320,8 @@ impl Summariser {
             calls: VecDeque::new(),
             first: 0,
             ids: IdIndex::default(),
-            names: HashSet::new(),
+            names: HashMap::new(),
+            name_count: 0,
             agents: BTreeMap::new(),
             agent_states: HashMap::new(),
             vetoes: Vetoes::default(),
@@ -340,49 +343,33 @@ impl Summariser {
     }
 
     /// Reads one log. Errors only when the log cannot be read at all (or the vetoes cannot be
-    /// kept).
-    pub fn read_log(&mut self, name: &str, log: impl Read) -> Result<()> {
+    /// kept). The lines are read on a second thread (see [`worker`]) and joined on this one.
+    pub fn read_log(&mut self, name: &str, mut log: impl Read) -> Result<()> {
         self.summary.logs.push(name.to_owned());
-        let mut reader = LineReader::new(log, MAX_EVENT_BYTES);
-        loop {
-            let line_number = reader.line_number() + 1;
-            let problem = match reader
-                .next_line()
-                .with_context(|| format!("cannot read {name}"))?
-            {
-                None => break,
-                Some(Line::TooLong { length, .. }) => {
-                    Some(format!("line of {length} bytes is too long to be an event"))
+        let mut worker = Worker::new(batch::reader()).context("cannot start a thread")?;
+        let mut line = 0;
+        while let Some(done) = worker
+            .next(&mut log)
+            .with_context(|| format!("cannot read {name}"))?
+        {
+            let batch = &done.output;
+            for item in &batch.items {
+                line += 1;
+                let problem = match item {
+                    Item::Blank => None,
+                    Item::Problem(problem) => Some(batch.text(*problem).to_owned()),
+                    Item::Event(event) => self.count_event(&batch.view(event)).err(),
+                };
+                if let Some(problem) = problem {
+                    self.summary.problems.push(Problem {
+                        log: name.to_owned(),
+                        line,
+                        problem,
+                    });
                 }
-                Some(Line::Text(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => None,
-                Some(Line::Text(bytes)) => self.read_event(bytes).err(),
-            };
-            if let Some(problem) = problem {
-                self.summary.problems.push(Problem {
-                    log: name.to_owned(),
-                    line: line_number,
-                    problem,
-                });
             }
         }
         self.vetoes.check()
-    }
-
-    fn read_event(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
-        // One strict pass that keeps only what the summary reads; a line it refuses is read
-        // again the reference way, which words the problem.
-        let mut event = EventView::default();
-        if scan::read_into(text, &mut event).is_some() {
-            return self.count_event(&event);
-        }
-        let event = match strict_json::parse(text) {
-            Ok(Value::Object(event)) => event,
-            Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
-            Err(err) => return Err(format!("torn or malformed line: {err}")),
-        };
-        self.count_event(&EventView::of(&event))
     }
 
     fn count_event(&mut self, event: &EventView) -> Result<(), String> {
@@ -427,10 +414,10 @@ impl Summariser {
                 if let Some(state) = &event.agent_state {
                     self.note_state(agent, state);
                 }
-                let names = (self.name(agent), self.name(tool));
+                let names = self.names(agent, tool);
                 // Only a veto (a deny, or a hold that is declined) shows its reasons.
                 let reasons = (decision != Decision::Allow && self.vetoes.wants_details())
-                    .then(|| KeptReasons::of(&event.reasons));
+                    .then(|| kept_reasons(&event.reasons));
                 let trail = self.trail(open, id);
                 trail.decision = Some(decision);
                 trail.reasons = reasons;
@@ -457,9 +444,9 @@ impl Summariser {
                     .1
                     .is_some_and(|number| self.call(number).names.is_some());
                 let names = (!named).then(|| {
-                    (
-                        self.name(event.agent.as_deref().unwrap_or("?")),
-                        self.name(event.tool.as_deref().unwrap_or("?")),
+                    self.names(
+                        event.agent.as_deref().unwrap_or("?"),
+                        event.tool.as_deref().unwrap_or("?"),
                     )
                 });
                 let trail = self.trail(open, id);
@@ -513,17 +500,25 @@ impl Summariser {
         &mut self.calls[(number - self.first) as usize]
     }
 
-    /// A shared copy of a name.
-    fn name(&mut self, name: &str) -> Rc<str> {
-        if let Some(shared) = self.names.get(name) {
-            return shared.clone();
+    /// A shared copy of an agent's and tool's names.
+    fn names(&mut self, agent: &str, tool: &str) -> Rc<Names> {
+        if let Some(names) = self.names.get(agent).and_then(|tools| tools.get(tool)) {
+            return names.clone();
         }
-        if self.names.len() >= NAME_TABLE_LIMIT {
+        if self.name_count >= NAME_TABLE_LIMIT {
             self.names.clear();
+            self.name_count = 0;
         }
-        let shared: Rc<str> = Rc::from(name);
-        self.names.insert(shared.clone());
-        shared
+        let names = Rc::new(Names {
+            agent: agent.into(),
+            tool: tool.into(),
+        });
+        self.names
+            .entry(agent.into())
+            .or_default()
+            .insert(tool.into(), names.clone());
+        self.name_count += 1;
+        names
     }
 
     /// Keeps an agent's latest state, reading its text only when it changed.
@@ -578,13 +573,14 @@ impl Summariser {
         };
         self.first += 1;
         self.ids.remove(&trail.id, trail.hash, self.first - 1);
-        let Some((agent_name, tool_name)) = trail.names.clone() else {
+        let Some(names) = &trail.names else {
             if self.filter.admits_agent("") {
                 self.count_outcome(trail.status);
             }
             return;
         };
-        if !self.filter.admits_agent(&agent_name) {
+        let (agent_name, tool_name) = (&*names.agent, &*names.tool);
+        if !self.filter.admits_agent(agent_name) {
             return;
         }
         self.count_outcome(trail.status);
@@ -593,10 +589,11 @@ impl Summariser {
         };
         let summary = &mut self.summary;
         summary.calls += 1;
-        let tally = self
-            .agents
-            .entry(agent_name.clone())
-            .or_insert_with(|| AgentTally::named(&agent_name));
+        if !self.agents.contains_key(agent_name) {
+            self.agents
+                .insert(agent_name.into(), AgentTally::named(agent_name));
+        }
+        let tally = self.agents.get_mut(agent_name).expect("inserted above");
         let agent = &mut tally.summary;
         agent.calls += 1;
         agent.executed += u64::from(trail.status == Some(Status::Executed));
@@ -615,8 +612,8 @@ impl Summariser {
         let reasons = || {
             trail
                 .reasons
-                .as_ref()
-                .map(KeptReasons::strings)
+                .as_deref()
+                .map(reason_strings)
                 .unwrap_or_default()
         };
         let veto = match decision {
@@ -919,6 +916,7 @@ pub fn failures(summary: &Summary, fail_on: &[FailOn]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strict_json;
 
     const LOG: &str = concat!(
         r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"scout","tool":"search_web"}}"#,
@@ -1484,7 +1482,7 @@ mod tests {
                 text(&view.agent),
                 text(&view.tool),
             ],
-            KeptReasons::of(&view.reasons).strings(),
+            reason_strings(&kept_reasons(&view.reasons)),
             view.call
                 .as_ref()
                 .map(|(a, t)| (a.to_string(), t.to_string())),
