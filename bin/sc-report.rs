@@ -98,8 +98,9 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     let format = if args.json { Format::Json } else { args.format };
     let mut summariser = Summariser::with_filter(filter);
     if format == Format::Json {
-        // The JSON report lists every veto: they wait in a temporary file, not in memory.
-        summariser = summariser.keeping_every_veto()?;
+        // The JSON report lists every veto and problem: they wait in a temporary file, not in
+        // memory.
+        summariser = summariser.keeping_everything()?;
     }
     for path in &args.logs {
         summariser.read_log(&path.display().to_string(), open(path)?)?;

@@ -11,7 +11,7 @@
 //! Every stage writes a call's events long before that, so the counts are those of joining every
 //! event of the log. An event that comes later still counts (see [`Summariser`]). Vetoes are
 //! listed in the order their calls were first seen; the text and markdown reports list the first
-//! [`LISTED_VETOES`], and the JSON report every one, streamed from a temporary file.
+//! [`LISTED`], and the JSON report every one, streamed from a temporary file.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -35,8 +35,8 @@ mod window;
 pub(crate) mod worker;
 
 use batch::Item;
-pub use listing::LISTED_VETOES;
-use listing::{VetoSpill, Vetoes};
+pub use listing::LISTED;
+use listing::{Listing, Spill};
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
 use window::{CallId, IdIndex};
 use worker::Worker;
@@ -120,16 +120,20 @@ pub struct Summary {
     pub decisions: DecisionCounts,
     pub holds: HoldCounts,
     pub outcomes: OutcomeCounts,
-    /// The first [`LISTED_VETOES`] vetoes, in the order their calls were first seen.
+    /// The first [`LISTED`] vetoes, in the order their calls were first seen.
     pub vetoes: Vec<Veto>,
     /// How many vetoes there are in all.
     pub veto_count: u64,
     pub agents: Vec<AgentSummary>,
+    /// The first [`LISTED`] problems.
     pub problems: Vec<Problem>,
-    /// The command that lists every veto, for the reports that list only the first ones.
-    pub list_every_veto: String,
-    /// Every veto, when the summariser was asked to keep them all.
-    every_veto: Option<VetoSpill>,
+    /// How many problems there are in all.
+    pub problem_count: u64,
+    /// The command that lists every veto and problem, for the reports that list only the first.
+    pub list_everything: String,
+    /// Every veto and problem, when the summariser was asked to keep them all.
+    every_veto: Option<Spill<Veto>>,
+    every_problem: Option<Spill<Problem>>,
 }
 
 /// Which events a report counts.
@@ -296,7 +300,8 @@ pub struct Summariser {
     name_count: usize,
     agents: BTreeMap<Box<str>, AgentTally>,
     agent_states: HashMap<String, LastState>,
-    vetoes: Vetoes,
+    vetoes: Listing<Veto>,
+    problems: Listing<Problem>,
 }
 
 impl Default for Summariser {
@@ -311,7 +316,7 @@ impl Summariser {
     }
 
     /// A summariser that counts only what the filter admits. It keeps the first
-    /// [`LISTED_VETOES`] vetoes and counts the others (see [`Summariser::keeping_every_veto`]).
+    /// [`LISTED`] vetoes and counts the others (see [`Summariser::keeping_every_veto`]).
     pub fn with_filter(filter: Filter) -> Self {
         Summariser {
             filter,
@@ -324,14 +329,16 @@ impl Summariser {
             name_count: 0,
             agents: BTreeMap::new(),
             agent_states: HashMap::new(),
-            vetoes: Vetoes::default(),
+            vetoes: Listing::default(),
+            problems: Listing::default(),
         }
     }
 
-    /// Keeps every veto, in a temporary file that is gone when the summary is, so that the JSON
-    /// report lists them all.
-    pub fn keeping_every_veto(mut self) -> Result<Self> {
+    /// Keeps every veto and every problem, in a temporary file that is gone when the summary
+    /// is, so that the JSON report lists them all.
+    pub fn keeping_everything(mut self) -> Result<Self> {
         self.vetoes.keep_all()?;
+        self.problems.keep_all()?;
         Ok(self)
     }
 
@@ -360,16 +367,21 @@ impl Summariser {
                     Item::Problem(problem) => Some(batch.text(*problem).to_owned()),
                     Item::Event(event) => self.count_event(&batch.view(event)).err(),
                 };
-                if let Some(problem) = problem {
-                    self.summary.problems.push(Problem {
-                        log: name.to_owned(),
-                        line,
-                        problem,
-                    });
+                match problem {
+                    Some(problem) if self.problems.wants_details() => {
+                        self.problems.push(Problem {
+                            log: name.to_owned(),
+                            line,
+                            problem,
+                        });
+                    }
+                    Some(_) => self.problems.count_unshown(),
+                    None => {}
                 }
             }
         }
-        self.vetoes.check()
+        self.vetoes.check()?;
+        self.problems.check()
     }
 
     fn count_event(&mut self, event: &EventView) -> Result<(), String> {
@@ -734,15 +746,17 @@ impl Summariser {
         let mut args = vec!["sc-report".to_owned(), "--format".into(), "json".into()];
         args.extend(self.filter.args());
         args.extend(summary.logs.iter().cloned());
-        summary.list_every_veto = args
+        summary.list_everything = args
             .iter()
             .map(|arg| shell_word(arg))
             .collect::<Vec<_>>()
             .join(" ");
-        let (listed, count, spill) = self.vetoes.finish()?;
-        summary.vetoes = listed;
-        summary.veto_count = count;
-        summary.every_veto = spill;
+        (summary.vetoes, summary.veto_count, summary.every_veto) = self.vetoes.finish()?;
+        (
+            summary.problems,
+            summary.problem_count,
+            summary.every_problem,
+        ) = self.problems.finish()?;
         summary.agents = self
             .agents
             .into_values()
@@ -1302,7 +1316,7 @@ mod tests {
 
     #[test]
     fn text_and_markdown_list_the_first_thousand_vetoes_and_say_how_to_see_the_rest() {
-        let s = run(&denials(LISTED_VETOES + 1), CALL_WINDOW_EVENTS);
+        let s = run(&denials(LISTED + 1), CALL_WINDOW_EVENTS);
         assert_eq!((s.veto_count, s.vetoes.len()), (1001, 1000));
         assert_eq!(s.vetoes[999].id, "d-0999");
         let text = render_text(&s);
@@ -1325,13 +1339,45 @@ mod tests {
             "{markdown}"
         );
         // Exactly a thousand: nothing more to say.
-        let s = run(&denials(LISTED_VETOES), CALL_WINDOW_EVENTS);
+        let s = run(&denials(LISTED), CALL_WINDOW_EVENTS);
         assert!(!render_text(&s).contains("more; list them all"));
         assert!(!render_markdown(&s).contains("more; list them all"));
     }
 
     #[test]
-    fn the_command_that_lists_every_veto_keeps_the_filter() {
+    fn problems_are_listed_as_vetoes_are() {
+        let lines: Vec<String> = (0..LISTED + 1).map(|n| format!("not json {n}")).collect();
+        let s = run(&lines, CALL_WINDOW_EVENTS);
+        assert_eq!((s.problem_count, s.problems.len()), (1001, 1000));
+        let text = render_text(&s);
+        assert!(text.contains("\nProblems in the logs (1001)\n"), "{text}");
+        assert!(text.contains("audit.jsonl line 1000:") && !text.contains("line 1001:"));
+        assert!(
+            text.ends_with(
+                "\n  … and 1 more; list them all with: sc-report --format json audit.jsonl\n"
+            ),
+            "{text}"
+        );
+        let markdown = render_markdown(&s);
+        assert!(
+            markdown.ends_with(
+                "\n\n… and 1 more; list them all with: `sc-report --format json audit.jsonl`\n"
+            ),
+            "{markdown}"
+        );
+        let s = run_with(&lines, Summariser::new().keeping_everything().unwrap());
+        let json: Value = serde_json::from_str(&render_json(&s)).unwrap();
+        let problems = json["problems"].as_array().unwrap();
+        assert_eq!(problems.len(), 1001);
+        assert_eq!(problems[1000]["line"], 1001);
+        assert!(problems[1000]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("torn or malformed"));
+    }
+
+    #[test]
+    fn the_command_that_lists_everything_keeps_the_filter() {
         let filter = Filter {
             agent: Some("it's me".into()),
             since: Some(parse_time("2026-11-30T16:00:00Z").unwrap()),
@@ -1342,17 +1388,17 @@ mod tests {
         summariser.read_log("logs/c.jsonl", &b""[..]).unwrap();
         let s = summariser.finish().unwrap();
         assert_eq!(
-            s.list_every_veto,
+            s.list_everything,
             r"sc-report --format json --agent 'it'\''s me' --since 2026-11-30T16:00:00Z 'logs/a b.jsonl' logs/c.jsonl"
         );
     }
 
     #[test]
     fn json_lists_every_veto_from_the_temporary_file() {
-        let mut lines = denials(LISTED_VETOES + 200);
+        let mut lines = denials(LISTED + 200);
         lines.insert(0, gate("held", "buyer", "hold"));
         lines.push(approve("held", "buyer", false));
-        let summariser = Summariser::new().keeping_every_veto().unwrap();
+        let summariser = Summariser::new().keeping_everything().unwrap();
         let s = run_with(&lines, summariser);
         // Only the first thousand are in memory.
         assert_eq!((s.veto_count, s.vetoes.len()), (1201, 1000));
@@ -1364,7 +1410,7 @@ mod tests {
             .map(|v| v["id"].as_str().unwrap())
             .collect();
         let mut expected = vec!["held".to_owned()];
-        expected.extend((0..LISTED_VETOES + 200).map(|n| format!("d-{n:04}")));
+        expected.extend((0..LISTED + 200).map(|n| format!("d-{n:04}")));
         assert_eq!(ids, expected);
         assert_eq!(
             json["vetoes"][0]["reasons"],
@@ -1375,7 +1421,7 @@ mod tests {
             serde_json::json!(["why d-1199"])
         );
         // Without the file, a JSON report of more vetoes than are kept is refused, not cut.
-        let s = run(&denials(LISTED_VETOES + 1), CALL_WINDOW_EVENTS);
+        let s = run(&denials(LISTED + 1), CALL_WINDOW_EVENTS);
         assert!(write_json(&s, Vec::new()).is_err());
     }
 
@@ -1385,7 +1431,7 @@ mod tests {
             summary(),
             run_with(
                 &LOG.lines().map(str::to_owned).collect::<Vec<_>>(),
-                Summariser::new().keeping_every_veto().unwrap(),
+                Summariser::new().keeping_everything().unwrap(),
             ),
             run(&[], 3),
         ] {

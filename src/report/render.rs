@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
+use super::listing::{Record, Spill};
 use super::{AgentSummary, Summary};
 use crate::sanitize::for_terminal;
 
@@ -104,7 +105,7 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
         let _ = writeln!(
             out,
             "  … and {more} more; list them all with: {}",
-            for_terminal(&summary.list_every_veto)
+            for_terminal(&summary.list_everything)
         );
     }
 
@@ -172,8 +173,8 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
         }
     }
 
-    if !summary.problems.is_empty() {
-        let _ = writeln!(out, "\nProblems in the logs ({})", summary.problems.len());
+    if summary.problem_count > 0 {
+        let _ = writeln!(out, "\nProblems in the logs ({})", summary.problem_count);
         for problem in &summary.problems {
             let _ = writeln!(
                 out,
@@ -181,6 +182,13 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
                 problem.log,
                 problem.line,
                 for_terminal(&problem.problem)
+            );
+        }
+        if let Some(more) = unlisted_problems(summary) {
+            let _ = writeln!(
+                out,
+                "  … and {more} more; list them all with: {}",
+                for_terminal(&summary.list_everything)
             );
         }
     }
@@ -244,7 +252,7 @@ pub fn render_markdown(summary: &Summary) -> String {
             let _ = writeln!(
                 out,
                 "… and {more} more; list them all with: `{}`\n",
-                cell(&summary.list_every_veto)
+                cell(&summary.list_everything)
             );
         }
     }
@@ -267,11 +275,11 @@ pub fn render_markdown(summary: &Summary) -> String {
             a.tainted_by.as_deref().map(cell).unwrap_or_default()
         );
     }
-    if !summary.problems.is_empty() {
+    if summary.problem_count > 0 {
         let _ = writeln!(
             out,
             "\n### Problems in the logs ({})\n",
-            summary.problems.len()
+            summary.problem_count
         );
         for p in &summary.problems {
             let _ = writeln!(
@@ -282,6 +290,13 @@ pub fn render_markdown(summary: &Summary) -> String {
                 cell(&p.problem)
             );
         }
+        if let Some(more) = unlisted_problems(summary) {
+            let _ = writeln!(
+                out,
+                "\n… and {more} more; list them all with: `{}`",
+                cell(&summary.list_everything)
+            );
+        }
     }
     out
 }
@@ -289,6 +304,12 @@ pub fn render_markdown(summary: &Summary) -> String {
 /// How many vetoes the summary counts but does not list, if any.
 fn unlisted(summary: &Summary) -> Option<u64> {
     let more = summary.veto_count - summary.vetoes.len() as u64;
+    (more > 0).then_some(more)
+}
+
+/// How many problems the summary counts but does not list, if any.
+fn unlisted_problems(summary: &Summary) -> Option<u64> {
+    let more = summary.problem_count - summary.problems.len() as u64;
     (more > 0).then_some(more)
 }
 
@@ -315,30 +336,45 @@ impl Serialize for Summary {
         out.serialize_field("decisions", &self.decisions)?;
         out.serialize_field("holds", &self.holds)?;
         out.serialize_field("outcomes", &self.outcomes)?;
-        out.serialize_field("vetoes", &EveryVeto(self))?;
+        let vetoes = Every {
+            listed: &self.vetoes,
+            count: self.veto_count,
+            spill: self.every_veto.as_ref(),
+        };
+        out.serialize_field("vetoes", &vetoes)?;
         out.serialize_field("agents", &self.agents)?;
-        out.serialize_field("problems", &self.problems)?;
+        let problems = Every {
+            listed: &self.problems,
+            count: self.problem_count,
+            spill: self.every_problem.as_ref(),
+        };
+        out.serialize_field("problems", &problems)?;
         out.end()
     }
 }
 
-/// Every veto of a summary, as a JSON array.
-struct EveryVeto<'a>(&'a Summary);
+/// Every veto or problem of a summary, as a JSON array: from the temporary file when there is
+/// one, else those listed when they are all.
+struct Every<'a, T> {
+    listed: &'a [T],
+    count: u64,
+    spill: Option<&'a Spill<T>>,
+}
 
-impl Serialize for EveryVeto<'_> {
+impl<T: Serialize + Record> Serialize for Every<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let summary = self.0;
-        let Some(spill) = &summary.every_veto else {
-            if unlisted(summary).is_some() {
+        let Some(spill) = self.spill else {
+            if self.count > self.listed.len() as u64 {
                 return Err(S::Error::custom(
-                    "the summary kept only the first vetoes; keep every veto to list them all",
+                    "the summary kept only the first vetoes or problems; keep everything to list \
+                     them all",
                 ));
             }
-            return summary.vetoes.serialize(serializer);
+            return self.listed.serialize(serializer);
         };
         let mut seq = serializer.serialize_seq(Some(spill.count() as usize))?;
-        for veto in spill.read().map_err(S::Error::custom)? {
-            seq.serialize_element(&veto.map_err(S::Error::custom)?)?;
+        for record in spill.read().map_err(S::Error::custom)? {
+            seq.serialize_element(&record.map_err(S::Error::custom)?)?;
         }
         seq.end()
     }
