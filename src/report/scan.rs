@@ -266,10 +266,12 @@ impl<'a> Scanner<'a> {
         (self.at == self.bytes.len()).then_some(())
     }
 
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
 
+    #[inline(always)]
     fn skip_space(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
@@ -277,6 +279,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips white space, then takes `byte` if it comes next.
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> bool {
         self.skip_space();
         if self.peek() == Some(byte) {
@@ -298,6 +301,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// After a member or element: `true` at the closing bracket, `false` after a comma.
+    #[inline(always)]
     fn end_of_member(&mut self, close: u8) -> Option<bool> {
         self.skip_space();
         match self.peek()? {
@@ -315,6 +319,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A key without escapes and its colon (the caller refuses repeats).
+    #[inline(always)]
     fn plain_key(&mut self) -> Option<&'a str> {
         let token = self.string()?;
         if token.escaped {
@@ -490,6 +495,7 @@ impl<'a> Scanner<'a> {
 
     /// A string token. The text is valid UTF-8 already; control characters must be escaped, and
     /// every escape must be one JSON has.
+    #[inline(always)]
     fn string(&mut self) -> Option<Token<'a>> {
         if self.peek() != Some(b'"') {
             return None;
