@@ -204,19 +204,26 @@ impl<'c, R: Read> SeenLines<'c, R> {
             };
             let mut fields = done.output.iter();
             let (chain, seen) = (self.chain, &mut self.seen);
+            let mut agree = true;
             self.splitter.split(&done.block, |line| {
-                // Both threads cut the same lines out of the same blocks; pieces are never
-                // too long.
-                if let (Line::Text { text, newline }, Some(fields)) = (line, fields.next()) {
-                    seen.push_back(Seen {
+                // Both threads cut the same lines out of the same blocks (pieces are never too
+                // long); were they ever to differ, no line may go unchecked.
+                match (line, fields.next()) {
+                    (Line::Text { text, newline }, Some(fields)) => seen.push_back(Seen {
                         link: chain.link(text),
                         prev: fields.prev,
                         seq: fields.seq,
                         parses: fields.parses,
                         ends_with_newline: newline,
-                    });
+                    }),
+                    _ => agree = false,
                 }
             });
+            if !agree || fields.next().is_some() {
+                return Err(io::Error::other(
+                    "the two threads reading the log disagree on its lines",
+                ));
+            }
         }
     }
 }
@@ -458,6 +465,38 @@ mod tests {
             let broken = check(&log, &Chain::Sha256, None).unwrap_err();
             assert_eq!((broken.line, broken.kind), (line, kind), "{broken}");
         }
+    }
+
+    #[test]
+    fn a_log_of_many_blocks_is_read_whole_and_in_order() {
+        // About 4 MB: lines cross the blocks the two threads read.
+        let lines = chained(40_000, &Chain::Sha256);
+        let log = join(&lines);
+        assert!(log.len() > 3 << 20, "{}", log.len());
+        let intact = check(
+            &log,
+            &Chain::Sha256,
+            Some(Chain::Sha256.link(&lines[30_000])),
+        )
+        .unwrap();
+        assert_eq!(intact.events, 40_000);
+        assert_eq!(intact.head, Chain::Sha256.link(&lines[39_999]));
+        assert_eq!(intact.expected_head_at, Some(30_001));
+        let mut edited = lines.clone();
+        edited[25_000] = String::from_utf8(edited[25_000].clone())
+            .unwrap()
+            .replace("\"25000\"", "\"X\"")
+            .into_bytes();
+        let broken = check(&join(&edited), &Chain::Sha256, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (25_002, BreakKind::Edited),
+            "{broken}"
+        );
+        let mut swapped = lines.clone();
+        swapped.swap(12_000, 35_000);
+        let broken = check(&join(&swapped), &Chain::Sha256, None).unwrap_err();
+        assert_eq!(broken.line, 12_001, "{broken}");
     }
 
     #[test]
