@@ -1,7 +1,7 @@
 //! `sc-report`: summarises audit logs for people and CI, and verifies their hash chain.
 
 use std::fs::File;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,9 +24,10 @@ enum Format {
 /// Summarise what the crew did and what it was stopped from doing.
 ///
 /// Reads one or more audit logs and prints counts per decision, holds approved / declined /
-/// never answered, every veto (a deny or a declined hold) with agent, tool and reasons, and a
-/// per-agent breakdown. A torn or malformed log line is reported, not fatal. `--verify` walks each
-/// log's hash chain instead.
+/// never answered, the vetoes (a deny or a declined hold) with agent, tool and reasons (text and
+/// markdown list the first 1,000 and say how many more; json lists every one), and a per-agent
+/// breakdown. Memory stays flat however long the logs are. A torn or malformed log line is
+/// reported, not fatal. `--verify` walks each log's hash chain instead.
 /// Exit status: 0 done; 1 a log could not be read, a chain is broken, or --fail-on matched;
 /// 2 usage error.
 #[derive(Parser)]
@@ -94,20 +95,25 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         since: args.since,
         until: args.until,
     };
+    let format = if args.json { Format::Json } else { args.format };
     let mut summariser = Summariser::with_filter(filter);
+    if format == Format::Json {
+        // The JSON report lists every veto and problem: they wait in a temporary file, not in
+        // memory.
+        summariser = summariser.keeping_everything()?;
+    }
     for path in &args.logs {
         summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
-    let summary = summariser.finish();
+    let summary = summariser.finish()?;
     let stdout = io::stdout();
     let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let text = match if args.json { Format::Json } else { args.format } {
-        Format::Text => report::render_text_with(&summary, colour),
-        Format::Json => report::render_json(&summary),
-        Format::Markdown => report::render_markdown(&summary),
-    };
-    let mut out = stdout.lock();
-    out.write_all(text.as_bytes())?;
+    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    match format {
+        Format::Text => out.write_all(report::render_text_with(&summary, colour).as_bytes())?,
+        Format::Json => report::write_json(&summary, &mut out)?,
+        Format::Markdown => out.write_all(report::render_markdown(&summary).as_bytes())?,
+    }
     out.flush()?;
     let failures = report::failures(&summary, &args.fail_on);
     if !failures.is_empty() {

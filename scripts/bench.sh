@@ -7,6 +7,8 @@
 #   BENCH_ROUNDS=N     rounds (default 3)
 #   BENCH_SEED=N       seed of the generated calls (default 1)
 #   BENCH_BIG=N        calls in the streamed case (default 10000000; 0 skips it)
+#   BENCH_REPORT_BIG=N events in the larger logs sc-report reads (default 10000000; 0 reads only
+#                      the 1M-event ones). Such a log takes about 7 GB for the time it is read.
 #   BENCH_DIR=DIR      where the call files and audit logs go (default: a temporary folder)
 #   BENCH_CRITERION=0  skip the criterion micro-benchmark
 #   BENCH_STATE=0      skip the shared state (SQLite, and Redis when redis-server is installed)
@@ -15,10 +17,11 @@ cd "$(dirname "$0")/.."
 
 CARGO=${CARGO:-cargo}
 TARGET=${CARGO_TARGET_DIR:-target}
-BIN=$TARGET/release
+BIN=$TARGET/dist
 ROUNDS=${BENCH_ROUNDS:-3}
 SEED=${BENCH_SEED:-1}
 BIG=${BENCH_BIG:-10000000}
+REPORT_BIG=${BENCH_REPORT_BIG:-10000000}
 OUT_DIR=$TARGET/bench
 REPORT=$OUT_DIR/latest.md
 TIME=/usr/bin/time
@@ -35,8 +38,8 @@ fi
 command -v setsid >/dev/null || { say "needs setsid (util-linux)"; exit 2; }
 JQ=$(command -v jq || true)
 
-say "building (release)"
-$CARGO build --release --locked --bins --examples >&2
+say "building (the dist profile: one codegen unit, fat LTO)"
+$CARGO build --profile dist --locked --bins --examples >&2
 
 mkdir -p "$OUT_DIR"
 if [ -n "${BENCH_DIR:-}" ]; then
@@ -113,6 +116,38 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 EVENTS=$(wc -l < "$A")
 rm -f "$A"
+
+# sc-report over logs of about 1M and 10M events, as sc-gate alone writes them (one event a call)
+# and as the whole pipeline does (about 2.2 events a call): every format and --verify, each log
+# written once and read ROUNDS times, then removed.
+R=$WORK/report.jsonl
+REPORT_SIZES=1000000
+[ "$REPORT_BIG" -gt 0 ] && REPORT_SIZES="$REPORT_SIZES $REPORT_BIG"
+: > "$WORK/report-logs.tsv"
+report_runs() { # KIND EVENTS: read $R
+  local kind=$1 size=$2
+  printf '%s\t%s\t%s\t%s\n' "$kind" "$size" "$(wc -l < "$R")" "$(wc -c < "$R")" >> "$WORK/report-logs.tsv"
+  for round in $(seq 1 "$ROUNDS"); do
+    for fmt in text json markdown; do
+      measure "r-$kind-$size-$fmt" "$round" "$(timed report) $BIN/sc-report --format $fmt $R > /dev/null"
+    done
+    measure "r-$kind-$size-verify" "$round" "$(timed verify) $BIN/sc-report --verify $R > /dev/null"
+  done
+}
+for size in $REPORT_SIZES; do
+  rm -f "$R"
+  say "sc-report: a log of $size events written by sc-gate alone"
+  "$BIN/examples/gen_calls" --seed "$SEED" --count "$size" | $GATE --audit "$R" > /dev/null
+  report_runs gate "$size"
+  rm -f "$R"
+  calls=$(( size * 458 / 1000 ))
+  say "sc-report: a log of about $size events written by the pipeline ($calls calls)"
+  "$BIN/examples/gen_calls" --seed "$SEED" --count "$calls" | $GATE --audit "$R" \
+    | setsid -w "$BIN/sc-approve" --quiet --audit "$R" \
+    | "$BIN/sc-exec" --quiet --audit "$R" > /dev/null
+  report_runs pipeline "$size"
+  rm -f "$R"
+done
 
 say "latency: paced calls through the three stages"
 LATENCY=$("$BIN/examples/pipeline_latency" --bin-dir "$BIN" --calls 2000 --pause-us 1000 --audit "$WORK/latency.jsonl")
@@ -260,5 +295,47 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
       echo "| state round trip (${pair%%:*}), p99 < 1 ms | p99 ${p99} µs | $(verdict "$(ge $((999 - p99)) 0)") |"
     fi
   done
+
+  echo
+  echo "sc-report over logs written by sc-gate alone (\`gate\`) and by the whole pipeline (\`pipeline\`):"
+  echo "time, events a second and peak RSS of each format and of \`--verify\` (medians of $ROUNDS rounds;"
+  echo "dist build)."
+  echo
+  echo "| log | events | MB | text | json | markdown | --verify |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  REPORT_MIN_RATE=""
+  VERIFY_MIN_RATE=""
+  REPORT_MAX_RSS=0
+  REPORT_GROWTH=0
+  while IFS=$'\t' read -r kind size events bytes; do
+    cells=""
+    for what in text json markdown verify; do
+      us=$(median "r-$kind-$size-$what" 3)
+      r=$(rate "$events" "$us")
+      rss=$(maxof "r-$kind-$size-$what")
+      cells="$cells | $(secs "$us") s, $(commas "$r")/s, $(mib "$rss")"
+      [ "$r" = - ] && r=0
+      if [ "$what" = verify ]; then
+        { [ -z "$VERIFY_MIN_RATE" ] || [ "$r" -lt "$VERIFY_MIN_RATE" ]; } && VERIFY_MIN_RATE=$r
+      else
+        { [ -z "$REPORT_MIN_RATE" ] || [ "$r" -lt "$REPORT_MIN_RATE" ]; } && REPORT_MIN_RATE=$r
+      fi
+      [ "$rss" -gt "$REPORT_MAX_RSS" ] && REPORT_MAX_RSS=$rss
+      if [ "$size" != 1000000 ]; then
+        grown=$(( rss - $(maxof "r-$kind-1000000-$what") ))
+        [ "$grown" -gt "$REPORT_GROWTH" ] && REPORT_GROWTH=$grown
+      fi
+    done
+    echo "| $kind | $(commas "$events") | $(( bytes / 1000000 ))$cells |"
+  done < "$WORK/report-logs.tsv"
+  echo
+  echo "| goal | measured | |"
+  echo "|---|---|---|"
+  echo "| sc-report ≥ 1,000,000 events/s, every format and log | at least $(commas "${REPORT_MIN_RATE:-0}") events/s | $(verdict "$(ge "${REPORT_MIN_RATE:-0}" 1000000)") |"
+  echo "| sc-report --verify ≥ 1,000,000 events/s, every log | at least $(commas "${VERIFY_MIN_RATE:-0}") events/s | $(verdict "$(ge "${VERIFY_MIN_RATE:-0}" 1000000)") |"
+  echo "| peak RSS of sc-report ≤ 64 MiB, every format | at most $(mib "$REPORT_MAX_RSS") | $(verdict "$(ge $((65536 - REPORT_MAX_RSS)) 0)") |"
+  if [ "$REPORT_BIG" -gt 0 ]; then
+    echo "| … growing ≤ 8 MiB from 1M to $(commas "$REPORT_BIG") events | at most $(mib "$REPORT_GROWTH") | $(verdict "$(ge $((8192 - REPORT_GROWTH)) 0)") |"
+  fi
 } | tee "$REPORT"
 say "written to $REPORT"

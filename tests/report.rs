@@ -449,3 +449,89 @@ fn the_default_log_is_logs_audit_jsonl() {
         stderr_text(&output)
     );
 }
+
+/// `count` denied calls by helper, ids `d-0000`…
+fn denials(count: usize) -> String {
+    let events: Vec<Value> = (0..count)
+        .map(|n| {
+            gate(
+                &format!("d-{n:04}"),
+                "helper",
+                "shell_exec",
+                "deny",
+                &["on the deny list"],
+            )
+        })
+        .collect();
+    log(&events)
+}
+
+#[test]
+fn text_and_markdown_list_the_first_thousand_vetoes_and_json_lists_them_all() {
+    let scratch = Scratch::new();
+    scratch.write("audit.jsonl", denials(1001));
+
+    let text = report_text(&scratch, &["audit.jsonl"]);
+    assert!(line_starting(&text, "Vetoes").contains("(1001)"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("DENY"))
+            .count(),
+        1000
+    );
+    assert!(
+        text.contains("d-0999") && !text.contains("d-1000"),
+        "{text}"
+    );
+    assert_eq!(
+        line_starting(&text, "… and"),
+        "  … and 1 more; list them all with: sc-report --format json audit.jsonl"
+    );
+
+    let mut cmd = bare_cmd("sc-report");
+    cmd.current_dir(scratch.dir.path()).args([
+        "--format",
+        "markdown",
+        "--agent",
+        "helper",
+        "audit.jsonl",
+    ]);
+    let output = run(&mut cmd);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_text(&output));
+    let markdown = stdout_text(&output);
+    assert!(markdown.contains("### Vetoes (1001)"), "{markdown}");
+    assert_eq!(markdown.matches("| **deny** |").count(), 1000);
+    assert!(
+        markdown.contains(
+            "… and 1 more; list them all with: `sc-report --format json --agent helper audit.jsonl`"
+        ),
+        "{markdown}"
+    );
+
+    // The command named lists every one, in order, with the same numbers.
+    let report = report_json(&scratch, &["audit.jsonl"]);
+    let vetoes = report["vetoes"].as_array().expect("vetoes is an array");
+    assert_eq!(vetoes.len(), 1001);
+    for (n, veto) in vetoes.iter().enumerate() {
+        assert_eq!(veto["id"], format!("d-{n:04}"));
+        assert_eq!(veto["reasons"], json!(["on the deny list"]));
+    }
+    assert_eq!(
+        report["decisions"],
+        json!({"allow": 0, "hold": 0, "deny": 1001})
+    );
+}
+
+#[test]
+fn a_thousand_vetoes_or_fewer_are_all_listed_with_nothing_more_to_say() {
+    let scratch = Scratch::new();
+    scratch.write("audit.jsonl", denials(1000));
+    let text = report_text(&scratch, &["audit.jsonl"]);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("DENY"))
+            .count(),
+        1000
+    );
+    assert!(!text.contains("more; list them all"), "{text}");
+}

@@ -1,12 +1,15 @@
 //! Walking an audit log's hash chain ([`crate::chain`]): "N events, chain intact, head H", or the
 //! first line where it breaks and how. Two streaming passes at most, so memory stays flat.
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 
 use serde_json::Value;
 
-use crate::chain::{Chain, Link};
+use crate::audit::chain::{Chain, Link, Unauthentic};
+use crate::report::scan;
+use crate::report::worker::{read_block, Block, Line, Long, Splitter, Worker};
 
 /// Event lines longer than this are treated as broken, not read whole.
 const MAX_LINE_BYTES: u64 = 64 << 20;
@@ -72,46 +75,165 @@ pub struct Intact {
 struct Seen {
     link: Link,
     /// Keyed: why the line does not vouch for itself, if it does not.
-    unauthentic: Option<crate::chain::Unauthentic>,
+    unauthentic: Option<Unauthentic>,
     prev: Option<Link>,
     seq: Option<u64>,
     parses: bool,
     ends_with_newline: bool,
 }
 
-fn lines(log: impl Read) -> impl Iterator<Item = io::Result<Vec<u8>>> {
-    let mut reader = BufReader::new(log);
-    std::iter::from_fn(move || {
-        let mut line = Vec::new();
-        match reader
-            .by_ref()
-            .take(MAX_LINE_BYTES)
-            .read_until(b'\n', &mut line)
-        {
-            Ok(0) => None,
-            Ok(_) => Some(Ok(line)),
-            Err(err) => Some(Err(err)),
+/// Hands each line of a log (pieces of at most [`MAX_LINE_BYTES`], as [`SeenLines`] reads them)
+/// to `each`, on this thread, until `each` says it found what it looked for.
+fn find_line(mut log: impl Read, mut each: impl FnMut(&[u8]) -> bool) -> io::Result<()> {
+    let mut splitter = Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces);
+    let mut block = Block::default();
+    let mut found = false;
+    while !found {
+        read_block(&mut log, &mut block)?;
+        splitter.split(&block, |line| {
+            if let (false, Line::Text { text, .. }) = (found, line) {
+                found = each(text);
+            }
+        });
+        if block.end {
+            break;
         }
-    })
+    }
+    Ok(())
 }
 
-fn see(line: &[u8], chain: &Chain) -> Seen {
-    let ends_with_newline = line.ends_with(b"\n");
-    let body = line.strip_suffix(b"\n").unwrap_or(line);
-    let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
-    let (link, unauthentic) = match chain.authenticate(body) {
-        Ok(link) => (link, None),
-        Err(why) => (chain.link(body), Some(why)),
+/// The link written as 64 hex digits (either case), as [`Link::parse`] reads it, a table look-up
+/// a digit.
+fn link_of_hex(hex: &str) -> Option<Link> {
+    const NOT_HEX: u8 = 0xff;
+    static NIBBLES: [u8; 256] = {
+        let mut table = [NOT_HEX; 256];
+        let mut digit = 0;
+        while digit < 10 {
+            table[b'0' as usize + digit] = digit as u8;
+            digit += 1;
+        }
+        let mut letter = 0;
+        while letter < 6 {
+            table[b'a' as usize + letter] = 10 + letter as u8;
+            table[b'A' as usize + letter] = 10 + letter as u8;
+            letter += 1;
+        }
+        table
     };
-    Seen {
-        link,
-        unauthentic,
+    let hex: &[u8; 64] = hex.as_bytes().try_into().ok()?;
+    let mut bytes = [0u8; 32];
+    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
+        if high == NOT_HEX || low == NOT_HEX {
+            return None;
+        }
+        *byte = high << 4 | low;
+    }
+    Some(Link(bytes))
+}
+
+/// What a line says of the chain, read on the worker thread.
+#[derive(Clone, Copy)]
+struct Fields {
+    prev: Option<Link>,
+    seq: Option<u64>,
+    parses: bool,
+}
+
+fn fields(body: &[u8]) -> Fields {
+    // One strict pass that reads only `prev` and `seq`; a line it leaves alone is parsed whole.
+    let scanned = std::str::from_utf8(body).ok().and_then(scan::chain_fields);
+    if let Some(fields) = scanned {
+        return Fields {
+            prev: fields.prev.and_then(link_of_hex),
+            seq: fields.seq,
+            parses: true,
+        };
+    }
+    let parsed: Option<Value> = serde_json::from_slice(body).ok().filter(Value::is_object);
+    Fields {
         prev: parsed
             .as_ref()
             .and_then(|v| v.get("prev")?.as_str().and_then(Link::parse)),
         seq: parsed.as_ref().and_then(|v| v.get("seq")?.as_u64()),
         parses: parsed.is_some(),
-        ends_with_newline,
+    }
+}
+
+/// The worker's part: cuts the lines out of each block and reads what each says.
+fn reader() -> impl FnMut(&Block, &mut Vec<Fields>) + Send + 'static {
+    let mut splitter = Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces);
+    move |block, out| {
+        out.clear();
+        splitter.split(block, |line| {
+            if let Line::Text { text, .. } = line {
+                out.push(fields(text));
+            }
+        });
+    }
+}
+
+/// A log's lines as the verifier sees them: read and linked on this thread, their `prev` and
+/// `seq` read on a second thread at the same time.
+struct SeenLines<'c, R: Read> {
+    log: R,
+    chain: &'c Chain,
+    splitter: Splitter,
+    worker: Worker<Vec<Fields>>,
+    /// The lines of the block last taken back, not yet seen.
+    seen: VecDeque<Seen>,
+}
+
+impl<'c, R: Read> SeenLines<'c, R> {
+    fn new(log: R, chain: &'c Chain) -> io::Result<Self> {
+        Ok(SeenLines {
+            log,
+            chain,
+            splitter: Splitter::new(MAX_LINE_BYTES as usize, Long::Pieces),
+            worker: Worker::new(reader())?,
+            seen: VecDeque::new(),
+        })
+    }
+
+    fn next_seen(&mut self) -> io::Result<Option<Seen>> {
+        loop {
+            if let Some(seen) = self.seen.pop_front() {
+                return Ok(Some(seen));
+            }
+            let Some(done) = self.worker.next(&mut self.log)? else {
+                return Ok(None);
+            };
+            let mut fields = done.output.iter();
+            let (chain, seen) = (self.chain, &mut self.seen);
+            let mut agree = true;
+            self.splitter.split(&done.block, |line| {
+                // Both threads cut the same lines out of the same blocks (pieces are never too
+                // long); were they ever to differ, no line may go unchecked.
+                match (line, fields.next()) {
+                    (Line::Text { text, newline }, Some(fields)) => seen.push_back({
+                        let (link, unauthentic) = match chain.authenticate(text) {
+                            Ok(link) => (link, None),
+                            Err(why) => (chain.link(text), Some(why)),
+                        };
+                        Seen {
+                            link,
+                            unauthentic,
+                            prev: fields.prev,
+                            seq: fields.seq,
+                            parses: fields.parses,
+                            ends_with_newline: newline,
+                        }
+                    }),
+                    _ => agree = false,
+                }
+            });
+            if !agree || fields.next().is_some() {
+                return Err(io::Error::other(
+                    "the two threads reading the log disagree on its lines",
+                ));
+            }
+        }
     }
 }
 
@@ -126,9 +248,10 @@ pub fn verify<R: Read>(
     let mut previous_seq: Option<u64> = None;
     let mut events = 0;
     let mut expected_head_at = None;
-    for (index, line) in lines(reopen()?).enumerate() {
-        let number = index as u64 + 1;
-        let seen = see(&line?, chain);
+    let mut lines = SeenLines::new(reopen()?, chain)?;
+    let mut number = 0;
+    while let Some(seen) = lines.next_seen()? {
+        number += 1;
         if !seen.parses {
             let detail = if seen.ends_with_newline {
                 "the line is torn or not a JSON object (a write was cut off, or it was edited)"
@@ -215,12 +338,15 @@ fn classify<R: Read>(
         });
     }
     let mut linked_from = None;
-    for (index, line) in lines(reopen()?).enumerate() {
-        if see(&line?, chain).link == prev {
-            linked_from = Some(index as u64 + 1);
-            break;
+    let mut index = 0;
+    find_line(reopen()?, |line| {
+        index += 1;
+        let found = chain.link(line) == prev;
+        if found {
+            linked_from = Some(index);
         }
-    }
+        found
+    })?;
     Ok(match linked_from {
         Some(k) if k + 1 < number && seq.zip(previous_seq).is_some_and(|(seq, before)| seq <= before) => (
             BreakKind::Inserted,
@@ -264,7 +390,7 @@ fn classify<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{seal, Head};
+    use crate::chain::{seal, Head, GENESIS};
 
     fn chained(events: usize, chain: &Chain) -> Vec<Vec<u8>> {
         let mut head = chain.genesis_head();
@@ -290,6 +416,29 @@ mod tests {
 
     fn check(log: &[u8], chain: &Chain, head: Option<Link>) -> Result<Intact, ChainBreak> {
         verify(|| Ok(log), chain, head).unwrap()
+    }
+
+    #[test]
+    fn links_are_read_from_hex_as_link_parse_reads_them() {
+        let link = Chain::Sha256.link(b"x");
+        let hex = link.to_string();
+        let mut cases = vec![
+            hex.clone(),
+            hex.to_uppercase(),
+            hex[..63].to_owned(),
+            format!("{hex}0"),
+            String::new(),
+            GENESIS.to_owned(),
+        ];
+        for (at, bad) in [(0, "g"), (31, "+"), (63, "G"), (10, " "), (40, "é")] {
+            let mut case = hex.clone();
+            case.replace_range(at..at + 1, bad);
+            cases.push(case);
+        }
+        for case in cases {
+            assert_eq!(link_of_hex(&case), Link::parse(&case), "{case:?}");
+        }
+        assert_eq!(link_of_hex(&hex), Some(link));
     }
 
     #[test]
@@ -339,6 +488,38 @@ mod tests {
             let broken = check(&log, &Chain::Sha256, None).unwrap_err();
             assert_eq!((broken.line, broken.kind), (line, kind), "{broken}");
         }
+    }
+
+    #[test]
+    fn a_log_of_many_blocks_is_read_whole_and_in_order() {
+        // About 4 MB: lines cross the blocks the two threads read.
+        let lines = chained(40_000, &Chain::Sha256);
+        let log = join(&lines);
+        assert!(log.len() > 3 << 20, "{}", log.len());
+        let intact = check(
+            &log,
+            &Chain::Sha256,
+            Some(Chain::Sha256.link(&lines[30_000])),
+        )
+        .unwrap();
+        assert_eq!(intact.events, 40_000);
+        assert_eq!(intact.head, Chain::Sha256.link(&lines[39_999]));
+        assert_eq!(intact.expected_head_at, Some(30_001));
+        let mut edited = lines.clone();
+        edited[25_000] = String::from_utf8(edited[25_000].clone())
+            .unwrap()
+            .replace("\"25000\"", "\"X\"")
+            .into_bytes();
+        let broken = check(&join(&edited), &Chain::Sha256, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (25_002, BreakKind::Edited),
+            "{broken}"
+        );
+        let mut swapped = lines.clone();
+        swapped.swap(12_000, 35_000);
+        let broken = check(&join(&swapped), &Chain::Sha256, None).unwrap_err();
+        assert_eq!(broken.line, 12_001, "{broken}");
     }
 
     #[test]

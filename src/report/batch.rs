@@ -1,0 +1,173 @@
+//! What the worker thread makes of a block of a log: each line that ends in it read (by the
+//! scanner, or the strict reader when the scanner leaves it alone) into the few texts the summary
+//! needs, copied into one string per block, or the problem with the line. The summariser then joins the events
+//! on its own thread, in order.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::worker::{Block, Line, Long, Splitter};
+use super::{scan, EventView, Reasons, StateView, MAX_EVENT_BYTES};
+use crate::record::{Approval, Status};
+use crate::state::AgentState;
+use crate::strict_json;
+
+/// The lines that end in one block, read.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// Every text the items name.
+    texts: String,
+    pub items: Vec<Item>,
+}
+
+/// Where a text is in [`Batch::texts`].
+#[derive(Clone, Copy)]
+pub(super) struct Span {
+    start: u32,
+    end: u32,
+}
+
+/// One line, read.
+pub(super) enum Item {
+    Blank,
+    Problem(Span),
+    Event(Packed),
+}
+
+/// An [`EventView`] whose texts are in the batch.
+pub(super) struct Packed {
+    id: Option<Span>,
+    stage: Option<Span>,
+    ts: Option<Span>,
+    decision: Option<Span>,
+    reasons: PackedReasons,
+    call: Option<(Span, Span)>,
+    agent_state: Option<PackedState>,
+    approval: Option<Box<Approval>>,
+    status: Option<Status>,
+    agent: Option<Span>,
+    tool: Option<Span>,
+}
+
+enum PackedReasons {
+    Text(Span),
+    List(Vec<String>),
+}
+
+enum PackedState {
+    Text(Span),
+    Parsed(Box<AgentState>),
+}
+
+impl Batch {
+    pub fn text(&self, span: Span) -> &str {
+        &self.texts[span.start as usize..span.end as usize]
+    }
+
+    fn put(&mut self, text: &str) -> Span {
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        // A block is a megabyte and a line at most 16 MiB: far below 4 GiB.
+        Span {
+            start: start as u32,
+            end: self.texts.len() as u32,
+        }
+    }
+
+    fn put_some(&mut self, text: &Option<Cow<str>>) -> Option<Span> {
+        text.as_deref().map(|text| self.put(text))
+    }
+
+    fn pack(&mut self, view: EventView) -> Packed {
+        Packed {
+            id: self.put_some(&view.id),
+            stage: self.put_some(&view.stage),
+            ts: self.put_some(&view.ts),
+            decision: self.put_some(&view.decision),
+            reasons: match view.reasons {
+                Reasons::Text(text) => PackedReasons::Text(self.put(text)),
+                Reasons::List(list) => PackedReasons::List(list),
+            },
+            call: view
+                .call
+                .map(|(agent, tool)| (self.put(&agent), self.put(&tool))),
+            agent_state: view.agent_state.map(|state| match state {
+                StateView::Text(text) => PackedState::Text(self.put(text)),
+                StateView::Parsed(state) => PackedState::Parsed(Box::new(state)),
+            }),
+            approval: view.approval.map(Box::new),
+            status: view.status,
+            agent: self.put_some(&view.agent),
+            tool: self.put_some(&view.tool),
+        }
+    }
+
+    /// The event as the summariser reads it.
+    pub fn view(&self, packed: &Packed) -> EventView<'_> {
+        let text = |span: Option<Span>| span.map(|span| Cow::Borrowed(self.text(span)));
+        EventView {
+            id: text(packed.id),
+            stage: text(packed.stage),
+            ts: text(packed.ts),
+            decision: text(packed.decision),
+            reasons: match &packed.reasons {
+                PackedReasons::Text(span) => Reasons::Text(self.text(*span)),
+                PackedReasons::List(list) => Reasons::List(list.clone()),
+            },
+            call: packed.call.map(|(agent, tool)| {
+                (
+                    Cow::Borrowed(self.text(agent)),
+                    Cow::Borrowed(self.text(tool)),
+                )
+            }),
+            agent_state: packed.agent_state.as_ref().map(|state| match state {
+                PackedState::Text(span) => StateView::Text(self.text(*span)),
+                PackedState::Parsed(state) => StateView::Parsed((**state).clone()),
+            }),
+            approval: packed.approval.as_deref().cloned(),
+            status: packed.status,
+            agent: text(packed.agent),
+            tool: text(packed.tool),
+        }
+    }
+}
+
+/// The worker's part: cuts the lines out of each block and reads them.
+pub(super) fn reader() -> impl FnMut(&Block, &mut Batch) + Send + 'static {
+    let mut splitter = Splitter::new(MAX_EVENT_BYTES, Long::Skip);
+    move |block, batch| {
+        batch.texts.clear();
+        batch.items.clear();
+        splitter.split(block, |line| {
+            let item = match line {
+                Line::TooLong { length } => Item::Problem(batch.put(&format!(
+                    "line of {length} bytes is too long to be an event"
+                ))),
+                Line::Text { text, .. } if text.iter().all(u8::is_ascii_whitespace) => Item::Blank,
+                Line::Text { text, .. } => match read_line(text, batch) {
+                    Ok(packed) => Item::Event(packed),
+                    Err(problem) => Item::Problem(batch.put(&problem)),
+                },
+            };
+            batch.items.push(item);
+        });
+    }
+}
+
+fn read_line(bytes: &[u8], batch: &mut Batch) -> Result<Packed, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
+    // One strict pass that keeps only what the summary reads; a line it refuses is read again
+    // the reference way, which words the problem.
+    let mut view = EventView::default();
+    if scan::read_into(text, &mut view).is_some() {
+        return Ok(batch.pack(view));
+    }
+    let event = match strict_json::parse(text) {
+        Ok(Value::Object(event)) => event,
+        Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
+        Err(err) => return Err(format!("torn or malformed line: {err}")),
+    };
+    Ok(batch.pack(EventView::of(&event)))
+}
