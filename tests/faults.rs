@@ -20,6 +20,17 @@ fn stage(scratch: &Scratch, bin: &str) -> Command {
         .arg("--quiet")
         .arg("--audit")
         .arg(scratch.audit_path());
+    // A stage takes SIGINT as a person's Ctrl-C does, however the tests were started: a shell
+    // that starts a command in the background without job control has it ignore SIGINT, and
+    // children inherit that.
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::signal::signal(Signal::SIGINT, nix::sys::signal::SigHandler::SigDfl)
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
     cmd
 }
 

@@ -22,6 +22,12 @@ pub const FORMAT: &str = "skeleton-crew state 1";
 /// How long an update waits for another process's transaction before it fails.
 pub const BUSY_WAIT: Duration = Duration::from_secs(10);
 
+/// Why a store could not be prepared, and whether only because another process held it.
+struct Unprepared {
+    busy: bool,
+    text: String,
+}
+
 /// An open SQLite state file.
 pub struct SqliteStore {
     connection: Connection,
@@ -56,11 +62,32 @@ impl SqliteStore {
             connection,
             shown: shown.clone(),
         };
-        store.prepare(options.fsync).map_err(fail)?;
-        Ok(store)
+        // Processes that open a new file at once race to put it in WAL mode and to make its
+        // tables; SQLite then answers "busy" at once, without waiting in its busy handler. Such a
+        // start is tried again, with a pause, for as long as an update would wait.
+        let deadline = std::time::Instant::now() + BUSY_WAIT;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match store.prepare(options.fsync) {
+                Ok(()) => return Ok(store),
+                Err(why) if why.busy && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(why) => return Err(fail(why.text)),
+            }
+        }
     }
 
-    fn prepare(&self, fsync: bool) -> Result<(), String> {
+    fn prepare(&self, fsync: bool) -> Result<(), Unprepared> {
+        self.prepare_once(fsync).map_err(|text| Unprepared {
+            // `describe` names SQLite's result code: the two that mean "another process has it".
+            busy: text.ends_with("(DatabaseBusy)") || text.ends_with("(DatabaseLocked)"),
+            text,
+        })
+    }
+
+    fn prepare_once(&self, fsync: bool) -> Result<(), String> {
         let sqlite = |err: rusqlite::Error| describe(&err);
         self.connection.busy_timeout(BUSY_WAIT).map_err(sqlite)?;
         let mode: String = self
