@@ -160,6 +160,20 @@ fn a_budget_spent_in_one_run_still_counts_in_the_next_until_reset() {
         198.0
     );
     assert!(resets[1].get("agent").is_none());
+    // sc-report lists the resets, and does not take them for problems.
+    let out = scratch.cmd_report_args(&["--json"]).output().unwrap();
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["resetCount"], 2, "{summary}");
+    assert_eq!(summary["resets"][0]["agent"], "clerk", "{summary}");
+    assert!(summary["resets"][1].get("agent").is_none(), "{summary}");
+    assert_eq!(summary["problems"], serde_json::json!([]), "{summary}");
+    let text = scratch.cmd_report_args(&[]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("State resets (2)"), "{text}");
+    assert!(
+        text.contains("reset clerk") && text.contains("reset every agent"),
+        "{text}"
+    );
     scratch
         .cmd_report_args(&["--verify"])
         .output()

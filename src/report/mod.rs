@@ -111,6 +111,16 @@ pub struct Problem {
     pub problem: String,
 }
 
+/// A crew's or session's state reset by `sc-state reset`, as its `state` event says.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reset {
+    pub ts: String,
+    pub id: String,
+    /// The one agent reset, or `None` for every agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
 /// Everything the report shows. Serialized (see [`write_json`]), it lists every veto.
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -131,6 +141,10 @@ pub struct Summary {
     pub problem_count: u64,
     /// The command that lists every veto and problem, for the reports that list only the first.
     pub list_everything: String,
+    /// The first [`LISTED`] state resets (`sc-state reset`), in the order of the logs.
+    pub resets: Vec<Reset>,
+    /// How many state resets there are in all.
+    pub reset_count: u64,
     /// Every veto and problem, when the summariser was asked to keep them all.
     every_veto: Option<Spill<Veto>>,
     every_problem: Option<Spill<Problem>>,
@@ -465,6 +479,17 @@ impl Summariser {
                 trail.status = Some(status);
                 if names.is_some() {
                     trail.names = names;
+                }
+            }
+            // `sc-state reset`: listed, not a call.
+            "state" => {
+                self.summary.reset_count += 1;
+                if self.summary.resets.len() < LISTED {
+                    self.summary.resets.push(Reset {
+                        ts: event.ts.as_deref().unwrap_or("?").to_owned(),
+                        id: id.to_owned(),
+                        agent: event.agent.as_deref().map(str::to_owned),
+                    });
                 }
             }
             other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),

@@ -173,6 +173,26 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
         }
     }
 
+    if summary.reset_count > 0 {
+        let _ = writeln!(out, "\nState resets ({})", summary.reset_count);
+        for reset in &summary.resets {
+            let _ = writeln!(
+                out,
+                "  {} reset {} (id {})",
+                for_terminal(&reset.ts),
+                reset.agent.as_deref().map_or_else(
+                    || "every agent".to_owned(),
+                    |a| for_terminal(a).into_owned()
+                ),
+                for_terminal(&reset.id)
+            );
+        }
+        let more = summary.reset_count - summary.resets.len() as u64;
+        if more > 0 {
+            let _ = writeln!(out, "  … and {more} more");
+        }
+    }
+
     if summary.problem_count > 0 {
         let _ = writeln!(out, "\nProblems in the logs ({})", summary.problem_count);
         for problem in &summary.problems {
@@ -275,6 +295,25 @@ pub fn render_markdown(summary: &Summary) -> String {
             a.tainted_by.as_deref().map(cell).unwrap_or_default()
         );
     }
+    if summary.reset_count > 0 {
+        let _ = writeln!(out, "\n### State resets ({})\n", summary.reset_count);
+        for reset in &summary.resets {
+            let _ = writeln!(
+                out,
+                "- {} reset {} (id `{}`)",
+                cell(&reset.ts),
+                reset
+                    .agent
+                    .as_deref()
+                    .map_or_else(|| "every agent".to_owned(), |a| format!("`{}`", cell(a))),
+                cell(&reset.id)
+            );
+        }
+        let more = summary.reset_count - summary.resets.len() as u64;
+        if more > 0 {
+            let _ = writeln!(out, "\n… and {more} more");
+        }
+    }
     if summary.problem_count > 0 {
         let _ = writeln!(
             out,
@@ -329,7 +368,7 @@ pub fn render_json(summary: &Summary) -> String {
 
 impl Serialize for Summary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("Summary", 9)?;
+        let mut out = serializer.serialize_struct("Summary", 11)?;
         out.serialize_field("logs", &self.logs)?;
         out.serialize_field("events", &self.events)?;
         out.serialize_field("calls", &self.calls)?;
@@ -349,6 +388,10 @@ impl Serialize for Summary {
             spill: self.every_problem.as_ref(),
         };
         out.serialize_field("problems", &problems)?;
+        if self.reset_count > 0 {
+            out.serialize_field("resets", &self.resets)?;
+            out.serialize_field("resetCount", &self.reset_count)?;
+        }
         out.end()
     }
 }
