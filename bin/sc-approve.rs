@@ -31,7 +31,7 @@ struct Args {
     /// (127.0.0.1:0 takes any free port; [::1]:8080), instead of the terminal. The page's
     /// address, with its token, is printed on stderr and the terminal. Holds wait side by side and
     /// are answered in any order; records still leave in input order.
-    #[arg(long, value_name = "ADDR", value_parser = loopback)]
+    #[arg(long, value_name = "ADDR", value_parser = approve::web::loopback_addr)]
     web: Option<SocketAddr>,
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
@@ -74,13 +74,4 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         &mut output,
         &mut io::stderr(),
     )
-}
-
-/// `--web ADDR`: an IP address and port on the loopback interface, nothing else.
-fn loopback(text: &str) -> Result<SocketAddr, String> {
-    let addr: SocketAddr = text.parse().map_err(|_| {
-        format!("{text:?} is not an address and port such as 127.0.0.1:8080 or [::1]:8080")
-    })?;
-    approve::web::check_loopback(addr).map_err(|err| err.to_string())?;
-    Ok(addr)
 }

@@ -120,7 +120,7 @@ impl CommandRules {
         let object = keys::object(key, value, KEYS)?;
         let mut rules = CommandRules::default();
         if let Some(tools) = object.get("tools") {
-            rules.tools = tool_map(&format!("{key}.tools"), tools)?;
+            rules.tools = keys::tool_map(&format!("{key}.tools"), tools)?;
         }
         if let Some(unmatched) = object.get("unmatched") {
             rules.unmatched = keys::decision(&format!("{key}.unmatched"), unmatched)?;
@@ -507,24 +507,6 @@ fn within(part: &str, whole: &str) -> String {
     } else {
         format!("{part} (in \"{whole}\")")
     }
-}
-
-fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, String> {
-    let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping tool names to argument names, found {}",
-            type_name(value)
-        ));
-    };
-    entries
-        .iter()
-        .map(|(tool, arg)| {
-            let pattern =
-                ToolPattern::parse(tool).map_err(|why| format!("key `{key}`: {tool:?} {why}"))?;
-            let arg = keys::string(&format!("{key}.{tool}"), arg)?;
-            Ok((pattern, arg.to_owned()))
-        })
-        .collect()
 }
 
 /// The examples of a rule, checked once it is built.

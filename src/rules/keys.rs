@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::names::ToolPattern;
 use crate::decision::Decision;
 use crate::sanitize::for_terminal;
 use crate::strict_json::type_name;
@@ -109,6 +110,26 @@ pub fn shown(text: &str) -> String {
         }
     }
     out
+}
+
+/// A `tools` map of the `commands` or `paths` key: tool name or pattern → the `args` key that
+/// holds the command or the path.
+pub fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, String> {
+    let Value::Object(entries) = value else {
+        return Err(format!(
+            "key `{key}`: expected an object mapping tool names to argument names, found {}",
+            type_name(value)
+        ));
+    };
+    entries
+        .iter()
+        .map(|(tool, arg)| {
+            let pattern =
+                ToolPattern::parse(tool).map_err(|why| format!("key `{key}`: {tool:?} {why}"))?;
+            let arg = string(&format!("{key}.{tool}"), arg)?;
+            Ok((pattern, arg.to_owned()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ impl PathRules {
         let object = keys::object(key, value, KEYS)?;
         let mut rules = PathRules::default();
         if let Some(tools) = object.get("tools") {
-            rules.tools = tool_map(&format!("{key}.tools"), tools)?;
+            rules.tools = keys::tool_map(&format!("{key}.tools"), tools)?;
         }
         if let Some(write_tools) = object.get("writeTools") {
             let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
@@ -522,24 +522,6 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
         compiled,
         label: format!("paths.rules[{index}]"),
     })
-}
-
-fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, String> {
-    let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping tool names to argument names, found {}",
-            type_name(value)
-        ));
-    };
-    entries
-        .iter()
-        .map(|(tool, arg)| {
-            let pattern =
-                ToolPattern::parse(tool).map_err(|why| format!("key `{key}`: {tool:?} {why}"))?;
-            let arg = keys::string(&format!("{key}.{tool}"), arg)?;
-            Ok((pattern, arg.to_owned()))
-        })
-        .collect()
 }
 
 #[cfg(test)]
