@@ -24,8 +24,9 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
     pub audit: PathBuf,
     /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
-    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. sc-approve also seals
-    /// each approval with it, and sc-exec runs a held call only on an approval sealed under it.
+    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. With it, sc-gate also
+    /// seals each verdict and sc-approve each approval, and sc-exec acts only on sealed verdicts
+    /// and runs a held call only on an approval sealed under it.
     #[arg(long, value_name = "FILE")]
     pub audit_key: Option<PathBuf>,
     /// Make each audit append durable on disk before the records it describes leave the stage.
