@@ -75,26 +75,41 @@ pub struct Args {
     text: Box<str>,
     amount: Option<Value>,
     map: OnceLock<Map<String, Value>>,
+    /// Whether two keys could fold alike ([`argrules::fold_key`](crate::argrules::fold_key)):
+    /// `false` only when no key at any depth has an upper-case or non-ASCII letter or an escape,
+    /// as the call scanner saw while it checked them.
+    keys_may_fold: bool,
 }
 
 impl Args {
     /// Args from JSON text that has been checked strictly (by the call scanner); `amount` is
     /// that of `args.amount`.
-    fn from_checked_text(text: &str, amount: Option<Value>) -> Args {
+    /// `keys_may_fold` is whether any key, at any depth, has an upper-case or non-ASCII letter
+    /// or an escape.
+    fn from_checked_text(text: &str, amount: Option<Value>, keys_may_fold: bool) -> Args {
         Args {
             text: text.into(),
             amount,
             map: OnceLock::new(),
+            keys_may_fold,
         }
     }
 
     /// Args from an object that is already built.
     pub fn from_map(map: Map<String, Value>) -> Args {
+        let text: Box<str> = Value::Object(map.clone()).to_string().into();
         Args {
-            text: Value::Object(map.clone()).to_string().into(),
+            keys_may_fold: crate::argrules::keys_may_fold_alike(&text),
+            text,
             amount: map.get("amount").cloned(),
             map: OnceLock::from(map),
         }
+    }
+
+    /// Whether two keys could fold alike, so that the rules on keys spelt alike must look at the
+    /// whole object; when `false`, every key is its own fold.
+    pub fn keys_may_fold(&self) -> bool {
+        self.keys_may_fold
     }
 
     /// `args.amount`, if there is one.
@@ -278,6 +293,7 @@ impl Call {
                     // The object already built (from the same document) is kept.
                     let built = std::mem::take(&mut self.args);
                     self.args = Args {
+                        keys_may_fold: crate::argrules::keys_may_fold_alike(text),
                         text: text.into(),
                         amount: built.amount,
                         map: built.map,

@@ -641,11 +641,7 @@ fn prepare<'t>(
     // The same decision and stream update as sc-gate's, so the same policy reaches the same
     // decisions.
     let own = match &call {
-        Ok(call) => {
-            state
-                .decide(call, &id, &options.policy, &options.timing)
-                .judgement
-        }
+        Ok(call) => state.decide_judgement(call, &id, &options.policy, &options.timing),
         Err(malformed) => Judgement::malformed(malformed),
     };
     let mut effective = effective_decision(record.decision(), &record.reasons(), &own);

@@ -64,7 +64,11 @@ pub fn run<W: Write, E: Write>(
         if let Some(decided) = decided {
             let id = ids.mint();
             if let Some(call) = &decided.call {
-                state.record_at(call, &id, &decided.judgement, &options.policy, Some(now));
+                // In memory, the time of a taint matters only to `--taint-ttl` (no other
+                // process reads this state); leaving it out keeps every event of a tainted agent
+                // shorter and skips formatting a time for each call.
+                let at = options.timing.taint_ttl.map(|_| now);
+                state.record_at(call, &id, &decided.judgement, &options.policy, at);
             }
             let agent = decided
                 .call

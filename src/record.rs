@@ -124,6 +124,11 @@ pub fn verdict_seal(
     decision: Decision,
 ) -> Option<crate::audit::chain::Link> {
     use sha2::{Digest, Sha256};
+    // Unkeyed there is no seal: the call is not even hashed (it would cost every verdict a
+    // SHA-256 of its call for nothing).
+    if !chain.is_keyed() {
+        return None;
+    }
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let id_len = (id.len() as u64).to_be_bytes();
     chain.mac(&[
@@ -164,6 +169,9 @@ pub fn approval_mac(
     approval: &Approval,
 ) -> Option<crate::audit::chain::Link> {
     use sha2::{Digest, Sha256};
+    if !chain.is_keyed() {
+        return None;
+    }
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let approval_json = serde_json::to_vec(approval).expect("an approval serializes");
     let id_len = (id.len() as u64).to_be_bytes();

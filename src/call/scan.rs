@@ -24,6 +24,8 @@ pub(super) fn call(text: &str) -> Option<Call> {
         bytes: text.as_bytes(),
         at: 0,
         depth: 0,
+        in_args: false,
+        keys_may_fold: false,
     };
     let fields = scanner.call_fields()?;
     scanner.skip_space();
@@ -41,7 +43,7 @@ pub(super) fn call(text: &str) -> Option<Call> {
     };
     let (args, amount_text) = match fields.args {
         None => (Args::default(), None),
-        Some((args_text, amount)) => {
+        Some((args_text, amount, keys_may_fold)) => {
             let (amount, amount_text) = match amount {
                 // Built as the reference parser builds it, from the text as written.
                 Some(raw) => {
@@ -51,7 +53,10 @@ pub(super) fn call(text: &str) -> Option<Call> {
                 }
                 None => (None, None),
             };
-            (Args::from_checked_text(args_text, amount), amount_text)
+            (
+                Args::from_checked_text(args_text, amount, keys_may_fold),
+                amount_text,
+            )
         }
     };
     Some(Call {
@@ -71,8 +76,9 @@ struct Fields<'a> {
     tool: Option<Cow<'a, str>>,
     source: Option<Cow<'a, str>>,
     instruction: Option<Cow<'a, str>>,
-    /// The args object's text, and the text of its `amount`.
-    args: Option<(&'a str, Option<&'a str>)>,
+    /// The args object's text, the text of its `amount`, and whether any of its keys could fold
+    /// alike another.
+    args: Option<(&'a str, Option<&'a str>, bool)>,
 }
 
 struct Scanner<'a> {
@@ -80,6 +86,11 @@ struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
     depth: usize,
+    /// Whether the scanner is inside `args`, whose keys it looks at for [`Self::keys_may_fold`].
+    in_args: bool,
+    /// Whether a key of `args`, at any depth, has an upper-case or non-ASCII letter (keys with
+    /// escapes are left to the reference path).
+    keys_may_fold: bool,
 }
 
 /// A string token: the text between its quotes, and whether it holds an escape.
@@ -140,8 +151,11 @@ impl<'a> Scanner<'a> {
                 "args" => {
                     self.skip_space();
                     let start = self.at;
+                    self.keys_may_fold = false;
+                    self.in_args = true;
                     let amount = self.object(true)?;
-                    fields.args = Some((&self.text[start..self.at], amount));
+                    self.in_args = false;
+                    fields.args = Some((&self.text[start..self.at], amount, self.keys_may_fold));
                     if self.end_of_member(b'}')? {
                         return Some(fields);
                     }
@@ -198,6 +212,12 @@ impl<'a> Scanner<'a> {
         let token = self.string()?;
         if token.escaped || !keys.insert(Cow::Borrowed(token.inner)) {
             return None;
+        }
+        if self.in_args && !self.keys_may_fold {
+            self.keys_may_fold = token
+                .inner
+                .bytes()
+                .any(|b| b >= 0x80 || b.is_ascii_uppercase());
         }
         self.eat(b':').then_some(token.inner)
     }
@@ -381,5 +401,35 @@ mod tests {
             call.args.map()["x"],
             serde_json::json!([1, -0.5, true, null, "\n"])
         );
+    }
+
+    #[test]
+    fn sees_keys_that_could_fold_alike_at_any_depth_but_not_in_values() {
+        for (text, may_fold) in [
+            (
+                r#"{"agent":"a","tool":"t","args":{"to":"Bob ÉLAN","n":[{"x":"Y"}]}}"#,
+                false,
+            ),
+            (
+                r#"{"agent":"a","tool":"t","args":{"to":"x","Amount":5}}"#,
+                true,
+            ),
+            (r#"{"agent":"a","tool":"t","args":{"n":[{"é":1}]}}"#, true),
+            (
+                r#"{"agent":"a","tool":"t","args":{"n":{"deep":{"To":1}}}}"#,
+                true,
+            ),
+            // Keys outside `args` are not its keys.
+            (
+                r#"{"Agent":1,"agent":"a","tool":"t","args":{"to":"x"},"Z":2}"#,
+                false,
+            ),
+        ] {
+            let call = call(text).unwrap();
+            assert_eq!(call.args.keys_may_fold(), may_fold, "{text}");
+            if !may_fold {
+                assert_eq!(crate::argrules::keys_spelt_alike(call.args.map()), None);
+            }
+        }
     }
 }

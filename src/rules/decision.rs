@@ -254,7 +254,7 @@ fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Fi
 }
 
 fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
-    if !argrules::keys_may_fold_alike(call.args.text()) {
+    if !call.args.keys_may_fold() {
         return None;
     }
     let (path, first, second) = argrules::keys_spelt_alike(call.args.map())?;
@@ -275,7 +275,7 @@ fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Findi
 }
 
 fn amount_spelt_another_way(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
-    if call.args.amount().is_some() || !argrules::keys_may_fold_alike(call.args.text()) {
+    if call.args.amount().is_some() || !call.args.keys_may_fold() {
         return None;
     }
     let key = call

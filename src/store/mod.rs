@@ -386,14 +386,48 @@ impl StateHandle {
     /// Decides one call on the state and records it, as one atomic update for a shared state;
     /// a store that fails makes it a deny ([`unavailable`]).
     pub fn decide(&mut self, call: &Call, id: &str, policy: &Policy, timing: &Timing) -> Decided {
+        self.decide_keeping(call, id, policy, timing, true)
+    }
+
+    /// [`StateHandle::decide`] for a stage that needs only the judgement (sc-exec's re-check):
+    /// the agent's state is not copied out.
+    pub fn decide_judgement(
+        &mut self,
+        call: &Call,
+        id: &str,
+        policy: &Policy,
+        timing: &Timing,
+    ) -> Judgement {
+        self.decide_keeping(call, id, policy, timing, false)
+            .judgement
+    }
+
+    fn decide_keeping(
+        &mut self,
+        call: &Call,
+        id: &str,
+        policy: &Policy,
+        timing: &Timing,
+        keep_agent: bool,
+    ) -> Decided {
+        let agent_of = |state: &CrewState| {
+            if keep_agent {
+                state.agent(&call.agent).cloned()
+            } else {
+                None
+            }
+        };
         match self {
             StateHandle::Memory(state) => {
                 let now = timing.clock.now();
                 state.enter(policy, now, timing.taint_ttl);
                 let judgement = evaluate_with_state(call, policy, state);
-                state.record_at(call, id, &judgement, policy, Some(now));
+                // In memory, a taint's time matters only to `--taint-ttl`: no other process
+                // reads this state.
+                let at = timing.taint_ttl.map(|_| now);
+                state.record_at(call, id, &judgement, policy, at);
                 Decided {
-                    agent: state.agent(&call.agent).cloned(),
+                    agent: agent_of(state),
                     judgement,
                 }
             }
@@ -403,7 +437,7 @@ impl StateHandle {
                     let judgement = evaluate_with_state(call, policy, state);
                     state.record_at(call, id, &judgement, policy, Some(now));
                     decided = Some(Decided {
-                        agent: state.agent(&call.agent).cloned(),
+                        agent: agent_of(state),
                         judgement,
                     });
                 });
