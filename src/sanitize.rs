@@ -7,8 +7,8 @@
 
 use std::borrow::Cow;
 
-/// Whether a character must not reach a terminal raw.
-fn is_unsafe(c: char) -> bool {
+/// Whether a character must not reach a terminal (or a page) raw.
+pub fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{061C}'                  // Arabic letter mark

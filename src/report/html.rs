@@ -8,7 +8,8 @@
 //! Every agent-written string is HTML-escaped, with control, bidi and invisible characters shown
 //! as `\u{…}` escapes (see [`crate::sanitize`]). The summary's numbers are also embedded as JSON
 //! in a `<script type="application/json" id="sc-summary">` data block, never executed, with `<`,
-//! `>` and `&` written as `\u003c`, `\u003e` and `\u0026` so no text in it can end the block.
+//! `>`, `&` and control, bidi and invisible characters written as `\u` escapes, so no text in it
+//! can end the block or hide in it.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -23,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::timeline::{self, Bars};
 use super::{AgentSummary, DecisionCounts, HoldCounts, OutcomeCounts, Problem, Reset, Summary};
 use super::{Filter, LISTED};
-use crate::sanitize::{for_terminal, html_escape};
+use crate::sanitize::{for_terminal, html_escape, is_unsafe};
 
 /// The page's style sheet: its one `<style>` block, allowed by its hash.
 const STYLE: &str = include_str!("report.css");
@@ -786,13 +787,16 @@ fn embedded<'a>(
     };
     let json = serde_json::to_string(&data).map_err(io::Error::other)?;
     page.push_str("<script type=\"application/json\" id=\"sc-summary\">");
-    // `<`, `>` and `&` appear in JSON only inside strings, where their escapes mean the same.
+    // `<`, `>`, `&` and the characters a terminal would be shown escaped appear in compact JSON
+    // only inside strings, where their `\\u` escapes mean the same.
     for c in json.chars() {
-        match c {
-            '<' => page.push_str("\\u003c"),
-            '>' => page.push_str("\\u003e"),
-            '&' => page.push_str("\\u0026"),
-            c => page.push(c),
+        if matches!(c, '<' | '>' | '&') || is_unsafe(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(page, "\\u{unit:04x}");
+            }
+        } else {
+            page.push(c);
         }
     }
     page.push_str("</script>\n");
