@@ -1430,6 +1430,39 @@ mod tests {
     }
 
     #[test]
+    fn page_details_add_a_timeline_and_the_vetoes_arguments_and_change_no_count() {
+        let mut lines = denials(3);
+        lines.push(gate("ok", "scout", "allow"));
+        lines.push(gate("held", "buyer", "hold"));
+        lines.push(approve("held", "buyer", false));
+        let big = format!("{{\"blob\":\"{}\"}}", "é".repeat(ARGS_KEPT));
+        lines.push(gate("big", "helper", "deny").replace(r#"{"amount":5}"#, &big));
+        let plain = run(&lines, CALL_WINDOW_EVENTS);
+        let mut detailed = run_with(&lines, Summariser::new().with_page_details());
+        assert!(plain.timeline.is_none());
+        assert!(plain.vetoes.iter().all(|v| v.args.is_none()));
+        let args: Vec<String> = detailed
+            .vetoes
+            .iter_mut()
+            .map(|v| v.args.take().unwrap())
+            .collect();
+        assert_eq!(shown(&plain), shown(&detailed));
+        assert_eq!(args[..4], [r#"{"amount":5}"#; 4]);
+        // Past the bytes kept: what was kept, cut on a character, marked as cut.
+        assert!(args[4].starts_with(r#"{"blob":"éé"#) && args[4].ends_with('…'));
+        assert!(args[4].len() <= ARGS_KEPT + '…'.len_utf8());
+        let timeline = detailed.timeline.clone().unwrap();
+        let bars = timeline.bars().unwrap();
+        assert_eq!(bars.counts.len(), 1);
+        assert_eq!(bars.counts[0], detailed.decisions);
+        let at = parse_time("2026-11-30T16:00:00Z").unwrap();
+        let at = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(timeline.span, Some((at, at)));
+        // JSON is not changed by them.
+        assert_eq!(render_json(&plain), render_json(&detailed));
+    }
+
+    #[test]
     fn text_and_markdown_list_the_first_thousand_vetoes_and_say_how_to_see_the_rest() {
         let s = run(&denials(LISTED + 1), CALL_WINDOW_EVENTS);
         assert_eq!((s.veto_count, s.vetoes.len()), (1001, 1000));
