@@ -91,7 +91,7 @@ fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -247,11 +247,14 @@ fn filter_words(filter: &Filter) -> Option<String> {
     (!words.is_empty()).then(|| words.join(", "))
 }
 
+/// A tile: its key (id and class), its words and its number.
+type Tile<'a> = (&'a str, &'a str, u64);
+
 fn tiles(page: &mut String, summary: &Summary) {
     let d = &summary.decisions;
     let h = &summary.holds;
     let o = &summary.outcomes;
-    let groups: [(&str, &[(&str, &str, u64)]); 3] = [
+    let groups: [(&str, &[Tile]); 3] = [
         (
             "Decisions",
             &[
