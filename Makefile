@@ -61,8 +61,12 @@ demo-interactive: build
 	  | $(BIN)/sc-exec --audit $(AUDIT) > logs/demo-out.jsonl
 	@$(BIN)/sc-report $(AUDIT)
 
+# The report on the terminal, and as a page to open in a browser (logs/report.html, beside the
+# log; its chains verified).
 report: build
 	@$(BIN)/sc-report $(AUDIT)
+	@$(BIN)/sc-report --format html --verify --output $(dir $(AUDIT))report.html $(AUDIT)
+	@echo "the page: $(dir $(AUDIT))report.html" >&2
 
 lint:
 	$(CARGO) fmt --all -- --check

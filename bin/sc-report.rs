@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -11,7 +11,7 @@ use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
 use skeleton_crew::chain::{Chain, Link};
 use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::exit::{self, Completion, UsageError};
-use skeleton_crew::report::{self, FailOn, Filter, Summariser};
+use skeleton_crew::report::{self, ChainStatus, FailOn, Filter, Summariser};
 use skeleton_crew::verify;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,6 +19,7 @@ enum Format {
     Text,
     Json,
     Markdown,
+    Html,
 }
 
 /// Summarise what the crew did and what it was stopped from doing.
@@ -27,15 +28,20 @@ enum Format {
 /// never answered, the vetoes (a deny or a declined hold) with agent, tool and reasons (text and
 /// markdown list the first 1,000 and say how many more; json lists every one), and a per-agent
 /// breakdown. Memory stays flat however long the logs are. A torn or malformed log line is
-/// reported, not fatal. `--verify` walks each log's hash chain instead.
+/// reported, not fatal. `--verify` walks each log's hash chain instead (with --format html, as
+/// well: the page shows each chain verified or broken).
 /// Exit status: 0 done; 1 a log could not be read, a chain is broken, or --fail-on matched;
 /// 2 usage error.
 #[derive(Parser)]
 #[command(name = "sc-report", version)]
 struct Args {
-    /// Output format: text for people, json for programs, markdown for a CI job summary.
+    /// Output format: text for people, json for programs, markdown for a CI job summary, html for
+    /// one self-contained page (charts included; loads nothing, runs no script).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Write to FILE instead of stdout: whole or not at all (written beside it, then renamed).
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     json: bool,
@@ -86,17 +92,105 @@ fn open(path: &PathBuf) -> anyhow::Result<File> {
     File::open(path).with_context(|| format!("cannot open the audit log {}", path.display()))
 }
 
+/// Where the report goes: stdout, or a file written beside its final name and renamed over it
+/// once whole (so a failed report never leaves a partial or an emptied file).
+enum Sink {
+    Stdout,
+    File {
+        file: BufWriter<File>,
+        temporary: PathBuf,
+        path: PathBuf,
+    },
+}
+
+impl Sink {
+    fn open(output: Option<&Path>) -> anyhow::Result<Sink> {
+        let Some(path) = output else {
+            return Ok(Sink::Stdout);
+        };
+        let name = path
+            .file_name()
+            .with_context(|| format!("--output {} names no file", path.display()))?;
+        let mut temporary_name = std::ffi::OsString::from(".");
+        temporary_name.push(name);
+        temporary_name.push(format!(".{}.tmp", std::process::id()));
+        let temporary = path.with_file_name(temporary_name);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        Ok(Sink::File {
+            file: BufWriter::with_capacity(64 * 1024, file),
+            temporary,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Writes the report with `write`, then puts the file in place.
+    fn write(self, write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
+        match self {
+            Sink::Stdout => {
+                let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+                write(&mut out)?;
+                out.flush()?;
+                Ok(())
+            }
+            Sink::File {
+                mut file,
+                temporary,
+                path,
+            } => {
+                let result = write(&mut file)
+                    .and_then(|()| file.flush().map_err(Into::into))
+                    .and_then(|()| {
+                        let file = file.into_inner().map_err(|err| err.into_error())?;
+                        file.sync_all()?;
+                        std::fs::rename(&temporary, &path)?;
+                        Ok(())
+                    })
+                    .with_context(|| format!("cannot write {}", path.display()));
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&temporary);
+                }
+                result
+            }
+        }
+    }
+}
+
 fn run(args: Args) -> anyhow::Result<Completion> {
-    if args.verify || args.head {
+    let format = if args.json { Format::Json } else { args.format };
+    if args.head || (args.verify && format != Format::Html) {
         return check_chains(&args);
+    }
+    // The page shows each chain: walked first, so that a log that cannot be read stops the
+    // report before anything is written.
+    let mut chains = Vec::new();
+    let mut broken = 0;
+    if args.verify {
+        for (_, result) in walk_chains(&args)? {
+            chains.push(match result {
+                Ok(intact) => ChainStatus::Verified {
+                    events: intact.events,
+                    head: intact.head.to_string(),
+                },
+                Err(chain_break) => {
+                    broken += 1;
+                    ChainStatus::Broken(chain_break.to_string())
+                }
+            });
+        }
     }
     let filter = Filter {
         agent: args.agent.clone(),
         since: args.since,
         until: args.until,
     };
-    let format = if args.json { Format::Json } else { args.format };
     let mut summariser = Summariser::with_filter(filter);
+    if format == Format::Html {
+        summariser = summariser.with_page_details();
+    }
     if format == Format::Json {
         // The JSON report lists every veto and problem: they wait in a temporary file, not in
         // memory.
@@ -106,15 +200,27 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
     let summary = summariser.finish()?;
-    let stdout = io::stdout();
-    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
-    match format {
-        Format::Text => out.write_all(report::render_text_with(&summary, colour).as_bytes())?,
-        Format::Json => report::write_json(&summary, &mut out)?,
-        Format::Markdown => out.write_all(report::render_markdown(&summary).as_bytes())?,
+    let sink = Sink::open(args.output.as_deref())?;
+    let colour = args.output.is_none()
+        && io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    sink.write(|out| {
+        match format {
+            Format::Text => out.write_all(report::render_text_with(&summary, colour).as_bytes())?,
+            Format::Json => report::write_json(&summary, out)?,
+            Format::Markdown => out.write_all(report::render_markdown(&summary).as_bytes())?,
+            Format::Html => report::write_html(&summary, &chains, out)?,
+        }
+        Ok(())
+    })?;
+    let mut failed_checks = 0;
+    if broken > 0 {
+        let _ = writeln!(
+            io::stderr(),
+            "sc-report: the hash chain of {broken} log(s) is broken (the page says where)"
+        );
+        failed_checks += broken;
     }
-    out.flush()?;
     let failures = report::failures(&summary, &args.fail_on);
     if !failures.is_empty() {
         let _ = writeln!(
@@ -122,29 +228,56 @@ fn run(args: Args) -> anyhow::Result<Completion> {
             "sc-report: failing on {}",
             failures.join(", ")
         );
-        return Ok(Completion {
-            unreadable_inputs: 0,
-            failed_checks: 1,
-        });
+        failed_checks += 1;
     }
-    Ok(Completion::default())
+    Ok(Completion {
+        unreadable_inputs: 0,
+        failed_checks,
+    })
 }
 
-fn check_chains(args: &Args) -> anyhow::Result<Completion> {
+type ChainResult = Result<verify::Intact, verify::ChainBreak>;
+
+/// Walks each log's hash chain (`--verify`, `--head`).
+fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
     let chain = Chain::from_key_option(args.audit_key.as_deref())?;
     if args.expect_head.is_some() && args.logs.len() != 1 {
         return Err(UsageError("--expect-head checks one log; name exactly one".into()).into());
     }
-    let mut out = io::stdout().lock();
-    let mut broken = 0;
+    let mut results = Vec::new();
     for path in &args.logs {
-        let name = path.display();
         let result = verify::verify(
             || open(path).map_err(io::Error::other),
             &chain,
             args.expect_head,
         )
-        .with_context(|| format!("cannot read the audit log {name}"))?;
+        .with_context(|| format!("cannot read the audit log {}", path.display()))?;
+        results.push((path, result));
+    }
+    Ok(results)
+}
+
+fn check_chains(args: &Args) -> anyhow::Result<Completion> {
+    let results = walk_chains(args)?;
+    let mut broken = 0;
+    Sink::open(args.output.as_deref())?.write(|out| {
+        print_chains(args, &results, out, &mut broken)?;
+        Ok(())
+    })?;
+    Ok(Completion {
+        unreadable_inputs: 0,
+        failed_checks: broken,
+    })
+}
+
+fn print_chains(
+    args: &Args,
+    results: &[(&PathBuf, ChainResult)],
+    out: &mut dyn Write,
+    broken: &mut usize,
+) -> io::Result<()> {
+    for (path, result) in results {
+        let name = path.display();
         match (result, args.head) {
             (Ok(intact), true) if args.logs.len() == 1 => writeln!(out, "{}", intact.head)?,
             (Ok(intact), true) => writeln!(out, "{}  {name}", intact.head)?,
@@ -160,14 +293,10 @@ fn check_chains(args: &Args) -> anyhow::Result<Completion> {
                 )?
             }
             (Err(chain_break), _) => {
-                broken += 1;
+                *broken += 1;
                 writeln!(out, "{name}: {chain_break}")?
             }
         }
     }
-    out.flush()?;
-    Ok(Completion {
-        unreadable_inputs: 0,
-        failed_checks: broken,
-    })
+    Ok(())
 }

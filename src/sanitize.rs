@@ -7,8 +7,8 @@
 
 use std::borrow::Cow;
 
-/// Whether a character must not reach a terminal raw.
-fn is_unsafe(c: char) -> bool {
+/// Whether a character must not reach a terminal (or a page) raw.
+pub fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{061C}'                  // Arabic letter mark
@@ -47,6 +47,35 @@ pub fn for_terminal(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Text as HTML shows it: `&`, `<`, `>`, `"` and `'` escaped (fit for an element's content and
+/// for a quoted attribute value); borrowed when nothing needed escaping.
+pub fn html_escape(text: &str) -> Cow<'_, str> {
+    if !text.contains(['&', '<', '>', '"', '\'']) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Agent-written text for an HTML page: every unsafe character shown escaped as
+/// [`for_terminal`] does, then [`html_escape`]d.
+pub fn for_html(text: &str) -> Cow<'_, str> {
+    match for_terminal(text) {
+        Cow::Borrowed(text) => html_escape(text),
+        Cow::Owned(text) => Cow::Owned(html_escape(&text).into_owned()),
+    }
 }
 
 /// The longest piece of agent-written text a reason quotes before cutting it with `…`.
@@ -94,6 +123,18 @@ mod tests {
         assert_eq!(quoted("soft\u{ad}hyphen"), "soft\\u{ad}hyphen");
         let long = "x".repeat(10_000);
         assert_eq!(quoted(&long).chars().count(), QUOTED_CHARS + 1);
+    }
+
+    #[test]
+    fn html_gets_no_markup_and_no_invisible_characters() {
+        assert!(matches!(
+            for_html("send $40 to acme — ok ✓"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            for_html("<script>alert('x')</script>\u{202e}\"a&b\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\\u{202e}&quot;a&amp;b&quot;"
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod mcp_web;
 mod pipeline;
 mod properties;
 mod report;
+mod report_html;
 mod stateful;
 mod store;
 mod web;

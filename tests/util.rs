@@ -344,3 +344,20 @@ pub fn free_port() -> u16 {
         .expect("bind a free port")
         .port()
 }
+
+/// Runs the demo (`make demo`: testdata/crew.jsonl through sc-gate | sc-approve with
+/// testdata/answers.txt | sc-exec) to its end, every stage writing the scratch audit log.
+pub fn run_demo(scratch: &Scratch) {
+    let mut gate = stage(scratch, "sc-gate");
+    gate.arg(testdata("crew.jsonl"));
+    let mut approve = stage(scratch, "sc-approve");
+    approve.arg("--answers").arg(testdata("answers.txt"));
+    let exec = stage(scratch, "sc-exec");
+    run_three_stages(
+        gate,
+        approve,
+        exec,
+        std::time::Duration::from_secs(60),
+        "the demo",
+    );
+}

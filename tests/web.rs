@@ -407,8 +407,20 @@ impl ChromeDriver {
 
     /// A new headless Chromium session with an empty profile.
     pub(crate) async fn browser(&self) -> Client {
+        self.browser_with("--window-size=1100,1400", json!({}), json!({}))
+            .await
+    }
+
+    /// The same with another window size, more `goog:chromeOptions` and more capabilities (for
+    /// sc-report's page: JavaScript off, the browser's and network logs).
+    pub(crate) async fn browser_with(
+        &self,
+        window_size: &str,
+        chrome_options: Value,
+        more: Value,
+    ) -> Client {
         let profile = self._profile.path().display().to_string();
-        let capabilities = json!({
+        let mut capabilities = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": "/usr/bin/chromium",
@@ -416,11 +428,20 @@ impl ChromeDriver {
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync",
-                    "--window-size=1100,1400",
+                    window_size,
                     format!("--user-data-dir={profile}"),
                 ],
             },
         });
+        if let Value::Object(options) = chrome_options {
+            capabilities["goog:chromeOptions"]
+                .as_object_mut()
+                .unwrap()
+                .extend(options);
+        }
+        if let Value::Object(more) = more {
+            capabilities.as_object_mut().unwrap().extend(more);
+        }
         let Value::Object(capabilities) = capabilities else {
             unreachable!()
         };

@@ -43,6 +43,7 @@ pub(super) struct Packed {
     decision: Option<Span>,
     reasons: PackedReasons,
     call: Option<(Span, Span)>,
+    args: Option<Span>,
     agent_state: Option<PackedState>,
     approval: Option<Box<Approval>>,
     status: Option<Status>,
@@ -92,6 +93,12 @@ impl Batch {
             call: view
                 .call
                 .map(|(agent, tool)| (self.put(&agent), self.put(&tool))),
+            // Only a call that may be vetoed (not allowed) may show its arguments.
+            args: if view.decision.as_deref() == Some("allow") {
+                None
+            } else {
+                self.put_some(&view.args)
+            },
             agent_state: view.agent_state.map(|state| match state {
                 StateView::Text(text) => PackedState::Text(self.put(text)),
                 StateView::Parsed(state) => PackedState::Parsed(Box::new(state)),
@@ -121,6 +128,7 @@ impl Batch {
                     Cow::Borrowed(self.text(tool)),
                 )
             }),
+            args: text(packed.args),
             agent_state: packed.agent_state.as_ref().map(|state| match state {
                 PackedState::Text(span) => StateView::Text(self.text(*span)),
                 PackedState::Parsed(state) => StateView::Parsed((**state).clone()),

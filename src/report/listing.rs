@@ -244,6 +244,7 @@ impl Record for Veto {
             agent,
             tool,
             reasons,
+            args: None,
         })
     }
 }
@@ -282,6 +283,7 @@ mod tests {
             agent: "agént".into(),
             tool: "send_payment".into(),
             reasons: (0..n % 3).map(|r| format!("reason {r}\n\"q\"")).collect(),
+            args: None,
         }
     }
 

@@ -28,16 +28,20 @@ use crate::record::{Approval, Status};
 use crate::state::AgentState;
 
 mod batch;
+mod html;
 mod listing;
 mod render;
 pub(crate) mod scan;
+pub mod timeline;
 mod window;
 pub(crate) mod worker;
 
 use batch::Item;
+pub use html::{render_html, write_html, ChainStatus};
 pub use listing::LISTED;
 use listing::{Listing, Spill};
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
+use timeline::Timeline;
 use window::{CallId, IdIndex};
 use worker::Worker;
 
@@ -51,6 +55,9 @@ pub const CALL_WINDOW_EVENTS: u64 = 100_000;
 /// Agent and tool names are shared by the calls that name them; past this many different names,
 /// the table of names is started afresh (names in use stay alive with their calls).
 const NAME_TABLE_LIMIT: usize = 4096;
+
+/// The most of a vetoed call's arguments (JSON text) kept for the HTML report.
+const ARGS_KEPT: usize = 2048;
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct DecisionCounts {
@@ -83,6 +90,10 @@ pub struct Veto {
     pub tool: String,
     /// The gate's reasons, and for a declined hold the approval's reason last.
     pub reasons: Vec<String>,
+    /// The call's arguments as JSON text (cut to about 2 KiB), when the summariser kept them
+    /// (for the HTML report: see [`Summariser::with_page_details`]). Not in the JSON report.
+    #[serde(skip)]
+    pub args: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
@@ -145,6 +156,11 @@ pub struct Summary {
     pub resets: Vec<Reset>,
     /// How many state resets there are in all.
     pub reset_count: u64,
+    /// Decisions per time bucket and the span of the events, when the summariser was asked for
+    /// them ([`Summariser::with_page_details`]).
+    pub timeline: Option<Timeline>,
+    /// The filter the summary was made with.
+    pub filter: Filter,
     /// Every veto and problem, when the summariser was asked to keep them all.
     every_veto: Option<Spill<Veto>>,
     every_problem: Option<Spill<Problem>>,
@@ -223,6 +239,28 @@ fn kept_reasons(reasons: &Reasons) -> Box<str> {
     }
 }
 
+/// A call's arguments as kept for a veto that may be shown: at most [`ARGS_KEPT`] bytes of their
+/// JSON text.
+fn kept_args(args: &str) -> Box<str> {
+    if args.len() <= ARGS_KEPT {
+        return args.into();
+    }
+    let mut cut = ARGS_KEPT;
+    while !args.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    args[..cut].into()
+}
+
+/// Kept arguments as a veto shows them: as compact JSON when they are whole, else as kept, cut
+/// with `…`.
+fn shown_args(kept: &str) -> String {
+    match serde_json::from_str::<Value>(kept) {
+        Ok(args) => args.to_string(),
+        Err(_) => format!("{kept}…"),
+    }
+}
+
 /// The strings among kept reasons.
 fn reason_strings(text: &str) -> Vec<String> {
     match serde_json::from_str::<Vec<Value>>(text) {
@@ -252,6 +290,11 @@ struct Trail {
     /// The gate's reasons (see [`kept_reasons`]), kept only for a call that may become a veto
     /// that is shown.
     reasons: Option<Box<str>>,
+    /// The call's arguments (JSON text, cut to [`ARGS_KEPT`]), kept only for the HTML report's
+    /// vetoes.
+    args: Option<Box<str>>,
+    /// The time of its gate event (seconds since the epoch), for the timeline.
+    at: Option<u64>,
     approval: Option<Answer>,
     status: Option<Status>,
 }
@@ -316,6 +359,8 @@ pub struct Summariser {
     agent_states: HashMap<String, LastState>,
     vetoes: Listing<Veto>,
     problems: Listing<Problem>,
+    /// Counting the timeline and keeping vetoes' arguments (the HTML report).
+    timeline: Option<Timeline>,
 }
 
 impl Default for Summariser {
@@ -345,7 +390,15 @@ impl Summariser {
             agent_states: HashMap::new(),
             vetoes: Listing::default(),
             problems: Listing::default(),
+            timeline: None,
         }
+    }
+
+    /// Also counts decisions per time bucket (the timeline) and the span of the events, and
+    /// keeps the arguments of the vetoes listed: what the HTML report shows besides the others.
+    pub fn with_page_details(mut self) -> Self {
+        self.timeline = Some(Timeline::default());
+        self
     }
 
     /// Keeps every veto and every problem, in a temporary file that is gone when the summary
@@ -401,24 +454,39 @@ impl Summariser {
     fn count_event(&mut self, event: &EventView) -> Result<(), String> {
         let id = event.id.as_deref().ok_or("event has no `id`")?;
         let stage = event.stage.as_deref().ok_or("event has no `stage`")?;
-        if self.filter.has_time_window() {
+        let mut at = None;
+        if self.filter.has_time_window() || self.timeline.is_some() {
             let ts = event
                 .ts
                 .as_deref()
-                .and_then(|ts| humantime::parse_rfc3339(ts).ok())
-                .ok_or("event has no valid `ts`")?;
-            if !self.filter.admits_time(ts) {
-                return Ok(());
+                .and_then(|ts| humantime::parse_rfc3339(ts).ok());
+            if self.filter.has_time_window() {
+                let ts = ts.ok_or("event has no valid `ts`")?;
+                if !self.filter.admits_time(ts) {
+                    return Ok(());
+                }
             }
+            at = ts
+                .and_then(|ts| ts.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|since| since.as_secs());
         }
         self.summary.events += 1;
-        let result = self.join(id, stage, event);
+        if let (Some(timeline), Some(at)) = (&mut self.timeline, at) {
+            timeline.saw(at);
+        }
+        let result = self.join(id, stage, event, at);
         self.slide();
         result
     }
 
     /// Adds one counted event to its call.
-    fn join(&mut self, id: &str, stage: &str, event: &EventView) -> Result<(), String> {
+    fn join(
+        &mut self,
+        id: &str,
+        stage: &str,
+        event: &EventView,
+        at: Option<u64>,
+    ) -> Result<(), String> {
         match stage {
             "gate" => {
                 let decision = event
@@ -442,11 +510,17 @@ impl Summariser {
                 }
                 let names = self.names(agent, tool);
                 // Only a veto (a deny, or a hold that is declined) shows its reasons.
-                let reasons = (decision != Decision::Allow && self.vetoes.wants_details())
-                    .then(|| kept_reasons(&event.reasons));
+                let shown = decision != Decision::Allow && self.vetoes.wants_details();
+                let reasons = shown.then(|| kept_reasons(&event.reasons));
+                let args = match &event.args {
+                    Some(args) if shown && self.timeline.is_some() => Some(kept_args(args)),
+                    _ => None,
+                };
                 let trail = self.trail(open, id);
                 trail.decision = Some(decision);
                 trail.reasons = reasons;
+                trail.args = args;
+                trail.at = at;
                 trail.names = Some(names);
             }
             "approve" => {
@@ -528,6 +602,8 @@ impl Summariser {
                     names: None,
                     decision: None,
                     reasons: None,
+                    args: None,
+                    at: None,
                     approval: None,
                     status: None,
                 });
@@ -624,6 +700,9 @@ impl Summariser {
         let Some(decision) = trail.decision else {
             return;
         };
+        if let Some(timeline) = &mut self.timeline {
+            timeline.add(trail.at, decision);
+        }
         let summary = &mut self.summary;
         summary.calls += 1;
         if !self.agents.contains_key(agent_name) {
@@ -645,6 +724,7 @@ impl Summariser {
             agent: agent_name.to_string(),
             tool: tool_name.to_string(),
             reasons,
+            args: trail.args.as_deref().map(shown_args),
         };
         let reasons = || {
             trail
@@ -742,6 +822,7 @@ impl Summariser {
                 agent: agent_name.to_owned(),
                 tool: event.tool.as_deref().unwrap_or("?").to_owned(),
                 reasons: vec![approval.reason.clone()],
+                args: None,
             });
         }
         true
@@ -768,6 +849,8 @@ impl Summariser {
             self.fold_oldest(false);
         }
         let mut summary = self.summary;
+        summary.timeline = self.timeline;
+        summary.filter = self.filter.clone();
         let mut args = vec!["sc-report".to_owned(), "--format".into(), "json".into()];
         args.extend(self.filter.args());
         args.extend(summary.logs.iter().cloned());
@@ -861,6 +944,9 @@ struct EventView<'a> {
     reasons: Reasons<'a>,
     /// When the event has a `call`: its agent and tool, `?` for either that is not a name.
     call: Option<(Cow<'a, str>, Cow<'a, str>)>,
+    /// The call's `args` as JSON text (as the scanner found it, or written again by the
+    /// reference reading): shown only in the HTML report's vetoes.
+    args: Option<Cow<'a, str>>,
     agent_state: Option<StateView<'a>>,
     approval: Option<Approval>,
     /// `outcome.status`.
@@ -885,6 +971,10 @@ impl<'a> EventView<'a> {
                     Cow::Owned(name_in(call, "tool")),
                 )
             }),
+            args: event
+                .get("call")
+                .and_then(|call| call.get("args"))
+                .map(|args| Cow::Owned(args.to_string())),
             agent_state: event
                 .get("agentState")
                 .cloned()
@@ -1340,6 +1430,39 @@ mod tests {
     }
 
     #[test]
+    fn page_details_add_a_timeline_and_the_vetoes_arguments_and_change_no_count() {
+        let mut lines = denials(3);
+        lines.push(gate("ok", "scout", "allow"));
+        lines.push(gate("held", "buyer", "hold"));
+        lines.push(approve("held", "buyer", false));
+        let big = format!("{{\"blob\":\"{}\"}}", "é".repeat(ARGS_KEPT));
+        lines.push(gate("big", "helper", "deny").replace(r#"{"amount":5}"#, &big));
+        let plain = run(&lines, CALL_WINDOW_EVENTS);
+        let mut detailed = run_with(&lines, Summariser::new().with_page_details());
+        assert!(plain.timeline.is_none());
+        assert!(plain.vetoes.iter().all(|v| v.args.is_none()));
+        let args: Vec<String> = detailed
+            .vetoes
+            .iter_mut()
+            .map(|v| v.args.take().unwrap())
+            .collect();
+        assert_eq!(shown(&plain), shown(&detailed));
+        assert_eq!(args[..4], [r#"{"amount":5}"#; 4]);
+        // Past the bytes kept: what was kept, cut on a character, marked as cut.
+        assert!(args[4].starts_with(r#"{"blob":"éé"#) && args[4].ends_with('…'));
+        assert!(args[4].len() <= ARGS_KEPT + '…'.len_utf8());
+        let timeline = detailed.timeline.clone().unwrap();
+        let bars = timeline.bars().unwrap();
+        assert_eq!(bars.counts.len(), 1);
+        assert_eq!(bars.counts[0], detailed.decisions);
+        let at = parse_time("2026-11-30T16:00:00Z").unwrap();
+        let at = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(timeline.span, Some((at, at)));
+        // JSON is not changed by them.
+        assert_eq!(render_json(&plain), render_json(&detailed));
+    }
+
+    #[test]
     fn text_and_markdown_list_the_first_thousand_vetoes_and_say_how_to_see_the_rest() {
         let s = run(&denials(LISTED + 1), CALL_WINDOW_EVENTS);
         assert_eq!((s.veto_count, s.vetoes.len()), (1001, 1000));
@@ -1542,6 +1665,7 @@ mod tests {
         Option<AgentState>,
         Option<Approval>,
         Option<Status>,
+        Option<Value>,
     ) {
         let text = |t: &Option<Cow<str>>| t.as_deref().map(str::to_owned);
         (
@@ -1563,6 +1687,10 @@ mod tests {
             }),
             view.approval.clone(),
             view.status,
+            // The arguments' text, read back: the scanner keeps it as written.
+            view.args
+                .as_deref()
+                .map(|args| serde_json::from_str(args).expect("arguments are JSON")),
         )
     }
 

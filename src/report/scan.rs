@@ -2,8 +2,8 @@
 //! as [`strict_json::parse`] does (duplicate keys at any depth, finite numbers, valid escapes,
 //! bounded nesting) and keeps only what the report reads, borrowed from the line where it can be:
 //! `id`, `stage`, `ts`, `decision`, `agent` and `tool` as text, the `reasons` array and the
-//! `agentState` and `approval` members as their JSON text, the call's agent and tool, and the
-//! outcome's status. Nothing else is built.
+//! `agentState` and `approval` members as their JSON text, the call's agent and tool (and its
+//! `args` as their JSON text), and the outcome's status. Nothing else is built.
 //!
 //! It gives up (`None`) on anything that is not a plain, well-formed event: a key with an escape,
 //! a `\u` escape of a surrogate, a number with an exponent, nesting deeper than [`MAX_DEPTH`], any
@@ -137,7 +137,11 @@ pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<(
                     Reasons::List(Vec::new())
                 };
             }
-            Some(Known::Call) => view.call = Some(scanner.call_names()?),
+            Some(Known::Call) => {
+                let (agent, tool, args) = scanner.call_names()?;
+                view.call = Some((agent, tool));
+                view.args = args.map(Cow::Borrowed);
+            }
             Some(Known::AgentState) => {
                 let start = scanner.at;
                 scanner.value()?;
@@ -394,14 +398,16 @@ impl<'a> Scanner<'a> {
 
     /// A call's agent and tool: each a non-empty string, else `?`; both `?` for a call that is
     /// not an object.
-    fn call_names(&mut self) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+    /// A call's agent and tool, and its `args` as their JSON text.
+    #[allow(clippy::type_complexity)]
+    fn call_names(&mut self) -> Option<(Cow<'a, str>, Cow<'a, str>, Option<&'a str>)> {
         let unnamed = || Cow::Borrowed("?");
         if self.peek() != Some(b'{') {
             self.value()?;
-            return Some((unnamed(), unnamed()));
+            return Some((unnamed(), unnamed(), None));
         }
         self.open(b'{')?;
-        let (mut agent, mut tool) = (None, None);
+        let (mut agent, mut tool, mut args) = (None, None, None);
         if self.eat(b'}') {
             self.depth -= 1;
         } else {
@@ -412,6 +418,11 @@ impl<'a> Scanner<'a> {
                 match key {
                     "agent" => agent = self.text_value()?,
                     "tool" => tool = self.text_value()?,
+                    "args" => {
+                        let start = self.at;
+                        self.value()?;
+                        args = Some(&self.text[start..self.at]);
+                    }
                     _ => self.value()?,
                 }
                 if self.end_of_member(b'}')? {
@@ -421,7 +432,7 @@ impl<'a> Scanner<'a> {
         }
         let name =
             |text: Option<Cow<'a, str>>| text.filter(|t| !t.is_empty()).unwrap_or_else(unnamed);
-        Some((name(agent), name(tool)))
+        Some((name(agent), name(tool), args))
     }
 
     /// An outcome's `status`, when the outcome is an object and the status one of the three.
