@@ -28,11 +28,12 @@ browser-deps:
 	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver)
 
 # The shared-state tests (tests/store.rs) run against a real Redis: Debian's redis-server,
-# installed when missing. The tests start their own on a free loopback port and stop it.
+# installed when missing. The tests start their own on a free loopback port and stop it; the
+# rediss:// test makes its certificates with openssl (Debian's openssl, installed when missing).
 .PHONY: redis-server
 redis-server:
-	@command -v redis-server >/dev/null || \
-	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
+	@command -v redis-server >/dev/null && command -v openssl >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server openssl)
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund

@@ -921,3 +921,174 @@ fn sc_hook_blocks_with_exit_2_when_its_store_is_unreachable_or_malformed() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// A real `redis-server` serving TLS only, on a free loopback port, with a certificate for
+/// `localhost` from a certificate authority made for the test (by `openssl`, which `make
+/// test-deps` installs when missing); killed when dropped.
+struct TlsRedis {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl TlsRedis {
+    fn start() -> TlsRedis {
+        let dir = tempfile::tempdir().unwrap();
+        let openssl = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl runs (make test-deps installs it)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut ca = vec![
+            "req",
+            "-x509",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=skeleton-crew test CA",
+        ];
+        ca.extend(ec);
+        ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
+        ca.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+        ca.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+        openssl(&ca);
+        let mut request = vec!["req", "-subj", "/CN=localhost"];
+        request.extend(ec);
+        request.extend(["-keyout", "server.key", "-out", "server.csr"]);
+        openssl(&request);
+        std::fs::write(
+            dir.path().join("server.ext"),
+            "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ]);
+        for _ in 0..20 {
+            let port = crate::util::free_port();
+            let mut child = std::process::Command::new("redis-server")
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args([
+                    "--tls-cert-file",
+                    "server.crt",
+                    "--tls-key-file",
+                    "server.key",
+                ])
+                .args(["--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"])
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(["--daemonize", "no", "--dir", "."])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server runs (make test-deps installs it)");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken after all
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return TlsRedis { child, port, dir };
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "redis-server with TLS did not listen in 30 s"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        panic!("redis-server with TLS did not start on any of 20 free ports");
+    }
+
+    fn url(&self) -> String {
+        format!("rediss://localhost:{}/0", self.port)
+    }
+
+    fn ca(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+}
+
+impl Drop for TlsRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn rediss_shares_a_budget_over_tls_and_a_server_it_cannot_trust_is_never_used() {
+    let scratch = Scratch::new();
+    let policy = budget_policy(&scratch, "");
+    let redis = TlsRedis::start();
+    let url = redis.url();
+    let ca = redis.ca();
+    let run = |trust: Option<&std::path::Path>, line: String| {
+        let mut cmd = scratch.cmd("sc-gate");
+        cmd.args([
+            "--quiet", "--policy", &policy, "--state", &url, "--crew", "tls",
+        ]);
+        match trust {
+            Some(ca) => cmd.env("SSL_CERT_FILE", ca),
+            None => cmd.env_remove("SSL_CERT_FILE"),
+        };
+        cmd.write_stdin(line + "\n")
+            .timeout(DEADLINE)
+            .output()
+            .unwrap()
+    };
+    // Trusting the test's authority: the spend of one run counts in the next, over TLS.
+    let first = run(Some(&ca), payment("a", 200));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(decisions(&parse_stdout(&first.stdout)), ["allow"]);
+    let second = run(Some(&ca), payment("b", 101));
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let verdicts = parse_stdout(&second.stdout);
+    assert_eq!(decisions(&verdicts), ["hold"], "{verdicts:?}");
+    // Without it, the server's certificate is not trusted: no decision is made at all.
+    let untrusted = run(None, payment("c", 1));
+    assert_eq!(untrusted.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(
+        stderr.contains("state store unavailable") && stderr.contains("certificate"),
+        "{stderr}"
+    );
+    assert!(untrusted.stdout.is_empty(), "no verdict without the store");
+}
