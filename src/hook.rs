@@ -1060,7 +1060,7 @@ mod tests {
             assert!(uses.get(&format!("t{forgotten}")).is_none(), "t{forgotten}");
         }
         assert!(uses.get(&format!("t{}", first_awaiting + 20)).is_some());
-        // A state file with as many reads; one with more is not one sc-hook wrote.
+        // Links with as many read back; more are not what sc-hook writes.
         let calls = serde_json::to_value(&uses).unwrap();
         assert_eq!(ToolUses::from_value(calls.clone()).unwrap(), uses);
         let mut one_more = calls.clone();
@@ -1139,7 +1139,10 @@ mod tests {
                 "{}".to_owned(),
                 Some("`toolUses` must be an array, not an object"),
             ),
-            ("null".to_owned(), Some("`toolUses` must be an array, not null")),
+            (
+                "null".to_owned(),
+                Some("`toolUses` must be an array, not null"),
+            ),
             (String::new(), Some("not valid JSON")),
             (
                 "[[]]".to_owned(),
@@ -1206,8 +1209,9 @@ mod tests {
                 (Err(err), Some(expected)) => {
                     let err = err.to_string();
                     assert!(
-                        err.contains("the call links of session \"s1\" are not what this program writes")
-                            && err.contains(expected),
+                        err.contains(
+                            "the call links of session \"s1\" are not what this program writes"
+                        ) && err.contains(expected),
                         "{text}: {err}"
                     );
                     let kept: String = rusqlite::Connection::open(&path)

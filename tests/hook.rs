@@ -1104,8 +1104,14 @@ fn spoiled_call_links_are_refused_with_exit_2() {
     for (text, expected) in [
         ("[]x".to_owned(), "trailing characters"),
         ("".to_owned(), "not valid JSON"),
-        (written.replacen("\"ran\":false", "\"ran\":0", 1), "invalid type"),
-        (written.replacen('{', "{\"extra\":1,", 1), "unknown field `extra`"),
+        (
+            written.replacen("\"ran\":false", "\"ran\":0", 1),
+            "invalid type",
+        ),
+        (
+            written.replacen('{', "{\"extra\":1,", 1),
+            "unknown field `extra`",
+        ),
     ] {
         store_links(&scratch, SESSION, &text);
         for input in [recorded("bash"), recorded_post("webfetch")] {
@@ -1113,7 +1119,10 @@ fn spoiled_call_links_are_refused_with_exit_2() {
             assert_blocked(&out, "are not what this program writes");
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(stderr.contains(expected), "{text:?}: {stderr}");
-            assert_eq!(stored_links(&scratch, SESSION).as_deref(), Some(text.as_str()));
+            assert_eq!(
+                stored_links(&scratch, SESSION).as_deref(),
+                Some(text.as_str())
+            );
         }
     }
     // `sc-state reset --session` clears them, with the session's state.
@@ -1181,7 +1190,10 @@ fn sixteen_parallel_calls_of_one_session_never_lose_a_link() {
     let execs = events_of(&events, "exec");
     assert_eq!((gates.len(), execs.len()), (16, 16));
     for exec in &execs {
-        assert_eq!(exec["decision"], "allow", "linked to its gate event: {exec}");
+        assert_eq!(
+            exec["decision"], "allow",
+            "linked to its gate event: {exec}"
+        );
         let gate = gates
             .iter()
             .find(|gate| gate["call"]["toolUseId"] == exec["toolUseId"])
@@ -1190,7 +1202,11 @@ fn sixteen_parallel_calls_of_one_session_never_lose_a_link() {
     }
     let links: Value = serde_json::from_str(&stored_links(&scratch, "parallel").unwrap()).unwrap();
     assert!(
-        links.as_array().unwrap().iter().all(|call| call["ran"] == true),
+        links
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|call| call["ran"] == true),
         "{links}"
     );
 }
@@ -1217,15 +1233,25 @@ fn the_deprecated_state_dir_still_names_the_store_and_warns() {
         "{stderr}"
     );
     let out = hook_with(&scratch, &args, &recorded("bash"));
-    assert_eq!(decision(&out).unwrap().0, "ask", "the taint is in DIR/state.sqlite");
+    assert_eq!(
+        decision(&out).unwrap().0,
+        "ask",
+        "the taint is in DIR/state.sqlite"
+    );
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
     files.sort();
-    assert!(files.iter().all(|name| name.starts_with("state.sqlite")), "{files:?}");
+    assert!(
+        files.iter().all(|name| name.starts_with("state.sqlite")),
+        "{files:?}"
+    );
     assert!(!scratch.path("logs/state.sqlite").exists());
     let help = scratch.cmd("sc-hook").arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("--state-dir") && help.contains("Deprecated"), "{help}");
+    assert!(
+        help.contains("--state-dir") && help.contains("Deprecated"),
+        "{help}"
+    );
 }

@@ -1149,7 +1149,10 @@ fn sc_hook_links_calls_between_processes_through_redis() {
         String::from_utf8_lossy(&out.stderr)
     );
     let events = scratch.audit_events();
-    let stages: Vec<&str> = events.iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    let stages: Vec<&str> = events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect();
     assert_eq!(stages, ["gate", "approve", "exec"]);
     assert_eq!(events[1]["id"], events[0]["id"]);
     assert_eq!(events[2]["decision"], "hold");
@@ -1179,8 +1182,7 @@ fn sc_hook_links_calls_between_processes_through_redis() {
         assert_eq!(out.status.code(), Some(2), "{event}: {stderr}");
         assert!(out.stdout.is_empty());
         assert!(
-            stderr.contains("are not what this program writes")
-                && stderr.contains("`toolUses[0]`"),
+            stderr.contains("are not what this program writes") && stderr.contains("`toolUses[0]`"),
             "{stderr}"
         );
     }

@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 
-use super::{
-    parse_state, refused_value, StateKey, Store, StoreError, ValueChange, ValueKey,
-};
+use super::{parse_state, refused_value, StateKey, Store, StoreError, ValueChange, ValueKey};
 use crate::state::CrewState;
 
 /// Every key this program writes starts with this.

@@ -406,7 +406,8 @@ mod tests {
             .update_value(&key, &mut |_| Err("not ours".into()))
             .unwrap_err();
         assert!(
-            err.0.contains("the call links of session \"s1\" are not what this program writes")
+            err.0
+                .contains("the call links of session \"s1\" are not what this program writes")
                 && err.0.ends_with(": not ours"),
             "{err}"
         );
@@ -445,9 +446,11 @@ mod tests {
             .unwrap();
         let format: String = Connection::open(&path)
             .unwrap()
-            .query_row("SELECT value FROM sc_meta WHERE key = 'format'", [], |row| {
-                row.get(0)
-            })
+            .query_row(
+                "SELECT value FROM sc_meta WHERE key = 'format'",
+                [],
+                |row| row.get(0),
+            )
             .unwrap();
         assert_eq!(format, FORMAT);
     }
