@@ -1210,7 +1210,7 @@ mod tests {
                     let err = err.to_string();
                     assert!(
                         err.contains(
-                            "the call links of session \"s1\" are not what this program writes"
+                            "the call links of session s1 are not what this program writes"
                         ) && err.contains(expected),
                         "{text}: {err}"
                     );

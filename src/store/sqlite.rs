@@ -407,7 +407,7 @@ mod tests {
             .unwrap_err();
         assert!(
             err.0
-                .contains("the call links of session \"s1\" are not what this program writes")
+                .contains("the call links of session s1 are not what this program writes")
                 && err.0.ends_with(": not ours"),
             "{err}"
         );
