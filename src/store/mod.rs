@@ -11,6 +11,10 @@
 //! writes it back as one step (an `IMMEDIATE` transaction; `WATCH`/`MULTI` with a retry when
 //! another process wrote in between), so concurrent processes never lose an update.
 //!
+//! Beside the states, a store keeps text values by [`ValueKey`] (sc-hook's call links of a
+//! session), read, changed and written as one atomic step the same way ([`Store::update_value`]);
+//! the store keeps the text as given, and its reader refuses what it did not write.
+//!
 //! A state is found by its [`StateKey`]: whose it is (a crew, or one sc-hook session) and which
 //! stage keeps it (the gate's decisions, or sc-exec's own re-check, which must not count a call
 //! a second time). A store that cannot be reached or written, or whose content is not what this
