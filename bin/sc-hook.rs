@@ -20,8 +20,8 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
 /// audit log, or --state): one state per session, or with --crew one for the crew across
-/// sessions. The calls awaiting their PostToolUse (the last 1024) are kept per session in
-/// `sc-hook/` beside the audit log.
+/// sessions. The calls awaiting their PostToolUse (the last 1024 per session) are kept in the
+/// same store, beside the session's state.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status.
@@ -37,8 +37,9 @@ struct Args {
     agent: String,
     #[command(flatten)]
     state: StateArgs,
-    /// Deprecated: the store DIR/state.sqlite (use --state).
-    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "state")]
+    /// Deprecated, accepted until the next release with a warning on stderr: the same as
+    /// --state DIR/state.sqlite (use --state). sc-hook keeps no JSON files in DIR any more.
+    #[arg(long, value_name = "DIR", conflicts_with = "state")]
     state_dir: Option<PathBuf>,
 }
 
@@ -70,6 +71,15 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(dir) = &args.state_dir {
+        // Still where the store is, so a hook installed with it keeps its sessions' taint and
+        // spend; a warning, not an error, so the hook does not block every call.
+        let _ = writeln!(
+            io::stderr(),
+            "sc-hook: warning: --state-dir is deprecated and will be removed in the next release; use --state {}",
+            dir.join(DEFAULT_STATE_FILE).display()
+        );
+    }
     let options = HookOptions {
         policy: args.policy.load()?,
         agent: args.agent,
@@ -80,10 +90,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
         fsync: args.audit.fsync,
-        links_folder: match &args.state_dir {
-            Some(dir) => dir.clone(),
-            None => hook::default_state_folder(&args.audit.audit),
-        },
     };
     let input = hook::read_input(io::stdin().lock())?;
     let mut audit = args.audit.open()?;

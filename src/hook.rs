@@ -40,17 +40,15 @@
 //! ([`crate::store`]; by default `state.sqlite` beside the audit log): one state per session, or,
 //! with `--crew`, one for the whole crew across sessions. Each decision reads, decides and writes
 //! the state in one atomic update, so concurrent hooks never lose one. A store that cannot be
-//! read or written is an error (exit 2). The calls awaiting their `PostToolUse` are kept per
-//! session in a file of their own ([`SessionState`]'s `toolUses`, in `sc-hook/` beside the audit
-//! log), read and rewritten under an exclusive lock; its crew state is no longer used to decide.
-//! A session id names a state and a file, so anything but `[A-Za-z0-9._-]` in it is refused.
+//! read or written is an error (exit 2). The calls awaiting their `PostToolUse` ([`ToolUses`],
+//! the session's call links) are kept per session in the same store, beside the state, and are
+//! read, changed and written in one atomic update too ([`update_links`]), so two hooks of one
+//! session (parallel tool calls) never lose a link; links that are not what sc-hook writes are
+//! refused (exit 2), never read as none. A session id names a state and its links, so anything
+//! but `[A-Za-z0-9._-]` in it is refused.
 
 use std::collections::{HashSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -65,8 +63,9 @@ use crate::decision::{evaluate_with_state, Decision, Judgement};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Outcome, Status};
 use crate::sanitize::quoted;
-use crate::state::CrewState;
-use crate::store::{self, Shared, StateKey, StateUrl, Timing, View};
+use crate::store::{
+    self, Shared, StateKey, StateUrl, Store, StoreError, Timing, ValueChange, ValueKey, View,
+};
 use crate::strict_json;
 
 /// The agent name of Claude Code's main thread; a subagent is named by its `agent_type`.
@@ -75,18 +74,13 @@ pub const DEFAULT_AGENT: &str = "claude-code";
 pub const MAX_INPUT_BYTES: usize = 32 << 20;
 /// The longest session id accepted.
 const MAX_SESSION_ID_CHARS: usize = 128;
-/// How long a hook waits for another hook of the same session to release the state. Claude
-/// Code's own hook timeout (60 s by default) must not be the one that fires: it lets the call run.
-const LOCK_WAIT: Duration = Duration::from_secs(10);
-/// The folder beside the audit log that holds the session state files.
-pub const STATE_FOLDER: &str = "sc-hook";
 
 /// The most calls awaiting their `PostToolUse` that a session's state remembers by
 /// `tool_use_id` ([`ToolUses`]); past it the oldest is forgotten, and if it runs after all it is
 /// recorded as an unknown call. A call waits only while it runs (or while Claude Code asks about
 /// it), so this is far more than a session has in flight; but a denied call, a hold the person
 /// turned down, or every call when only PreToolUse is registered never gets one, and stays until
-/// forgotten. The state file is read and rewritten on every call: 1024 of them is about 220 KB.
+/// forgotten. The links are read and rewritten on every call: 1024 of them is about 220 KB.
 pub const MAX_AWAITING: usize = 1024;
 /// The most calls that ran that a session's state remembers, the latest, so that a
 /// `PostToolUse` repeated (a hook registered twice runs twice at once) is recognised and
@@ -300,8 +294,8 @@ pub struct ToolUse {
 }
 
 /// The calls of a session by `tool_use_id`, oldest first: at most [`MAX_AWAITING`] awaiting
-/// their `PostToolUse` and the last [`MAX_RAN`] that ran. Written in
-/// the state file as its `toolUses` member, left out while empty.
+/// their `PostToolUse` and the last [`MAX_RAN`] that ran. Kept in the state store as the JSON
+/// array of the calls ([`update_links`]), and no value while there are none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct ToolUses {
@@ -376,7 +370,14 @@ impl ToolUses {
         }
     }
 
-    /// Reads the `toolUses` member exactly as it is written: an array of objects, at most
+    /// Reads the links as [`update_links`] writes them: strict JSON (no duplicate key, nothing
+    /// after it), then [`ToolUses::from_value`].
+    fn from_text(text: &str) -> Result<ToolUses, String> {
+        let value = strict_json::parse(text).map_err(|err| format!("not valid JSON: {err}"))?;
+        ToolUses::from_value(value)
+    }
+
+    /// Reads the `toolUses` array exactly as it is written: an array of objects, at most
     /// [`MAX_AWAITING`] awaiting their run and [`MAX_RAN`] that ran, each with every key it
     /// needs, no other key, no `null`, no empty name, a digest of 64 lowercase hex digits, a
     /// decision unless the call was first seen when it had run, and each `tool_use_id` once.
@@ -469,146 +470,32 @@ pub fn input_digest(input: &Map<String, Value>) -> String {
     lower_hex(&Sha256::digest(&text))
 }
 
-/// A session's state, locked for this process until it is dropped.
-#[derive(Debug)]
-pub struct SessionState {
-    /// Held locked; the lock is released when the file is closed.
-    _lock: File,
-    path: PathBuf,
-    pub state: CrewState,
-    /// The calls linked by `tool_use_id`.
-    pub tool_uses: ToolUses,
-}
-
-impl SessionState {
-    /// The state file of a session in `folder`.
-    pub fn path_in(folder: &Path, session_id: &str) -> PathBuf {
-        folder.join(format!("{session_id}.json"))
-    }
-
-    /// Locks the session's state (waiting at most 10 s for another hook of the session) and reads
-    /// it; a session seen for the first time (no state file: the hook only ever writes a whole
-    /// one, by renaming it into place) starts clean. A state file that is not exactly what the
-    /// hook writes (empty, `[]`, `null`, a key missing or unknown, a value of another type,
-    /// anything after the object) is an error, never a fresh start.
-    pub fn open(folder: &Path, session_id: &str) -> Result<SessionState> {
-        if !is_safe_session_id(session_id) {
-            bail!("the session id is not safe to use in a file name");
-        }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(folder)
-            .with_context(|| format!("cannot create the state folder {}", folder.display()))?;
-        let lock_path = folder.join(format!("{session_id}.lock"));
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&lock_path)
-            .with_context(|| format!("cannot open the state lock {}", lock_path.display()))?;
-        let deadline = Instant::now() + LOCK_WAIT;
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(fs::TryLockError::WouldBlock) => bail!(
-                    "another hook of this session held its state {} for more than {} s",
-                    lock_path.display(),
-                    LOCK_WAIT.as_secs()
-                ),
-                Err(fs::TryLockError::Error(err)) => {
-                    return Err(err).with_context(|| {
-                        format!("cannot lock the state lock {}", lock_path.display())
-                    })
-                }
-            }
-        }
-        let path = SessionState::path_in(folder, session_id);
-        let (state, tool_uses) = match fs::read(&path) {
-            Ok(bytes) => read_state(&bytes)
-                .with_context(|| format!("the session state {} is unreadable", path.display()))?,
-            Err(err) if err.kind() == ErrorKind::NotFound => (CrewState::new(), ToolUses::new()),
-            Err(err) => {
-                return Err(err)
-                    .with_context(|| format!("cannot read the session state {}", path.display()))
-            }
+/// Runs `change` on a session's call links in the store ([`ValueKey::links`]), as one atomic
+/// update: concurrent hooks of the session (parallel tool calls) never lose a link. `change` may
+/// run more than once ([`Store::update_value`]); only its last run counts, and its result is
+/// returned. Links that are not exactly what this writes are refused, never read as none.
+pub fn update_links<R>(
+    store: &mut dyn Store,
+    session_id: &str,
+    mut change: impl FnMut(&mut ToolUses) -> R,
+) -> Result<R, StoreError> {
+    let mut result = None;
+    store.update_value(&ValueKey::links(session_id), &mut |stored| {
+        let mut uses = match stored {
+            Some(text) => ToolUses::from_text(text)?,
+            None => ToolUses::new(),
         };
-        Ok(SessionState {
-            _lock: lock,
-            path,
-            state,
-            tool_uses,
+        let before = uses.clone();
+        result = Some(change(&mut uses));
+        Ok(if uses == before {
+            ValueChange::Keep
+        } else if uses.is_empty() {
+            ValueChange::Remove
+        } else {
+            ValueChange::Set(serde_json::to_string(&uses).expect("the calls serialize"))
         })
-    }
-
-    /// Writes the state: to a temporary file, then renamed over the old one, so a crash leaves
-    /// the old state or the new, never half of one.
-    pub fn save(&self, fsync: bool) -> Result<()> {
-        let temporary = self.path.with_extension("json.tmp");
-        let context = || format!("cannot write the session state {}", self.path.display());
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)
-            .with_context(context)?;
-        let mut text = serde_json::to_vec(&StateFile {
-            crew: &self.state,
-            tool_uses: &self.tool_uses,
-        })
-        .expect("the state serializes");
-        text.push(b'\n');
-        file.write_all(&text).with_context(context)?;
-        if fsync {
-            file.sync_all().with_context(context)?;
-        }
-        drop(file);
-        fs::rename(&temporary, &self.path).with_context(context)?;
-        Ok(())
-    }
-}
-
-/// The state file's member that holds [`ToolUses`], beside the crew state's own.
-const TOOL_USES: &str = "toolUses";
-
-/// A state file as written: the crew state's members, then `toolUses` unless there are none.
-#[derive(Serialize)]
-struct StateFile<'a> {
-    #[serde(flatten)]
-    crew: &'a CrewState,
-    #[serde(rename = "toolUses", skip_serializing_if = "no_calls")]
-    tool_uses: &'a ToolUses,
-}
-
-fn no_calls(calls: &&ToolUses) -> bool {
-    calls.is_empty()
-}
-
-/// A state file as [`SessionState::save`] writes it, and nothing else: the crew state
-/// ([`CrewState::from_json`]) with, when there are any, the calls ([`ToolUses::from_value`]).
-/// A file without `toolUses` (none yet, or written before sc-hook kept them) is read exactly as
-/// before, by the crew state's own reader, errors and all.
-fn read_state(bytes: &[u8]) -> Result<(CrewState, ToolUses)> {
-    let whole = || CrewState::from_json(bytes).map_err(|why| anyhow!(why));
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return whole().map(|state| (state, ToolUses::new()));
-    };
-    let Ok(Value::Object(mut members)) = strict_json::parse(text) else {
-        return whole().map(|state| (state, ToolUses::new()));
-    };
-    let Some(tool_uses) = members.remove(TOOL_USES) else {
-        return whole().map(|state| (state, ToolUses::new()));
-    };
-    let tool_uses = ToolUses::from_value(tool_uses).map_err(|why| anyhow!(why))?;
-    let rest = serde_json::to_vec(&Value::Object(members)).expect("a JSON value serializes");
-    let state = CrewState::from_json(&rest).map_err(|why| anyhow!(why))?;
-    Ok((state, tool_uses))
+    })?;
+    result.ok_or_else(|| StoreError("the store did not run the update".to_owned()))
 }
 
 /// What `sc-hook` needs besides its input and the audit log.
@@ -625,18 +512,6 @@ pub struct HookOptions {
     pub timing: Timing,
     /// Make the state store's commit durable on disk before answering.
     pub fsync: bool,
-    /// Where the calls awaiting their `PostToolUse` are kept, a file per session
-    /// ([`default_state_folder`], or `--state-dir`).
-    pub links_folder: PathBuf,
-}
-
-/// The state folder for an audit log: `sc-hook/` beside it.
-pub fn default_state_folder(audit: &Path) -> PathBuf {
-    audit
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join(STATE_FOLDER)
 }
 
 /// Reads at most [`MAX_INPUT_BYTES`] of hook input; more is an error.
@@ -704,9 +579,9 @@ fn write_answer(out: &mut dyn Write, line: &str) -> Result<()> {
         .context("cannot write the hook's answer")
 }
 
-/// Decides a `PreToolUse`: reads and locks the session's state, decides, audits the decision,
-/// remembers the call by its `tool_use_id`, saves the state, and only then writes the answer
-/// (nothing for allow).
+/// Decides a `PreToolUse`: decides on the state in one atomic update, audits the decision,
+/// remembers the call by its `tool_use_id` in the session's links, and only then writes the
+/// answer (nothing for allow).
 fn decide(
     input: &[u8],
     hook: &HookInput,
@@ -756,8 +631,7 @@ fn decide(
     }
     audit_log.append(&event.finish())?;
     if let Some(tool_use_id) = &hook.tool_use_id {
-        let mut links = SessionState::open(&options.links_folder, &hook.session_id)?;
-        links.tool_uses.decided(ToolUse {
+        let linked = ToolUse {
             tool_use_id: tool_use_id.clone(),
             id,
             agent: call.agent.clone(),
@@ -765,8 +639,11 @@ fn decide(
             decision: Some(judgement.decision),
             input: Some(input_digest(&hook.tool_input)),
             ran: false,
-        });
-        links.save(options.fsync)?;
+        };
+        update_links(shared.store(), &hook.session_id, |uses| {
+            uses.decided(linked.clone())
+        })
+        .context("state store unavailable")?;
     }
     if let Some(line) = hook_output(&judgement) {
         write_answer(out, &line)?;
@@ -780,21 +657,52 @@ fn reported_error(response: Option<&Value>) -> bool {
     matches!(response, Some(Value::Object(response)) if response.get("isError") == Some(&Value::Bool(true)))
 }
 
-/// Records a `PostToolUse`: the call ran. Reads and locks the session's state, links the call
-/// by its `tool_use_id`, audits what it finds (see the module's doc), marks the call as run,
-/// saves the state, and only then writes the warning for a denied call that ran. A run already
-/// recorded writes nothing.
+/// Records a `PostToolUse`: the call ran. Links the call by its `tool_use_id` and marks it as
+/// run in one atomic update of the session's links ([`plan_run`]), so two hooks of the same
+/// call never both record it; then audits what it found (see the module's doc), and only then
+/// writes the warning for a denied call that ran. A run already recorded writes nothing. If the
+/// audit log cannot be written, the run stays marked (exit 2 says so): it is never recorded
+/// twice.
 fn record_run(
     hook: &HookInput,
     options: &HookOptions,
     audit_log: &mut AuditLog,
     out: &mut dyn Write,
 ) -> Result<Ran> {
-    let mut session = SessionState::open(&options.links_folder, &hook.session_id)?;
+    let mut store = options
+        .state
+        .open(store::OpenOptions {
+            create: true,
+            fsync: options.fsync,
+        })
+        .context("state store unavailable")?;
+    let (ran, events, warning) = update_links(store.as_mut(), &hook.session_id, |uses| {
+        plan_run(hook, options, uses)
+    })
+    .context("state store unavailable")?;
+    drop(store);
+    if ran == Ran::AlreadyRecorded {
+        return Ok(ran);
+    }
+    audit_log.append(&events)?;
+    if let Some(line) = warning {
+        write_answer(out, &line)?;
+    }
+    Ok(ran)
+}
+
+/// What a `PostToolUse` records, worked out on the session's links (`uses`, the call marked as
+/// run there): how it ran, its audit events, and the warning for a denied call that ran. Writes
+/// nothing itself: it may run more than once ([`update_links`]).
+fn plan_run(
+    hook: &HookInput,
+    options: &HookOptions,
+    uses: &mut ToolUses,
+) -> (Ran, Vec<u8>, Option<String>) {
     let known = hook
         .tool_use_id
         .as_deref()
-        .and_then(|tool_use_id| session.tool_uses.get(tool_use_id))
+        .and_then(|tool_use_id| uses.get(tool_use_id))
         .cloned();
     let status = if reported_error(hook.tool_response.as_ref()) {
         Status::Failed
@@ -826,7 +734,7 @@ fn record_run(
         None => event,
     };
     let (ran, events, warning) = match known {
-        Some(call) if call.ran => return Ok(Ran::AlreadyRecorded),
+        Some(call) if call.ran => return (Ran::AlreadyRecorded, Vec::new(), None),
         Some(ToolUse {
             tool_use_id,
             id,
@@ -897,7 +805,7 @@ fn record_run(
             };
             let event = exec(&id, &agent, Some(decision), reason);
             events.extend(with_tool_use_id(event).finish());
-            session.tool_uses.ran(&tool_use_id);
+            uses.ran(&tool_use_id);
             (ran, events, warning)
         }
         other => {
@@ -925,8 +833,8 @@ fn record_run(
                 exec(&id, agent, None, reason).field("call", &hook.call_value(&options.agent));
             let events = with_tool_use_id(event).finish();
             if let Some(tool_use_id) = &hook.tool_use_id {
-                if session.tool_uses.get(tool_use_id).is_none() {
-                    session.tool_uses.remember(ToolUse {
+                if uses.get(tool_use_id).is_none() {
+                    uses.remember(ToolUse {
                         tool_use_id: tool_use_id.clone(),
                         id,
                         agent: agent.to_owned(),
@@ -940,13 +848,7 @@ fn record_run(
             (Ran::Unknown, events, None)
         }
     };
-    audit_log.append(&events)?;
-    session.save(options.fsync)?;
-    drop(session);
-    if let Some(line) = warning {
-        write_answer(out, &line)?;
-    }
-    Ok(ran)
+    (ran, events, warning)
 }
 
 #[cfg(test)]
@@ -1158,7 +1060,7 @@ mod tests {
             assert!(uses.get(&format!("t{forgotten}")).is_none(), "t{forgotten}");
         }
         assert!(uses.get(&format!("t{}", first_awaiting + 20)).is_some());
-        // A state file with as many reads; one with more is not one sc-hook wrote.
+        // Links with as many read back; more are not what sc-hook writes.
         let calls = serde_json::to_value(&uses).unwrap();
         assert_eq!(ToolUses::from_value(calls.clone()).unwrap(), uses);
         let mut one_more = calls.clone();
@@ -1175,123 +1077,155 @@ mod tests {
         assert!(err.contains("63 calls that ran and 1025 awaiting"), "{err}");
     }
 
-    #[test]
-    fn the_calls_are_saved_beside_the_crew_state_and_read_back_strictly() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("state");
-        {
-            let mut session = SessionState::open(&folder, "s1").unwrap();
-            session.tool_uses.decided(tool_use("t1", Decision::Hold));
-            let mut ran = tool_use("t2", Decision::Allow);
-            (ran.decision, ran.input, ran.ran) = (None, None, true);
-            session.tool_uses.decided(ran);
-            session.save(false).unwrap();
-        }
-        let path = SessionState::path_in(&folder, "s1");
-        let written = fs::read_to_string(&path).unwrap();
-        let value: Value = serde_json::from_str(&written).unwrap();
-        assert_eq!(value["toolUses"][0]["toolUseId"], "t1");
-        assert_eq!(value["toolUses"][0]["decision"], "hold");
-        assert_eq!(value["toolUses"][1].get("decision"), None);
-        let session = SessionState::open(&folder, "s1").unwrap();
-        assert_eq!(session.tool_uses.len(), 2);
-        assert_eq!(
-            session.tool_uses.get("t1"),
-            Some(&tool_use("t1", Decision::Hold))
-        );
-        drop(session);
-        // A state file written before sc-hook kept calls still reads, with none.
-        fs::write(&path, r#"{"agents":{},"crewSpent":0.0}"#).unwrap();
-        assert!(SessionState::open(&folder, "s1")
+    fn sqlite(path: &std::path::Path) -> Box<dyn Store> {
+        StateUrl::Sqlite(path.to_owned())
+            .open(store::OpenOptions {
+                create: true,
+                fsync: false,
+            })
             .unwrap()
-            .tool_uses
-            .is_empty());
-        // Anything else is an error, never a session that forgot its calls.
+    }
+
+    /// Writes a session's links as someone with the store file could.
+    fn store_links(path: &std::path::Path, session: &str, text: &str) {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute(
+                "INSERT INTO sc_values (key, value, updated) VALUES (?1, ?2, 'now')
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [ValueKey::links(session).path().as_str(), text],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn the_calls_are_kept_in_the_store_and_read_back_strictly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        {
+            let mut store = sqlite(&path);
+            update_links(store.as_mut(), "s1", |uses| {
+                uses.decided(tool_use("t1", Decision::Hold));
+                let mut ran = tool_use("t2", Decision::Allow);
+                (ran.decision, ran.input, ran.ran) = (None, None, true);
+                uses.decided(ran);
+            })
+            .unwrap();
+        }
+        let written: String = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM sc_values WHERE key = 'session/s1/links'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let value: Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(value[0]["toolUseId"], "t1");
+        assert_eq!(value[0]["decision"], "hold");
+        assert_eq!(value[1].get("decision"), None);
+        // Another process (another connection) reads them back; another session has none.
+        let mut store = sqlite(&path);
+        let uses = update_links(store.as_mut(), "s1", |uses| uses.clone()).unwrap();
+        assert_eq!(uses.len(), 2);
+        assert_eq!(uses.get("t1"), Some(&tool_use("t1", Decision::Hold)));
+        assert!(update_links(store.as_mut(), "s2", |uses| uses.is_empty()).unwrap());
+        // Anything else is an error, never a session that forgot its calls, and nothing is
+        // written over it.
         let entry = r#"{"toolUseId":"t1","id":"1","agent":"a","tool":"Bash","decision":"hold","input":"0000000000000000000000000000000000000000000000000000000000000000","ran":false}"#;
-        let state = |tool_uses: &str| {
-            format!(r#"{{"agents":{{}},"crewSpent":0.0,"toolUses":{tool_uses}}}"#)
-        };
         for (text, expected) in [
-            (state(&format!("[{entry}]")), None),
+            (format!("[{entry}]"), None),
             (
-                state("{}"),
+                "{}".to_owned(),
                 Some("`toolUses` must be an array, not an object"),
             ),
-            (state("null"), Some("`toolUses` must be an array, not null")),
             (
-                state("[[]]"),
+                "null".to_owned(),
+                Some("`toolUses` must be an array, not null"),
+            ),
+            (String::new(), Some("not valid JSON")),
+            (
+                "[[]]".to_owned(),
                 Some("`toolUses[0]` must be an object, not an array"),
             ),
             (
-                state(&format!("[{entry},{entry}]")),
+                format!("[{entry},{entry}]"),
                 Some("`toolUses[1]` repeats the toolUseId \"t1\""),
             ),
             (
-                state(&format!(
+                format!(
                     "[{}]",
                     entry.replace(r#""ran":false"#, r#""ran":false,"x":1"#)
-                )),
+                ),
                 Some("unknown field `x`"),
             ),
             (
-                state(&format!("[{}]", entry.replace(r#","ran":false"#, ""))),
+                format!("[{}]", entry.replace(r#","ran":false"#, "")),
                 Some("missing field `ran`"),
             ),
             (
-                state(&format!(
+                format!(
                     "[{}]",
                     entry.replace(r#""decision":"hold""#, r#""decision":null"#)
-                )),
+                ),
                 Some("has `decision` null"),
             ),
             (
-                state(&format!("[{}]", entry.replace(r#""decision":"hold","#, ""))),
+                format!("[{}]", entry.replace(r#""decision":"hold","#, "")),
                 Some("has no `decision` and has not run"),
             ),
             (
-                state(&format!(
+                format!(
                     "[{}]",
                     entry.replace(r#""decision":"hold""#, r#""decision":"maybe""#)
-                )),
+                ),
                 Some("unknown variant"),
             ),
             (
-                state(&format!("[{}]", entry.replace(r#""id":"1""#, r#""id":"""#))),
+                format!("[{}]", entry.replace(r#""id":"1""#, r#""id":"""#)),
                 Some("has an empty `id`"),
             ),
             (
-                state(&format!("[{}]", entry.replace("0000000000", "000000000X"))),
+                format!("[{}]", entry.replace("0000000000", "000000000X")),
                 Some("not a SHA-256 in hex"),
             ),
             (
-                state(&format!("[{}]", entry.replace("0000000000", "0000"))),
+                format!("[{}]", entry.replace("0000000000", "0000")),
                 Some("not a SHA-256 in hex"),
             ),
             (
-                format!(r#"{{"crewSpent":0.0,"toolUses":[{entry}]}}"#),
-                Some("missing field `agents`"),
-            ),
-            (
-                format!(r#"{{"agents":{{}},"crewSpent":0.0,"toolUses":[{entry}],"toolUses":[]}}"#),
+                format!("[{}]", entry.replace(r#""id":"1""#, r#""id":"1","id":"2""#)),
                 Some("duplicate key"),
             ),
-            (
-                state(&format!("[{entry}]")) + "[]",
-                Some("trailing characters"),
-            ),
+            (format!("[{entry}]") + "[]", Some("trailing characters")),
         ] {
-            fs::write(&path, &text).unwrap();
-            match (SessionState::open(&folder, "s1"), expected) {
-                (Ok(session), None) => assert_eq!(session.tool_uses.len(), 1),
+            store_links(&path, "s1", &text);
+            let result = update_links(store.as_mut(), "s1", |uses| {
+                uses.decided(tool_use("t9", Decision::Allow));
+                uses.len()
+            });
+            match (result, expected) {
+                (Ok(len), None) => assert_eq!(len, 2),
                 (Err(err), Some(expected)) => {
-                    let err = format!("{err:#}");
+                    let err = err.to_string();
                     assert!(
-                        err.contains("unreadable") && err.contains(expected),
+                        err.contains(
+                            "the call links of session s1 are not what this program writes"
+                        ) && err.contains(expected),
                         "{text}: {err}"
                     );
+                    let kept: String = rusqlite::Connection::open(&path)
+                        .unwrap()
+                        .query_row(
+                            "SELECT value FROM sc_values WHERE key = 'session/s1/links'",
+                            [],
+                            |row| row.get(0),
+                        )
+                        .unwrap();
+                    assert_eq!(kept, text, "a refused value is left as it was");
                 }
                 (Ok(_), Some(expected)) => panic!("{text} read, expected {expected:?}"),
-                (Err(err), None) => panic!("{text}: {err:#}"),
+                (Err(err), None) => panic!("{text}: {err}"),
             }
         }
     }
@@ -1334,45 +1268,6 @@ mod tests {
         let ask: Value =
             serde_json::from_str(&hook_output(&judgement(Decision::Hold)).unwrap()).unwrap();
         assert_eq!(ask["hookSpecificOutput"]["permissionDecision"], "ask");
-    }
-
-    #[test]
-    fn the_state_survives_between_runs_and_a_corrupt_one_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("state");
-        {
-            let mut session = SessionState::open(&folder, "s1").unwrap();
-            session.state.crew_tainted_by = Some(crate::state::TaintCause::new(
-                "a".into(),
-                "WebFetch".into(),
-                "1".into(),
-                None,
-            ));
-            session.save(false).unwrap();
-        }
-        let session = SessionState::open(&folder, "s1").unwrap();
-        assert!(session.state.crew_tainted_by.is_some());
-        drop(session);
-        assert!(SessionState::open(&folder, "s2")
-            .unwrap()
-            .state
-            .crew_tainted_by
-            .is_none());
-        fs::write(SessionState::path_in(&folder, "s1"), "{not json").unwrap();
-        let err = SessionState::open(&folder, "s1").unwrap_err();
-        assert!(format!("{err:#}").contains("unreadable"), "{err:#}");
-    }
-
-    #[test]
-    fn the_state_folder_is_beside_the_audit_log() {
-        assert_eq!(
-            default_state_folder(Path::new("logs/audit.jsonl")),
-            Path::new("logs/sc-hook")
-        );
-        assert_eq!(
-            default_state_folder(Path::new("audit.jsonl")),
-            Path::new("./sc-hook")
-        );
     }
 
     #[test]

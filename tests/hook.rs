@@ -381,15 +381,15 @@ fn an_unwritable_audit_log_or_state_exits_2() {
         .unwrap();
     assert_blocked(&out, "audit log");
     // The audit log opens but cannot be written.
-    let state = scratch.path("state");
+    let state = scratch.path("state/state.sqlite");
     let out = bare_cmd("sc-hook")
         .args(["--policy", policy, "--audit", "/dev/full"])
-        .args(["--state-dir", state.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
         .write_stdin(input.clone())
         .output()
         .unwrap();
     assert_blocked(&out, "cannot write the audit log /dev/full");
-    // The state folder is a file.
+    // The state store's folder is a file.
     let not_a_folder = scratch.write("not-a-folder", "x");
     assert_blocked(
         &hook_with(
@@ -397,8 +397,8 @@ fn an_unwritable_audit_log_or_state_exits_2() {
             &[
                 "--policy",
                 policy,
-                "--state-dir",
-                not_a_folder.to_str().unwrap(),
+                "--state",
+                not_a_folder.join("state.sqlite").to_str().unwrap(),
             ],
             &input,
         ),
@@ -817,12 +817,8 @@ fn a_post_tool_use_without_a_tool_use_id_is_recorded_as_unknown() {
     let mut pre: Value = serde_json::from_str(&recorded("webfetch")).unwrap();
     pre.as_object_mut().unwrap().remove("tool_use_id");
     assert_eq!(decision(&hook(&scratch, &pre.to_string())), None);
-    // Nothing is remembered to link it by: the session's call links hold no call, if they exist.
-    let links = scratch.path("logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json");
-    if let Ok(text) = std::fs::read_to_string(&links) {
-        let state: Value = serde_json::from_str(&text).unwrap();
-        assert!(state.get("toolUses").is_none(), "{state}");
-    }
+    // Nothing is remembered to link it by: the session has no call links.
+    assert_eq!(stored_links(&scratch, SESSION), None);
     let mut post: Value = serde_json::from_str(&recorded_post("webfetch")).unwrap();
     post.as_object_mut().unwrap().remove("tool_use_id");
     assert_recorded_quietly(&hook(&scratch, &post.to_string()));
@@ -1019,19 +1015,243 @@ fn a_post_tool_use_that_cannot_be_recorded_exits_2() {
     assert!(scratch.audit_events().is_empty());
     let out = bare_cmd("sc-hook")
         .args(["--policy", claude_code_policy().to_str().unwrap()])
-        .args(["--audit", "/dev/full", "--state-dir"])
-        .arg(scratch.path("state"))
+        .args(["--audit", "/dev/full", "--state"])
+        .arg(scratch.path("state/state.sqlite"))
         .write_stdin(recorded_post("bash"))
         .output()
         .unwrap();
     assert_blocked(&out, "cannot write the audit log /dev/full");
-    scratch.write(
-        "logs/sc-hook/5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c.json",
-        r#"{"agents":{},"crewSpent":0.0,"toolUses":{}}"#,
-    );
+    store_links(&scratch, SESSION, r#"{"toolUses":[]}"#);
     assert_blocked(
         &hook(&scratch, &recorded_post("bash")),
         "`toolUses` must be an array",
     );
     assert!(scratch.audit_events().is_empty());
+}
+
+/// The session of the recorded inputs.
+const SESSION: &str = "5c0ffee0-7a4d-4e0b-9c55-1d2e3f4a5b6c";
+
+/// A session's call links as the store beside the audit log holds them.
+fn stored_links(scratch: &Scratch, session: &str) -> Option<String> {
+    use rusqlite::OptionalExtension;
+    rusqlite::Connection::open(scratch.path("logs/state.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT value FROM sc_values WHERE key = ?1",
+            [format!("session/{session}/links")],
+            |row| row.get(0),
+        )
+        .optional()
+        .unwrap()
+}
+
+/// Writes a session's call links in the store beside the audit log, as someone with the file
+/// could; the store is made first (by sc-state's library: no audit event) if there is none.
+fn store_links(scratch: &Scratch, session: &str, text: &str) {
+    let path = scratch.path("logs/state.sqlite");
+    skeleton_crew::store::StateUrl::Sqlite(path.clone())
+        .open(skeleton_crew::store::OpenOptions {
+            create: true,
+            fsync: false,
+        })
+        .unwrap();
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute(
+            "INSERT INTO sc_values (key, value, updated) VALUES (?1, ?2, 'now')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [format!("session/{session}/links").as_str(), text],
+        )
+        .unwrap();
+}
+
+/// The calls linked by `tool_use_id` are kept in the state store, not in files: a PreToolUse and
+/// its PostToolUse (two processes) meet there, and no `sc-hook/` folder is made.
+#[test]
+fn the_call_links_survive_between_two_processes_in_the_store_and_no_folder_is_made() {
+    let scratch = Scratch::new();
+    assert_eq!(decided(&scratch, "webfetch"), None);
+    assert_eq!(decided(&scratch, "bash").as_deref(), Some("ask"));
+    let links: Value = serde_json::from_str(&stored_links(&scratch, SESSION).unwrap()).unwrap();
+    let linked: Vec<&str> = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["toolUseId"].as_str().unwrap())
+        .collect();
+    assert_eq!(linked.len(), 2, "{links}");
+    assert_recorded_quietly(&hook(&scratch, &recorded_post("bash")));
+    let events = scratch.audit_events();
+    let approve = events_of(&events, "approve");
+    assert_eq!(approve.len(), 1);
+    assert_eq!(approve[0]["id"], events[1]["id"], "the held call's id");
+    let links: Value = serde_json::from_str(&stored_links(&scratch, SESSION).unwrap()).unwrap();
+    assert_eq!(links[1]["ran"], true, "{links}");
+    assert!(!scratch.path("logs/sc-hook").exists());
+    assert!(!scratch.path("sc-hook").exists());
+    // Each session has its own links.
+    assert_eq!(stored_links(&scratch, "another-session"), None);
+}
+
+/// Links that are not what sc-hook writes block both events with exit 2; they are never read
+/// as none (which would record the held call as unknown, or forget what the gate decided).
+#[test]
+fn spoiled_call_links_are_refused_with_exit_2() {
+    let scratch = Scratch::new();
+    assert_eq!(decided(&scratch, "webfetch"), None);
+    let written = stored_links(&scratch, SESSION).unwrap();
+    for (text, expected) in [
+        ("[]x".to_owned(), "trailing characters"),
+        ("".to_owned(), "not valid JSON"),
+        (
+            written.replacen("\"ran\":false", "\"ran\":0", 1),
+            "invalid type",
+        ),
+        (
+            written.replacen('{', "{\"extra\":1,", 1),
+            "unknown field `extra`",
+        ),
+    ] {
+        store_links(&scratch, SESSION, &text);
+        for input in [recorded("bash"), recorded_post("webfetch")] {
+            let out = hook(&scratch, &input);
+            assert_blocked(&out, "are not what this program writes");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(expected), "{text:?}: {stderr}");
+            assert_eq!(
+                stored_links(&scratch, SESSION).as_deref(),
+                Some(text.as_str())
+            );
+        }
+    }
+    // `sc-state reset --session` clears them, with the session's state.
+    scratch
+        .cmd("sc-state")
+        .args(["reset", "--session", SESSION])
+        .assert()
+        .success();
+    assert_eq!(stored_links(&scratch, SESSION), None);
+    assert_eq!(decided(&scratch, "bash"), None, "the taint was reset too");
+}
+
+/// Issue 16: 16 PreToolUse hooks of one session at once (parallel tool calls), each with its own
+/// tool_use_id, then their 16 PostToolUse at once: every call is linked to what the gate decided,
+/// none is recorded as a call the gate never judged.
+#[test]
+fn sixteen_parallel_calls_of_one_session_never_lose_a_link() {
+    let scratch = Scratch::new();
+    let run_all = |event: &str| -> Vec<Output> {
+        let runs: Vec<_> = (0..16)
+            .map(|n| {
+                let input = json!({
+                    "session_id": "parallel", "hook_event_name": event,
+                    "tool_name": "Read", "tool_input": {"file_path": format!("/w/{n}.txt")},
+                    "tool_use_id": format!("toolu_{n:02}"), "tool_response": {"ok": true},
+                })
+                .to_string();
+                let mut cmd = std::process::Command::new(crate::util::bin_path("sc-hook"));
+                cmd.env_clear()
+                    .current_dir(scratch.dir.path())
+                    .arg("--audit")
+                    .arg(scratch.audit_path())
+                    .arg("--policy")
+                    .arg(claude_code_policy());
+                std::thread::spawn(move || {
+                    use std::io::Write;
+                    let mut child = cmd
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .unwrap();
+                    child
+                        .stdin
+                        .take()
+                        .unwrap()
+                        .write_all(input.as_bytes())
+                        .unwrap();
+                    child.wait_with_output().unwrap()
+                })
+            })
+            .collect();
+        runs.into_iter().map(|run| run.join().unwrap()).collect()
+    };
+    for out in run_all("PreToolUse") {
+        assert_eq!(decision(&out), None);
+    }
+    let links: Value = serde_json::from_str(&stored_links(&scratch, "parallel").unwrap()).unwrap();
+    assert_eq!(links.as_array().unwrap().len(), 16, "{links}");
+    for out in run_all("PostToolUse") {
+        assert_recorded_quietly(&out);
+    }
+    let events = scratch.audit_events();
+    let gates = events_of(&events, "gate");
+    let execs = events_of(&events, "exec");
+    assert_eq!((gates.len(), execs.len()), (16, 16));
+    for exec in &execs {
+        assert_eq!(
+            exec["decision"], "allow",
+            "linked to its gate event: {exec}"
+        );
+        let gate = gates
+            .iter()
+            .find(|gate| gate["call"]["toolUseId"] == exec["toolUseId"])
+            .unwrap_or_else(|| panic!("no gate event for {exec}"));
+        assert_eq!(gate["id"], exec["id"], "{exec}");
+    }
+    let links: Value = serde_json::from_str(&stored_links(&scratch, "parallel").unwrap()).unwrap();
+    assert!(
+        links
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|call| call["ran"] == true),
+        "{links}"
+    );
+}
+
+/// `--state-dir DIR`, the flag of earlier versions, is still accepted for one release: it names
+/// the store `DIR/state.sqlite` (so a hook installed with it keeps its sessions' taint and
+/// spend) and warns on stderr; no JSON file is written in DIR.
+#[test]
+fn the_deprecated_state_dir_still_names_the_store_and_warns() {
+    let scratch = Scratch::new();
+    let dir = scratch.path("hook-state");
+    let policy = claude_code_policy();
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--state-dir",
+        dir.to_str().unwrap(),
+    ];
+    let out = hook_with(&scratch, &args, &recorded("webfetch"));
+    assert_eq!(decision(&out), None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--state-dir is deprecated") && stderr.contains("hook-state/state.sqlite"),
+        "{stderr}"
+    );
+    let out = hook_with(&scratch, &args, &recorded("bash"));
+    assert_eq!(
+        decision(&out).unwrap().0,
+        "ask",
+        "the taint is in DIR/state.sqlite"
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert!(
+        files.iter().all(|name| name.starts_with("state.sqlite")),
+        "{files:?}"
+    );
+    assert!(!scratch.path("logs/state.sqlite").exists());
+    let help = scratch.cmd("sc-hook").arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--state-dir") && help.contains("Deprecated"),
+        "{help}"
+    );
 }

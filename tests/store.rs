@@ -1092,3 +1092,113 @@ fn rediss_shares_a_budget_over_tls_and_a_server_it_cannot_trust_is_never_used() 
     );
     assert!(untrusted.stdout.is_empty(), "no verdict without the store");
 }
+
+/// Runs sc-hook with `args` on one hook input.
+fn hook_run(scratch: &Scratch, args: &[&str], input: &Value) -> std::process::Output {
+    scratch
+        .cmd("sc-hook")
+        .args(args)
+        .write_stdin(input.to_string())
+        .timeout(DEADLINE)
+        .output()
+        .unwrap()
+}
+
+/// sc-hook's call links live in Redis beside the session's state
+/// (`skeleton-crew:session:ID:links`): a PreToolUse that held a call and its PostToolUse, two
+/// processes, meet there, and the hold is approved. Spoiled links block with exit 2; sc-state
+/// lists the session's state without choking on them, and a reset of the session clears them.
+#[test]
+fn sc_hook_links_calls_between_processes_through_redis() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let policy = scratch.write("policy.json", r#"{"holdAboveAmount": 10}"#);
+    let args = ["--policy", policy.to_str().unwrap(), "--state", &url];
+    let call = |event: &str| {
+        serde_json::json!({
+            "session_id": "s-redis", "hook_event_name": event, "tool_name": "mcp__bank__pay",
+            "tool_input": {"to": "acme", "amount": 50}, "tool_use_id": "toolu_r1",
+            "tool_response": {"stdout": ""},
+        })
+    };
+    let out = hook_run(&scratch, &args, &call("PreToolUse"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let mut connection = redis.connection();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "skeleton-crew:session:s-redis:gate",
+            "skeleton-crew:session:s-redis:links"
+        ]
+    );
+    let out = hook_run(&scratch, &args, &call("PostToolUse"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = scratch.audit_events();
+    let stages: Vec<&str> = events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["gate", "approve", "exec"]);
+    assert_eq!(events[1]["id"], events[0]["id"]);
+    assert_eq!(events[2]["decision"], "hold");
+    // sc-state shows the session's state, not its links, and does not choke on them.
+    let shown = scratch
+        .cmd("sc-state")
+        .args(["show", "--all", "--json", "--state", &url])
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["states"].as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(shown["states"][0]["session"], "s-redis");
+    // Spoiled links are refused, never read as none, and left as they are.
+    let _: () = redis::cmd("SET")
+        .arg("skeleton-crew:session:s-redis:links")
+        .arg("[{}]")
+        .query(&mut connection)
+        .unwrap();
+    for event in ["PreToolUse", "PostToolUse"] {
+        let out = hook_run(&scratch, &args, &call(event));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{event}: {stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr.contains("are not what this program writes") && stderr.contains("`toolUses[0]`"),
+            "{stderr}"
+        );
+    }
+    let kept: String = redis::cmd("GET")
+        .arg("skeleton-crew:session:s-redis:links")
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(kept, "[{}]");
+    scratch
+        .cmd("sc-state")
+        .args(["reset", "--session", "s-redis", "--state", &url])
+        .assert()
+        .success();
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("skeleton-crew:session:s-redis:links")
+        .query(&mut connection)
+        .unwrap();
+    assert!(!exists, "the reset cleared the links");
+}

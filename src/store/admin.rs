@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
-use super::{Owner, StateKey, Store, StoreError, View};
+use super::{Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
 use crate::json_write::JsonLine;
 use crate::sanitize::{for_terminal, quoted};
 use crate::state::{AgentState, CrewState, TaintCause};
@@ -158,8 +158,13 @@ pub fn show_json(store: &str, states: &[(StateKey, CrewState)], now: SystemTime)
     json!({ "store": store, "states": states })
 }
 
-/// Clears what `reset` names in every state it covers.
+/// Clears what `reset` names in every state it covers. A whole session's reset forgets its call
+/// links too (whatever they hold), so a call decided before it is recorded, if it runs, as a
+/// call the gate never judged.
 pub fn reset(store: &mut dyn Store, reset: &Reset) -> Result<(), StoreError> {
+    if let (Owner::Session(id), None) = (&reset.owner, &reset.agent) {
+        store.update_value(&ValueKey::links(id), &mut |_| Ok(ValueChange::Remove))?;
+    }
     for key in keys_of(&reset.owner) {
         store.update(&key, &mut |state| match &reset.agent {
             Some(agent) => {

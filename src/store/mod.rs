@@ -11,6 +11,10 @@
 //! writes it back as one step (an `IMMEDIATE` transaction; `WATCH`/`MULTI` with a retry when
 //! another process wrote in between), so concurrent processes never lose an update.
 //!
+//! Beside the states, a store keeps text values by [`ValueKey`] (sc-hook's call links of a
+//! session), read, changed and written as one atomic step the same way ([`Store::update_value`]);
+//! the store keeps the text as given, and its reader refuses what it did not write.
+//!
 //! A state is found by its [`StateKey`]: whose it is (a crew, or one sc-hook session) and which
 //! stage keeps it (the gate's decisions, or sc-exec's own re-check, which must not count a call
 //! a second time). A store that cannot be reached or written, or whose content is not what this
@@ -163,6 +167,54 @@ impl StateKey {
     }
 }
 
+/// The name of a text value a store keeps beside the states, for a door that needs more than a
+/// [`CrewState`]: today sc-hook's links of one session (the calls awaiting their `PostToolUse`,
+/// by `tool_use_id`). The store keeps the text as it is given; its reader validates it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueKey {
+    /// sc-hook's call links of a session (a safe name, as for [`StateKey::session`]).
+    Links(String),
+}
+
+impl ValueKey {
+    pub fn links(session_id: &str) -> ValueKey {
+        ValueKey::Links(session_id.to_owned())
+    }
+
+    /// `session/ID/links`: never a [`StateKey::path`], whose last part is `gate` or `exec`.
+    pub fn path(&self) -> String {
+        match self {
+            ValueKey::Links(id) => format!("session/{id}/links"),
+        }
+    }
+
+    /// Reads a [`ValueKey::path`] back.
+    pub fn parse(path: &str) -> Option<ValueKey> {
+        let mut parts = path.split('/');
+        let (kind, name, what) = (parts.next()?, parts.next()?, parts.next()?);
+        (parts.next().is_none() && kind == "session" && what == "links" && is_safe_name(name))
+            .then(|| ValueKey::Links(name.to_owned()))
+    }
+
+    /// How a person is told which value this is: `the call links of session "abc"`.
+    pub fn describe(&self) -> String {
+        match self {
+            ValueKey::Links(id) => format!("the call links of session {}", quoted(id)),
+        }
+    }
+}
+
+/// What a [`Store::update_value`] does with the value it read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueChange {
+    /// Leave it as it is (nothing is written).
+    Keep,
+    /// Write this text in its place.
+    Set(String),
+    /// Remove it.
+    Remove,
+}
+
 /// Why a store could not be used. The doors deny with `state store unavailable: {this}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError(pub String);
@@ -193,8 +245,26 @@ pub trait Store: Send {
     /// The state at `key`, if there is one.
     fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError>;
 
-    /// Every key that holds a state, in order.
+    /// Every key that holds a state, in order (values are not states: they are not listed).
     fn keys(&mut self) -> Result<Vec<StateKey>, StoreError>;
+
+    /// Reads the value at `key` (`None` if there is none), lets `update` say what becomes of it,
+    /// and does so, all as one atomic step, like [`Store::update`]: `update` may run more than
+    /// once (again on a fresh read), and only its last run counts. An `Err` from `update` (the
+    /// value is not what its reader writes) is refused with that reason, and nothing is written.
+    fn update_value(
+        &mut self,
+        key: &ValueKey,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+    ) -> Result<(), StoreError>;
+}
+
+/// The error for a value its reader refused.
+pub(crate) fn refused_value(store: &str, key: &ValueKey, why: &str) -> StoreError {
+    StoreError(format!(
+        "{store}: {} are not what this program writes, so they are refused rather than read as none (reset the session with `sc-state reset --session`): {why}",
+        key.describe()
+    ))
 }
 
 /// Reads a stored state, refusing anything but what this program writes.

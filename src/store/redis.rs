@@ -7,7 +7,8 @@
 //! `skeleton-crew:crew:NAME:gate` (and `:exec`, `skeleton-crew:session:ID:gate`). An update is
 //! optimistic and atomic: `WATCH` the key and `GET` it, decide, then `MULTI`/`SET`/`EXEC`; when
 //! another process wrote the key in between, `EXEC` fails and the update runs again on the new
-//! state, so no update is ever lost.
+//! state, so no update is ever lost. sc-hook's call links of a session ([`ValueKey`]) are one
+//! string key beside its state, `skeleton-crew:session:ID:links`, updated the same way.
 //!
 //! Connecting waits at most [`CONNECT_TIMEOUT`] and each command [`COMMAND_TIMEOUT`]. A failed
 //! connection is dropped and made again for a later update, so decisions resume when the server
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 
-use super::{parse_state, StateKey, Store, StoreError};
+use super::{parse_state, refused_value, StateKey, Store, StoreError, ValueChange, ValueKey};
 use crate::state::CrewState;
 
 /// Every key this program writes starts with this.
@@ -134,6 +135,69 @@ impl RedisStore {
 
     fn redis_key(key: &StateKey) -> String {
         format!("{KEY_PREFIX}{}", key.path().replace('/', ":"))
+    }
+
+    fn value_redis_key(key: &ValueKey) -> String {
+        format!("{KEY_PREFIX}{}", key.path().replace('/', ":"))
+    }
+
+    /// One optimistic attempt at a value: `Ok(true)` when done, `Ok(false)` when another
+    /// process wrote the key first.
+    fn attempt_value(
+        &mut self,
+        key: &ValueKey,
+        redis_key: &str,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+    ) -> Result<bool, StoreError> {
+        let shown = self.shown.clone();
+        let connection = self.connection()?;
+        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
+            .cmd("WATCH")
+            .arg(redis_key)
+            .ignore()
+            .cmd("GET")
+            .arg(redis_key)
+            .query(connection);
+        let (stored,) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(&err)),
+        };
+        let change = match stored.as_deref().map(std::str::from_utf8) {
+            None => update(None),
+            Some(Ok(text)) => update(Some(text)),
+            Some(Err(err)) => Err(format!(
+                "not UTF-8 (bad byte at offset {})",
+                err.valid_up_to()
+            )),
+        };
+        let change = match change {
+            Ok(change) => change,
+            Err(why) => {
+                // Leave the connection clean for the next update.
+                if let Err(unwatch) = redis::cmd("UNWATCH").exec(connection) {
+                    self.fail(&unwatch);
+                }
+                return Err(refused_value(&shown, key, &why));
+            }
+        };
+        let mut transaction = redis::pipe();
+        transaction.atomic();
+        match change {
+            ValueChange::Keep => {
+                return match redis::cmd("UNWATCH").exec(connection) {
+                    Ok(()) => Ok(true),
+                    Err(err) => Err(self.fail(&err)),
+                };
+            }
+            ValueChange::Set(text) => transaction.cmd("SET").arg(redis_key).arg(text).ignore(),
+            ValueChange::Remove => transaction.cmd("DEL").arg(redis_key).ignore(),
+        };
+        let written: Result<Option<()>, RedisError> = transaction.query(connection);
+        match written {
+            Ok(Some(())) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(err) => Err(self.fail(&err)),
+        }
     }
 
     /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
@@ -264,6 +328,10 @@ impl Store for RedisStore {
             };
             for redis_key in found {
                 let path = redis_key[KEY_PREFIX.len()..].replace(':', "/");
+                if ValueKey::parse(&path).is_some() {
+                    // A value (sc-hook's call links), not a state.
+                    continue;
+                }
                 let key = StateKey::parse(&path).ok_or_else(|| {
                     StoreError(format!(
                         "{}: the key {} is under {KEY_PREFIX} but is not one this program writes",
@@ -281,6 +349,28 @@ impl Store for RedisStore {
         keys.sort();
         keys.dedup();
         Ok(keys)
+    }
+
+    fn update_value(
+        &mut self,
+        key: &ValueKey,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+    ) -> Result<(), StoreError> {
+        let redis_key = RedisStore::value_redis_key(key);
+        let deadline = Instant::now() + CONFLICT_WAIT;
+        loop {
+            if self.attempt_value(key, &redis_key, update)? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StoreError(format!(
+                    "{}: other processes kept changing {} for {} s, so the update never went through",
+                    self.shown,
+                    key.describe(),
+                    CONFLICT_WAIT.as_secs()
+                )));
+            }
+        }
     }
 }
 

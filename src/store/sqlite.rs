@@ -4,21 +4,30 @@
 //! write their own (the lost update). A process that finds the lock held waits for it (SQLite's
 //! busy handler) up to [`BUSY_WAIT`], then fails, and the call is not allowed.
 //!
-//! The file holds two tables: `sc_meta` (its format) and `sc_states` (a state per key, as the
-//! JSON [`crate::state::CrewState`] writes). A file that is not SQLite, a database of something
-//! else, another format, or a state that is not what this program writes is refused, never
-//! read as a clean state.
+//! The file holds three tables: `sc_meta` (its format), `sc_states` (a state per key, as the
+//! JSON [`crate::state::CrewState`] writes) and `sc_values` (a text per [`ValueKey`]: sc-hook's
+//! call links of each session). A store of format 1, made before `sc_values`, is brought to
+//! format 2 when it is opened (the table is added, nothing else changes); a program that knows
+//! only format 1 then refuses it with a clear message. A file that is not SQLite, a database of
+//! something else, another format, or a state that is not what this program writes is refused,
+//! never read as a clean state.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::{parse_state, OpenOptions, StateKey, Store, StoreError};
+use super::{
+    parse_state, refused_value, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey,
+};
 use crate::state::{rfc3339_seconds, unix_seconds, CrewState};
 
 /// The format this program writes, in `sc_meta`.
-pub const FORMAT: &str = "skeleton-crew state 1";
+pub const FORMAT: &str = "skeleton-crew state 2";
+/// The format before `sc_values`: opened, it is brought to [`FORMAT`].
+pub const FORMAT_1: &str = "skeleton-crew state 1";
+/// The table of values ([`ValueKey`]), added in format 2.
+const VALUES_TABLE: &str = "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL) STRICT;";
 /// How long an update waits for another process's transaction before it fails.
 pub const BUSY_WAIT: Duration = Duration::from_secs(10);
 
@@ -135,8 +144,9 @@ impl SqliteStore {
         }
     }
 
-    /// In a transaction: the tables and the format of a new store; nothing for a store of ours;
-    /// an error for a database of something else.
+    /// In a transaction: the tables and the format of a new store; for a store of format 1, its
+    /// `sc_values` table and format 2; nothing for a store of format 2 (or of a format this
+    /// program does not know, refused after); an error for a database of something else.
     fn make_tables(&self) -> Result<(), String> {
         let sqlite = |err: rusqlite::Error| describe(&err);
         let count = |sql: &str| -> Result<i64, String> {
@@ -147,6 +157,17 @@ impl SqliteStore {
         if count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?
             > 0
         {
+            let format1 = count(&format!(
+                "SELECT count(*) FROM sc_meta WHERE key = 'format' AND value = '{FORMAT_1}'"
+            ))? > 0;
+            if format1 {
+                self.connection
+                    .execute_batch(&format!(
+                        "{VALUES_TABLE}
+                         UPDATE sc_meta SET value = '{FORMAT}' WHERE key = 'format';"
+                    ))
+                    .map_err(sqlite)?;
+            }
             return Ok(());
         }
         if count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0 {
@@ -159,6 +180,7 @@ impl SqliteStore {
             .execute_batch(&format!(
                 "CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
                  CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
+                 {VALUES_TABLE}
                  INSERT INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');"
             ))
             .map_err(sqlite)
@@ -200,6 +222,48 @@ impl SqliteStore {
                 )
                 .and_then(|mut upsert| upsert.execute([&path, &text, &updated]))
                 .map_err(fail)?;
+        }
+        transaction.commit().map_err(fail)
+    }
+}
+
+impl SqliteStore {
+    fn run_update_value(
+        &mut self,
+        key: &ValueKey,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+    ) -> Result<(), StoreError> {
+        let shown = self.shown.clone();
+        let fail = |err: rusqlite::Error| StoreError(format!("{shown}: {}", describe(&err)));
+        let path = key.path();
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let stored: Option<String> = transaction
+            .prepare_cached("SELECT value FROM sc_values WHERE key = ?1")
+            .and_then(|mut select| select.query_row([&path], |row| row.get(0)).optional())
+            .map_err(fail)?;
+        // Refused: the transaction is rolled back when dropped, and nothing is written.
+        let change = update(stored.as_deref()).map_err(|why| refused_value(&shown, key, &why))?;
+        match change {
+            ValueChange::Keep => {}
+            ValueChange::Set(text) => {
+                let updated = rfc3339_seconds(unix_seconds(SystemTime::now()));
+                transaction
+                    .prepare_cached(
+                        "INSERT INTO sc_values (key, value, updated) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+                    )
+                    .and_then(|mut upsert| upsert.execute([&path, &text, &updated]))
+                    .map_err(fail)?;
+            }
+            ValueChange::Remove => {
+                transaction
+                    .prepare_cached("DELETE FROM sc_values WHERE key = ?1")
+                    .and_then(|mut delete| delete.execute([&path]))
+                    .map_err(fail)?;
+            }
         }
         transaction.commit().map_err(fail)
     }
@@ -258,6 +322,14 @@ impl Store for SqliteStore {
             })
             .collect()
     }
+
+    fn update_value(
+        &mut self,
+        key: &ValueKey,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+    ) -> Result<(), StoreError> {
+        self.run_update_value(key, update)
+    }
 }
 
 /// A SQLite error in words (`database is locked`, `file is not a database`).
@@ -278,7 +350,7 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::View;
+    use crate::store::{ValueChange, ValueKey, View};
 
     fn open(path: &Path) -> SqliteStore {
         SqliteStore::open(
@@ -305,6 +377,82 @@ mod tests {
         assert_eq!(state.span, crate::state::Span::Crew("payments".into()));
         assert_eq!(other.read(&StateKey::crew("x", View::Gate)).unwrap(), None);
         assert_eq!(other.keys().unwrap(), vec![key]);
+    }
+
+    #[test]
+    fn a_value_is_updated_atomically_removed_and_refused_when_its_reader_refuses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let key = ValueKey::links("s1");
+        let mut store = open(&path);
+        store
+            .update_value(&key, &mut |stored| {
+                assert_eq!(stored, None);
+                Ok(ValueChange::Set("[1]".into()))
+            })
+            .unwrap();
+        let mut other = open(&path);
+        let mut seen = None;
+        other
+            .update_value(&key, &mut |stored| {
+                seen = stored.map(str::to_owned);
+                Ok(ValueChange::Keep)
+            })
+            .unwrap();
+        assert_eq!(seen.as_deref(), Some("[1]"));
+        // A value is not a state: `keys` does not list it, and `sc-state` does not choke on it.
+        assert_eq!(other.keys().unwrap(), vec![]);
+        let err = other
+            .update_value(&key, &mut |_| Err("not ours".into()))
+            .unwrap_err();
+        assert!(
+            err.0
+                .contains("the call links of session s1 are not what this program writes")
+                && err.0.ends_with(": not ours"),
+            "{err}"
+        );
+        other
+            .update_value(&key, &mut |_| Ok(ValueChange::Remove))
+            .unwrap();
+        store
+            .update_value(&key, &mut |stored| {
+                assert_eq!(stored, None);
+                Ok(ValueChange::Keep)
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn a_store_of_format_1_is_brought_to_format_2_and_keeps_its_states() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let key = StateKey::crew("c", View::Gate);
+        open(&path)
+            .update(&key, &mut |s| s.crew_spent = 3.0)
+            .unwrap();
+        // As version 1 made it: no `sc_values`.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "DROP TABLE sc_values; UPDATE sc_meta SET value = '{FORMAT_1}'"
+            ))
+            .unwrap();
+        let mut store = SqliteStore::open(&path, OpenOptions::default()).unwrap();
+        assert_eq!(store.read(&key).unwrap().unwrap().crew_spent, 3.0);
+        store
+            .update_value(&ValueKey::links("s"), &mut |_| {
+                Ok(ValueChange::Set("[]".into()))
+            })
+            .unwrap();
+        let format: String = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM sc_meta WHERE key = 'format'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(format, FORMAT);
     }
 
     #[test]
