@@ -88,8 +88,9 @@ struct Scanner<'a> {
     depth: usize,
     /// Whether the scanner is inside `args`, whose keys it looks at for [`Self::keys_may_fold`].
     in_args: bool,
-    /// Whether a key of `args`, at any depth, has an upper-case or non-ASCII letter (keys with
-    /// escapes are left to the reference path).
+    /// Whether a key of `args`, at any depth, has an upper-case letter, a DEL (which JSON lets
+    /// stand unescaped, and which folding drops as invisible) or a non-ASCII character (keys
+    /// with escapes are left to the reference path).
     keys_may_fold: bool,
 }
 
@@ -217,7 +218,7 @@ impl<'a> Scanner<'a> {
             self.keys_may_fold = token
                 .inner
                 .bytes()
-                .any(|b| b >= 0x80 || b.is_ascii_uppercase());
+                .any(|b| b >= 0x7f || b.is_ascii_uppercase());
         }
         self.eat(b':').then_some(token.inner)
     }

@@ -100,11 +100,12 @@ pub fn fold_key(name: &str) -> Cow<'_, str> {
 }
 
 /// Whether two keys of the JSON text could fold alike ([`fold_key`]): only when the text has an
-/// upper-case or non-ASCII letter or an escape (control characters are always escaped).
-/// Otherwise every key is its own fold, and two equal ones were already refused as a duplicate.
+/// upper-case letter, a DEL, a non-ASCII character or an escape (the other control characters
+/// are always escaped; DEL may stand raw, and folding drops it as invisible). Otherwise every key
+/// is its own fold, and two equal ones were already refused as a duplicate.
 pub fn keys_may_fold_alike(json: &str) -> bool {
     json.bytes()
-        .any(|b| b >= 0x80 || b.is_ascii_uppercase() || b == b'\\')
+        .any(|b| b >= 0x7f || b.is_ascii_uppercase() || b == b'\\')
 }
 
 /// Two keys of one object, at any depth, that fold alike ([`fold_key`]): the path to the object
@@ -867,6 +868,7 @@ mod tests {
             r#"{"a":1,"a\t":2}"#,
             r#"{"a":1,"\u0061":2}"#,
             "{\"a\":1,\"ａ\":2}",
+            "{\"a\":1,\"a\u{7f}\":2}",
         ] {
             assert!(keys_may_fold_alike(json), "{json}");
         }

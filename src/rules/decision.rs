@@ -984,6 +984,9 @@ mod tests {
             r"\uff41mount",
             r"amount\n",
             r"AMOUN\u0054",
+            // A raw DEL (JSON lets it stand unescaped; folding drops it), with every other
+            // letter lower case so that nothing else in the line asks for a closer look.
+            "amount\u{7f}",
         ] {
             let args = format!(r#"{{"to":"acme","{amount_key}":5000}}"#);
             let judged = decide_stream(&[line("b", "send_payment", &args, "user")], &policy);
@@ -993,6 +996,17 @@ mod tests {
                 "{args}: {judged:?}"
             );
         }
+    }
+
+    #[test]
+    fn keys_that_differ_by_a_raw_del_are_denied_as_spelt_alike() {
+        let args = "{\"to\":\"a\",\"to\u{7f}\":\"evil\"}";
+        let judged = decide_stream(&[line("b", "send_email", args, "user")], &Policy::default());
+        assert_eq!(judged[0].decision, Decision::Deny, "{judged:?}");
+        assert!(
+            judged[0].reasons[0].contains("differ only in case"),
+            "{judged:?}"
+        );
     }
 
     #[test]
