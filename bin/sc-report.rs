@@ -98,31 +98,62 @@ enum Sink {
     Stdout,
     File {
         file: BufWriter<File>,
-        temporary: PathBuf,
+        temporary: Temporary,
         path: PathBuf,
     },
 }
 
+/// The temporary file of a report, removed when dropped unless it was put in place: a report
+/// that fails, even by a panic, leaves nothing behind.
+struct Temporary(Option<PathBuf>);
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 impl Sink {
-    fn open(output: Option<&Path>) -> anyhow::Result<Sink> {
+    /// The sink for `--output` (stdout without it). A file that is one of the logs read is
+    /// refused: the report would replace the evidence it reports on.
+    fn open(output: Option<&Path>, logs: &[PathBuf]) -> anyhow::Result<Sink> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let Some(path) = output else {
             return Ok(Sink::Stdout);
         };
         let name = path
             .file_name()
             .with_context(|| format!("--output {} names no file", path.display()))?;
+        // The same file, by any name (a symlink to a log is followed).
+        if let Ok(target) = std::fs::metadata(path) {
+            for log in logs {
+                let same = std::fs::metadata(log)
+                    .is_ok_and(|log| log.dev() == target.dev() && log.ino() == target.ino());
+                if same {
+                    anyhow::bail!(
+                        "--output {} is the log {} that the report reads: refusing to replace it",
+                        path.display(),
+                        log.display()
+                    );
+                }
+            }
+        }
         let mut temporary_name = std::ffi::OsString::from(".");
         temporary_name.push(name);
         temporary_name.push(format!(".{}.tmp", std::process::id()));
         let temporary = path.with_file_name(temporary_name);
+        // 0600, as the audit logs are: the page carries the vetoed calls' arguments.
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&temporary)
             .with_context(|| format!("cannot write {}", temporary.display()))?;
         Ok(Sink::File {
             file: BufWriter::with_capacity(64 * 1024, file),
-            temporary,
+            temporary: Temporary(Some(temporary)),
             path: path.to_owned(),
         })
     }
@@ -138,23 +169,19 @@ impl Sink {
             }
             Sink::File {
                 mut file,
-                temporary,
+                mut temporary,
                 path,
-            } => {
-                let result = write(&mut file)
-                    .and_then(|()| file.flush().map_err(Into::into))
-                    .and_then(|()| {
-                        let file = file.into_inner().map_err(|err| err.into_error())?;
-                        file.sync_all()?;
-                        std::fs::rename(&temporary, &path)?;
-                        Ok(())
-                    })
-                    .with_context(|| format!("cannot write {}", path.display()));
-                if result.is_err() {
-                    let _ = std::fs::remove_file(&temporary);
-                }
-                result
-            }
+            } => write(&mut file)
+                .and_then(|()| file.flush().map_err(Into::into))
+                .and_then(|()| {
+                    let file = file.into_inner().map_err(|err| err.into_error())?;
+                    file.sync_all()?;
+                    let written = temporary.0.as_ref().expect("the file is not yet in place");
+                    std::fs::rename(written, &path)?;
+                    temporary.0 = None;
+                    Ok(())
+                })
+                .with_context(|| format!("cannot write {}", path.display())),
         }
     }
 }
@@ -200,7 +227,7 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
     let summary = summariser.finish()?;
-    let sink = Sink::open(args.output.as_deref())?;
+    let sink = Sink::open(args.output.as_deref(), &args.logs)?;
     let colour = args.output.is_none()
         && io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -260,7 +287,7 @@ fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
 fn check_chains(args: &Args) -> anyhow::Result<Completion> {
     let results = walk_chains(args)?;
     let mut broken = 0;
-    Sink::open(args.output.as_deref())?.write(|out| {
+    Sink::open(args.output.as_deref(), &args.logs)?.write(|out| {
         print_chains(args, &results, out, &mut broken)?;
         Ok(())
     })?;

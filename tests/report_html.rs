@@ -474,6 +474,116 @@ fn filters_fail_on_and_output_work_as_for_the_other_formats() {
     assert!(stderr.contains("cannot write"), "{stderr}");
 }
 
+/// sc-report in the scratch folder, with only the arguments given.
+fn plain_report(scratch: &Scratch) -> std::process::Command {
+    let mut cmd = std::process::Command::new(crate::util::bin_path("sc-report"));
+    cmd.env_clear().current_dir(scratch.path(""));
+    cmd
+}
+
+#[test]
+fn output_never_replaces_a_log_it_reads_and_is_private_and_a_far_future_time_is_no_panic() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    // A time RFC 3339 cannot write past (year 9999 ends within the bucket): every format reports.
+    let log = scratch.write(
+        "far.jsonl",
+        r#"{"ts":"9999-12-31T23:59:30Z","stage":"gate","id":"a","call":{"agent":"x","tool":"t","args":{}},"decision":"allow","reasons":["r"]}"#
+            .to_owned()
+            + "\n",
+    );
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    for format in ["html", "text", "json", "markdown"] {
+        let out = plain_report(&scratch)
+            .args(["--format", format])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // --output naming the log read, or a symlink to it: refused, the log untouched, nothing beside.
+    let link = scratch.path("link.jsonl");
+    std::os::unix::fs::symlink(&log, &link).unwrap();
+    for target in [&log, &link] {
+        let out = plain_report(&scratch)
+            .args(["--format", "html", "--output"])
+            .arg(target)
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("refusing to replace it"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), log_text);
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    // The page carries vetoed calls' arguments: written 0600, as the audit log is.
+    let page = scratch.path("page.html");
+    let out = plain_report(&scratch)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn agent_written_text_in_the_data_block_is_cut_so_the_page_stays_bounded() {
+    let scratch = Scratch::new();
+    // 200 problems quoting a 20,000-character stage name, and an agent name as long.
+    let long = "<".repeat(20_000);
+    let mut lines = String::new();
+    for n in 0..200 {
+        lines.push_str(&format!(
+            r#"{{"ts":"2026-12-01T00:00:00Z","stage":"{long}","id":"p{n}"}}"#
+        ));
+        lines.push('\n');
+    }
+    lines.push_str(&format!(
+        r#"{{"ts":"2026-12-01T00:00:00Z","stage":"gate","id":"a","call":{{"agent":"{long}","tool":"t","args":{{}}}},"decision":"allow","reasons":["r"]}}"#
+    ));
+    lines.push('\n');
+    let log = scratch.write("long.jsonl", lines.clone());
+    let out = plain_report(&scratch)
+        .args(["--format", "html"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8(out.stdout).unwrap();
+    // Each problem and name is cut to a few hundred characters on the page and in its data
+    // block (uncut, the block alone held 200 × 20,000 `\u003c`, 24 MB).
+    assert!(
+        html.len() < 2_000_000,
+        "a page of {} bytes for a log of {}",
+        html.len(),
+        lines.len()
+    );
+    let page = Html::parse_document(&html);
+    let data = embedded(&page);
+    assert_eq!(data["problemCount"], 200);
+    assert!(data["agents"][0]["agent"].as_str().unwrap().ends_with('…'));
+}
+
 // ---------------------------------------------------------------------------------------------
 // In a real browser
 

@@ -1091,6 +1091,20 @@ fn rediss_shares_a_budget_over_tls_and_a_server_it_cannot_trust_is_never_used() 
         "{stderr}"
     );
     assert!(untrusted.stdout.is_empty(), "no verdict without the store");
+    // The certificate names localhost: reached as 127.0.0.1, it is refused even when trusted.
+    let by_address = scratch
+        .cmd("sc-gate")
+        .args(["--quiet", "--policy", &policy, "--crew", "tls", "--state"])
+        .arg(format!("rediss://127.0.0.1:{}/0", redis.port))
+        .env("SSL_CERT_FILE", &ca)
+        .write_stdin(payment("d", 1) + "\n")
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    assert_eq!(by_address.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&by_address.stderr);
+    assert!(stderr.contains("state store unavailable"), "{stderr}");
+    assert!(by_address.stdout.is_empty());
 }
 
 /// Runs sc-hook with `args` on one hook input.

@@ -77,6 +77,15 @@ fn shown(text: &str, max: usize) -> String {
     html_escape(&cut).into_owned()
 }
 
+/// Agent-written text cut to `max` characters (with `…`), for the data block, which escapes the
+/// rest itself.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
 /// Agent-written text for a chart label (plotters escapes it for SVG).
 fn label(text: &str, max: usize) -> String {
     let escaped = for_terminal(text);
@@ -100,7 +109,7 @@ fn count(n: u64) -> String {
 }
 
 fn time(seconds: u64) -> String {
-    humantime::format_rfc3339_seconds(timeline::at(seconds)).to_string()
+    super::rfc3339_seconds(timeline::at(seconds))
 }
 
 /// The page's Content-Security-Policy: nothing from anywhere, its style block by hash.
@@ -233,16 +242,10 @@ fn filter_words(filter: &Filter) -> Option<String> {
         ));
     }
     if let Some(since) = filter.since {
-        words.push(format!(
-            "events at or after {}",
-            humantime::format_rfc3339(since)
-        ));
+        words.push(format!("events at or after {}", super::rfc3339(since)));
     }
     if let Some(until) = filter.until {
-        words.push(format!(
-            "events before {}",
-            humantime::format_rfc3339(until)
-        ));
+        words.push(format!("events before {}", super::rfc3339(until)));
     }
     (!words.is_empty()).then(|| words.join(", "))
 }
@@ -312,8 +315,11 @@ fn chart_error<E: std::error::Error + Send + Sync>(
 
 /// A bar's label: the start of its bucket, as much of it as the bucket's size needs.
 fn bucket_label(bars: &Bars, n: usize) -> String {
-    let text = humantime::format_rfc3339_seconds(bars.time_of(n)).to_string();
-    // 2026-11-30T16:05:00Z
+    let text = super::rfc3339_seconds(bars.time_of(n));
+    // 2026-11-30T16:05:00Z; a time past year 9999 is shown whole.
+    if text.len() != 20 {
+        return text;
+    }
     match bars.width {
         60 => text[11..16].to_owned(),
         3600 => format!("{} {}h", &text[5..10], &text[11..13]),
@@ -726,7 +732,7 @@ fn problems(page: &mut String, summary: &Summary) {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Embedded<'a> {
-    logs: &'a [String],
+    logs: Vec<String>,
     events: u64,
     calls: u64,
     decisions: &'a DecisionCounts,
@@ -734,21 +740,21 @@ struct Embedded<'a> {
     outcomes: &'a OutcomeCounts,
     veto_count: u64,
     /// The first [`LISTED`] agents, by name.
-    agents: &'a [AgentSummary],
+    agents: Vec<AgentSummary>,
     agent_count: u64,
     /// The first [`LISTED`] problems.
-    problems: &'a [Problem],
+    problems: Vec<Problem>,
     problem_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     resets: Option<&'a [Reset]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reset_count: Option<u64>,
-    chains: Vec<EmbeddedChain<'a>>,
+    chains: Vec<EmbeddedChain>,
 }
 
 #[derive(Serialize)]
-struct EmbeddedChain<'a> {
-    log: &'a str,
+struct EmbeddedChain {
+    log: String,
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
@@ -759,17 +765,38 @@ fn embedded<'a>(
     summary: &Summary,
     chain: &impl Fn(usize) -> &'a ChainStatus,
 ) -> io::Result<()> {
+    // Agent-written text is cut here as on the page, so that the block, like the page, is bounded
+    // by the report and not by the length of what an agent wrote.
     let data = Embedded {
-        logs: &summary.logs,
+        logs: summary
+            .logs
+            .iter()
+            .map(|log| cut(log, TEXT_CHARS))
+            .collect(),
         events: summary.events,
         calls: summary.calls,
         decisions: &summary.decisions,
         holds: &summary.holds,
         outcomes: &summary.outcomes,
         veto_count: summary.veto_count,
-        agents: &summary.agents[..summary.agents.len().min(LISTED)],
+        agents: summary.agents[..summary.agents.len().min(LISTED)]
+            .iter()
+            .map(|agent| AgentSummary {
+                agent: cut(&agent.agent, NAME_CHARS),
+                tainted_by: agent.tainted_by.as_deref().map(|t| cut(t, TEXT_CHARS)),
+                ..agent.clone()
+            })
+            .collect(),
         agent_count: summary.agents.len() as u64,
-        problems: &summary.problems,
+        problems: summary
+            .problems
+            .iter()
+            .map(|p| Problem {
+                log: cut(&p.log, TEXT_CHARS),
+                line: p.line,
+                problem: cut(&p.problem, TEXT_CHARS),
+            })
+            .collect(),
         problem_count: summary.problem_count,
         resets: (summary.reset_count > 0).then_some(&summary.resets[..]),
         reset_count: (summary.reset_count > 0).then_some(summary.reset_count),
@@ -778,12 +805,12 @@ fn embedded<'a>(
             .iter()
             .enumerate()
             .map(|(n, log)| EmbeddedChain {
-                log,
+                log: cut(log, TEXT_CHARS),
                 status: chain(n).word(),
                 detail: match chain(n) {
                     ChainStatus::NotVerified => None,
                     ChainStatus::Verified { head, .. } => Some(format!("head {head}")),
-                    ChainStatus::Broken(how) => Some(how.clone()),
+                    ChainStatus::Broken(how) => Some(cut(how, TEXT_CHARS)),
                 },
             })
             .collect(),

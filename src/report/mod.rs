@@ -198,7 +198,7 @@ impl Filter {
         }
         for (flag, time) in [("--since", self.since), ("--until", self.until)] {
             if let Some(time) = time {
-                args.extend([flag.to_owned(), humantime::format_rfc3339(time).to_string()]);
+                args.extend([flag.to_owned(), rfc3339(time)]);
             }
         }
         args
@@ -1042,6 +1042,46 @@ pub fn failures(summary: &Summary, fail_on: &[FailOn]) -> Vec<String> {
         })
         .collect()
 }
+
+/// A time as RFC 3339 with fractions, or, past what RFC 3339 can write (year 9999), its seconds
+/// since the Unix epoch: a log's times are written by whoever wrote the log, and a report never
+/// panics on one.
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    formatted(time, |t| humantime::format_rfc3339(t).to_string_checked())
+}
+
+/// [`rfc3339`] to the second.
+pub fn rfc3339_seconds(time: std::time::SystemTime) -> String {
+    formatted(time, |t| {
+        humantime::format_rfc3339_seconds(t).to_string_checked()
+    })
+}
+
+fn formatted(
+    time: std::time::SystemTime,
+    format: impl Fn(std::time::SystemTime) -> Option<String>,
+) -> String {
+    format(time).unwrap_or_else(|| {
+        let seconds = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        format!("{seconds} s after 1970-01-01T00:00:00Z")
+    })
+}
+
+/// `to_string` that says `None` where a `Display` fails, instead of panicking.
+trait ToStringChecked {
+    fn to_string_checked(&self) -> Option<String>;
+}
+
+impl<T: std::fmt::Display> ToStringChecked for T {
+    fn to_string_checked(&self) -> Option<String> {
+        use std::fmt::Write;
+        let mut text = String::new();
+        write!(text, "{self}").ok().map(|()| text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
