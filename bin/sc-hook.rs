@@ -22,6 +22,10 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// audit log, or --state): one state per session, or with --crew one for the crew across
 /// sessions. The calls awaiting their PostToolUse (the last 1024) are kept per session in
 /// `sc-hook/` beside the audit log.
+/// With a policy's `commands` and `paths` keys, a `Bash` command and a file tool's path are
+/// judged too, in the `cwd` Claude Code gives (--home and --root place the paths), and writes
+/// to the gate's own policy, audit log and state (and .claude/settings*.json under the
+/// claude-code pack) are denied.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status.
@@ -70,8 +74,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let links_folder = match &args.state_dir {
+        Some(dir) => dir.clone(),
+        None => hook::default_state_folder(&args.audit.audit),
+    };
+    // With --state-dir, the folder holds the state store too.
+    let own = [(links_folder.as_path(), "session state")];
     let options = HookOptions {
-        policy: args.policy.load()?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &own)?,
         agent: args.agent,
         state: match &args.state_dir {
             Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
@@ -80,10 +90,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
         fsync: args.audit.fsync,
-        links_folder: match &args.state_dir {
-            Some(dir) => dir.clone(),
-            None => hook::default_state_folder(&args.audit.audit),
-        },
+        links_folder,
     };
     let input = hook::read_input(io::stdin().lock())?;
     let mut audit = args.audit.open()?;

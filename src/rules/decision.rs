@@ -23,6 +23,12 @@
 //! Rule 5 gives way for a tool whose `toolArgs` entry says `whenTainted: "allow"` and whose args
 //! are inside its schema: the call is allowed, and the reason says the taint was seen and why.
 //!
+//! For coding agents, the `commands` and `paths` keys add their findings
+//! ([`super::coding_agent_findings`]): a shell tool that `commands` maps is decided by its
+//! command, which replaces rule 5 for it (an allow counts as hold for a tainted agent unless the
+//! rule says otherwise); a file tool that `paths` maps gets its path's decision when it is
+//! stricter than allow, and rule 5 still holds it.
+//!
 //! The instruction text is never read: provenance decides, not keywords. Each rule is one
 //! function in [`RULES`]; a new rule is one more function there. Rules only ever add findings,
 //! so the stateful rules can only make a decision stronger than the stateless ones.
@@ -83,10 +89,11 @@ pub fn evaluate(call: &Call, policy: &Policy) -> Judgement {
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
 pub fn evaluate_with_state(call: &Call, policy: &Policy, state: &CrewState) -> Judgement {
-    let findings: Vec<Finding> = RULES
+    let mut findings: Vec<Finding> = RULES
         .iter()
         .filter_map(|rule| rule(call, policy, state))
         .collect();
+    findings.extend(coding_agent_rules(call, policy, state));
     let Some(strongest) = findings.iter().map(|f| f.decision).max() else {
         return Judgement {
             decision: Decision::Allow,
@@ -159,7 +166,10 @@ fn sensitive_tool_from_tainted_agent(
     policy: &Policy,
     state: &CrewState,
 ) -> Option<Finding> {
-    if !policy.is_sensitive(&call.tool) || call.provenance.source() == Source::User {
+    if !policy.is_sensitive(&call.tool)
+        || call.provenance.source() == Source::User
+        || is_command_tool(call, policy)
+    {
         return None;
     }
     let cause = state.taint_of(&call.agent, policy)?;
@@ -193,6 +203,30 @@ fn sensitive_tool_from_tainted_agent(
             }
         ),
     })
+}
+
+/// Whether `commands` decides the tool, in place of rule 5.
+fn is_command_tool(call: &Call, policy: &Policy) -> bool {
+    policy
+        .commands()
+        .is_some_and(|commands| commands.arg_key(&call.tool).is_some())
+}
+
+/// The `commands` and `paths` findings, each reason its own.
+fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Finding> {
+    if policy.commands().is_none() && policy.paths().is_none() {
+        return Vec::new();
+    }
+    let tainted = call.provenance.source() != Source::User
+        && state.taint_of(&call.agent, policy).is_some();
+    super::coding_agent_findings(call, policy, tainted)
+        .into_iter()
+        .flat_map(|(decision, reasons)| {
+            reasons
+                .into_iter()
+                .map(move |reason| Finding { decision, reason })
+        })
+        .collect()
 }
 
 fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {

@@ -21,9 +21,42 @@ pub mod shell;
 
 mod keys;
 
+use crate::call::Call;
 use crate::decision::Decision;
+use crate::policy::Policy;
 use commands::{CommandJudgement, CommandRules};
 use paths::{PathContext, PathRules};
+
+/// What the `commands` and `paths` keys say about a call, as findings for the decision
+/// ([`decision::evaluate_with_state`]): for a tool `commands` maps, its command's decision
+/// (allow included, so that an allowed command's reason names its rule); for a tool `paths`
+/// maps, the decision on its path when it is stricter than allow (path rules only add). The
+/// path is placed against the call's `cwd` and the policy's [`paths::Places`]. `tainted` is
+/// whether the taint rule would hold the call (the agent is tainted and the user did not order
+/// it). Empty for every other tool.
+pub fn coding_agent_findings(
+    call: &Call,
+    policy: &Policy,
+    tainted: bool,
+) -> Vec<(Decision, Vec<String>)> {
+    let mut findings = Vec::new();
+    let context = policy.places().context(call.cwd.as_deref());
+    if let Some(commands) = policy.commands() {
+        if let Some(judged) =
+            commands.decide_call(&call.tool, call.args.map(), tainted, policy.paths(), context)
+        {
+            findings.push((judged.decision, judged.reasons));
+        }
+    }
+    if let Some(paths) = policy.paths() {
+        if let Some(judged) = paths.decide_call(&call.tool, call.args.map(), context) {
+            if judged.decision > Decision::Allow {
+                findings.push((judged.decision, judged.reasons));
+            }
+        }
+    }
+    findings
+}
 
 /// A shell command under both keys: the `commands` decision, the `paths` decision on every file
 /// it writes through a redirection or `tee`, and the `paths` read rules on its arguments

@@ -96,6 +96,25 @@ pub struct PathContext<'a> {
     pub home: Option<&'a Path>,
 }
 
+/// Where calls happen, as the command line says: the home directory (`--home`, else `$HOME`)
+/// and the root (`--root`). Held by the policy, so that the decision reads no environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Places {
+    pub home: Option<PathBuf>,
+    pub root: Option<PathBuf>,
+}
+
+impl Places {
+    /// The context of a call made in `cwd` (the call's own `"cwd"`, if it has one).
+    pub fn context<'a>(&'a self, cwd: Option<&'a str>) -> PathContext<'a> {
+        PathContext {
+            cwd: cwd.map(Path::new),
+            root: self.root.as_deref(),
+            home: self.home.as_deref(),
+        }
+    }
+}
+
 /// The decision on a path, with its reasons (never empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathJudgement {
