@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::shell::analyse;
 
-const PACK: &str = include_str!("../testdata/commands/pack.json");
+const PACK: &str = include_str!("../policies/claude-code.json");
 
 /// The pack's rules and 25 more, to 50.
 fn fifty_rules() -> CommandRules {
