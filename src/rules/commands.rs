@@ -100,6 +100,9 @@ pub struct CommandJudgement {
     pub decision: Decision,
     pub reasons: Vec<String>,
     pub writes: Vec<WrittenPath>,
+    /// Whether the decision is a hold only because the agent is tainted (an allow counted as
+    /// hold, or a file written), so that the caller can say what tainted it.
+    pub by_taint: bool,
 }
 
 impl Default for CommandRules {
@@ -190,6 +193,7 @@ impl CommandRules {
             decision: Decision::Deny,
             reasons: vec![format!("malformed call: {why}")],
             writes: Vec::new(),
+            by_taint: false,
         };
         let tool_shown = crate::sanitize::quoted(tool);
         Some(match args.get(key) {
@@ -254,14 +258,22 @@ impl CommandRules {
                 decision: Decision::Allow,
                 reasons: vec![format!("\"{whole}\" runs no command")],
                 writes: analysis.writes.clone(),
+                by_taint: false,
             };
         };
         let mut reasons: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut by_taint = false;
         for (decision, finding) in findings {
             if decision != strongest {
                 continue;
             }
+            by_taint |= matches!(
+                finding,
+                Finding::TaintedWrite(_)
+                    | Finding::Rule(_, _, Cap::Tainted)
+                    | Finding::Unmatched(_, Cap::Tainted)
+            );
             let reason = self.reason(&finding, decision, &whole);
             if seen.insert(reason.clone()) {
                 reasons.push(reason);
@@ -271,6 +283,7 @@ impl CommandRules {
             decision: strongest,
             reasons,
             writes: analysis.writes.clone(),
+            by_taint,
         }
     }
 

@@ -35,7 +35,7 @@
 
 use super::argrules::{self, Violation, WhenTainted};
 use super::policy::{BudgetScope, Policy};
-use super::state::{CrewState, Span};
+use super::state::{CrewState, Span, TaintCause};
 use crate::amount::Amount;
 use crate::call::{Call, Malformed, Source};
 use crate::sanitize::quoted;
@@ -193,16 +193,24 @@ fn sensitive_tool_from_tainted_agent(
     Some(Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{} is tainted: untrusted content was read through {} earlier {}, so a sensitive call from it needs a person unless the user ordered it",
-            quoted(&call.agent),
-            cause.describe(),
-            match &state.span {
-                Span::Stream => "in this stream".to_owned(),
-                Span::Session => "in this session".to_owned(),
-                Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
-            }
+            "{}, so a sensitive call from it needs a person unless the user ordered it",
+            tainted_by(call, cause, state)
         ),
     })
+}
+
+/// `agent is tainted: untrusted content was read through … earlier in this stream`.
+fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState) -> String {
+    format!(
+        "{} is tainted: untrusted content was read through {} earlier {}",
+        quoted(&call.agent),
+        cause.describe(),
+        match &state.span {
+            Span::Stream => "in this stream".to_owned(),
+            Span::Session => "in this session".to_owned(),
+            Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
+        }
+    )
 }
 
 /// Whether `commands` decides the tool, in place of rule 5.
@@ -217,16 +225,27 @@ fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Fi
     if policy.commands().is_none() && policy.paths().is_none() {
         return Vec::new();
     }
-    let tainted = call.provenance.source() != Source::User
-        && state.taint_of(&call.agent, policy).is_some();
-    super::coding_agent_findings(call, policy, tainted)
-        .into_iter()
-        .flat_map(|(decision, reasons)| {
-            reasons
+    let cause = match call.provenance.source() {
+        Source::User => None,
+        _ => state.taint_of(&call.agent, policy),
+    };
+    let mut findings = Vec::new();
+    for found in super::coding_agent_findings(call, policy, cause.is_some()) {
+        let decision = found.decision;
+        findings.extend(
+            found
+                .reasons
                 .into_iter()
-                .map(move |reason| Finding { decision, reason })
-        })
-        .collect()
+                .map(|reason| Finding { decision, reason }),
+        );
+        if let (true, Some(cause)) = (found.by_taint, cause) {
+            findings.push(Finding {
+                decision,
+                reason: tainted_by(call, cause, state),
+            });
+        }
+    }
+    findings
 }
 
 fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {

@@ -34,28 +34,41 @@ use paths::{PathContext, PathRules};
 /// path is placed against the call's `cwd` and the policy's [`paths::Places`]. `tainted` is
 /// whether the taint rule would hold the call (the agent is tainted and the user did not order
 /// it). Empty for every other tool.
-pub fn coding_agent_findings(
-    call: &Call,
-    policy: &Policy,
-    tainted: bool,
-) -> Vec<(Decision, Vec<String>)> {
+pub fn coding_agent_findings(call: &Call, policy: &Policy, tainted: bool) -> Vec<CodingFinding> {
     let mut findings = Vec::new();
     let context = policy.places().context(call.cwd.as_deref());
     if let Some(commands) = policy.commands() {
         if let Some(judged) =
             commands.decide_call(&call.tool, call.args.map(), tainted, policy.paths(), context)
         {
-            findings.push((judged.decision, judged.reasons));
+            findings.push(CodingFinding {
+                decision: judged.decision,
+                reasons: judged.reasons,
+                by_taint: judged.by_taint,
+            });
         }
     }
     if let Some(paths) = policy.paths() {
         if let Some(judged) = paths.decide_call(&call.tool, call.args.map(), context) {
             if judged.decision > Decision::Allow {
-                findings.push((judged.decision, judged.reasons));
+                findings.push(CodingFinding {
+                    decision: judged.decision,
+                    reasons: judged.reasons,
+                    by_taint: false,
+                });
             }
         }
     }
     findings
+}
+
+/// A decision of the `commands` or `paths` key on a call, with its reasons, and whether it is a
+/// hold only because the agent is tainted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodingFinding {
+    pub decision: Decision,
+    pub reasons: Vec<String>,
+    pub by_taint: bool,
 }
 
 /// A shell command under both keys: the `commands` decision, the `paths` decision on every file
@@ -97,6 +110,7 @@ pub fn decide_command(
         if decision > judged.decision {
             judged.decision = decision;
             judged.reasons = reasons;
+            judged.by_taint = false;
         } else if decision == judged.decision {
             for reason in reasons {
                 if !judged.reasons.contains(&reason) {
