@@ -66,9 +66,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<Completion> {
     let chain = args.audit.chain()?;
     let options = ExecOptions {
-        policy: args
-            .policy
-            .load_guarding(&args.audit, &args.state, &[])?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         max_line_bytes: args.max_line_bytes,
         tools: ToolSet::load(args.tools.as_deref(), args.builtin_fallback)
             .map_err(UsageError::from)?,

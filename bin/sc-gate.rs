@@ -50,9 +50,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<Completion> {
     let chain = args.audit.chain()?;
     let options = GateOptions {
-        policy: args
-            .policy
-            .load_guarding(&args.audit, &args.state, &[])?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         max_line_bytes: args.max_line_bytes,
         timing: args.state.timing(),
         chain: chain.clone(),

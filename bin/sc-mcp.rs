@@ -106,9 +106,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .into());
     }
     let options = McpOptions {
-        policy: args
-            .policy
-            .load_guarding(&args.audit, &args.state, &[])?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         timing: args.state.timing(),
         agent: args
             .agent

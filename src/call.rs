@@ -484,7 +484,10 @@ mod tests {
                 r#"{"agent":"a","tool":"t","cwd":7}"#,
                 "`cwd` must be a string (the working directory), not a number",
             ),
-            (r#"{"agent":"a","tool":"t","cwd":null}"#, "`cwd` must be a string"),
+            (
+                r#"{"agent":"a","tool":"t","cwd":null}"#,
+                "`cwd` must be a string",
+            ),
             (
                 r#"{"agent":"a","tool":"t","cwd":"/w\u0000x"}"#,
                 "`cwd` contains a NUL character",

@@ -38,9 +38,13 @@ pub fn coding_agent_findings(call: &Call, policy: &Policy, tainted: bool) -> Vec
     let mut findings = Vec::new();
     let context = policy.places().context(call.cwd.as_deref());
     if let Some(commands) = policy.commands() {
-        if let Some(judged) =
-            commands.decide_call(&call.tool, call.args.map(), tainted, policy.paths(), context)
-        {
+        if let Some(judged) = commands.decide_call(
+            &call.tool,
+            call.args.map(),
+            tainted,
+            policy.paths(),
+            context,
+        ) {
             findings.push(CodingFinding {
                 decision: judged.decision,
                 reasons: judged.reasons,
