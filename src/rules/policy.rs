@@ -888,3 +888,46 @@ mod tests {
         assert!(open.allowed_tools("stranger").is_none());
     }
 }
+
+#[cfg(test)]
+mod coding_agent_key_tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_paths_load_and_fail_as_every_key() {
+        let policy = Policy::from_json_str(
+            r#"{"commands": {"tools": {"Bash": "command"}, "rules": [{"prefix": ["ls"], "decision": "allow", "match": ["ls -la"]}]},
+                "paths": {"tools": {"Write": "file_path"}, "rules": [{"glob": ".env", "read": "hold"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(policy.commands().unwrap().arg_key("Bash"), Some("command"));
+        assert_eq!(policy.paths().unwrap().arg_key("Write"), Some("file_path"));
+        assert!(Policy::default().commands().is_none());
+        for (text, expected) in [
+            (r#"{"comands": {}}"#, "unknown key `comands`; did you mean `commands`?"),
+            (r#"{"path": {}}"#, "did you mean `paths`?"),
+            (r#"{"commands": []}"#, "key `commands`: expected an object"),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["git", "status"], "decision": "allow", "match": ["git -c a=b status"]}]}}"#,
+                "key `commands.rules[0].match[0]`: the example \"git -c a=b status\" does not match",
+            ),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["git"], "decision": "allow", "notMatch": ["git push"]}]}}"#,
+                "key `commands.rules[0].notMatch[0]`: the example \"git push\" matches",
+            ),
+            (r#"{"commands": {"rules": [{"prefix": [], "decision": "allow"}]}}"#, "is empty"),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["ls"], "decision": "ok"}]}}"#,
+                "key `commands.rules[0].decision`: expected",
+            ),
+            (
+                r#"{"paths": {"rules": [{"glob": ["a/[b"], "write": "deny"}]}}"#,
+                "key `paths.rules[0].glob[0]`: the glob \"a/[b\" does not compile",
+            ),
+            (r#"{"paths": {"writetools": []}}"#, "did you mean `writeTools`?"),
+        ] {
+            let message = Policy::from_json_str(text).unwrap_err().to_string();
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+}
