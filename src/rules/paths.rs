@@ -23,7 +23,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 
 use super::keys::{self, shown};
@@ -72,9 +72,31 @@ pub struct PathRule {
     pub globs: Vec<String>,
     pub read: Option<Decision>,
     pub write: Option<Decision>,
-    compiled: Vec<(Base, GlobMatcher)>,
+    /// The globs compiled, one set per base they are relative to (each with the index in
+    /// `globs` of its members), so that a path is matched against all of a base's globs at once.
+    compiled: Vec<(Base, GlobSet, Vec<usize>)>,
     /// What the reason calls the rule.
     label: String,
+}
+
+/// A call's context with its directories normalized once, for all the paths it names.
+struct Placed {
+    cwd: Option<PathBuf>,
+    root: Option<PathBuf>,
+    home: Option<PathBuf>,
+}
+
+impl Placed {
+    fn of(context: PathContext) -> Placed {
+        let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
+        let root = context
+            .root
+            .filter(|p| p.is_absolute())
+            .map(normalize)
+            .or_else(|| cwd.clone());
+        let home = context.home.filter(|p| p.is_absolute()).map(normalize);
+        Placed { cwd, root, home }
+    }
 }
 
 /// What a glob is relative to.
@@ -196,10 +218,11 @@ impl PathRules {
         }
         let text = path.to_string_lossy();
         let escaped = globset::escape(&text);
-        let compiled = [escaped.clone(), format!("{escaped}/**")]
-            .into_iter()
-            .filter_map(|g| glob(&g).ok().map(|m| (Base::Absolute, m)))
-            .collect();
+        let compiled = compile(&[
+            (Base::Absolute, escaped.clone(), 0),
+            (Base::Absolute, format!("{escaped}/**"), 0),
+        ])
+        .unwrap_or_default();
         self.rules.push(PathRule {
             index: self.rules.len(),
             globs: vec![text.clone().into_owned()],
@@ -239,7 +262,7 @@ impl PathRules {
 
     /// Decides a path a call reads (`write` false) or writes.
     pub fn decide_path(&self, path: &str, write: bool, context: PathContext) -> PathJudgement {
-        self.judge(path, write, true, None, context)
+        self.judge(path, write, true, None, &Placed::of(context))
     }
 
     /// Decides a file a shell command writes ([`super::commands::CommandJudgement::writes`]).
@@ -249,7 +272,7 @@ impl PathRules {
             true,
             written.placeable,
             Some(&written.by),
-            context,
+            &Placed::of(context),
         )
     }
 
@@ -268,6 +291,7 @@ impl PathRules {
         if !self.rules.iter().any(|rule| rule.read.is_some()) {
             return None;
         }
+        let placed = Placed::of(context);
         let mut strongest: Option<PathJudgement> = None;
         for word in words.iter().skip(1) {
             let candidate = if word.starts_with('-') {
@@ -281,7 +305,7 @@ impl PathRules {
             if candidate.is_empty() || candidate.contains('\0') {
                 continue;
             }
-            let judged = self.judge(candidate, false, placeable, Some(by), context);
+            let judged = self.judge(candidate, false, placeable, Some(by), &placed);
             if judged.decision == Decision::Allow {
                 continue;
             }
@@ -302,12 +326,9 @@ impl PathRules {
         write: bool,
         placeable: bool,
         by: Option<&str>,
-        context: PathContext,
+        placed: &Placed,
     ) -> PathJudgement {
         let verb = if write { "write" } else { "read" };
-        let by = by
-            .map(|by| format!(" by {}", shown(by)))
-            .unwrap_or_default();
         if path.contains('\0') {
             return PathJudgement {
                 decision: Decision::Deny,
@@ -317,42 +338,45 @@ impl PathRules {
                 )],
             };
         }
-        let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
-        let root = context
-            .root
-            .filter(|p| p.is_absolute())
-            .map(normalize)
-            .or_else(|| cwd.clone());
-        let home = context.home.filter(|p| p.is_absolute()).map(normalize);
+        let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
         let resolved = resolve(
             path,
             if placeable {
-                cwd.as_deref().or(root.as_deref())
+                placed.cwd.as_deref().or(root)
             } else {
                 None
             },
-            home.as_deref(),
+            home,
         );
-        let subject = format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()));
+        // Written only when a reason needs it.
+        let subject = || {
+            let by = by
+                .map(|by| format!(" by {}", shown(by)))
+                .unwrap_or_default();
+            format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()))
+        };
         let mut findings: Vec<(Decision, String)> = Vec::new();
         for rule in &self.rules {
             let decisions = [rule.read, if write { rule.write } else { None }];
             let Some(decision) = decisions.into_iter().flatten().max() else {
                 continue;
             };
-            if let Some(glob) = rule.matching(&resolved, root.as_deref(), home.as_deref()) {
+            if let Some(glob) = rule.matching(&resolved, root, home) {
                 findings.push((
                     decision,
-                    format!("{subject} matches {} (glob {glob}): {decision}", rule.label),
+                    format!(
+                        "{} matches {} (glob {glob}): {decision}",
+                        subject(),
+                        rule.label
+                    ),
                 ));
             }
         }
         if write {
-            let inside = root
-                .as_deref()
-                .is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
+            let inside =
+                root.is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
             if !inside {
-                let root_shown = match &root {
+                let root_shown = match root {
                     Some(root) => format!("the root \"{}\"", shown(&root.to_string_lossy())),
                     None => {
                         "the root, which this call does not give (no cwd and no --root)".to_owned()
@@ -361,7 +385,8 @@ impl PathRules {
                 findings.push((
                     self.outside_root,
                     format!(
-                        "{subject} is outside {root_shown}: paths.outsideRoot is {}",
+                        "{} is outside {root_shown}: paths.outsideRoot is {}",
+                        subject(),
                         self.outside_root
                     ),
                 ));
@@ -370,7 +395,7 @@ impl PathRules {
         let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
             return PathJudgement {
                 decision: Decision::Allow,
-                reasons: vec![format!("{subject} matches no paths rule")],
+                reasons: vec![format!("{} matches no paths rule", subject())],
             };
         };
         PathJudgement {
@@ -398,24 +423,30 @@ impl PathRule {
             Some(path)
         };
         let in_home = under(home);
-        self.compiled
-            .iter()
-            .enumerate()
-            .find_map(|(i, (base, matcher))| {
-                let candidate = match base {
-                    Base::Root => in_root,
-                    Base::Home => in_home,
-                    Base::Absolute => path.is_absolute().then_some(path),
-                    Base::Anywhere => Some(in_root.unwrap_or(path)),
-                };
-                let hit = candidate.is_some_and(|c| matcher.is_match(c))
-                    || (*base == Base::Anywhere && matcher.is_match(path));
-                hit.then(|| {
-                    self.globs
-                        .get(i)
-                        .map_or(self.globs[0].as_str(), String::as_str)
-                })
-            })
+        // The first glob of the rule, in the order written, that matches.
+        let mut first: Option<usize> = None;
+        for (base, set, members) in &self.compiled {
+            let candidate = match base {
+                Base::Root => in_root,
+                Base::Home => in_home,
+                Base::Absolute => path.is_absolute().then_some(path),
+                Base::Anywhere => Some(in_root.unwrap_or(path)),
+            };
+            // Most paths match nothing: `is_match` first, and the indices only for a hit.
+            let hits_on = |p: &Path| set.is_match(p).then(|| set.matches(p));
+            let hits = candidate
+                .and_then(hits_on)
+                .or_else(|| (*base == Base::Anywhere).then(|| hits_on(path)).flatten());
+            if let Some(&hit) = hits.as_ref().and_then(|hits| hits.first()) {
+                let index = members[hit];
+                first = Some(first.map_or(index, |f| f.min(index)));
+            }
+        }
+        first.map(|i| {
+            self.globs
+                .get(i)
+                .map_or(self.globs[0].as_str(), String::as_str)
+        })
     }
 }
 
@@ -462,13 +493,34 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-fn glob(text: &str) -> Result<GlobMatcher, globset::Error> {
+fn glob(text: &str) -> Result<Glob, globset::Error> {
     GlobBuilder::new(text)
         .literal_separator(true)
         .case_insensitive(CASE_INSENSITIVE)
         .backslash_escape(true)
         .build()
-        .map(|g: Glob| g.compile_matcher())
+}
+
+/// Globs (each with its base and its index among the rule's globs) compiled into one set per
+/// base.
+fn compile(globs: &[(Base, String, usize)]) -> Result<Vec<(Base, GlobSet, Vec<usize>)>, String> {
+    let mut out = Vec::new();
+    for base in [Base::Root, Base::Home, Base::Absolute, Base::Anywhere] {
+        let mut builder = GlobSetBuilder::new();
+        let mut members = Vec::new();
+        for (_, text, index) in globs.iter().filter(|(b, _, _)| *b == base) {
+            builder.add(glob(text).map_err(|err| err.to_string())?);
+            members.push(*index);
+        }
+        if !members.is_empty() {
+            out.push((
+                base,
+                builder.build().map_err(|err| err.to_string())?,
+                members,
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
@@ -501,7 +553,7 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
     if read.is_none() && write.is_none() {
         return Err(format!("key `{key}`: a rule needs `read`, `write` or both"));
     }
-    let mut compiled = Vec::with_capacity(globs.len());
+    let mut patterns = Vec::with_capacity(globs.len());
     for (i, text) in globs.iter().enumerate() {
         let glob_key = format!("{key}.glob[{i}]");
         let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
@@ -528,11 +580,13 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
                 "key `{glob_key}`: {text:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match"
             ));
         }
-        let matcher = glob(pattern).map_err(|err| {
+        glob(pattern).map_err(|err| {
             format!("key `{glob_key}`: the glob {text:?} does not compile: {err}")
         })?;
-        compiled.push((base, matcher));
+        patterns.push((base, pattern.to_owned(), i));
     }
+    let compiled =
+        compile(&patterns).map_err(|err| format!("key `{key}.glob`: does not compile: {err}"))?;
     Ok(PathRule {
         index,
         globs,
