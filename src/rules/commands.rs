@@ -62,6 +62,9 @@ use crate::decision::Decision;
 use crate::policy::ToolPattern;
 use crate::strict_json::type_name;
 
+/// The most reasons written for one command's decision; the findings past them are counted.
+pub const MAX_REASONS: usize = 8;
+
 /// The keys of `commands`.
 pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
 /// The keys of one rule.
@@ -74,6 +77,9 @@ pub struct CommandRules {
     rules: Vec<CommandRule>,
     unmatched: Decision,
     dynamic: Decision,
+    /// Program → the indices of the rules whose first token names it, in order: a simple
+    /// command is tried only against the rules for its program.
+    by_program: std::collections::HashMap<String, Vec<usize>>,
 }
 
 /// One rule, checked.
@@ -112,6 +118,7 @@ impl Default for CommandRules {
             rules: Vec::new(),
             unmatched: Decision::Hold,
             dynamic: Decision::Hold,
+            by_program: std::collections::HashMap::new(),
         }
     }
 }
@@ -145,6 +152,14 @@ impl CommandRules {
             };
             for (index, item) in items.iter().enumerate() {
                 let rule = rule(&format!("{key}.rules[{index}]"), index, item)?;
+                if let Some(Token::Word(programs)) = rule.0.prefix.first() {
+                    for program in programs {
+                        let indices = rules.by_program.entry(program.clone()).or_default();
+                        if indices.last() != Some(&index) {
+                            indices.push(index);
+                        }
+                    }
+                }
                 rules.rules.push(rule.0);
                 check_examples(
                     &format!("{key}.rules[{index}]"),
@@ -225,7 +240,12 @@ impl CommandRules {
         for simple in &analysis.commands {
             let split = Split::of(&simple.words);
             let mut matched = false;
-            for rule in &self.rules {
+            let candidates = split
+                .words
+                .first()
+                .and_then(|program| self.by_program.get(*program))
+                .map_or(&[][..], Vec::as_slice);
+            for rule in candidates.iter().map(|&index| &self.rules[index]) {
                 if rule.matches_split(&split) {
                     matched = true;
                     let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
@@ -262,8 +282,8 @@ impl CommandRules {
             };
         };
         let mut reasons: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
         let mut by_taint = false;
+        let mut unlisted = 0;
         for (decision, finding) in findings {
             if decision != strongest {
                 continue;
@@ -274,10 +294,21 @@ impl CommandRules {
                     | Finding::Rule(_, _, Cap::Tainted)
                     | Finding::Unmatched(_, Cap::Tainted)
             );
+            // A long chain would otherwise carry a reason per simple command: the first few
+            // are written, the rest counted.
+            if reasons.len() == MAX_REASONS {
+                unlisted += 1;
+                continue;
+            }
             let reason = self.reason(&finding, decision, &whole);
-            if seen.insert(reason.clone()) {
+            if !reasons.contains(&reason) {
                 reasons.push(reason);
             }
+        }
+        if unlisted > 0 {
+            reasons.push(format!(
+                "and {unlisted} more of its simple commands, parts or writes with the decision {strongest}, not listed"
+            ));
         }
         CommandJudgement {
             decision: strongest,

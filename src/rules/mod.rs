@@ -91,22 +91,25 @@ pub fn decide_command(
     let Some(paths) = paths else {
         return judged;
     };
+    let placed = paths.place(context);
     let mut findings: Vec<(Decision, Vec<String>)> = Vec::new();
     for write in &analysis.writes {
-        let path = paths.decide_written(write, context);
+        let path = paths.decide_written(write, &placed);
         if path.decision > Decision::Allow {
             findings.push((path.decision, path.reasons));
         }
     }
     let placeable = !analysis.changes_directory;
     for simple in &analysis.commands {
-        let by = simple
-            .words
-            .iter()
-            .map(|w| shell::quote_word(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        if let Some(read) = paths.decide_arguments(&simple.words, &by, placeable, context) {
+        let by = || {
+            simple
+                .words
+                .iter()
+                .map(|w| shell::quote_word(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if let Some(read) = paths.decide_arguments(&simple.words, &by, placeable, &placed) {
             findings.push((read.decision, read.reasons));
         }
     }

@@ -79,8 +79,10 @@ pub struct PathRule {
     label: String,
 }
 
-/// A call's context with its directories normalized once, for all the paths it names.
-struct Placed {
+/// A call's context with its directories normalized once, for all the paths it names
+/// ([`PathRules::place`]).
+#[derive(Debug, Clone)]
+pub struct Placed {
     cwd: Option<PathBuf>,
     root: Option<PathBuf>,
     home: Option<PathBuf>,
@@ -265,14 +267,19 @@ impl PathRules {
         self.judge(path, write, true, None, &Placed::of(context))
     }
 
+    /// A call's context, placed once for every path of a shell command.
+    pub fn place(&self, context: PathContext) -> Placed {
+        Placed::of(context)
+    }
+
     /// Decides a file a shell command writes ([`super::commands::CommandJudgement::writes`]).
-    pub fn decide_written(&self, written: &WrittenPath, context: PathContext) -> PathJudgement {
+    pub fn decide_written(&self, written: &WrittenPath, placed: &Placed) -> PathJudgement {
         self.judge(
             &written.path,
             true,
             written.placeable,
             Some(&written.by),
-            &Placed::of(context),
+            placed,
         )
     }
 
@@ -281,17 +288,17 @@ impl PathRules {
     /// `Read` does. Only rules with `read` count here; writes and the root are for the files a
     /// command writes ([`PathRules::decide_written`]). `None` when no argument matches.
     /// `placeable` is false when the command changes directory.
+    /// `by` (the command as a reason shows it) is written only for an argument that matches.
     pub fn decide_arguments(
         &self,
         words: &[String],
-        by: &str,
+        by: &dyn Fn() -> String,
         placeable: bool,
-        context: PathContext,
+        placed: &Placed,
     ) -> Option<PathJudgement> {
         if !self.rules.iter().any(|rule| rule.read.is_some()) {
             return None;
         }
-        let placed = Placed::of(context);
         let mut strongest: Option<PathJudgement> = None;
         for word in words.iter().skip(1) {
             let candidate = if word.starts_with('-') {
@@ -305,7 +312,7 @@ impl PathRules {
             if candidate.is_empty() || candidate.contains('\0') {
                 continue;
             }
-            let judged = self.judge(candidate, false, placeable, Some(by), &placed);
+            let judged = self.judge_read(candidate, placeable, by, placed);
             if judged.decision == Decision::Allow {
                 continue;
             }
@@ -318,6 +325,21 @@ impl PathRules {
             }
         }
         strongest
+    }
+
+    /// A read of an argument: the rules first, and the command shown only for a match.
+    fn judge_read(
+        &self,
+        path: &str,
+        placeable: bool,
+        by: &dyn Fn() -> String,
+        placed: &Placed,
+    ) -> PathJudgement {
+        let judged = self.judge(path, false, placeable, None, placed);
+        if judged.decision == Decision::Allow {
+            return judged;
+        }
+        self.judge(path, false, placeable, Some(&by()), placed)
     }
 
     fn judge(
