@@ -44,15 +44,15 @@
 //! - **Pure and bounded**: no I/O; parsing is capped in size and nesting before it starts
 //!   ([`super::shell`]), so a hostile command costs bounded time and stack.
 //! - **Cost** (`cargo bench --bench commands`, 50 rules, a 2-core machine shared with other
-//!   builds, so the figures are loose): 9 µs for `cargo build && rm -rf build`, 23 µs for a 4 KiB
-//!   one-command line (a long commit message; 50 µs with the pack's `paths` rules too), about
-//!   300 µs for a 4 KiB chain of 63 simple commands, of which the parse is 170 µs (brush-parser
-//!   tries each word as an assignment with a PEG parser, and allocates per token). Counted in
-//!   instructions (callgrind) for the chain with the pack's paths: 3.0 M, of which the parse 1.7 M,
-//!   these rules 0.55 M (half of it trying 50 rules on each of the 63 commands, before rules were
-//!   indexed by program) and the paths of the arguments 0.57 M. Rules are compiled once, at load:
-//!   a simple command is tried only against the rules for its program, and at most
-//!   [`MAX_REASONS`] reasons are written.
+//!   builds, so the figures are loose): 4 µs for `cargo build && rm -rf build`, 16 µs for a
+//!   4 KiB one-command line (a long commit message; 26 µs with the pack's `paths` rules too),
+//!   about 245 µs for a 4 KiB chain of 63 simple commands (330 µs with the paths), of which the
+//!   parse is about 200 µs: brush-parser tries each word as an assignment with a PEG parser and
+//!   allocates per token. Counted in instructions (callgrind), the chain with the paths is 2.8 M:
+//!   the parse 1.7 M, the paths of the arguments 0.57 M, these rules 0.30 M (0.55 M before rules
+//!   were indexed by program and reasons capped). Rules are compiled once, at load: a simple
+//!   command is tried only against the rules for its program, and at most [`MAX_REASONS`]
+//!   reasons are written.
 
 use std::fmt;
 
