@@ -1,20 +1,24 @@
 //! Deciding shell commands under the `commands` rules: `cargo bench --bench commands`.
 //!
-//! Each 4 KiB command is decided against 50 rules (the Claude Code pack's 25 and 25 more): one
+//! Each 4 KiB command is decided against 50 rules (the Claude Code pack's and more): one
 //! `git commit` with a long message (one simple command, one long quoted word), a chain of 64
 //! simple commands at most with pipes, redirections, `find -exec` and a `bash -c`, and the same commands
-//! as a script of lines. `analyse` is the parse and normalization alone.
+//! as a script of lines. `analyse` is the parse and normalization alone; `…_and_paths` adds the
+//! pack's `paths` rules (the files the command writes, and its arguments as paths read), as every
+//! door decides a `Bash` call.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 use skeleton_crew::rules::commands::CommandRules;
+use skeleton_crew::rules::decide_command;
+use skeleton_crew::rules::paths::{PathContext, PathRules};
 use skeleton_crew::rules::shell::analyse;
 
-const PACK: &str = include_str!("../testdata/commands/pack.json");
+const PACK: &str = include_str!("../policies/claude-code.json");
 
-/// The pack's rules and 25 more, to 50.
+/// The pack's rules and more, to 50.
 fn fifty_rules() -> CommandRules {
     let mut pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
     let rules = pack["commands"]["rules"]
@@ -47,7 +51,8 @@ fn fifty_rules() -> CommandRules {
         "iptables",
         "mount",
     ];
-    for (n, program) in programs.iter().enumerate() {
+    let missing = 50 - rules.len();
+    for (n, program) in programs.iter().take(missing).enumerate() {
         let decision = ["allow", "hold", "deny"][n % 3];
         rules.push(json!({"prefix": [program, ["get", "list", "describe", "apply"], "--force"], "decision": decision}));
     }
@@ -110,8 +115,20 @@ fn commands() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The pack's `paths` key.
+fn pack_paths() -> PathRules {
+    let pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
+    PathRules::from_json("paths", &pack["paths"]).expect("the paths load")
+}
+
 fn bench(c: &mut Criterion) {
     let rules = fifty_rules();
+    let paths = pack_paths();
+    let context = PathContext {
+        cwd: Some(std::path::Path::new("/w/proj")),
+        root: None,
+        home: Some(std::path::Path::new("/home/me")),
+    };
     let mut group = c.benchmark_group("commands");
     group.throughput(Throughput::Elements(1));
     for (name, command) in commands() {
@@ -133,6 +150,17 @@ fn bench(c: &mut Criterion) {
         );
         group.bench_function(format!("decide_4k_{name}_50_rules"), |b| {
             b.iter(|| black_box(rules.decide(black_box(&command), false)))
+        });
+        group.bench_function(format!("decide_4k_{name}_50_rules_and_paths"), |b| {
+            b.iter(|| {
+                black_box(decide_command(
+                    &rules,
+                    Some(&paths),
+                    black_box(&command),
+                    false,
+                    context,
+                ))
+            })
         });
         group.bench_function(format!("analyse_4k_{name}"), |b| {
             b.iter(|| black_box(analyse(black_box(&command))))

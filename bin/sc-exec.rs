@@ -22,6 +22,9 @@ use skeleton_crew::store::{StateHandle, View};
 /// executed, skipped or failed. Without --tools the built-in tools are fakes with no side effects;
 /// with it, each tool runs the backend the tools file names. sc-exec's own re-check keeps its state
 /// for the stream, or, with --state or --crew, in the shared store, apart from the gate's.
+/// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
+/// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
+/// paths), and writes to the gate's own policy, audit log and state are denied.
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log, a state store unavailable at start),
 /// 2 usage, policy or tools file error.
 #[derive(Parser)]
@@ -63,7 +66,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<Completion> {
     let chain = args.audit.chain()?;
     let options = ExecOptions {
-        policy: args.policy.load()?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         max_line_bytes: args.max_line_bytes,
         tools: ToolSet::load(args.tools.as_deref(), args.builtin_fallback)
             .map_err(UsageError::from)?,

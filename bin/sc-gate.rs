@@ -16,6 +16,9 @@ use skeleton_crew::store::View;
 /// call to stdout, in input order. Every verdict is written to the audit log before it leaves.
 /// Taint and spend last the stream, or, with --state or --crew, live in a store that other
 /// processes of the crew share (a call whose state cannot be read or written is denied).
+/// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
+/// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
+/// paths), and writes to the gate's own policy, audit log and state are denied.
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log, a state store unavailable at start),
 /// 2 usage or policy error.
 #[derive(Parser)]
@@ -47,7 +50,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<Completion> {
     let chain = args.audit.chain()?;
     let options = GateOptions {
-        policy: args.policy.load()?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         max_line_bytes: args.max_line_bytes,
         timing: args.state.timing(),
         chain: chain.clone(),

@@ -22,6 +22,10 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// audit log, or --state): one state per session, or with --crew one for the crew across
 /// sessions. The calls awaiting their PostToolUse (the last 1024 per session) are kept in the
 /// same store, beside the session's state.
+/// With a policy's `commands` and `paths` keys, a `Bash` command and a file tool's path are
+/// judged too, in the `cwd` Claude Code gives (--home and --root place the paths), and writes
+/// to the gate's own policy, audit log and state (and .claude/settings*.json under the
+/// claude-code pack) are denied.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status.
@@ -80,8 +84,17 @@ fn run(args: Args) -> anyhow::Result<()> {
             dir.join(DEFAULT_STATE_FILE).display()
         );
     }
+    // With --state-dir, the store is in that folder, and is the gate's own as --state's is.
+    let store_in_dir = args
+        .state_dir
+        .as_ref()
+        .map(|dir| dir.join(DEFAULT_STATE_FILE));
+    let own: Vec<(&std::path::Path, &str)> = store_in_dir
+        .iter()
+        .map(|path| (path.as_path(), "state store"))
+        .collect();
     let options = HookOptions {
-        policy: args.policy.load()?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &own)?,
         agent: args.agent,
         state: match &args.state_dir {
             Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),

@@ -26,6 +26,9 @@ use skeleton_crew::store::{StateHandle, StateKey, View};
 /// an integer) is never forwarded; an answer from the server to no request the client is waiting on
 /// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
 /// and outcome is written to the audit log. The server's stderr passes through.
+/// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
+/// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
+/// paths), and writes to the gate's own policy, audit log and state are denied.
 /// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
 /// log could not be written; 2 usage or policy error.
 #[derive(Parser)]
@@ -103,7 +106,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .into());
     }
     let options = McpOptions {
-        policy: args.policy.load()?,
+        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
         timing: args.state.timing(),
         agent: args
             .agent

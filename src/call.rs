@@ -64,6 +64,8 @@ pub struct Call {
     /// `args.amount` exactly as written, when it is a JSON number and the text was at hand
     /// (a float has lost digits that an exact comparison with the limit needs).
     pub amount_text: Option<String>,
+    /// The working directory the call runs in (`"cwd"`), for the `paths` rules.
+    pub cwd: Option<String>,
 }
 
 /// A call's `args`: its JSON text, with `amount` read out; the whole object is built only when
@@ -348,6 +350,21 @@ impl Call {
                 None
             }
         };
+        let cwd = match object.get("cwd") {
+            None => None,
+            Some(Value::String(cwd)) if cwd.contains('\0') => {
+                problems.push("`cwd` contains a NUL character, which no path holds".to_owned());
+                None
+            }
+            Some(Value::String(cwd)) => Some(cwd.clone()),
+            Some(other) => {
+                problems.push(format!(
+                    "`cwd` must be a string (the working directory), not {}",
+                    strict_json::type_name(other)
+                ));
+                None
+            }
+        };
         let provenance = match object.get("source") {
             None => Provenance::Missing,
             Some(Value::String(s)) => match Source::from_str(s) {
@@ -364,6 +381,7 @@ impl Call {
                 provenance,
                 instruction,
                 amount_text: None,
+                cwd,
             }),
             _ => Err(Malformed { reasons: problems }),
         }
@@ -478,6 +496,18 @@ mod tests {
                 r#"{"agent":"a","tool":"t","tool":"u"}"#,
                 "duplicate key `tool`",
             ),
+            (
+                r#"{"agent":"a","tool":"t","cwd":7}"#,
+                "`cwd` must be a string (the working directory), not a number",
+            ),
+            (
+                r#"{"agent":"a","tool":"t","cwd":null}"#,
+                "`cwd` must be a string",
+            ),
+            (
+                r#"{"agent":"a","tool":"t","cwd":"/w\u0000x"}"#,
+                "`cwd` contains a NUL character",
+            ),
         ];
         for (line, expected) in cases {
             let err = parse(line).unwrap_err();
@@ -524,6 +554,10 @@ mod tests {
             r#"{"agent":"b","tool":"t","source":7}"#,
             r#"{"agent":"b","tool":"t","source":null}"#,
             r#"{"agent":"b","tool":"t","instruction":null}"#,
+            r#"{"agent":"b","tool":"t","cwd":"/w/proj"}"#,
+            r#"{"agent":"b","tool":"t","cwd":"/w/\u00e9"}"#,
+            r#"{"agent":"b","tool":"t","cwd":"/w\u0000"}"#,
+            r#"{"agent":"b","tool":"t","cwd":["/w"]}"#,
             r#"{"agent":"b","tool":"t","args":[]}"#,
             r#"{"agent":"","tool":"t"}"#,
             r#"{"agent":"b","tool":7}"#,

@@ -13,6 +13,7 @@ use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
 use crate::jsonl::{Input, StageOutput};
 use crate::policy::{Policy, PolicyError};
+use crate::rules::paths::Places;
 use crate::state::SystemClock;
 use crate::store::{self, OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 
@@ -57,17 +58,76 @@ impl AuditArgs {
     }
 }
 
-/// `--policy FILE` on every stage that decides.
+/// `--policy FILE`, `--home DIR` and `--root DIR` on every stage that decides.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PolicyArgs {
     /// Policy file (JSON); without it, the built-in defaults.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The home directory that `~` stands for in the policy's `paths` rules (default: $HOME).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// The root the `paths` rules place relative globs in, and outside which a write gets
+    /// `outsideRoot` (default: each call's `cwd`).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 impl PolicyArgs {
+    /// Loads the policy (or the built-in defaults) with the places of `--home` (else `$HOME`)
+    /// and `--root`, made absolute against this process's working directory; under a `paths`
+    /// key, writes to the policy file are denied.
     pub fn load(&self) -> Result<Policy, PolicyError> {
-        Policy::load_or_default(self.policy.as_deref())
+        let policy = Policy::load_or_default(self.policy.as_deref())?;
+        let absolute = |path: &Path| std::path::absolute(path).ok();
+        let home = match &self.home {
+            Some(home) => absolute(home),
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute()),
+        };
+        let mut policy = policy.with_places(Places {
+            home,
+            root: self.root.as_deref().and_then(absolute),
+        });
+        if let Some(file) = self.policy.as_deref().and_then(absolute) {
+            policy.protect(&file, "policy file");
+        }
+        Ok(policy)
+    }
+
+    /// [`PolicyArgs::load`], and, under a `paths` key, writes denied to the gate's other own
+    /// files too: the audit log, its key file, the state store (`--state`, else `state.sqlite`
+    /// beside the audit log, with SQLite's side files) and `more` (sc-hook's session folder),
+    /// so that an agent cannot switch the gate off or rewrite what it recorded.
+    pub fn load_guarding(
+        &self,
+        audit: &AuditArgs,
+        state: &StateArgs,
+        more: &[(&Path, &str)],
+    ) -> Result<Policy, PolicyError> {
+        let mut policy = self.load()?;
+        if policy.paths().is_none() {
+            return Ok(policy);
+        }
+        let mut own: Vec<(PathBuf, &str)> = vec![(audit.audit.clone(), "audit log")];
+        if let Some(key) = &audit.audit_key {
+            own.push((key.clone(), "audit key"));
+        }
+        if let StateUrl::Sqlite(file) = state.url_or_beside(&audit.audit) {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = file.clone().into_os_string();
+                name.push(suffix);
+                own.push((PathBuf::from(name), "state store"));
+            }
+        }
+        own.extend(more.iter().map(|(path, what)| (path.to_path_buf(), *what)));
+        for (path, what) in own {
+            if let Ok(path) = std::path::absolute(&path) {
+                policy.protect(&path, what);
+            }
+        }
+        Ok(policy)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The `commands` and `paths` rules through the library: the corpus `testdata/commands/` under
-//! the Claude Code pack, and properties over generated commands and rule sets.
+//! the Claude Code pack (`policies/claude-code.json`), by the keys alone and through the whole
+//! decision, and properties over generated commands and rule sets.
 //!
 //! The corpus holds one call a line (a `Bash` command, or a file tool's path) with the decision
 //! the pack must give and, for some, a fragment of the reason. Every call is decided in a
@@ -7,33 +8,54 @@
 //! `"cwd": null`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Value};
-use skeleton_crew::decision::Decision;
+use skeleton_crew::call::Call;
+use skeleton_crew::decision::{evaluate, evaluate_with_state, Decision};
+use skeleton_crew::policy::Policy;
 use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::decide_command;
+use skeleton_crew::rules::paths::Places;
 use skeleton_crew::rules::paths::{PathContext, PathRules};
 use skeleton_crew::rules::shell::{analyse, MAX_COMMAND_BYTES};
+use skeleton_crew::state::CrewState;
 
-fn testdata(name: &str) -> String {
+pub fn testdata(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/commands")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
-fn pack() -> (CommandRules, PathRules) {
-    let pack: Value = serde_json::from_str(&testdata("pack.json")).expect("pack.json is JSON");
-    let commands = CommandRules::from_json("commands", &pack["commands"]).expect("commands load");
-    let paths = PathRules::from_json("paths", &pack["paths"]).expect("paths load");
-    (commands, paths)
+/// The Claude Code pack, `policies/claude-code.json`.
+pub fn pack_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json")
 }
 
-const CWD: &str = "/w/proj";
-const HOME: &str = "/home/me";
+/// The pack as a policy, with the corpus's home directory.
+pub fn pack_policy() -> Policy {
+    Policy::load(&pack_path())
+        .expect("the pack loads")
+        .with_places(Places {
+            home: Some(PathBuf::from(HOME)),
+            root: None,
+        })
+}
+
+/// The pack's two keys.
+fn pack() -> (CommandRules, PathRules) {
+    let policy = pack_policy();
+    (
+        policy.commands().expect("the pack has commands").clone(),
+        policy.paths().expect("the pack has paths").clone(),
+    )
+}
+
+pub const CWD: &str = "/w/proj";
+pub const HOME: &str = "/home/me";
 
 fn context(cwd: Option<&Path>) -> PathContext<'_> {
     PathContext {
@@ -43,7 +65,53 @@ fn context(cwd: Option<&Path>) -> PathContext<'_> {
     }
 }
 
-/// The pack's decision on one corpus line, with its reasons.
+/// The corpus, a line each: the line number, the line, the decision it expects.
+pub fn corpus() -> Vec<(usize, Value, Decision)> {
+    testdata("corpus.jsonl")
+        .lines()
+        .enumerate()
+        .map(|(number, text)| {
+            let line: Value = serde_json::from_str(text).expect("a corpus line is JSON");
+            let expected = Decision::parse(line["decision"].as_str().expect("a decision"))
+                .expect("a known decision");
+            (number + 1, line, expected)
+        })
+        .collect()
+}
+
+/// The corpus line's working directory: `/w/proj` unless the line gives one or `null`.
+pub fn corpus_cwd(line: &Value) -> Option<&str> {
+    match line.get("cwd") {
+        Some(Value::Null) => None,
+        Some(Value::String(cwd)) => Some(cwd),
+        _ => Some(CWD),
+    }
+}
+
+/// Whether the decision and reasons are what the corpus line expects; else what went wrong.
+pub fn corpus_failure(
+    number: usize,
+    line: &Value,
+    expected: Decision,
+    decision: Decision,
+    reasons: &[String],
+) -> Option<String> {
+    let reason_ok = line
+        .get("reason")
+        .and_then(Value::as_str)
+        .is_none_or(|fragment| reasons.iter().any(|r| r.contains(fragment)));
+    (decision != expected || !reason_ok).then(|| {
+        format!(
+            "line {number}: {} expected {expected}{}, got {decision}: {reasons:#?}",
+            line["args"],
+            line.get("reason")
+                .map(|r| format!(" with a reason containing {r}"))
+                .unwrap_or_default()
+        )
+    })
+}
+
+/// The keys' own decision on one corpus line, with its reasons.
 fn decide_line(
     commands: &CommandRules,
     paths: &PathRules,
@@ -51,11 +119,7 @@ fn decide_line(
 ) -> (Decision, Vec<String>) {
     let tool = line["tool"].as_str().expect("a tool");
     let args = line["args"].as_object().expect("args");
-    let cwd = match line.get("cwd") {
-        Some(Value::Null) => None,
-        Some(Value::String(cwd)) => Some(Path::new(cwd.as_str())),
-        _ => Some(Path::new(CWD)),
-    };
+    let cwd = corpus_cwd(line).map(Path::new);
     let tainted = line["tainted"].as_bool().unwrap_or(false);
     if let Some(judged) = commands.decide_call(tool, args, tainted, Some(paths), context(cwd)) {
         return (judged.decision, judged.reasons);
@@ -66,37 +130,63 @@ fn decide_line(
     (judged.decision, judged.reasons)
 }
 
+/// A crew state in which the pack's agents are tainted: one of them fetched a web page.
+fn tainted_state(policy: &Policy) -> CrewState {
+    let mut state = CrewState::new();
+    let (fetch, _) = Call::parse_line(
+        br#"{"agent":"claude-code","tool":"WebFetch","args":{"url":"https://example.com"},"source":"agent"}"#,
+    )
+    .unwrap();
+    let judged = evaluate(&fetch, policy);
+    state.record(&fetch, "fetch", &judged, policy);
+    state
+}
+
+/// The corpus line as the call a door decides: from Claude Code's main thread, with the
+/// line's working directory.
+pub fn corpus_call(line: &Value) -> Value {
+    let mut call = json!({
+        "agent": "claude-code",
+        "tool": line["tool"],
+        "args": line["args"],
+        "source": "agent",
+    });
+    if let Some(cwd) = corpus_cwd(line) {
+        call["cwd"] = json!(cwd);
+    }
+    call
+}
+
 #[test]
 fn the_corpus_gets_the_decisions_it_expects_under_the_pack() {
+    let policy = pack_policy();
     let (commands, paths) = pack();
-    let corpus = testdata("corpus.jsonl");
+    let clean = CrewState::new();
+    let tainted = tainted_state(&policy);
+    assert!(tainted.taint_of("claude-code", &policy).is_some());
     let mut failures = Vec::new();
     let mut shapes = BTreeSet::new();
-    let mut count = 0;
-    for (number, text) in corpus.lines().enumerate() {
-        let line: Value = serde_json::from_str(text).expect("a corpus line is JSON");
-        count += 1;
+    let corpus = corpus();
+    for (number, line, expected) in &corpus {
         shapes.insert(line["shape"].as_str().expect("a shape").to_owned());
-        let expected = Decision::parse(line["decision"].as_str().expect("a decision"))
-            .expect("a known decision");
-        let (decision, reasons) = decide_line(&commands, &paths, &line);
-        let reason_ok = line
-            .get("reason")
-            .and_then(Value::as_str)
-            .is_none_or(|fragment| reasons.iter().any(|r| r.contains(fragment)));
-        if decision != expected || !reason_ok {
-            failures.push(format!(
-                "line {}: {} expected {expected}{}, got {decision}: {reasons:#?}",
-                number + 1,
-                line["args"],
-                line.get("reason")
-                    .map(|r| format!(" with a reason containing {r}"))
-                    .unwrap_or_default()
-            ));
-        }
+        // The keys alone, and the whole decision as every door makes it.
+        let (decision, reasons) = decide_line(&commands, &paths, line);
+        failures.extend(corpus_failure(*number, line, *expected, decision, &reasons));
+        let text = corpus_call(line).to_string();
+        let (call, _) = Call::parse_line(text.as_bytes()).expect("a corpus call is well formed");
+        let state = if line["tainted"].as_bool().unwrap_or(false) {
+            &tainted
+        } else {
+            &clean
+        };
+        let judged = evaluate_with_state(&call, &policy, state);
+        failures.extend(
+            corpus_failure(*number, line, *expected, judged.decision, &judged.reasons)
+                .map(|failure| format!("through the decision: {failure}")),
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(count >= 150, "only {count} lines");
+    assert!(corpus.len() >= 150, "only {} lines", corpus.len());
     for shape in [
         "bundles and reordering",
         "long options",

@@ -8,6 +8,7 @@ mod approve;
 mod argrules;
 mod backends;
 mod chain;
+mod coding_agents;
 mod commands;
 mod elicitation;
 mod exec;

@@ -19,7 +19,7 @@ use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::decide_command;
 use skeleton_crew::rules::paths::{PathContext, PathRules};
 
-const PACK: &str = include_str!("../../testdata/commands/pack.json");
+const PACK: &str = include_str!("../../policies/claude-code.json");
 
 /// The pack, loaded once (loading checks every rule's examples).
 fn pack() -> &'static (CommandRules, PathRules) {

@@ -57,6 +57,7 @@ fuzz_target!(|data: &[u8]| {
                 provenance: Provenance::Stated(Source::User),
                 instruction: None,
                 amount_text: None,
+                cwd: None,
             };
             assert!(policy.is_denied(&call.tool), "{name} is not denied");
             assert_eq!(evaluate(&call, &policy).decision, Decision::Deny);

@@ -1,6 +1,6 @@
 //! The call scanner: one pass over a call's bytes that checks the whole line as strictly as
 //! [`strict_json::parse`] does (duplicate keys at any depth, finite numbers, valid escapes) and
-//! keeps only what the rules read: `agent`, `tool`, `source` and `instruction` as borrowed text,
+//! keeps only what the rules read: `agent`, `tool`, `source`, `instruction` and `cwd` as borrowed text,
 //! `args` as its JSON text with `amount` read out. Nothing else is built.
 //!
 //! It gives up (`None`) on anything that is not a plain, well-formed call: a key with an escape,
@@ -33,6 +33,10 @@ pub(super) fn call(text: &str) -> Option<Call> {
         return None;
     }
     let agent = fields.agent.filter(|agent| !agent.is_empty())?;
+    // A cwd with a NUL is malformed: the reference path says so.
+    if fields.cwd.as_deref().is_some_and(|cwd| cwd.contains('\0')) {
+        return None;
+    }
     let tool = fields.tool.filter(|tool| !tool.is_empty())?;
     let provenance = match fields.source {
         None => Provenance::Missing,
@@ -66,6 +70,7 @@ pub(super) fn call(text: &str) -> Option<Call> {
         provenance,
         instruction: fields.instruction.map(Cow::into_owned),
         amount_text,
+        cwd: fields.cwd.map(Cow::into_owned),
     })
 }
 
@@ -76,6 +81,7 @@ struct Fields<'a> {
     tool: Option<Cow<'a, str>>,
     source: Option<Cow<'a, str>>,
     instruction: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
     /// The args object's text, the text of its `amount`, and whether any of its keys could fold
     /// alike another.
     args: Option<(&'a str, Option<&'a str>, bool)>,
@@ -149,6 +155,7 @@ impl<'a> Scanner<'a> {
                 "tool" => &mut fields.tool,
                 "source" => &mut fields.source,
                 "instruction" => &mut fields.instruction,
+                "cwd" => &mut fields.cwd,
                 "args" => {
                     self.skip_space();
                     let start = self.at;

@@ -43,11 +43,16 @@
 //!   analysis and matcher, so a rule that does not do what its author wrote never loads.
 //! - **Pure and bounded**: no I/O; parsing is capped in size and nesting before it starts
 //!   ([`super::shell`]), so a hostile command costs bounded time and stack.
-//! - **Cost** (`cargo bench --bench commands`, 50 rules, a shared 2-core machine): about 4 µs
-//!   for `cargo build && rm -rf build`, 16 µs for a 4 KiB one-command line (a long commit
-//!   message), 250 µs for a 4 KiB chain of 63 simple commands, of which the parse is 145 µs
-//!   (brush-parser reads a character at a time and allocates per token) and writing a reason
-//!   for each of the 63 allowed commands most of the rest.
+//! - **Cost** (`cargo bench --bench commands`, 50 rules, a 2-core machine shared with other
+//!   builds, so the figures are loose): 4 µs for `cargo build && rm -rf build`, 16 µs for a
+//!   4 KiB one-command line (a long commit message; 26 µs with the pack's `paths` rules too),
+//!   about 245 µs for a 4 KiB chain of 63 simple commands (330 µs with the paths), of which the
+//!   parse is about 200 µs: brush-parser tries each word as an assignment with a PEG parser and
+//!   allocates per token. Counted in instructions (callgrind), the chain with the paths is 2.8 M:
+//!   the parse 1.7 M, the paths of the arguments 0.57 M, these rules 0.30 M (0.55 M before rules
+//!   were indexed by program and reasons capped). Rules are compiled once, at load: a simple
+//!   command is tried only against the rules for its program, and at most [`MAX_REASONS`]
+//!   reasons are written.
 
 use std::fmt;
 
@@ -62,6 +67,9 @@ use crate::decision::Decision;
 use crate::policy::ToolPattern;
 use crate::strict_json::type_name;
 
+/// The most reasons written for one command's decision; the findings past them are counted.
+pub const MAX_REASONS: usize = 8;
+
 /// The keys of `commands`.
 pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
 /// The keys of one rule.
@@ -74,6 +82,9 @@ pub struct CommandRules {
     rules: Vec<CommandRule>,
     unmatched: Decision,
     dynamic: Decision,
+    /// Program → the indices of the rules whose first token names it, in order: a simple
+    /// command is tried only against the rules for its program.
+    by_program: std::collections::HashMap<String, Vec<usize>>,
 }
 
 /// One rule, checked.
@@ -100,6 +111,9 @@ pub struct CommandJudgement {
     pub decision: Decision,
     pub reasons: Vec<String>,
     pub writes: Vec<WrittenPath>,
+    /// Whether the decision is a hold only because the agent is tainted (an allow counted as
+    /// hold, or a file written), so that the caller can say what tainted it.
+    pub by_taint: bool,
 }
 
 impl Default for CommandRules {
@@ -109,6 +123,7 @@ impl Default for CommandRules {
             rules: Vec::new(),
             unmatched: Decision::Hold,
             dynamic: Decision::Hold,
+            by_program: std::collections::HashMap::new(),
         }
     }
 }
@@ -142,6 +157,14 @@ impl CommandRules {
             };
             for (index, item) in items.iter().enumerate() {
                 let rule = rule(&format!("{key}.rules[{index}]"), index, item)?;
+                if let Some(Token::Word(programs)) = rule.0.prefix.first() {
+                    for program in programs {
+                        let indices = rules.by_program.entry(program.clone()).or_default();
+                        if indices.last() != Some(&index) {
+                            indices.push(index);
+                        }
+                    }
+                }
                 rules.rules.push(rule.0);
                 check_examples(
                     &format!("{key}.rules[{index}]"),
@@ -190,6 +213,7 @@ impl CommandRules {
             decision: Decision::Deny,
             reasons: vec![format!("malformed call: {why}")],
             writes: Vec::new(),
+            by_taint: false,
         };
         let tool_shown = crate::sanitize::quoted(tool);
         Some(match args.get(key) {
@@ -221,7 +245,12 @@ impl CommandRules {
         for simple in &analysis.commands {
             let split = Split::of(&simple.words);
             let mut matched = false;
-            for rule in &self.rules {
+            let candidates = split
+                .words
+                .first()
+                .and_then(|program| self.by_program.get(*program))
+                .map_or(&[][..], Vec::as_slice);
+            for rule in candidates.iter().map(|&index| &self.rules[index]) {
                 if rule.matches_split(&split) {
                     matched = true;
                     let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
@@ -254,23 +283,43 @@ impl CommandRules {
                 decision: Decision::Allow,
                 reasons: vec![format!("\"{whole}\" runs no command")],
                 writes: analysis.writes.clone(),
+                by_taint: false,
             };
         };
         let mut reasons: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut by_taint = false;
+        let mut unlisted = 0;
         for (decision, finding) in findings {
             if decision != strongest {
                 continue;
             }
+            by_taint |= matches!(
+                finding,
+                Finding::TaintedWrite(_)
+                    | Finding::Rule(_, _, Cap::Tainted)
+                    | Finding::Unmatched(_, Cap::Tainted)
+            );
+            // A long chain would otherwise carry a reason per simple command: the first few
+            // are written, the rest counted.
+            if reasons.len() == MAX_REASONS {
+                unlisted += 1;
+                continue;
+            }
             let reason = self.reason(&finding, decision, &whole);
-            if seen.insert(reason.clone()) {
+            if !reasons.contains(&reason) {
                 reasons.push(reason);
             }
+        }
+        if unlisted > 0 {
+            reasons.push(format!(
+                "and {unlisted} more of its simple commands, parts or writes with the decision {strongest}, not listed"
+            ));
         }
         CommandJudgement {
             decision: strongest,
             reasons,
             writes: analysis.writes.clone(),
+            by_taint,
         }
     }
 

@@ -23,13 +23,19 @@
 //! Rule 5 gives way for a tool whose `toolArgs` entry says `whenTainted: "allow"` and whose args
 //! are inside its schema: the call is allowed, and the reason says the taint was seen and why.
 //!
+//! For coding agents, the `commands` and `paths` keys add their findings
+//! ([`super::coding_agent_findings`]): a shell tool that `commands` maps is decided by its
+//! command, which replaces rule 5 for it (an allow counts as hold for a tainted agent unless the
+//! rule says otherwise); a file tool that `paths` maps gets its path's decision when it is
+//! stricter than allow, and rule 5 still holds it.
+//!
 //! The instruction text is never read: provenance decides, not keywords. Each rule is one
 //! function in [`RULES`]; a new rule is one more function there. Rules only ever add findings,
 //! so the stateful rules can only make a decision stronger than the stateless ones.
 
 use super::argrules::{self, Violation, WhenTainted};
 use super::policy::{BudgetScope, Policy};
-use super::state::{CrewState, Span};
+use super::state::{CrewState, Span, TaintCause};
 use crate::amount::Amount;
 use crate::call::{Call, Malformed, Source};
 use crate::sanitize::quoted;
@@ -83,10 +89,11 @@ pub fn evaluate(call: &Call, policy: &Policy) -> Judgement {
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
 pub fn evaluate_with_state(call: &Call, policy: &Policy, state: &CrewState) -> Judgement {
-    let findings: Vec<Finding> = RULES
+    let mut findings: Vec<Finding> = RULES
         .iter()
         .filter_map(|rule| rule(call, policy, state))
         .collect();
+    findings.extend(coding_agent_rules(call, policy, state));
     let Some(strongest) = findings.iter().map(|f| f.decision).max() else {
         return Judgement {
             decision: Decision::Allow,
@@ -159,7 +166,10 @@ fn sensitive_tool_from_tainted_agent(
     policy: &Policy,
     state: &CrewState,
 ) -> Option<Finding> {
-    if !policy.is_sensitive(&call.tool) || call.provenance.source() == Source::User {
+    if !policy.is_sensitive(&call.tool)
+        || call.provenance.source() == Source::User
+        || is_command_tool(call, policy)
+    {
         return None;
     }
     let cause = state.taint_of(&call.agent, policy)?;
@@ -183,16 +193,59 @@ fn sensitive_tool_from_tainted_agent(
     Some(Finding {
         decision: Decision::Hold,
         reason: format!(
-            "{} is tainted: untrusted content was read through {} earlier {}, so a sensitive call from it needs a person unless the user ordered it",
-            quoted(&call.agent),
-            cause.describe(),
-            match &state.span {
-                Span::Stream => "in this stream".to_owned(),
-                Span::Session => "in this session".to_owned(),
-                Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
-            }
+            "{}, so a sensitive call from it needs a person unless the user ordered it",
+            tainted_by(call, cause, state)
         ),
     })
+}
+
+/// `agent is tainted: untrusted content was read through … earlier in this stream`.
+fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState) -> String {
+    format!(
+        "{} is tainted: untrusted content was read through {} earlier {}",
+        quoted(&call.agent),
+        cause.describe(),
+        match &state.span {
+            Span::Stream => "in this stream".to_owned(),
+            Span::Session => "in this session".to_owned(),
+            Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
+        }
+    )
+}
+
+/// Whether `commands` decides the tool, in place of rule 5.
+fn is_command_tool(call: &Call, policy: &Policy) -> bool {
+    policy
+        .commands()
+        .is_some_and(|commands| commands.arg_key(&call.tool).is_some())
+}
+
+/// The `commands` and `paths` findings, each reason its own.
+fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Finding> {
+    if policy.commands().is_none() && policy.paths().is_none() {
+        return Vec::new();
+    }
+    let cause = match call.provenance.source() {
+        Source::User => None,
+        _ => state.taint_of(&call.agent, policy),
+    };
+    let mut findings = Vec::new();
+    for found in super::coding_agent_findings(call, policy, cause.is_some()) {
+        let decision = found.decision;
+        findings.extend(
+            found
+                .reasons
+                .into_iter()
+                .map(|reason| Finding { decision, reason }),
+        );
+        if let (true, Some(cause)) = (found.by_taint, cause) {
+            findings.push(Finding {
+                decision,
+                reason: tainted_by(call, cause, state),
+            });
+        }
+    }
+    findings
 }
 
 fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {
@@ -1059,5 +1112,243 @@ mod tests {
             &policy,
         );
         assert_eq!(free[0].decision, Decision::Allow);
+    }
+}
+
+/// The `commands` and `paths` keys in the decision.
+#[cfg(test)]
+mod coding_agent_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::rules::paths::Places;
+
+    const ISSUE_POLICY: &str = r#"{
+      "sensitiveTools": ["Bash", "Write", "Edit"],
+      "untrustedOutputTools": ["WebFetch"],
+      "commands": {
+        "tools": {"Bash": "command"},
+        "rules": [
+          {"prefix": ["git", ["status", "diff", "log", "show"]], "decision": "allow", "whenTainted": "allow",
+           "match": ["git status", "git log --oneline -5"], "notMatch": ["git push"]},
+          {"prefix": ["cargo", ["test", "build"]], "decision": "allow", "whenTainted": "allow"},
+          {"prefix": ["git", "push"], "decision": "hold"},
+          {"prefix": ["rm"], "decision": "hold"},
+          {"prefix": ["rm", "-r", "-f"], "decision": "deny"},
+          {"prefix": ["ls"], "decision": "allow"}
+        ],
+        "unmatched": "hold",
+        "dynamic": "hold"
+      },
+      "paths": {
+        "tools": {"Write": "file_path", "Edit": "file_path", "Read": "file_path"},
+        "writeTools": ["Write", "Edit"],
+        "rules": [
+          {"glob": [".claude/**", "~/.bashrc"], "write": "deny"},
+          {"glob": ["**/.env", "~/.ssh/**"], "read": "hold"}
+        ],
+        "outsideRoot": "hold"
+      }
+    }"#;
+
+    fn policy(text: &str) -> Policy {
+        Policy::from_json_str(text).unwrap().with_places(Places {
+            home: Some(PathBuf::from("/home/me")),
+            root: None,
+        })
+    }
+
+    fn call(tool: &str, args: &str, source: &str, cwd: Option<&str>) -> Call {
+        let cwd = cwd.map(|c| format!(r#","cwd":"{c}""#)).unwrap_or_default();
+        let line = format!(
+            r#"{{"agent":"coder","tool":"{tool}","args":{args},"source":"{source}"{cwd}}}"#
+        );
+        Call::parse_line(line.as_bytes()).unwrap().0
+    }
+
+    fn bash(command: &str) -> Call {
+        call(
+            "Bash",
+            &serde_json::json!({ "command": command }).to_string(),
+            "agent",
+            Some("/w/proj"),
+        )
+    }
+
+    /// A state in which every agent read a web page.
+    fn tainted(policy: &Policy) -> CrewState {
+        let mut state = CrewState::new();
+        let fetch = call("WebFetch", r#"{"url":"https://x.example"}"#, "agent", None);
+        let judged = evaluate(&fetch, policy);
+        state.record(&fetch, "fetch-1", &judged, policy);
+        let reader = call("WebFetch", r#"{"url":"https://x.example"}"#, "agent", None);
+        assert!(state.taint_of(&reader.agent, policy).is_some());
+        state
+    }
+
+    #[test]
+    fn the_command_decides_a_shell_tool_with_the_issue_reason() {
+        let policy = policy(ISSUE_POLICY);
+        let judged = evaluate(&bash("cargo build && rm -rf build"), &policy);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert_eq!(
+            judged.reasons,
+            [
+                r#"rm -rf build (in "cargo build && rm -rf build") matches commands.rules[4] (prefix rm -r -f): deny"#
+            ]
+        );
+        let allowed = evaluate(&bash("git status"), &policy);
+        assert_eq!(allowed.decision, Decision::Allow);
+        assert_eq!(
+            allowed.reasons,
+            ["git status matches commands.rules[0] (prefix git [status|diff|log|show]): allow"]
+        );
+        assert_eq!(
+            evaluate(&bash("git push"), &policy).decision,
+            Decision::Hold
+        );
+        assert_eq!(evaluate(&bash("make"), &policy).decision, Decision::Hold);
+    }
+
+    #[test]
+    fn for_a_tainted_agent_the_command_replaces_the_taint_rule() {
+        let policy = policy(ISSUE_POLICY);
+        let state = tainted(&policy);
+        // Bash is sensitive, but its command decides: a read-only command still runs.
+        let judged = evaluate_with_state(&bash("git log --oneline -5"), &policy, &state);
+        assert_eq!(judged.decision, Decision::Allow, "{judged:?}");
+        // An allow without whenTainted is held, and the reasons say what tainted the agent.
+        let judged = evaluate_with_state(&bash("ls -la"), &policy, &state);
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(
+            judged.reasons[0].contains("the agent is tainted"),
+            "{judged:?}"
+        );
+        assert!(
+            judged.reasons[1].starts_with(
+                "coder is tainted: untrusted content was read through WebFetch (id fetch-1"
+            ),
+            "{judged:?}"
+        );
+        // A deny stays a deny, with its own reason only.
+        let judged = evaluate_with_state(&bash("rm -fr /"), &policy, &state);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert_eq!(judged.reasons.len(), 1, "{judged:?}");
+        // What the user ordered is not held for the taint, as under the taint rule.
+        let ordered = call("Bash", r#"{"command":"ls"}"#, "user", Some("/w/proj"));
+        assert_eq!(
+            evaluate_with_state(&ordered, &policy, &state).decision,
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn every_other_rule_still_applies_and_the_strictest_wins() {
+        let denied = policy(
+            r#"{"denyTools": ["Bash"], "commands": {"tools": {"Bash": "command"},
+                "rules": [{"prefix": ["ls"], "decision": "allow"}]}}"#,
+        );
+        let judged = evaluate(&bash("ls"), &denied);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert!(judged.reasons[0].contains("deny list"), "{judged:?}");
+        // Provenance: a sensitive shell tool ordered by untrusted content is denied.
+        let policy = policy(ISSUE_POLICY);
+        let injected = call("Bash", r#"{"command":"ls"}"#, "untrusted-content", None);
+        assert_eq!(evaluate(&injected, &policy).decision, Decision::Deny);
+        // Amounts: an amount above the limit holds, whatever the command.
+        let paid = call(
+            "Bash",
+            r#"{"command":"git status","amount":500}"#,
+            "agent",
+            Some("/w/proj"),
+        );
+        assert_eq!(evaluate(&paid, &policy).decision, Decision::Hold);
+        // A malformed command argument is denied.
+        let missing = call("Bash", r#"{"cmd":"ls"}"#, "agent", None);
+        let judged = evaluate(&missing, &policy);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert!(
+            judged.reasons[0].starts_with("malformed call: "),
+            "{judged:?}"
+        );
+    }
+
+    #[test]
+    fn path_rules_only_add_and_never_lift_the_taint_rule() {
+        let policy = policy(ISSUE_POLICY);
+        let write = |path: &str, cwd: Option<&str>| {
+            call(
+                "Write",
+                &serde_json::json!({ "file_path": path }).to_string(),
+                "agent",
+                cwd,
+            )
+        };
+        let judged = evaluate(
+            &write("src/../.claude/settings.json", Some("/w/proj")),
+            &policy,
+        );
+        assert_eq!(judged.decision, Decision::Deny);
+        assert_eq!(
+            judged.reasons,
+            [
+                r#"write of "/w/proj/.claude/settings.json" matches paths.rules[0] (glob .claude/**): deny"#
+            ]
+        );
+        assert_eq!(
+            evaluate(&write("~/.bashrc", Some("/w/proj")), &policy).decision,
+            Decision::Deny
+        );
+        let fine = evaluate(&write("src/main.rs", Some("/w/proj")), &policy);
+        assert_eq!(fine.decision, Decision::Allow);
+        assert!(fine.reasons[0].contains("within policy"), "{fine:?}");
+        // No cwd and no root: a relative path is outside the root.
+        assert_eq!(
+            evaluate(&write("src/main.rs", None), &policy).decision,
+            Decision::Hold
+        );
+        // Tainted: the taint rule still holds a sensitive file tool, whatever the path.
+        let state = tainted(&policy);
+        let judged = evaluate_with_state(&write("src/main.rs", Some("/w/proj")), &policy, &state);
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(judged.reasons[0].contains("is tainted"), "{judged:?}");
+        // Read is not sensitive; a secret's read is held by its rule.
+        let read = call("Read", r#"{"file_path":"~/.ssh/id_rsa"}"#, "agent", None);
+        assert_eq!(evaluate(&read, &policy).decision, Decision::Hold);
+        // The gate's own files, protected at start.
+        let mut guarded = policy.clone();
+        guarded.protect(std::path::Path::new("/etc/sc/policy.json"), "policy file");
+        let judged = evaluate(&write("/etc/sc/policy.json", Some("/etc/sc")), &guarded);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert!(
+            judged.reasons[0].contains("the gate's own policy file"),
+            "{judged:?}"
+        );
+    }
+
+    #[test]
+    fn the_root_places_calls_without_a_cwd() {
+        let rooted = Policy::from_json_str(ISSUE_POLICY)
+            .unwrap()
+            .with_places(Places {
+                home: None,
+                root: Some(PathBuf::from("/w/proj")),
+            });
+        let write = call("Write", r#"{"file_path":".claude/x.json"}"#, "agent", None);
+        let judged = evaluate(&write, &rooted);
+        assert_eq!(judged.decision, Decision::Deny);
+        assert!(
+            judged.reasons[0].contains("/w/proj/.claude/x.json"),
+            "{judged:?}"
+        );
+        let inside = call("Write", r#"{"file_path":"a.txt"}"#, "agent", None);
+        assert_eq!(evaluate(&inside, &rooted).decision, Decision::Allow);
+    }
+
+    #[test]
+    fn a_policy_without_the_keys_decides_as_before() {
+        let plain = Policy::from_json_str(r#"{"sensitiveTools": ["Bash"]}"#).unwrap();
+        let judged = evaluate(&bash("rm -rf /"), &plain);
+        assert_eq!(judged.decision, Decision::Allow);
     }
 }

@@ -23,7 +23,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 
 use super::keys::{self, shown};
@@ -72,9 +72,33 @@ pub struct PathRule {
     pub globs: Vec<String>,
     pub read: Option<Decision>,
     pub write: Option<Decision>,
-    compiled: Vec<(Base, GlobMatcher)>,
+    /// The globs compiled, one set per base they are relative to (each with the index in
+    /// `globs` of its members), so that a path is matched against all of a base's globs at once.
+    compiled: Vec<(Base, GlobSet, Vec<usize>)>,
     /// What the reason calls the rule.
     label: String,
+}
+
+/// A call's context with its directories normalized once, for all the paths it names
+/// ([`PathRules::place`]).
+#[derive(Debug, Clone)]
+pub struct Placed {
+    cwd: Option<PathBuf>,
+    root: Option<PathBuf>,
+    home: Option<PathBuf>,
+}
+
+impl Placed {
+    fn of(context: PathContext) -> Placed {
+        let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
+        let root = context
+            .root
+            .filter(|p| p.is_absolute())
+            .map(normalize)
+            .or_else(|| cwd.clone());
+        let home = context.home.filter(|p| p.is_absolute()).map(normalize);
+        Placed { cwd, root, home }
+    }
 }
 
 /// What a glob is relative to.
@@ -94,6 +118,25 @@ pub struct PathContext<'a> {
     pub cwd: Option<&'a Path>,
     pub root: Option<&'a Path>,
     pub home: Option<&'a Path>,
+}
+
+/// Where calls happen, as the command line says: the home directory (`--home`, else `$HOME`)
+/// and the root (`--root`). Held by the policy, so that the decision reads no environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Places {
+    pub home: Option<PathBuf>,
+    pub root: Option<PathBuf>,
+}
+
+impl Places {
+    /// The context of a call made in `cwd` (the call's own `"cwd"`, if it has one).
+    pub fn context<'a>(&'a self, cwd: Option<&'a str>) -> PathContext<'a> {
+        PathContext {
+            cwd: cwd.map(Path::new),
+            root: self.root.as_deref(),
+            home: self.home.as_deref(),
+        }
+    }
 }
 
 /// The decision on a path, with its reasons (never empty).
@@ -177,10 +220,11 @@ impl PathRules {
         }
         let text = path.to_string_lossy();
         let escaped = globset::escape(&text);
-        let compiled = [escaped.clone(), format!("{escaped}/**")]
-            .into_iter()
-            .filter_map(|g| glob(&g).ok().map(|m| (Base::Absolute, m)))
-            .collect();
+        let compiled = compile(&[
+            (Base::Absolute, escaped.clone(), 0),
+            (Base::Absolute, format!("{escaped}/**"), 0),
+        ])
+        .unwrap_or_default();
         self.rules.push(PathRule {
             index: self.rules.len(),
             globs: vec![text.clone().into_owned()],
@@ -220,17 +264,22 @@ impl PathRules {
 
     /// Decides a path a call reads (`write` false) or writes.
     pub fn decide_path(&self, path: &str, write: bool, context: PathContext) -> PathJudgement {
-        self.judge(path, write, true, None, context)
+        self.judge(path, write, true, None, &Placed::of(context))
+    }
+
+    /// A call's context, placed once for every path of a shell command.
+    pub fn place(&self, context: PathContext) -> Placed {
+        Placed::of(context)
     }
 
     /// Decides a file a shell command writes ([`super::commands::CommandJudgement::writes`]).
-    pub fn decide_written(&self, written: &WrittenPath, context: PathContext) -> PathJudgement {
+    pub fn decide_written(&self, written: &WrittenPath, placed: &Placed) -> PathJudgement {
         self.judge(
             &written.path,
             true,
             written.placeable,
             Some(&written.by),
-            context,
+            placed,
         )
     }
 
@@ -239,12 +288,13 @@ impl PathRules {
     /// `Read` does. Only rules with `read` count here; writes and the root are for the files a
     /// command writes ([`PathRules::decide_written`]). `None` when no argument matches.
     /// `placeable` is false when the command changes directory.
+    /// `by` (the command as a reason shows it) is written only for an argument that matches.
     pub fn decide_arguments(
         &self,
         words: &[String],
-        by: &str,
+        by: &dyn Fn() -> String,
         placeable: bool,
-        context: PathContext,
+        placed: &Placed,
     ) -> Option<PathJudgement> {
         if !self.rules.iter().any(|rule| rule.read.is_some()) {
             return None;
@@ -262,7 +312,7 @@ impl PathRules {
             if candidate.is_empty() || candidate.contains('\0') {
                 continue;
             }
-            let judged = self.judge(candidate, false, placeable, Some(by), context);
+            let judged = self.judge_read(candidate, placeable, by, placed);
             if judged.decision == Decision::Allow {
                 continue;
             }
@@ -277,18 +327,30 @@ impl PathRules {
         strongest
     }
 
+    /// A read of an argument: the rules first, and the command shown only for a match.
+    fn judge_read(
+        &self,
+        path: &str,
+        placeable: bool,
+        by: &dyn Fn() -> String,
+        placed: &Placed,
+    ) -> PathJudgement {
+        let judged = self.judge(path, false, placeable, None, placed);
+        if judged.decision == Decision::Allow {
+            return judged;
+        }
+        self.judge(path, false, placeable, Some(&by()), placed)
+    }
+
     fn judge(
         &self,
         path: &str,
         write: bool,
         placeable: bool,
         by: Option<&str>,
-        context: PathContext,
+        placed: &Placed,
     ) -> PathJudgement {
         let verb = if write { "write" } else { "read" };
-        let by = by
-            .map(|by| format!(" by {}", shown(by)))
-            .unwrap_or_default();
         if path.contains('\0') {
             return PathJudgement {
                 decision: Decision::Deny,
@@ -298,42 +360,45 @@ impl PathRules {
                 )],
             };
         }
-        let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
-        let root = context
-            .root
-            .filter(|p| p.is_absolute())
-            .map(normalize)
-            .or_else(|| cwd.clone());
-        let home = context.home.filter(|p| p.is_absolute()).map(normalize);
+        let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
         let resolved = resolve(
             path,
             if placeable {
-                cwd.as_deref().or(root.as_deref())
+                placed.cwd.as_deref().or(root)
             } else {
                 None
             },
-            home.as_deref(),
+            home,
         );
-        let subject = format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()));
+        // Written only when a reason needs it.
+        let subject = || {
+            let by = by
+                .map(|by| format!(" by {}", shown(by)))
+                .unwrap_or_default();
+            format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()))
+        };
         let mut findings: Vec<(Decision, String)> = Vec::new();
         for rule in &self.rules {
             let decisions = [rule.read, if write { rule.write } else { None }];
             let Some(decision) = decisions.into_iter().flatten().max() else {
                 continue;
             };
-            if let Some(glob) = rule.matching(&resolved, root.as_deref(), home.as_deref()) {
+            if let Some(glob) = rule.matching(&resolved, root, home) {
                 findings.push((
                     decision,
-                    format!("{subject} matches {} (glob {glob}): {decision}", rule.label),
+                    format!(
+                        "{} matches {} (glob {glob}): {decision}",
+                        subject(),
+                        rule.label
+                    ),
                 ));
             }
         }
         if write {
-            let inside = root
-                .as_deref()
-                .is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
+            let inside =
+                root.is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
             if !inside {
-                let root_shown = match &root {
+                let root_shown = match root {
                     Some(root) => format!("the root \"{}\"", shown(&root.to_string_lossy())),
                     None => {
                         "the root, which this call does not give (no cwd and no --root)".to_owned()
@@ -342,7 +407,8 @@ impl PathRules {
                 findings.push((
                     self.outside_root,
                     format!(
-                        "{subject} is outside {root_shown}: paths.outsideRoot is {}",
+                        "{} is outside {root_shown}: paths.outsideRoot is {}",
+                        subject(),
                         self.outside_root
                     ),
                 ));
@@ -351,7 +417,7 @@ impl PathRules {
         let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
             return PathJudgement {
                 decision: Decision::Allow,
-                reasons: vec![format!("{subject} matches no paths rule")],
+                reasons: vec![format!("{} matches no paths rule", subject())],
             };
         };
         PathJudgement {
@@ -379,24 +445,30 @@ impl PathRule {
             Some(path)
         };
         let in_home = under(home);
-        self.compiled
-            .iter()
-            .enumerate()
-            .find_map(|(i, (base, matcher))| {
-                let candidate = match base {
-                    Base::Root => in_root,
-                    Base::Home => in_home,
-                    Base::Absolute => path.is_absolute().then_some(path),
-                    Base::Anywhere => Some(in_root.unwrap_or(path)),
-                };
-                let hit = candidate.is_some_and(|c| matcher.is_match(c))
-                    || (*base == Base::Anywhere && matcher.is_match(path));
-                hit.then(|| {
-                    self.globs
-                        .get(i)
-                        .map_or(self.globs[0].as_str(), String::as_str)
-                })
-            })
+        // The first glob of the rule, in the order written, that matches.
+        let mut first: Option<usize> = None;
+        for (base, set, members) in &self.compiled {
+            let candidate = match base {
+                Base::Root => in_root,
+                Base::Home => in_home,
+                Base::Absolute => path.is_absolute().then_some(path),
+                Base::Anywhere => Some(in_root.unwrap_or(path)),
+            };
+            // Most paths match nothing: `is_match` first, and the indices only for a hit.
+            let hits_on = |p: &Path| set.is_match(p).then(|| set.matches(p));
+            let hits = candidate
+                .and_then(hits_on)
+                .or_else(|| (*base == Base::Anywhere).then(|| hits_on(path)).flatten());
+            if let Some(&hit) = hits.as_ref().and_then(|hits| hits.first()) {
+                let index = members[hit];
+                first = Some(first.map_or(index, |f| f.min(index)));
+            }
+        }
+        first.map(|i| {
+            self.globs
+                .get(i)
+                .map_or(self.globs[0].as_str(), String::as_str)
+        })
     }
 }
 
@@ -443,13 +515,34 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-fn glob(text: &str) -> Result<GlobMatcher, globset::Error> {
+fn glob(text: &str) -> Result<Glob, globset::Error> {
     GlobBuilder::new(text)
         .literal_separator(true)
         .case_insensitive(CASE_INSENSITIVE)
         .backslash_escape(true)
         .build()
-        .map(|g: Glob| g.compile_matcher())
+}
+
+/// Globs (each with its base and its index among the rule's globs) compiled into one set per
+/// base.
+fn compile(globs: &[(Base, String, usize)]) -> Result<Vec<(Base, GlobSet, Vec<usize>)>, String> {
+    let mut out = Vec::new();
+    for base in [Base::Root, Base::Home, Base::Absolute, Base::Anywhere] {
+        let mut builder = GlobSetBuilder::new();
+        let mut members = Vec::new();
+        for (_, text, index) in globs.iter().filter(|(b, _, _)| *b == base) {
+            builder.add(glob(text).map_err(|err| err.to_string())?);
+            members.push(*index);
+        }
+        if !members.is_empty() {
+            out.push((
+                base,
+                builder.build().map_err(|err| err.to_string())?,
+                members,
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
@@ -482,7 +575,7 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
     if read.is_none() && write.is_none() {
         return Err(format!("key `{key}`: a rule needs `read`, `write` or both"));
     }
-    let mut compiled = Vec::with_capacity(globs.len());
+    let mut patterns = Vec::with_capacity(globs.len());
     for (i, text) in globs.iter().enumerate() {
         let glob_key = format!("{key}.glob[{i}]");
         let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
@@ -509,11 +602,13 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
                 "key `{glob_key}`: {text:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match"
             ));
         }
-        let matcher = glob(pattern).map_err(|err| {
+        glob(pattern).map_err(|err| {
             format!("key `{glob_key}`: the glob {text:?} does not compile: {err}")
         })?;
-        compiled.push((base, matcher));
+        patterns.push((base, pattern.to_owned(), i));
     }
+    let compiled =
+        compile(&patterns).map_err(|err| format!("key `{key}.glob`: does not compile: {err}"))?;
     Ok(PathRule {
         index,
         globs,

@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::argrules::{self, ArgRule};
+use super::commands::CommandRules;
+use super::paths::{PathRules, Places};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -48,6 +50,8 @@ pub const KEYS: &[&str] = &[
     "budgetWindow",
     "agents",
     "toolArgs",
+    "commands",
+    "paths",
 ];
 
 pub(crate) use super::names::one_of;
@@ -176,6 +180,10 @@ pub struct Policy {
     budget_window: Option<BudgetWindow>,
     agents: BTreeMap<String, ToolList>,
     tool_args: Vec<ArgRule>,
+    commands: Option<CommandRules>,
+    paths: Option<PathRules>,
+    /// Where calls happen (`--home`, `--root`); not a key of the file.
+    places: Places,
 }
 
 /// The raw settings of a policy, before validation.
@@ -195,6 +203,10 @@ pub struct PolicySettings {
     pub agents: BTreeMap<String, Vec<String>>,
     /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
     pub tool_args: Vec<ArgRule>,
+    /// `commands`: rules over a shell tool's command ([`CommandRules::from_json`]).
+    pub commands: Option<CommandRules>,
+    /// `paths`: rules over a file tool's path ([`PathRules::from_json`]).
+    pub paths: Option<PathRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -214,6 +226,8 @@ impl Default for PolicySettings {
             budget_window: None,
             agents: BTreeMap::new(),
             tool_args: Vec::new(),
+            commands: None,
+            paths: None,
         }
     }
 }
@@ -298,6 +312,9 @@ impl Policy {
             budget_window: settings.budget_window,
             agents,
             tool_args: settings.tool_args,
+            commands: settings.commands,
+            paths: settings.paths,
+            places: Places::default(),
         })
     }
 
@@ -410,6 +427,36 @@ impl Policy {
             .get(agent)
             .or_else(|| self.agents.get(DEFAULT_AGENT_ENTRY))
     }
+
+    /// The `commands` key, if the policy has one.
+    pub fn commands(&self) -> Option<&CommandRules> {
+        self.commands.as_ref()
+    }
+
+    /// The `paths` key, if the policy has one.
+    pub fn paths(&self) -> Option<&PathRules> {
+        self.paths.as_ref()
+    }
+
+    /// Where calls happen: the home directory and the root ([`Policy::with_places`]).
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
+    /// The policy with the home directory (`--home`, else `$HOME`) and the root (`--root`)
+    /// the `paths` rules resolve against; the decision itself reads no environment.
+    pub fn with_places(mut self, places: Places) -> Policy {
+        self.places = places;
+        self
+    }
+
+    /// Denies writes to one of the gate's own files (and anything under it) through the
+    /// `paths` rules, whatever they say; nothing when the policy has no `paths` key.
+    pub fn protect(&mut self, path: &Path, what: &str) {
+        if let Some(paths) = &mut self.paths {
+            paths.protect(path, what);
+        }
+    }
 }
 
 fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, String> {
@@ -448,6 +495,8 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             }
             "agents" => settings.agents = agents(key, value)?,
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
+            "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
+            "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             unknown => return Err(unknown_key_message(unknown)),
         }
     }
@@ -783,7 +832,8 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy.example.json");
         Policy::load(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        for key in KEYS {
+        // The coding agents' keys are shown by their own pack, policies/claude-code.json.
+        for key in KEYS.iter().filter(|k| !["commands", "paths"].contains(k)) {
             assert!(
                 text.contains(&format!("\"{key}\"")),
                 "policy.example.json lacks {key}"
@@ -836,5 +886,48 @@ mod tests {
             .matches("fetch_page"));
         let open = Policy::from_json_str(r#"{"agents": {"scout": ["search_web"]}}"#).unwrap();
         assert!(open.allowed_tools("stranger").is_none());
+    }
+}
+
+#[cfg(test)]
+mod coding_agent_key_tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_paths_load_and_fail_as_every_key() {
+        let policy = Policy::from_json_str(
+            r#"{"commands": {"tools": {"Bash": "command"}, "rules": [{"prefix": ["ls"], "decision": "allow", "match": ["ls -la"]}]},
+                "paths": {"tools": {"Write": "file_path"}, "rules": [{"glob": ".env", "read": "hold"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(policy.commands().unwrap().arg_key("Bash"), Some("command"));
+        assert_eq!(policy.paths().unwrap().arg_key("Write"), Some("file_path"));
+        assert!(Policy::default().commands().is_none());
+        for (text, expected) in [
+            (r#"{"comands": {}}"#, "unknown key `comands`; did you mean `commands`?"),
+            (r#"{"path": {}}"#, "did you mean `paths`?"),
+            (r#"{"commands": []}"#, "key `commands`: expected an object"),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["git", "status"], "decision": "allow", "match": ["git -c a=b status"]}]}}"#,
+                "key `commands.rules[0].match[0]`: the example \"git -c a=b status\" does not match",
+            ),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["git"], "decision": "allow", "notMatch": ["git push"]}]}}"#,
+                "key `commands.rules[0].notMatch[0]`: the example \"git push\" matches",
+            ),
+            (r#"{"commands": {"rules": [{"prefix": [], "decision": "allow"}]}}"#, "is empty"),
+            (
+                r#"{"commands": {"rules": [{"prefix": ["ls"], "decision": "ok"}]}}"#,
+                "key `commands.rules[0].decision`: expected",
+            ),
+            (
+                r#"{"paths": {"rules": [{"glob": ["a/[b"], "write": "deny"}]}}"#,
+                "key `paths.rules[0].glob[0]`: the glob \"a/[b\" does not compile",
+            ),
+            (r#"{"paths": {"writetools": []}}"#, "did you mean `writeTools`?"),
+        ] {
+            let message = Policy::from_json_str(text).unwrap_err().to_string();
+            assert!(message.contains(expected), "{text}: {message}");
+        }
     }
 }
