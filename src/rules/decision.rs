@@ -180,19 +180,25 @@ fn sensitive_tool_from_tainted_agent(
             ),
         });
     }
-    Some(Finding {
-        decision: Decision::Hold,
-        reason: format!(
-            "{} is tainted: untrusted content was read through {} earlier {}, so a sensitive call from it needs a person unless the user ordered it",
-            quoted(&call.agent),
-            cause.describe(),
-            match &state.span {
-                Span::Stream => "in this stream".to_owned(),
-                Span::Session => "in this session".to_owned(),
-                Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
-            }
-        ),
-    })
+    let reason = format!(
+        "{} is tainted: untrusted content was read through {} earlier {}, so a sensitive call from it needs a person unless the user ordered it",
+        quoted(&call.agent),
+        cause.describe(),
+        match &state.span {
+            Span::Stream => "in this stream".to_owned(),
+            Span::Session => "in this session".to_owned(),
+            Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
+        }
+    );
+    // With `provenance`, the hold needs an argument that carries an untrusted value.
+    let (decision, reason) = match policy.provenance() {
+        Some(rules) => {
+            let ledger = state.provenance.ledger(&call.agent, policy);
+            super::provenance::judge(call, policy, rules, ledger, reason)
+        }
+        None => (Decision::Hold, reason),
+    };
+    Some(Finding { decision, reason })
 }
 
 fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::argrules::{self, ArgRule};
+use super::provenance::{self, ProvenanceRules};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -48,6 +49,7 @@ pub const KEYS: &[&str] = &[
     "budgetWindow",
     "agents",
     "toolArgs",
+    "provenance",
 ];
 
 pub(crate) use super::names::one_of;
@@ -176,6 +178,7 @@ pub struct Policy {
     budget_window: Option<BudgetWindow>,
     agents: BTreeMap<String, ToolList>,
     tool_args: Vec<ArgRule>,
+    provenance: Option<ProvenanceRules>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -195,6 +198,8 @@ pub struct PolicySettings {
     pub agents: BTreeMap<String, Vec<String>>,
     /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
     pub tool_args: Vec<ArgRule>,
+    /// Value provenance ([`crate::rules::provenance`]); `None`: taint alone decides.
+    pub provenance: Option<ProvenanceRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -214,6 +219,7 @@ impl Default for PolicySettings {
             budget_window: None,
             agents: BTreeMap::new(),
             tool_args: Vec::new(),
+            provenance: None,
         }
     }
 }
@@ -298,6 +304,7 @@ impl Policy {
             budget_window: settings.budget_window,
             agents,
             tool_args: settings.tool_args,
+            provenance: settings.provenance,
         })
     }
 
@@ -404,6 +411,11 @@ impl Policy {
             .filter(move |rule| rule.pattern.matches(tool))
     }
 
+    /// The `provenance` key, when the policy has one.
+    pub fn provenance(&self) -> Option<&ProvenanceRules> {
+        self.provenance.as_ref()
+    }
+
     /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.
     pub fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
         self.agents
@@ -448,6 +460,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             }
             "agents" => settings.agents = agents(key, value)?,
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
+            "provenance" => settings.provenance = Some(provenance::from_json(key, value)?),
             unknown => return Err(unknown_key_message(unknown)),
         }
     }
