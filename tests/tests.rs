@@ -20,6 +20,7 @@ mod mcp;
 mod mcp_web;
 mod pipeline;
 mod properties;
+mod provenance;
 mod report;
 mod stateful;
 mod store;

@@ -263,6 +263,10 @@ impl Ledger {
     }
 
     fn read_called(&mut self, tool: &str, id: &str) {
+        // Another stage deciding the same call on a shared state awaits the same output.
+        if self.pending.iter().any(|read| read.id == id) {
+            return;
+        }
         self.reads += 1;
         if self.pending.len() >= MAX_PENDING_READS {
             self.pending_overflowed = true;
@@ -274,9 +278,12 @@ impl Ledger {
         });
     }
 
-    fn task(&mut self, instruction: &str) {
+    /// Records an instruction; the number of distinct values it added.
+    fn task(&mut self, instruction: &str) -> usize {
         // Past the bound, an instruction is not kept: fewer values are trusted, never more.
+        let before = self.trusted.size().1;
         self.trusted.add(0, instruction);
+        self.trusted.size().1 - before
     }
 
     /// Records a result's texts; the number of distinct values it added.
@@ -342,10 +349,11 @@ impl ProvenanceState {
     }
 
     /// The user's instruction: its values are trusted for the agent (or the crew).
-    pub fn task(&mut self, agent: &str, instruction: &str, policy: &Policy) {
-        if policy.provenance().is_some() {
-            self.ledger_mut(agent, policy).task(instruction);
-        }
+    /// The number of distinct values taken; `None` without the policy's `provenance`.
+    pub fn task(&mut self, agent: &str, instruction: &str, policy: &Policy) -> Option<usize> {
+        policy
+            .provenance()
+            .map(|_| self.ledger_mut(agent, policy).task(instruction))
     }
 
     /// A tool's result: with the policy's `provenance`, and for a tool in
@@ -697,6 +705,82 @@ impl ValueRecord {
                 crate::sanitize::for_terminal(&kind.to_string())
             )),
         }
+    }
+}
+
+impl ValueRecord {
+    /// The record's kind, as its audit event names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ValueRecord::Task(_) => "task",
+            ValueRecord::Result(_) => "result",
+        }
+    }
+
+    pub fn agent(&self) -> &str {
+        match self {
+            ValueRecord::Task(task) => &task.agent,
+            ValueRecord::Result(result) => &result.agent,
+        }
+    }
+
+    /// The text the record carries (the instruction; the output, a string as itself and any
+    /// other value as its compact JSON), for its SHA-256 and length.
+    pub fn carried_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            ValueRecord::Task(task) => task.instruction.as_str().into(),
+            ValueRecord::Result(ResultRecord {
+                output: Value::String(text),
+                ..
+            }) => text.as_str().into(),
+            ValueRecord::Result(result) => result.output.to_string().into(),
+        }
+    }
+
+    /// Takes the record into the state: how many values it gave, `None` when it gave none
+    /// (no `provenance` in the policy, or a result of a tool whose output is not untrusted).
+    pub fn apply(
+        &self,
+        state: &mut crate::state::CrewState,
+        id: &str,
+        policy: &Policy,
+    ) -> Option<usize> {
+        match self {
+            ValueRecord::Task(task) => {
+                state
+                    .provenance
+                    .task(&task.agent, &task.instruction, policy)
+            }
+            ValueRecord::Result(result) => state.provenance.result(result, id, policy),
+        }
+    }
+
+    /// The members of the record's audit event after `id`: `kind`, `agent`, `tool` and `call`
+    /// (of a result), the SHA-256 and length of the text it carries, and how many values were
+    /// taken (`null`: none were, and why is `taken: false`).
+    pub fn event_members(&self, values: Option<usize>) -> Vec<u8> {
+        use sha2::{Digest, Sha256};
+        let text = self.carried_text();
+        let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let mut line = crate::json_write::JsonLine::new()
+            .str_field("kind", self.kind())
+            .str_field("agent", self.agent());
+        if let ValueRecord::Result(result) = self {
+            line = line.str_field("tool", &result.tool);
+            if let Some(call) = &result.call {
+                line = line.str_field("call", call);
+            }
+        }
+        let mut line = line
+            .str_field("sha256", &hex)
+            .field("length", &text.len())
+            .field("taken", &values.is_some())
+            .field("values", &values.unwrap_or(0))
+            .finish();
+        line.truncate(line.len() - b"}\n".len());
+        line.remove(0);
+        line
     }
 }
 
