@@ -21,6 +21,7 @@ mod mcp_web;
 mod pipeline;
 mod properties;
 mod provenance;
+mod provenance_properties;
 mod report;
 mod stateful;
 mod store;
