@@ -171,3 +171,82 @@ fn a_task_record_not_from_the_user_or_malformed_is_denied_and_the_stream_goes_on
     }
     assert_eq!(out[4]["decision"], "allow");
 }
+
+fn recorded_hook(name: &str) -> String {
+    std::fs::read_to_string(provenance(&format!("hook/{name}.json"))).unwrap()
+}
+
+/// Runs sc-hook on a recorded input under the provenance policy: exit 0, and the permission
+/// decision it wrote, if any.
+fn hook(scratch: &Scratch, name: &str) -> Option<(String, String)> {
+    let out = scratch
+        .cmd("sc-hook")
+        .arg("--policy")
+        .arg(provenance("hook-policy.json"))
+        .write_stdin(recorded_hook(name))
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    Some((
+        specific["permissionDecision"].as_str().unwrap().to_owned(),
+        specific["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    ))
+}
+
+#[test]
+fn sc_hook_takes_the_prompt_and_the_fetched_page_and_asks_only_for_the_laundered_link() {
+    let scratch = Scratch::new();
+    assert_eq!(hook(&scratch, "prompt"), None);
+    assert_eq!(hook(&scratch, "webfetch"), None);
+    assert_eq!(hook(&scratch, "webfetch-post"), None);
+    let (decision, reason) = hook(&scratch, "send-laundered").expect("an answer");
+    assert_eq!(decision, "ask", "{reason}");
+    for part in [
+        "argument `body`",
+        "secure-systems-252.com/login",
+        "WebFetch",
+        "not in the user's instruction",
+    ] {
+        assert!(reason.contains(part), "{part}: {reason}");
+    }
+    assert_eq!(hook(&scratch, "send-clean"), None, "no value from the page");
+    let events = scratch.audit_events();
+    let task = events.iter().find(|e| e["kind"] == "task").expect("a task");
+    assert_eq!(task["agent"], "claude-code");
+    assert_eq!(task["taken"], true);
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "result")
+        .expect("a result");
+    assert_eq!(result["tool"], "WebFetch");
+    assert!(result["values"].as_u64().unwrap() >= 2, "{result}");
+    assert!(!result.to_string().contains("AI assistants"), "{result}");
+    assert!(
+        reason.contains(result["id"].as_str().unwrap()),
+        "{reason}: {result}"
+    );
+}
+
+#[test]
+fn sc_hook_without_the_post_tool_use_asks_as_before() {
+    let scratch = Scratch::new();
+    assert_eq!(hook(&scratch, "prompt"), None);
+    assert_eq!(hook(&scratch, "webfetch"), None);
+    let (decision, reason) = hook(&scratch, "send-clean").expect("an answer");
+    assert_eq!(decision, "ask", "{reason}");
+    assert!(reason.contains("was not recorded"), "{reason}");
+}
