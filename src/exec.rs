@@ -515,29 +515,35 @@ fn value_record(
 /// provenance: the values of untrusted-output tools become untrusted for their agent. A store
 /// that fails leaves the read awaited, so the agent's sensitive calls hold.
 fn take_results(taken: &mut Vec<ResultRecord>, options: &ExecOptions, state: &mut StateHandle) {
+    take_results_into(state, taken, &options.policy, &options.timing);
+}
+
+/// [`take_results`] for any state and policy (sc-mcp takes its server's answers so).
+pub fn take_results_into(
+    state: &mut StateHandle,
+    taken: &mut Vec<ResultRecord>,
+    policy: &Policy,
+    timing: &Timing,
+) {
     if taken.is_empty() {
         return;
     }
-    let policy = &options.policy;
     if policy.provenance().is_none() {
         taken.clear();
         return;
     }
-    match state {
-        StateHandle::Memory(state) => {
-            for result in taken.drain(..) {
-                let id = result.call.clone().unwrap_or_default();
-                state.provenance.result(&result, &id, policy);
-            }
+    let results = std::mem::take(taken);
+    let take = |state: &mut CrewState| {
+        for result in &results {
+            let id = result.call.clone().unwrap_or_default();
+            state.provenance.result(result, &id, policy);
         }
+    };
+    match state {
+        StateHandle::Memory(state) => take(state),
         StateHandle::Shared(shared) => {
-            let results = std::mem::take(taken);
-            let _ = shared.transact(policy, &options.timing, &mut |state, _| {
-                for result in &results {
-                    let id = result.call.clone().unwrap_or_default();
-                    state.provenance.result(result, &id, policy);
-                }
-            });
+            // A store that fails keeps the reads awaited: the agent's sensitive calls hold.
+            let _ = shared.transact(policy, timing, &mut |state, _| take(state));
         }
     }
 }
