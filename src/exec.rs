@@ -479,9 +479,9 @@ pub fn run_with_state<W: Write, E: Write>(
     })
 }
 
-/// A `task` or `result` record: passed on unchanged. With sc-exec's state in memory, taken into
-/// it, so that sc-exec decides the next calls as sc-gate did; a shared state took it from
-/// sc-gate already. A malformed one is refused as sc-gate denies it.
+/// A `task` or `result` record: passed on unchanged, and taken into sc-exec's own state (in
+/// memory, or its view of a shared one), so that sc-exec decides the next calls as sc-gate did
+/// (sc-gate took it into the gate's view). A malformed one is refused as sc-gate denies it.
 fn value_record(
     bytes: &[u8],
     options: &ExecOptions,
@@ -493,10 +493,19 @@ fn value_record(
     };
     match ValueRecord::from_object(&kind, &object) {
         Ok(record) => {
-            if let StateHandle::Memory(state) = state {
-                let now = options.timing.clock.now();
-                state.enter(&options.policy, now, options.timing.taint_ttl);
-                record.apply(state, &ids.mint(), &options.policy);
+            let id = ids.mint();
+            match state {
+                StateHandle::Memory(state) => {
+                    let now = options.timing.clock.now();
+                    state.enter(&options.policy, now, options.timing.taint_ttl);
+                    record.apply(state, &id, &options.policy);
+                }
+                // sc-exec's own view; a store that fails leaves it stricter, never looser.
+                StateHandle::Shared(shared) => {
+                    let _ = shared.transact(&options.policy, &options.timing, &mut |state, _| {
+                        record.apply(state, &id, &options.policy);
+                    });
+                }
             }
             let mut line = bytes.to_vec();
             line.push(b'\n');
@@ -544,6 +553,15 @@ pub fn take_results_into(
         StateHandle::Shared(shared) => {
             // A store that fails keeps the reads awaited: the agent's sensitive calls hold.
             let _ = shared.transact(policy, timing, &mut |state, _| take(state));
+            // sc-exec keeps its own view of the crew's state; the gate decides the next calls
+            // on the gate's, so the values go there too.
+            if shared.key().view != crate::store::View::Gate {
+                let gate = crate::store::StateKey {
+                    owner: shared.key().owner.clone(),
+                    view: crate::store::View::Gate,
+                };
+                let _ = shared.store().update(&gate, &mut |state| take(state));
+            }
         }
     }
 }

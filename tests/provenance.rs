@@ -302,3 +302,52 @@ fn sc_mcp_takes_values_from_the_real_filesystem_servers_results() {
     let done = proxy.finish();
     assert!(done.status.success(), "{:?}\n{}", done.status, done.stderr);
 }
+
+/// Runs gate | approve | exec on `lines`, every stage with `args` (a crew's shared state).
+fn pipeline_lines(scratch: &Scratch, args: &[&str], lines: &[&str]) -> Vec<Value> {
+    let stream = scratch.write("stream.jsonl", lines.join("\n") + "\n");
+    let mut gate = stage(scratch, "sc-gate");
+    gate.args(args).arg(&stream).stdin(Stdio::null());
+    let approve = stage(scratch, "sc-approve");
+    let mut exec = stage(scratch, "sc-exec");
+    exec.args(args);
+    parse_stdout(&run_three_stages(gate, approve, exec, LIMIT, "crew run"))
+}
+
+#[test]
+fn sc_exec_records_what_the_tools_it_runs_returned_in_the_crews_state_for_the_gate() {
+    let scratch = Scratch::new();
+    let policy = provenance("policy.json");
+    let args = ["--policy", policy.to_str().unwrap(), "--crew", "night"];
+    // The first run reads a page: sc-exec runs fetch_page, whose output names the page.
+    let first = pipeline_lines(
+        &scratch,
+        &args,
+        &[
+            r#"{"kind":"task","agent":"helper","source":"user","instruction":"Read the offer page and tell alice@corp.example what it says"}"#,
+            r#"{"agent":"helper","tool":"fetch_page","args":{"url":"https://deals-4711.example.com/offer"},"source":"user"}"#,
+        ],
+    );
+    assert_eq!(first.len(), 2, "{first:#?}");
+    assert_eq!(first[1]["outcome"]["status"], "executed", "{}", first[1]);
+    let read_id = first[1]["id"].as_str().unwrap().to_owned();
+    // A later run of the crew: sc-gate decides with what sc-exec recorded.
+    let second = pipeline_lines(
+        &scratch,
+        &args,
+        &[
+            r#"{"agent":"helper","tool":"send_email","args":{"to":"alice@corp.example","body":"The offer is at deals-4711.example.com/offer"},"source":"agent"}"#,
+            r#"{"agent":"helper","tool":"send_email","args":{"to":"alice@corp.example","body":"The page is an offer for a trip."},"source":"agent"}"#,
+        ],
+    );
+    assert_eq!(second[0]["decision"], "hold", "{}", second[0]);
+    let reason = second[0]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.contains("deals-4711.example.com/offer")
+            && reason.contains("fetch_page")
+            && reason.contains(&read_id),
+        "{reason}"
+    );
+    assert_eq!(second[1]["decision"], "allow", "{}", second[1]);
+    assert_eq!(second[1]["outcome"]["status"], "executed", "{}", second[1]);
+}
