@@ -320,6 +320,12 @@ pub struct ProvenanceState {
     pub crew: Ledger,
 }
 
+/// Whether a crew state's (boxed) provenance is empty, for its serialization.
+#[allow(clippy::borrowed_box)]
+pub fn is_empty_box(state: &Box<ProvenanceState>) -> bool {
+    state.is_empty()
+}
+
 impl ProvenanceState {
     pub fn is_empty(&self) -> bool {
         self.agents.is_empty() && self.crew.is_empty()

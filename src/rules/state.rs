@@ -235,9 +235,10 @@ pub struct CrewState {
     /// With `budgetWindow`, the window the spend counts in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend_window: Option<SpendWindow>,
-    /// With the policy's `provenance`: what each agent (or the crew) read and was told.
-    #[serde(default, skip_serializing_if = "ProvenanceState::is_empty")]
-    pub provenance: ProvenanceState,
+    /// With the policy's `provenance`: what each agent (or the crew) read and was told. Boxed:
+    /// a state is moved whole, and most have none.
+    #[serde(default, skip_serializing_if = "super::provenance::is_empty_box")]
+    pub provenance: Box<ProvenanceState>,
     /// What the state spans, for the reasons.
     #[serde(skip)]
     pub span: Span,
