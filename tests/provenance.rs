@@ -76,6 +76,12 @@ fn the_laundered_link_is_held_naming_the_link_and_the_read() {
     // The hold's reason names the result's event.
     let id = result["id"].as_str().unwrap();
     assert!(reasons.contains(&format!("result {id}")), "{id}: {reasons}");
+    // sc-report reads the records' events as records, not as broken calls.
+    let report = scratch.cmd_report_args(&["--json"]).output().unwrap();
+    assert!(report.status.success());
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(report["calls"], 2, "{report}");
 }
 
 #[test]
