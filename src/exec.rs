@@ -39,6 +39,7 @@ use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, Approval, Outcome, Record, Status};
+use crate::rules::provenance::{self, ResultRecord, ValueRecord};
 use crate::sanitize::for_terminal;
 use crate::state::CrewState;
 use crate::store::{Owner, StateHandle, Timing};
@@ -435,6 +436,10 @@ pub fn run_with_state<W: Write, E: Write>(
         while let Some((line, _, _)) = lines.next_line()? {
             match line {
                 Line::Text(bytes) if jsonl::is_blank(bytes) => {}
+                Line::Text(bytes) if provenance::kind_of(bytes).is_some() => {
+                    let emission = value_record(bytes, options, &mut ids, &mut state);
+                    window.push_ready(emission, output);
+                }
                 Line::Text(bytes) => match Record::parse(bytes) {
                     Ok(record) => {
                         let (mut parts, plan) = prepare(
@@ -465,12 +470,100 @@ pub fn run_with_state<W: Write, E: Write>(
                 // The input is about to block: what is running finishes and leaves first.
                 window.drain(output);
             }
+            take_results(&mut window.taken, options, &mut state);
             output.commit_if_due(waiting)?;
         }
         window.drain(output);
         output.commit()?;
         Ok(lines.completion())
     })
+}
+
+/// A `task` or `result` record: passed on unchanged, and taken into sc-exec's own state (in
+/// memory, or its view of a shared one), so that sc-exec decides the next calls as sc-gate did
+/// (sc-gate took it into the gate's view). A malformed one is refused as sc-gate denies it.
+fn value_record(
+    bytes: &[u8],
+    options: &ExecOptions,
+    ids: &mut IdMinter,
+    state: &mut StateHandle,
+) -> Emission {
+    let Some((kind, object)) = provenance::kind_of(bytes) else {
+        return refuse_unreadable(&ids.mint(), "the record could not be read", bytes);
+    };
+    match ValueRecord::from_object(&kind, &object) {
+        Ok(record) => {
+            let id = ids.mint();
+            match state {
+                StateHandle::Memory(state) => {
+                    let now = options.timing.clock.now();
+                    state.enter(&options.policy, now, options.timing.taint_ttl);
+                    record.apply(state, &id, &options.policy);
+                }
+                // sc-exec's own view; a store that fails leaves it stricter, never looser.
+                StateHandle::Shared(shared) => {
+                    let _ = shared.transact(&options.policy, &options.timing, &mut |state, _| {
+                        record.apply(state, &id, &options.policy);
+                    });
+                }
+            }
+            let mut line = bytes.to_vec();
+            line.push(b'\n');
+            Emission {
+                event: Vec::new(),
+                line,
+                narration: None,
+                taken: None,
+            }
+        }
+        Err(why) => refuse_unreadable(&ids.mint(), &why, bytes),
+    }
+}
+
+/// Takes what the tools that ran returned into the state (memory or shared), for value
+/// provenance: the values of untrusted-output tools become untrusted for their agent. A store
+/// that fails leaves the read awaited, so the agent's sensitive calls hold.
+fn take_results(taken: &mut Vec<ResultRecord>, options: &ExecOptions, state: &mut StateHandle) {
+    take_results_into(state, taken, &options.policy, &options.timing);
+}
+
+/// [`take_results`] for any state and policy (sc-mcp takes its server's answers so).
+pub fn take_results_into(
+    state: &mut StateHandle,
+    taken: &mut Vec<ResultRecord>,
+    policy: &Policy,
+    timing: &Timing,
+) {
+    if taken.is_empty() {
+        return;
+    }
+    if policy.provenance().is_none() {
+        taken.clear();
+        return;
+    }
+    let results = std::mem::take(taken);
+    let take = |state: &mut CrewState| {
+        for result in &results {
+            let id = result.call.clone().unwrap_or_default();
+            state.provenance.result(result, &id, policy);
+        }
+    };
+    match state {
+        StateHandle::Memory(state) => take(state),
+        StateHandle::Shared(shared) => {
+            // A store that fails keeps the reads awaited: the agent's sensitive calls hold.
+            let _ = shared.transact(policy, timing, &mut |state, _| take(state));
+            // sc-exec keeps its own view of the crew's state; the gate decides the next calls
+            // on the gate's, so the values go there too.
+            if shared.key().view != crate::store::View::Gate {
+                let gate = crate::store::StateKey {
+                    owner: shared.key().owner.clone(),
+                    view: crate::store::View::Gate,
+                };
+                let _ = shared.store().update(&gate, &mut |state| take(state));
+            }
+        }
+    }
 }
 
 /// A readable record, with everything about it settled except what running its tool will say.
@@ -494,6 +587,8 @@ struct Emission {
     event: Vec<u8>,
     line: Vec<u8>,
     narration: Option<String>,
+    /// What a tool that ran returned, for value provenance.
+    taken: Option<ResultRecord>,
 }
 
 enum Slot<'scope> {
@@ -509,6 +604,8 @@ struct Window<'scope, 'env> {
     scope: &'scope Scope<'scope, 'env>,
     jobs: usize,
     slots: VecDeque<Slot<'scope>>,
+    /// The results of tools that ran, in the order their records left, for the state.
+    taken: Vec<ResultRecord>,
 }
 
 impl<'scope, 'env> Window<'scope, 'env> {
@@ -517,6 +614,7 @@ impl<'scope, 'env> Window<'scope, 'env> {
             scope,
             jobs,
             slots: VecDeque::new(),
+            taken: Vec::new(),
         }
     }
 
@@ -622,6 +720,9 @@ impl<'scope, 'env> Window<'scope, 'env> {
         if let Some(narration) = &emission.narration {
             output.narrate(narration);
         }
+        if let Some(taken) = emission.taken {
+            self.taken.push(taken);
+        }
     }
 }
 
@@ -685,6 +786,15 @@ fn prepare<'t>(
 /// The lines for a record whose outcome is known.
 fn finish(parts: Parts, acted: Acted) -> Emission {
     let Acted { outcome, backend } = acted;
+    let taken = match (&outcome.status, &outcome.result) {
+        (Status::Executed, Some(result)) => Some(ResultRecord {
+            agent: parts.agent.clone(),
+            tool: parts.tool.clone(),
+            call: Some(parts.id.clone()),
+            output: result.clone(),
+        }),
+        _ => None,
+    };
     let mut event = audit::event(Stage::Exec, &parts.id)
         .str_field("agent", &parts.agent)
         .str_field("tool", &parts.tool)
@@ -707,6 +817,7 @@ fn finish(parts: Parts, acted: Acted) -> Emission {
             event: event.finish(),
             line,
             narration: None,
+            taken,
         };
     }
     let approval_note = match (&parts.approval, parts.effective.decision) {
@@ -730,6 +841,7 @@ fn finish(parts: Parts, acted: Acted) -> Emission {
         event: event.finish(),
         line,
         narration: Some(narration),
+        taken,
     }
 }
 
@@ -757,6 +869,7 @@ fn refuse_unreadable(id: &str, why: &str, bytes: &[u8]) -> Emission {
         event,
         line,
         narration: Some(format!("sc-exec: {}", for_terminal(&outcome.reason))),
+        taken: None,
     }
 }
 

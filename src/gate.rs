@@ -20,6 +20,7 @@ use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
 use crate::record::{self, CallText};
+use crate::rules::provenance::{self, ValueRecord};
 use crate::sanitize::for_terminal;
 use crate::state::{AgentState, CrewState};
 use crate::store::{self, Owner, Shared, Timing};
@@ -55,7 +56,17 @@ pub fn run<W: Write, E: Write>(
         let now = options.timing.clock.now();
         let decided = match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-            Line::Text(bytes) => Some(decide_line(bytes, options, &mut state, now)),
+            Line::Text(bytes) => match value_record(bytes) {
+                Some(Ok(record)) => {
+                    state.enter(&options.policy, now, options.timing.taint_ttl);
+                    let id = ids.mint();
+                    let values = record.apply(&mut state, &id, &options.policy);
+                    write_value_record(bytes, &id, &record, values, &[], output);
+                    None
+                }
+                Some(Err(decided)) => Some(decided),
+                None => Some(decide_line(bytes, options, &mut state, now)),
+            },
             Line::TooLong { length, start } => Some(Decided::malformed(
                 &too_long(length, options),
                 jsonl::raw_excerpt(start),
@@ -114,19 +125,40 @@ pub fn run_shared<W: Write, E: Write>(
             Line::Text(bytes) => {
                 batch_bytes += bytes.len() + 1;
                 let id = ids.mint();
-                batch.push(match Call::parse_line(bytes) {
-                    Ok((call, text)) => Pending {
+                let origin = (input, line_number);
+                batch.push(match value_record(bytes) {
+                    Some(Ok(record)) => Pending {
                         id,
-                        // Decided with the batch.
-                        judgement: Judgement::malformed(&Malformed::new("not decided")),
-                        text: Ok(text.to_owned()),
-                        call: Some(call),
-                        origin: (input, line_number),
+                        // Taken with the batch.
+                        judgement: Judgement::malformed(&Malformed::new("not taken")),
+                        call: None,
+                        text: Ok(String::from_utf8_lossy(bytes).into_owned()),
+                        origin,
                         agent: None,
+                        record: Some((record, None)),
                     },
-                    Err(malformed) => {
-                        Pending::malformed(id, &malformed, bytes, (input, line_number))
-                    }
+                    Some(Err(decided)) => Pending {
+                        id,
+                        judgement: decided.judgement,
+                        call: None,
+                        text: decided.text.map(str::to_owned),
+                        origin,
+                        agent: None,
+                        record: None,
+                    },
+                    None => match Call::parse_line(bytes) {
+                        Ok((call, text)) => Pending {
+                            id,
+                            // Decided with the batch.
+                            judgement: Judgement::malformed(&Malformed::new("not decided")),
+                            text: Ok(text.to_owned()),
+                            call: Some(call),
+                            origin,
+                            agent: None,
+                            record: None,
+                        },
+                        Err(malformed) => Pending::malformed(id, &malformed, bytes, origin),
+                    },
                 });
             }
             Line::TooLong { length, start } => {
@@ -144,11 +176,11 @@ pub fn run_shared<W: Write, E: Write>(
         if !input_waiting || batch_bytes >= SHARED_BATCH_BYTES {
             settle(&mut batch, options, shared);
             for pending in batch.drain(..) {
-                write_verdict(
-                    &pending.verdict(),
+                write_pending(
+                    &pending,
                     &mut rendered_states,
                     &audit_members,
-                    &options.chain,
+                    options,
                     output,
                 );
             }
@@ -158,11 +190,11 @@ pub fn run_shared<W: Write, E: Write>(
     }
     settle(&mut batch, options, shared);
     for pending in batch.drain(..) {
-        write_verdict(
-            &pending.verdict(),
+        write_pending(
+            &pending,
             &mut rendered_states,
             &audit_members,
-            &options.chain,
+            options,
             output,
         );
     }
@@ -190,6 +222,77 @@ fn too_long(length: u64, options: &GateOptions) -> Malformed {
     ))
 }
 
+/// A `task` or `result` record in a line ([`crate::rules::provenance`]), or the deny for a
+/// malformed one; `None` for a line that is not one (a call, or not readable as a record).
+fn value_record(bytes: &[u8]) -> Option<Result<ValueRecord, Decided<'static>>> {
+    let (kind, object) = provenance::kind_of(bytes)?;
+    Some(ValueRecord::from_object(&kind, &object).map_err(|why| {
+        Decided::malformed(
+            &Malformed::new(format!("malformed record: {why}")),
+            jsonl::raw_excerpt(bytes),
+        )
+    }))
+}
+
+/// Writes a `task` or `result` record on unchanged, and its audit event: what it carried (its
+/// SHA-256 and length, not the text) and how many values were taken.
+fn write_value_record<W: Write, E: Write>(
+    line: &[u8],
+    id: &str,
+    record: &ValueRecord,
+    values: Option<usize>,
+    store_members: &[u8],
+    output: &mut StageOutput<W, E>,
+) {
+    output.emit_with(|events, records| {
+        records.extend_from_slice(line);
+        records.push(b'\n');
+        let mut event = audit::event_in(std::mem::take(events), Stage::Gate, id)
+            .raw_members(&record.event_members(values));
+        if !store_members.is_empty() {
+            event = event.raw_members(store_members);
+        }
+        *events = event.finish();
+    });
+    if output.narrating() {
+        let taken = match values {
+            Some(values) => format!("{values} values taken"),
+            None => "no values taken".to_owned(),
+        };
+        output.narrate(&format!(
+            "sc-gate: {:<5} {}: {taken}",
+            record.kind().to_uppercase(),
+            for_terminal(record.agent())
+        ));
+    }
+}
+
+fn write_pending<W: Write, E: Write>(
+    pending: &Pending,
+    rendered_states: &mut RenderedStates,
+    store_members: &[u8],
+    options: &GateOptions,
+    output: &mut StageOutput<W, E>,
+) {
+    match (&pending.record, &pending.text) {
+        (Some((record, Some(values))), Ok(line)) => write_value_record(
+            line.as_bytes(),
+            &pending.id,
+            record,
+            *values,
+            store_members,
+            output,
+        ),
+        _ => write_verdict(
+            &pending.verdict(),
+            rendered_states,
+            store_members,
+            &options.chain,
+            output,
+        ),
+    }
+}
+
 /// A line of a batch waiting for the shared state's update.
 struct Pending<'i> {
     id: String,
@@ -199,6 +302,8 @@ struct Pending<'i> {
     text: Result<String, String>,
     origin: (&'i Input, u64),
     agent: Option<AgentState>,
+    /// A `task` or `result` record, and, once the state took it, how many values it gave.
+    record: Option<(ValueRecord, Option<Option<usize>>)>,
 }
 
 impl<'i> Pending<'i> {
@@ -215,6 +320,7 @@ impl<'i> Pending<'i> {
             text: Err(jsonl::raw_excerpt(bytes)),
             origin,
             agent: None,
+            record: None,
         }
     }
 
@@ -235,12 +341,18 @@ impl<'i> Pending<'i> {
 
 /// Decides a batch's calls in one update of the shared state; if the store fails, denies them.
 fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
-    if batch.iter().all(|pending| pending.call.is_none()) {
+    if batch
+        .iter()
+        .all(|pending| pending.call.is_none() && pending.record.is_none())
+    {
         return;
     }
     let policy = &options.policy;
     let result = shared.transact(policy, &options.timing, &mut |state, now| {
         for pending in batch.iter_mut() {
+            if let Some((record, values)) = &mut pending.record {
+                *values = Some(record.apply(state, &pending.id, policy));
+            }
             let Some(call) = &pending.call else {
                 continue;
             };
@@ -251,9 +363,19 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
     });
     if let Err(err) = result {
         let judgement = store::unavailable(&err);
-        for pending in batch.iter_mut().filter(|pending| pending.call.is_some()) {
+        for pending in batch
+            .iter_mut()
+            .filter(|pending| pending.call.is_some() || pending.record.is_some())
+        {
             pending.judgement = judgement.clone();
             pending.agent = None;
+            // A record the store did not take is denied, with the reason, as a call would be.
+            if let Some((_, values)) = &mut pending.record {
+                *values = None;
+                if let Ok(line) = &pending.text {
+                    pending.text = Err(jsonl::raw_excerpt(line.as_bytes()));
+                }
+            }
         }
     }
 }

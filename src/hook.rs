@@ -94,6 +94,8 @@ pub enum HookEvent {
     PreToolUse,
     /// After a tool call ran: record that it ran.
     PostToolUse,
+    /// The user's prompt: trusted values for value provenance.
+    UserPromptSubmit,
 }
 
 impl HookEvent {
@@ -101,6 +103,7 @@ impl HookEvent {
         match self {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
         }
     }
 }
@@ -119,6 +122,8 @@ pub struct HookInput {
     pub permission_mode: Option<String>,
     pub agent_id: Option<String>,
     pub agent_type: Option<String>,
+    /// The user's prompt (`UserPromptSubmit` only).
+    pub prompt: Option<String>,
 }
 
 /// Whether a session id may name a file: 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot.
@@ -170,8 +175,9 @@ impl HookInput {
         let event = match required("hook_event_name")?.as_str() {
             "PreToolUse" => HookEvent::PreToolUse,
             "PostToolUse" => HookEvent::PostToolUse,
+            "UserPromptSubmit" => HookEvent::UserPromptSubmit,
             other => bail!(
-                "sc-hook answers PreToolUse and PostToolUse hooks only, not {}; install it under \"PreToolUse\" and \"PostToolUse\"",
+                "sc-hook answers PreToolUse and PostToolUse hooks only, not {} (and UserPromptSubmit, for value provenance); install it under \"PreToolUse\" and \"PostToolUse\"",
                 Value::String(other.chars().take(200).collect())
             ),
         };
@@ -181,6 +187,23 @@ impl HookInput {
                 "the session id {} is not safe to use in a file name (only letters, digits, `.`, `_` and `-`, at most {MAX_SESSION_ID_CHARS}, not starting with `.`)",
                 Value::String(session_id.chars().take(200).collect())
             );
+        }
+        if event == HookEvent::UserPromptSubmit {
+            let prompt = string("prompt")?
+                .ok_or_else(|| anyhow!("the UserPromptSubmit input has no `prompt`"))?;
+            return Ok(HookInput {
+                event,
+                session_id,
+                tool_name: String::new(),
+                tool_input: Map::new(),
+                tool_response: None,
+                tool_use_id: None,
+                cwd: string("cwd")?,
+                permission_mode: string("permission_mode")?,
+                agent_id: string("agent_id")?,
+                agent_type: string("agent_type")?,
+                prompt: Some(prompt),
+            });
         }
         let tool_name = required("tool_name")?;
         let tool_use_id = string("tool_use_id")?;
@@ -202,7 +225,7 @@ impl HookInput {
         // A file's whole text may be in the response: taken, not copied.
         let tool_response = match event {
             HookEvent::PostToolUse => object.remove("tool_response"),
-            HookEvent::PreToolUse => None,
+            HookEvent::PreToolUse | HookEvent::UserPromptSubmit => None,
         };
         Ok(HookInput {
             event,
@@ -215,6 +238,7 @@ impl HookInput {
             permission_mode,
             agent_id,
             agent_type,
+            prompt: None,
         })
     }
 
@@ -538,6 +562,8 @@ pub enum Handled {
     Decided(Judgement),
     /// A `PostToolUse`, recorded.
     Ran(Ran),
+    /// A `UserPromptSubmit`, taken as the user's instruction.
+    Prompt,
 }
 
 /// How a `PostToolUse` was recorded.
@@ -569,6 +595,9 @@ pub fn run(
             decide(input, &hook, options, audit_log, out).map(Handled::Decided)
         }
         HookEvent::PostToolUse => record_run(&hook, options, audit_log, out).map(Handled::Ran),
+        HookEvent::UserPromptSubmit => {
+            provenance_hook::take_prompt(&hook, options, audit_log).map(|()| Handled::Prompt)
+        }
     }
 }
 
@@ -676,14 +705,17 @@ fn record_run(
             fsync: options.fsync,
         })
         .context("state store unavailable")?;
-    let (ran, events, warning) = update_links(store.as_mut(), &hook.session_id, |uses| {
-        plan_run(hook, options, uses)
-    })
-    .context("state store unavailable")?;
+    let (ran, mut events, warning, judged) =
+        update_links(store.as_mut(), &hook.session_id, |uses| {
+            plan_run(hook, options, uses)
+        })
+        .context("state store unavailable")?;
     drop(store);
     if ran == Ran::AlreadyRecorded {
         return Ok(ran);
     }
+    // Value provenance: an untrusted-output tool's response, into the state the decisions read.
+    events.extend(provenance_hook::take_result(hook, options, judged)?);
     audit_log.append(&events)?;
     if let Some(line) = warning {
         write_answer(out, &line)?;
@@ -692,18 +724,24 @@ fn record_run(
 }
 
 /// What a `PostToolUse` records, worked out on the session's links (`uses`, the call marked as
-/// run there): how it ran, its audit events, and the warning for a denied call that ran. Writes
+/// run there): how it ran, its audit events, the warning for a denied call that ran, and the
+/// gate's id of the call whose output value provenance awaits. Writes
 /// nothing itself: it may run more than once ([`update_links`]).
 fn plan_run(
     hook: &HookInput,
     options: &HookOptions,
     uses: &mut ToolUses,
-) -> (Ran, Vec<u8>, Option<String>) {
+) -> (Ran, Vec<u8>, Option<String>, Option<String>) {
     let known = hook
         .tool_use_id
         .as_deref()
         .and_then(|tool_use_id| uses.get(tool_use_id))
         .cloned();
+    // The gate's id of the call, to await its output under (value provenance).
+    let judged = known
+        .as_ref()
+        .filter(|call| call.tool == hook.tool_name && !call.ran)
+        .map(|call| call.id.clone());
     let status = if reported_error(hook.tool_response.as_ref()) {
         Status::Failed
     } else {
@@ -734,7 +772,7 @@ fn plan_run(
         None => event,
     };
     let (ran, events, warning) = match known {
-        Some(call) if call.ran => return (Ran::AlreadyRecorded, Vec::new(), None),
+        Some(call) if call.ran => return (Ran::AlreadyRecorded, Vec::new(), None, None),
         Some(ToolUse {
             tool_use_id,
             id,
@@ -848,7 +886,87 @@ fn plan_run(
             (Ran::Unknown, events, None)
         }
     };
-    (ran, events, warning)
+    (ran, events, warning, judged)
+}
+
+/// Value provenance in the hook: the user's prompt as trusted text, and the response of an
+/// untrusted-output tool as untrusted values, both kept in the state the decisions read.
+mod provenance_hook {
+    use super::*;
+    use crate::rules::provenance::{ResultRecord, TaskRecord, ValueRecord};
+
+    fn shared(hook: &HookInput, options: &HookOptions) -> Result<Shared> {
+        let key = match &options.crew {
+            Some(crew) => StateKey::crew(crew, View::Gate),
+            None => StateKey::session(&hook.session_id),
+        };
+        let store = options
+            .state
+            .open(store::OpenOptions {
+                create: true,
+                fsync: options.fsync,
+            })
+            .context("state store unavailable")?;
+        Ok(Shared::new(store, key))
+    }
+
+    /// Takes a record into the state and returns its audit event (`kind`, SHA-256, length and
+    /// the number of values taken, never the text).
+    fn take(hook: &HookInput, options: &HookOptions, record: &ValueRecord) -> Result<Vec<u8>> {
+        let mut shared = shared(hook, options)?;
+        let id = IdMinter::new().mint();
+        let mut values = None;
+        shared
+            .transact(&options.policy, &options.timing, &mut |state, _| {
+                values = record.apply(state, &id, &options.policy);
+            })
+            .context("state store unavailable")?;
+        let mut event = audit::event(Stage::Gate, &id)
+            .raw_members(&record.event_members(values))
+            .field("stateStore", shared.describe_store());
+        if let Some(crew) = &options.crew {
+            event = event.field("crew", crew);
+        }
+        Ok(event.finish())
+    }
+
+    /// A `UserPromptSubmit`: the prompt is the user's instruction to the main thread's agent.
+    pub(super) fn take_prompt(
+        hook: &HookInput,
+        options: &HookOptions,
+        audit_log: &mut AuditLog,
+    ) -> Result<()> {
+        let record = ValueRecord::Task(TaskRecord {
+            agent: hook.agent(&options.agent).to_owned(),
+            instruction: hook.prompt.clone().unwrap_or_default(),
+        });
+        let event = take(hook, options, &record)?;
+        audit_log.append(&event)
+    }
+
+    /// A `PostToolUse` of an untrusted-output tool, under a policy with `provenance`: its
+    /// response's values become untrusted, awaited under the gate's id of the call. Nothing
+    /// otherwise.
+    pub(super) fn take_result(
+        hook: &HookInput,
+        options: &HookOptions,
+        judged: Option<String>,
+    ) -> Result<Vec<u8>> {
+        let policy = &options.policy;
+        let Some(response) = &hook.tool_response else {
+            return Ok(Vec::new());
+        };
+        if policy.provenance().is_none() || !policy.has_untrusted_output(&hook.tool_name) {
+            return Ok(Vec::new());
+        }
+        let record = ValueRecord::Result(ResultRecord {
+            agent: hook.agent(&options.agent).to_owned(),
+            tool: hook.tool_name.clone(),
+            call: judged,
+            output: response.clone(),
+        });
+        take(hook, options, &record)
+    }
 }
 
 #[cfg(test)]

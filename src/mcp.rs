@@ -88,6 +88,7 @@ use crate::decision::{Decision, Judgement};
 use crate::jsonl::{self, JsonLine, Line, LineReader};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::rules::provenance::ResultRecord;
 use crate::sanitize::for_terminal;
 use crate::state::{AgentState, CrewState};
 use crate::store::{Owner, StateHandle, Timing};
@@ -866,6 +867,10 @@ struct Session {
     wake: Mutex<Option<PipeWriter>>,
     server_pid: Pid,
     killed_by_us: AtomicBool,
+    /// What untrusted-output tools answered, queued by the server's reader before the answer
+    /// leaves for the client, and taken into the state before the next call is decided (value
+    /// provenance).
+    taken: Mutex<Vec<ResultRecord>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -1537,6 +1542,13 @@ impl ClientSide<'_> {
             },
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
+                let mut taken = std::mem::take(&mut *lock(&session.taken));
+                crate::exec::take_results_into(
+                    &mut self.state,
+                    &mut taken,
+                    &session.policy,
+                    &self.timing,
+                );
                 let decided = self
                     .state
                     .decide(call, &call_id, &session.policy, &self.timing);
@@ -1975,6 +1987,17 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
                 ));
                 return Err(err);
             }
+            if session.policy.provenance().is_some()
+                && session.policy.has_untrusted_output(&ticket.tool)
+            {
+                let output = message.get("result").or_else(|| message.get("error"));
+                lock(&session.taken).push(ResultRecord {
+                    agent: ticket.agent.clone(),
+                    tool: ticket.tool.clone(),
+                    call: Some(ticket.call_id.clone()),
+                    output: output.cloned().unwrap_or(Value::Null),
+                });
+            }
         }
         Awaiting::Other(_) => {}
     }
@@ -2117,6 +2140,7 @@ pub fn run_with_state(
         wake: Mutex::new(Some(wake_writer)),
         server_pid,
         killed_by_us: AtomicBool::new(false),
+        taken: Mutex::new(Vec::new()),
     });
     let relay = {
         let session = Arc::clone(&session);

@@ -21,6 +21,8 @@ mod mcp;
 mod mcp_web;
 mod pipeline;
 mod properties;
+mod provenance;
+mod provenance_properties;
 mod report;
 mod report_html;
 mod stateful;

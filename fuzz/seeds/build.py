@@ -5,6 +5,7 @@
 - parse_evaluate: every line of testdata/*.jsonl, each adversarial case's line (generated
   cases are cut to their first 4 KiB), and each testdata stream whole (taint and budgets).
 - policy_load: policy.example.json, policies/*.json and the hand-written seeds already there.
+- tokens: testdata/provenance/*.jsonl whole and line by line, and testdata/provenance/*.txt.
 """
 import base64, glob, hashlib, json, os, shutil
 
@@ -44,3 +45,12 @@ for path in sorted(glob.glob(os.path.join(ROOT, "testdata", "adversarial", "*.js
             put("parse_evaluate", generated(case["generate"]))
 for path in [os.path.join(ROOT, "policy.example.json")] + sorted(glob.glob(os.path.join(ROOT, "policies", "*.json"))):
     shutil.copy(path, os.path.join(SEEDS, "policy_load", os.path.basename(path)))
+# tokens: each provenance stream whole, and each of its lines (tool outputs and calls).
+for path in sorted(glob.glob(os.path.join(ROOT, "testdata", "provenance", "*.jsonl"))):
+    data = open(path, "rb").read()
+    put("tokens", data)
+    for line in data.split(b"\n"):
+        if line.strip():
+            put("tokens", line)
+for path in sorted(glob.glob(os.path.join(ROOT, "testdata", "provenance", "*.txt"))):
+    put("tokens", open(path, "rb").read())

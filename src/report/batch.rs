@@ -41,6 +41,7 @@ pub(super) struct Packed {
     stage: Option<Span>,
     ts: Option<Span>,
     decision: Option<Span>,
+    kind: Option<Span>,
     reasons: PackedReasons,
     call: Option<(Span, Span)>,
     args: Option<Span>,
@@ -86,6 +87,7 @@ impl Batch {
             stage: self.put_some(&view.stage),
             ts: self.put_some(&view.ts),
             decision: self.put_some(&view.decision),
+            kind: self.put_some(&view.kind),
             reasons: match view.reasons {
                 Reasons::Text(text) => PackedReasons::Text(self.put(text)),
                 Reasons::List(list) => PackedReasons::List(list),
@@ -118,6 +120,7 @@ impl Batch {
             stage: text(packed.stage),
             ts: text(packed.ts),
             decision: text(packed.decision),
+            kind: text(packed.kind),
             reasons: match &packed.reasons {
                 PackedReasons::Text(span) => Reasons::Text(self.text(*span)),
                 PackedReasons::List(list) => Reasons::List(list.clone()),

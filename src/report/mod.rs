@@ -488,6 +488,8 @@ impl Summariser {
         at: Option<u64>,
     ) -> Result<(), String> {
         match stage {
+            // A task or result record (value provenance): not a call.
+            "gate" if matches!(event.kind.as_deref(), Some("task" | "result")) => {}
             "gate" => {
                 let decision = event
                     .decision
@@ -941,6 +943,8 @@ struct EventView<'a> {
     stage: Option<Cow<'a, str>>,
     ts: Option<Cow<'a, str>>,
     decision: Option<Cow<'a, str>>,
+    /// A gate event's `kind`: `task` or `result` for the records of value provenance.
+    kind: Option<Cow<'a, str>>,
     reasons: Reasons<'a>,
     /// When the event has a `call`: its agent and tool, `?` for either that is not a name.
     call: Option<(Cow<'a, str>, Cow<'a, str>)>,
@@ -964,6 +968,7 @@ impl<'a> EventView<'a> {
             stage: text("stage"),
             ts: text("ts"),
             decision: text("decision"),
+            kind: text("kind"),
             reasons: Reasons::List(strings(event.get("reasons"))),
             call: event.get("call").map(|call| {
                 (

@@ -33,6 +33,7 @@ enum Known {
     Stage,
     Ts,
     Decision,
+    Kind,
     Agent,
     Tool,
     Reasons,
@@ -51,6 +52,7 @@ impl Known {
             "stage" => Known::Stage,
             "ts" => Known::Ts,
             "decision" => Known::Decision,
+            "kind" => Known::Kind,
             "agent" => Known::Agent,
             "tool" => Known::Tool,
             "reasons" => Known::Reasons,
@@ -125,6 +127,7 @@ pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<(
             Some(Known::Stage) => view.stage = scanner.text_value()?,
             Some(Known::Ts) => view.ts = scanner.text_value()?,
             Some(Known::Decision) => view.decision = scanner.text_value()?,
+            Some(Known::Kind) => view.kind = scanner.text_value()?,
             Some(Known::Agent) => view.agent = scanner.text_value()?,
             Some(Known::Tool) => view.tool = scanner.text_value()?,
             Some(Known::Reasons) => {

@@ -190,13 +190,19 @@ fn sensitive_tool_from_tainted_agent(
             ),
         });
     }
-    Some(Finding {
-        decision: Decision::Hold,
-        reason: format!(
-            "{}, so a sensitive call from it needs a person unless the user ordered it",
-            tainted_by(call, cause, state)
-        ),
-    })
+    let reason = format!(
+        "{}, so a sensitive call from it needs a person unless the user ordered it",
+        tainted_by(call, cause, state)
+    );
+    // With `provenance`, the hold needs an argument that carries an untrusted value.
+    let (decision, reason) = match policy.provenance() {
+        Some(rules) => {
+            let ledger = state.provenance.ledger(&call.agent, policy);
+            super::provenance::judge(call, policy, rules, ledger, reason)
+        }
+        None => (Decision::Hold, reason),
+    };
+    Some(Finding { decision, reason })
 }
 
 /// `agent is tainted: untrusted content was read through … earlier in this stream`.

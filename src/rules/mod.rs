@@ -12,7 +12,9 @@ pub mod argrules;
 pub mod decision;
 pub mod names;
 pub mod policy;
+pub mod provenance;
 pub mod state;
+pub mod tokens;
 pub mod verdict;
 
 pub mod commands;

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use super::argrules::{self, ArgRule};
 use super::commands::CommandRules;
 use super::paths::{PathRules, Places};
+use super::provenance::{self, ProvenanceRules};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -52,6 +53,7 @@ pub const KEYS: &[&str] = &[
     "toolArgs",
     "commands",
     "paths",
+    "provenance",
 ];
 
 pub(crate) use super::names::one_of;
@@ -184,6 +186,7 @@ pub struct Policy {
     paths: Option<PathRules>,
     /// Where calls happen (`--home`, `--root`); not a key of the file.
     places: Places,
+    provenance: Option<ProvenanceRules>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -207,6 +210,8 @@ pub struct PolicySettings {
     pub commands: Option<CommandRules>,
     /// `paths`: rules over a file tool's path ([`PathRules::from_json`]).
     pub paths: Option<PathRules>,
+    /// Value provenance ([`crate::rules::provenance`]); `None`: taint alone decides.
+    pub provenance: Option<ProvenanceRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -228,6 +233,7 @@ impl Default for PolicySettings {
             tool_args: Vec::new(),
             commands: None,
             paths: None,
+            provenance: None,
         }
     }
 }
@@ -315,6 +321,7 @@ impl Policy {
             commands: settings.commands,
             paths: settings.paths,
             places: Places::default(),
+            provenance: settings.provenance,
         })
     }
 
@@ -421,6 +428,11 @@ impl Policy {
             .filter(move |rule| rule.pattern.matches(tool))
     }
 
+    /// The `provenance` key, when the policy has one.
+    pub fn provenance(&self) -> Option<&ProvenanceRules> {
+        self.provenance.as_ref()
+    }
+
     /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.
     pub fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
         self.agents
@@ -497,6 +509,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
             "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
+            "provenance" => settings.provenance = Some(provenance::from_json(key, value)?),
             unknown => return Err(unknown_key_message(unknown)),
         }
     }

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::policy::{BudgetScope, BudgetWindow, Policy, TaintScope};
+use super::provenance::ProvenanceState;
 use super::verdict::{Decision, Judgement};
 use crate::amount::Amount;
 use crate::call::Call;
@@ -234,6 +235,10 @@ pub struct CrewState {
     /// With `budgetWindow`, the window the spend counts in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend_window: Option<SpendWindow>,
+    /// With the policy's `provenance`: what each agent (or the crew) read and was told. Boxed:
+    /// a state is moved whole, and most have none.
+    #[serde(default, skip_serializing_if = "super::provenance::is_empty_box")]
+    pub provenance: Box<ProvenanceState>,
     /// What the state spans, for the reasons.
     #[serde(skip)]
     pub span: Span,
@@ -342,6 +347,7 @@ impl CrewState {
     /// agent's, and a crew taint it caused passes to another tainted agent's, if any. Whether
     /// the agent had a state.
     pub fn reset_agent(&mut self, agent: &str) -> bool {
+        self.provenance.reset_agent(agent);
         if self.agents.remove(agent).is_none() {
             return false;
         }
@@ -405,6 +411,7 @@ impl CrewState {
         if !policy.has_untrusted_output(&call.tool) {
             return;
         }
+        self.provenance.read_called(call, id, policy);
         let at = now.map(|now| rfc3339_seconds(unix_seconds(now)));
         if agent.tainted_by.is_none() || self.crew_tainted_by.is_none() {
             let taint = TaintCause::new(
