@@ -580,6 +580,9 @@ struct Parts {
     approval: Option<Approval>,
     /// The shared state's store and crew, for the event.
     store: Option<(String, Option<String>)>,
+    /// Whether what the tool returns is kept for value provenance (the policy has `provenance`
+    /// and the tool is an untrusted-output tool); otherwise its result is not copied.
+    keeps_result: bool,
 }
 
 /// One record's lines, ready to leave: its audit event, the record, and the narration.
@@ -779,6 +782,8 @@ fn prepare<'t>(
         effective,
         approval,
         store: None,
+        keeps_result: options.policy.provenance().is_some()
+            && options.policy.has_untrusted_output(tool),
     };
     (parts, plan)
 }
@@ -787,7 +792,7 @@ fn prepare<'t>(
 fn finish(parts: Parts, acted: Acted) -> Emission {
     let Acted { outcome, backend } = acted;
     let taken = match (&outcome.status, &outcome.result) {
-        (Status::Executed, Some(result)) => Some(ResultRecord {
+        (Status::Executed, Some(result)) if parts.keeps_result => Some(ResultRecord {
             agent: parts.agent.clone(),
             tool: parts.tool.clone(),
             call: Some(parts.id.clone()),

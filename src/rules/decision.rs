@@ -190,10 +190,8 @@ fn sensitive_tool_from_tainted_agent(
             ),
         });
     }
-    let reason = format!(
-        "{}, so a sensitive call from it needs a person unless the user ordered it",
-        tainted_by(call, cause, state)
-    );
+    let mut reason = tainted_by(call, cause, state);
+    reason.push_str(", so a sensitive call from it needs a person unless the user ordered it");
     // With `provenance`, the hold needs an argument that carries an untrusted value.
     let (decision, reason) = match policy.provenance() {
         Some(rules) => {

@@ -793,8 +793,12 @@ impl ValueRecord {
 /// Whether a line may be a record with a top-level `kind` (cheap: a call has none, and an
 /// escaped key needs a backslash-u).
 pub fn may_have_kind(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"\"kind\"").is_some()
-        || memchr::memmem::find(line, b"\\u").is_some()
+    // Built once: a search made anew for every line costs about as much as the search itself.
+    static KIND: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"kind\""));
+    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+    KIND.find(line).is_some() || ESCAPE.find(line).is_some()
 }
 
 /// The top-level `kind` of a line that is a strict JSON object, with the object; `None` when it
