@@ -154,6 +154,9 @@ for size in $REPORT_SIZES; do
   rm -f "$R"
 done
 
+say "value provenance: a stream of task and result records and the sends after them"
+PROVENANCE=$(scripts/bench-provenance.sh "$BIN/sc-gate" 500)
+
 say "latency: paced calls through the three stages"
 LATENCY=$("$BIN/examples/pipeline_latency" --bin-dir "$BIN" --calls 2000 --pause-us 1000 --audit "$WORK/latency.jsonl")
 
@@ -273,6 +276,7 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
     "$(commas "$EVENTS")" "$(secs "$VERIFY_US")" "$(commas "$(rate "$EVENTS" "$VERIFY_US")")" "$(mib "$(maxof verify)")"
   echo
   echo "One call through the three stages, input pausing 1 ms between calls: $LATENCY."
+  echo "Value provenance (\`scripts/bench-provenance.sh\`, 500 agents: a task, 8 reads with ~4 KiB results and 8 sends each): $PROVENANCE."
   [ -z "$STATE_SQLITE" ] || echo "One decision's state round trip (read, decide, write; \`benches/state.rs\`): SQLite $STATE_SQLITE; Redis on loopback ${STATE_REDIS:-not measured}."
   if [ -n "$CRIT_EVAL" ]; then
     echo "The decision alone (criterion, \`benches/decision.rs\`): $(printf '%.0f' "$CRIT_EVAL") ns a call;" \

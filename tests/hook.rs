@@ -436,10 +436,19 @@ fn the_readme_shows_a_working_settings_snippet() {
     let hooks = settings["hooks"].as_object().expect("a `hooks` object");
     let mut events: Vec<&str> = hooks.keys().map(String::as_str).collect();
     events.sort_unstable();
-    assert_eq!(events, ["PostToolUse", "PreToolUse"], "{settings}");
+    assert_eq!(
+        events,
+        ["PostToolUse", "PreToolUse", "UserPromptSubmit"],
+        "{settings}"
+    );
     let command = |event: &str| {
         let entry = &settings["hooks"][event][0];
-        assert_eq!(entry["matcher"], "*", "{event}: every tool");
+        if event == "UserPromptSubmit" {
+            // A prompt is no tool call: Claude Code takes no matcher for it.
+            assert!(entry.get("matcher").is_none(), "{event}");
+        } else {
+            assert_eq!(entry["matcher"], "*", "{event}: every tool");
+        }
         let hook = &entry["hooks"][0];
         assert_eq!(hook["type"], "command", "{event}");
         let command = hook["command"].as_str().unwrap().to_owned();
@@ -447,6 +456,7 @@ fn the_readme_shows_a_working_settings_snippet() {
         command
     };
     assert_eq!(command("PreToolUse"), command("PostToolUse"));
+    assert_eq!(command("PreToolUse"), command("UserPromptSubmit"));
 }
 
 /// Issue 13: a state file is read only in the shape sc-hook writes it. Anything else (`[]`,
