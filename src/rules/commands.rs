@@ -516,10 +516,19 @@ fn option_matches(token: &str, option: &str) -> bool {
         (Some(letter), None) => {
             option == token
                 || (!option.starts_with("--")
-                    && option[1..].chars().all(|c| c.is_ascii_alphanumeric())
-                    && option[1..].contains(letter))
+                    && (option[1..].chars().all(|c| c.is_ascii_alphanumeric())
+                        && option[1..].contains(letter)
+                        // Its value attached, as getopt takes it: `-cCODE`, `-ccore.pager=x`.
+                        || option[1..].starts_with(letter)))
         }
-        _ => option == token,
+        // A single-dash long option takes its value after `=` too (`-toolexec=x`, as Go's
+        // flags do).
+        _ => {
+            option == token
+                || option
+                    .strip_prefix(token)
+                    .is_some_and(|rest| rest.starts_with('='))
+        }
     }
 }
 
@@ -782,6 +791,14 @@ mod tests {
         assert!(option_matches("-delete", "-delete"));
         assert!(!option_matches("-delete", "-deleted"));
         assert!(!option_matches("-r", "--recursive"));
+        // A value attached to a short option, as getopt takes it, and after `=` on a
+        // single-dash long one (review findings: `python3 -c'code' pytest -m`, `go build
+        // -toolexec=x`).
+        assert!(option_matches("-c", "-cimport os; os.system('id')"));
+        assert!(option_matches("-c", "-ccore.pager=sh"));
+        assert!(option_matches("-toolexec", "-toolexec=sh -c id"));
+        assert!(!option_matches("-toolexec", "-toolexecx"));
+        assert!(!option_matches("-c", "--config"));
     }
 
     #[test]
