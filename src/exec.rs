@@ -436,11 +436,17 @@ pub fn run_with_state<W: Write, E: Write>(
         while let Some((line, _, _)) = lines.next_line()? {
             match line {
                 Line::Text(bytes) if jsonl::is_blank(bytes) => {}
-                Line::Text(bytes) if provenance::kind_of(bytes).is_some() => {
-                    let emission = value_record(bytes, options, &mut ids, &mut state);
-                    window.push_ready(emission, output);
-                }
+                // A record with a top-level `kind` is a task or result record (value provenance),
+                // told apart by the record reader itself rather than a search of every line.
                 Line::Text(bytes) => match Record::parse(bytes) {
+                    Ok(record) if record.has("kind") => {
+                        let emission = value_record(bytes, options, &mut ids, &mut state);
+                        window.push_ready(emission, output);
+                    }
+                    Err(_) if provenance::kind_of(bytes).is_some() => {
+                        let emission = value_record(bytes, options, &mut ids, &mut state);
+                        window.push_ready(emission, output);
+                    }
                     Ok(record) => {
                         let (mut parts, plan) = prepare(
                             record,

@@ -56,16 +56,23 @@ pub fn run<W: Write, E: Write>(
         let now = options.timing.clock.now();
         let decided = match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-            Line::Text(bytes) => match value_record(bytes) {
-                Some(Ok(record)) => {
+            Line::Text(bytes) => match read_line(bytes) {
+                Read::Call(call, text) => Some(decide_line(
+                    Some((call, text)),
+                    bytes,
+                    options,
+                    &mut state,
+                    now,
+                )),
+                Read::Record(Ok(record)) => {
                     state.enter(&options.policy, now, options.timing.taint_ttl);
                     let id = ids.mint();
                     let values = record.apply(&mut state, &id, &options.policy);
                     write_value_record(bytes, &id, &record, values, &[], output);
                     None
                 }
-                Some(Err(decided)) => Some(decided),
-                None => Some(decide_line(bytes, options, &mut state, now)),
+                Read::Record(Err(decided)) => Some(decided),
+                Read::Other => Some(decide_line(None, bytes, options, &mut state, now)),
             },
             Line::TooLong { length, start } => Some(Decided::malformed(
                 &too_long(length, options),
@@ -126,7 +133,12 @@ pub fn run_shared<W: Write, E: Write>(
                 batch_bytes += bytes.len() + 1;
                 let id = ids.mint();
                 let origin = (input, line_number);
-                batch.push(match value_record(bytes) {
+                let (scanned, record) = match read_line(bytes) {
+                    Read::Call(call, text) => (Some((call, text)), None),
+                    Read::Record(record) => (None, Some(record)),
+                    Read::Other => (None, None),
+                };
+                batch.push(match record {
                     Some(Ok(record)) => Pending {
                         id,
                         // Taken with the batch.
@@ -146,7 +158,7 @@ pub fn run_shared<W: Write, E: Write>(
                         agent: None,
                         record: None,
                     },
-                    None => match Call::parse_line(bytes) {
+                    None => match scanned.map_or_else(|| Call::parse_line(bytes), Ok) {
                         Ok((call, text)) => Pending {
                             id,
                             // Decided with the batch.
@@ -220,6 +232,29 @@ fn too_long(length: u64, options: &GateOptions) -> Malformed {
         "the line is {length} bytes, over the line limit of {} bytes",
         options.max_line_bytes
     ))
+}
+
+/// What a line is, at a first look.
+enum Read<'a> {
+    /// A plain call, read by the scanner, to be decided.
+    Call(Call, &'a str),
+    /// A `task` or `result` record, or the deny for a malformed one.
+    Record(Result<ValueRecord, Decided<'static>>),
+    /// Anything else: the call reader words what it is.
+    Other,
+}
+
+/// Reads a line as a plain call with the scanner, or else as a record ([`value_record`]). The
+/// scanner refuses a line with a top-level `kind`, so a record is never taken for a call, and a
+/// plain call is never searched for a `kind`.
+fn read_line(bytes: &[u8]) -> Read<'_> {
+    if let Some((call, text)) = Call::scan_line(bytes) {
+        return Read::Call(call, text);
+    }
+    match value_record(bytes) {
+        Some(record) => Read::Record(record),
+        None => Read::Other,
+    }
 }
 
 /// A `task` or `result` record in a line ([`crate::rules::provenance`]), or the deny for a
@@ -397,13 +432,15 @@ impl Decided<'_> {
     }
 }
 
+/// Decides a line: the call the scanner already read from it, or read now.
 fn decide_line<'a>(
+    scanned: Option<(Call, &'a str)>,
     bytes: &'a [u8],
     options: &GateOptions,
     state: &mut CrewState,
     now: std::time::SystemTime,
 ) -> Decided<'a> {
-    match Call::parse_line(bytes) {
+    match scanned.map_or_else(|| Call::parse_line(bytes), Ok) {
         Ok((call, text)) => {
             state.enter(&options.policy, now, options.timing.taint_ttl);
             Decided {

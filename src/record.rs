@@ -232,6 +232,8 @@ struct Members<'a> {
     approval: Option<&'a RawValue>,
     outcome: Option<&'a RawValue>,
     seal: Option<&'a RawValue>,
+    /// A `task` or `result` record's `kind` (value provenance): such a line is no verdict.
+    kind: Option<&'a RawValue>,
     read_call: Option<Result<Call, Malformed>>,
 }
 
@@ -264,6 +266,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                         "approval" => &mut members.approval,
                         "outcome" => &mut members.outcome,
                         "seal" => &mut members.seal,
+                        "kind" => &mut members.kind,
                         _ => {
                             map.next_value::<Checked>()?;
                             continue;
@@ -418,6 +421,7 @@ impl<'a> Record<'a> {
             "approval" => self.members.approval.is_some(),
             "outcome" => self.members.outcome.is_some(),
             "seal" => self.members.seal.is_some(),
+            "kind" => self.members.kind.is_some(),
             _ => matches!(
                 strict_json::parse(self.text),
                 Ok(Value::Object(object)) if object.contains_key(key)

@@ -156,6 +156,9 @@ impl<'a> Scanner<'a> {
                 "source" => &mut fields.source,
                 "instruction" => &mut fields.instruction,
                 "cwd" => &mut fields.cwd,
+                // A `task` or `result` record (value provenance), not a call: the reader that
+                // tells them apart takes it.
+                "kind" => return None,
                 "args" => {
                     self.skip_space();
                     let start = self.at;

@@ -190,8 +190,12 @@ fn sensitive_tool_from_tainted_agent(
             ),
         });
     }
-    let mut reason = tainted_by(call, cause, state);
-    reason.push_str(", so a sensitive call from it needs a person unless the user ordered it");
+    let reason = tainted_by(
+        call,
+        cause,
+        state,
+        ", so a sensitive call from it needs a person unless the user ordered it",
+    );
     // With `provenance`, the hold needs an argument that carries an untrusted value.
     let (decision, reason) = match policy.provenance() {
         Some(rules) => {
@@ -204,17 +208,26 @@ fn sensitive_tool_from_tainted_agent(
 }
 
 /// `agent is tainted: untrusted content was read through … earlier in this stream`.
-fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState) -> String {
-    format!(
-        "{} is tainted: untrusted content was read through {} earlier {}",
-        quoted(&call.agent),
-        cause.describe(),
-        match &state.span {
-            Span::Stream => "in this stream".to_owned(),
-            Span::Session => "in this session".to_owned(),
-            Span::Crew(crew) => format!("in crew {}'s shared state", quoted(crew)),
-        }
-    )
+fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState, then: &str) -> String {
+    // One format, `then` included: the reason is built once, never grown.
+    match &state.span {
+        Span::Stream => format!(
+            "{} is tainted: untrusted content was read through {} earlier in this stream{then}",
+            quoted(&call.agent),
+            cause.describe(),
+        ),
+        Span::Session => format!(
+            "{} is tainted: untrusted content was read through {} earlier in this session{then}",
+            quoted(&call.agent),
+            cause.describe(),
+        ),
+        Span::Crew(crew) => format!(
+            "{} is tainted: untrusted content was read through {} earlier in crew {}'s shared state{then}",
+            quoted(&call.agent),
+            cause.describe(),
+            quoted(crew),
+        ),
+    }
 }
 
 /// Whether `commands` decides the tool, in place of rule 5.
@@ -245,7 +258,7 @@ fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Fi
         if let (true, Some(cause)) = (found.by_taint, cause) {
             findings.push(Finding {
                 decision,
-                reason: tainted_by(call, cause, state),
+                reason: tainted_by(call, cause, state, ""),
             });
         }
     }
