@@ -524,16 +524,7 @@ fn agents(page: &mut String, summary: &Summary) -> io::Result<()> {
             String::new()
         }
     );
-    let headers = [
-        "calls",
-        "allow",
-        "hold",
-        "deny",
-        "approved",
-        "declined",
-        "unanswered",
-        "executed",
-    ];
+    let headers = super::render::AGENT_COLUMNS;
     page.push_str("<table id=\"agent-table\">\n<thead><tr><th>agent</th>");
     for header in headers {
         let _ = write!(page, "<th class=\"n\">{header}</th>");

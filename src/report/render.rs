@@ -110,16 +110,7 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
     }
 
     let _ = writeln!(out, "\nBy agent");
-    let headers = [
-        "calls",
-        "allow",
-        "hold",
-        "deny",
-        "approved",
-        "declined",
-        "unanswered",
-        "executed",
-    ];
+    let headers = AGENT_COLUMNS;
     let names: Vec<String> = summary
         .agents
         .iter()
@@ -422,3 +413,15 @@ impl<T: Serialize + Record> Serialize for Every<'_, T> {
         seq.end()
     }
 }
+
+/// The counted columns of the per-agent table, after the agent's name, in every format.
+pub(super) const AGENT_COLUMNS: [&str; 8] = [
+    "calls",
+    "allow",
+    "hold",
+    "deny",
+    "approved",
+    "declined",
+    "unanswered",
+    "executed",
+];

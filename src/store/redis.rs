@@ -150,18 +150,9 @@ impl RedisStore {
         update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
+        let stored = self.watch_and_get(redis_key)?;
+        // The same connection, still watching the key.
         let connection = self.connection()?;
-        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
-            .cmd("WATCH")
-            .arg(redis_key)
-            .ignore()
-            .cmd("GET")
-            .arg(redis_key)
-            .query(connection);
-        let (stored,) = match read {
-            Ok(read) => read,
-            Err(err) => return Err(self.fail(&err)),
-        };
         let change = match stored.as_deref().map(std::str::from_utf8) {
             None => update(None),
             Some(Ok(text)) => update(Some(text)),
@@ -200,6 +191,22 @@ impl RedisStore {
         }
     }
 
+    /// `WATCH`es a key and reads it, the first half of an optimistic update.
+    fn watch_and_get(&mut self, redis_key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let connection = self.connection()?;
+        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
+            .cmd("WATCH")
+            .arg(redis_key)
+            .ignore()
+            .cmd("GET")
+            .arg(redis_key)
+            .query(connection);
+        match read {
+            Ok((stored,)) => Ok(stored),
+            Err(err) => Err(self.fail(&err)),
+        }
+    }
+
     /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
     /// another process wrote the key first.
     fn attempt(
@@ -209,18 +216,9 @@ impl RedisStore {
         update: &mut dyn FnMut(&mut CrewState),
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
+        let stored = self.watch_and_get(redis_key)?;
+        // The same connection, still watching the key.
         let connection = self.connection()?;
-        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
-            .cmd("WATCH")
-            .arg(redis_key)
-            .ignore()
-            .cmd("GET")
-            .arg(redis_key)
-            .query(connection);
-        let (stored,) = match read {
-            Ok(read) => read,
-            Err(err) => return Err(self.fail(&err)),
-        };
         let parsed = match &stored {
             Some(bytes) => parse_state(&shown, key, bytes),
             None => Ok(CrewState {
