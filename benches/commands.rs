@@ -6,6 +6,11 @@
 //! as a script of lines. `analyse` is the parse and normalization alone; `…_and_paths` adds the
 //! pack's `paths` rules (the files the command writes, and its arguments as paths read), as every
 //! door decides a `Bash` call.
+//!
+//! brush-parser keeps the last 64 texts it tokenized and the last 64 words it parsed. A bench
+//! that decided one text over and over would time those caches, not the parse, so each case runs
+//! through 128 texts of the same length and shape (one file name differs) in turn: every
+//! decision reads a text none of the last 64 decisions read, as an agent's next command is.
 
 use std::hint::black_box;
 
@@ -121,6 +126,33 @@ fn pack_paths() -> PathRules {
     PathRules::from_json("paths", &pack["paths"]).expect("the paths load")
 }
 
+/// How many texts each case cycles through: twice brush-parser's cache sizes.
+const VARIANTS: usize = 128;
+
+/// `VARIANTS` texts like `command`, each with its `marker` (the first) spelt differently but
+/// as long, so none repeats within brush-parser's caches.
+fn variants(command: &str, marker: &str) -> Vec<String> {
+    assert!(command.contains(marker), "{marker}");
+    (0..VARIANTS)
+        .map(|n| {
+            let spelt = format!("{}{n:03}", &marker[..marker.len() - 3]);
+            command.replacen(marker, &spelt, 1)
+        })
+        .collect()
+}
+
+/// Runs `decide` on the next of `texts` each time.
+fn cycling<'t, T>(
+    texts: &'t [String],
+    mut decide: impl FnMut(&'t str) -> T + 't,
+) -> impl FnMut() -> T + 't {
+    let mut next = 0;
+    move || {
+        next = (next + 1) % texts.len();
+        decide(&texts[next])
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let rules = fifty_rules();
     let paths = pack_paths();
@@ -148,27 +180,37 @@ fn bench(c: &mut Criterion) {
             command.len(),
             analysis.commands.len()
         );
+        let marker = if name == "commit_message" {
+            "rules:"
+        } else {
+            "test.log"
+        };
+        let texts = variants(&command, marker);
         group.bench_function(format!("decide_4k_{name}_50_rules"), |b| {
-            b.iter(|| black_box(rules.decide(black_box(&command), false)))
+            b.iter(cycling(&texts, |text| {
+                black_box(rules.decide(black_box(text), false))
+            }))
         });
         group.bench_function(format!("decide_4k_{name}_50_rules_and_paths"), |b| {
-            b.iter(|| {
+            b.iter(cycling(&texts, |text| {
                 black_box(decide_command(
                     &rules,
                     Some(&paths),
-                    black_box(&command),
+                    black_box(text),
                     false,
                     context,
                 ))
-            })
+            }))
         });
         group.bench_function(format!("analyse_4k_{name}"), |b| {
-            b.iter(|| black_box(analyse(black_box(&command))))
+            b.iter(cycling(&texts, |text| black_box(analyse(black_box(text)))))
         });
     }
-    let short = "cargo build && rm -rf build";
+    let short = variants("cargo build && rm -rf build", "build");
     group.bench_function("decide_short_50_rules", |b| {
-        b.iter(|| black_box(rules.decide(black_box(short), false)))
+        b.iter(cycling(&short, |text| {
+            black_box(rules.decide(black_box(text), false))
+        }))
     });
     group.finish();
 }
