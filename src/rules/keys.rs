@@ -106,6 +106,8 @@ pub fn shown(text: &str) -> String {
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
+            // Printable ASCII is shown as it is, without a copy of its own.
+            ' '..='~' => out.push(c),
             c => out.push_str(&for_terminal(c.encode_utf8(&mut [0; 4]))),
         }
     }

@@ -16,7 +16,7 @@
 
 use brush_parser::ast;
 use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece};
-use brush_parser::{parse_tokens, tokenize_str_with_options, ParserOptions, Token};
+use brush_parser::{parse_tokens, uncached_tokenize_str, ParserOptions, Token};
 
 /// Longer commands are dynamic without being parsed.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -145,12 +145,19 @@ pub fn analyse(command: &str) -> Analysis {
 /// continuations are joined. Each level of nesting the parser recurses into needs one of them.
 pub fn openers(text: &str) -> usize {
     let joined;
-    let text = if text.contains("\\\n") || text.contains("\\\r\n") {
+    let text = if memchr::memchr(b'\\', text.as_bytes()).is_some()
+        && (text.contains("\\\n") || text.contains("\\\r\n"))
+    {
         joined = text.replace("\\\r\n", "").replace("\\\n", "");
         joined.as_str()
     } else {
         text
     };
+    let bytes = text.as_bytes();
+    let brackets = memchr::memchr3_iter(b'(', b'{', b'[', bytes).count()
+        + memchr::memchr_iter(b'`', bytes).count();
+    // Occurrences that overlap (`coprocoproc`) are counted once: two keywords that overlap
+    // cannot both be words, so the count still bounds the nesting.
     const KEYWORDS: &[&[u8]] = &[
         b"if",
         b"for",
@@ -161,19 +168,11 @@ pub fn openers(text: &str) -> usize {
         b"coproc",
         b"select",
     ];
-    let bytes = text.as_bytes();
-    let mut count = 0;
-    for (at, byte) in bytes.iter().enumerate() {
-        match byte {
-            b'(' | b'{' | b'[' | b'`' => count += 1,
-            b'i' | b'f' | b'w' | b'u' | b'c' | b's' => {
-                let rest = &bytes[at..];
-                count += KEYWORDS.iter().filter(|k| rest.starts_with(k)).count();
-            }
-            _ => {}
-        }
-    }
-    count
+    let keywords: usize = KEYWORDS
+        .iter()
+        .map(|keyword| memchr::memmem::find_iter(bytes, keyword).count())
+        .sum();
+    brackets + keywords
 }
 
 /// Where a wrapper's options end, and what they were.
@@ -448,7 +447,9 @@ impl Walker {
         stacker::maybe_grow(need, need + STACK_BASE, || {
             let options = ParserOptions::default();
             let tokens =
-                match guarded(|| tokenize_str_with_options(text, &options.tokenizer_options())) {
+                // Not brush-parser's cached tokenizer: an agent's commands seldom repeat, and its
+                // cache hashes and copies every text it misses (a tenth of a 4 KiB command's time).
+                match guarded(|| uncached_tokenize_str(text, &options.tokenizer_options())) {
                     Some(Ok(tokens)) => tokens,
                     Some(Err(err)) => {
                         self.dynamic(cut(text), format!("it does not parse: {err}"));
@@ -1077,14 +1078,16 @@ impl Walker {
                 }
             }
         }
-        let by = if words.is_empty() {
-            "a command of assignments and redirections".to_owned()
-        } else {
-            join(&words)
-        };
         let mut here_input = false;
-        for redirect in redirects {
-            here_input |= self.redirect(redirect, &by, depth);
+        if !redirects.is_empty() {
+            let by = if words.is_empty() {
+                "a command of assignments and redirections".to_owned()
+            } else {
+                join(&words)
+            };
+            for redirect in redirects {
+                here_input |= self.redirect(redirect, &by, depth);
+            }
         }
         let caveats = if assigns {
             vec![Caveat::SetsEnvironment]
@@ -1598,15 +1601,30 @@ fn is_name_char(c: char) -> bool {
 /// expansion, glob or brace character, `'…'` with no `'` inside, or `"…"` with no `"`, `$`,
 /// `` ` `` or `\` inside.
 fn plain_word(raw: &str) -> Option<&str> {
-    const SPECIAL: &[u8] = b"$`\\'\"~*?[]{}()!+@&|;<># \t\n\r";
+    /// The bytes that make a word more than its text, as a table: one load a byte.
+    const SPECIAL: [bool; 256] = {
+        let mut table = [false; 256];
+        let special = b"$`\\'\"~*?[]{}()!+@&|;<># \t\n\r";
+        let mut at = 0;
+        while at < special.len() {
+            table[special[at] as usize] = true;
+            at += 1;
+        }
+        table
+    };
     let bytes = raw.as_bytes();
-    if !raw.is_empty() && !bytes.iter().any(|b| SPECIAL.contains(b)) {
+    if !raw.is_empty() && !bytes.iter().any(|&b| SPECIAL[b as usize]) {
         return Some(raw);
     }
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
     match (bytes.first(), bytes.last()) {
         (Some(b'\''), Some(b'\'')) if raw.len() >= 2 && !inner.contains('\'') => Some(inner),
-        (Some(b'"'), Some(b'"')) if raw.len() >= 2 && !inner.contains(['"', '$', '`', '\\']) => {
+        (Some(b'"'), Some(b'"'))
+            if raw.len() >= 2
+                && !inner
+                    .bytes()
+                    .any(|b| matches!(b, b'"' | b'$' | b'`' | b'\\')) =>
+        {
             Some(inner)
         }
         _ => None,
