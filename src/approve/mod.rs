@@ -142,10 +142,16 @@ fn too_long(length: u64, start: &[u8], options: &ApproveOptions, ids: &mut IdMin
 /// `\u` escape, so a line with none of these is neither and passes on untouched. The others are
 /// read in full.
 fn needs_reading(line: &[u8]) -> bool {
-    match std::str::from_utf8(line) {
-        Ok(text) => text.contains("hold") || text.contains("approval") || text.contains("\\u"),
-        Err(_) => true,
-    }
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: sc-approve asks this of every line that passes through it.
+    static HOLD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"hold"));
+    static APPROVAL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"approval"));
+    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    HOLD.find(line).is_some()
+        || APPROVAL.find(line).is_some()
+        || ESCAPE.find(line).is_some()
+        || std::str::from_utf8(line).is_err()
 }
 
 fn settle_hold<W: Write, E: Write>(
