@@ -20,6 +20,14 @@
 //! a glob starting with `~/` is relative to the home directory, one starting with `/` is
 //! absolute, one starting with `**` matches anywhere, and any other is relative to the root.
 //! Path rules only add decisions: a path that matches nothing gets no say.
+//!
+//! Two shapes no glob names on its own, both decided fail-closed:
+//! - `~name/…`, `~+`, `~-` (a user's home, `$PWD`, `$OLDPWD`) cannot be placed without looking
+//!   the machine's users up: such a path may be any file, and gets the strictest decision of every
+//!   rule (`PathRules::judge_unknown_home`).
+//! - A folder on the way to what a `read` glob names (`~` for `~/.ssh/**`) is read with it by a
+//!   recursive read (`rg -uuu . ~`), so it gets that rule's `read` decision; the globs' literal
+//!   bases are found when the policy loads (`PathRule::holding`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -569,37 +577,109 @@ impl PathRule {
     /// and are skipped: every folder is on the way to some `.env`. A base relative to a home or
     /// root the call does not give is skipped for an absolute path.
     ///
-    /// Cost: the bases were found when the policy loaded; a path is compared with each, and one
-    /// longer than a base (most of them: a project's files) is dismissed on its length.
+    /// Cost: the bases were found when the policy loaded. An absolute path is placed against the
+    /// home and the root once (above, under or apart, by comparing bytes), then each base costs
+    /// a comparison of bytes at most; a path apart from the home skips the home's bases.
     fn holding(&self, path: &Path, root: Option<&Path>, home: Option<&Path>) -> Option<&str> {
-        let absolute = path.is_absolute();
-        let length = path.as_os_str().len();
-        for base in &self.read_bases {
-            let head = match base.base {
-                Base::Home => match home {
-                    Some(home) => Some(home),
-                    None => continue,
-                },
-                Base::Root => root,
-                Base::Absolute | Base::Anywhere => None,
-            };
-            let hit = if absolute {
-                if head.is_none() && base.base != Base::Absolute {
-                    continue;
+        if self.read_bases.is_empty() {
+            return None;
+        }
+        if !path.is_absolute() {
+            return self
+                .read_bases
+                .iter()
+                .find(|base| {
+                    let head = match base.base {
+                        Base::Home => match home {
+                            Some(home) => Some(home),
+                            None => return false,
+                        },
+                        Base::Root => root,
+                        Base::Absolute | Base::Anywhere => None,
+                    };
+                    may_line_up(path, parts(head, &base.rel))
+                })
+                .map(|base| self.globs[base.glob].as_str());
+        }
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let from = |folder: Option<&Path>| {
+            folder.map_or(Relation::Apart, |folder| {
+                Relation::of(bytes, folder.as_os_str().as_encoded_bytes())
+            })
+        };
+        let (to_home, to_root) = (from(home), from(root));
+        self.read_bases
+            .iter()
+            .find(|base| {
+                let rel = base.rel.as_os_str().as_encoded_bytes();
+                match base.base {
+                    Base::Home => to_home.holds(rel),
+                    Base::Root => to_root.holds(rel),
+                    Base::Absolute => on_the_way(bytes, rel),
+                    Base::Anywhere => false,
                 }
-                // A bound on the base's length (a `/` between the head and the rest): an
-                // ancestor is never longer than what it holds.
-                let bound =
-                    head.map_or(0, |h| h.as_os_str().len() + 1) + base.rel.as_os_str().len();
-                length <= bound && is_prefix(path, parts(head, &base.rel))
-            } else {
-                may_line_up(path, parts(head, &base.rel))
-            };
-            if hit {
-                return Some(&self.globs[base.glob]);
+            })
+            .map(|base| self.globs[base.glob].as_str())
+    }
+}
+
+/// Where an absolute path stands to a folder (both normalized).
+#[derive(Clone, Copy)]
+enum Relation<'p> {
+    /// The path is the folder or a folder above it.
+    Above,
+    /// The path is under the folder: the rest of it, below the folder.
+    Under(&'p [u8]),
+    Apart,
+}
+
+impl<'p> Relation<'p> {
+    fn of(path: &'p [u8], folder: &[u8]) -> Relation<'p> {
+        if on_the_way(path, folder) {
+            return Relation::Above;
+        }
+        if path.len() > folder.len() && same_bytes(&path[..folder.len()], folder) {
+            if folder.last().is_some_and(|&b| is_separator(b)) {
+                return Relation::Under(&path[folder.len()..]);
+            }
+            if is_separator(path[folder.len()]) {
+                return Relation::Under(&path[folder.len() + 1..]);
             }
         }
-        None
+        Relation::Apart
+    }
+
+    /// Whether the path is `rel` under the folder, or a folder on the way to it.
+    fn holds(self, rel: &[u8]) -> bool {
+        match self {
+            Relation::Above => true,
+            Relation::Under(rest) => on_the_way(rest, rel),
+            Relation::Apart => false,
+        }
+    }
+}
+
+/// Whether `path` is `target` or a folder above it, as normalized paths' bytes: a prefix of it
+/// that ends at a separator (`/home` for `/home/me`, not `/ho`).
+fn on_the_way(path: &[u8], target: &[u8]) -> bool {
+    path.len() <= target.len()
+        && same_bytes(path, &target[..path.len()])
+        && (path.len() == target.len()
+            || is_separator(target[path.len()])
+            || path.last().is_some_and(|&b| is_separator(b)))
+}
+
+fn is_separator(byte: u8) -> bool {
+    byte == b'/' || (cfg!(windows) && byte == b'\\')
+}
+
+/// Bytes of two paths compared as the globs compare them (without regard to ASCII case where
+/// the file system usually does).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if CASE_INSENSITIVE {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
     }
 }
 
@@ -645,13 +725,6 @@ fn same(a: Component, b: Component) -> bool {
     } else {
         a == b
     }
-}
-
-/// Whether the parts of `prefix` begin `of`: `prefix` is `of` or a folder on the way to it.
-fn is_prefix<'a>(prefix: &Path, mut of: impl Iterator<Item = Component<'a>>) -> bool {
-    prefix
-        .components()
-        .all(|part| of.next().is_some_and(|other| same(part, other)))
 }
 
 /// Whether a relative path joined to an unknown folder may be a folder on the way to `base`,
@@ -1124,6 +1197,42 @@ mod tests {
         assert_eq!(literal_base("a/b?/d"), Path::new("a"));
         assert_eq!(literal_base("a/[bc]/d"), Path::new("a"));
         assert_eq!(literal_base(r"we\*ird/x*"), Path::new("we*ird"));
+        assert!(on_the_way(b"/", b"/home/me"));
+        assert!(on_the_way(b"/home", b"/home/me"));
+        assert!(on_the_way(b"/home/me", b"/home/me"));
+        assert!(!on_the_way(b"/ho", b"/home/me"));
+        assert!(!on_the_way(b"/home/me/x", b"/home/me"));
+        assert!(!on_the_way(b"/home/you", b"/home/me"));
+        assert!(matches!(
+            Relation::of(b"/home/me/.ssh", b"/home/me"),
+            Relation::Under(b".ssh")
+        ));
+        assert!(matches!(Relation::of(b"/x", b"/"), Relation::Under(b"x")));
+        assert!(matches!(
+            Relation::of(b"/home/mex", b"/home/me"),
+            Relation::Apart
+        ));
+        assert!(matches!(
+            Relation::of(b"/home", b"/home/me"),
+            Relation::Above
+        ));
+        // A home at `/`: everything absolute is under it.
+        let rules = issue_rules();
+        let at_root = PathContext {
+            home: Some(Path::new("/")),
+            ..context()
+        };
+        for (path, decision) in [
+            ("/", Decision::Hold),
+            ("/.ssh", Decision::Hold),
+            ("/w", Decision::Allow),
+        ] {
+            assert_eq!(
+                rules.decide_path(path, false, at_root).decision,
+                decision,
+                "{path}"
+            );
+        }
     }
 
     #[test]
