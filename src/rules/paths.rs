@@ -87,6 +87,8 @@ pub struct PathRule {
     /// each, with the index in `globs` of the first glob that has it ([`literal_base`]). A read
     /// of a folder on the way to a base reads what the glob names ([`PathRule::holding`]).
     read_bases: Vec<ReadBase>,
+    /// The length of the longest `rel` of `read_bases`.
+    longest_base: usize,
     /// What the reason calls the rule.
     label: String,
 }
@@ -258,6 +260,7 @@ impl PathRules {
             write: Some(Decision::Deny),
             compiled,
             read_bases: Vec::new(),
+            longest_base: 0,
             label: format!("the gate's own {what}"),
         });
     }
@@ -391,15 +394,19 @@ impl PathRules {
         if let Some(prefix) = unknown_tilde(path, home) {
             return self.judge_unknown_home(path, prefix, write, by);
         }
-        let resolved = resolve(
-            path,
-            if placeable {
-                placed.cwd.as_deref().or(root)
-            } else {
-                None
-            },
-            home,
-        );
+        let dir = if placeable {
+            placed.cwd.as_deref().or(root)
+        } else {
+            None
+        };
+        let resolved = resolve(path, dir, home);
+        // Where the part the call wrote begins in `resolved` (past the working directory it was
+        // joined to): a wildcard counts only there, not in the name of the project's folder.
+        let written_from = dir
+            .filter(|_| !path.starts_with('~') && !Path::new(path).is_absolute())
+            .map(|dir| dir.as_os_str().as_encoded_bytes())
+            .filter(|dir| resolved.as_os_str().as_encoded_bytes().starts_with(dir))
+            .map_or(0, <[u8]>::len);
         // Written only when a reason needs it.
         let subject = || {
             let by = by
@@ -427,11 +434,16 @@ impl PathRules {
             // A folder on the way to what a read glob names: reading it (`rg -uuu . ~`,
             // `tar czf x.tgz ~`) may read the secret too.
             let Some(read) = rule.read else { continue };
-            if let Some(glob) = rule.holding(&resolved, root, home) {
-                let how = if resolved.is_absolute() {
-                    "is a folder on the way to (or is) what"
+            if let Some((glob, folder)) = rule.holding(&resolved, written_from, root, home) {
+                let how = if !resolved.is_absolute() {
+                    "cannot be placed (the command changes directory, or the call gives no cwd) and may be a folder on the way to, or a file under, what".to_owned()
+                } else if let Some(folder) = folder {
+                    format!(
+                        "has a wildcard, so it reads in \"{}\", a folder on the way to (or the base of) what",
+                        shown(&String::from_utf8_lossy(folder))
+                    )
                 } else {
-                    "cannot be placed (the command changes directory, or the call gives no cwd) and may be a folder on the way to, or a file under, what"
+                    "is a folder on the way to (or the base of) what".to_owned()
                 };
                 findings.push((
                     read,
@@ -564,7 +576,7 @@ impl PathRule {
     }
 
     /// The first glob (as written) whose literal base `path` may be, or be a folder on the way
-    /// to: a read of `~`, `/home` or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`,
+    /// to, with the folder a wildcard in the path cut it to, if it did: a read of `~`, `/home` or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`,
     /// `tar czf x.tgz ~`, `find / -name id_rsa`). Which commands read a folder recursively is
     /// not known here (nor are their options), so every read counts: fail closed.
     ///
@@ -580,7 +592,13 @@ impl PathRule {
     /// Cost: the bases were found when the policy loaded. An absolute path is placed against the
     /// home and the root once (above, under or apart, by comparing bytes), then each base costs
     /// a comparison of bytes at most; a path apart from the home skips the home's bases.
-    fn holding(&self, path: &Path, root: Option<&Path>, home: Option<&Path>) -> Option<&str> {
+    fn holding<'p>(
+        &self,
+        path: &'p Path,
+        written_from: usize,
+        root: Option<&Path>,
+        home: Option<&Path>,
+    ) -> Option<(&str, Option<&'p [u8]>)> {
         if self.read_bases.is_empty() {
             return None;
         }
@@ -599,9 +617,15 @@ impl PathRule {
                     };
                     may_line_up(path, parts(head, &base.rel))
                 })
-                .map(|base| self.globs[base.glob].as_str());
+                .map(|base| (self.globs[base.glob].as_str(), None));
         }
-        let bytes = path.as_os_str().as_encoded_bytes();
+        // A wildcard in the path (`rg -uuu x /home/*`, `grep -r x /h*`) is expanded by the
+        // shell into entries of the folder before it: that folder is what may be on the way.
+        // Only the first bytes can matter (a longer folder is on the way to no base), so only
+        // they are scanned, whatever the length of the argument.
+        let length = |folder: Option<&Path>| folder.map_or(0, |f| f.as_os_str().len());
+        let window = length(home).max(length(root)) + 1 + self.longest_base;
+        let bytes = before_wildcard(path.as_os_str().as_encoded_bytes(), written_from, window);
         let from = |folder: Option<&Path>| {
             folder.map_or(Relation::Apart, |folder| {
                 Relation::of(bytes, folder.as_os_str().as_encoded_bytes())
@@ -619,7 +643,10 @@ impl PathRule {
                     Base::Anywhere => false,
                 }
             })
-            .map(|base| self.globs[base.glob].as_str())
+            .map(|base| {
+                let cut = (bytes.len() < path.as_os_str().len()).then_some(bytes);
+                (self.globs[base.glob].as_str(), cut)
+            })
     }
 }
 
@@ -657,6 +684,23 @@ impl<'p> Relation<'p> {
             Relation::Apart => false,
         }
     }
+}
+
+/// An absolute path's bytes cut before the part that holds the first wildcard (`*`, `?`, `[`, `{`)
+/// among its bytes from `from` to `window`, `/` kept: `/home` for `/home/*`, `/` for `/h*`.
+fn before_wildcard(path: &[u8], from: usize, window: usize) -> &[u8] {
+    let scanned = &path[..path.len().min(window)];
+    let Some(wildcard) = scanned.get(from..).and_then(|tail| {
+        tail.iter()
+            .position(|b| matches!(b, b'*' | b'?' | b'[' | b'{'))
+    }) else {
+        return path;
+    };
+    let cut = scanned[..from + wildcard]
+        .iter()
+        .rposition(|&b| is_separator(b))
+        .unwrap_or(0);
+    &path[..cut.max(1)]
 }
 
 /// Whether `path` is `target` or a folder above it, as normalized paths' bytes: a prefix of it
@@ -936,6 +980,11 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
         read,
         write,
         compiled,
+        longest_base: read_bases
+            .iter()
+            .map(|b| b.rel.as_os_str().len())
+            .max()
+            .unwrap_or(0),
         read_bases,
         label: format!("paths.rules[{index}]"),
     })
@@ -1241,7 +1290,7 @@ mod tests {
         assert_eq!(judged.decision, Decision::Hold);
         assert_eq!(
             judged.reasons,
-            ["read of \"/home/me\" is a folder on the way to (or is) what paths.rules[1] names (glob ~/.ssh/**), and a read of a folder may read what is under it: hold"]
+            ["read of \"/home/me\" is a folder on the way to (or the base of) what paths.rules[1] names (glob ~/.ssh/**), and a read of a folder may read what is under it: hold"]
         );
         for path in [
             "~/",
@@ -1301,6 +1350,44 @@ mod tests {
         assert_eq!(decide("secrets/a/b"), Decision::Hold, "the glob itself");
         assert_eq!(decide("src"), Decision::Allow);
         assert_eq!(decide("secretsx"), Decision::Allow);
+    }
+
+    #[test]
+    fn a_wildcard_reads_the_folder_before_it() {
+        for path in [
+            "/home/*",
+            "/h*",
+            "/*",
+            "~/*",
+            "~/.aw*/credentials",
+            "../../h?me",
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
+        }
+        let long = format!("src/{}*", "x".repeat(4096));
+        for path in [
+            "src/*.rs",
+            "/etc/*.conf",
+            "*",
+            "[ab]",
+            "{a,b}",
+            long.as_str(),
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        }
+        // A wildcard in the name of the working directory is not the call's.
+        let rules = issue_rules();
+        let odd = PathContext {
+            cwd: Some(Path::new("/home/me/code/p[1]")),
+            root: None,
+            home: Some(Path::new("/home/me")),
+        };
+        let decide = |path: &str| rules.decide_path(path, false, odd).decision;
+        assert_eq!(decide("src"), Decision::Allow);
+        assert_eq!(decide("."), Decision::Allow);
+        assert_eq!(decide("../*"), Decision::Allow);
+        assert_eq!(decide("../../*"), Decision::Hold);
+        assert_eq!(decide("../.."), Decision::Hold);
     }
 
     #[test]
