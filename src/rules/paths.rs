@@ -506,7 +506,7 @@ impl PathRules {
         };
         let unknown = || {
             format!(
-                "{} cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack), so it may be any file",
+                "{} cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack)",
                 subject(),
                 shown(prefix)
             )
@@ -517,7 +517,11 @@ impl PathRules {
             if let Some(decision) = decisions.into_iter().flatten().max() {
                 findings.push((
                     decision,
-                    format!("{}, any glob of {}: {decision}", unknown(), rule.label),
+                    format!(
+                        "{}, so it may match any glob of {}: {decision}",
+                        unknown(),
+                        rule.label
+                    ),
                 ));
             }
         }
@@ -525,7 +529,7 @@ impl PathRules {
             findings.push((
                 self.outside_root,
                 format!(
-                    "{}, and it counts as outside the root: paths.outsideRoot is {}",
+                    "{}, so it counts as outside the root: paths.outsideRoot is {}",
                     unknown(),
                     self.outside_root
                 ),
@@ -576,9 +580,10 @@ impl PathRule {
     }
 
     /// The first glob (as written) whose literal base `path` may be, or be a folder on the way
-    /// to, with the folder a wildcard in the path cut it to, if it did: a read of `~`, `/home` or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`,
-    /// `tar czf x.tgz ~`, `find / -name id_rsa`). Which commands read a folder recursively is
-    /// not known here (nor are their options), so every read counts: fail closed.
+    /// to, with the folder a wildcard in the path cut it to, if it did. A read of `~`, `/home`
+    /// or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`, `tar czf x.tgz ~`,
+    /// `find / -name id_rsa`). Which commands read a folder recursively is not known here (nor
+    /// are their options), so every read counts: fail closed.
     ///
     /// An absolute path counts when it is the base or an ancestor of it (for `~/.ssh/**`: `~`,
     /// `/home`, `/` and `~/.ssh`, not `~/src` nor `~/.sshx`). A relative path that cannot be
@@ -1165,7 +1170,7 @@ mod tests {
         assert_eq!(judged.decision, Decision::Hold, "{judged:?}");
         assert_eq!(
             judged.reasons,
-            ["read of \"~root/.ssh/id_rsa\" cannot be placed: bash turns \"~root\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack), so it may be any file, any glob of paths.rules[1]: hold"]
+            ["read of \"~root/.ssh/id_rsa\" cannot be placed: bash turns \"~root\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack), so it may match any glob of paths.rules[1]: hold"]
         );
         for path in ["~bob", "~bob/notes.txt", "~+/src", "~-", "~1"] {
             assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
