@@ -20,6 +20,14 @@
 //! a glob starting with `~/` is relative to the home directory, one starting with `/` is
 //! absolute, one starting with `**` matches anywhere, and any other is relative to the root.
 //! Path rules only add decisions: a path that matches nothing gets no say.
+//!
+//! Two shapes no glob names on its own, both decided fail-closed:
+//! - `~name/…`, `~+`, `~-` (a user's home, `$PWD`, `$OLDPWD`) cannot be placed without looking
+//!   the machine's users up: such a path may be any file, and gets the strictest decision of every
+//!   rule (`PathRules::judge_unknown_home`).
+//! - A folder on the way to what a `read` glob names (`~` for `~/.ssh/**`) is read with it by a
+//!   recursive read (`rg -uuu . ~`), so it gets that rule's `read` decision; the globs' literal
+//!   bases are found when the policy loads (`PathRule::holding`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -75,8 +83,28 @@ pub struct PathRule {
     /// The globs compiled, one set per base they are relative to (each with the index in
     /// `globs` of its members), so that a path is matched against all of a base's globs at once.
     compiled: Vec<(Base, GlobSet, Vec<usize>)>,
+    /// For a rule with `read`: the literal base of each glob that has one (not `**/…`), once
+    /// each, with the index in `globs` of the first glob that has it ([`literal_base`]). A read
+    /// of a folder on the way to a base reads what the glob names ([`PathRule::holding`]).
+    read_bases: Vec<ReadBase>,
+    /// The length of the longest `rel` of `read_bases`.
+    longest_base: usize,
     /// What the reason calls the rule.
     label: String,
+}
+
+/// The literal base of a `read` glob: the folder (or file) its parts before the first
+/// wildcard name, relative to what the glob is relative to. `~/.ssh/**` has `.ssh` under
+/// [`Base::Home`]; `/etc/ssl/private/*.key` has `/etc/ssl/private` under [`Base::Absolute`];
+/// `secrets/**` has `secrets` under [`Base::Root`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ReadBase {
+    base: Base,
+    /// Relative for [`Base::Home`] and [`Base::Root`] (empty for the folder itself), absolute
+    /// for [`Base::Absolute`].
+    rel: PathBuf,
+    /// The index in the rule's `globs` of the first glob with this base.
+    glob: usize,
 }
 
 /// A call's context with its directories normalized once, for all the paths it names
@@ -231,6 +259,8 @@ impl PathRules {
             read: None,
             write: Some(Decision::Deny),
             compiled,
+            read_bases: Vec::new(),
+            longest_base: 0,
             label: format!("the gate's own {what}"),
         });
     }
@@ -361,15 +391,22 @@ impl PathRules {
             };
         }
         let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
-        let resolved = resolve(
-            path,
-            if placeable {
-                placed.cwd.as_deref().or(root)
-            } else {
-                None
-            },
-            home,
-        );
+        if let Some(prefix) = unknown_tilde(path, home) {
+            return self.judge_unknown_home(path, prefix, write, by);
+        }
+        let dir = if placeable {
+            placed.cwd.as_deref().or(root)
+        } else {
+            None
+        };
+        let resolved = resolve(path, dir, home);
+        // Where the part the call wrote begins in `resolved` (past the working directory it was
+        // joined to): a wildcard counts only there, not in the name of the project's folder.
+        let written_from = dir
+            .filter(|_| !path.starts_with('~') && !Path::new(path).is_absolute())
+            .map(|dir| dir.as_os_str().as_encoded_bytes())
+            .filter(|dir| resolved.as_os_str().as_encoded_bytes().starts_with(dir))
+            .map_or(0, <[u8]>::len);
         // Written only when a reason needs it.
         let subject = || {
             let by = by
@@ -388,6 +425,30 @@ impl PathRules {
                     decision,
                     format!(
                         "{} matches {} (glob {glob}): {decision}",
+                        subject(),
+                        rule.label
+                    ),
+                ));
+                continue;
+            }
+            // A folder on the way to what a read glob names: reading it (`rg -uuu . ~`,
+            // `tar czf x.tgz ~`) may read the secret too.
+            let Some(read) = rule.read else { continue };
+            if let Some((glob, folder)) = rule.holding(&resolved, written_from, root, home) {
+                let how = if !resolved.is_absolute() {
+                    "cannot be placed (the command changes directory, or the call gives no cwd) and may be a folder on the way to, or a file under, what".to_owned()
+                } else if let Some(folder) = folder {
+                    format!(
+                        "has a wildcard, so it reads in \"{}\", a folder on the way to (or the base of) what",
+                        shown(&String::from_utf8_lossy(folder))
+                    )
+                } else {
+                    "is a folder on the way to (or the base of) what".to_owned()
+                };
+                findings.push((
+                    read,
+                    format!(
+                        "{} {how} {} names (glob {glob}), and a read of a folder may read what is under it: {read}",
                         subject(),
                         rule.label
                     ),
@@ -414,20 +475,67 @@ impl PathRules {
                 ));
             }
         }
-        let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
-            return PathJudgement {
-                decision: Decision::Allow,
-                reasons: vec![format!("{} matches no paths rule", subject())],
-            };
+        strongest(findings, || format!("{} matches no paths rule", subject()))
+    }
+}
+
+impl PathRules {
+    /// A path that starts with a tilde-prefix whose folder the gate cannot know
+    /// ([`unknown_tilde`]): `~root/.ssh/id_rsa`, `~bob`, `~+`, `~-`. Bash turns `~name` into
+    /// that user's home folder, which can be any folder (`~root` is `/root`, `~www-data` may be
+    /// `/var/www`, and `~me` is the home folder itself, which may hold the root); and `~+`/`~-`
+    /// into `$PWD`/`$OLDPWD`. Looking the name up would read the file system and this machine's
+    /// users, not the agent's. So the path may be any file: it gets the strictest decision of
+    /// every rule that applies to the call (the `read` of each rule, and for a write its `write`
+    /// too), and a write counts as outside the root. This is at least as strict as any
+    /// placement could make it, and it costs nothing on other paths: the check is on the first
+    /// byte. (A read outside the root gets no decision of its own, as for `/etc/hosts`.)
+    fn judge_unknown_home(
+        &self,
+        path: &str,
+        prefix: &str,
+        write: bool,
+        by: Option<&str>,
+    ) -> PathJudgement {
+        let verb = if write { "write" } else { "read" };
+        let subject = || {
+            let by = by
+                .map(|by| format!(" by {}", shown(by)))
+                .unwrap_or_default();
+            format!("{verb} of \"{}\"{by}", shown(path))
         };
-        PathJudgement {
-            decision: strongest,
-            reasons: findings
-                .into_iter()
-                .filter(|(d, _)| *d == strongest)
-                .map(|(_, r)| r)
-                .collect(),
+        let unknown = || {
+            format!(
+                "{} cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack)",
+                subject(),
+                shown(prefix)
+            )
+        };
+        let mut findings: Vec<(Decision, String)> = Vec::new();
+        for rule in &self.rules {
+            let decisions = [rule.read, if write { rule.write } else { None }];
+            if let Some(decision) = decisions.into_iter().flatten().max() {
+                findings.push((
+                    decision,
+                    format!(
+                        "{}, so it may match any glob of {}: {decision}",
+                        unknown(),
+                        rule.label
+                    ),
+                ));
+            }
         }
+        if write {
+            findings.push((
+                self.outside_root,
+                format!(
+                    "{}, so it counts as outside the root: paths.outsideRoot is {}",
+                    unknown(),
+                    self.outside_root
+                ),
+            ));
+        }
+        strongest(findings, || format!("{} matches no paths rule", subject()))
     }
 }
 
@@ -470,6 +578,252 @@ impl PathRule {
                 .map_or(self.globs[0].as_str(), String::as_str)
         })
     }
+
+    /// The first glob (as written) whose literal base `path` may be, or be a folder on the way
+    /// to, with the folder a wildcard in the path cut it to, if it did. A read of `~`, `/home`
+    /// or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`, `tar czf x.tgz ~`,
+    /// `find / -name id_rsa`). Which commands read a folder recursively is not known here (nor
+    /// are their options), so every read counts: fail closed.
+    ///
+    /// An absolute path counts when it is the base or an ancestor of it (for `~/.ssh/**`: `~`,
+    /// `/home`, `/` and `~/.ssh`, not `~/src` nor `~/.sshx`). A relative path that cannot be
+    /// placed (the command changes directory, or the call gives no cwd) is an unknown folder
+    /// joined to it, so it counts when it may line up with the base: `.` and `../…` always,
+    /// else when its parts match a run of the base's parts, from any of them on (`.ssh`,
+    /// `me/.ssh`, and past the base's end, `.aws/credentials`). Globs from `**/` have no base
+    /// and are skipped: every folder is on the way to some `.env`. A base relative to a home or
+    /// root the call does not give is skipped for an absolute path.
+    ///
+    /// Cost: the bases were found when the policy loaded. An absolute path is placed against the
+    /// home and the root once (above, under or apart, by comparing bytes), then each base costs
+    /// a comparison of bytes at most; a path apart from the home skips the home's bases.
+    fn holding<'p>(
+        &self,
+        path: &'p Path,
+        written_from: usize,
+        root: Option<&Path>,
+        home: Option<&Path>,
+    ) -> Option<(&str, Option<&'p [u8]>)> {
+        if self.read_bases.is_empty() {
+            return None;
+        }
+        if !path.is_absolute() {
+            return self
+                .read_bases
+                .iter()
+                .find(|base| {
+                    let head = match base.base {
+                        Base::Home => match home {
+                            Some(home) => Some(home),
+                            None => return false,
+                        },
+                        Base::Root => root,
+                        Base::Absolute | Base::Anywhere => None,
+                    };
+                    may_line_up(path, parts(head, &base.rel))
+                })
+                .map(|base| (self.globs[base.glob].as_str(), None));
+        }
+        // A wildcard in the path (`rg -uuu x /home/*`, `grep -r x /h*`) is expanded by the
+        // shell into entries of the folder before it: that folder is what may be on the way.
+        // Only the first bytes can matter (a longer folder is on the way to no base), so only
+        // they are scanned, whatever the length of the argument.
+        let length = |folder: Option<&Path>| folder.map_or(0, |f| f.as_os_str().len());
+        let window = length(home).max(length(root)) + 1 + self.longest_base;
+        let bytes = before_wildcard(path.as_os_str().as_encoded_bytes(), written_from, window);
+        let from = |folder: Option<&Path>| {
+            folder.map_or(Relation::Apart, |folder| {
+                Relation::of(bytes, folder.as_os_str().as_encoded_bytes())
+            })
+        };
+        let (to_home, to_root) = (from(home), from(root));
+        self.read_bases
+            .iter()
+            .find(|base| {
+                let rel = base.rel.as_os_str().as_encoded_bytes();
+                match base.base {
+                    Base::Home => to_home.holds(rel),
+                    Base::Root => to_root.holds(rel),
+                    Base::Absolute => on_the_way(bytes, rel),
+                    Base::Anywhere => false,
+                }
+            })
+            .map(|base| {
+                let cut = (bytes.len() < path.as_os_str().len()).then_some(bytes);
+                (self.globs[base.glob].as_str(), cut)
+            })
+    }
+}
+
+/// Where an absolute path stands to a folder (both normalized).
+#[derive(Clone, Copy)]
+enum Relation<'p> {
+    /// The path is the folder or a folder above it.
+    Above,
+    /// The path is under the folder: the rest of it, below the folder.
+    Under(&'p [u8]),
+    Apart,
+}
+
+impl<'p> Relation<'p> {
+    fn of(path: &'p [u8], folder: &[u8]) -> Relation<'p> {
+        if on_the_way(path, folder) {
+            return Relation::Above;
+        }
+        if path.len() > folder.len() && same_bytes(&path[..folder.len()], folder) {
+            if folder.last().is_some_and(|&b| is_separator(b)) {
+                return Relation::Under(&path[folder.len()..]);
+            }
+            if is_separator(path[folder.len()]) {
+                return Relation::Under(&path[folder.len() + 1..]);
+            }
+        }
+        Relation::Apart
+    }
+
+    /// Whether the path is `rel` under the folder, or a folder on the way to it.
+    fn holds(self, rel: &[u8]) -> bool {
+        match self {
+            Relation::Above => true,
+            Relation::Under(rest) => on_the_way(rest, rel),
+            Relation::Apart => false,
+        }
+    }
+}
+
+/// An absolute path's bytes cut before the part that holds the first wildcard (`*`, `?`, `[`, `{`)
+/// among its bytes from `from` to `window`, `/` kept: `/home` for `/home/*`, `/` for `/h*`.
+fn before_wildcard(path: &[u8], from: usize, window: usize) -> &[u8] {
+    let scanned = &path[..path.len().min(window)];
+    let Some(wildcard) = scanned.get(from..).and_then(|tail| {
+        tail.iter()
+            .position(|b| matches!(b, b'*' | b'?' | b'[' | b'{'))
+    }) else {
+        return path;
+    };
+    let cut = scanned[..from + wildcard]
+        .iter()
+        .rposition(|&b| is_separator(b))
+        .unwrap_or(0);
+    &path[..cut.max(1)]
+}
+
+/// Whether `path` is `target` or a folder above it, as normalized paths' bytes: a prefix of it
+/// that ends at a separator (`/home` for `/home/me`, not `/ho`).
+fn on_the_way(path: &[u8], target: &[u8]) -> bool {
+    path.len() <= target.len()
+        && same_bytes(path, &target[..path.len()])
+        && (path.len() == target.len()
+            || is_separator(target[path.len()])
+            || path.last().is_some_and(|&b| is_separator(b)))
+}
+
+fn is_separator(byte: u8) -> bool {
+    byte == b'/' || (cfg!(windows) && byte == b'\\')
+}
+
+/// Bytes of two paths compared as the globs compare them (without regard to ASCII case where
+/// the file system usually does).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if CASE_INSENSITIVE {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}
+
+/// The strictest of the findings, with their reasons; an allow with `none` when there is none.
+fn strongest(findings: Vec<(Decision, String)>, none: impl Fn() -> String) -> PathJudgement {
+    let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
+        return PathJudgement {
+            decision: Decision::Allow,
+            reasons: vec![none()],
+        };
+    };
+    PathJudgement {
+        decision: strongest,
+        reasons: findings
+            .into_iter()
+            .filter(|(d, _)| *d == strongest)
+            .map(|(_, r)| r)
+            .collect(),
+    }
+}
+
+/// The tilde-prefix of a path whose folder cannot be known, if it has one: `~name…` up to the
+/// first `/` (a user's home), `~+` and `~-` (`$PWD`, `$OLDPWD`), `~N` (the directory stack),
+/// and `~` or `~/…` when no home folder is known. The word is seen after quote removal, so a
+/// quoted `'~bob'` (a file of that name) counts too: fail closed.
+fn unknown_tilde<'p>(path: &'p str, home: Option<&Path>) -> Option<&'p str> {
+    let rest = path.strip_prefix('~')?;
+    let end = rest.find('/').unwrap_or(rest.len());
+    (end > 0 || home.is_none()).then(|| &path[..1 + end])
+}
+
+/// The parts of `head` joined with `rel`.
+fn parts<'a>(head: Option<&'a Path>, rel: &'a Path) -> impl Iterator<Item = Component<'a>> + Clone {
+    head.into_iter()
+        .flat_map(Path::components)
+        .chain(rel.components())
+}
+
+/// Two parts of paths are the same (without regard to ASCII case where globs match that way).
+fn same(a: Component, b: Component) -> bool {
+    if CASE_INSENSITIVE {
+        a.as_os_str().eq_ignore_ascii_case(b.as_os_str())
+    } else {
+        a == b
+    }
+}
+
+/// Whether a relative path joined to an unknown folder may be a folder on the way to `base`,
+/// `base` itself or a file under it ([`PathRule::holding`]).
+fn may_line_up<'a>(path: &Path, mut base: impl Iterator<Item = Component<'a>> + Clone) -> bool {
+    if matches!(path.components().next(), None | Some(Component::ParentDir)) {
+        return true;
+    }
+    loop {
+        if base.clone().next().is_none() {
+            return false;
+        }
+        if path
+            .components()
+            .zip(base.clone())
+            .all(|(part, other)| same(part, other))
+        {
+            return true;
+        }
+        base.next();
+    }
+}
+
+/// The literal base of a glob as compiled (after `~/` or `./`): its parts before the first one
+/// with a wildcard, backslash escapes removed. `.ssh` for `.ssh/**`, `.cargo` for
+/// `.cargo/credentials*`, `/etc/ssl` for `/etc/ssl/*.key`, empty for `*.key`.
+fn literal_base(pattern: &str) -> PathBuf {
+    let literal = |part: &str| {
+        let mut out = String::with_capacity(part.len());
+        let mut chars = part.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.push(chars.next()?),
+                '*' | '?' | '[' | '{' => return None,
+                c => out.push(c),
+            }
+        }
+        Some(out)
+    };
+    let mut base = PathBuf::new();
+    if pattern.starts_with('/') {
+        base.push("/");
+    }
+    for part in pattern.split('/').filter(|part| !part.is_empty()) {
+        match literal(part) {
+            Some(text) => base.push(text),
+            None => break,
+        }
+    }
+    base
 }
 
 /// A path resolved lexically: absolute when it can be placed, else relative as given.
@@ -609,12 +963,34 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
     }
     let compiled =
         compile(&patterns).map_err(|err| format!("key `{key}.glob`: does not compile: {err}"))?;
+    let mut read_bases: Vec<ReadBase> = Vec::new();
+    if read.is_some() {
+        for (base, pattern, glob) in &patterns {
+            if *base == Base::Anywhere {
+                continue;
+            }
+            let rel = literal_base(pattern);
+            if !read_bases.iter().any(|b| b.base == *base && b.rel == rel) {
+                read_bases.push(ReadBase {
+                    base: *base,
+                    rel,
+                    glob: *glob,
+                });
+            }
+        }
+    }
     Ok(PathRule {
         index,
         globs,
         read,
         write,
         compiled,
+        longest_base: read_bases
+            .iter()
+            .map(|b| b.rel.as_os_str().len())
+            .max()
+            .unwrap_or(0),
+        read_bases,
         label: format!("paths.rules[{index}]"),
     })
 }
@@ -770,6 +1146,312 @@ mod tests {
         assert!(e.contains("did you mean `outsideRoot`?"), "{e}");
         let e = err(json!({"rules": [{"glob": ["../x"], "write": "deny"}]}));
         assert!(e.contains("`..`"), "{e}");
+    }
+
+    #[test]
+    fn a_tilde_prefix_names_a_folder_that_cannot_be_known() {
+        let home = Some(Path::new("/home/me"));
+        assert_eq!(unknown_tilde("~", home), None);
+        assert_eq!(unknown_tilde("~/x", home), None);
+        assert_eq!(unknown_tilde("x/~bob", home), None);
+        assert_eq!(unknown_tilde("~bob", home), Some("~bob"));
+        assert_eq!(unknown_tilde("~root/.ssh/id_rsa", home), Some("~root"));
+        assert_eq!(unknown_tilde("~+/x", home), Some("~+"));
+        assert_eq!(unknown_tilde("~-", home), Some("~-"));
+        assert_eq!(unknown_tilde("~2/x", home), Some("~2"));
+        assert_eq!(unknown_tilde("~/x", None), Some("~"));
+        assert_eq!(unknown_tilde("~", None), Some("~"));
+    }
+
+    #[test]
+    fn a_path_under_an_unknown_home_may_be_any_file() {
+        // As strict as `~/.ssh/id_rsa` and `~/.bashrc`, whatever follows the prefix.
+        let judged = decide("~root/.ssh/id_rsa", false);
+        assert_eq!(judged.decision, Decision::Hold, "{judged:?}");
+        assert_eq!(
+            judged.reasons,
+            ["read of \"~root/.ssh/id_rsa\" cannot be placed: bash turns \"~root\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack), so it may match any glob of paths.rules[1]: hold"]
+        );
+        for path in ["~bob", "~bob/notes.txt", "~+/src", "~-", "~1"] {
+            assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
+        }
+        let judged = decide("~bob/.bashrc", true);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        assert!(judged.reasons[0].contains("paths.rules[0]"), "{judged:?}");
+        assert_eq!(decide("~bob/src/x.rs", true).decision, Decision::Deny);
+        // Any glob, not only those from `~/`: `~me` may be the home folder that holds the root,
+        // and a user's home may be any folder, the gate's own files' too.
+        let mut relative_only = PathRules::from_json(
+            "paths",
+            &json!({"rules": [{"glob": [".claude/**"], "write": "deny"}]}),
+        )
+        .unwrap();
+        let judged = relative_only.decide_path("~me/proj/.claude/settings.json", true, context());
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        // A write counts as outside the root; a read outside the root gets no decision.
+        let empty = PathRules::from_json("paths", &json!({"outsideRoot": "deny"})).unwrap();
+        let judged = empty.decide_path("~bob/x", true, context());
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        assert!(
+            judged.reasons[0].contains("it counts as outside the root: paths.outsideRoot is deny"),
+            "{judged:?}"
+        );
+        assert_eq!(
+            empty.decide_path("~bob/x", false, context()).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            relative_only
+                .decide_path("~bob/x", false, context())
+                .decision,
+            Decision::Allow
+        );
+        relative_only.protect(Path::new("/var/log/sc/audit.jsonl"), "audit log");
+        let judged = relative_only.decide_path("~syslog/audit.jsonl", true, context());
+        assert!(
+            judged
+                .reasons
+                .iter()
+                .any(|r| r.contains("the gate's own audit log")),
+            "{judged:?}"
+        );
+        // With no home folder known, `~` itself cannot be placed either.
+        let homeless = PathContext {
+            home: None,
+            ..context()
+        };
+        assert_eq!(
+            issue_rules()
+                .decide_path("~/.ssh/id_rsa", false, homeless)
+                .decision,
+            Decision::Hold
+        );
+        // An argument of a shell command, as the value of an option too.
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let words = |text: &str| text.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        for command in ["cat ~root/.ssh/id_rsa", "grep --file=~bob/x y"] {
+            let judged = rules
+                .decide_arguments(&words(command), &|| command.to_owned(), true, &placed)
+                .unwrap_or_else(|| panic!("{command}"));
+            assert_eq!(judged.decision, Decision::Hold, "{command}");
+        }
+    }
+
+    #[test]
+    fn the_literal_base_of_a_glob() {
+        assert_eq!(literal_base(".ssh/**"), Path::new(".ssh"));
+        assert_eq!(literal_base(".ssh"), Path::new(".ssh"));
+        assert_eq!(literal_base(".cargo/credentials*"), Path::new(".cargo"));
+        assert_eq!(literal_base(".config/gh/**"), Path::new(".config/gh"));
+        assert_eq!(literal_base("/etc/ssl/*.key"), Path::new("/etc/ssl"));
+        assert_eq!(literal_base("/*"), Path::new("/"));
+        assert_eq!(literal_base("*.key"), Path::new(""));
+        assert_eq!(literal_base("a/{b,c}/d"), Path::new("a"));
+        assert_eq!(literal_base("a/b?/d"), Path::new("a"));
+        assert_eq!(literal_base("a/[bc]/d"), Path::new("a"));
+        assert_eq!(literal_base(r"we\*ird/x*"), Path::new("we*ird"));
+        assert!(on_the_way(b"/", b"/home/me"));
+        assert!(on_the_way(b"/home", b"/home/me"));
+        assert!(on_the_way(b"/home/me", b"/home/me"));
+        assert!(!on_the_way(b"/ho", b"/home/me"));
+        assert!(!on_the_way(b"/home/me/x", b"/home/me"));
+        assert!(!on_the_way(b"/home/you", b"/home/me"));
+        assert!(matches!(
+            Relation::of(b"/home/me/.ssh", b"/home/me"),
+            Relation::Under(b".ssh")
+        ));
+        assert!(matches!(Relation::of(b"/x", b"/"), Relation::Under(b"x")));
+        assert!(matches!(
+            Relation::of(b"/home/mex", b"/home/me"),
+            Relation::Apart
+        ));
+        assert!(matches!(
+            Relation::of(b"/home", b"/home/me"),
+            Relation::Above
+        ));
+        // A home at `/`: everything absolute is under it.
+        let rules = issue_rules();
+        let at_root = PathContext {
+            home: Some(Path::new("/")),
+            ..context()
+        };
+        for (path, decision) in [
+            ("/", Decision::Hold),
+            ("/.ssh", Decision::Hold),
+            ("/w", Decision::Allow),
+        ] {
+            assert_eq!(
+                rules.decide_path(path, false, at_root).decision,
+                decision,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_folder_on_the_way_to_a_read_glob_gets_its_read_decision() {
+        let judged = decide("~", false);
+        assert_eq!(judged.decision, Decision::Hold);
+        assert_eq!(
+            judged.reasons,
+            ["read of \"/home/me\" is a folder on the way to (or the base of) what paths.rules[1] names (glob ~/.ssh/**), and a read of a folder may read what is under it: hold"]
+        );
+        for path in [
+            "~/",
+            "/home",
+            "/home/",
+            "/",
+            "/home/me/.",
+            "~/.ssh",
+            "~/.aws",
+            "../../home",
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
+        }
+        // Not a folder on the way: a sibling, a name that only begins like the base, the
+        // project's own folders (`**/.env` has no base: every folder is on the way to one).
+        for path in [
+            "~/src",
+            "~/.sshx",
+            "/home/you",
+            "/homer",
+            ".",
+            "src",
+            "README.md",
+            "/w",
+            "/etc/hosts",
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        }
+        // A write rule has no say on reads.
+        assert!(!decide("~", false).reasons[0].contains("paths.rules[0]"));
+        // A glob relative to the root, and an absolute one.
+        let rules = PathRules::from_json(
+            "paths",
+            &json!({"rules": [
+                {"glob": ["secrets/**", "/etc/ssl/private/*.key"], "read": "hold"},
+                {"glob": ["*.pem"], "read": "deny"}
+            ]}),
+        )
+        .unwrap();
+        let decide = |path: &str| rules.decide_path(path, false, context()).decision;
+        assert_eq!(decide("."), Decision::Deny, "the root holds *.pem");
+        assert_eq!(decide("secrets"), Decision::Hold);
+        assert_eq!(decide("src"), Decision::Allow);
+        assert_eq!(decide("src/secrets"), Decision::Allow);
+        assert_eq!(decide("/etc/ssl"), Decision::Hold);
+        assert_eq!(decide("/etc/ssl/private"), Decision::Hold);
+        assert_eq!(decide("/etc/ssl/certs"), Decision::Allow);
+        assert_eq!(decide("/w"), Decision::Deny);
+        let secrets_only = PathRules::from_json(
+            "paths",
+            &json!({"rules": [{"glob": ["secrets/**"], "read": "hold"}]}),
+        )
+        .unwrap();
+        let decide = |path: &str| secrets_only.decide_path(path, false, context()).decision;
+        assert_eq!(decide("."), Decision::Hold);
+        assert_eq!(decide("secrets"), Decision::Hold);
+        assert_eq!(decide("secrets/a/b"), Decision::Hold, "the glob itself");
+        assert_eq!(decide("src"), Decision::Allow);
+        assert_eq!(decide("secretsx"), Decision::Allow);
+    }
+
+    #[test]
+    fn a_wildcard_reads_the_folder_before_it() {
+        for path in [
+            "/home/*",
+            "/h*",
+            "/*",
+            "~/*",
+            "~/.aw*/credentials",
+            "../../h?me",
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
+        }
+        let long = format!("src/{}*", "x".repeat(4096));
+        for path in [
+            "src/*.rs",
+            "/etc/*.conf",
+            "*",
+            "[ab]",
+            "{a,b}",
+            long.as_str(),
+        ] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        }
+        // A wildcard in the name of the working directory is not the call's.
+        let rules = issue_rules();
+        let odd = PathContext {
+            cwd: Some(Path::new("/home/me/code/p[1]")),
+            root: None,
+            home: Some(Path::new("/home/me")),
+        };
+        let decide = |path: &str| rules.decide_path(path, false, odd).decision;
+        assert_eq!(decide("src"), Decision::Allow);
+        assert_eq!(decide("."), Decision::Allow);
+        assert_eq!(decide("../*"), Decision::Allow);
+        assert_eq!(decide("../../*"), Decision::Hold);
+        assert_eq!(decide("../.."), Decision::Hold);
+    }
+
+    #[test]
+    fn a_relative_path_that_cannot_be_placed_may_line_up_with_a_base() {
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let read = |word: &str| {
+            rules
+                .decide_arguments(
+                    &["cat".to_owned(), word.to_owned()],
+                    &|| format!("cat {word}"),
+                    false,
+                    &placed,
+                )
+                .map(|judged| judged.decision)
+        };
+        for word in [
+            ".",
+            "..",
+            "../x",
+            ".ssh",
+            ".aws/credentials",
+            "me",
+            "me/.ssh/config",
+            "home/me",
+        ] {
+            assert_eq!(read(word), Some(Decision::Hold), "{word}");
+        }
+        for word in ["src", "main.rs", "sshd", "me2", "home/you", ".ssh2"] {
+            assert_eq!(read(word), None, "{word}");
+        }
+        let judged = rules
+            .decide_arguments(
+                &["cat".to_owned(), ".aws/credentials".to_owned()],
+                &|| "cd ~ && cat .aws/credentials".to_owned(),
+                false,
+                &placed,
+            )
+            .unwrap();
+        assert!(
+            judged.reasons[0].starts_with(
+                "read of \".aws/credentials\" by cd ~ && cat .aws/credentials cannot be placed"
+            ),
+            "{judged:?}"
+        );
+        // A call with no cwd and no root cannot place `.` either.
+        let nowhere = PathContext {
+            cwd: None,
+            root: None,
+            home: Some(Path::new("/home/me")),
+        };
+        assert_eq!(
+            rules.decide_path(".", false, nowhere).decision,
+            Decision::Hold
+        );
+        assert_eq!(
+            rules.decide_path("src", false, nowhere).decision,
+            Decision::Allow
+        );
     }
 
     #[test]
