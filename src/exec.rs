@@ -158,29 +158,25 @@ pub struct Effective {
 }
 
 /// The stronger of the record's decision and sc-exec's own; a missing or unknown record decision
-/// counts as deny.
+/// counts as deny. The record's reasons are read only when its decision wins.
 pub fn effective_decision(
     record_decision: Option<Decision>,
-    record_reasons: &[String],
-    own: &Judgement,
+    record_reasons: impl FnOnce() -> Vec<String>,
+    own: Judgement,
 ) -> Effective {
-    let (recorded, recorded_reasons) = match record_decision {
-        Some(decision) => (decision, record_reasons.to_vec()),
-        None => (
-            Decision::Deny,
-            vec!["the record has no valid decision (allow, hold or deny)".to_owned()],
-        ),
-    };
+    let recorded = record_decision.unwrap_or(Decision::Deny);
     if own.decision >= recorded {
-        Effective {
+        return Effective {
             decision: own.decision,
-            reasons: own.reasons.clone(),
-        }
-    } else {
-        Effective {
-            decision: recorded,
-            reasons: recorded_reasons,
-        }
+            reasons: own.reasons,
+        };
+    }
+    Effective {
+        decision: recorded,
+        reasons: match record_decision {
+            Some(_) => record_reasons(),
+            None => vec!["the record has no valid decision (allow, hold or deny)".to_owned()],
+        },
     }
 }
 
@@ -349,17 +345,18 @@ pub fn plan<'t>(
             reason,
         })
     };
-    let why = effective.reasons.join("; ");
+    // Joined only for a call that does not run: most calls are allowed.
+    let why = || effective.reasons.join("; ");
     let cleared = match (effective.decision, approval) {
         (Decision::Allow, _) => "allowed by policy".to_owned(),
         (Decision::Hold, Some(approval)) if approval.approved => approval.reason.clone(),
         (Decision::Hold, Some(approval)) => {
-            return skipped(format!("not run: held ({why}) and {}", approval.reason))
+            return skipped(format!("not run: held ({}) and {}", why(), approval.reason))
         }
         (Decision::Hold, None) => {
-            return skipped(format!("not run: held ({why}) and never approved"))
+            return skipped(format!("not run: held ({}) and never approved", why()))
         }
-        (Decision::Deny, _) => return skipped(format!("not run: denied ({why})")),
+        (Decision::Deny, _) => return skipped(format!("not run: denied ({})", why())),
     };
     let Some(call) = call else {
         return skipped("not run: the record has no readable call".to_owned());
@@ -754,7 +751,7 @@ fn prepare<'t>(
         Ok(call) => state.decide_judgement(call, &id, &options.policy, &options.timing),
         Err(malformed) => Judgement::malformed(malformed),
     };
-    let mut effective = effective_decision(record.decision(), &record.reasons(), &own);
+    let mut effective = effective_decision(record.decision(), || record.reasons(), own);
     if effective.decision != Decision::Deny {
         if let Err(why) = check_seal(&record, &id, &options.chain) {
             effective = Effective {
@@ -911,7 +908,7 @@ mod tests {
             (None, Decision::Allow, Decision::Deny),
         ];
         for (recorded, own, expected) in cases {
-            let effective = effective_decision(recorded, &reasons, &judged(own));
+            let effective = effective_decision(recorded, || reasons.clone(), judged(own));
             assert_eq!(effective.decision, expected, "{recorded:?} vs {own:?}");
             assert!(!effective.reasons.is_empty());
         }
