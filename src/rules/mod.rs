@@ -78,7 +78,8 @@ pub struct CodingFinding {
 }
 
 /// A shell command under both keys: the `commands` decision, the `paths` decision on every file
-/// it writes through a redirection or `tee`, and the `paths` read rules on its arguments
+/// it writes through a redirection or `tee`, and the `paths` read rules on the files its input
+/// redirections read and on its arguments
 /// (`cat ~/.ssh/id_rsa` reads a secret as surely as `Read` does). The strictest wins; the
 /// reasons are those of the winning decision.
 pub fn decide_command(
@@ -97,6 +98,12 @@ pub fn decide_command(
     let mut findings: Vec<(Decision, Vec<String>)> = Vec::new();
     for write in &analysis.writes {
         let path = paths.decide_written(write, &placed);
+        if path.decision > Decision::Allow {
+            findings.push((path.decision, path.reasons));
+        }
+    }
+    for read in &analysis.reads {
+        let path = paths.decide_redirected(read, &placed);
         if path.decision > Decision::Allow {
             findings.push((path.decision, path.reasons));
         }

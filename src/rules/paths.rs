@@ -313,6 +313,12 @@ impl PathRules {
         )
     }
 
+    /// Decides a file a shell command reads through an input redirection (`cat < FILE`): the
+    /// read rules, as for an argument.
+    pub fn decide_redirected(&self, read: &WrittenPath, placed: &Placed) -> PathJudgement {
+        self.judge(&read.path, false, read.placeable, Some(&read.by), placed)
+    }
+
     /// The read rules applied to a simple command's arguments (its words after the program,
     /// and the value of each `--option=value`), as paths: `cat .env` reads `.env` as surely as
     /// `Read` does. Only rules with `read` count here; writes and the root are for the files a

@@ -51,8 +51,11 @@ pub struct Analysis {
     /// The files written through redirections (`>`, `>>`, `&>`, `>|`, `<>`, `>&FILE`), `tee`,
     /// `find -fprint`, `time -o`.
     pub writes: Vec<WrittenPath>,
-    /// The command changes directory (`cd`, `pushd`, `popd`, `env -C`, `sudo -D`), so relative
-    /// paths in it cannot be placed.
+    /// The files read through input redirections (`<`, `<>`, `<&FILE`): `cat < ~/.ssh/id_rsa`
+    /// reads the key as surely as `cat ~/.ssh/id_rsa` does. `by` names the command.
+    pub reads: Vec<WrittenPath>,
+    /// The command changes directory (`cd`, `pushd`, `popd`, `env -C`, `sudo -D`, `find
+    /// -execdir`), so relative paths in it cannot be placed.
     pub changes_directory: bool,
 }
 
@@ -139,7 +142,7 @@ pub fn analyse(command: &str) -> Analysis {
     walker.finish()
 }
 
-/// An upper bound on how deeply a text can nest: every `(`, `{`, `[` and backquote, and every
+/// An upper bound on how deeply a text can nest: every `(`, `{`, `[`, `!` and backquote, and every
 /// occurrence of a keyword that opens a compound command (`if`, `for`, `while`, `until`, `case`,
 /// `select`, `function`, `coproc`), counted even inside quotes and words, after line
 /// continuations are joined. Each level of nesting the parser recurses into needs one of them.
@@ -154,8 +157,9 @@ pub fn openers(text: &str) -> usize {
         text
     };
     let bytes = text.as_bytes();
+    // `!` too: brush-parser's grammar recurses once for each `!` in `[[ ! ! … ]]`.
     let brackets = memchr::memchr3_iter(b'(', b'{', b'[', bytes).count()
-        + memchr::memchr_iter(b'`', bytes).count();
+        + memchr::memchr2_iter(b'`', b'!', bytes).count();
     // Occurrences that overlap (`coprocoproc`) are counted once: two keywords that overlap
     // cannot both be words, so the count still bounds the nesting.
     const KEYWORDS: &[&[u8]] = &[
@@ -405,8 +409,8 @@ struct Walker {
 impl Walker {
     fn finish(mut self) -> Analysis {
         if self.out.changes_directory {
-            for write in &mut self.out.writes {
-                write.placeable = is_absolute_or_home(&write.path);
+            for path in self.out.writes.iter_mut().chain(&mut self.out.reads) {
+                path.placeable = is_absolute_or_home(&path.path);
             }
         }
         self.out
@@ -943,11 +947,15 @@ impl Walker {
                     kind,
                     K::Write | K::Append | K::Clobber | K::ReadAndWrite | K::DuplicateOutput
                 );
+                let reads = matches!(kind, K::Read | K::ReadAndWrite | K::DuplicateInput);
                 match target {
                     T::Filename(word) => {
                         let word = self.word(&word.value, depth);
                         if writes {
                             self.write(&word, by, &redirect.to_string());
+                        }
+                        if reads {
+                            self.read(&word, by, &redirect.to_string());
                         }
                     }
                     T::Duplicate(word) => {
@@ -960,6 +968,9 @@ impl Walker {
                                 .all(|c| c.is_ascii_digit());
                         if writes && !descriptor {
                             self.write(&word, by, &redirect.to_string());
+                        }
+                        if reads && !descriptor {
+                            self.read(&word, by, &redirect.to_string());
                         }
                     }
                     T::Fd(_) => {}
@@ -1022,6 +1033,28 @@ impl Walker {
 
     /// A file written through a redirection or an option; a name the text does not fix is
     /// dynamic.
+    /// A file an input redirection reads, for the `paths` read rules.
+    fn read(&mut self, word: &Word, by: &str, redirect: &str) {
+        if !(word.is_fixed() || word.tilde && !word.expanded && !word.glob && !word.brace) {
+            self.dynamic(
+                format!("{by} {redirect}"),
+                "it reads a file named by an expansion",
+            );
+            return;
+        }
+        if word.text.is_empty()
+            || NOT_FILES.contains(&word.text.as_str())
+            || word.text.starts_with("/dev/fd/")
+        {
+            return;
+        }
+        self.out.reads.push(WrittenPath {
+            path: word.text.clone(),
+            by: format!("{by} {redirect}"),
+            placeable: true,
+        });
+    }
+
     fn write(&mut self, word: &Word, by: &str, redirect: &str) {
         if !(word.is_fixed() || word.tilde && !word.expanded && !word.glob && !word.brace) {
             self.dynamic(
@@ -1410,6 +1443,9 @@ impl Walker {
         while i < words.len() {
             let text = words[i].text.as_str();
             if matches!(text, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                // `-execdir` runs its program in each found file's folder: its relative paths
+                // are not the call's.
+                self.out.changes_directory |= matches!(text, "-execdir" | "-okdir");
                 own.push(words[i].clone());
                 let start = i + 1;
                 let mut end = start;
@@ -1763,8 +1799,11 @@ fn ansi_c(text: &str) -> String {
                 Some(other)
             }
         };
-        if let Some(decoded) = decoded {
-            out.push(decoded);
+        match decoded {
+            // bash's strings end at a NUL: `$'/etc/passwd\0junk'` is `/etc/passwd`.
+            Some('\0') => break,
+            Some(decoded) => out.push(decoded),
+            None => {}
         }
     }
     out
@@ -2102,6 +2141,51 @@ mod tests {
                 .any(|c| c.words == ["rm", "-rf", "x"]),
             "{analysis:?}"
         );
+    }
+
+    #[test]
+    fn input_redirections_read_files() {
+        let analysis = analyse(
+            "cat < a; < ~/.ssh/id_rsa cat; head 0<b; { cat; } < c; cat <> d; cat < /dev/null",
+        );
+        let reads: Vec<&str> = analysis.reads.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(reads, ["a", "~/.ssh/id_rsa", "b", "c", "d"]);
+        assert_eq!(analysis.writes.len(), 1, "<> writes too");
+        assert!(
+            analysis.reads[0].by.starts_with("cat <"),
+            "{:?}",
+            analysis.reads[0]
+        );
+        let moved = analyse("cd x && cat < y; cat < /etc/z");
+        assert!(!moved.reads[0].placeable && moved.reads[1].placeable);
+        let named = analyse("cat < $HOME/.ssh/id_rsa");
+        assert!(named.reads.is_empty() && !named.dynamic.is_empty());
+    }
+
+    #[test]
+    fn a_nul_ends_an_ansi_c_string_as_in_bash() {
+        assert_eq!(ansi_c(r"/etc/passwd\0junk"), "/etc/passwd");
+        assert_eq!(ansi_c(r"a\x00b"), "a");
+        assert_eq!(ansi_c(r"a\c@b"), "a");
+        assert_eq!(
+            words_of("cat $'/x/id_rsa\\0'y"),
+            [vec!["cat", "/x/id_rsay"]]
+        );
+    }
+
+    #[test]
+    fn find_execdir_changes_directory() {
+        assert!(analyse("find . -execdir cat x ';'").changes_directory);
+        assert!(analyse("find . -okdir cat x ';'").changes_directory);
+        assert!(!analyse("find . -exec cat x ';'").changes_directory);
+    }
+
+    #[test]
+    fn negations_in_a_test_count_as_openers() {
+        let deep = format!("[[ {}-e x ]]", "! ".repeat(3000));
+        assert!(openers(&deep) >= 3000);
+        let analysis = analyse(&deep);
+        assert!(!analysis.dynamic.is_empty(), "{analysis:?}");
     }
 
     #[test]
