@@ -1972,6 +1972,271 @@ mod tests {
         );
     }
 
+    fn word(text: &str) -> Vec<Token> {
+        tokens(text, false)
+    }
+
+    fn pattern(text: &str) -> Vec<Token> {
+        tokens(text, true)
+    }
+
+    #[test]
+    fn two_patterns_meet_when_some_name_matches_both() {
+        for (w, g) in [
+            (".env*", ".env"),
+            (".en?", ".env"),
+            (".e[n]v", ".env"),
+            (".[a-f]nv", ".env"),
+            ("id_rs?", "id_rsa*"),
+            ("server.pe[m]", "*.pem"),
+            ("*.rs", "id_rsa*"),
+            ("*", "id_rsa*"),
+            ("x[!a]", "x[ab]"),
+            ("a*b*c", "*c"),
+            ("[[:alpha:]]env", "?env"),
+            (".[e]nv", ".env"),
+        ] {
+            assert!(names_meet(&word(w), &pattern(g)), "{w} meets {g}");
+        }
+        for (w, g) in [
+            ("*.md", "*.pem"),
+            ("*", ".env"),
+            ("?env", ".env"),
+            ("*.rs", ".env.*"),
+            (".e[!n]v", ".env"),
+            ("[a-c]x", "dx"),
+            ("[a-c]x", "[d-f]x"),
+            ("main.?s", "*.pem"),
+        ] {
+            assert!(!names_meet(&word(w), &pattern(g)), "{w} does not meet {g}");
+        }
+        // A glob's `\` escapes; a word's does not (quotes are gone).
+        assert_eq!(pattern(r"a\*"), [Token::Char('a'), Token::Char('*')]);
+        assert_eq!(word("[x"), [Token::Char('['), Token::Char('x')]);
+        assert_eq!(
+            word("[!]a-c]"),
+            [Token::Class {
+                negated: true,
+                ranges: vec![(']', ']'), ('a', 'c')]
+            }]
+        );
+        // Parts: `**` takes any number of them, on either side.
+        let parts = |text: &str| word_parts(Path::new(text), 0);
+        let anywhere = |g: &str| shapes(Base::Anywhere, g, 0).remove(0).parts;
+        assert!(parts_meet(&parts("/w/p/.env*"), &[], &anywhere("**/.env")));
+        assert!(parts_meet(
+            &parts("/w/.g*/*/x"),
+            &[],
+            &anywhere("**/.git/*/x")
+        ));
+        assert!(!parts_meet(&parts("/w/*/x"), &[], &anywhere("**/.git/*/x")));
+        assert!(parts_meet(
+            &parts("/w/**"),
+            &[],
+            &anywhere("**/.git/hooks/x")
+        ));
+        assert!(!parts_meet(
+            &parts("/w/*"),
+            &[],
+            &anywhere("**/.git/hooks/x")
+        ));
+        assert!(!parts_meet(&parts("/w/*.rs"), &[], &anywhere("**/.git/**")));
+        let home = plain_parts(Some(Path::new("/home/me")));
+        let ssh = shapes(Base::Home, ".ssh/**", 0).remove(0).parts;
+        assert!(parts_meet(&parts("/home/me/.ss?/id"), &home, &ssh));
+        assert!(!parts_meet(&parts("/home/you/.ss?/id"), &home, &ssh));
+        // Alternatives give a shape each; too many make the glob meet everything.
+        let many = shapes(Base::Anywhere, "**/{a,b}.{c,d}", 0);
+        assert_eq!(many.len(), 4);
+        let huge = "**/{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b}";
+        assert_eq!(shapes(Base::Anywhere, huge, 0)[0].parts, [Part::AnyDepth]);
+    }
+
+    #[test]
+    fn a_wildcard_may_match_a_name_a_glob_names() {
+        for path in [
+            ".env*",
+            ".en?",
+            "./.e[n]v",
+            "config/.e*",
+            "/srv/.env*",
+            "~/.ss?/id_rsa",
+            "~/.aw[s]/credentials",
+        ] {
+            let judged = decide(path, false);
+            assert_eq!(judged.decision, Decision::Hold, "{path}: {judged:?}");
+        }
+        let judged = decide(".env*", false);
+        assert_eq!(
+            judged.reasons,
+            ["read of \"/w/proj/.env*\" has a wildcard that may match a name paths.rules[1] names (glob **/.env): hold"]
+        );
+        for path in ["src/*.rs", "*.md", ".e[!n]v", "*", "src/[a-z]*.toml"] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        }
+        // A write: the rule's write decision.
+        assert_eq!(
+            decide(".claud?/settings.json", true).decision,
+            Decision::Deny
+        );
+        assert_eq!(decide("~/.bash[r]c", true).decision, Decision::Deny);
+        assert_eq!(
+            decide(".claud?/settings.json", false).decision,
+            Decision::Allow
+        );
+        // A wildcard in the working folder's name is not the call's.
+        let odd = PathContext {
+            cwd: Some(Path::new("/w/p[1]")),
+            root: None,
+            home: Some(Path::new("/home/me")),
+        };
+        let rules = PathRules::from_json(
+            "paths",
+            &json!({"rules": [{"glob": ["**/p1/x"], "read": "hold"}]}),
+        )
+        .unwrap();
+        assert_eq!(rules.decide_path("x", false, odd).decision, Decision::Allow);
+        assert_eq!(rules.decide_path("?", false, odd).decision, Decision::Allow);
+        // `*.rs` meets `**/id_rsa*` (on `id_rsa.rs`), not `**/id_rsa`.
+        let keys = |glob: &str| {
+            PathRules::from_json(
+                "paths",
+                &json!({"rules": [{"glob": [glob], "read": "hold"}]}),
+            )
+            .unwrap()
+        };
+        for (glob, decision) in [
+            ("**/id_rsa*", Decision::Hold),
+            ("**/id_rsa", Decision::Allow),
+        ] {
+            assert_eq!(
+                keys(glob)
+                    .decide_path("src/*.rs", false, context())
+                    .decision,
+                decision,
+                "{glob}"
+            );
+        }
+        assert_eq!(
+            keys("**/id_rsa")
+                .decide_path("deploy/id_rs?", false, context())
+                .decision,
+            Decision::Hold
+        );
+        // A relative path that cannot be placed lines up with a base through its wildcard.
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let read = |word: &str| {
+            rules
+                .decide_arguments(
+                    &["cat".to_owned(), word.to_owned()],
+                    &|| format!("cat {word}"),
+                    false,
+                    &placed,
+                )
+                .map(|judged| judged.decision)
+        };
+        assert_eq!(read(".ss?/id_rsa"), Some(Decision::Hold));
+        assert_eq!(read(".en*"), Some(Decision::Hold));
+        assert_eq!(read("src/*.rs"), None);
+        assert_eq!(read("*.rs"), None);
+        assert_eq!(read("*/x"), None, "`*` never matches `.ssh`");
+        assert_eq!(
+            read("*"),
+            Some(Decision::Hold),
+            "`*` may be `home`, after `cd /`"
+        );
+    }
+
+    #[test]
+    fn every_place_an_argument_may_name_a_path() {
+        fn paths(word: &str, operand: bool) -> Vec<&str> {
+            argument_paths(word, operand).unwrap().collect()
+        }
+        assert_eq!(paths("src", false), ["src"]);
+        assert_eq!(paths("-", false), ["-"]);
+        assert_eq!(paths("-la", false), ["-la", "a"]);
+        assert_eq!(paths("-n20", false), ["-n20", "20", "0"]);
+        assert_eq!(paths("-f~/k", false), ["-f~/k", "~/k", "/k", "k"]);
+        assert_eq!(
+            paths("-x=a/b", false),
+            ["-x=a/b", "a/b", "=a/b", "a/b", "/b", "b"]
+        );
+        assert_eq!(paths("--file=a", false), ["--file=a", "a"]);
+        assert_eq!(paths("--file", false), ["--file"]);
+        assert_eq!(paths("-f~/k", true), ["-f~/k"]);
+        assert_eq!(paths("-é/x", false), ["-é/x", "/x", "x"]);
+        // Past the first 256 places, only where a part starts.
+        let long = format!("-{}/~/x", "a".repeat(300));
+        let found = paths(&long, false);
+        assert_eq!(found.len(), 1 + 256 + 4);
+        assert_eq!(found[found.len() - 4..], ["/~/x", "~/x", "/x", "x"]);
+        let slashes = format!("-{}", "/".repeat(600));
+        assert_eq!(argument_paths(&slashes, false).err(), Some(TooManyPlaces));
+        assert!(argument_paths(&slashes, true).is_ok());
+    }
+
+    #[test]
+    fn shell_arguments_are_read_as_bash_passes_them() {
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let decide = |command: &str| {
+            let words: Vec<String> = command.split(' ').map(str::to_owned).collect();
+            rules
+                .decide_arguments(&words, &|| command.to_owned(), true, &placed)
+                .map(|judged| judged.decision)
+        };
+        // Up to the first NUL.
+        assert_eq!(decide("cat ~/.ssh/id_rsa\0x"), Some(Decision::Hold));
+        assert_eq!(decide("cat .env\0"), Some(Decision::Hold));
+        assert_eq!(decide("cat README.md\0.env"), None);
+        assert_eq!(decide("cat \0~/.ssh/id_rsa"), None);
+        // A value attached to a short option.
+        for command in [
+            "date -f/home/me/.ssh/id_rsa",
+            "file -f/home/me/.aws/credentials",
+            "grep -f/home/me/.ssh/id_rsa x",
+            "tar -xvf~/.ssh/k",
+            "grep -rfconfig/.env x",
+            "cat -x.env",
+            "cat -t/../../../home/me/.aws/credentials",
+            "x -o=~/.ssh/id_rsa",
+        ] {
+            assert_eq!(decide(command), Some(Decision::Hold), "{command}");
+        }
+        for command in [
+            "ls -la",
+            "rm -rf build",
+            "head -n20 x",
+            "sort -t, -k2 x",
+            "grep -rn x src",
+        ] {
+            assert_eq!(decide(command), None, "{command}");
+        }
+        // After `--`, a word that starts with `-` is a path, and only that.
+        assert_eq!(
+            decide("cat -- -t/../../../home/me/.aws/credentials"),
+            Some(Decision::Hold)
+        );
+        assert_eq!(decide("cat -- -x.env"), None, "the file `-x.env`");
+        assert_eq!(decide("cat -- -- .env"), Some(Decision::Hold));
+        // A word of options too long to judge from every place names any file.
+        let long = format!("x -{}", "/".repeat(600));
+        let judged = rules
+            .decide_arguments(
+                &["x".to_owned(), long[2..].to_owned()],
+                &|| long.clone(),
+                true,
+                &placed,
+            )
+            .unwrap();
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(
+            judged.reasons[0].contains("may carry a path attached at more places"),
+            "{judged:?}"
+        );
+    }
+
     #[test]
     fn protected_files_deny_writes() {
         let mut rules = issue_rules();
