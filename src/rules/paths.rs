@@ -89,6 +89,8 @@ pub struct PathRule {
     read_bases: Vec<ReadBase>,
     /// The length of the longest `rel` of `read_bases`.
     longest_base: usize,
+    /// The globs as parts, for a path with a wildcard ([`PathRule::meeting`]).
+    shapes: Vec<Shape>,
     /// What the reason calls the rule.
     label: String,
 }
@@ -253,6 +255,8 @@ impl PathRules {
             (Base::Absolute, format!("{escaped}/**"), 0),
         ])
         .unwrap_or_default();
+        let mut shapes = shapes(Base::Absolute, &escaped, 0);
+        shapes.extend(self::shapes(Base::Absolute, &format!("{escaped}/**"), 0));
         self.rules.push(PathRule {
             index: self.rules.len(),
             globs: vec![text.clone().into_owned()],
@@ -261,6 +265,7 @@ impl PathRules {
             compiled,
             read_bases: Vec::new(),
             longest_base: 0,
+            shapes,
             label: format!("the gate's own {what}"),
         });
     }
@@ -319,12 +324,19 @@ impl PathRules {
         self.judge(&read.path, false, read.placeable, Some(&read.by), placed)
     }
 
-    /// The read rules applied to a simple command's arguments (its words after the program,
-    /// and the value of each `--option=value`), as paths: `cat .env` reads `.env` as surely as
-    /// `Read` does. Only rules with `read` count here; writes and the root are for the files a
-    /// command writes ([`PathRules::decide_written`]). `None` when no argument matches.
-    /// `placeable` is false when the command changes directory.
+    /// The read rules applied to a simple command's arguments, as paths: `cat .env` reads
+    /// `.env` as surely as `Read` does. Only rules with `read` count here; writes and the root
+    /// are for the files a command writes ([`PathRules::decide_written`]). `None` when no
+    /// argument matches. `placeable` is false when the command changes directory.
     /// `by` (the command as a reason shows it) is written only for an argument that matches.
+    ///
+    /// Which words are paths depends on the program, which is not known here, so every place a
+    /// path may start is judged ([`argument_paths`]): each word after the program, up to its
+    /// first NUL (bash hands the program a C string); the value of each `--option=value` and
+    /// `-option=value`; and for a word of short options (`-f/home/me/.ssh/id_rsa`,
+    /// `-xvf~/.ssh/k`), the value that may be attached to any of its letters, that is the word
+    /// from each of its characters after the first letter on. After `--`, every word is an
+    /// operand, whatever it starts with.
     pub fn decide_arguments(
         &self,
         words: &[String],
@@ -336,31 +348,71 @@ impl PathRules {
             return None;
         }
         let mut strongest: Option<PathJudgement> = None;
+        let mut operands = false;
         for word in words.iter().skip(1) {
-            let candidate = if word.starts_with('-') {
-                match word.split_once('=') {
-                    Some((_, value)) => value,
-                    None => continue,
-                }
-            } else {
-                word.as_str()
+            // Bash passes each word as a C string: the program sees it up to its first NUL.
+            let word = word.split('\0').next().unwrap_or_default();
+            if !operands && word == "--" {
+                operands = true;
+                continue;
+            }
+            let judged = match argument_paths(word, operands) {
+                Ok(paths) => paths
+                    .filter(|path| !path.is_empty())
+                    .map(|path| self.judge_read(path, placeable, by, placed))
+                    .filter(|judged| judged.decision > Decision::Allow)
+                    .reduce(|mut best, judged| {
+                        if judged.decision > best.decision {
+                            return judged;
+                        }
+                        if judged.decision == best.decision {
+                            best.reasons.extend(judged.reasons);
+                        }
+                        best
+                    }),
+                Err(TooManyPlaces) => Some(self.judge_unreadable_option(word, by)),
             };
-            if candidate.is_empty() || candidate.contains('\0') {
-                continue;
-            }
-            let judged = self.judge_read(candidate, placeable, by, placed);
-            if judged.decision == Decision::Allow {
-                continue;
-            }
+            let Some(judged) = judged else { continue };
             match &mut strongest {
                 Some(best) if best.decision > judged.decision => {}
                 Some(best) if best.decision == judged.decision => {
-                    best.reasons.extend(judged.reasons)
+                    for reason in judged.reasons {
+                        if !best.reasons.contains(&reason) {
+                            best.reasons.push(reason);
+                        }
+                    }
                 }
                 _ => strongest = Some(judged),
             }
         }
         strongest
+    }
+
+    /// A word of short options so long that the places a value attached to it may start are
+    /// too many to judge each ([`argument_paths`]): it may name any file, so it gets the
+    /// strictest `read` decision of every rule (fail closed, as for `~name`).
+    fn judge_unreadable_option(&self, word: &str, by: &dyn Fn() -> String) -> PathJudgement {
+        let findings = self
+            .rules
+            .iter()
+            .filter_map(|rule| rule.read.map(|read| (read, rule)))
+            .map(|(read, rule)| {
+                (
+                    read,
+                    format!(
+                        "read by {}: the option word \"{}…\" ({} bytes) may carry a path attached at more places than are judged one by one ({}), so it may name any file of {}: {read}",
+                        shown(&by()),
+                        shown(head(word, 32)),
+                        word.len(),
+                        MAX_ATTACHED_PLACES,
+                        rule.label
+                    ),
+                )
+            })
+            .collect();
+        strongest(findings, || {
+            format!("read by {} matches no paths rule", shown(&by()))
+        })
     }
 
     /// A read of an argument: the rules first, and the command shown only for a match.
@@ -413,6 +465,17 @@ impl PathRules {
             .map(|dir| dir.as_os_str().as_encoded_bytes())
             .filter(|dir| resolved.as_os_str().as_encoded_bytes().starts_with(dir))
             .map_or(0, <[u8]>::len);
+        // A wildcard in the part the call wrote (`cat .env*`, `cat deploy/id_rs?`) may match a
+        // name a glob names: its parts, and those of the root and the home, are made only then.
+        let bytes = resolved.as_os_str().as_encoded_bytes();
+        let wild = has_wildcard(bytes.get(written_from..).unwrap_or_default());
+        let patterns = wild.then(|| {
+            (
+                word_parts(&resolved, written_from),
+                plain_parts(root),
+                plain_parts(home),
+            )
+        });
         // Written only when a reason needs it.
         let subject = || {
             let by = by
@@ -439,8 +502,10 @@ impl PathRules {
             }
             // A folder on the way to what a read glob names: reading it (`rg -uuu . ~`,
             // `tar czf x.tgz ~`) may read the secret too.
-            let Some(read) = rule.read else { continue };
-            if let Some((glob, folder)) = rule.holding(&resolved, written_from, root, home) {
+            if let Some((read, (glob, folder))) = rule.read.and_then(|read| {
+                rule.holding(&resolved, written_from, wild, root, home)
+                    .map(|held| (read, held))
+            }) {
                 let how = if !resolved.is_absolute() {
                     "cannot be placed (the command changes directory, or the call gives no cwd) and may be a folder on the way to, or a file under, what".to_owned()
                 } else if let Some(folder) = folder {
@@ -459,6 +524,22 @@ impl PathRules {
                         rule.label
                     ),
                 ));
+                if read >= decision {
+                    continue;
+                }
+            }
+            if let Some((word, root_parts, home_parts)) = &patterns {
+                let heads = (root.map(|_| &root_parts[..]), home.map(|_| &home_parts[..]));
+                if let Some(glob) = rule.meeting(word, resolved.is_absolute(), heads) {
+                    findings.push((
+                        decision,
+                        format!(
+                            "{} has a wildcard that may match a name {} names (glob {glob}): {decision}",
+                            subject(),
+                            rule.label
+                        ),
+                    ));
+                }
             }
         }
         if write {
@@ -585,6 +666,41 @@ impl PathRule {
         })
     }
 
+    /// The first glob (as written) that may match a name the parts of `word` (a path with a
+    /// wildcard, [`word_parts`]) match, as the shell expands it: each glob's parts, after the
+    /// parts of the folder it is relative to (`heads`: the root's and the home's, when known),
+    /// against the word's ([`parts_meet`]). A relative `word` (it cannot be placed) meets the
+    /// globs relative to the root as they are written, and those from `**`, as
+    /// [`PathRule::matching`] tries them.
+    ///
+    /// Cost: only for a path with a wildcard; a walk over the word's parts times the glob's,
+    /// each pair a walk over their characters.
+    fn meeting(
+        &self,
+        word: &[Part],
+        absolute: bool,
+        (root, home): (Option<&[Part]>, Option<&[Part]>),
+    ) -> Option<&str> {
+        self.shapes
+            .iter()
+            .find(|shape| {
+                let head = match (shape.base, absolute) {
+                    (Base::Anywhere, _) | (Base::Root, false) | (Base::Absolute, true) => &[][..],
+                    (Base::Root, true) => match root {
+                        Some(root) => root,
+                        None => return false,
+                    },
+                    (Base::Home, true) => match home {
+                        Some(home) => home,
+                        None => return false,
+                    },
+                    (Base::Home | Base::Absolute, false) => return false,
+                };
+                parts_meet(word, head, &shape.parts)
+            })
+            .map(|shape| self.globs[shape.glob].as_str())
+    }
+
     /// The first glob (as written) whose literal base `path` may be, or be a folder on the way
     /// to, with the folder a wildcard in the path cut it to, if it did. A read of `~`, `/home`
     /// or `/` may read `~/.ssh/id_rsa` (`rg -uuu . ~`, `tar czf x.tgz ~`,
@@ -607,6 +723,7 @@ impl PathRule {
         &self,
         path: &'p Path,
         written_from: usize,
+        wild: bool,
         root: Option<&Path>,
         home: Option<&Path>,
     ) -> Option<(&str, Option<&'p [u8]>)> {
@@ -626,7 +743,7 @@ impl PathRule {
                         Base::Root => root,
                         Base::Absolute | Base::Anywhere => None,
                     };
-                    may_line_up(path, parts(head, &base.rel))
+                    may_line_up(path, parts(head, &base.rel), wild)
                 })
                 .map(|base| (self.globs[base.glob].as_str(), None));
         }
@@ -659,6 +776,390 @@ impl PathRule {
                 (self.globs[base.glob].as_str(), cut)
             })
     }
+}
+
+/// How many places in a word of short options a value attached to one of its letters is
+/// judged from, past the first 256: beyond that, each `/` and `~`, and each character after a
+/// `/`, count too, and a word with more of them than this is not read ([`argument_paths`]).
+const MAX_ATTACHED_PLACES: usize = 256;
+
+/// A word of short options with more places a path may start than are judged one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TooManyPlaces;
+
+/// The paths an argument may name (see [`PathRules::decide_arguments`]), without allocating:
+/// the word itself; for an option (`-x…` or `--x…` before `--`), the value after its first
+/// `=`; and for a word of short options, the word from each of its characters after the first
+/// letter on (`-xvf~/.ssh/k` may be `-x -v -f ~/.ssh/k`, and a program may take a value
+/// attached to any letter: `vf~/.ssh/k`, `f~/.ssh/k`, `~/.ssh/k`, `/.ssh/k`, …). For `-la`
+/// that is `a`; for `-n20`, `20` and `0`: names that match nothing. In a word longer than 258
+/// bytes, the places past the 256th are those where a `/` or `~` starts a path or where a `/`
+/// ends one part; more than [`MAX_ATTACHED_PLACES`] of those is an error (judged as naming any
+/// file: fail closed, and the cost stays bounded).
+fn argument_paths(word: &str, operand: bool) -> Result<impl Iterator<Item = &str>, TooManyPlaces> {
+    let option = !operand && word.len() > 1 && word.starts_with('-');
+    let value = option
+        .then(|| word.split_once('=').map(|(_, value)| value))
+        .flatten();
+    let short = option && !word.starts_with("--");
+    let bytes = word.as_bytes();
+    let far = |i: usize| matches!(bytes[i], b'/' | b'~') || (i > 0 && bytes[i - 1] == b'/');
+    let near_end = word.len().min(2 + MAX_ATTACHED_PLACES);
+    if short && (near_end..word.len()).filter(|&i| far(i)).count() > MAX_ATTACHED_PLACES {
+        return Err(TooManyPlaces);
+    }
+    let attached = (2..word.len())
+        .filter(move |&i| short && word.is_char_boundary(i) && (i < near_end || far(i)))
+        .map(move |i| &word[i..]);
+    Ok(std::iter::once(word).chain(value).chain(attached))
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// One token of a pattern over one part of a path (between two `/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Char(char),
+    /// `?`: any one character.
+    One,
+    /// `*`: any characters (never a `/`: a part holds none).
+    Any,
+    /// `[…]`: one character of the ranges, or with `negated` (`[!…]`, `[^…]`) one outside them.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+}
+
+/// One part of a path pattern: a pattern over a name, or `**` (any number of parts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Name(Vec<Token>),
+    AnyDepth,
+}
+
+/// A glob of a rule as parts, for [`PathRule::meeting`]: its base, its parts (for
+/// [`Base::Anywhere`], from the leading `**` on; for [`Base::Absolute`], after the `/`), and
+/// its index in the rule's `globs`. A glob with `{a,b}` gives one shape per alternative.
+#[derive(Debug, Clone)]
+struct Shape {
+    base: Base,
+    parts: Vec<Part>,
+    glob: usize,
+}
+
+/// At most this many shapes come from the alternatives (`{a,b}`) of one glob; past it, the
+/// glob's shape is `**` (every path may meet it: fail closed).
+const MAX_ALTERNATIVES: usize = 64;
+
+/// The shapes of a glob (globset's syntax: `\` escapes, `[!…]`/`[^…]`, `{a,b}` not nested).
+fn shapes(base: Base, pattern: &str, glob: usize) -> Vec<Shape> {
+    let mut texts = vec![String::new()];
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let next = chars.next().map(String::from).unwrap_or_default();
+                texts.iter_mut().for_each(|t| {
+                    t.push('\\');
+                    t.push_str(&next)
+                });
+            }
+            '{' => {
+                let mut group = String::new();
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                    group.push(c);
+                }
+                let alternatives: Vec<&str> = group.split(',').collect();
+                if texts.len() * alternatives.len() > MAX_ALTERNATIVES {
+                    return vec![Shape {
+                        base: Base::Anywhere,
+                        parts: vec![Part::AnyDepth],
+                        glob,
+                    }];
+                }
+                texts = texts
+                    .iter()
+                    .flat_map(|t| alternatives.iter().map(move |a| format!("{t}{a}")))
+                    .collect();
+            }
+            c => texts.iter_mut().for_each(|t| t.push(c)),
+        }
+    }
+    texts
+        .iter()
+        .map(|text| Shape {
+            base,
+            parts: text
+                .split('/')
+                .filter(|part| !part.is_empty())
+                .map(|part| match part {
+                    "**" => Part::AnyDepth,
+                    part => Part::Name(tokens(part, true)),
+                })
+                .collect(),
+            glob,
+        })
+        .collect()
+}
+
+/// The tokens of one part of a pattern: of a glob (`escapes`: a `\` makes the next character
+/// literal) or of a shell word after quote removal (no escapes left; an unclosed `[` is a
+/// character). A POSIX class (`[[:alpha:]]`) counts as any character.
+fn tokens(part: &str, escapes: bool) -> Vec<Token> {
+    let chars: Vec<char> = part.chars().collect();
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if escapes && i + 1 < chars.len() => {
+                out.push(Token::Char(chars[i + 1]));
+                i += 2;
+                continue;
+            }
+            '?' => out.push(Token::One),
+            '*' => {
+                if out.last() != Some(&Token::Any) {
+                    out.push(Token::Any)
+                }
+            }
+            '[' => {
+                if let Some((class, next)) = class(&chars, i + 1, escapes) {
+                    out.push(class);
+                    i = next;
+                    continue;
+                }
+                out.push(Token::Char('['));
+            }
+            c => out.push(Token::Char(c)),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The class that opens before `chars[from]`, and the index past its `]`; `None` if unclosed.
+fn class(chars: &[char], from: usize, escapes: bool) -> Option<(Token, usize)> {
+    let mut i = from;
+    let negated = matches!(chars.get(i), Some('!' | '^'));
+    if negated {
+        i += 1;
+    }
+    let mut ranges = Vec::new();
+    let mut first = true;
+    loop {
+        let mut c = *chars.get(i)?;
+        if c == ']' && !first {
+            return Some((Token::Class { negated, ranges }, i + 1));
+        }
+        first = false;
+        if c == '[' && chars.get(i + 1) == Some(&':') {
+            // A POSIX class: any character, to be safe.
+            let close = (i + 2..chars.len().saturating_sub(1))
+                .find(|&j| chars[j] == ':' && chars[j + 1] == ']')?;
+            ranges.push(('\0', char::MAX));
+            i = close + 2;
+            continue;
+        }
+        if c == '\\' && escapes {
+            i += 1;
+            c = *chars.get(i)?;
+        }
+        let mut high = c;
+        if chars.get(i + 1) == Some(&'-') && chars.get(i + 2).is_some_and(|&h| h != ']') {
+            i += 2;
+            high = chars[i];
+            if high == '\\' && escapes {
+                i += 1;
+                high = *chars.get(i)?;
+            }
+        }
+        ranges.push((c.min(high), c.max(high)));
+        i += 1;
+    }
+}
+
+/// Whether `c` is among `ranges` (without regard to ASCII case where globs match that way).
+fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+    let has = |c: char| ranges.iter().any(|&(low, high)| low <= c && c <= high);
+    has(c) || (CASE_INSENSITIVE && (has(c.to_ascii_lowercase()) || has(c.to_ascii_uppercase())))
+}
+
+/// Whether one character may be matched by both tokens (neither of them `*`). A class meeting
+/// another counts as meeting unless both are plain and share no character: a negated class is
+/// taken as meeting any (more holds at worst, never fewer).
+fn characters_meet(a: &Token, b: &Token) -> bool {
+    match (a, b) {
+        (Token::Char(x), Token::Char(y)) => {
+            x == y || (CASE_INSENSITIVE && x.eq_ignore_ascii_case(y))
+        }
+        (Token::One, _) | (_, Token::One) => true,
+        (Token::Char(c), Token::Class { negated, ranges })
+        | (Token::Class { negated, ranges }, Token::Char(c)) => *negated != in_ranges(ranges, *c),
+        (
+            Token::Class {
+                negated: false,
+                ranges: a,
+            },
+            Token::Class {
+                negated: false,
+                ranges: b,
+            },
+        ) => {
+            CASE_INSENSITIVE
+                || a.iter()
+                    .any(|&(al, ah)| b.iter().any(|&(bl, bh)| al <= bh && bl <= ah))
+        }
+        _ => true,
+    }
+}
+
+/// Whether some name is matched both by `word`, a part of a shell word, and by `glob`, a part
+/// of a glob: a walk over both token lists (a `*` may match nothing or take one character the
+/// other side matches). Bash's `*` and `?` never match a leading `.` (without `dotglob`), so a
+/// word part that starts with one meets no glob part that starts with a `.`.
+fn names_meet(word: &[Token], glob: &[Token]) -> bool {
+    if matches!(word.first(), Some(Token::Any | Token::One))
+        && glob.first() == Some(&Token::Char('.'))
+    {
+        return false;
+    }
+    let (p, q) = (word.len(), glob.len());
+    let mut reach = vec![false; (p + 1) * (q + 1)];
+    reach[0] = true;
+    for i in 0..=p {
+        for j in 0..=q {
+            if !reach[i * (q + 1) + j] {
+                continue;
+            }
+            let (a, b) = (word.get(i), glob.get(j));
+            if a == Some(&Token::Any) {
+                reach[(i + 1) * (q + 1) + j] = true;
+                if b.is_some_and(|b| *b != Token::Any) {
+                    reach[i * (q + 1) + j + 1] = true;
+                }
+            }
+            if b == Some(&Token::Any) {
+                reach[i * (q + 1) + j + 1] = true;
+                if a.is_some_and(|a| *a != Token::Any) {
+                    reach[(i + 1) * (q + 1) + j] = true;
+                }
+            }
+            if let (Some(a), Some(b)) = (a, b) {
+                if *a != Token::Any && *b != Token::Any && characters_meet(a, b) {
+                    reach[(i + 1) * (q + 1) + j + 1] = true;
+                }
+            }
+        }
+    }
+    reach[p * (q + 1) + q]
+}
+
+/// Whether some path is matched both by the parts of a shell word and by the parts of a glob:
+/// the same walk over parts, where `**` (on either side) takes any number of parts.
+/// `head` is the folder the glob is relative to, as plain parts before the glob's own.
+fn parts_meet(word: &[Part], head: &[Part], glob: &[Part]) -> bool {
+    let part = |j: usize| {
+        if j < head.len() {
+            head.get(j)
+        } else {
+            glob.get(j - head.len())
+        }
+    };
+    let (p, q) = (word.len(), head.len() + glob.len());
+    let mut reach = vec![false; (p + 1) * (q + 1)];
+    reach[0] = true;
+    for i in 0..=p {
+        for j in 0..=q {
+            if !reach[i * (q + 1) + j] {
+                continue;
+            }
+            let (a, b) = (word.get(i), part(j));
+            if a == Some(&Part::AnyDepth) {
+                reach[(i + 1) * (q + 1) + j] = true;
+                if b.is_some() {
+                    reach[i * (q + 1) + j + 1] = true;
+                }
+            }
+            if b == Some(&Part::AnyDepth) {
+                reach[i * (q + 1) + j + 1] = true;
+                if a.is_some() {
+                    reach[(i + 1) * (q + 1) + j] = true;
+                }
+            }
+            if let (Some(Part::Name(a)), Some(Part::Name(b))) = (a, b) {
+                if names_meet(a, b) {
+                    reach[(i + 1) * (q + 1) + j + 1] = true;
+                }
+            }
+        }
+    }
+    reach[p * (q + 1) + q]
+}
+
+/// Whether a part of a path has a wildcard bash expands (`*`, `?`, `[`).
+fn has_wildcard(bytes: &[u8]) -> bool {
+    bytes.iter().any(|b| matches!(b, b'*' | b'?' | b'['))
+}
+
+/// Whether a part of a relative path with a wildcard may match a part of a base.
+fn parts_may_meet(part: Component, other: Component) -> bool {
+    let (Component::Normal(part), Component::Normal(other)) = (part, other) else {
+        return false;
+    };
+    let part = part.to_string_lossy();
+    has_wildcard(part.as_bytes())
+        && names_meet(
+            &tokens(&part, false),
+            &other
+                .to_string_lossy()
+                .chars()
+                .map(Token::Char)
+                .collect::<Vec<_>>(),
+        )
+}
+
+/// The parts of a path as patterns: a part from `written_from` on with a wildcard as bash
+/// reads it (a part that is `**` as any number of parts, as under `globstar`), the others as
+/// plain names.
+fn word_parts(path: &Path, written_from: usize) -> Vec<Part> {
+    let text = path.to_string_lossy();
+    let mut at = 0;
+    let mut out = Vec::new();
+    for part in text.split('/') {
+        let start = at;
+        at += part.len() + 1;
+        if part.is_empty() {
+            continue;
+        }
+        out.push(
+            if start + part.len() > written_from && has_wildcard(part.as_bytes()) {
+                if part == "**" {
+                    Part::AnyDepth
+                } else {
+                    Part::Name(tokens(part, false))
+                }
+            } else {
+                Part::Name(part.chars().map(Token::Char).collect())
+            },
+        );
+    }
+    out
+}
+
+/// The parts of a folder, as plain names.
+fn plain_parts(folder: Option<&Path>) -> Vec<Part> {
+    folder.map_or_else(Vec::new, |folder| word_parts(folder, usize::MAX))
 }
 
 /// Where an absolute path stands to a folder (both normalized).
@@ -784,7 +1285,13 @@ fn same(a: Component, b: Component) -> bool {
 
 /// Whether a relative path joined to an unknown folder may be a folder on the way to `base`,
 /// `base` itself or a file under it ([`PathRule::holding`]).
-fn may_line_up<'a>(path: &Path, mut base: impl Iterator<Item = Component<'a>> + Clone) -> bool {
+/// A part with a wildcard (`wild`: the path has one) counts when it may match the base's part
+/// (`cd && cat .ss?/id_rsa`).
+fn may_line_up<'a>(
+    path: &Path,
+    mut base: impl Iterator<Item = Component<'a>> + Clone,
+    wild: bool,
+) -> bool {
     if matches!(path.components().next(), None | Some(Component::ParentDir)) {
         return true;
     }
@@ -795,7 +1302,7 @@ fn may_line_up<'a>(path: &Path, mut base: impl Iterator<Item = Component<'a>> + 
         if path
             .components()
             .zip(base.clone())
-            .all(|(part, other)| same(part, other))
+            .all(|(part, other)| same(part, other) || (wild && parts_may_meet(part, other)))
         {
             return true;
         }
@@ -985,12 +1492,17 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
             }
         }
     }
+    let shapes = patterns
+        .iter()
+        .flat_map(|(base, pattern, glob)| shapes(*base, pattern, *glob))
+        .collect();
     Ok(PathRule {
         index,
         globs,
         read,
         write,
         compiled,
+        shapes,
         longest_base: read_bases
             .iter()
             .map(|b| b.rel.as_os_str().len())
@@ -1457,6 +1969,271 @@ mod tests {
         assert_eq!(
             rules.decide_path("src", false, nowhere).decision,
             Decision::Allow
+        );
+    }
+
+    fn word(text: &str) -> Vec<Token> {
+        tokens(text, false)
+    }
+
+    fn pattern(text: &str) -> Vec<Token> {
+        tokens(text, true)
+    }
+
+    #[test]
+    fn two_patterns_meet_when_some_name_matches_both() {
+        for (w, g) in [
+            (".env*", ".env"),
+            (".en?", ".env"),
+            (".e[n]v", ".env"),
+            (".[a-f]nv", ".env"),
+            ("id_rs?", "id_rsa*"),
+            ("server.pe[m]", "*.pem"),
+            ("*.rs", "id_rsa*"),
+            ("*", "id_rsa*"),
+            ("x[!a]", "x[ab]"),
+            ("a*b*c", "*c"),
+            ("[[:alpha:]]env", "?env"),
+            (".[e]nv", ".env"),
+        ] {
+            assert!(names_meet(&word(w), &pattern(g)), "{w} meets {g}");
+        }
+        for (w, g) in [
+            ("*.md", "*.pem"),
+            ("*", ".env"),
+            ("?env", ".env"),
+            ("*.rs", ".env.*"),
+            (".e[!n]v", ".env"),
+            ("[a-c]x", "dx"),
+            ("[a-c]x", "[d-f]x"),
+            ("main.?s", "*.pem"),
+        ] {
+            assert!(!names_meet(&word(w), &pattern(g)), "{w} does not meet {g}");
+        }
+        // A glob's `\` escapes; a word's does not (quotes are gone).
+        assert_eq!(pattern(r"a\*"), [Token::Char('a'), Token::Char('*')]);
+        assert_eq!(word("[x"), [Token::Char('['), Token::Char('x')]);
+        assert_eq!(
+            word("[!]a-c]"),
+            [Token::Class {
+                negated: true,
+                ranges: vec![(']', ']'), ('a', 'c')]
+            }]
+        );
+        // Parts: `**` takes any number of them, on either side.
+        let parts = |text: &str| word_parts(Path::new(text), 0);
+        let anywhere = |g: &str| shapes(Base::Anywhere, g, 0).remove(0).parts;
+        assert!(parts_meet(&parts("/w/p/.env*"), &[], &anywhere("**/.env")));
+        assert!(parts_meet(
+            &parts("/w/.g*/*/x"),
+            &[],
+            &anywhere("**/.git/*/x")
+        ));
+        assert!(!parts_meet(&parts("/w/*/x"), &[], &anywhere("**/.git/*/x")));
+        assert!(parts_meet(
+            &parts("/w/**"),
+            &[],
+            &anywhere("**/.git/hooks/x")
+        ));
+        assert!(!parts_meet(
+            &parts("/w/*"),
+            &[],
+            &anywhere("**/.git/hooks/x")
+        ));
+        assert!(!parts_meet(&parts("/w/*.rs"), &[], &anywhere("**/.git/**")));
+        let home = plain_parts(Some(Path::new("/home/me")));
+        let ssh = shapes(Base::Home, ".ssh/**", 0).remove(0).parts;
+        assert!(parts_meet(&parts("/home/me/.ss?/id"), &home, &ssh));
+        assert!(!parts_meet(&parts("/home/you/.ss?/id"), &home, &ssh));
+        // Alternatives give a shape each; too many make the glob meet everything.
+        let many = shapes(Base::Anywhere, "**/{a,b}.{c,d}", 0);
+        assert_eq!(many.len(), 4);
+        let huge = "**/{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b}";
+        assert_eq!(shapes(Base::Anywhere, huge, 0)[0].parts, [Part::AnyDepth]);
+    }
+
+    #[test]
+    fn a_wildcard_may_match_a_name_a_glob_names() {
+        for path in [
+            ".env*",
+            ".en?",
+            "./.e[n]v",
+            "config/.e*",
+            "/srv/.env*",
+            "~/.ss?/id_rsa",
+            "~/.aw[s]/credentials",
+        ] {
+            let judged = decide(path, false);
+            assert_eq!(judged.decision, Decision::Hold, "{path}: {judged:?}");
+        }
+        let judged = decide(".env*", false);
+        assert_eq!(
+            judged.reasons,
+            ["read of \"/w/proj/.env*\" has a wildcard that may match a name paths.rules[1] names (glob **/.env): hold"]
+        );
+        for path in ["src/*.rs", "*.md", ".e[!n]v", "*", "src/[a-z]*.toml"] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        }
+        // A write: the rule's write decision.
+        assert_eq!(
+            decide(".claud?/settings.json", true).decision,
+            Decision::Deny
+        );
+        assert_eq!(decide("~/.bash[r]c", true).decision, Decision::Deny);
+        assert_eq!(
+            decide(".claud?/settings.json", false).decision,
+            Decision::Allow
+        );
+        // A wildcard in the working folder's name is not the call's.
+        let odd = PathContext {
+            cwd: Some(Path::new("/w/p[1]")),
+            root: None,
+            home: Some(Path::new("/home/me")),
+        };
+        let rules = PathRules::from_json(
+            "paths",
+            &json!({"rules": [{"glob": ["**/p1/x"], "read": "hold"}]}),
+        )
+        .unwrap();
+        assert_eq!(rules.decide_path("x", false, odd).decision, Decision::Allow);
+        assert_eq!(rules.decide_path("?", false, odd).decision, Decision::Allow);
+        // `*.rs` meets `**/id_rsa*` (on `id_rsa.rs`), not `**/id_rsa`.
+        let keys = |glob: &str| {
+            PathRules::from_json(
+                "paths",
+                &json!({"rules": [{"glob": [glob], "read": "hold"}]}),
+            )
+            .unwrap()
+        };
+        for (glob, decision) in [
+            ("**/id_rsa*", Decision::Hold),
+            ("**/id_rsa", Decision::Allow),
+        ] {
+            assert_eq!(
+                keys(glob)
+                    .decide_path("src/*.rs", false, context())
+                    .decision,
+                decision,
+                "{glob}"
+            );
+        }
+        assert_eq!(
+            keys("**/id_rsa")
+                .decide_path("deploy/id_rs?", false, context())
+                .decision,
+            Decision::Hold
+        );
+        // A relative path that cannot be placed lines up with a base through its wildcard.
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let read = |word: &str| {
+            rules
+                .decide_arguments(
+                    &["cat".to_owned(), word.to_owned()],
+                    &|| format!("cat {word}"),
+                    false,
+                    &placed,
+                )
+                .map(|judged| judged.decision)
+        };
+        assert_eq!(read(".ss?/id_rsa"), Some(Decision::Hold));
+        assert_eq!(read(".en*"), Some(Decision::Hold));
+        assert_eq!(read("src/*.rs"), None);
+        assert_eq!(read("*.rs"), None);
+        assert_eq!(read("*/x"), None, "`*` never matches `.ssh`");
+        assert_eq!(
+            read("*"),
+            Some(Decision::Hold),
+            "`*` may be `home`, after `cd /`"
+        );
+    }
+
+    #[test]
+    fn every_place_an_argument_may_name_a_path() {
+        fn paths(word: &str, operand: bool) -> Vec<&str> {
+            argument_paths(word, operand).unwrap().collect()
+        }
+        assert_eq!(paths("src", false), ["src"]);
+        assert_eq!(paths("-", false), ["-"]);
+        assert_eq!(paths("-la", false), ["-la", "a"]);
+        assert_eq!(paths("-n20", false), ["-n20", "20", "0"]);
+        assert_eq!(paths("-f~/k", false), ["-f~/k", "~/k", "/k", "k"]);
+        assert_eq!(
+            paths("-x=a/b", false),
+            ["-x=a/b", "a/b", "=a/b", "a/b", "/b", "b"]
+        );
+        assert_eq!(paths("--file=a", false), ["--file=a", "a"]);
+        assert_eq!(paths("--file", false), ["--file"]);
+        assert_eq!(paths("-f~/k", true), ["-f~/k"]);
+        assert_eq!(paths("-é/x", false), ["-é/x", "/x", "x"]);
+        // Past the first 256 places, only where a part starts.
+        let long = format!("-{}/~/x", "a".repeat(300));
+        let found = paths(&long, false);
+        assert_eq!(found.len(), 1 + 256 + 4);
+        assert_eq!(found[found.len() - 4..], ["/~/x", "~/x", "/x", "x"]);
+        let slashes = format!("-{}", "/".repeat(600));
+        assert_eq!(argument_paths(&slashes, false).err(), Some(TooManyPlaces));
+        assert!(argument_paths(&slashes, true).is_ok());
+    }
+
+    #[test]
+    fn shell_arguments_are_read_as_bash_passes_them() {
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let decide = |command: &str| {
+            let words: Vec<String> = command.split(' ').map(str::to_owned).collect();
+            rules
+                .decide_arguments(&words, &|| command.to_owned(), true, &placed)
+                .map(|judged| judged.decision)
+        };
+        // Up to the first NUL.
+        assert_eq!(decide("cat ~/.ssh/id_rsa\0x"), Some(Decision::Hold));
+        assert_eq!(decide("cat .env\0"), Some(Decision::Hold));
+        assert_eq!(decide("cat README.md\0.env"), None);
+        assert_eq!(decide("cat \0~/.ssh/id_rsa"), None);
+        // A value attached to a short option.
+        for command in [
+            "date -f/home/me/.ssh/id_rsa",
+            "file -f/home/me/.aws/credentials",
+            "grep -f/home/me/.ssh/id_rsa x",
+            "tar -xvf~/.ssh/k",
+            "grep -rfconfig/.env x",
+            "cat -x.env",
+            "cat -t/../../../home/me/.aws/credentials",
+            "x -o=~/.ssh/id_rsa",
+        ] {
+            assert_eq!(decide(command), Some(Decision::Hold), "{command}");
+        }
+        for command in [
+            "ls -la",
+            "rm -rf build",
+            "head -n20 x",
+            "sort -t, -k2 x",
+            "grep -rn x src",
+        ] {
+            assert_eq!(decide(command), None, "{command}");
+        }
+        // After `--`, a word that starts with `-` is a path, and only that.
+        assert_eq!(
+            decide("cat -- -t/../../../home/me/.aws/credentials"),
+            Some(Decision::Hold)
+        );
+        assert_eq!(decide("cat -- -x.env"), None, "the file `-x.env`");
+        assert_eq!(decide("cat -- -- .env"), Some(Decision::Hold));
+        // A word of options too long to judge from every place names any file.
+        let long = format!("x -{}", "/".repeat(600));
+        let judged = rules
+            .decide_arguments(
+                &["x".to_owned(), long[2..].to_owned()],
+                &|| long.clone(),
+                true,
+                &placed,
+            )
+            .unwrap();
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(
+            judged.reasons[0].contains("may carry a path attached at more places"),
+            "{judged:?}"
         );
     }
 
