@@ -423,7 +423,7 @@ impl PathRules {
         by: &dyn Fn() -> String,
         placed: &Placed,
     ) -> PathJudgement {
-        let judged = self.judge(path, false, placeable, None, placed);
+        let judged = self.judge_with(path, false, placeable, None, placed, false);
         if judged.decision == Decision::Allow {
             return judged;
         }
@@ -437,6 +437,20 @@ impl PathRules {
         placeable: bool,
         by: Option<&str>,
         placed: &Placed,
+    ) -> PathJudgement {
+        self.judge_with(path, write, placeable, by, placed, true)
+    }
+
+    /// [`PathRules::judge`]; `allow_reason` false leaves an allowed path without its reason
+    /// ("… matches no paths rule"), which a shell argument's first look never shows.
+    fn judge_with(
+        &self,
+        path: &str,
+        write: bool,
+        placeable: bool,
+        by: Option<&str>,
+        placed: &Placed,
+        allow_reason: bool,
     ) -> PathJudgement {
         let verb = if write { "write" } else { "read" };
         if path.contains('\0') {
@@ -561,6 +575,12 @@ impl PathRules {
                     ),
                 ));
             }
+        }
+        if findings.is_empty() && !allow_reason {
+            return PathJudgement {
+                decision: Decision::Allow,
+                reasons: Vec::new(),
+            };
         }
         strongest(findings, || format!("{} matches no paths rule", subject()))
     }
@@ -731,6 +751,10 @@ impl PathRule {
             return None;
         }
         if !path.is_absolute() {
+            // The path's parts are read once for every base (a `Path`'s components are parsed
+            // anew each time they are walked).
+            let path_parts: Vec<Component> = path.components().collect();
+            let mut base_parts: Vec<Component> = Vec::new();
             return self
                 .read_bases
                 .iter()
@@ -743,7 +767,9 @@ impl PathRule {
                         Base::Root => root,
                         Base::Absolute | Base::Anywhere => None,
                     };
-                    may_line_up(path, parts(head, &base.rel), wild)
+                    base_parts.clear();
+                    base_parts.extend(parts(head, &base.rel));
+                    may_line_up(&path_parts, &base_parts, wild)
                 })
                 .map(|base| (self.globs[base.glob].as_str(), None));
         }
@@ -1287,27 +1313,15 @@ fn same(a: Component, b: Component) -> bool {
 /// `base` itself or a file under it ([`PathRule::holding`]).
 /// A part with a wildcard (`wild`: the path has one) counts when it may match the base's part
 /// (`cd && cat .ss?/id_rsa`).
-fn may_line_up<'a>(
-    path: &Path,
-    mut base: impl Iterator<Item = Component<'a>> + Clone,
-    wild: bool,
-) -> bool {
-    if matches!(path.components().next(), None | Some(Component::ParentDir)) {
+fn may_line_up(path: &[Component], base: &[Component], wild: bool) -> bool {
+    if matches!(path.first(), None | Some(Component::ParentDir)) {
         return true;
     }
-    loop {
-        if base.clone().next().is_none() {
-            return false;
-        }
-        if path
-            .components()
-            .zip(base.clone())
-            .all(|(part, other)| same(part, other) || (wild && parts_may_meet(part, other)))
-        {
-            return true;
-        }
-        base.next();
-    }
+    (0..base.len()).any(|from| {
+        path.iter()
+            .zip(&base[from..])
+            .all(|(&part, &other)| same(part, other) || (wild && parts_may_meet(part, other)))
+    })
 }
 
 /// The literal base of a glob as compiled (after `~/` or `./`): its parts before the first one
