@@ -110,15 +110,23 @@ pub fn decide_command(
     }
     let placeable = !analysis.changes_directory;
     for simple in &analysis.commands {
+        // Written once, when a reason first needs it.
+        let shown = std::cell::OnceCell::new();
         let by = || {
-            simple
-                .words
-                .iter()
-                .map(|w| shell::quote_word(w))
-                .collect::<Vec<_>>()
-                .join(" ")
+            shown
+                .get_or_init(|| {
+                    simple
+                        .words
+                        .iter()
+                        .map(|w| shell::quote_word(w))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .clone()
         };
-        if let Some(read) = paths.decide_arguments(&simple.words, &by, placeable, &placed) {
+        if let Some(read) =
+            paths.decide_shell_arguments(&simple.words, &simple.globbed, &by, placeable, &placed)
+        {
             findings.push((read.decision, read.reasons));
         }
     }

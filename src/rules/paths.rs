@@ -344,12 +344,36 @@ impl PathRules {
         placeable: bool,
         placed: &Placed,
     ) -> Option<PathJudgement> {
+        self.decide_shell_arguments(words, &[], by, placeable, placed)
+    }
+
+    /// [`PathRules::decide_arguments`], knowing which words the shell expands as globs
+    /// (`globbed[i]` for `words[i]`: an unquoted `*`, `?` or `[`): only in those does a wildcard
+    /// stand for the names it may match; a quoted one (`find -name '*.rs'`) is a character of
+    /// the path, as the program gets it. A word without a flag counts as globbed (fail closed).
+    pub fn decide_shell_arguments(
+        &self,
+        words: &[String],
+        globbed: &[bool],
+        by: &dyn Fn() -> String,
+        placeable: bool,
+        placed: &Placed,
+    ) -> Option<PathJudgement> {
         if !self.rules.iter().any(|rule| rule.read.is_some()) {
             return None;
         }
         let mut strongest: Option<PathJudgement> = None;
         let mut operands = false;
-        for word in words.iter().skip(1) {
+        // Reasons are kept to a few (as for commands); once that many name the strictest
+        // decision a read can get, no later word can change the judgement.
+        let strictest = self.rules.iter().filter_map(|rule| rule.read).max();
+        for (index, word) in words.iter().enumerate().skip(1) {
+            let expands = globbed.get(index).copied().unwrap_or(true);
+            if strongest.as_ref().is_some_and(|best| {
+                Some(best.decision) == strictest && best.reasons.len() >= MAX_PATH_REASONS
+            }) {
+                break;
+            }
             // Bash passes each word as a C string: the program sees it up to its first NUL.
             let word = word.split('\0').next().unwrap_or_default();
             if !operands && word == "--" {
@@ -359,14 +383,15 @@ impl PathRules {
             let judged = match argument_paths(word, operands) {
                 Ok(paths) => paths
                     .filter(|path| !path.is_empty())
-                    .map(|path| self.judge_read(path, placeable, by, placed))
+                    .map(|path| self.judge_read(path, placeable, by, placed, expands))
                     .filter(|judged| judged.decision > Decision::Allow)
                     .reduce(|mut best, judged| {
                         if judged.decision > best.decision {
                             return judged;
                         }
                         if judged.decision == best.decision {
-                            best.reasons.extend(judged.reasons);
+                            let room = MAX_PATH_REASONS.saturating_sub(best.reasons.len());
+                            best.reasons.extend(judged.reasons.into_iter().take(room));
                         }
                         best
                     }),
@@ -377,6 +402,9 @@ impl PathRules {
                 Some(best) if best.decision > judged.decision => {}
                 Some(best) if best.decision == judged.decision => {
                     for reason in judged.reasons {
+                        if best.reasons.len() >= MAX_PATH_REASONS {
+                            break;
+                        }
                         if !best.reasons.contains(&reason) {
                             best.reasons.push(reason);
                         }
@@ -422,12 +450,13 @@ impl PathRules {
         placeable: bool,
         by: &dyn Fn() -> String,
         placed: &Placed,
+        expands: bool,
     ) -> PathJudgement {
-        let judged = self.judge_with(path, false, placeable, None, placed, false);
+        let judged = self.judge_with(path, false, placeable, None, placed, false, expands);
         if judged.decision == Decision::Allow {
             return judged;
         }
-        self.judge(path, false, placeable, Some(&by()), placed)
+        self.judge_with(path, false, placeable, Some(&by()), placed, true, expands)
     }
 
     fn judge(
@@ -438,11 +467,14 @@ impl PathRules {
         by: Option<&str>,
         placed: &Placed,
     ) -> PathJudgement {
-        self.judge_with(path, write, placeable, by, placed, true)
+        self.judge_with(path, write, placeable, by, placed, true, false)
     }
 
     /// [`PathRules::judge`]; `allow_reason` false leaves an allowed path without its reason
-    /// ("… matches no paths rule"), which a shell argument's first look never shows.
+    /// ("… matches no paths rule"), which a shell argument's first look never shows. `expands`:
+    /// the path is a shell word whose wildcards bash expands (an unquoted `*`, `?`, `[`); in any
+    /// other path (a file tool's, a quoted word) a wildcard is a character of the name.
+    #[allow(clippy::too_many_arguments)]
     fn judge_with(
         &self,
         path: &str,
@@ -451,6 +483,7 @@ impl PathRules {
         by: Option<&str>,
         placed: &Placed,
         allow_reason: bool,
+        expands: bool,
     ) -> PathJudgement {
         let verb = if write { "write" } else { "read" };
         if path.contains('\0') {
@@ -482,7 +515,21 @@ impl PathRules {
         // A wildcard in the part the call wrote (`cat .env*`, `cat deploy/id_rs?`) may match a
         // name a glob names: its parts, and those of the root and the home, are made only then.
         let bytes = resolved.as_os_str().as_encoded_bytes();
-        let wild = has_wildcard(bytes.get(written_from..).unwrap_or_default());
+        let written = bytes.get(written_from..).unwrap_or_default();
+        let wild = expands && has_wildcard(written);
+        // Matching a wildcard against the globs costs time in its length and its wildcards: past
+        // these bounds the path may be any file (no path a person writes comes near them).
+        let wildcards = written
+            .iter()
+            .filter(|b| matches!(b, b'*' | b'?' | b'['))
+            .count();
+        if wild && (written.len() > MAX_WILD_BYTES || wildcards > MAX_WILDCARDS) {
+            let why = format!(
+                "has {wildcards} wildcards in {} bytes (the gate matches at most {MAX_WILDCARDS} in {MAX_WILD_BYTES} bytes against its globs), so it may be any file",
+                written.len()
+            );
+            return self.judge_as_any(&resolved.to_string_lossy(), &why, write, by);
+        }
         let patterns = wild.then(|| {
             (
                 word_parts(&resolved, written_from),
@@ -604,6 +651,16 @@ impl PathRules {
         write: bool,
         by: Option<&str>,
     ) -> PathJudgement {
+        let why = format!(
+            "cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack)",
+            shown(prefix)
+        );
+        self.judge_as_any(path, &why, write, by)
+    }
+
+    /// A path that may be any file (`why` says why): the strictest decision of every rule, and
+    /// for a write, outside the root. Fail closed.
+    fn judge_as_any(&self, path: &str, why: &str, write: bool, by: Option<&str>) -> PathJudgement {
         let verb = if write { "write" } else { "read" };
         let subject = || {
             let by = by
@@ -611,13 +668,7 @@ impl PathRules {
                 .unwrap_or_default();
             format!("{verb} of \"{}\"{by}", shown(path))
         };
-        let unknown = || {
-            format!(
-                "{} cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack)",
-                subject(),
-                shown(prefix)
-            )
-        };
+        let unknown = || format!("{} {why}", subject());
         let mut findings: Vec<(Decision, String)> = Vec::new();
         for rule in &self.rules {
             let decisions = [rule.read, if write { rule.write } else { None }];
@@ -779,7 +830,12 @@ impl PathRule {
         // they are scanned, whatever the length of the argument.
         let length = |folder: Option<&Path>| folder.map_or(0, |f| f.as_os_str().len());
         let window = length(home).max(length(root)) + 1 + self.longest_base;
-        let bytes = before_wildcard(path.as_os_str().as_encoded_bytes(), written_from, window);
+        let whole = path.as_os_str().as_encoded_bytes();
+        let bytes = if wild {
+            before_wildcard(whole, written_from, window)
+        } else {
+            whole
+        };
         let from = |folder: Option<&Path>| {
             folder.map_or(Relation::Apart, |folder| {
                 Relation::of(bytes, folder.as_os_str().as_encoded_bytes())
@@ -809,6 +865,16 @@ impl PathRule {
 /// `/`, count too, and a word with more of them than this is not read ([`argument_paths`]).
 const MAX_ATTACHED_PLACES: usize = 256;
 
+/// At most this many reasons for the paths read by a command's arguments.
+const MAX_PATH_REASONS: usize = 8;
+
+/// A path with a wildcard longer than this (in the part the call wrote) may be any file.
+const MAX_WILD_BYTES: usize = 1024;
+/// A path with more wildcards (`*`, `?`, `[`) than this may be any file.
+const MAX_WILDCARDS: usize = 32;
+/// A word of short options longer than this may carry any path.
+const MAX_OPTION_WORD_BYTES: usize = 4096;
+
 /// A word of short options with more places a path may start than are judged one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct TooManyPlaces;
@@ -831,7 +897,10 @@ fn argument_paths(word: &str, operand: bool) -> Result<impl Iterator<Item = &str
     let bytes = word.as_bytes();
     let far = |i: usize| matches!(bytes[i], b'/' | b'~') || (i > 0 && bytes[i - 1] == b'/');
     let near_end = word.len().min(2 + MAX_ATTACHED_PLACES);
-    if short && (near_end..word.len()).filter(|&i| far(i)).count() > MAX_ATTACHED_PLACES {
+    if short
+        && (word.len() > MAX_OPTION_WORD_BYTES
+            || (near_end..word.len()).filter(|&i| far(i)).count() > MAX_ATTACHED_PLACES)
+    {
         return Err(TooManyPlaces);
     }
     let attached = (2..word.len())
@@ -989,10 +1058,12 @@ fn class(chars: &[char], from: usize, escapes: bool) -> Option<(Token, usize)> {
             return Some((Token::Class { negated, ranges }, i + 1));
         }
         first = false;
-        if c == '[' && chars.get(i + 1) == Some(&':') {
-            // A POSIX class: any character, to be safe.
+        if c == '[' && matches!(chars.get(i + 1), Some(':' | '.' | '=')) {
+            // A POSIX class (`[:alpha:]`), a collating symbol (`[.v.]`) or an equivalence
+            // class (`[=v=]`): any character, to be safe (`.en[[.v.]]` is `.env` to bash).
+            let mark = chars[i + 1];
             let close = (i + 2..chars.len().saturating_sub(1))
-                .find(|&j| chars[j] == ':' && chars[j + 1] == ']')?;
+                .find(|&j| chars[j] == mark && chars[j + 1] == ']')?;
             ranges.push(('\0', char::MAX));
             i = close + 2;
             continue;
@@ -1561,6 +1632,33 @@ mod tests {
         issue_rules().decide_path(path, write, context())
     }
 
+    /// A path as a shell word whose wildcards bash expands.
+    fn decide_globbed(path: &str, write: bool) -> PathJudgement {
+        let placed = Placed::of(context());
+        issue_rules().judge_with(path, write, true, None, &placed, true, true)
+    }
+
+    #[test]
+    fn a_wildcard_is_a_character_where_no_shell_expands_it() {
+        // A file tool's path, or a quoted word: `.env*` is a file of that name.
+        for path in [".env*", "~/.ss?/id_rsa", "/h*"] {
+            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+            assert_eq!(
+                decide_globbed(path, false).decision,
+                Decision::Hold,
+                "{path}"
+            );
+        }
+        assert_eq!(
+            decide(".claud?/settings.json", true).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            decide_globbed(".claud?/settings.json", true).decision,
+            Decision::Deny
+        );
+    }
+
     #[test]
     fn paths_are_placed_lexically() {
         assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
@@ -1890,6 +1988,20 @@ mod tests {
     }
 
     #[test]
+    fn collating_symbols_and_equivalence_classes_match_any_character() {
+        // `.en[[.v.]]` is `.env` to bash.
+        for path in [
+            ".en[[.v.]]",
+            ".en[[=v=]]",
+            "deploy/.en[[:alpha:]]",
+            "~/.ss[[.h.]]/k",
+        ] {
+            let judged = decide_globbed(path, false);
+            assert_eq!(judged.decision, Decision::Hold, "{path}: {judged:?}");
+        }
+    }
+
+    #[test]
     fn a_wildcard_reads_the_folder_before_it() {
         for path in [
             "/home/*",
@@ -1899,18 +2011,26 @@ mod tests {
             "~/.aw*/credentials",
             "../../h?me",
         ] {
-            assert_eq!(decide(path, false).decision, Decision::Hold, "{path}");
+            assert_eq!(
+                decide_globbed(path, false).decision,
+                Decision::Hold,
+                "{path}"
+            );
         }
+        for path in ["src/*.rs", "/etc/*.conf", "*", "[ab]", "{a,b}"] {
+            assert_eq!(
+                decide_globbed(path, false).decision,
+                Decision::Allow,
+                "{path}"
+            );
+        }
+        // Past the bounds of the matching, a wildcard path may be any file.
         let long = format!("src/{}*", "x".repeat(4096));
-        for path in [
-            "src/*.rs",
-            "/etc/*.conf",
-            "*",
-            "[ab]",
-            "{a,b}",
-            long.as_str(),
-        ] {
-            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+        let many = format!("src/{}", "[".repeat(MAX_WILDCARDS + 1));
+        for path in [long.as_str(), many.as_str()] {
+            let judged = decide_globbed(path, false);
+            assert_eq!(judged.decision, Decision::Hold, "{path}");
+            assert!(judged.reasons[0].contains("may be any file"), "{judged:?}");
         }
         // A wildcard in the name of the working directory is not the call's.
         let rules = issue_rules();
@@ -1919,7 +2039,12 @@ mod tests {
             root: None,
             home: Some(Path::new("/home/me")),
         };
-        let decide = |path: &str| rules.decide_path(path, false, odd).decision;
+        let placed = Placed::of(odd);
+        let decide = |path: &str| {
+            rules
+                .judge_with(path, false, true, None, &placed, true, true)
+                .decision
+        };
         assert_eq!(decide("src"), Decision::Allow);
         assert_eq!(decide("."), Decision::Allow);
         assert_eq!(decide("../*"), Decision::Allow);
@@ -2077,25 +2202,29 @@ mod tests {
             "~/.ss?/id_rsa",
             "~/.aw[s]/credentials",
         ] {
-            let judged = decide(path, false);
+            let judged = decide_globbed(path, false);
             assert_eq!(judged.decision, Decision::Hold, "{path}: {judged:?}");
         }
-        let judged = decide(".env*", false);
+        let judged = decide_globbed(".env*", false);
         assert_eq!(
             judged.reasons,
             ["read of \"/w/proj/.env*\" has a wildcard that may match a name paths.rules[1] names (glob **/.env): hold"]
         );
         for path in ["src/*.rs", "*.md", ".e[!n]v", "*", "src/[a-z]*.toml"] {
-            assert_eq!(decide(path, false).decision, Decision::Allow, "{path}");
+            assert_eq!(
+                decide_globbed(path, false).decision,
+                Decision::Allow,
+                "{path}"
+            );
         }
         // A write: the rule's write decision.
         assert_eq!(
-            decide(".claud?/settings.json", true).decision,
+            decide_globbed(".claud?/settings.json", true).decision,
             Decision::Deny
         );
-        assert_eq!(decide("~/.bash[r]c", true).decision, Decision::Deny);
+        assert_eq!(decide_globbed("~/.bash[r]c", true).decision, Decision::Deny);
         assert_eq!(
-            decide(".claud?/settings.json", false).decision,
+            decide_globbed(".claud?/settings.json", false).decision,
             Decision::Allow
         );
         // A wildcard in the working folder's name is not the call's.
@@ -2123,17 +2252,19 @@ mod tests {
             ("**/id_rsa*", Decision::Hold),
             ("**/id_rsa", Decision::Allow),
         ] {
+            let placed = Placed::of(context());
             assert_eq!(
                 keys(glob)
-                    .decide_path("src/*.rs", false, context())
+                    .judge_with("src/*.rs", false, true, None, &placed, true, true)
                     .decision,
                 decision,
                 "{glob}"
             );
         }
+        let placed = Placed::of(context());
         assert_eq!(
             keys("**/id_rsa")
-                .decide_path("deploy/id_rs?", false, context())
+                .judge_with("deploy/id_rs?", false, true, None, &placed, true, true)
                 .decision,
             Decision::Hold
         );

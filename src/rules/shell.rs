@@ -65,6 +65,9 @@ pub struct SimpleCommand {
     /// The program's basename, then its arguments; empty for a command that only assigns
     /// variables (`x=1`).
     pub words: Vec<String>,
+    /// For each word, whether bash expands it as a glob (an unquoted `*`, `?`, `[` or extglob):
+    /// only then may it name other files than its text.
+    pub globbed: Vec<bool>,
     /// Why the text does not fix everything this command does, though its program is known: an
     /// allow never applies to it as it stands.
     pub caveats: Vec<Caveat>,
@@ -1156,6 +1159,7 @@ impl Walker {
         }
         self.out.commands.push(SimpleCommand {
             words: words.iter().map(|w| w.text.clone()).collect(),
+            globbed: words.iter().map(|w| w.glob).collect(),
             caveats,
         });
     }
