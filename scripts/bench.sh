@@ -10,7 +10,7 @@
 #   BENCH_REPORT_BIG=N events in the larger logs sc-report reads (default 10000000; 0 reads only
 #                      the 1M-event ones). Such a log takes about 7 GB for the time it is read.
 #   BENCH_DIR=DIR      where the call files and audit logs go (default: a temporary folder)
-#   BENCH_CRITERION=0  skip the criterion micro-benchmark
+#   BENCH_CRITERION=0  skip the criterion micro-benchmarks (the decision; shell commands)
 #   BENCH_STATE=0      skip the shared state (SQLite, and Redis when redis-server is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -203,7 +203,16 @@ if [ "${BENCH_CRITERION:-1}" != 0 ]; then
   }
   CRIT_EVAL=$(median_ns evaluate)
   CRIT_PARSE=$(median_ns parse_and_evaluate)
+  say "criterion: deciding shell commands (benches/commands.rs)"
+  $CARGO bench --locked --bench commands -- --warm-up-time 1 --measurement-time 3 decide_ >&2
 fi
+# The median of a `commands` case in µs, or empty.
+commands_us() {
+  local estimates="$TARGET/criterion/commands/$1/new/estimates.json"
+  [ -s "$estimates" ] || return 0
+  grep -o '"median":.*' "$estimates" | grep -o '"point_estimate":[0-9.e+-]*' | head -1 |
+    cut -d: -f2 | awk '{ printf "%.1f", $1 / 1000 }'
+}
 
 # ---- the table ----
 median() { # median of column $2 (3 = µs, 4 = KiB) for name $1
@@ -298,6 +307,14 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "" && a != "-" && a + 0 >= b
       echo "| sc-gate \`--state\` ($store) ≥ 20,000 calls/s | $(commas "$(rate 1000000 "$us")") calls/s | $(verdict "$(ge "$(rate 1000000 "$us")" 20000)") |"
     fi
   done
+  if [ "${BENCH_CRITERION:-1}" != 0 ]; then
+    for case in commit_message:"one 4 KiB command line" chain:"a 4 KiB chain of 63 simple commands" \
+      script_of_lines:"the same chain as lines"; do
+      us=$(commands_us "decide_4k_${case%%:*}_50_rules")
+      paths_us=$(commands_us "decide_4k_${case%%:*}_50_rules_and_paths")
+      if [ -n "$us" ]; then echo "| deciding ${case#*:} against 50 rules < 50 µs | ${us} µs (${paths_us:-?} µs with the pack's \`paths\`) | $(verdict "$(ge "$(awk -v u="$us" 'BEGIN { print 50 - u }')" 0)") |"; fi
+    done
+  fi
   for pair in "SQLite:$STATE_SQLITE" "Redis:$STATE_REDIS"; do
     p99=$(sed -nE 's/.*p99_us=([0-9]+).*/\1/p' <<< "${pair#*:}")
     if [ -n "$p99" ]; then
