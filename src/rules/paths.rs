@@ -380,6 +380,21 @@ impl PathRules {
                 operands = true;
                 continue;
             }
+            // A word of short options with a wildcard the shell expands (`-x*`, `-f.e?v`) may
+            // attach any name to any of its letters: judging each place against every glob
+            // costs too much for what no command needs, so it may name any file.
+            let short = !operands && word.starts_with('-') && !word.starts_with("--");
+            if expands && short && word.len() > 2 && has_wildcard(&word.as_bytes()[2..]) {
+                let why = "is a word of short options with a wildcard the shell expands, so a value attached to any of its letters may name any file";
+                let judged = self.judge_as_any(word, why, false, Some(&by()));
+                if judged.decision > Decision::Allow {
+                    match &mut strongest {
+                        Some(best) if best.decision >= judged.decision => {}
+                        _ => strongest = Some(judged),
+                    }
+                }
+                continue;
+            }
             let judged = match argument_paths(word, operands) {
                 Ok(paths) => paths
                     .filter(|path| !path.is_empty())
@@ -1027,6 +1042,15 @@ fn tokens(part: &str, escapes: bool) -> Vec<Token> {
                 if out.last() != Some(&Token::Any) {
                     out.push(Token::Any)
                 }
+            }
+            // In a shell word (`escapes` false) the text comes after quote removal, so which
+            // `!`, `^`, `]` or `[:` in a class were quoted is lost (`[\!v]` is {`!`, `v`} to
+            // bash, `[!v]` here): from its first `[` on, a word's part may be any name.
+            '[' if !escapes => {
+                if out.last() != Some(&Token::Any) {
+                    out.push(Token::Any);
+                }
+                break;
             }
             '[' => {
                 if let Some((class, next)) = class(&chars, i + 1, escapes) {
@@ -2134,6 +2158,10 @@ mod tests {
             ("a*b*c", "*c"),
             ("[[:alpha:]]env", "?env"),
             (".[e]nv", ".env"),
+            // From a word's first `[` on, any name (its quoting is lost): fail closed.
+            (".e[!n]v", ".env"),
+            ("[a-c]x", "dx"),
+            ("[a-c]x", "[d-f]x"),
         ] {
             assert!(names_meet(&word(w), &pattern(g)), "{w} meets {g}");
         }
@@ -2142,18 +2170,16 @@ mod tests {
             ("*", ".env"),
             ("?env", ".env"),
             ("*.rs", ".env.*"),
-            (".e[!n]v", ".env"),
-            ("[a-c]x", "dx"),
-            ("[a-c]x", "[d-f]x"),
             ("main.?s", "*.pem"),
         ] {
             assert!(!names_meet(&word(w), &pattern(g)), "{w} does not meet {g}");
         }
         // A glob's `\` escapes; a word's does not (quotes are gone).
         assert_eq!(pattern(r"a\*"), [Token::Char('a'), Token::Char('*')]);
-        assert_eq!(word("[x"), [Token::Char('['), Token::Char('x')]);
+        assert_eq!(word("[x"), [Token::Any]);
+        assert_eq!(word("a[!]a-c]b"), [Token::Char('a'), Token::Any]);
         assert_eq!(
-            word("[!]a-c]"),
+            pattern("[!]a-c]"),
             [Token::Class {
                 negated: true,
                 ranges: vec![(']', ']'), ('a', 'c')]
@@ -2210,7 +2236,7 @@ mod tests {
             judged.reasons,
             ["read of \"/w/proj/.env*\" has a wildcard that may match a name paths.rules[1] names (glob **/.env): hold"]
         );
-        for path in ["src/*.rs", "*.md", ".e[!n]v", "*", "src/[a-z]*.toml"] {
+        for path in ["src/*.rs", "*.md", "*", "src/[a-z]*.toml"] {
             assert_eq!(
                 decide_globbed(path, false).decision,
                 Decision::Allow,

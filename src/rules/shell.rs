@@ -785,8 +785,11 @@ impl Walker {
                 }
             }
             WordPiece::ArithmeticExpression(expr) => {
-                // Literal arithmetic (`$((1 + 2))`) is a number the text fixes.
-                out.expanded |= !is_literal_arithmetic(&expr.value);
+                // Literal arithmetic (`$((1 + 2))`) is a number the text fixes, but the text
+                // keeps the expression, not the number bash puts in its place: within a longer
+                // word (`id_ed$((25519))` is `id_ed25519`) it is an expansion the rules cannot
+                // see.
+                out.expanded |= !is_literal_arithmetic(&expr.value) || source != raw;
                 out.text.push_str(source);
                 self.arithmetic(&expr.value, depth);
             }
@@ -1335,7 +1338,24 @@ impl Walker {
             "time" => {
                 if let Some(file) = options.value("o").or(options.value("output")) {
                     let by = join(words);
-                    self.write(&Word::literal(file), &by, &format!("-o {file}"));
+                    // The value keeps what the shell does to the word it came from: a glob or
+                    // an expansion there (`time -o .claud?/settings.json`) names a file the
+                    // text does not fix. A value from no word is treated as such.
+                    let source = words
+                        .iter()
+                        .find(|word| word.text.as_bytes().as_ptr_range().contains(&file.as_ptr()));
+                    let word = match source {
+                        Some(source) => Word {
+                            text: file.to_owned(),
+                            ..source.clone()
+                        },
+                        None => Word {
+                            text: file.to_owned(),
+                            expanded: true,
+                            ..Word::default()
+                        },
+                    };
+                    self.write(&word, &by, &format!("-o {file}"));
                 }
             }
             "timeout" => {
