@@ -1656,6 +1656,18 @@ mod tests {
         issue_rules().decide_path(path, write, context())
     }
 
+    /// `cat WORD` in a command that changes directory (its relative paths cannot be placed).
+    fn read_unplaced(rules: &PathRules, placed: &Placed, word: &str) -> Option<Decision> {
+        rules
+            .decide_arguments(
+                &["cat".to_owned(), word.to_owned()],
+                &|| format!("cat {word}"),
+                false,
+                placed,
+            )
+            .map(|judged| judged.decision)
+    }
+
     /// A path as a shell word whose wildcards bash expands.
     fn decide_globbed(path: &str, write: bool) -> PathJudgement {
         let placed = Placed::of(context());
@@ -2080,16 +2092,7 @@ mod tests {
     fn a_relative_path_that_cannot_be_placed_may_line_up_with_a_base() {
         let rules = issue_rules();
         let placed = rules.place(context());
-        let read = |word: &str| {
-            rules
-                .decide_arguments(
-                    &["cat".to_owned(), word.to_owned()],
-                    &|| format!("cat {word}"),
-                    false,
-                    &placed,
-                )
-                .map(|judged| judged.decision)
-        };
+        let read = |word: &str| read_unplaced(&rules, &placed, word);
         for word in [
             ".",
             "..",
@@ -2297,16 +2300,7 @@ mod tests {
         // A relative path that cannot be placed lines up with a base through its wildcard.
         let rules = issue_rules();
         let placed = rules.place(context());
-        let read = |word: &str| {
-            rules
-                .decide_arguments(
-                    &["cat".to_owned(), word.to_owned()],
-                    &|| format!("cat {word}"),
-                    false,
-                    &placed,
-                )
-                .map(|judged| judged.decision)
-        };
+        let read = |word: &str| read_unplaced(&rules, &placed, word);
         assert_eq!(read(".ss?/id_rsa"), Some(Decision::Hold));
         assert_eq!(read(".en*"), Some(Decision::Hold));
         assert_eq!(read("src/*.rs"), None);

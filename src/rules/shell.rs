@@ -1037,50 +1037,46 @@ impl Walker {
         }
     }
 
-    /// A file written through a redirection or an option; a name the text does not fix is
-    /// dynamic.
-    /// A file an input redirection reads, for the `paths` read rules.
-    fn read(&mut self, word: &Word, by: &str, redirect: &str) {
+    /// The file a redirection or an option names, for the `paths` rules (`verb` says what is
+    /// done to it): a name the text does not fix is dynamic, and an empty name (an error at run
+    /// time), `/dev/null` and friends name no file.
+    fn named_file(&mut self, word: &Word, by: &str, redirect: &str, verb: &str) -> Option<String> {
         if !(word.is_fixed() || word.tilde && !word.expanded && !word.glob && !word.brace) {
             self.dynamic(
                 format!("{by} {redirect}"),
-                "it reads a file named by an expansion",
+                format!("it {verb} a file named by an expansion"),
             );
-            return;
+            return None;
         }
         if word.text.is_empty()
             || NOT_FILES.contains(&word.text.as_str())
             || word.text.starts_with("/dev/fd/")
         {
-            return;
+            return None;
         }
-        self.out.reads.push(WrittenPath {
-            path: word.text.clone(),
-            by: format!("{by} {redirect}"),
-            placeable: true,
-        });
+        Some(word.text.clone())
     }
 
+    /// A file an input redirection reads, for the `paths` read rules.
+    fn read(&mut self, word: &Word, by: &str, redirect: &str) {
+        if let Some(path) = self.named_file(word, by, redirect, "reads") {
+            self.out.reads.push(WrittenPath {
+                path,
+                by: format!("{by} {redirect}"),
+                placeable: true,
+            });
+        }
+    }
+
+    /// A file written through a redirection or an option.
     fn write(&mut self, word: &Word, by: &str, redirect: &str) {
-        if !(word.is_fixed() || word.tilde && !word.expanded && !word.glob && !word.brace) {
-            self.dynamic(
-                format!("{by} {redirect}"),
-                "it writes a file named by an expansion",
-            );
-            return;
+        if let Some(path) = self.named_file(word, by, redirect, "writes") {
+            self.out.writes.push(WrittenPath {
+                path,
+                by: by.to_owned(),
+                placeable: true,
+            });
         }
-        // An empty name is an error at run time; /dev/null and friends are not files.
-        if word.text.is_empty()
-            || NOT_FILES.contains(&word.text.as_str())
-            || word.text.starts_with("/dev/fd/")
-        {
-            return;
-        }
-        self.out.writes.push(WrittenPath {
-            path: word.text.clone(),
-            by: by.to_owned(),
-            placeable: true,
-        });
     }
 
     fn simple(&mut self, simple: &ast::SimpleCommand, depth: usize) {
