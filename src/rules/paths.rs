@@ -1656,6 +1656,29 @@ mod tests {
         issue_rules().decide_path(path, write, context())
     }
 
+    #[test]
+    fn a_long_option_word_and_many_held_words_stay_bounded() {
+        let rules = issue_rules();
+        let placed = rules.place(context());
+        let args = |words: Vec<String>| {
+            let mut all = vec!["cat".to_owned()];
+            all.extend(words);
+            rules.decide_arguments(&all, &|| "cat …".to_owned(), true, &placed)
+        };
+        // A word of short options past its bound may carry any path: fail closed.
+        let long = format!("-x{}", "a".repeat(MAX_OPTION_WORD_BYTES));
+        let judged = args(vec![long]).expect("held");
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(
+            judged.reasons[0].contains("may name any file"),
+            "{judged:?}"
+        );
+        // Many held words give at most MAX_PATH_REASONS reasons.
+        let judged = args((0..40).map(|n| format!("~/.ssh/k{n}")).collect()).expect("held");
+        assert_eq!(judged.decision, Decision::Hold);
+        assert_eq!(judged.reasons.len(), MAX_PATH_REASONS);
+    }
+
     /// `cat WORD` in a command that changes directory (its relative paths cannot be placed).
     fn read_unplaced(rules: &PathRules, placed: &Placed, word: &str) -> Option<Decision> {
         rules
