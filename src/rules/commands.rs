@@ -515,11 +515,20 @@ fn option_matches(token: &str, option: &str) -> bool {
     match (chars.next(), chars.next()) {
         (Some(letter), None) => {
             option == token
-                || (!option.starts_with("--")
-                    && (option[1..].chars().all(|c| c.is_ascii_alphanumeric())
-                        && option[1..].contains(letter)
-                        // Its value attached, as getopt takes it: `-cCODE`, `-ccore.pager=x`.
-                        || option[1..].starts_with(letter)))
+                || (!option.starts_with("--") && {
+                    // As getopt reads a bundle: each letter is an option until one takes a
+                    // value, which is the rest of the word (`-sf-`, `-Bf./x`, `-uo FILE`,
+                    // `-cCODE`). The letter counts wherever every letter before it could be
+                    // an option; what follows it may be its value.
+                    let mut bundle = option[1..].chars();
+                    loop {
+                        match bundle.next() {
+                            Some(c) if c == letter => break true,
+                            Some(c) if c.is_ascii_alphanumeric() => continue,
+                            _ => break false,
+                        }
+                    }
+                })
         }
         // A single-dash long option takes its value after `=` too (`-toolexec=x`, as Go's
         // flags do).
@@ -799,6 +808,14 @@ mod tests {
         assert!(option_matches("-toolexec", "-toolexec=sh -c id"));
         assert!(!option_matches("-toolexec", "-toolexecx"));
         assert!(!option_matches("-c", "--config"));
+        // After letters that could be options, whatever follows (review findings: `make
+        // -sf-`, `sort -uo/home/me/.bashrc`, `git grep -iO'cmd'`); not past a value.
+        assert!(option_matches("-f", "-sf-"));
+        assert!(option_matches("-f", "-Bf./evil.mk"));
+        assert!(option_matches("-o", "-uo/home/me/.bashrc"));
+        assert!(option_matches("-O", "-iO'echo x'"));
+        assert!(!option_matches("-f", "-x./f"));
+        assert!(!option_matches("-r", "-"));
     }
 
     #[test]

@@ -887,8 +887,6 @@ const MAX_PATH_REASONS: usize = 8;
 const MAX_WILD_BYTES: usize = 1024;
 /// A path with more wildcards (`*`, `?`, `[`) than this may be any file.
 const MAX_WILDCARDS: usize = 32;
-/// A word of short options longer than this may carry any path.
-const MAX_OPTION_WORD_BYTES: usize = 4096;
 
 /// A word of short options with more places a path may start than are judged one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -899,27 +897,23 @@ struct TooManyPlaces;
 /// `=`; and for a word of short options, the word from each of its characters after the first
 /// letter on (`-xvf~/.ssh/k` may be `-x -v -f ~/.ssh/k`, and a program may take a value
 /// attached to any letter: `vf~/.ssh/k`, `f~/.ssh/k`, `~/.ssh/k`, `/.ssh/k`, …). For `-la`
-/// that is `a`; for `-n20`, `20` and `0`: names that match nothing. In a word longer than 258
-/// bytes, the places past the 256th are those where a `/` or `~` starts a path or where a `/`
-/// ends one part; more than [`MAX_ATTACHED_PLACES`] of those is an error (judged as naming any
-/// file: fail closed, and the cost stays bounded).
+/// that is `a`; for `-n20`, `20` and `0`: names that match nothing. A word of short options
+/// with more than [`MAX_ATTACHED_PLACES`] places is an error (judged as naming any file: fail
+/// closed, and the cost stays bounded).
 fn argument_paths(word: &str, operand: bool) -> Result<impl Iterator<Item = &str>, TooManyPlaces> {
     let option = !operand && word.len() > 1 && word.starts_with('-');
     let value = option
         .then(|| word.split_once('=').map(|(_, value)| value))
         .flatten();
     let short = option && !word.starts_with("--");
-    let bytes = word.as_bytes();
-    let far = |i: usize| matches!(bytes[i], b'/' | b'~') || (i > 0 && bytes[i - 1] == b'/');
-    let near_end = word.len().min(2 + MAX_ATTACHED_PLACES);
-    if short
-        && (word.len() > MAX_OPTION_WORD_BYTES
-            || (near_end..word.len()).filter(|&i| far(i)).count() > MAX_ATTACHED_PLACES)
-    {
+    // A value may be attached to any letter, and a bare name attached far on (`-iii…f.env`)
+    // is as much a path as one at the start: past this many places, judging each costs too
+    // much for what no command needs, so the word may name any file.
+    if short && word.len() > 2 + MAX_ATTACHED_PLACES {
         return Err(TooManyPlaces);
     }
     let attached = (2..word.len())
-        .filter(move |&i| short && word.is_char_boundary(i) && (i < near_end || far(i)))
+        .filter(move |&i| short && word.is_char_boundary(i))
         .map(move |i| &word[i..]);
     Ok(std::iter::once(word).chain(value).chain(attached))
 }
@@ -1666,7 +1660,7 @@ mod tests {
             rules.decide_arguments(&all, &|| "cat …".to_owned(), true, &placed)
         };
         // A word of short options past its bound may carry any path: fail closed.
-        let long = format!("-x{}", "a".repeat(MAX_OPTION_WORD_BYTES));
+        let long = format!("-x{}", "a".repeat(MAX_ATTACHED_PLACES + 1));
         let judged = args(vec![long]).expect("held");
         assert_eq!(judged.decision, Decision::Hold);
         assert!(
@@ -2354,11 +2348,12 @@ mod tests {
         assert_eq!(paths("--file", false), ["--file"]);
         assert_eq!(paths("-f~/k", true), ["-f~/k"]);
         assert_eq!(paths("-é/x", false), ["-é/x", "/x", "x"]);
-        // Past the first 256 places, only where a part starts.
-        let long = format!("-{}/~/x", "a".repeat(300));
-        let found = paths(&long, false);
-        assert_eq!(found.len(), 1 + 256 + 4);
-        assert_eq!(found[found.len() - 4..], ["/~/x", "~/x", "/x", "x"]);
+        // Up to 256 places every one; past them the word may name any file (review finding:
+        // `grep -iii…f.env` named `.env` at its 300th place).
+        let most = format!("-{}", "a".repeat(MAX_ATTACHED_PLACES + 1));
+        assert_eq!(paths(&most, false).len(), 1 + MAX_ATTACHED_PLACES);
+        let long = format!("-{}f.env", "i".repeat(300));
+        assert_eq!(argument_paths(&long, false).err(), Some(TooManyPlaces));
         let slashes = format!("-{}", "/".repeat(600));
         assert_eq!(argument_paths(&slashes, false).err(), Some(TooManyPlaces));
         assert!(argument_paths(&slashes, true).is_ok());

@@ -193,11 +193,13 @@ impl Options<'_> {
         self.found.iter().any(|(n, _)| n == name)
     }
 
-    fn value(&self, name: &str) -> Option<&str> {
+    /// Every value given to any of `names`, in order (`time -o /dev/null -o FILE` writes the
+    /// last; each is judged).
+    fn values<'s>(&'s self, names: &'s [&str]) -> impl Iterator<Item = &'s str> + 's {
         self.found
             .iter()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, v)| *v)
+            .filter(move |(n, _)| names.contains(&n.as_str()))
+            .filter_map(|(_, v)| *v)
     }
 }
 
@@ -1332,8 +1334,13 @@ impl Walker {
                 caveats.push(Caveat::RunsAsAnotherUser(name.to_owned()));
             }
             "time" => {
-                if let Some(file) = options.value("o").or(options.value("output")) {
-                    let by = join(words);
+                let files: Vec<&str> = options.values(&["o", "output"]).collect();
+                let by = if files.is_empty() {
+                    String::new()
+                } else {
+                    join(words)
+                };
+                for file in files {
                     // The value keeps what the shell does to the word it came from: a glob or
                     // an expansion there (`time -o .claud?/settings.json`) names a file the
                     // text does not fix. A value from no word is treated as such.
