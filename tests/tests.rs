@@ -5,6 +5,7 @@ mod util;
 
 mod adversarial;
 mod approve;
+mod architecture;
 mod argrules;
 mod backends;
 mod chain;
