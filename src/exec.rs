@@ -186,7 +186,7 @@ pub fn effective_decision(
 ///   approval, so one on an `allow` (or a `deny`) was put there by someone else;
 /// - once per id in a run: a replayed record does not run its call again;
 /// - keyed, when its `mac` is the one sc-approve makes under the key for this record's id and
-///   call ([`record::approval_mac`]).
+///   call ([`crate::audit::seal::approval_mac`]).
 ///
 /// A declining approval is taken as it is; it can only keep a call from running.
 pub fn approval_to_act_on(
@@ -214,7 +214,7 @@ pub fn approval_to_act_on(
     if chain.is_keyed() {
         let expected = record
             .call_text()
-            .and_then(|call| record::approval_mac(chain, id, call, &approval));
+            .and_then(|call| crate::audit::seal::approval_mac(chain, id, call, &approval));
         let given = record
             .approval_mac()
             .as_deref()
@@ -243,7 +243,7 @@ pub fn approval_to_act_on(
 
 /// With the audit key, a record is acted on only when it carries the seal sc-gate puts on a
 /// verdict under that key, for this record's id, call and decision
-/// ([`record::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
+/// ([`crate::audit::seal::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
 /// made a hold to be approved) or a record made up whole is refused. Unkeyed, every record passes.
 pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), String> {
     if !chain.is_keyed() {
@@ -260,7 +260,7 @@ pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), St
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
         return refuse("it carries no seal (64 lowercase hex digits)");
     };
-    match record::verdict_seal(chain, id, call, decision) {
+    match crate::audit::seal::verdict_seal(chain, id, call, decision) {
         Some(expected) if expected.ct_eq(&given) => Ok(()),
         _ => refuse(
             "its seal does not match its id, call and decision (one of them was changed, or it was sealed under another key)",

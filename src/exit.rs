@@ -4,23 +4,11 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use crate::policy::PolicyError;
-
 pub const SUCCESS: u8 = 0;
 pub const RUNTIME_FAILURE: u8 = 1;
 pub const USAGE_ERROR: u8 = 2;
 
-/// A mistake in how the program was called or configured (exit status 2).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+pub use crate::error::{PolicyError, UsageError};
 
 /// How a stage ended when nothing stopped it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +64,7 @@ mod tests {
 
     #[test]
     fn policy_and_usage_errors_are_2_and_the_rest_1() {
-        let policy = anyhow::Error::new(PolicyError {
-            file: None,
-            message: "x".into(),
-        })
-        .context("loading");
+        let policy = anyhow::Error::new(PolicyError::new("x".into())).context("loading");
         assert_eq!(status_for(&policy), USAGE_ERROR);
         assert_eq!(
             status_for(&anyhow::Error::new(UsageError("x".into()))),

@@ -36,7 +36,7 @@ pub struct GateOptions {
     /// The clock decisions are made at, and `--taint-ttl`.
     pub timing: Timing,
     /// The audit key's chain: keyed, every verdict on a call is sealed
-    /// ([`record::verdict_seal`]), so that sc-exec can tell the gate's decision from a forged one.
+    /// ([`crate::audit::seal::verdict_seal`]), so that sc-exec can tell the gate's decision from a forged one.
     pub chain: Chain,
 }
 
@@ -476,8 +476,10 @@ fn write_verdict<W: Write, E: Write>(
         let (mut batch, shared) =
             record::write_verdict(std::mem::take(records), verdict.id, verdict.text, judgement);
         if let CallText::Json(call) = verdict.text {
-            if let Some(seal) = record::verdict_seal(chain, verdict.id, call, judgement.decision) {
-                record::push_seal(&mut batch, &seal);
+            if let Some(seal) =
+                crate::audit::seal::verdict_seal(chain, verdict.id, call, judgement.decision)
+            {
+                record::push_seal(&mut batch, &seal.hex());
             }
         }
         *records = batch;

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod backends;
 pub mod call;
 pub mod cli;
+pub mod error;
 pub mod exec;
 pub mod exit;
 pub mod gate;
@@ -25,6 +26,7 @@ pub mod sanitize;
 pub mod store;
 pub mod strict_json;
 pub mod tools;
+pub mod verdict;
 
 // Paths from before the audit log became a folder.
 pub use audit::{chain, verify};

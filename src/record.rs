@@ -27,9 +27,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::call::{deeper_than, Call, Malformed, MAX_CALL_DEPTH};
-use crate::decision::{Decision, Judgement};
 use crate::jsonl::JsonLine;
 use crate::strict_json::{self, Checked, Key, KeySet};
+use crate::verdict::{Decision, Judgement};
 
 /// How a call came into the gate: as JSON text to carry untouched, or as a bounded raw excerpt.
 #[derive(Debug, Clone, Copy)]
@@ -112,40 +112,12 @@ pub struct Approval {
     pub reason: String,
 }
 
-/// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
-/// label, the verdict's id, the SHA-256 of its `call` exactly as written, and its decision, each
-/// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
-/// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
-/// between the stages is refused. `None` without a key.
-pub fn verdict_seal(
-    chain: &crate::audit::chain::Chain,
-    id: &str,
-    call_text: &str,
-    decision: Decision,
-) -> Option<crate::audit::chain::Link> {
-    use sha2::{Digest, Sha256};
-    // Unkeyed there is no seal: the call is not even hashed (it would cost every verdict a
-    // SHA-256 of its call for nothing).
-    if !chain.is_keyed() {
-        return None;
-    }
-    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
-    let id_len = (id.len() as u64).to_be_bytes();
-    chain.mac(&[
-        b"skeleton-crew verdict v1\0",
-        &id_len,
-        id.as_bytes(),
-        &call_digest,
-        decision.as_str().as_bytes(),
-    ])
-}
-
 /// Adds `"seal":"…"` to the record line at the end of `batch` (which ends with `}` and a newline).
-pub fn push_seal(batch: &mut Vec<u8>, seal: &crate::audit::chain::Link) {
+pub fn push_seal(batch: &mut Vec<u8>, seal_hex: &[u8]) {
     debug_assert!(batch.ends_with(b"}\n"));
     batch.truncate(batch.len() - 2);
     batch.extend_from_slice(b",\"seal\":\"");
-    batch.extend_from_slice(&seal.hex());
+    batch.extend_from_slice(seal_hex);
     batch.extend_from_slice(b"\"}\n");
 }
 
@@ -156,34 +128,6 @@ pub struct SealedApproval<'a> {
     pub approval: &'a Approval,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
-}
-
-/// What an approval's MAC is the HMAC of, under the audit key: a label, the record's id, the
-/// SHA-256 of its `call` exactly as it came, and the approval itself (as sc-approve writes it,
-/// without its MAC). Each part is length-prefixed, so no two parts can be read another way.
-/// `None` without a key.
-pub fn approval_mac(
-    chain: &crate::audit::chain::Chain,
-    id: &str,
-    call_text: &str,
-    approval: &Approval,
-) -> Option<crate::audit::chain::Link> {
-    use sha2::{Digest, Sha256};
-    if !chain.is_keyed() {
-        return None;
-    }
-    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
-    let approval_json = serde_json::to_vec(approval).expect("an approval serializes");
-    let id_len = (id.len() as u64).to_be_bytes();
-    let approval_len = (approval_json.len() as u64).to_be_bytes();
-    chain.mac(&[
-        b"skeleton-crew approval v1\0",
-        &id_len,
-        id.as_bytes(),
-        &call_digest,
-        &approval_len,
-        &approval_json,
-    ])
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -93,6 +93,13 @@ pub fn quoted(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether a person reading `c` would not see it: a character the terminal escaping rewrites
+/// (controls, zero-width and bidi characters).
+pub fn is_invisible(c: char) -> bool {
+    let mut buffer = [0; 4];
+    matches!(for_terminal(c.encode_utf8(&mut buffer)), Cow::Owned(_))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! timeout, a missing terminal or an answers file that has run out declines. An `approval` already
 //! on an input record is never trusted: on a hold it is replaced by the person's answer, and on any
 //! other record it is removed. With the audit key, each approval carries a MAC that binds it to
-//! the record's id and call ([`crate::record::approval_mac`]), which sc-exec checks. Records that
+//! the record's id and call ([`crate::audit::seal::approval_mac`]), which sc-exec checks. Records that
 //! are not holds and carry no approval pass through byte for byte.
 //!
 //! One file per way of asking a person, each a [`Human`]: [`terminal`] (the person at `/dev/tty`),
@@ -42,12 +42,13 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::audit::chain::Chain;
+use crate::audit::seal::approval_mac;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
 use crate::decision::Decision;
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
-use crate::record::{approval_mac, AnsweredBy, Approval, Record, SealedApproval};
+use crate::record::{AnsweredBy, Approval, Record, SealedApproval};
 use crate::sanitize::for_terminal;
 
 /// The default wait for an answer, as sudo's prompt: 300 seconds.

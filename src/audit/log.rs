@@ -257,6 +257,13 @@ impl IdMinter {
     }
 }
 
+/// The stages' output appends each batch's events here before its records leave.
+impl crate::jsonl::AuditSink for AuditLog {
+    fn append(&mut self, lines: &[u8]) -> Result<()> {
+        AuditLog::append(self, lines)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 pub mod chain;
 pub mod log;
+pub mod seal;
 pub mod verify;
 
 pub use log::*;

@@ -439,7 +439,7 @@ mod tests {
             let call = call(text).unwrap();
             assert_eq!(call.args.keys_may_fold(), may_fold, "{text}");
             if !may_fold {
-                assert_eq!(crate::argrules::keys_spelt_alike(call.args.map()), None);
+                assert_eq!(crate::call::keys_spelt_alike(call.args.map()), None);
             }
         }
     }

@@ -7,7 +7,6 @@ use std::thread::JoinHandle;
 use anyhow::{Context, Result};
 
 use super::BATCH_BYTES;
-use crate::audit::AuditLog;
 
 /// Where a stage's records, audit events and narration go, batched as the module docs say.
 ///
@@ -51,13 +50,19 @@ fn give_back(spare: &mut Vec<u8>, mut buffer: Vec<u8>) {
     }
 }
 
+/// Where a stage's audit events go (the audit log, in `crate::audit`): each batch appended as one
+/// write of whole lines, before any record of the batch leaves. A failed append stops the stage.
+pub trait AuditSink: Send {
+    fn append(&mut self, lines: &[u8]) -> Result<()>;
+}
+
 /// Who appends the audit events: this thread, or a thread of its own.
 enum Auditor {
-    Inline(AuditLog),
+    Inline(Box<dyn AuditSink>),
     Thread {
         batches: SyncSender<Vec<u8>>,
         appended: Receiver<(Vec<u8>, Result<()>)>,
-        thread: JoinHandle<AuditLog>,
+        thread: JoinHandle<Box<dyn AuditSink>>,
     },
     /// The auditor thread panicked.
     Stopped,
@@ -139,9 +144,9 @@ impl<W: Write, E: Write> Drop for StageOutput<W, E> {
 
 impl<W: Write, E: Write> StageOutput<W, E> {
     /// `narration` is `None` when the stage was told to be quiet.
-    pub fn new(audit: AuditLog, stdout: W, narration: Option<E>) -> Self {
+    pub fn new(audit: impl AuditSink + 'static, stdout: W, narration: Option<E>) -> Self {
         StageOutput {
-            auditor: Auditor::Inline(audit),
+            auditor: Auditor::Inline(Box::new(audit)),
             stdout,
             narration,
             pending_audit: Vec::new(),
@@ -276,15 +281,5 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     /// Commits what is left; used at the end of input and before waiting on a person.
     pub fn finish(mut self) -> Result<()> {
         self.commit()
-    }
-
-    /// The audit log, once the batch in flight has landed (commit first to land everything).
-    pub fn audit(&mut self) -> Result<&mut AuditLog> {
-        self.land_in_flight()?;
-        self.auditor.stop();
-        match &mut self.auditor {
-            Auditor::Inline(log) => Ok(log),
-            _ => anyhow::bail!("the audit thread stopped unexpectedly"),
-        }
     }
 }

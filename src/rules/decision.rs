@@ -40,7 +40,7 @@ use crate::amount::Amount;
 use crate::call::{Call, Malformed, Source};
 use crate::sanitize::quoted;
 
-pub use super::verdict::{Decision, Judgement};
+pub use crate::verdict::{Decision, Judgement};
 
 impl Judgement {
     /// Rule 1: a malformed call is denied, with what is wrong with it as the reasons.
@@ -327,7 +327,7 @@ fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Findi
     if !call.args.keys_may_fold() {
         return None;
     }
-    let (path, first, second) = argrules::keys_spelt_alike(call.args.map())?;
+    let (path, first, second) = crate::call::keys_spelt_alike(call.args.map())?;
     let within = if path.is_empty() {
         "the arguments".to_owned()
     } else {
@@ -352,7 +352,7 @@ fn amount_spelt_another_way(call: &Call, _: &Policy, _: &CrewState) -> Option<Fi
         .args
         .map()
         .keys()
-        .find(|key| argrules::fold_key(key) == "amount")?;
+        .find(|key| crate::call::fold_key(key) == "amount")?;
     Some(Finding {
         decision: Decision::Hold,
         reason: format!(

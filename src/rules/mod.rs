@@ -15,7 +15,6 @@ pub mod policy;
 pub mod provenance;
 pub mod state;
 pub mod tokens;
-pub mod verdict;
 
 pub mod commands;
 pub mod paths;

@@ -1,7 +1,6 @@
 //! Names in a policy: tool patterns, what makes a name unseeable, and the did-you-mean of every
 //! key and choice. Shared by the policy and the argument rules, and below both.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -59,7 +58,7 @@ pub(crate) fn unseen_characters(name: &str) -> Result<(), String> {
             "\"{shown}\" has white space at its start or end; names are compared exactly"
         ));
     }
-    if name.chars().any(is_invisible) {
+    if name.chars().any(crate::sanitize::is_invisible) {
         return Err(format!(
             "\"{shown}\" holds a control or invisible character; names are compared exactly"
         ));
@@ -69,13 +68,6 @@ pub(crate) fn unseen_characters(name: &str) -> Result<(), String> {
 
 /// Whether a character cannot be seen: a control, zero-width, bidi or other invisible character
 /// (those [`crate::sanitize`] escapes for a terminal).
-pub(crate) fn is_invisible(c: char) -> bool {
-    let mut buffer = [0; 4];
-    matches!(
-        crate::sanitize::for_terminal(c.encode_utf8(&mut buffer)),
-        Cow::Owned(_)
-    )
-}
 
 /// One of a few string values, spelt exactly; anything else is an error naming the choices,
 /// with the nearest one suggested (`"Crew"`: did you mean "crew"?).

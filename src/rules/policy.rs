@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -244,23 +244,7 @@ impl Default for Policy {
     }
 }
 
-/// Why a policy was refused. Always names the file (when there is one) and the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyError {
-    pub file: Option<PathBuf>,
-    pub message: String,
-}
-
-impl fmt::Display for PolicyError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match &self.file {
-            Some(file) => write!(f, "policy file {}: {}", file.display(), self.message),
-            None => write!(f, "policy: {}", self.message),
-        }
-    }
-}
-
-impl std::error::Error for PolicyError {}
+pub use crate::error::PolicyError;
 
 fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
     if limit.is_finite() && limit >= 0.0 {
@@ -275,10 +259,7 @@ fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
 impl Policy {
     /// Validates settings into a policy.
     pub fn new(settings: PolicySettings) -> Result<Policy, PolicyError> {
-        let error = |message: String| PolicyError {
-            file: None,
-            message,
-        };
+        let error = PolicyError::new;
         let list = |key: &str, items: &[String]| {
             ToolList::parse(items).map_err(|why| error(format!("key `{key}`: {why}")))
         };
@@ -327,10 +308,7 @@ impl Policy {
 
     /// Loads a policy file strictly.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let in_file = |message: String| PolicyError {
-            file: Some(path.to_owned()),
-            message,
-        };
+        let in_file = |message: String| PolicyError::new(message).in_file(path.to_owned());
         let bytes = std::fs::read(path).map_err(|err| in_file(format!("cannot read it: {err}")))?;
         let text = String::from_utf8(bytes).map_err(|err| {
             in_file(format!(
@@ -338,7 +316,7 @@ impl Policy {
                 err.utf8_error().valid_up_to()
             ))
         })?;
-        Policy::from_json_str(&text).map_err(|err| in_file(err.message))
+        Policy::from_json_str(&text).map_err(|err| err.in_file(path.to_owned()))
     }
 
     /// Loads the policy file if one is given, else the built-in defaults.
@@ -348,15 +326,12 @@ impl Policy {
 
     /// Reads a policy from JSON text with the same strictness as [`Policy::load`].
     pub fn from_json_str(text: &str) -> Result<Policy, PolicyError> {
-        let error = |message: String| PolicyError {
-            file: None,
-            message,
-        };
+        let error = PolicyError::new;
         let value = strict_json::parse(text).map_err(|err| match err.classify() {
             serde_json::error::Category::Eof if text.trim().is_empty() => {
                 error("the file is empty; a policy is a JSON object such as {}".to_owned())
             }
-            _ => error(format!("malformed JSON: {err}")),
+            _ => error(format!("malformed JSON: {err}")).at(err.line(), err.column()),
         })?;
         let Value::Object(object) = value else {
             return Err(error(format!(

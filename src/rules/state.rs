@@ -33,11 +33,11 @@ use serde_json::Value;
 
 use super::policy::{BudgetScope, BudgetWindow, Policy, TaintScope};
 use super::provenance::ProvenanceState;
-use super::verdict::{Decision, Judgement};
 use crate::amount::Amount;
 use crate::call::Call;
 use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json;
+use crate::verdict::{Decision, Judgement};
 
 /// The argument keys that best name what a tool read, in order of preference.
 const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", "id", "to"];

@@ -1,13 +1,4 @@
-//! The call record: what an agent asks a tool to do, and who ordered it.
-//!
-//! One JSON object per line (see CONTRACT.md, "Records"):
-//! `{"agent":"buyer","tool":"send_payment","args":{"to":"acme-travel","amount":750},"source":"user","instruction":"Pay for the trip"}`
-//!
-//! `agent` and `tool` are required non-empty strings, `args` an optional object, `instruction` an
-//! optional string. `source` is read as provenance: anything but `user`, `agent` or
-//! `untrusted-content` (missing, misspelt, not a string) counts as `untrusted-content`, and the
-//! reasons say so. Other keys are kept in the record and ignored by the rules. A call that breaks
-//! these rules is [`Malformed`], which the decision turns into a deny.
+//! The call record: what an agent asked for, and what makes a line a malformed call.
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -15,8 +6,6 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use crate::strict_json;
-
-mod scan;
 
 /// How deep a call may nest. Its verdict and audit event wrap it two levels deeper, and every
 /// stage's parser stops at 128, so a deeper call could be decided but not read back downstream.
@@ -88,7 +77,11 @@ impl Args {
     /// that of `args.amount`.
     /// `keys_may_fold` is whether any key, at any depth, has an upper-case or non-ASCII letter
     /// or an escape.
-    fn from_checked_text(text: &str, amount: Option<Value>, keys_may_fold: bool) -> Args {
+    pub(super) fn from_checked_text(
+        text: &str,
+        amount: Option<Value>,
+        keys_may_fold: bool,
+    ) -> Args {
         Args {
             text: text.into(),
             amount,
@@ -101,7 +94,7 @@ impl Args {
     pub fn from_map(map: Map<String, Value>) -> Args {
         let text: Box<str> = Value::Object(map.clone()).to_string().into();
         Args {
-            keys_may_fold: crate::argrules::keys_may_fold_alike(&text),
+            keys_may_fold: super::keys::keys_may_fold_alike(&text),
             text,
             amount: map.get("amount").cloned(),
             map: OnceLock::from(map),
@@ -177,7 +170,7 @@ impl Source {
         }
     }
 
-    fn from_str(s: &str) -> Option<Source> {
+    pub(super) fn from_str(s: &str) -> Option<Source> {
         match s {
             "user" => Some(Source::User),
             "agent" => Some(Source::Agent),
@@ -249,50 +242,6 @@ impl fmt::Display for Malformed {
 }
 
 impl Call {
-    /// Reads a call from one line's bytes (without its line ending).
-    ///
-    /// On success also returns the call's JSON text, trimmed of surrounding white space, so the
-    /// verdict can carry the call exactly as it came.
-    pub fn parse_line(line: &[u8]) -> Result<(Call, &str), Malformed> {
-        let text = std::str::from_utf8(line).map_err(|err| {
-            Malformed::new(format!(
-                "the line is not valid UTF-8 (bad byte at offset {})",
-                err.valid_up_to()
-            ))
-        })?;
-        Call::parse_text(text)
-    }
-
-    /// A plain, well-formed call read by the one-pass scanner alone, or `None` for anything else
-    /// (not a call, a line with a top-level `kind`, or one the scanner leaves to the reference
-    /// path): the cheap first look, before a line is searched for a record's `kind`.
-    pub fn scan_line(line: &[u8]) -> Option<(Call, &str)> {
-        let text = std::str::from_utf8(line).ok()?;
-        let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        scan::call(text).map(|call| (call, text))
-    }
-
-    /// [`Call::parse_line`] for text that is UTF-8 already (a record's `call` member).
-    pub fn parse_text(text: &str) -> Result<(Call, &str), Malformed> {
-        let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        // The scanner reads calls no deeper than MAX_CALL_DEPTH.
-        if let Some(call) = scan::call(text) {
-            return Ok((call, text));
-        }
-        // Not a well-formed call (or one the scanner leaves alone): the reference path says
-        // exactly what is wrong.
-        let value = strict_json::parse(text)
-            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
-        let mut call = Call::from_value(&value)?;
-        call.take_amount_text_from(text, &["args", "amount"]);
-        if let Some(depth) = deeper_than(text, MAX_CALL_DEPTH) {
-            return Err(Malformed::new(format!(
-                "the call nests {depth} levels deep; at most {MAX_CALL_DEPTH} are allowed"
-            )));
-        }
-        Ok((call, text))
-    }
-
     /// Records the exact text of a numeric `args.amount`, and of `args` itself, from the JSON
     /// document the call came in (`path` leads to the amount in that document; its parent is the
     /// args). The document must have passed the strict parser. Numbers keep their digits as
@@ -304,7 +253,7 @@ impl Call {
                     // The object already built (from the same document) is kept.
                     let built = std::mem::take(&mut self.args);
                     self.args = Args {
-                        keys_may_fold: crate::argrules::keys_may_fold_alike(text),
+                        keys_may_fold: super::keys::keys_may_fold_alike(text),
                         text: text.into(),
                         amount: built.amount,
                         map: built.map,
@@ -434,225 +383,4 @@ fn bounded(mut text: String) -> String {
         text.push('…');
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(line: &str) -> Result<Call, Malformed> {
-        Call::parse_line(line.as_bytes()).map(|(call, _)| call)
-    }
-
-    #[test]
-    fn reads_a_full_call() {
-        let call = parse(r#"{"agent":"buyer","tool":"send_payment","args":{"amount":750},"source":"user","instruction":"Pay","extra":1}"#).unwrap();
-        assert_eq!(call.agent, "buyer");
-        assert_eq!(call.tool, "send_payment");
-        assert_eq!(call.args.amount().unwrap(), 750);
-        assert_eq!(call.provenance, Provenance::Stated(Source::User));
-        assert_eq!(call.instruction.as_deref(), Some("Pay"));
-    }
-
-    #[test]
-    fn args_default_to_empty_and_source_to_missing() {
-        let call = parse(r#"{"agent":"a","tool":"t"}"#).unwrap();
-        assert!(call.args.is_empty());
-        assert_eq!(call.provenance, Provenance::Missing);
-        assert_eq!(call.provenance.source(), Source::UntrustedContent);
-    }
-
-    #[test]
-    fn unknown_sources_count_as_untrusted() {
-        for source in [
-            r#""User""#,
-            r#""admin""#,
-            "7",
-            "null",
-            "[\"user\"]",
-            r#""user ""#,
-        ] {
-            let call = parse(&format!(r#"{{"agent":"a","tool":"t","source":{source}}}"#)).unwrap();
-            assert!(
-                matches!(call.provenance, Provenance::Unrecognised(_)),
-                "{source}"
-            );
-            assert!(!call.provenance.is_trusted());
-        }
-    }
-
-    #[test]
-    fn malformed_calls_say_what_is_wrong() {
-        let cases = [
-            ("not json", "not valid JSON"),
-            ("[1]", "an array, not a JSON object"),
-            ("null", "null, not a JSON object"),
-            (r#"{"tool":"t"}"#, "no `agent`"),
-            (r#"{"agent":"","tool":"t"}"#, "`agent` is empty"),
-            (
-                r#"{"agent":"a","tool":["t"]}"#,
-                "`tool` must be a non-empty string, not an array",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","args":"{}"}"#,
-                "`args` must be an object, not a string",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","instruction":{}}"#,
-                "`instruction` must be a string",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","tool":"u"}"#,
-                "duplicate key `tool`",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","cwd":7}"#,
-                "`cwd` must be a string (the working directory), not a number",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","cwd":null}"#,
-                "`cwd` must be a string",
-            ),
-            (
-                r#"{"agent":"a","tool":"t","cwd":"/w\u0000x"}"#,
-                "`cwd` contains a NUL character",
-            ),
-        ];
-        for (line, expected) in cases {
-            let err = parse(line).unwrap_err();
-            assert!(err.to_string().contains(expected), "{line}: {err}");
-        }
-    }
-
-    #[test]
-    fn invalid_utf8_is_malformed() {
-        let err = Call::parse_line(b"{\"agent\":\"\xff\"}").unwrap_err();
-        assert!(err.to_string().contains("not valid UTF-8"), "{err}");
-    }
-
-    /// The reference path: the whole document, then the fields.
-    fn reference(line: &str) -> Result<Call, Malformed> {
-        let text = line.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-        let value = strict_json::parse(text)
-            .map_err(|err| Malformed::new(format!("the line is not valid JSON: {err}")))?;
-        let mut call = Call::from_value(&value)?;
-        call.take_amount_text_from(text, &["args", "amount"]);
-        Ok(call)
-    }
-
-    #[test]
-    fn the_fast_path_reads_every_line_as_the_reference_path_does() {
-        let lines = [
-            r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user","instruction":"Pay"}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":100.0000000000000001}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":1e2,"n":[1,{"x":null}]}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":-0}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":123456789012345678901234567890}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":"$750"}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":{"a":1,"a":2}}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":[1,2]}}"#,
-            r#"{"agent":"b","tool":"t","args":{"\u0061mount":5.50}}"#,
-            r#"{"agent":"b","tool":"t","args":{"amount":1,"amount":2}}"#,
-            r#"{"agent":"b","tool":"t","args":{"to":"x","to":"y"}}"#,
-            r#"{"agent":"b","tool":"t","extra":{"k":1,"k":2}}"#,
-            r#"{"agent":"b","tool":"t","extra":{"k":1},"more":[{"k":[]}]}"#,
-            r#"{"agent":"b","tool":"t","\u0074ool":"u"}"#,
-            r#"{"\u0061gent":"b\n\"","tool":"t\u00e9","source":"\u0075ser"}"#,
-            r#"{"agent":"b","tool":"t","source":"User"}"#,
-            r#"{"agent":"b","tool":"t","source":"us\"er"}"#,
-            r#"{"agent":"b","tool":"t","source":7}"#,
-            r#"{"agent":"b","tool":"t","source":null}"#,
-            r#"{"agent":"b","tool":"t","instruction":null}"#,
-            r#"{"agent":"b","tool":"t","cwd":"/w/proj"}"#,
-            r#"{"agent":"b","tool":"t","cwd":"/w/\u00e9"}"#,
-            r#"{"agent":"b","tool":"t","cwd":"/w\u0000"}"#,
-            r#"{"agent":"b","tool":"t","cwd":["/w"]}"#,
-            r#"{"agent":"b","tool":"t","args":[]}"#,
-            r#"{"agent":"","tool":"t"}"#,
-            r#"{"agent":"b","tool":7}"#,
-            r#"{"tool":"t"}"#,
-            r#"{"agent":"b","tool":"t","n":1e999}"#,
-            r#"{"agent":"b","tool":"t"} {}"#,
-            r#"{"agent":"b","tool":"t","#,
-            r#"[{"agent":"b","tool":"t"}]"#,
-            r#""text""#,
-            "",
-            " \t{\"agent\":\"b\",\"tool\":\"t\"}\r",
-        ];
-        for line in lines {
-            let fast = Call::parse_line(line.as_bytes()).map(|(call, _)| call);
-            assert_eq!(fast, reference(line), "{line}");
-        }
-        let mut deep = String::from(r#"{"agent":"b","tool":"t","args":{"x":"#);
-        deep += &"[".repeat(300);
-        deep += &"]".repeat(300);
-        deep += "}}";
-        let fast = Call::parse_line(deep.as_bytes()).map(|(call, _)| call);
-        assert_eq!(fast, reference(&deep));
-        assert!(fast.unwrap_err().to_string().contains("recursion limit"));
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
-
-        /// Calls cut, spliced and salted with the bytes JSON cares about: whatever the scanner
-        /// accepts, the reference path accepts with the same result.
-        #[test]
-        fn the_scanner_agrees_with_the_reference_path_on_mangled_calls(
-            base in proptest::sample::select(vec![
-                r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750,"memo":"a\"b"},"source":"user","instruction":"Pay"}"#,
-                r#"{ "agent" : "b" , "tool" : "t" , "args" : { "amount" : "$1.50" , "n" : [ 1 , -2.5 , { "k" : null } ] } , "trace" : { "s" : true } }"#,
-                r#"{"agent":"scout","tool":"fetch_page","args":{"url":"https://x.test/\u00e9"},"source":"untrusted-content"}"#,
-            ]),
-            edits in proptest::collection::vec(
-                (0usize..200, 0usize..3, proptest::sample::select(vec![
-                    "\"", "\\", "\\u", "\\ud800", "\\u0061", "e5", "E", "0", "01", "-", ".", "{",
-                    "}", "[", "]", ",", ":", " ", "\t", "\n", "\u{1}", "é", "true", "nul", "1e999",
-                    "\"amount\":", "\"agent\":\"x\",", "\"tool\":7,", "\"args\":{},",
-                ])),
-                0..4,
-            ),
-        ) {
-            let mut text = base.to_owned();
-            for (at, cut, insert) in edits {
-                let mut at = at.min(text.len());
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                let mut end = (at + cut).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                text.replace_range(at..end, insert);
-            }
-            if let Some(call) = scan::call(&text) {
-                proptest::prop_assert_eq!(Ok(call), reference(&text), "{}", text);
-            }
-        }
-    }
-
-    #[test]
-    fn calls_nested_too_deep_for_their_records_are_malformed() {
-        let nested = |levels: usize| {
-            format!(
-                r#"{{"agent":"a","tool":"t","args":{{"x":{}1{}}}}}"#,
-                "[".repeat(levels),
-                "]".repeat(levels)
-            )
-        };
-        assert!(parse(&nested(MAX_CALL_DEPTH - 2)).is_ok());
-        let err = parse(&nested(MAX_CALL_DEPTH)).unwrap_err();
-        assert!(err.to_string().contains("levels deep; at most 64"), "{err}");
-        let quoted_brackets = format!(
-            r#"{{"agent":"a","tool":"t","args":{{"x":"{}"}}}}"#,
-            "[".repeat(500)
-        );
-        assert!(parse(&quoted_brackets).is_ok());
-    }
-
-    #[test]
-    fn returns_the_trimmed_text() {
-        let (_, text) = Call::parse_line(b" {\"agent\":\"a\",\"tool\":\"t\"}\r").unwrap();
-        assert_eq!(text, r#"{"agent":"a","tool":"t"}"#);
-    }
 }

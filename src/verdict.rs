@@ -1,4 +1,4 @@
-//! The gate's word on a call, shared by every rule and by the state that rules read: a
+//! The gate's word on a call, shared by the records, every rule and the state that rules read: a
 //! [`Decision`] and a [`Judgement`] (a decision with its reasons). Nothing here depends on the
 //! rest of the crate, so the decision and the crew state both build on it without a cycle.
 

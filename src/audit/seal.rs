@@ -1,0 +1,53 @@
+//! The MACs that bind a stage's word to a record under the audit key: sc-gate's seal on a verdict
+//! and sc-approve's MAC on an approval. sc-exec, given the key, recomputes both and acts only on
+//! records whose MACs match, so a decision or approval changed between the stages is refused.
+
+use super::chain::{Chain, Link};
+use crate::record::Approval;
+use crate::verdict::Decision;
+
+/// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
+/// label, the verdict's id, the SHA-256 of its `call` exactly as written, and its decision, each
+/// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
+/// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
+/// between the stages is refused. `None` without a key.
+pub fn verdict_seal(chain: &Chain, id: &str, call_text: &str, decision: Decision) -> Option<Link> {
+    use sha2::{Digest, Sha256};
+    // Unkeyed there is no seal: the call is not even hashed (it would cost every verdict a
+    // SHA-256 of its call for nothing).
+    if !chain.is_keyed() {
+        return None;
+    }
+    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
+    let id_len = (id.len() as u64).to_be_bytes();
+    chain.mac(&[
+        b"skeleton-crew verdict v1\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        decision.as_str().as_bytes(),
+    ])
+}
+
+/// What an approval's MAC is the HMAC of, under the audit key: a label, the record's id, the
+/// SHA-256 of its `call` exactly as it came, and the approval itself (as sc-approve writes it,
+/// without its MAC). Each part is length-prefixed, so no two parts can be read another way.
+/// `None` without a key.
+pub fn approval_mac(chain: &Chain, id: &str, call_text: &str, approval: &Approval) -> Option<Link> {
+    use sha2::{Digest, Sha256};
+    if !chain.is_keyed() {
+        return None;
+    }
+    let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
+    let approval_json = serde_json::to_vec(approval).expect("an approval serializes");
+    let id_len = (id.len() as u64).to_be_bytes();
+    let approval_len = (approval_json.len() as u64).to_be_bytes();
+    chain.mac(&[
+        b"skeleton-crew approval v1\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        &approval_len,
+        &approval_json,
+    ])
+}
