@@ -99,7 +99,8 @@ dist:
 # ten minutes) in turn, from its committed seeds (fuzz/seeds/TARGET) into a corpus that grows
 # across runs (fuzz/corpus/TARGET, git-ignored). `make fuzz FUZZ_SECONDS=60` for a short run;
 # `make fuzz FUZZ_TARGETS=policy_load` for one target. cargo-fuzz needs nightly features, which
-# RUSTC_BOOTSTRAP=1 unlocks on the stable toolchain; it is installed from crates.io when missing.
+# RUSTC_BOOTSTRAP=1 unlocks on the stable toolchain; it is installed from the crate registry when
+# missing.
 # A crash stops the run and leaves the input in fuzz/artifacts/TARGET (see fuzz/README.md).
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= parse_evaluate policy_load

@@ -11,6 +11,7 @@ mod backends;
 mod chain;
 mod coding_agents;
 mod commands;
+mod docs;
 mod elicitation;
 mod exec;
 mod faults;
