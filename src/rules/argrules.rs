@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::names::ToolPattern;
+use super::tools::ToolPattern;
 use crate::call::fold_key;
 use crate::strict_json;
 

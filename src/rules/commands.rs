@@ -198,7 +198,7 @@ impl CommandRules {
 
     /// Decides a call of a tool these rules apply to (`None` for any other tool): its command
     /// under `commands`, and, with `paths`, the files it writes and the paths its arguments
-    /// name ([`super::decide_command`]). A command argument that is missing, not a string, or
+    /// name ([`decide_command`]). A command argument that is missing, not a string, or
     /// holds a NUL is a malformed deny.
     pub fn decide_call(
         &self,
@@ -224,7 +224,7 @@ impl CommandRules {
                 "the command of {tool_shown} contains a NUL character, which no shell can run as written"
             )),
             Some(Value::String(command)) => {
-                super::decide_command(self, paths, command, tainted, context)
+                decide_command(self, paths, command, tainted, context)
             }
             Some(other) => malformed(format!(
                 "argument `{key}` of {tool_shown} must be a shell command (a string), found {}",
@@ -730,6 +730,75 @@ fn check_examples(key: &str, rule: &CommandRule, examples: &Examples) -> Result<
         }
     }
     Ok(())
+}
+
+/// A shell command under both keys: the `commands` decision, the `paths` decision on every file
+/// it writes through a redirection or `tee`, and the `paths` read rules on the files its input
+/// redirections read and on its arguments
+/// (`cat ~/.ssh/id_rsa` reads a secret as surely as `Read` does). The strictest wins; the
+/// reasons are those of the winning decision.
+pub fn decide_command(
+    commands: &CommandRules,
+    paths: Option<&super::paths::PathRules>,
+    command: &str,
+    tainted: bool,
+    context: super::paths::PathContext,
+) -> CommandJudgement {
+    let analysis = super::shell::analyse(command);
+    let mut judged = commands.judge(command, &analysis, tainted);
+    let Some(paths) = paths else {
+        return judged;
+    };
+    let placed = paths.place(context);
+    let mut findings: Vec<(Decision, Vec<String>)> = Vec::new();
+    for write in &analysis.writes {
+        let path = paths.decide_written(write, &placed);
+        if path.decision > Decision::Allow {
+            findings.push((path.decision, path.reasons));
+        }
+    }
+    for read in &analysis.reads {
+        let path = paths.decide_redirected(read, &placed);
+        if path.decision > Decision::Allow {
+            findings.push((path.decision, path.reasons));
+        }
+    }
+    let placeable = !analysis.changes_directory;
+    for simple in &analysis.commands {
+        // Written once, when a reason first needs it.
+        let shown = std::cell::OnceCell::new();
+        let by = || {
+            shown
+                .get_or_init(|| {
+                    simple
+                        .words
+                        .iter()
+                        .map(|w| super::shell::quote_word(w))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .clone()
+        };
+        if let Some(read) =
+            paths.decide_shell_arguments(&simple.words, &simple.globbed, &by, placeable, &placed)
+        {
+            findings.push((read.decision, read.reasons));
+        }
+    }
+    for (decision, reasons) in findings {
+        if decision > judged.decision {
+            judged.decision = decision;
+            judged.reasons = reasons;
+            judged.by_taint = false;
+        } else if decision == judged.decision {
+            for reason in reasons {
+                if !judged.reasons.contains(&reason) {
+                    judged.reasons.push(reason);
+                }
+            }
+        }
+    }
+    judged
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@
 //! are inside its schema: the call is allowed, and the reason says the taint was seen and why.
 //!
 //! For coding agents, the `commands` and `paths` keys add their findings
-//! ([`super::coding_agent_findings`]): a shell tool that `commands` maps is decided by its
+//! ([`super::coding::coding_agent_findings`]): a shell tool that `commands` maps is decided by its
 //! command, which replaces rule 5 for it (an allow counts as hold for a tainted agent unless the
 //! rule says otherwise); a file tool that `paths` maps gets its path's decision when it is
 //! stricter than allow, and rule 5 still holds it.
@@ -247,7 +247,7 @@ fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Fi
         _ => state.taint_of(&call.agent, policy),
     };
     let mut findings = Vec::new();
-    for found in super::coding_agent_findings(call, policy, cause.is_some()) {
+    for found in super::coding::coding_agent_findings(call, policy, cause.is_some()) {
         let decision = found.decision;
         findings.extend(
             found

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::names::ToolPattern;
+use super::tools::ToolPattern;
 use crate::decision::Decision;
 use crate::sanitize::for_terminal;
 use crate::strict_json::type_name;

@@ -1,52 +1,9 @@
 //! Names in a policy: tool patterns, what makes a name unseeable, and the did-you-mean of every
 //! key and choice. Shared by the policy and the argument rules, and below both.
 
-use std::fmt;
-
 use serde_json::Value;
 
 /// A tool name or a prefix pattern (`mcp__github__*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolPattern {
-    Exact(String),
-    Prefix(String),
-}
-
-impl ToolPattern {
-    /// Parses a list item: an exact name, or a non-empty prefix followed by one final `*`.
-    pub fn parse(text: &str) -> Result<ToolPattern, String> {
-        if text.is_empty() {
-            return Err("is an empty tool name".to_owned());
-        }
-        unseen_characters(text)?;
-        match text.find('*') {
-            None => Ok(ToolPattern::Exact(text.to_owned())),
-            Some(at) if at + 1 != text.len() => Err(format!(
-                "{} has `*` in the middle; only a final `*` (a prefix pattern) is allowed",
-                Value::String(text.to_owned())
-            )),
-            Some(0) => Err("`*` alone is a pattern with an empty prefix; name the tool family (e.g. `mcp__github__*`)".to_owned()),
-            Some(at) => Ok(ToolPattern::Prefix(text[..at].to_owned())),
-        }
-    }
-
-    /// Names compare exactly: no case folding, no trimming.
-    pub fn matches(&self, tool: &str) -> bool {
-        match self {
-            ToolPattern::Exact(name) => name == tool,
-            ToolPattern::Prefix(prefix) => tool.starts_with(prefix.as_str()),
-        }
-    }
-}
-
-impl fmt::Display for ToolPattern {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            ToolPattern::Exact(name) => f.write_str(name),
-            ToolPattern::Prefix(prefix) => write!(f, "{prefix}*"),
-        }
-    }
-}
 
 /// Refuses a name in the policy with white space at either end, or a control or invisible
 /// character anywhere: names compare exactly, so such a name would never match the name a tool or

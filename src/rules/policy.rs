@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use super::argrules::{self, ArgRule};
 use super::commands::CommandRules;
 use super::paths::{PathRules, Places};
-use super::provenance::{self, ProvenanceRules};
+use super::provenance_rules::{self, ProvenanceRules};
 use crate::strict_json;
 
 pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -57,41 +57,8 @@ pub const KEYS: &[&str] = &[
 ];
 
 pub(crate) use super::names::one_of;
-pub use super::names::ToolPattern;
 use super::names::{did_you_mean, unseen_characters};
-
-/// A list of tool names and patterns.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ToolList(Vec<ToolPattern>);
-
-impl ToolList {
-    /// Parses every item; the error names the first bad item's index.
-    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<ToolList, String> {
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                ToolPattern::parse(item.as_ref()).map_err(|why| format!("item {index} {why}"))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(ToolList)
-    }
-
-    pub fn matches(&self, tool: &str) -> bool {
-        self.0.iter().any(|pattern| pattern.matches(tool))
-    }
-
-    pub fn patterns(&self) -> &[ToolPattern] {
-        &self.0
-    }
-}
-
-impl fmt::Display for ToolList {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
-        f.write_str(&names.join(", "))
-    }
-}
+pub use super::tools::{ToolList, ToolPattern};
 
 /// Whether taint follows one agent or the whole crew.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -484,7 +451,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "toolArgs" => settings.tool_args = argrules::from_json(key, value)?,
             "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
-            "provenance" => settings.provenance = Some(provenance::from_json(key, value)?),
+            "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
             unknown => return Err(unknown_key_message(unknown)),
         }
     }

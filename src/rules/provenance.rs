@@ -18,98 +18,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::keys;
-use super::names::ToolPattern;
-use super::policy::{Policy, TaintScope, ToolList};
+use super::policy::{Policy, TaintScope};
 use super::tokens::{self, Kind, TokenIndex};
 use crate::call::Call;
 use crate::decision::Decision;
 use crate::sanitize::quoted;
 
-/// The default `actionTools`: tools whose harm is the act on an existing object.
-pub const DEFAULT_ACTION_TOOLS: &[&str] = &[
-    "update_password",
-    "delete_*",
-    "cancel_*",
-    "reschedule_*",
-    "reserve_*",
-];
-/// The default `freeTextArgs`: arguments that hold prose, checked for typed tokens only.
-pub const DEFAULT_FREE_TEXT_ARGS: &[&str] = &[
-    "body",
-    "content",
-    "message",
-    "subject",
-    "description",
-    "text",
-];
-/// The longest value the whole-value check looks for in untrusted text.
-pub const MAX_WHOLE_VALUE_CHARS: usize = 80;
-/// The most untrusted reads a ledger waits on at once.
-pub const MAX_PENDING_READS: usize = 4096;
-
-const KNOWN: &[&str] = &["actionTools", "freeTextArgs"];
-
-/// The policy's `provenance` key, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProvenanceRules {
-    pub action_tools: ToolList,
-    pub free_text_args: Vec<String>,
-}
-
-impl Default for ProvenanceRules {
-    fn default() -> Self {
-        ProvenanceRules {
-            action_tools: ToolList::parse(DEFAULT_ACTION_TOOLS).expect("valid patterns"),
-            free_text_args: DEFAULT_FREE_TEXT_ARGS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        }
-    }
-}
-
-/// Reads the `provenance` key: an object with `actionTools` (tool names and patterns) and
-/// `freeTextArgs` (argument names), each defaulting to the lists above.
-pub fn from_json(key: &str, value: &Value) -> Result<ProvenanceRules, String> {
-    let object = keys::object(key, value, KNOWN)?;
-    let mut rules = ProvenanceRules::default();
-    if let Some(tools) = object.get("actionTools") {
-        let what = format!("{key}.actionTools");
-        let Value::Array(items) = tools else {
-            return Err(format!("key `{what}`: expected an array of tool names"));
-        };
-        let mut names = Vec::new();
-        for (index, item) in items.iter().enumerate() {
-            let Value::String(name) = item else {
-                return Err(format!(
-                    "key `{what}`: item {index} must be a tool name (a string)"
-                ));
-            };
-            ToolPattern::parse(name).map_err(|why| format!("key `{what}`: item {index} {why}"))?;
-            names.push(name.clone());
-        }
-        rules.action_tools =
-            ToolList::parse(&names).map_err(|why| format!("key `{what}`: {why}"))?;
-    }
-    if let Some(args) = object.get("freeTextArgs") {
-        let what = format!("{key}.freeTextArgs");
-        let Value::Array(items) = args else {
-            return Err(format!("key `{what}`: expected an array of argument names"));
-        };
-        rules.free_text_args = items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| match item {
-                Value::String(name) if !name.is_empty() => Ok(name.clone()),
-                _ => Err(format!(
-                    "key `{what}`: item {index} must be an argument name (a non-empty string)"
-                )),
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    Ok(rules)
-}
+pub use super::provenance_rules::{
+    from_json, ProvenanceRules, DEFAULT_ACTION_TOOLS, DEFAULT_FREE_TEXT_ARGS, MAX_PENDING_READS,
+    MAX_WHOLE_VALUE_CHARS,
+};
 
 /// A tool result that values came from, as reasons name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -740,24 +658,6 @@ impl ValueRecord {
                 ..
             }) => text.as_str().into(),
             ValueRecord::Result(result) => result.output.to_string().into(),
-        }
-    }
-
-    /// Takes the record into the state: how many values it gave, `None` when it gave none
-    /// (no `provenance` in the policy, or a result of a tool whose output is not untrusted).
-    pub fn apply(
-        &self,
-        state: &mut crate::state::CrewState,
-        id: &str,
-        policy: &Policy,
-    ) -> Option<usize> {
-        match self {
-            ValueRecord::Task(task) => {
-                state
-                    .provenance
-                    .task(&task.agent, &task.instruction, policy)
-            }
-            ValueRecord::Result(result) => state.provenance.result(result, id, policy),
         }
     }
 

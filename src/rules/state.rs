@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::policy::{BudgetScope, BudgetWindow, Policy, TaintScope};
-use super::provenance::ProvenanceState;
+use super::provenance::{ProvenanceState, ValueRecord};
 use crate::amount::Amount;
 use crate::call::Call;
 use crate::sanitize::{for_terminal, quoted};
@@ -604,6 +604,21 @@ fn key_argument(call: &Call) -> Option<String> {
             }
             _ => None,
         })
+}
+
+impl ValueRecord {
+    /// Takes the record into the state: how many values it gave, `None` when it gave none
+    /// (no `provenance` in the policy, or a result of a tool whose output is not untrusted).
+    pub fn apply(&self, state: &mut CrewState, id: &str, policy: &Policy) -> Option<usize> {
+        match self {
+            ValueRecord::Task(task) => {
+                state
+                    .provenance
+                    .task(&task.agent, &task.instruction, policy)
+            }
+            ValueRecord::Result(result) => state.provenance.result(result, id, policy),
+        }
+    }
 }
 
 #[cfg(test)]
