@@ -748,7 +748,10 @@ fn prepare<'t>(
     // The same decision and stream update as sc-gate's, so the same policy reaches the same
     // decisions.
     let own = match &call {
-        Ok(call) => state.decide_judgement(call, &id, &options.policy, &options.timing),
+        Ok(call) => {
+            crate::stage::door::decide_on(state, call, &id, &options.policy, &options.timing, false)
+                .judgement
+        }
         Err(malformed) => Judgement::malformed(malformed),
     };
     let mut effective = effective_decision(record.decision(), || record.reasons(), own);

@@ -15,7 +15,7 @@ use anyhow::Result;
 use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
-use crate::decision::{evaluate_with_state, Judgement};
+use crate::decision::{decide, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::policy::Policy;
@@ -63,6 +63,7 @@ pub fn run<W: Write, E: Write>(
                     options,
                     &mut state,
                     now,
+                    &mut ids,
                 )),
                 Read::Record(Ok(record)) => {
                     state.enter(&options.policy, now, options.timing.taint_ttl);
@@ -71,23 +72,19 @@ pub fn run<W: Write, E: Write>(
                     write_value_record(bytes, &id, &record, values, &[], output);
                     None
                 }
-                Read::Record(Err(decided)) => Some(decided),
-                Read::Other => Some(decide_line(None, bytes, options, &mut state, now)),
+                Read::Record(Err((malformed, raw))) => {
+                    Some(Decided::malformed(ids.mint(), &malformed, raw))
+                }
+                Read::Other => Some(decide_line(None, bytes, options, &mut state, now, &mut ids)),
             },
             Line::TooLong { length, start } => Some(Decided::malformed(
+                ids.mint(),
                 &too_long(length, options),
                 jsonl::raw_excerpt(start),
             )),
         };
         if let Some(decided) = decided {
-            let id = ids.mint();
-            if let Some(call) = &decided.call {
-                // In memory, the time of a taint matters only to `--taint-ttl` (no other
-                // process reads this state); leaving it out keeps every event of a tainted agent
-                // shorter and skips formatting a time for each call.
-                let at = options.timing.taint_ttl.map(|_| now);
-                state.record_at(call, &id, &decided.judgement, &options.policy, at);
-            }
+            let id = decided.id;
             let agent = decided
                 .call
                 .as_ref()
@@ -149,11 +146,11 @@ pub fn run_shared<W: Write, E: Write>(
                         agent: None,
                         record: Some((record, None)),
                     },
-                    Some(Err(decided)) => Pending {
+                    Some(Err((malformed, raw))) => Pending {
                         id,
-                        judgement: decided.judgement,
+                        judgement: Judgement::malformed(&malformed),
                         call: None,
-                        text: decided.text.map(str::to_owned),
+                        text: Err(raw),
                         origin,
                         agent: None,
                         record: None,
@@ -239,7 +236,7 @@ enum Read<'a> {
     /// A plain call, read by the scanner, to be decided.
     Call(Call, &'a str),
     /// A `task` or `result` record, or the deny for a malformed one.
-    Record(Result<ValueRecord, Decided<'static>>),
+    Record(Result<ValueRecord, (Malformed, String)>),
     /// Anything else: the call reader words what it is.
     Other,
 }
@@ -259,11 +256,11 @@ fn read_line(bytes: &[u8]) -> Read<'_> {
 
 /// A `task` or `result` record in a line ([`crate::rules::provenance`]), or the deny for a
 /// malformed one; `None` for a line that is not one (a call, or not readable as a record).
-fn value_record(bytes: &[u8]) -> Option<Result<ValueRecord, Decided<'static>>> {
+fn value_record(bytes: &[u8]) -> Option<Result<ValueRecord, (Malformed, String)>> {
     let (kind, object) = provenance::kind_of(bytes)?;
     Some(ValueRecord::from_object(&kind, &object).map_err(|why| {
-        Decided::malformed(
-            &Malformed::new(format!("malformed record: {why}")),
+        (
+            Malformed::new(format!("malformed record: {why}")),
             jsonl::raw_excerpt(bytes),
         )
     }))
@@ -391,8 +388,7 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
             let Some(call) = &pending.call else {
                 continue;
             };
-            pending.judgement = evaluate_with_state(call, policy, state);
-            state.record_at(call, &pending.id, &pending.judgement, policy, Some(now));
+            pending.judgement = decide(call, &pending.id, policy, state, Some(now));
             pending.agent = state.agent(&call.agent).cloned();
         }
     });
@@ -417,14 +413,16 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
 
 /// A line's judgement, with what the verdict needs to carry of the line.
 struct Decided<'a> {
+    id: String,
     judgement: Judgement,
     call: Option<Call>,
     text: Result<&'a str, String>,
 }
 
 impl Decided<'_> {
-    fn malformed(malformed: &Malformed, raw: String) -> Decided<'static> {
+    fn malformed(id: String, malformed: &Malformed, raw: String) -> Decided<'static> {
         Decided {
+            id,
             judgement: Judgement::malformed(malformed),
             call: None,
             text: Err(raw),
@@ -439,17 +437,24 @@ fn decide_line<'a>(
     options: &GateOptions,
     state: &mut CrewState,
     now: std::time::SystemTime,
+    ids: &mut IdMinter,
 ) -> Decided<'a> {
+    let id = ids.mint();
     match scanned.map_or_else(|| Call::parse_line(bytes), Ok) {
         Ok((call, text)) => {
             state.enter(&options.policy, now, options.timing.taint_ttl);
+            // In memory, the time of a taint matters only to `--taint-ttl` (no other process
+            // reads this state); leaving it out keeps every event of a tainted agent shorter and
+            // skips formatting a time for each call.
+            let at = options.timing.taint_ttl.map(|_| now);
             Decided {
-                judgement: evaluate_with_state(&call, &options.policy, state),
+                judgement: decide(&call, &id, &options.policy, state, at),
+                id,
                 call: Some(call),
                 text: Ok(text),
             }
         }
-        Err(malformed) => Decided::malformed(&malformed, jsonl::raw_excerpt(bytes)),
+        Err(malformed) => Decided::malformed(id, &malformed, jsonl::raw_excerpt(bytes)),
     }
 }
 

@@ -59,7 +59,7 @@ use crate::approve::prompt::lower_hex;
 use crate::approve::{approval_for, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
-use crate::decision::{evaluate_with_state, Decision, Judgement};
+use crate::decision::{Decision, Judgement};
 use crate::policy::Policy;
 use crate::record::{AnsweredBy, Outcome, Status};
 use crate::sanitize::quoted;
@@ -641,8 +641,8 @@ fn decide(
     let mut decided = None;
     shared
         .transact(&options.policy, &options.timing, &mut |state, now| {
-            let judgement = evaluate_with_state(&call, &options.policy, state);
-            state.record_at(&call, &id, &judgement, &options.policy, Some(now));
+            let judgement =
+                crate::rules::decision::decide(&call, &id, &options.policy, state, Some(now));
             decided = Some((judgement, state.agent(&call.agent).cloned()));
         })
         .context("state store unavailable")?;

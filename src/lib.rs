@@ -23,6 +23,7 @@ pub mod record;
 pub mod report;
 pub mod rules;
 pub mod sanitize;
+pub mod stage;
 pub mod store;
 pub mod strict_json;
 pub mod tools;

@@ -1549,9 +1549,14 @@ impl ClientSide<'_> {
                     &session.policy,
                     &self.timing,
                 );
-                let decided = self
-                    .state
-                    .decide(call, &call_id, &session.policy, &self.timing);
+                let decided = crate::stage::door::decide_on(
+                    &mut self.state,
+                    call,
+                    &call_id,
+                    &session.policy,
+                    &self.timing,
+                    true,
+                );
                 agent_state = decided.agent;
                 decided.judgement
             }

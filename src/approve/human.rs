@@ -1,28 +1,12 @@
-//! What every way of asking a person shares: the [`Human`] trait, the [`Hold`] it is asked
-//! about, and the [`Reply`] it gives.
+//! What every way of asking a person shares: the [`Human`] trait and the [`Hold`] it is asked
+//! about; the [`Reply`] it gives is in `reply.rs`.
 
 use std::time::Duration;
 
 use super::prompt::{record_digest, render_prompt};
+pub use super::reply::Reply;
 use crate::call::Call;
 use crate::record::AnsweredBy;
-
-/// What a person (or the stand-in for one) said to a prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    Answer(String),
-    /// A yes or no given by a button (the web page) rather than typed, bound, where the way of
-    /// asking shows the whole record, to the SHA-256 of the record line the person saw.
-    Decision {
-        approve: bool,
-        digest: Option<String>,
-    },
-    Eof,
-    TimedOut(Duration),
-    ReadFailed(String),
-    NobodyToAsk(String),
-    AnswersRanOut,
-}
 
 /// A held call, whole, as a way of asking may show it: the record line exactly as it arrived,
 /// and what was read from it.

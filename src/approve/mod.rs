@@ -22,6 +22,7 @@ pub mod elicitation;
 pub mod human;
 mod ordered;
 pub mod prompt;
+mod reply;
 pub mod terminal;
 pub mod tty;
 pub mod web;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Reply;
+use super::reply::Reply;
 use crate::call::Call;
 use crate::record::{AnsweredBy, Approval};
 use crate::sanitize::for_terminal;

@@ -111,6 +111,22 @@ pub fn evaluate_with_state(call: &Call, policy: &Policy, state: &CrewState) -> J
 }
 
 /// Decides a line's outcome: the call's judgement, or a deny for a malformed one.
+/// The one decision every door makes: decides `call` (`id`) against the policy and the crew's
+/// state, and records in the state what the call changes (spend, taint, reads), with a taint
+/// recorded at `at` when given. sc-gate, sc-hook, sc-mcp and sc-exec all call this, inside the
+/// store's atomic update when the state is shared.
+pub fn decide(
+    call: &Call,
+    id: &str,
+    policy: &Policy,
+    state: &mut CrewState,
+    at: Option<std::time::SystemTime>,
+) -> Judgement {
+    let judgement = evaluate_with_state(call, policy, state);
+    state.record_at(call, id, &judgement, policy, at);
+    judgement
+}
+
 pub fn evaluate_parsed(
     call: &Result<Call, Malformed>,
     policy: &Policy,

@@ -1,0 +1,21 @@
+//! What a person (or the stand-in for one) said to a prompt, below both the prompt and the
+//! ways of asking.
+
+use std::time::Duration;
+
+/// What a person (or the stand-in for one) said to a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Answer(String),
+    /// A yes or no given by a button (the web page) rather than typed, bound, where the way of
+    /// asking shows the whole record, to the SHA-256 of the record line the person saw.
+    Decision {
+        approve: bool,
+        digest: Option<String>,
+    },
+    Eof,
+    TimedOut(Duration),
+    ReadFailed(String),
+    NobodyToAsk(String),
+    AnswersRanOut,
+}

@@ -1,0 +1,4 @@
+//! The stages: what each binary runs, one folder or file each, each reaching the layers below
+//! (rules, state, audit, approve) and never another stage's insides.
+
+pub mod door;
