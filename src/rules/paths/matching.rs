@@ -53,7 +53,7 @@ impl PathRule {
     }
 
     /// The first glob (as written) that may match a name the parts of `word` (a path with a
-    /// wildcard, [`word_parts`]) match, as the shell expands it: each glob's parts, after the
+    /// wildcard, [`word_parts`](super::pattern::word_parts)) match, as the shell expands it: each glob's parts, after the
     /// parts of the folder it is relative to (`heads`: the root's and the home's, when known),
     /// against the word's ([`parts_meet`]). A relative `word` (it cannot be placed) meets the
     /// globs relative to the root as they are written, and those from `**`, as

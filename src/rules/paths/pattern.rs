@@ -36,7 +36,7 @@ pub(super) enum Part {
     AnyDepth,
 }
 
-/// A glob of a rule as parts, for [`PathRule::meeting`]: its base, its parts (for
+/// A glob of a rule as parts, for [`PathRule::meeting`](super::PathRule::meeting): its base, its parts (for
 /// [`Base::Anywhere`], from the leading `**` on; for [`Base::Absolute`], after the `/`), and
 /// its index in the rule's `globs`. A glob with `{a,b}` gives one shape per alternative.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 use std::path::{Component, Path, PathBuf};
 
 /// A call's context with its directories normalized once, for all the paths it names
-/// ([`PathRules::place`]).
+/// ([`PathRules::place`](super::PathRules::place)).
 #[derive(Debug, Clone)]
 pub struct Placed {
     pub(super) cwd: Option<PathBuf>,
