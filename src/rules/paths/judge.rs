@@ -1,0 +1,301 @@
+//! The decision on one path: every rule's findings and the root's, the strictest winning;
+//! fail closed on a path that may be any file.
+
+use std::path::Path;
+
+use super::pattern::{has_wildcard, plain_parts, word_parts};
+use super::place::{resolve, unknown_tilde, Placed};
+use super::{PathJudgement, PathRules};
+use crate::rules::keys::shown;
+use crate::rules::verdict::Decision;
+
+/// A path with a wildcard longer than this (in the part the call wrote) may be any file.
+const MAX_WILD_BYTES: usize = 1024;
+/// A path with more wildcards (`*`, `?`, `[`) than this may be any file.
+const MAX_WILDCARDS: usize = 32;
+
+impl PathRules {
+    /// A read of an argument: the rules first, and the command shown only for a match.
+    pub(super) fn judge_read(
+        &self,
+        path: &str,
+        placeable: bool,
+        by: &dyn Fn() -> String,
+        placed: &Placed,
+        expands: bool,
+    ) -> PathJudgement {
+        let judged = self.judge_with(path, false, placeable, None, placed, false, expands);
+        if judged.decision == Decision::Allow {
+            return judged;
+        }
+        self.judge_with(path, false, placeable, Some(&by()), placed, true, expands)
+    }
+
+    pub(super) fn judge(
+        &self,
+        path: &str,
+        write: bool,
+        placeable: bool,
+        by: Option<&str>,
+        placed: &Placed,
+    ) -> PathJudgement {
+        self.judge_with(path, write, placeable, by, placed, true, false)
+    }
+
+    /// [`PathRules::judge`]; `allow_reason` false leaves an allowed path without its reason
+    /// ("… matches no paths rule"), which a shell argument's first look never shows. `expands`:
+    /// the path is a shell word whose wildcards bash expands (an unquoted `*`, `?`, `[`); in any
+    /// other path (a file tool's, a quoted word) a wildcard is a character of the name.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn judge_with(
+        &self,
+        path: &str,
+        write: bool,
+        placeable: bool,
+        by: Option<&str>,
+        placed: &Placed,
+        allow_reason: bool,
+        expands: bool,
+    ) -> PathJudgement {
+        let verb = if write { "write" } else { "read" };
+        if path.contains('\0') {
+            return PathJudgement {
+                decision: Decision::Deny,
+                reasons: vec![format!(
+                    "malformed call: the path \"{}\" contains a NUL character",
+                    shown(path)
+                )],
+            };
+        }
+        let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
+        if let Some(prefix) = unknown_tilde(path, home) {
+            return self.judge_unknown_home(path, prefix, write, by);
+        }
+        let dir = if placeable {
+            placed.cwd.as_deref().or(root)
+        } else {
+            None
+        };
+        let resolved = resolve(path, dir, home);
+        // Where the part the call wrote begins in `resolved` (past the working directory it was
+        // joined to): a wildcard counts only there, not in the name of the project's folder.
+        let written_from = dir
+            .filter(|_| !path.starts_with('~') && !Path::new(path).is_absolute())
+            .map(|dir| dir.as_os_str().as_encoded_bytes())
+            .filter(|dir| resolved.as_os_str().as_encoded_bytes().starts_with(dir))
+            .map_or(0, <[u8]>::len);
+        // A wildcard in the part the call wrote (`cat .env*`, `cat deploy/id_rs?`) may match a
+        // name a glob names: its parts, and those of the root and the home, are made only then.
+        let bytes = resolved.as_os_str().as_encoded_bytes();
+        let written = bytes.get(written_from..).unwrap_or_default();
+        let wild = expands && has_wildcard(written);
+        // Matching a wildcard against the globs costs time in its length and its wildcards: past
+        // these bounds the path may be any file (no path a person writes comes near them).
+        let wildcards = written
+            .iter()
+            .filter(|b| matches!(b, b'*' | b'?' | b'['))
+            .count();
+        if wild && (written.len() > MAX_WILD_BYTES || wildcards > MAX_WILDCARDS) {
+            let why = format!(
+                "has {wildcards} wildcards in {} bytes (the gate matches at most {MAX_WILDCARDS} in {MAX_WILD_BYTES} bytes against its globs), so it may be any file",
+                written.len()
+            );
+            return self.judge_as_any(&resolved.to_string_lossy(), &why, write, by);
+        }
+        let patterns = wild.then(|| {
+            (
+                word_parts(&resolved, written_from),
+                plain_parts(root),
+                plain_parts(home),
+            )
+        });
+        // Written only when a reason needs it.
+        let subject = || {
+            let by = by
+                .map(|by| format!(" by {}", shown(by)))
+                .unwrap_or_default();
+            format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()))
+        };
+        let mut findings: Vec<(Decision, String)> = Vec::new();
+        for rule in &self.rules {
+            let decisions = [rule.read, if write { rule.write } else { None }];
+            let Some(decision) = decisions.into_iter().flatten().max() else {
+                continue;
+            };
+            if let Some(glob) = rule.matching(&resolved, root, home) {
+                findings.push((
+                    decision,
+                    format!(
+                        "{} matches {} (glob {glob}): {decision}",
+                        subject(),
+                        rule.label
+                    ),
+                ));
+                continue;
+            }
+            // A folder on the way to what a read glob names: reading it (`rg -uuu . ~`,
+            // `tar czf x.tgz ~`) may read the secret too.
+            if let Some((read, (glob, folder))) = rule.read.and_then(|read| {
+                rule.holding(&resolved, written_from, wild, root, home)
+                    .map(|held| (read, held))
+            }) {
+                let how = if !resolved.is_absolute() {
+                    "cannot be placed (the command changes directory, or the call gives no cwd) and may be a folder on the way to, or a file under, what".to_owned()
+                } else if let Some(folder) = folder {
+                    format!(
+                        "has a wildcard, so it reads in \"{}\", a folder on the way to (or the base of) what",
+                        shown(&String::from_utf8_lossy(folder))
+                    )
+                } else {
+                    "is a folder on the way to (or the base of) what".to_owned()
+                };
+                findings.push((
+                    read,
+                    format!(
+                        "{} {how} {} names (glob {glob}), and a read of a folder may read what is under it: {read}",
+                        subject(),
+                        rule.label
+                    ),
+                ));
+                if read >= decision {
+                    continue;
+                }
+            }
+            if let Some((word, root_parts, home_parts)) = &patterns {
+                let heads = (root.map(|_| &root_parts[..]), home.map(|_| &home_parts[..]));
+                if let Some(glob) = rule.meeting(word, resolved.is_absolute(), heads) {
+                    findings.push((
+                        decision,
+                        format!(
+                            "{} has a wildcard that may match a name {} names (glob {glob}): {decision}",
+                            subject(),
+                            rule.label
+                        ),
+                    ));
+                }
+            }
+        }
+        if write {
+            let inside =
+                root.is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
+            if !inside {
+                let root_shown = match root {
+                    Some(root) => format!("the root \"{}\"", shown(&root.to_string_lossy())),
+                    None => {
+                        "the root, which this call does not give (no cwd and no --root)".to_owned()
+                    }
+                };
+                findings.push((
+                    self.outside_root,
+                    format!(
+                        "{} is outside {root_shown}: paths.outsideRoot is {}",
+                        subject(),
+                        self.outside_root
+                    ),
+                ));
+            }
+        }
+        if findings.is_empty() && !allow_reason {
+            return PathJudgement {
+                decision: Decision::Allow,
+                reasons: Vec::new(),
+            };
+        }
+        strongest(findings, || format!("{} matches no paths rule", subject()))
+    }
+}
+
+impl PathRules {
+    /// A path that starts with a tilde-prefix whose folder the gate cannot know
+    /// ([`unknown_tilde`]): `~root/.ssh/id_rsa`, `~bob`, `~+`, `~-`. Bash turns `~name` into
+    /// that user's home folder, which can be any folder (`~root` is `/root`, `~www-data` may be
+    /// `/var/www`, and `~me` is the home folder itself, which may hold the root); and `~+`/`~-`
+    /// into `$PWD`/`$OLDPWD`. Looking the name up would read the file system and this machine's
+    /// users, not the agent's. So the path may be any file: it gets the strictest decision of
+    /// every rule that applies to the call (the `read` of each rule, and for a write its `write`
+    /// too), and a write counts as outside the root. This is at least as strict as any
+    /// placement could make it, and it costs nothing on other paths: the check is on the first
+    /// byte. (A read outside the root gets no decision of its own, as for `/etc/hosts`.)
+    fn judge_unknown_home(
+        &self,
+        path: &str,
+        prefix: &str,
+        write: bool,
+        by: Option<&str>,
+    ) -> PathJudgement {
+        let why = format!(
+            "cannot be placed: bash turns \"{}\" into a folder the gate cannot know (a user's home, $PWD, $OLDPWD or the directory stack)",
+            shown(prefix)
+        );
+        self.judge_as_any(path, &why, write, by)
+    }
+
+    /// A path that may be any file (`why` says why): the strictest decision of every rule, and
+    /// for a write, outside the root. Fail closed.
+    pub(super) fn judge_as_any(
+        &self,
+        path: &str,
+        why: &str,
+        write: bool,
+        by: Option<&str>,
+    ) -> PathJudgement {
+        let verb = if write { "write" } else { "read" };
+        let subject = || {
+            let by = by
+                .map(|by| format!(" by {}", shown(by)))
+                .unwrap_or_default();
+            format!("{verb} of \"{}\"{by}", shown(path))
+        };
+        let unknown = || format!("{} {why}", subject());
+        let mut findings: Vec<(Decision, String)> = Vec::new();
+        for rule in &self.rules {
+            let decisions = [rule.read, if write { rule.write } else { None }];
+            if let Some(decision) = decisions.into_iter().flatten().max() {
+                findings.push((
+                    decision,
+                    format!(
+                        "{}, so it may match any glob of {}: {decision}",
+                        unknown(),
+                        rule.label
+                    ),
+                ));
+            }
+        }
+        if write {
+            findings.push((
+                self.outside_root,
+                format!(
+                    "{}, so it counts as outside the root: paths.outsideRoot is {}",
+                    unknown(),
+                    self.outside_root
+                ),
+            ));
+        }
+        strongest(findings, || format!("{} matches no paths rule", subject()))
+    }
+}
+
+/// The strictest of the findings, with their reasons; an allow with `none` when there is none.
+pub(super) fn strongest(
+    findings: Vec<(Decision, String)>,
+    none: impl Fn() -> String,
+) -> PathJudgement {
+    let Some(strongest) = findings.iter().map(|(d, _)| *d).max() else {
+        return PathJudgement {
+            decision: Decision::Allow,
+            reasons: vec![none()],
+        };
+    };
+    PathJudgement {
+        decision: strongest,
+        reasons: findings
+            .into_iter()
+            .filter(|(d, _)| *d == strongest)
+            .map(|(_, r)| r)
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+#[path = "judge_tests.rs"]
+mod tests;

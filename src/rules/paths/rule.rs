@@ -1,0 +1,280 @@
+//! A `paths` key checked and compiled: its rules, their globs as sets and as shapes, and the
+//! literal bases of their `read` globs; and the rules the gate adds for its own files.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+
+use super::pattern::{shapes, Base, Shape};
+use super::place::normalize;
+use super::{PathRules, CASE_INSENSITIVE, KEYS, RULE_KEYS};
+use crate::rules::keys;
+use crate::rules::policy::ToolList;
+use crate::rules::verdict::Decision;
+use crate::strict_json::type_name;
+
+/// One rule, compiled.
+#[derive(Debug, Clone)]
+pub struct PathRule {
+    /// Its index in `paths.rules` (rules added by [`PathRules::protect`] come after).
+    pub index: usize,
+    /// The globs as written.
+    pub globs: Vec<String>,
+    pub read: Option<Decision>,
+    pub write: Option<Decision>,
+    /// The globs compiled, one set per base they are relative to (each with the index in
+    /// `globs` of its members), so that a path is matched against all of a base's globs at once.
+    pub(super) compiled: Vec<(Base, GlobSet, Vec<usize>)>,
+    /// For a rule with `read`: the literal base of each glob that has one (not `**/…`), once
+    /// each, with the index in `globs` of the first glob that has it ([`literal_base`]). A read
+    /// of a folder on the way to a base reads what the glob names ([`PathRule::holding`]).
+    pub(super) read_bases: Vec<ReadBase>,
+    /// The length of the longest `rel` of `read_bases`.
+    pub(super) longest_base: usize,
+    /// The globs as parts, for a path with a wildcard ([`PathRule::meeting`]).
+    pub(super) shapes: Vec<Shape>,
+    /// What the reason calls the rule.
+    pub(super) label: String,
+}
+
+/// The literal base of a `read` glob: the folder (or file) its parts before the first
+/// wildcard name, relative to what the glob is relative to. `~/.ssh/**` has `.ssh` under
+/// [`Base::Home`]; `/etc/ssl/private/*.key` has `/etc/ssl/private` under [`Base::Absolute`];
+/// `secrets/**` has `secrets` under [`Base::Root`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ReadBase {
+    pub(super) base: Base,
+    /// Relative for [`Base::Home`] and [`Base::Root`] (empty for the folder itself), absolute
+    /// for [`Base::Absolute`].
+    pub(super) rel: PathBuf,
+    /// The index in the rule's `globs` of the first glob with this base.
+    pub(super) glob: usize,
+}
+
+impl PathRules {
+    /// Checks the `paths` key (`key` is its name, for errors); a glob that does not compile is
+    /// an error naming it.
+    pub fn from_json(key: &str, value: &Value) -> Result<PathRules, String> {
+        let object = keys::object(key, value, KEYS)?;
+        let mut rules = PathRules::default();
+        if let Some(tools) = object.get("tools") {
+            rules.tools = keys::tool_map(&format!("{key}.tools"), tools)?;
+        }
+        if let Some(write_tools) = object.get("writeTools") {
+            let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
+            rules.write_tools =
+                ToolList::parse(&names).map_err(|why| format!("key `{key}.writeTools`: {why}"))?;
+        }
+        if let Some(outside) = object.get("outsideRoot") {
+            rules.outside_root = keys::decision(&format!("{key}.outsideRoot"), outside)?;
+        }
+        if let Some(list) = object.get("rules") {
+            let Value::Array(items) = list else {
+                return Err(format!(
+                    "key `{key}.rules`: expected an array of rules, found {}",
+                    type_name(list)
+                ));
+            };
+            for (index, item) in items.iter().enumerate() {
+                rules
+                    .rules
+                    .push(rule(&format!("{key}.rules[{index}]"), index, item)?);
+            }
+        }
+        Ok(rules)
+    }
+
+    /// Denies writes to `path` and anything under it, whatever the policy says: for the files
+    /// the gate itself runs on (its policy, audit log and state), named on its command line.
+    pub fn protect(&mut self, path: &Path, what: &str) {
+        let path = normalize(path);
+        if !path.is_absolute() {
+            return;
+        }
+        let text = path.to_string_lossy();
+        let escaped = globset::escape(&text);
+        let compiled = compile(&[
+            (Base::Absolute, escaped.clone(), 0),
+            (Base::Absolute, format!("{escaped}/**"), 0),
+        ])
+        .unwrap_or_default();
+        let mut shapes = shapes(Base::Absolute, &escaped, 0);
+        shapes.extend(self::shapes(Base::Absolute, &format!("{escaped}/**"), 0));
+        self.rules.push(PathRule {
+            index: self.rules.len(),
+            globs: vec![text.clone().into_owned()],
+            read: None,
+            write: Some(Decision::Deny),
+            compiled,
+            read_bases: Vec::new(),
+            longest_base: 0,
+            shapes,
+            label: format!("the gate's own {what}"),
+        });
+    }
+}
+
+/// The literal base of a glob as compiled (after `~/` or `./`): its parts before the first one
+/// with a wildcard, backslash escapes removed. `.ssh` for `.ssh/**`, `.cargo` for
+/// `.cargo/credentials*`, `/etc/ssl` for `/etc/ssl/*.key`, empty for `*.key`.
+pub(super) fn literal_base(pattern: &str) -> PathBuf {
+    let literal = |part: &str| {
+        let mut out = String::with_capacity(part.len());
+        let mut chars = part.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.push(chars.next()?),
+                '*' | '?' | '[' | '{' => return None,
+                c => out.push(c),
+            }
+        }
+        Some(out)
+    };
+    let mut base = PathBuf::new();
+    if pattern.starts_with('/') {
+        base.push("/");
+    }
+    for part in pattern.split('/').filter(|part| !part.is_empty()) {
+        match literal(part) {
+            Some(text) => base.push(text),
+            None => break,
+        }
+    }
+    base
+}
+
+fn glob(text: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(text)
+        .literal_separator(true)
+        .case_insensitive(CASE_INSENSITIVE)
+        .backslash_escape(true)
+        .build()
+}
+
+/// Globs (each with its base and its index among the rule's globs) compiled into one set per
+/// base.
+fn compile(globs: &[(Base, String, usize)]) -> Result<Vec<(Base, GlobSet, Vec<usize>)>, String> {
+    let mut out = Vec::new();
+    for base in [Base::Root, Base::Home, Base::Absolute, Base::Anywhere] {
+        let mut builder = GlobSetBuilder::new();
+        let mut members = Vec::new();
+        for (_, text, index) in globs.iter().filter(|(b, _, _)| *b == base) {
+            builder.add(glob(text).map_err(|err| err.to_string())?);
+            members.push(*index);
+        }
+        if !members.is_empty() {
+            out.push((
+                base,
+                builder.build().map_err(|err| err.to_string())?,
+                members,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
+    let object = keys::object(key, value, RULE_KEYS)?;
+    let globs: Vec<String> = match object.get("glob") {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(list @ Value::Array(_)) => keys::strings(&format!("{key}.glob"), list)?
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        Some(other) => {
+            return Err(format!(
+                "key `{key}.glob`: expected a glob or a list of globs, found {}",
+                type_name(other)
+            ))
+        }
+        None => return Err(format!("key `{key}`: a rule needs a `glob`")),
+    };
+    if globs.is_empty() {
+        return Err(format!("key `{key}.glob`: is empty"));
+    }
+    let read = object
+        .get("read")
+        .map(|v| keys::decision(&format!("{key}.read"), v))
+        .transpose()?;
+    let write = object
+        .get("write")
+        .map(|v| keys::decision(&format!("{key}.write"), v))
+        .transpose()?;
+    if read.is_none() && write.is_none() {
+        return Err(format!("key `{key}`: a rule needs `read`, `write` or both"));
+    }
+    let mut patterns = Vec::with_capacity(globs.len());
+    for (i, text) in globs.iter().enumerate() {
+        let glob_key = format!("{key}.glob[{i}]");
+        let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
+            (Base::Home, rest)
+        } else if text.starts_with('~') {
+            return Err(format!(
+                "key `{glob_key}`: {text:?}: only `~/…` (the home directory) is understood, not `~` alone or `~user`"
+            ));
+        } else if text.starts_with('/') {
+            (Base::Absolute, text.as_str())
+        } else if text.starts_with("**") {
+            (Base::Anywhere, text.as_str())
+        } else {
+            (Base::Root, text.strip_prefix("./").unwrap_or(text))
+        };
+        if pattern.is_empty() {
+            return Err(format!("key `{glob_key}`: an empty glob"));
+        }
+        if Path::new(pattern)
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        {
+            return Err(format!(
+                "key `{glob_key}`: {text:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match"
+            ));
+        }
+        glob(pattern).map_err(|err| {
+            format!("key `{glob_key}`: the glob {text:?} does not compile: {err}")
+        })?;
+        patterns.push((base, pattern.to_owned(), i));
+    }
+    let compiled =
+        compile(&patterns).map_err(|err| format!("key `{key}.glob`: does not compile: {err}"))?;
+    let mut read_bases: Vec<ReadBase> = Vec::new();
+    if read.is_some() {
+        for (base, pattern, glob) in &patterns {
+            if *base == Base::Anywhere {
+                continue;
+            }
+            let rel = literal_base(pattern);
+            if !read_bases.iter().any(|b| b.base == *base && b.rel == rel) {
+                read_bases.push(ReadBase {
+                    base: *base,
+                    rel,
+                    glob: *glob,
+                });
+            }
+        }
+    }
+    let shapes = patterns
+        .iter()
+        .flat_map(|(base, pattern, glob)| shapes(*base, pattern, *glob))
+        .collect();
+    Ok(PathRule {
+        index,
+        globs,
+        read,
+        write,
+        compiled,
+        shapes,
+        longest_base: read_bases
+            .iter()
+            .map(|b| b.rel.as_os_str().len())
+            .max()
+            .unwrap_or(0),
+        read_bases,
+        label: format!("paths.rules[{index}]"),
+    })
+}
+
+#[cfg(test)]
+#[path = "rule_tests.rs"]
+mod tests;

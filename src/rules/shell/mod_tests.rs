@@ -1,0 +1,62 @@
+use super::*;
+
+pub(super) fn words_of(command: &str) -> Vec<Vec<String>> {
+    analyse(command)
+        .commands
+        .into_iter()
+        .map(|c| c.words)
+        .collect()
+}
+
+#[test]
+fn openers_count_brackets_and_keywords_anywhere() {
+    assert_eq!(openers("ls -la"), 0);
+    assert_eq!(openers("if x; then ( a ) fi"), 2);
+    assert_eq!(openers("diff --format {} `x` [y]"), 6);
+    assert_eq!(openers("functions whileuntil casecoproc select"), 6);
+    assert_eq!(openers("i\\\nf true; then ls; fi"), 1);
+}
+
+#[test]
+fn dynamic_shapes_are_reported() {
+    for command in [
+        "echo $(whoami)",
+        "echo `whoami`",
+        "$CMD -rf x",
+        "r* -rf x",
+        "eval 'rm -rf x'",
+        "source ./x.sh",
+        ". ./x.sh",
+        "diff <(ls a) <(ls b)",
+        "bash <<< 'rm -rf x'",
+        "echo 'unterminated",
+        "x='a[$(id)]'; echo $((x))",
+        "echo ${!name}",
+        "[[ $n -gt 3 ]]",
+        "echo > \"$file\"",
+        "trap 'rm -rf x' EXIT",
+        "cat <<EOF\n$(id)\nEOF",
+    ] {
+        assert!(!analyse(command).dynamic.is_empty(), "{command}");
+    }
+    for command in [
+        "echo $((1 + 2))",
+        "cat <<'EOF'\n$(id)\nEOF",
+        "[[ -f x ]] && ls",
+        "git status",
+    ] {
+        assert!(
+            analyse(command).dynamic.is_empty(),
+            "{command}: {:?}",
+            analyse(command)
+        );
+    }
+}
+
+#[test]
+fn negations_in_a_test_count_as_openers() {
+    let deep = format!("[[ {}-e x ]]", "! ".repeat(3000));
+    assert!(openers(&deep) >= 3000);
+    let analysis = analyse(&deep);
+    assert!(!analysis.dynamic.is_empty(), "{analysis:?}");
+}

@@ -1,0 +1,100 @@
+use super::super::analyse;
+use super::super::tests::words_of;
+
+#[test]
+fn quotes_and_backslashes_are_removed_from_the_program() {
+    for command in [
+        r"r''m -rf x",
+        r#""rm" -rf x"#,
+        r"\rm -rf x",
+        r"$'\x72m' -rf x",
+        "/bin/rm -rf x",
+    ] {
+        assert_eq!(words_of(command), [["rm", "-rf", "x"]], "{command}");
+    }
+}
+
+#[test]
+fn wrappers_are_stripped_with_their_options() {
+    for command in [
+        "env -i -u HOME FOO=1 rm -rf x",
+        "sudo -u root -E rm -rf x",
+        "nice -n 5 rm -rf x",
+        "nice -10 rm -rf x",
+        "timeout -s KILL 10s rm -rf x",
+        "timeout --signal=KILL 10 rm -rf x",
+        "stdbuf -oL -e0 rm -rf x",
+        "nohup rm -rf x",
+        "command rm -rf x",
+        "builtin rm -rf x",
+        "exec -a name rm -rf x",
+        "doas -u root rm -rf x",
+        "/usr/bin/time -o /dev/null rm -rf x",
+        "sudo env nice -n 1 timeout 5 rm -rf x",
+    ] {
+        assert_eq!(words_of(command), [["rm", "-rf", "x"]], "{command}");
+    }
+    assert_eq!(
+        words_of("echo a | xargs -0 -n1 rm -f"),
+        [vec!["echo", "a"], vec!["rm", "-f"]]
+    );
+    assert_eq!(words_of("command -v rm"), [["command", "-v", "rm"]]);
+    assert_eq!(words_of("sudo -l"), [["sudo", "-l"]]);
+}
+
+#[test]
+fn shells_are_parsed_again() {
+    for command in [
+        "sh -c 'rm -rf x'",
+        "bash -lc 'rm -rf x'",
+        "bash -e -o pipefail -c 'rm -rf x'",
+        "zsh -c \"rm -rf x\"",
+        "dash -c 'bash -c \"rm -rf x\"'",
+    ] {
+        assert_eq!(words_of(command), [["rm", "-rf", "x"]], "{command}");
+    }
+    assert!(!analyse("bash <<EOF\nrm -rf x\nEOF").dynamic.is_empty());
+    assert!(!analyse("curl x | sh").dynamic.is_empty());
+    assert!(analyse("bash script.sh").dynamic.is_empty());
+}
+
+#[test]
+fn a_shell_or_find_under_sudo_or_env_passes_its_caveats_on() {
+    for command in [
+        "sudo bash -c 'cat /etc/shadow'",
+        "sudo find / -exec cat {} +",
+        "env GIT_EXTERNAL_DIFF=x sh -c 'git diff'",
+        "./sh -c 'ls'",
+    ] {
+        let analysis = analyse(command);
+        assert!(
+            analysis.commands.iter().all(|c| !c.caveats.is_empty()),
+            "{command}: {analysis:?}"
+        );
+    }
+    let analysis = analyse("sudo true; bash -c 'ls'");
+    assert!(analysis.commands[1].caveats.is_empty(), "{analysis:?}");
+}
+
+#[test]
+fn find_exec_yields_its_own_command_and_delete_stays_visible() {
+    assert_eq!(
+        words_of(r"find . -name '*.o' -exec rm -rf {} \;"),
+        [
+            vec!["rm", "-rf", "{}"],
+            vec!["find", ".", "-name", "*.o", "-exec", ";"]
+        ]
+    );
+    assert_eq!(words_of("find . -delete"), [["find", ".", "-delete"]]);
+    assert_eq!(
+        words_of("find . -execdir sh -c 'rm -rf x' {} +"),
+        [vec!["rm", "-rf", "x"], vec!["find", ".", "-execdir", "+"]]
+    );
+}
+
+#[test]
+fn find_execdir_changes_directory() {
+    assert!(analyse("find . -execdir cat x ';'").changes_directory);
+    assert!(analyse("find . -okdir cat x ';'").changes_directory);
+    assert!(!analyse("find . -exec cat x ';'").changes_directory);
+}
