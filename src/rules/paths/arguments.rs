@@ -6,7 +6,7 @@ use super::pattern::has_wildcard;
 use super::place::Placed;
 use super::{PathJudgement, PathRules};
 use crate::rules::keys::shown;
-use crate::rules::verdict::Decision;
+use crate::verdict::Decision;
 
 impl PathRules {
     /// The read rules applied to a simple command's arguments, as paths: `cat .env` reads

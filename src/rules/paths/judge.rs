@@ -7,7 +7,7 @@ use super::pattern::{has_wildcard, plain_parts, word_parts};
 use super::place::{resolve, unknown_tilde, Placed};
 use super::{PathJudgement, PathRules};
 use crate::rules::keys::shown;
-use crate::rules::verdict::Decision;
+use crate::verdict::Decision;
 
 /// A path with a wildcard longer than this (in the part the call wrote) may be any file.
 const MAX_WILD_BYTES: usize = 1024;

@@ -4,7 +4,7 @@ use serde_json::json;
 use super::super::rule::literal_base;
 use super::super::tests::{context, decide, decide_globbed, issue_rules, read_unplaced};
 use super::super::{PathContext, PathRules, Placed};
-use crate::rules::verdict::Decision;
+use crate::verdict::Decision;
 
 #[test]
 fn the_literal_base_of_a_glob() {

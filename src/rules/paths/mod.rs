@@ -41,11 +41,11 @@ pub use rule::PathRule;
 
 use serde_json::{Map, Value};
 
-use crate::rules::names::ToolPattern;
-use crate::rules::policy::ToolList;
 use crate::rules::shell::WrittenPath;
-use crate::rules::verdict::Decision;
+use crate::rules::tools::ToolList;
+use crate::rules::tools::ToolPattern;
 use crate::strict_json::type_name;
+use crate::verdict::Decision;
 
 /// The keys of `paths`.
 pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot"];

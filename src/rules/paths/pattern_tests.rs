@@ -1,7 +1,7 @@
 use super::*;
 
 use super::super::tests::decide_globbed;
-use crate::rules::verdict::Decision;
+use crate::verdict::Decision;
 
 fn word(text: &str) -> Vec<Token> {
     tokens(text, false)

@@ -10,9 +10,9 @@ use super::pattern::{shapes, Base, Shape};
 use super::place::normalize;
 use super::{PathRules, CASE_INSENSITIVE, KEYS, RULE_KEYS};
 use crate::rules::keys;
-use crate::rules::policy::ToolList;
-use crate::rules::verdict::Decision;
+use crate::rules::tools::ToolList;
 use crate::strict_json::type_name;
+use crate::verdict::Decision;
 
 /// One rule, compiled.
 #[derive(Debug, Clone)]
