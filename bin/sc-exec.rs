@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use skeleton_crew::backends;
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StateArgs, StreamArgs};
-use skeleton_crew::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
+use skeleton_crew::stage::exec::backends;
+use skeleton_crew::stage::exec::{self, ExecOptions, ToolSet};
 use skeleton_crew::state::CrewState;
 use skeleton_crew::store::{StateHandle, View};
 

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StateArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::gate::{self, GateOptions};
 use skeleton_crew::jsonl::DEFAULT_MAX_LINE_BYTES;
+use skeleton_crew::stage::gate::{self, GateOptions};
 use skeleton_crew::store::View;
 
 /// Decide every tool call: allow, hold for a person, or deny.

@@ -8,13 +8,10 @@
 pub mod amount;
 pub mod approve;
 pub mod audit;
-pub mod backends;
 pub mod call;
 pub mod cli;
 pub mod error;
-pub mod exec;
 pub mod exit;
-pub mod gate;
 pub mod hook;
 pub mod json_write;
 pub mod jsonl;
@@ -26,7 +23,6 @@ pub mod sanitize;
 pub mod stage;
 pub mod store;
 pub mod strict_json;
-pub mod tools;
 pub mod verdict;
 
 // Paths from before the audit log became a folder.

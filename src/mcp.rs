@@ -1543,7 +1543,7 @@ impl ClientSide<'_> {
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
                 let mut taken = std::mem::take(&mut *lock(&session.taken));
-                crate::exec::take_results_into(
+                crate::stage::exec::take_results_into(
                     &mut self.state,
                     &mut taken,
                     &session.policy,

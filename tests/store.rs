@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use skeleton_crew::audit::AuditLog;
-use skeleton_crew::gate::{self, GateOptions};
 use skeleton_crew::jsonl::{Input, StageOutput};
 use skeleton_crew::policy::Policy;
+use skeleton_crew::stage::gate::{self, GateOptions};
 use skeleton_crew::state::SetClock;
 use skeleton_crew::store::{OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 

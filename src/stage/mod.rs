@@ -2,3 +2,5 @@
 //! (rules, state, audit, approve) and never another stage's insides.
 
 pub mod door;
+pub mod exec;
+pub mod gate;

@@ -1,6 +1,6 @@
 //! The built-in tools `sc-exec` can run: fakes with deterministic results and no side effects on
 //! the machine. They are what sc-exec runs without a tools file, and, with one, only for the tools
-//! it does not name and only with `--builtin-fallback`; real backends are in [`crate::backends`].
+//! it does not name and only with `--builtin-fallback`; real backends are in [`crate::stage::exec::backends`].
 //!
 //! A tool is found by its exact name; a name that is not here is never guessed at.
 

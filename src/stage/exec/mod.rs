@@ -11,7 +11,7 @@
 //! `skipped` with the reason; a tool it does not know is `failed`.
 //!
 //! A tool is found in a [`ToolSet`]: the built-in fakes, or the backends of a tools file
-//! ([`crate::backends`]), with the fakes behind them only when asked for. Calls run one at a time
+//! ([`crate::stage::exec::backends`]), with the fakes behind them only when asked for. Calls run one at a time
 //! in input order; with `jobs` above 1, backend runs overlap, at most `jobs` at once, except that
 //! an agent's calls still run one after the other, in the order it made them. Decisions are always
 //! made one record at a time in input order, and records and their audit events always leave in
@@ -32,7 +32,9 @@ use serde_json::Value;
 
 use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
-use crate::backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
+pub mod backends;
+pub mod tools;
+
 use crate::call::{Call, Malformed};
 use crate::decision::{Decision, Judgement};
 use crate::exit::Completion;
@@ -43,7 +45,8 @@ use crate::rules::provenance::{self, ResultRecord, ValueRecord};
 use crate::sanitize::for_terminal;
 use crate::state::CrewState;
 use crate::store::{Owner, StateHandle, Timing};
-use crate::tools::{self, BUILTIN_TOOLS};
+use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
+use tools::BUILTIN_TOOLS;
 
 /// How many records may wait behind a running backend before sc-exec waits for it.
 const MAX_WAITING_RECORDS: usize = 1024;
