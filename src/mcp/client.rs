@@ -42,8 +42,8 @@ pub(super) struct ClientSide<'a> {
 /// A way of putting a held call to the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Surface {
-    /// The human given to [`run`](super::run): the answers file, nobody (`--no-prompt`), or the
-    /// terminal (which declines when there is none).
+    /// The human given to [`run`](crate::mcp::run): the answers file, nobody (`--no-prompt`), or
+    /// the terminal (which declines when there is none).
     Human,
     /// The person, through the client (`elicitation/create`).
     Elicitation,
