@@ -1,0 +1,87 @@
+//! A `PreToolUse`: the call decided on the state, audited, linked by its `tool_use_id`, and
+//! answered.
+
+use std::io::Write;
+
+use anyhow::{anyhow, Context, Result};
+
+use super::input::HookInput;
+use super::links::{input_digest, update_links, ToolUse};
+use super::output::{hook_output, write_answer};
+use super::HookOptions;
+use crate::audit::{self, AuditLog, IdMinter, Stage};
+use crate::call::Call;
+use crate::decision::Judgement;
+use crate::store::{self, Shared, StateKey, View};
+
+/// Decides a `PreToolUse`: decides on the state in one atomic update, audits the decision,
+/// remembers the call by its `tool_use_id` in the session's links, and only then writes the
+/// answer (nothing for allow).
+pub(super) fn decide(
+    input: &[u8],
+    hook: &HookInput,
+    options: &HookOptions,
+    audit_log: &mut AuditLog,
+    out: &mut dyn Write,
+) -> Result<Judgement> {
+    let call_value = hook.call_value(&options.agent);
+    let mut call = Call::from_value(&call_value)
+        .map_err(|malformed| anyhow!("the hook input is not a call: {malformed}"))?;
+    if let Ok(text) = std::str::from_utf8(input) {
+        call.take_amount_text_from(text.trim(), &["tool_input", "amount"]);
+    }
+    let key = match &options.crew {
+        Some(crew) => StateKey::crew(crew, View::Gate),
+        None => StateKey::session(&hook.session_id),
+    };
+    let store = options
+        .state
+        .open(store::OpenOptions {
+            create: true,
+            fsync: options.fsync,
+        })
+        .context("state store unavailable")?;
+    let mut shared = Shared::new(store, key);
+    let id = IdMinter::new().mint();
+    // Read, decide and write in one atomic update: concurrent hooks never lose one.
+    let mut decided = None;
+    shared
+        .transact(&options.policy, &options.timing, &mut |state, now| {
+            let judgement =
+                crate::rules::decision::decide(&call, &id, &options.policy, state, Some(now));
+            decided = Some((judgement, state.agent(&call.agent).cloned()));
+        })
+        .context("state store unavailable")?;
+    let (judgement, agent) = decided.context("state store unavailable: no decision was made")?;
+    let mut event = audit::event(Stage::Gate, &id)
+        .field("decision", &judgement.decision)
+        .field("reasons", &judgement.reasons)
+        .field("call", &call_value);
+    if let Some(agent) = &agent {
+        event = event.field("agentState", agent);
+    }
+    event = event.field("stateStore", shared.describe_store());
+    if let Some(crew) = &options.crew {
+        event = event.field("crew", crew);
+    }
+    audit_log.append(&event.finish())?;
+    if let Some(tool_use_id) = &hook.tool_use_id {
+        let linked = ToolUse {
+            tool_use_id: tool_use_id.clone(),
+            id,
+            agent: call.agent.clone(),
+            tool: call.tool.clone(),
+            decision: Some(judgement.decision),
+            input: Some(input_digest(&hook.tool_input)),
+            ran: false,
+        };
+        update_links(shared.store(), &hook.session_id, |uses| {
+            uses.decided(linked.clone())
+        })
+        .context("state store unavailable")?;
+    }
+    if let Some(line) = hook_output(&judgement) {
+        write_answer(out, &line)?;
+    }
+    Ok(judgement)
+}

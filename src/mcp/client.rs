@@ -1,0 +1,524 @@
+//! The client's side (the calling thread): each message from the MCP client is read, decided
+//! when it is a tool call, put to the person when held, and forwarded or answered.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::{json, Map, Value};
+
+use super::holds::{Page, PageEvent};
+use super::pending::{Asked, Awaiting, HeldCall, HoldKey, PendingRequest, Ticket};
+use super::protocol::{
+    classify_client_message, error_response, ClientMessage, RequestId, INVALID_REQUEST,
+};
+use super::session::{lock, Session};
+use super::verdict::Verdict;
+use super::{Asking, MAX_HELD_CALLS};
+use crate::approve::elicitation::{self, Questions};
+use crate::approve::{approval_for, render_prompt, Hold, Human};
+use crate::audit::{self, IdMinter, Stage};
+use crate::call::Call;
+use crate::decision::{Decision, Judgement};
+use crate::jsonl;
+use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::sanitize::for_terminal;
+use crate::store::{Owner, StateHandle, Timing};
+
+pub(super) struct ClientSide<'a> {
+    pub(super) session: &'a Session,
+    pub(super) human: &'a mut dyn Human,
+    pub(super) timeout: Option<Duration>,
+    pub(super) asking: Asking,
+    /// Whether the client's `initialize` declared elicitation in form mode.
+    pub(super) client_elicits: bool,
+    pub(super) questions: Questions,
+    /// The web page, with `--web`.
+    pub(super) page: Option<Page>,
+    pub(super) state: StateHandle,
+    pub(super) timing: Timing,
+    pub(super) ids: IdMinter,
+}
+
+/// A way of putting a held call to the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Surface {
+    /// The human given to [`run`](crate::mcp::run): the answers file, nobody (`--no-prompt`), or
+    /// the terminal (which declines when there is none).
+    Human,
+    /// The person, through the client (`elicitation/create`).
+    Elicitation,
+    /// The person, on the web page (`--web`).
+    Page,
+}
+
+impl ClientSide<'_> {
+    /// Which way a held call is put to the person: the first that applies.
+    fn surface(&self) -> Surface {
+        match self.asking {
+            // 1. `--answers`; `--no-prompt` asks nobody and declines everything.
+            Asking::OnlyTheHuman => Surface::Human,
+            // 2. Elicitation, when the client declared it (unless `--no-elicitation`).
+            Asking::Wherever {
+                elicitation: true, ..
+            } if self.client_elicits => Surface::Elicitation,
+            // 3. The web page, with `--web`.
+            Asking::Wherever { .. } if self.page.is_some() => Surface::Page,
+            // 4. /dev/tty; 5. declined when there is no terminal to ask.
+            Asking::Wherever { .. } => Surface::Human,
+        }
+    }
+
+    pub(super) fn handle(&mut self, bytes: &[u8]) -> Result<()> {
+        match classify_client_message(bytes) {
+            ClientMessage::Refused {
+                ids,
+                batch,
+                code,
+                reason,
+            } => self.refuse(bytes, &ids, batch, code, &reason),
+            ClientMessage::ToolCall {
+                id,
+                name,
+                arguments,
+                text,
+            } => self.tool_call(bytes, id, name, arguments, text),
+            ClientMessage::Request { id, method } => {
+                if let Some(user) = self.session.id_in_use(&id) {
+                    self.session.to_client(&error_response(
+                        &id.value,
+                        INVALID_REQUEST,
+                        &format!("sc-mcp: the request id {id} is already in use by {user}"),
+                    ));
+                    return Ok(());
+                }
+                if method == "initialize" {
+                    self.read_capabilities(bytes);
+                }
+                let awaiting = if method == "tools/list" {
+                    Awaiting::ToolsList
+                } else {
+                    Awaiting::Other(method)
+                };
+                self.session
+                    .forward_request(bytes, PendingRequest { id, awaiting })
+            }
+            ClientMessage::Notification { cancels } => {
+                if let Some(cancelled) = cancels {
+                    let held = lock(&self.session.pending).take_held_call(&cancelled);
+                    if let Some(call) = held {
+                        // The server never saw the call, so the cancellation stays here; the
+                        // client awaits no answer to it.
+                        return self.withdraw_question(call);
+                    }
+                    // The client will ignore a late answer; sc-mcp drops it.
+                    let request = lock(&self.session.pending).cancel(&cancelled);
+                    if let Some(PendingRequest {
+                        awaiting: Awaiting::ToolCall(ticket),
+                        ..
+                    }) = request
+                    {
+                        self.session.audit_outcome(
+                            &ticket,
+                            &Outcome {
+                                status: Status::Failed,
+                                result: None,
+                                reason: "the client cancelled the call before the MCP server answered; it may have run in part".to_owned(),
+                            },
+                        )?;
+                    }
+                }
+                self.forward(bytes);
+                Ok(())
+            }
+            ClientMessage::Response => {
+                self.forward(bytes);
+                Ok(())
+            }
+            ClientMessage::OwnAnswer { id, answer } => {
+                let held = lock(&self.session.pending).take_held(&HoldKey::Question(id.clone()));
+                match held {
+                    Some(call) => {
+                        let approval = elicitation::approval_for_answer(&answer);
+                        self.settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    }
+                    None => {
+                        self.session.warn(&format!(
+                            "dropped the client's answer to {}, a question sc-mcp is not waiting on (it was answered, timed out or never asked)",
+                            for_terminal(&Value::String(id).to_string())
+                        ));
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes whether the client's `initialize` declared elicitation in form mode.
+    fn read_capabilities(&mut self, bytes: &[u8]) {
+        // Read strictly already: the message was classified.
+        let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+        self.client_elicits = elicitation::declares_form_elicitation(message.get("params"));
+        if self.surface() == Surface::Elicitation {
+            self.session.narrate(
+                "sc-mcp: the client can ask the person (elicitation): held calls are put to the person through it",
+            );
+        }
+    }
+
+    /// The client cancelled a call that waits for the person: the question (or the card) is
+    /// withdrawn and the call declined, unanswered.
+    fn withdraw_question(&mut self, call: HeldCall) -> Result<()> {
+        let reason = "declined: the client cancelled the call before the person answered";
+        self.withdraw(&call.asked, reason);
+        self.session.decline_held(
+            &call.id.value,
+            &call.ticket,
+            &call.reasons,
+            &call.asked.declined(reason),
+            false,
+        )
+    }
+
+    /// Takes a question back from where it was put: tells the client to close it, or ends the
+    /// card on the page.
+    pub(super) fn withdraw(&self, asked: &Asked, reason: &str) {
+        match asked {
+            Asked::Client(question) => self
+                .session
+                .to_client(&elicitation::cancellation(question, reason)),
+            Asked::Page(card) => {
+                if let Some(page) = &self.page {
+                    page.web.withdraw(*card, reason);
+                }
+            }
+        }
+    }
+
+    /// Forwards a message that awaits no answer.
+    fn forward(&mut self, bytes: &[u8]) {
+        self.session.forward(bytes);
+    }
+
+    /// Audits a refused message as a denied, malformed call and answers it. A malformed answer
+    /// to one of sc-mcp's questions declines the call it is about.
+    pub(super) fn refuse(
+        &mut self,
+        bytes: &[u8],
+        ids: &[Value],
+        batch: bool,
+        code: i64,
+        reason: &str,
+    ) -> Result<()> {
+        let judgement = Judgement {
+            decision: Decision::Deny,
+            reasons: vec![format!("malformed message: {reason}")],
+        };
+        let call_id = self.ids.mint();
+        let event = audit::event(Stage::Gate, &call_id)
+            .field("decision", &judgement.decision)
+            .field("reasons", &judgement.reasons)
+            .field("raw", &jsonl::raw_excerpt(bytes))
+            .finish();
+        self.session.audit(&event)?;
+        self.session.narrate(&format!(
+            "sc-mcp: DENY  a message from the client (not forwarded): {}",
+            for_terminal(reason)
+        ));
+        let (questions, ids): (Vec<&Value>, Vec<&Value>) =
+            ids.iter().partition(|id| elicitation::is_own_id(id));
+        for question in questions.into_iter().filter_map(Value::as_str) {
+            let held =
+                lock(&self.session.pending).take_held(&HoldKey::Question(question.to_owned()));
+            if let Some(call) = held {
+                let approval = elicitation::declined(format!(
+                    "declined: the MCP client's answer is malformed ({reason})"
+                ));
+                self.settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)?;
+            }
+        }
+        let message = format!("sc-mcp: {reason}; the message was not forwarded");
+        let responses: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|id| error_response(id, code, &message))
+            .collect();
+        match (batch, responses.is_empty()) {
+            (_, true) => {}
+            (false, false) => {
+                for response in responses {
+                    self.session.to_client(&response);
+                }
+            }
+            (true, false) => {
+                let mut array = b"[".to_vec();
+                for (index, response) in responses.iter().enumerate() {
+                    if index > 0 {
+                        array.push(b',');
+                    }
+                    array.extend_from_slice(response.strip_suffix(b"\n").unwrap_or(response));
+                }
+                array.extend_from_slice(b"]\n");
+                self.session.to_client(&array);
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_call(
+        &mut self,
+        bytes: &[u8],
+        id: RequestId,
+        name: String,
+        arguments: Map<String, Value>,
+        text: &str,
+    ) -> Result<()> {
+        let session = self.session;
+        let call_value = json!({
+            "agent": session.agent,
+            "tool": name,
+            "args": arguments,
+            "source": "agent",
+            "jsonrpcId": id.value,
+        });
+        let call_id = self.ids.mint();
+        let parsed = Call::from_value(&call_value).map(|mut call| {
+            call.take_amount_text_from(text, &["params", "arguments", "amount"]);
+            call
+        });
+        let in_use_by = session.id_in_use(&id);
+        let id_in_use = in_use_by.is_some();
+        let mut agent_state = None;
+        let judgement = match (&parsed, in_use_by) {
+            (_, Some(user)) => Judgement {
+                decision: Decision::Deny,
+                reasons: vec![format!(
+                    "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
+                )],
+            },
+            // Decided and recorded in one step; a state store that fails denies the call.
+            (Ok(call), None) => {
+                let mut taken = std::mem::take(&mut *lock(&session.taken));
+                crate::stage::exec::take_results_into(
+                    &mut self.state,
+                    &mut taken,
+                    &session.policy,
+                    &self.timing,
+                );
+                let decided = crate::stage::door::decide_on(
+                    &mut self.state,
+                    call,
+                    &call_id,
+                    &session.policy,
+                    &self.timing,
+                    true,
+                );
+                agent_state = decided.agent;
+                decided.judgement
+            }
+            (Err(malformed), None) => Judgement::malformed(malformed),
+        };
+        let verdict = Verdict::new(&call_id, &call_value, &judgement, agent_state.as_ref());
+        let mut event = audit::event(Stage::Gate, &call_id).raw_members(verdict.members());
+        if let Some(shared) = self.state.shared() {
+            event = event.field("stateStore", shared.describe_store());
+            if let Owner::Crew(crew) = &shared.key().owner {
+                event = event.field("crew", crew);
+            }
+        }
+        self.audit_or_answer(&id.value, &event.finish())?;
+        session.narrate(&format!(
+            "sc-mcp: {:<5} {} → {}: {}",
+            judgement.decision.as_str().to_uppercase(),
+            for_terminal(&session.agent),
+            for_terminal(&name),
+            for_terminal(&judgement.reasons.join("; "))
+        ));
+        let ticket = Ticket {
+            call_id,
+            agent: session.agent.clone(),
+            tool: name,
+            decision: judgement.decision,
+            approval: None,
+        };
+        let call = match (judgement.decision, parsed) {
+            (Decision::Deny, _) | (_, Err(_)) if id_in_use => {
+                // A protocol error: answered as one, so the client's waiting request keeps its id.
+                let outcome = Outcome {
+                    status: Status::Skipped,
+                    result: None,
+                    reason: format!("not run: denied ({})", judgement.reasons.join("; ")),
+                };
+                if let Err(err) = session.audit_outcome(&ticket, &outcome) {
+                    self.answer_audit_failure(&id.value);
+                    return Err(err);
+                }
+                session.to_client(&error_response(
+                    &id.value,
+                    INVALID_REQUEST,
+                    &format!("sc-mcp: {}", judgement.reasons.join("; ")),
+                ));
+                return Ok(());
+            }
+            (Decision::Deny, _) | (_, Err(_)) => {
+                return session.refuse_call(&id.value, &ticket, &judgement.reasons, None);
+            }
+            (Decision::Allow, Ok(_)) => {
+                return session.forward_request(
+                    bytes,
+                    PendingRequest {
+                        id,
+                        awaiting: Awaiting::ToolCall(ticket),
+                    },
+                );
+            }
+            (Decision::Hold, Ok(call)) => call,
+        };
+        match self.surface() {
+            Surface::Elicitation => {
+                return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons)
+            }
+            Surface::Page => {
+                return self.ask_on_the_page(bytes, id, ticket, &call, judgement.reasons, &verdict)
+            }
+            Surface::Human => {}
+        }
+        let prompt = render_prompt(&call, &judgement.reasons, self.timeout);
+        let reply = self.human.ask(&prompt);
+        let approval = approval_for(reply, self.human.kind());
+        self.human.acknowledge(if approval.approved {
+            "→ approved"
+        } else {
+            "→ declined"
+        });
+        self.settle(id, bytes, ticket, &judgement.reasons, approval)
+    }
+
+    /// Puts a held call to the person through the client, and keeps it until the answer, the
+    /// timeout, a cancellation or the end of the session settles it.
+    fn ask_through_client(
+        &mut self,
+        bytes: &[u8],
+        id: RequestId,
+        ticket: Ticket,
+        call: &Call,
+        reasons: Vec<String>,
+    ) -> Result<()> {
+        let session = self.session;
+        let mut pending = lock(&session.pending);
+        if pending.held.len() >= MAX_HELD_CALLS {
+            drop(pending);
+            return self.decline_unasked(&id, &ticket, &reasons);
+        }
+        let question = self.questions.mint();
+        let message = elicitation::message(call, &reasons, self.timeout);
+        session.narrate(&format!(
+            "sc-mcp: {} → {}: asking the person through the MCP client ({question})",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+        ));
+        pending.hold(HeldCall {
+            asked: Asked::Client(question.clone()),
+            id,
+            ticket,
+            reasons,
+            bytes: bytes.to_vec(),
+            deadline: self.timeout.map(|timeout| Instant::now() + timeout),
+        });
+        drop(pending);
+        session.holds_changed.notify_all();
+        session.to_client(&elicitation::request(&question, &message));
+        Ok(())
+    }
+
+    /// Puts a held call on the web page as a card showing its verdict record, and keeps it until
+    /// the person's answer there, the card's expiry, a cancellation or the end of the session
+    /// settles it (the page's thread,
+    /// [`settle_page_holds`](super::holds::settle_page_holds), settles the first two).
+    fn ask_on_the_page(
+        &mut self,
+        bytes: &[u8],
+        id: RequestId,
+        ticket: Ticket,
+        call: &Call,
+        reasons: Vec<String>,
+        verdict: &Verdict,
+    ) -> Result<()> {
+        let session = self.session;
+        let Some(page) = &self.page else {
+            unreachable!("a call is put on the page only when there is one");
+        };
+        // Locked while the card is put up, so the page's thread, woken by a quick answer, finds
+        // the call waiting.
+        let mut pending = lock(&session.pending);
+        if pending.held.len() >= MAX_HELD_CALLS {
+            drop(pending);
+            return self.decline_unasked(&id, &ticket, &reasons);
+        }
+        let card = page.web.submit(&Hold {
+            line: &verdict.line,
+            id: &ticket.call_id,
+            call,
+            reasons: &reasons,
+            timeout: self.timeout,
+        });
+        session.narrate(&format!(
+            "sc-mcp: {} → {}: waiting for the person on the web page (card {})",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            card.id()
+        ));
+        pending.hold(HeldCall {
+            asked: Asked::Page(card),
+            id,
+            ticket,
+            reasons,
+            bytes: bytes.to_vec(),
+            deadline: None,
+        });
+        drop(pending);
+        // The page's thread waits for this card's expiry too.
+        let _ = page.wake.send(PageEvent::Changed);
+        Ok(())
+    }
+
+    /// Declines a held call without asking: too many are waiting for the person already.
+    fn decline_unasked(&self, id: &RequestId, ticket: &Ticket, reasons: &[String]) -> Result<()> {
+        let approval = Approval {
+            approved: false,
+            by: AnsweredBy::None,
+            answer: None,
+            reason: format!(
+                "declined: {MAX_HELD_CALLS} held calls are already waiting for the person, so this one was not put to them"
+            ),
+            digest: None,
+        };
+        self.session
+            .decline_held(&id.value, ticket, reasons, &approval, true)
+    }
+
+    /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
+    /// if approved, or answers it with a refusal.
+    fn settle(
+        &mut self,
+        id: RequestId,
+        bytes: &[u8],
+        ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+    ) -> Result<()> {
+        self.session.settle(id, bytes, ticket, reasons, approval)
+    }
+
+    /// Appends an event about the request `id`; when the log cannot be written, the request is
+    /// answered with an error (nothing was decided or run) and the session stops.
+    fn audit_or_answer(&mut self, id: &Value, event: &[u8]) -> Result<()> {
+        let result = self.session.audit(event);
+        if result.is_err() {
+            self.answer_audit_failure(id);
+        }
+        result
+    }
+
+    fn answer_audit_failure(&mut self, id: &Value) {
+        self.session.answer_audit_failure(id);
+    }
+}

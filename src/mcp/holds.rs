@@ -1,0 +1,109 @@
+//! The threads that settle held calls without the calling thread: the one that declines what
+//! nobody answered in time, and the one that reads the web page's answers.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+
+use super::pending::HoldKey;
+use super::session::{lock, Session};
+use crate::approve::approval_for;
+use crate::approve::web::WebApprovals;
+use crate::record::AnsweredBy;
+
+/// The thread that declines held calls nobody answered within `--timeout`: it waits for the
+/// earliest deadline (or for a new hold), and ends with the session.
+pub(super) fn expire_holds(session: &Session) {
+    let mut pending = lock(&session.pending);
+    loop {
+        if pending.holds_closed {
+            return;
+        }
+        let now = Instant::now();
+        let overdue = pending.take_overdue(now);
+        if !overdue.is_empty() {
+            drop(pending);
+            for call in overdue {
+                session.expire(call);
+            }
+            pending = lock(&session.pending);
+            continue;
+        }
+        let next = pending.held.values().filter_map(|call| call.deadline).min();
+        pending = match next {
+            Some(deadline) => {
+                session
+                    .holds_changed
+                    .wait_timeout(pending, deadline.saturating_duration_since(now))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+            None => session
+                .holds_changed
+                .wait(pending)
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+    }
+}
+
+/// What wakes the thread that settles the calls held on the web page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PageEvent {
+    /// A card was answered or expired on the page, or one was put there: look again.
+    Changed,
+    /// The session is ending.
+    End,
+}
+
+/// The web page and what tells its thread that something changed.
+pub(super) struct Page {
+    pub(super) web: Arc<WebApprovals>,
+    pub(super) wake: Sender<PageEvent>,
+}
+
+/// The thread that settles the calls held on the web page: each answered card's call is audited
+/// and forwarded (or refused), and a card nobody answered is declined when its time is up (the
+/// page expires it when asked after that). Ends with the session.
+pub(super) fn settle_page_holds(
+    session: &Session,
+    web: &WebApprovals,
+    events: &Receiver<PageEvent>,
+) {
+    loop {
+        let cards = lock(&session.pending).cards();
+        let mut next: Option<Instant> = None;
+        for card in cards {
+            let Some(reply) = web.poll(card) else {
+                next = match (next, card.expires()) {
+                    (Some(next), Some(at)) => Some(next.min(at)),
+                    (next, at) => next.or(at),
+                };
+                continue;
+            };
+            // Taken by now if the client cancelled the call or the session ended: then the
+            // person's answer comes too late to act on.
+            let held = lock(&session.pending).take_held(&HoldKey::Card(card.id()));
+            if let Some(call) = held {
+                let approval = approval_for(reply, AnsweredBy::Web);
+                if session
+                    .settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    .is_err()
+                {
+                    // The audit log cannot be written: the session is stopping.
+                    return;
+                }
+            }
+        }
+        let event = match next {
+            Some(at) => match events.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => PageEvent::Changed,
+                Err(RecvTimeoutError::Disconnected) => PageEvent::End,
+            },
+            None => events.recv().unwrap_or(PageEvent::End),
+        };
+        if event == PageEvent::End {
+            return;
+        }
+    }
+}

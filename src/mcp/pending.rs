@@ -1,0 +1,313 @@
+//! The requests waiting for the server's answer and the held calls waiting for the person's,
+//! by id.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use indexmap::IndexSet;
+
+use super::protocol::{IdKey, RequestId};
+use crate::approve::web;
+use crate::decision::Decision;
+use crate::record::{AnsweredBy, Approval};
+
+/// How many cancelled requests are remembered, so a late answer to one is dropped and its id is
+/// not reused while the server may still answer it; past that, the oldest is forgotten (a late
+/// answer to it is then dropped as an answer to nothing).
+const CANCELLED_REMEMBERED: usize = 4096;
+
+/// A tool call on its way to the server.
+#[derive(Debug, Clone)]
+pub(super) struct Ticket {
+    /// The call's id in the audit log.
+    pub(super) call_id: String,
+    pub(super) agent: String,
+    pub(super) tool: String,
+    /// The decision acted on: allow, or an approved hold.
+    pub(super) decision: Decision,
+    pub(super) approval: Option<Approval>,
+}
+
+#[derive(Debug)]
+pub(super) enum Awaiting {
+    ToolsList,
+    ToolCall(Ticket),
+    Other(String),
+}
+
+impl Awaiting {
+    pub(super) fn method(&self) -> &str {
+        match self {
+            Awaiting::ToolsList => "tools/list",
+            Awaiting::ToolCall(_) => "tools/call",
+            Awaiting::Other(method) => method,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct PendingRequest {
+    pub(super) id: RequestId,
+    pub(super) awaiting: Awaiting,
+}
+
+/// Where a held call waits for the person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// Through the client: sc-mcp's own request id for the question (`sc-mcp-elicit-N`).
+    Client(String),
+    /// On the web page: its card.
+    Page(web::Ticket),
+}
+
+/// A held call's key among those waiting: its question's id, or its card's number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum HoldKey {
+    Question(String),
+    Card(u64),
+}
+
+impl Asked {
+    pub(super) fn key(&self) -> HoldKey {
+        match self {
+            Asked::Client(question) => HoldKey::Question(question.clone()),
+            Asked::Page(card) => HoldKey::Card(card.id()),
+        }
+    }
+
+    /// The approval of a call settled here without the person's answer: the timeout, a
+    /// cancellation, the end of the session.
+    pub(super) fn declined(&self, reason: impl Into<String>) -> Approval {
+        Approval {
+            approved: false,
+            by: match self {
+                Asked::Client(_) => AnsweredBy::Elicitation,
+                Asked::Page(_) => AnsweredBy::Web,
+            },
+            answer: None,
+            reason: reason.into(),
+            digest: None,
+        }
+    }
+}
+
+/// A held call put to the person through the client or on the web page, waiting for the answer.
+#[derive(Debug)]
+pub(super) struct HeldCall {
+    /// Where it was put to the person.
+    pub(super) asked: Asked,
+    /// The client's `tools/call` id.
+    pub(super) id: RequestId,
+    pub(super) ticket: Ticket,
+    /// Why the gate held it.
+    pub(super) reasons: Vec<String>,
+    /// The client's message, forwarded as it came if the person approves.
+    pub(super) bytes: Vec<u8>,
+    /// When no answer through the client declines it; `None` waits forever (`--timeout 0`),
+    /// or for the page, which expires its cards itself.
+    pub(super) deadline: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    /// Whether the server can still answer; once false, no request is forwarded.
+    pub(super) server_reading: bool,
+    pub(super) requests: HashMap<IdKey, PendingRequest>,
+    /// Requests the client cancelled, oldest first: the server may still answer them.
+    pub(super) cancelled: IndexSet<IdKey>,
+    /// Calls waiting for the person's answer, through the client or on the page.
+    pub(super) held: HashMap<HoldKey, HeldCall>,
+    /// The same calls' client ids, each to its key.
+    pub(super) held_ids: HashMap<IdKey, HoldKey>,
+    /// The session is ending: no call is held any more, and the timer stops.
+    pub(super) holds_closed: bool,
+}
+
+/// What an answer from the server answers. Returned and taken apart at once, so its size is no
+/// matter.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Answered {
+    /// A request the client is waiting on, now answered.
+    Waiting(PendingRequest),
+    /// A request the client cancelled.
+    Cancelled,
+    /// Nothing: an id never sent, one already answered, or no id sc-mcp could have let through.
+    Nothing,
+}
+
+impl Pending {
+    /// Why a new request may not use this id, if it may not.
+    pub(super) fn in_use(&self, key: &IdKey) -> Option<&'static str> {
+        if self.requests.contains_key(key) {
+            Some("a request still waiting for an answer")
+        } else if self.held_ids.contains_key(key) {
+            Some("a call still waiting for the person's answer")
+        } else if self.cancelled.contains(key) {
+            Some("a request the client cancelled, which the MCP server may still answer")
+        } else {
+            None
+        }
+    }
+
+    /// Takes the request an answer with this id answers.
+    pub(super) fn take(&mut self, key: Option<&IdKey>) -> Answered {
+        let Some(key) = key else {
+            return Answered::Nothing;
+        };
+        if let Some(request) = self.requests.remove(key) {
+            Answered::Waiting(request)
+        } else if self.cancelled.shift_remove(key) {
+            Answered::Cancelled
+        } else {
+            Answered::Nothing
+        }
+    }
+
+    pub(super) fn hold(&mut self, call: HeldCall) {
+        let key = call.asked.key();
+        self.held_ids.insert(call.id.key.clone(), key.clone());
+        self.held.insert(key, call);
+    }
+
+    /// Takes the held call that the question with this id, or the card with this number, is
+    /// about.
+    pub(super) fn take_held(&mut self, key: &HoldKey) -> Option<HeldCall> {
+        let call = self.held.remove(key)?;
+        self.held_ids.remove(&call.id.key);
+        Some(call)
+    }
+
+    /// Takes the held call with this client id.
+    pub(super) fn take_held_call(&mut self, key: &IdKey) -> Option<HeldCall> {
+        let held = self.held_ids.get(key)?.clone();
+        self.take_held(&held)
+    }
+
+    /// Takes every held call whose deadline has passed.
+    pub(super) fn take_overdue(&mut self, now: Instant) -> Vec<HeldCall> {
+        let overdue: Vec<HoldKey> = self
+            .held
+            .values()
+            .filter(|call| call.deadline.is_some_and(|deadline| deadline <= now))
+            .map(|call| call.asked.key())
+            .collect();
+        overdue
+            .iter()
+            .filter_map(|key| self.take_held(key))
+            .collect()
+    }
+
+    /// The cards of the calls waiting on the web page.
+    pub(super) fn cards(&self) -> Vec<web::Ticket> {
+        self.held
+            .values()
+            .filter_map(|call| match call.asked {
+                Asked::Page(card) => Some(card),
+                Asked::Client(_) => None,
+            })
+            .collect()
+    }
+
+    /// The client cancelled the request with this id: it is not awaited any more, and a late
+    /// answer to it is dropped.
+    pub(super) fn cancel(&mut self, key: &IdKey) -> Option<PendingRequest> {
+        let request = self.requests.remove(key)?;
+        if self.cancelled.len() >= CANCELLED_REMEMBERED {
+            self.cancelled.shift_remove_index(0);
+        }
+        self.cancelled.insert(key.clone());
+        Some(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn a_cancelled_request_keeps_its_id_until_answered_and_the_oldest_is_forgotten() {
+        let mut pending = Pending::default();
+        let request = |n: i64| PendingRequest {
+            id: RequestId {
+                value: json!(n),
+                key: IdKey::Integer(n),
+            },
+            awaiting: Awaiting::ToolsList,
+        };
+        pending.requests.insert(IdKey::Integer(1), request(1));
+        assert!(pending.in_use(&IdKey::Integer(1)).is_some());
+        assert!(pending.cancel(&IdKey::Integer(1)).is_some());
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("cancelled"));
+        assert!(matches!(
+            pending.take(Some(&IdKey::Integer(1))),
+            Answered::Cancelled
+        ));
+        assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(matches!(
+            pending.take(Some(&IdKey::Integer(1))),
+            Answered::Nothing
+        ));
+        assert!(matches!(pending.take(None), Answered::Nothing));
+        for n in 0..=i64::try_from(CANCELLED_REMEMBERED).unwrap() {
+            pending.requests.insert(IdKey::Integer(n), request(n));
+            pending.cancel(&IdKey::Integer(n));
+        }
+        assert_eq!(pending.cancelled.len(), CANCELLED_REMEMBERED);
+        assert!(
+            pending.in_use(&IdKey::Integer(0)).is_none(),
+            "the oldest is forgotten"
+        );
+        assert!(pending.in_use(&IdKey::Integer(1)).is_some());
+    }
+
+    #[test]
+    fn a_held_call_keeps_its_id_until_settled_and_is_taken_once() {
+        let mut pending = Pending::default();
+        let question = |n: i64| HoldKey::Question(format!("sc-mcp-elicit-{n}"));
+        let held = |n: i64, deadline: Option<Instant>| HeldCall {
+            asked: Asked::Client(format!("sc-mcp-elicit-{n}")),
+            id: RequestId {
+                value: json!(n),
+                key: IdKey::Integer(n),
+            },
+            ticket: Ticket {
+                call_id: format!("c-{n}"),
+                agent: "a".into(),
+                tool: "t".into(),
+                decision: Decision::Hold,
+                approval: None,
+            },
+            reasons: vec!["r".into()],
+            bytes: b"{}".to_vec(),
+            deadline,
+        };
+        let now = Instant::now();
+        pending.hold(held(1, Some(now)));
+        pending.hold(held(2, Some(now + Duration::from_secs(3600))));
+        pending.hold(held(3, None));
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("person"));
+        let overdue = pending.take_overdue(now);
+        assert_eq!(overdue.len(), 1);
+        assert_eq!(overdue[0].asked.key(), question(1));
+        assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(pending.take_held(&question(1)).is_none(), "taken once");
+        let second = pending.take_held_call(&IdKey::Integer(2)).unwrap();
+        assert_eq!(second.asked.key(), question(2));
+        assert!(pending.take_held(&question(2)).is_none());
+        assert!(pending
+            .take_overdue(now + Duration::from_secs(7200))
+            .is_empty());
+        assert!(pending.cards().is_empty(), "none on the page");
+        assert!(pending.take_held(&question(3)).is_some());
+        assert!(pending.held.is_empty() && pending.held_ids.is_empty());
+    }
+}

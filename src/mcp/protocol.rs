@@ -1,0 +1,342 @@
+//! JSON-RPC as sc-mcp reads and writes it: what a client message is, request ids and how they
+//! are compared, and the responses sc-mcp writes itself.
+
+use serde_json::{json, Map, Value};
+
+use crate::approve::elicitation;
+use crate::json_write::JsonLine;
+use crate::strict_json;
+
+/// The largest integer id accepted: 2^53 − 1, JavaScript's `Number.MAX_SAFE_INTEGER`. A larger
+/// one would come back from a JavaScript server rounded, as the id of another request or of none.
+pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+pub(super) const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+pub(super) const INTERNAL_ERROR: i64 = -32603;
+
+// ---------------------------------------------------------------------------------------------
+// Messages from the client
+
+/// What a client message is, as far as the gate is concerned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientMessage<'a> {
+    /// Never forwarded. Answered with a JSON-RPC error for each id (as an array for a batch).
+    Refused {
+        ids: Vec<Value>,
+        batch: bool,
+        code: i64,
+        reason: String,
+    },
+    /// A well-formed `tools/call` request: to be decided.
+    ToolCall {
+        id: RequestId,
+        name: String,
+        arguments: Map<String, Value>,
+        /// The message's text, for the exact text of `arguments.amount`.
+        text: &'a str,
+    },
+    /// Any other request: forwarded and awaited.
+    Request { id: RequestId, method: String },
+    /// A notification: forwarded. `cancels` is the request id of `notifications/cancelled`.
+    Notification { cancels: Option<IdKey> },
+    /// A response to a request of the server's (or anything without a method): forwarded.
+    Response,
+    /// A response to one of sc-mcp's own requests (an id that starts with
+    /// [`elicitation::ID_PREFIX`]): read by sc-mcp, never forwarded.
+    OwnAnswer {
+        id: String,
+        answer: Map<String, Value>,
+    },
+}
+
+/// A JSON-RPC id that can be answered: a string or a number.
+fn answerable(id: Option<&Value>) -> Option<Value> {
+    match id? {
+        id @ (Value::String(_) | Value::Number(_)) => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// The id to answer a refused request with: its own when it is a string or a number, else null
+/// (JSON-RPC's id for a request whose id could not be read).
+fn echo_id(id: &Value) -> Value {
+    answerable(Some(id)).unwrap_or(Value::Null)
+}
+
+/// A request id as sc-mcp compares ids: by value, never by text. A string never equals a number
+/// (`"2"` is not `2`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IdKey {
+    Integer(i64),
+    String(String),
+}
+
+impl IdKey {
+    /// The id of a request from the client: a string, or an integer written as one (no fraction,
+    /// no exponent, not `-0`) within ±[`MAX_EXACT_ID`]. Anything else is refused with the reason:
+    /// `2.0` or `1e0` is read as `2` or `1` by a JavaScript server, which answers with that, and a
+    /// larger integer comes back rounded, so the answer could not be told apart.
+    pub fn of_request(id: &Value) -> Result<IdKey, String> {
+        match id {
+            Value::String(text) => Ok(IdKey::String(text.clone())),
+            Value::Number(number) if number.is_i64() || number.is_u64() => {
+                match number.as_i64() {
+                    Some(integer) if integer.unsigned_abs() <= MAX_EXACT_ID => {
+                        Ok(IdKey::Integer(integer))
+                    }
+                    _ => Err(format!(
+                        "a request's `id` must be a string or an integer from -{MAX_EXACT_ID} to {MAX_EXACT_ID} (which every JSON reader holds exactly), not {number}"
+                    )),
+                }
+            }
+            Value::Number(number) => Err(format!(
+                "a request's `id` must be a string or an integer written as one, not {number} (a fraction, an exponent or -0, which a server may read as another integer and answer with it)"
+            )),
+            other => Err(format!(
+                "a request's `id` must be a string or an integer, not {}",
+                strict_json::type_name(other)
+            )),
+        }
+    }
+
+    /// The key of an id that names a request (in a server's answer, in a cancellation): a number
+    /// by its value, as JavaScript and Python read it, so `2.0` and `1e0` name `2` and `1`. `None`
+    /// when it can name no request the client was let send.
+    pub fn of_reference(id: &Value) -> Option<IdKey> {
+        match id {
+            Value::String(text) => Some(IdKey::String(text.clone())),
+            Value::Number(number) => {
+                if let Some(integer) = number.as_i64() {
+                    (integer.unsigned_abs() <= MAX_EXACT_ID).then_some(IdKey::Integer(integer))
+                } else if number.is_u64() {
+                    None
+                } else {
+                    let float = number.as_f64()?;
+                    // Exact both ways: every integer up to 2^53 is a float.
+                    let exact = float.fract() == 0.0 && float.abs() <= MAX_EXACT_ID as f64;
+                    exact.then_some(IdKey::Integer(float as i64))
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A client request's id: as the client wrote it (to answer with), and as it is compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestId {
+    pub value: Value,
+    pub key: IdKey,
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+/// Reads one client message. Parsing is strict (duplicate keys refused at any depth), so the
+/// server never reads a message differently from the gate.
+pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
+    let refused = |ids: Vec<Value>, code, reason: String| ClientMessage::Refused {
+        ids,
+        batch: false,
+        code,
+        reason,
+    };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n')),
+        Err(err) => {
+            return refused(
+                Vec::new(),
+                PARSE_ERROR,
+                format!(
+                    "the message is not valid UTF-8 (bad byte at offset {})",
+                    err.valid_up_to()
+                ),
+            )
+        }
+    };
+    let value = match strict_json::parse(text) {
+        Ok(value) => value,
+        Err(err) => {
+            // Only to answer it: a message we cannot read strictly is never acted on.
+            let id = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|lenient| answerable(lenient.get("id")));
+            return refused(
+                id.into_iter().collect(),
+                PARSE_ERROR,
+                format!("the message is not valid JSON: {err}"),
+            );
+        }
+    };
+    let object = match value {
+        Value::Object(object) => object,
+        Value::Array(items) => {
+            return ClientMessage::Refused {
+                ids: items
+                    .iter()
+                    .filter_map(|item| answerable(item.get("id")))
+                    .collect(),
+                batch: true,
+                code: INVALID_REQUEST,
+                reason: "JSON-RPC batches are not relayed: send each message on its own line"
+                    .to_owned(),
+            }
+        }
+        other => {
+            return refused(
+                Vec::new(),
+                INVALID_REQUEST,
+                format!(
+                    "the message is {}, not a JSON-RPC object",
+                    strict_json::type_name(&other)
+                ),
+            )
+        }
+    };
+    if !object.contains_key("method") {
+        let own = object
+            .get("id")
+            .filter(|id| elicitation::is_own_id(id))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        return match own {
+            Some(id) => ClientMessage::OwnAnswer { id, answer: object },
+            None => ClientMessage::Response,
+        };
+    }
+    let id_field = object.get("id");
+    let echo = || id_field.map(echo_id).into_iter().collect::<Vec<_>>();
+    let method = match object.get("method") {
+        None => return ClientMessage::Response,
+        Some(Value::String(method)) => method,
+        Some(other) => {
+            return refused(
+                echo(),
+                INVALID_REQUEST,
+                format!(
+                    "`method` must be a string, not {}",
+                    strict_json::type_name(other)
+                ),
+            )
+        }
+    };
+    // Read as a request by one reader and as an answer by another.
+    if let Some(key) = ["result", "error"]
+        .into_iter()
+        .find(|key| object.contains_key(*key))
+    {
+        return refused(
+            echo(),
+            INVALID_REQUEST,
+            format!("a message with a `method` is a request or a notification, so it cannot carry `{key}` as an answer does"),
+        );
+    }
+    let id = match id_field.map(|value| IdKey::of_request(value).map(|key| (value, key))) {
+        None => None,
+        Some(Ok((value, key))) => Some(RequestId {
+            value: value.clone(),
+            key,
+        }),
+        Some(Err(reason)) => return refused(echo(), INVALID_REQUEST, reason),
+    };
+    if id.is_some() && method.starts_with("notifications/") {
+        return refused(
+            echo(),
+            INVALID_REQUEST,
+            format!("`{method}` is a notification, which never carries an `id`: with one, some servers read it as a request and others act on it as a notification"),
+        );
+    }
+    if method != "tools/call" {
+        return match id {
+            Some(id) => ClientMessage::Request {
+                id,
+                method: method.clone(),
+            },
+            None => ClientMessage::Notification {
+                cancels: (method == "notifications/cancelled")
+                    .then(|| IdKey::of_reference(object.get("params")?.get("requestId")?))
+                    .flatten(),
+            },
+        };
+    }
+    let Some(id) = id else {
+        return refused(
+            Vec::new(),
+            INVALID_REQUEST,
+            "a tools/call without an `id` is a notification, and a tool call is never sent as one"
+                .to_owned(),
+        );
+    };
+    let invalid = |reason: String| refused(vec![id.value.clone()], INVALID_PARAMS, reason);
+    let params = match object.get("params") {
+        Some(Value::Object(params)) => params,
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params` must be an object, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+        None => return invalid("tools/call has no `params`".to_owned()),
+    };
+    let name = match params.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        Some(Value::String(_)) => return invalid("tools/call `params.name` is empty".to_owned()),
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params.name` must be a string, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+        None => return invalid("tools/call has no `params.name`".to_owned()),
+    };
+    let arguments = match params.get("arguments") {
+        None => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(other) => {
+            return invalid(format!(
+                "tools/call `params.arguments` must be an object, not {}",
+                strict_json::type_name(other)
+            ))
+        }
+    };
+    ClientMessage::ToolCall {
+        id,
+        name,
+        arguments,
+        text,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses sc-mcp writes itself
+
+/// A JSON-RPC error response.
+pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field("error", &json!({"code": code, "message": message}))
+        .finish()
+}
+
+/// A tool result that refuses the call: the model reads `text` and `isError: true`.
+pub fn refusal_response(id: &Value, text: &str) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field(
+            "result",
+            &json!({"content": [{"type": "text", "text": text}], "isError": true}),
+        )
+        .finish()
+}
+
+#[cfg(test)]
+#[path = "protocol_tests.rs"]
+mod tests;

@@ -1,0 +1,389 @@
+//! The whole run: the web page, the server's process, the threads, the client's input read to
+//! its end, and the exit status.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, PipeReader, Read};
+use std::os::fd::AsFd;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use indexmap::IndexSet;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use super::client::ClientSide;
+use super::holds::{expire_holds, settle_page_holds, Page, PageEvent};
+use super::pending::{Asked, HeldCall, Pending};
+use super::protocol::INVALID_REQUEST;
+use super::server::relay_server;
+use super::session::{lock, Ending, Session};
+use super::{Asking, McpOptions};
+use crate::approve::elicitation::Questions;
+use crate::approve::web::{self, WebApprovals};
+use crate::approve::Human;
+use crate::audit::{AuditLog, IdMinter};
+use crate::jsonl::{self, Line, LineReader};
+use crate::state::CrewState;
+use crate::store::StateHandle;
+
+/// How long the server has to exit after the client closed its input, before SIGTERM, and again
+/// before SIGKILL.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+// ---------------------------------------------------------------------------------------------
+// The client's input, which the server's end can interrupt
+
+/// Stdin that reads as ended once the wake pipe is written to (the server's side has ended), so
+/// the calling thread never stays blocked on a client that has nothing more to say.
+struct WakeableInput {
+    input: File,
+    wake: PipeReader,
+    woken: Arc<AtomicBool>,
+}
+
+impl Read for WakeableInput {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut fds = [
+                PollFd::new(self.input.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.wake.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(errno) => return Err(io::Error::from(errno)),
+            }
+            if fds[1].revents().is_some_and(|events| !events.is_empty()) {
+                self.woken.store(true, Ordering::SeqCst);
+                return Ok(0);
+            }
+            if fds[0].revents().is_some_and(|events| !events.is_empty()) {
+                return match self.input.read(buf) {
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                    other => other,
+                };
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole run
+
+/// Runs the proxy until the client closes its input or the server ends; returns the exit status.
+pub fn run(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    command: &[OsString],
+    human: &mut dyn Human,
+) -> Result<u8> {
+    let state = StateHandle::Memory(CrewState::new());
+    run_with_state(options, audit_log, state, command, human)
+}
+
+/// [`run`], with the crew's state in memory (this process's alone) or in a shared store.
+pub fn run_with_state(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    state: StateHandle,
+    command: &[OsString],
+    human: &mut dyn Human,
+) -> Result<u8> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
+    // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
+    let page = match options.asking {
+        Asking::Wherever {
+            web: Some(addr), ..
+        } => {
+            let (wake, events) = mpsc::channel();
+            let settled = wake.clone();
+            let web = WebApprovals::start(
+                addr,
+                "sc-mcp",
+                Some(Box::new(move |_| {
+                    let _ = settled.send(PageEvent::Changed);
+                })),
+            )?;
+            web::announce("sc-mcp", web.url());
+            Some((
+                Page {
+                    web: Arc::new(web),
+                    wake,
+                },
+                events,
+            ))
+        }
+        _ => None,
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "cannot start the MCP server {}",
+                Value::String(program.to_string_lossy().into_owned())
+            )
+        })?;
+    let server_stdout = child.stdout.take().expect("piped stdout");
+    let server_stdin = child.stdin.take().expect("piped stdin");
+    let (wake_reader, wake_writer) = io::pipe().context("cannot create a pipe")?;
+    let server_pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+    let session = Arc::new(Session {
+        policy: options.policy.clone(),
+        agent: options.agent.clone(),
+        quiet: options.quiet,
+        audit: Mutex::new(audit_log),
+        client: Mutex::new(Box::new(io::stdout())),
+        server: Mutex::new(Some(server_stdin)),
+        pending: Mutex::new(Pending {
+            server_reading: true,
+            requests: HashMap::new(),
+            cancelled: IndexSet::new(),
+            ..Pending::default()
+        }),
+        holds_changed: Condvar::new(),
+        hold_timeout: options.timeout,
+        ending: Mutex::new(Ending::default()),
+        wake: Mutex::new(Some(wake_writer)),
+        server_pid,
+        killed_by_us: AtomicBool::new(false),
+        taken: Mutex::new(Vec::new()),
+    });
+    let relay = {
+        let session = Arc::clone(&session);
+        let max = options.max_message_bytes;
+        thread::Builder::new()
+            .name("server-to-client".into())
+            .spawn(move || relay_server(&session, server_stdout, max))
+            .context("cannot start the relay thread")?
+    };
+    // Only calls asked through the client wait without blocking this thread, so only they need
+    // a timer.
+    let timer = match (options.asking, options.timeout) {
+        (
+            Asking::Wherever {
+                elicitation: true, ..
+            },
+            Some(_),
+        ) => {
+            let session = Arc::clone(&session);
+            Some(
+                thread::Builder::new()
+                    .name("hold-timeout".into())
+                    .spawn(move || expire_holds(&session))
+                    .context("cannot start the timeout thread")?,
+            )
+        }
+        _ => None,
+    };
+    let (page, page_thread) = match page {
+        Some((page, events)) => {
+            let session = Arc::clone(&session);
+            let web = Arc::clone(&page.web);
+            let thread = thread::Builder::new()
+                .name("web-answers".into())
+                .spawn(move || settle_page_holds(&session, &web, &events))
+                .context("cannot start the web page's thread")?;
+            (Some(page), Some(thread))
+        }
+        None => (None, None),
+    };
+
+    let woken = Arc::new(AtomicBool::new(false));
+    let input = WakeableInput {
+        input: File::from(
+            io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("cannot read stdin")?,
+        ),
+        wake: wake_reader,
+        woken: Arc::clone(&woken),
+    };
+    let mut client = ClientSide {
+        session: &session,
+        human,
+        timeout: options.timeout,
+        asking: options.asking,
+        client_elicits: false,
+        questions: Questions::default(),
+        page,
+        state,
+        timing: options.timing.clone(),
+        ids: IdMinter::new(),
+    };
+    let mut reader = LineReader::new(input, options.max_message_bytes);
+    loop {
+        if session.is_stopping() {
+            break;
+        }
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                session.warn(&format!("cannot read the client's input: {err}"));
+                break;
+            }
+        };
+        let handled = match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => Ok(()),
+            Line::Text(bytes) => client.handle(bytes),
+            Line::TooLong { length, start } => {
+                let reason = format!(
+                    "the message is {length} bytes, over the limit of {} bytes",
+                    options.max_message_bytes
+                );
+                client.refuse(start, &[], false, INVALID_REQUEST, &reason)
+            }
+        };
+        if handled.is_err() {
+            break;
+        }
+    }
+    let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
+    // Calls still waiting for the person are declined: nobody can act on an answer now.
+    let why = if session.is_stopping() {
+        "sc-mcp is stopping"
+    } else if client_closed_first {
+        "the client closed its input"
+    } else {
+        "the MCP server's side ended"
+    };
+    let unanswered: Vec<HeldCall> = {
+        let mut pending = lock(&session.pending);
+        pending.holds_closed = true;
+        pending.held_ids.clear();
+        pending.held.drain().map(|(_, call)| call).collect()
+    };
+    session.holds_changed.notify_all();
+    if let Some(timer) = timer {
+        let _ = timer.join();
+    }
+    if let Some(page) = &client.page {
+        let _ = page.wake.send(PageEvent::End);
+    }
+    if let Some(thread) = page_thread {
+        let _ = thread.join();
+    }
+    for call in unanswered {
+        let reason = format!("declined: {why} before the person answered");
+        if let Asked::Page(_) = call.asked {
+            client.withdraw(&call.asked, &reason);
+        }
+        let approval = call.asked.declined(reason);
+        // An audit failure has stopped the session already.
+        let _ = session.decline_held(&call.id.value, &call.ticket, &call.reasons, &approval, true);
+    }
+    // Nothing more can be asked: the page stops serving.
+    drop(client.page.take());
+    // Closing the server's input is how MCP's stdio transport asks it to exit.
+    drop(lock(&session.server).take());
+    drop(reader);
+
+    // The server has SHUTDOWN_GRACE to end by itself, then SIGTERM, then SIGKILL; a server whose
+    // output stays open after that (a child of its holds it) is given up on.
+    let started = Instant::now();
+    let mut signals = vec![
+        (SHUTDOWN_GRACE * 3, None),
+        (SHUTDOWN_GRACE * 2, Some(Signal::SIGKILL)),
+        (SHUTDOWN_GRACE, Some(Signal::SIGTERM)),
+    ];
+    let mut relay_done = true;
+    while !relay.is_finished() {
+        if let Some(&(after, signal)) = signals.last() {
+            if started.elapsed() >= after {
+                signals.pop();
+                match signal {
+                    Some(signal) => {
+                        session.killed_by_us.store(true, Ordering::SeqCst);
+                        let _ = kill(server_pid, signal);
+                    }
+                    None => {
+                        relay_done = false;
+                        break;
+                    }
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    if relay_done {
+        let _ = relay.join();
+    } else {
+        session.stop(anyhow!(
+            "the MCP server's output stayed open after it was killed; giving up on it"
+        ));
+    }
+    let status = child.wait().context("cannot wait for the MCP server")?;
+    let ending = std::mem::take(&mut *lock(&session.ending));
+    let killed = session.killed_by_us.load(Ordering::SeqCst);
+    Ok(exit_status(
+        &session,
+        ending,
+        status,
+        client_closed_first,
+        killed,
+    ))
+}
+
+fn exit_status(
+    session: &Session,
+    ending: Ending,
+    status: ExitStatus,
+    client_closed_first: bool,
+    killed: bool,
+) -> u8 {
+    if let Some(err) = ending.fatal {
+        session.warn(&format!("{err:#}"));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if ending.client_gone {
+        return crate::exit::SUCCESS;
+    }
+    let server = describe_status(status);
+    if !client_closed_first {
+        session.warn(&format!(
+            "the MCP server {server} while the client was still connected{}",
+            match ending.failed_requests {
+                0 => String::new(),
+                n => format!("; {n} request(s) waiting for it were answered with an error"),
+            }
+        ));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if ending.failed_requests > 0 {
+        session.warn(&format!(
+            "the MCP server {server} with {} request(s) still unanswered; they were answered with an error",
+            ending.failed_requests
+        ));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    if !status.success() && !killed {
+        session.warn(&format!("the MCP server {server}"));
+        return crate::exit::RUNTIME_FAILURE;
+    }
+    crate::exit::SUCCESS
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "ended".to_owned(),
+    }
+}

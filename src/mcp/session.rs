@@ -1,0 +1,360 @@
+//! The session shared by the two threads: the audit log, both ends' pipes, what is pending, and
+//! what the session does with them (audit, answer, forward, settle, stop).
+
+use std::io::{self, PipeWriter, Write};
+use std::process::ChildStdin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use super::pending::{Asked, Awaiting, HeldCall, Pending, PendingRequest, Ticket};
+use super::protocol::{error_response, refusal_response, RequestId, INTERNAL_ERROR};
+use crate::approve::elicitation;
+use crate::audit::{self, AuditLog, Stage};
+use crate::policy::Policy;
+use crate::record::{Approval, Outcome, Status};
+use crate::rules::provenance::ResultRecord;
+use crate::sanitize::for_terminal;
+
+/// How the session ended, beyond the server's own status.
+#[derive(Debug, Default)]
+pub(super) struct Ending {
+    /// The first error that stopped the session (the audit log could not be written).
+    pub(super) fatal: Option<anyhow::Error>,
+    /// The client's output went away.
+    pub(super) client_gone: bool,
+    /// Requests answered with an error because the server ended first.
+    pub(super) failed_requests: usize,
+}
+
+pub(super) struct Session {
+    pub(super) policy: Policy,
+    pub(super) agent: String,
+    pub(super) quiet: bool,
+    pub(super) audit: Mutex<AuditLog>,
+    pub(super) client: Mutex<Box<dyn Write + Send>>,
+    /// The server's input, written by the calling thread and by the thread that settles the
+    /// page's answers; `None` once it cannot be written (or is closed at the end).
+    pub(super) server: Mutex<Option<ChildStdin>>,
+    pub(super) pending: Mutex<Pending>,
+    /// Signalled when a call is held or the session ends, for the thread that declines what
+    /// nobody answered in time.
+    pub(super) holds_changed: Condvar,
+    /// `--timeout`: how long a held call waits for the person.
+    pub(super) hold_timeout: Option<Duration>,
+    pub(super) ending: Mutex<Ending>,
+    /// Written to when the server's side has ended, to wake the client reader.
+    pub(super) wake: Mutex<Option<PipeWriter>>,
+    pub(super) server_pid: Pid,
+    pub(super) killed_by_us: AtomicBool,
+    /// What untrusted-output tools answered, queued by the server's reader before the answer
+    /// leaves for the client, and taken into the state before the next call is decided (value
+    /// provenance).
+    pub(super) taken: Mutex<Vec<ResultRecord>>,
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere ends the process (see the binaries), so a poisoned lock's data is as good
+    // as any.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Session {
+    pub(super) fn narrate(&self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(io::stderr().lock(), "{text}");
+        }
+    }
+
+    pub(super) fn warn(&self, text: &str) {
+        let _ = writeln!(io::stderr().lock(), "sc-mcp: {text}");
+    }
+
+    /// Appends one event; a failure stops the session.
+    pub(super) fn audit(&self, event: &[u8]) -> Result<()> {
+        let result = lock(&self.audit).append(event);
+        if let Err(err) = &result {
+            self.stop(anyhow!("{err:#}"));
+        }
+        result
+    }
+
+    /// Writes one message to the client. A client that went away ends the session quietly.
+    pub(super) fn to_client(&self, message: &[u8]) {
+        let mut client = lock(&self.client);
+        let written = client.write_all(message).and_then(|()| client.flush());
+        drop(client);
+        if written.is_err() {
+            lock(&self.ending).client_gone = true;
+            self.terminate_server();
+        }
+    }
+
+    /// Stops the session for good: records the first fatal error and ends the server.
+    pub(super) fn stop(&self, err: anyhow::Error) {
+        let mut ending = lock(&self.ending);
+        if ending.fatal.is_none() {
+            ending.fatal = Some(err);
+        }
+        drop(ending);
+        self.terminate_server();
+    }
+
+    pub(super) fn is_stopping(&self) -> bool {
+        let ending = lock(&self.ending);
+        ending.fatal.is_some() || ending.client_gone
+    }
+
+    pub(super) fn terminate_server(&self) {
+        self.killed_by_us.store(true, Ordering::SeqCst);
+        // The server is reaped only after its output ended and this thread's kin are done, so
+        // the pid still names it.
+        let _ = kill(self.server_pid, Signal::SIGTERM);
+    }
+
+    /// Audits a tool call's `exec` event.
+    pub(super) fn audit_outcome(&self, ticket: &Ticket, outcome: &Outcome) -> Result<()> {
+        let event = audit::event(Stage::Exec, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("decision", &ticket.decision)
+            .field("outcome", outcome)
+            .finish();
+        self.audit(&event)?;
+        self.narrate(&format!(
+            "sc-mcp: {} → {}: {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            outcome.status.as_str(),
+            for_terminal(&outcome.reason)
+        ));
+        Ok(())
+    }
+
+    /// Answers a request the server will never answer: a JSON-RPC error, and for a tool call an
+    /// `exec` event saying it failed.
+    pub(super) fn fail_request(&self, request: PendingRequest, why: &str) {
+        if let Awaiting::ToolCall(ticket) = &request.awaiting {
+            let outcome = Outcome {
+                status: Status::Failed,
+                result: None,
+                reason: why.to_owned(),
+            };
+            if self.audit_outcome(ticket, &outcome).is_err() {
+                // Already stopping; the client still learns the call did not complete.
+            }
+        }
+        self.to_client(&error_response(
+            &request.id.value,
+            INTERNAL_ERROR,
+            &format!("sc-mcp: {why} ({})", request.awaiting.method()),
+        ));
+    }
+
+    /// Forwards a request to the server and awaits its answer, unless the server is gone.
+    pub(super) fn forward_request(&self, bytes: &[u8], request: PendingRequest) -> Result<()> {
+        let key = request.id.key.clone();
+        // Held while the line is written, so requests reach the server in the order they were
+        // awaited; the pending requests are locked only inside it, never the other way round.
+        let mut server = lock(&self.server);
+        let mut pending = lock(&self.pending);
+        if !pending.server_reading || server.is_none() {
+            drop(pending);
+            drop(server);
+            self.fail_request(
+                request,
+                "the MCP server has exited, so the request was not sent",
+            );
+            return Ok(());
+        }
+        pending.requests.insert(key.clone(), request);
+        drop(pending);
+        if let Err(err) = write_line(&mut server, bytes) {
+            *server = None;
+            drop(server);
+            if let Some(request) = lock(&self.pending).requests.remove(&key) {
+                self.fail_request(
+                    request,
+                    &format!("the request could not be sent to the MCP server: {err}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Forwards a message that awaits no answer.
+    pub(super) fn forward(&self, bytes: &[u8]) {
+        let mut server = lock(&self.server);
+        if let Err(err) = write_line(&mut server, bytes) {
+            if server.take().is_some() {
+                drop(server);
+                self.warn(&format!("cannot write to the MCP server: {err}"));
+            }
+        }
+    }
+
+    /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
+    /// if approved, or answers it with a refusal.
+    pub(super) fn settle(
+        &self,
+        id: RequestId,
+        bytes: &[u8],
+        mut ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+    ) -> Result<()> {
+        if !approval.approved {
+            return self.decline_held(&id.value, &ticket, reasons, &approval, true);
+        }
+        if let Err(err) = self.audit_approval(&ticket, &approval) {
+            self.answer_audit_failure(&id.value);
+            return Err(err);
+        }
+        ticket.approval = Some(approval);
+        if self.is_stopping() {
+            return Ok(());
+        }
+        self.forward_request(
+            bytes,
+            PendingRequest {
+                id,
+                awaiting: Awaiting::ToolCall(ticket),
+            },
+        )
+    }
+
+    /// Why a new request may not use this id, if it may not.
+    pub(super) fn id_in_use(&self, id: &RequestId) -> Option<&'static str> {
+        lock(&self.pending).in_use(&id.key)
+    }
+
+    /// Audits the person's answer to a held call (the `approve` event) and narrates it.
+    pub(super) fn audit_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
+        let event = audit::event(Stage::Approve, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("approval", approval)
+            .finish();
+        self.audit(&event)?;
+        self.narrate(&format!(
+            "sc-mcp: {} → {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            for_terminal(&approval.reason)
+        ));
+        Ok(())
+    }
+
+    /// Settles a held call the person did not approve: audits the approval and that the call was
+    /// skipped, and answers the client's `tools/call` with a refusal (`answer`), unless the client
+    /// cancelled it and awaits no answer.
+    pub(super) fn decline_held(
+        &self,
+        id: &Value,
+        ticket: &Ticket,
+        reasons: &[String],
+        approval: &Approval,
+        answer: bool,
+    ) -> Result<()> {
+        if let Err(err) = self.audit_approval(ticket, approval) {
+            if answer {
+                self.answer_audit_failure(id);
+            }
+            return Err(err);
+        }
+        if answer {
+            return self.refuse_call(id, ticket, reasons, Some(approval));
+        }
+        self.audit_outcome(
+            ticket,
+            &Outcome {
+                status: Status::Skipped,
+                result: None,
+                reason: format!(
+                    "not run: held ({}) and {}",
+                    reasons.join("; "),
+                    approval.reason
+                ),
+            },
+        )
+    }
+
+    /// Declines a held call nobody answered in time, and tells the client to close the question.
+    pub(super) fn expire(&self, call: HeldCall) {
+        let after = self.hold_timeout.unwrap_or_default().as_secs();
+        let reason = format!("declined: no answer within {after} seconds");
+        if let Asked::Client(question) = &call.asked {
+            self.to_client(&elicitation::cancellation(question, &reason));
+        }
+        // An audit failure has stopped the session already.
+        let _ = self.decline_held(
+            &call.id.value,
+            &call.ticket,
+            &call.reasons,
+            &call.asked.declined(reason),
+            true,
+        );
+    }
+
+    /// Answers a denied or declined call itself: it never reaches the server.
+    pub(super) fn refuse_call(
+        &self,
+        id: &Value,
+        ticket: &Ticket,
+        reasons: &[String],
+        approval: Option<&Approval>,
+    ) -> Result<()> {
+        let reasons = reasons.join("; ");
+        let (reason, text) = match approval {
+            None => (
+                format!("not run: denied ({reasons})"),
+                format!(
+                    "Skeleton Crew denied this call to {}: {reasons}",
+                    ticket.tool
+                ),
+            ),
+            Some(approval) => (
+                format!("not run: held ({reasons}) and {}", approval.reason),
+                format!(
+                    "Skeleton Crew held this call to {} for a person ({reasons}), and it was {}",
+                    ticket.tool, approval.reason
+                ),
+            ),
+        };
+        let outcome = Outcome {
+            status: Status::Skipped,
+            result: None,
+            reason,
+        };
+        if let Err(err) = self.audit_outcome(ticket, &outcome) {
+            self.answer_audit_failure(id);
+            return Err(err);
+        }
+        self.to_client(&refusal_response(id, &text));
+        Ok(())
+    }
+
+    pub(super) fn answer_audit_failure(&self, id: &Value) {
+        self.to_client(&error_response(
+            id,
+            INTERNAL_ERROR,
+            "sc-mcp: the audit log cannot be written, so the call was not run; sc-mcp is stopping",
+        ));
+    }
+}
+
+fn write_line(server: &mut Option<ChildStdin>, bytes: &[u8]) -> io::Result<()> {
+    let stdin = server
+        .as_mut()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::BrokenPipe))?;
+    stdin.write_all(bytes)?;
+    stdin.write_all(b"\n")?;
+    stdin.flush()
+}
