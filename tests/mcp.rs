@@ -77,13 +77,40 @@ impl Proxy {
         tty: Tty,
     ) -> Proxy {
         let mut cmd = Command::new(bin_path("sc-mcp"));
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FAKE_MCP_LOG", scratch.path("server-received.jsonl"))
-            .current_dir(scratch.dir.path());
         if !args.contains(&"--audit") {
             cmd.arg("--audit").arg(scratch.audit_path());
         }
+        Proxy::spawn_command(cmd, scratch, scratch.dir.path(), &[], args, server, tty)
+    }
+
+    /// As an MCP client starts it: in `folder`, with only `args` (no `--audit` added) and the
+    /// environment `env` besides PATH, under the umask most shells have.
+    pub(crate) fn spawn_as_configured(
+        scratch: &Scratch,
+        folder: &Path,
+        env: &[(&str, &Path)],
+        args: &[&str],
+        server: &[OsString],
+    ) -> Proxy {
+        let mut cmd = Command::new(bin_path("sc-mcp"));
+        crate::util::with_usual_umask(&mut cmd);
+        Proxy::spawn_command(cmd, scratch, folder, env, args, server, Tty::None)
+    }
+
+    fn spawn_command(
+        mut cmd: Command,
+        scratch: &Scratch,
+        folder: &Path,
+        env: &[(&str, &Path)],
+        args: &[&str],
+        server: &[OsString],
+        tty: Tty,
+    ) -> Proxy {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("FAKE_MCP_LOG", scratch.path("server-received.jsonl"))
+            .envs(env.iter().map(|(name, value)| (name, value.as_os_str())))
+            .current_dir(folder);
         cmd.args(args)
             .arg("--")
             .args(server)
@@ -1362,5 +1389,88 @@ fn a_notification_with_an_id_or_a_request_that_is_also_an_answer_is_refused() {
         methods(&received),
         ["initialize", "notifications/initialized", "tools/call"],
         "{received:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: what a newcomer met
+
+/// Without `--audit`, sc-mcp keeps its audit log and its crew's state in the XDG state folder
+/// (made 700, every file in it 600, SQLite's side files too), never in the folder the client
+/// starts it in; with neither XDG_STATE_HOME nor HOME it is a usage error (exit 2).
+#[test]
+fn without_audit_the_log_and_state_are_in_the_xdg_state_folder() {
+    use crate::util::mode_of;
+    let scratch = Scratch::new();
+    let repo = scratch.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let xdg = scratch.path("xdg-state");
+    let policy = testdata("mcp/fake-policy.json");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--crew",
+        "desk",
+        "--agent",
+        "crew",
+    ];
+    let mut proxy = Proxy::spawn_as_configured(
+        &scratch,
+        &repo,
+        &[("XDG_STATE_HOME", &xdg)],
+        &args,
+        &fake_server(),
+    );
+    proxy.initialize();
+    let answer = proxy.call(1, "echo", json!({"text": "hi"}));
+    assert!(!is_error(&answer), "{answer}");
+    // While sc-mcp runs, the store is open with its side files beside it.
+    let folder = xdg.join("skeleton-crew");
+    assert_eq!(mode_of(&folder), 0o700);
+    let mut files: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    for must in [
+        "audit.jsonl",
+        "state.sqlite",
+        "state.sqlite-wal",
+        "state.sqlite-shm",
+    ] {
+        assert!(files.iter().any(|name| name == must), "{must}: {files:?}");
+    }
+    for name in &files {
+        assert_eq!(mode_of(&folder.join(name)), 0o600, "{name}");
+    }
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_eq!(
+        std::fs::read_dir(&repo).unwrap().count(),
+        0,
+        "nothing in the client's folder"
+    );
+    let log = std::fs::read_to_string(folder.join("audit.jsonl")).unwrap();
+    assert!(log.contains(r#""crew":"desk""#), "{log}");
+
+    // Neither XDG_STATE_HOME nor HOME: exit 2, and nothing is written.
+    let done = Proxy::spawn_as_configured(&scratch, &repo, &[], &args, &fake_server()).finish();
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("neither XDG_STATE_HOME nor HOME"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(std::fs::read_dir(&repo).unwrap().count(), 0);
+
+    let help = crate::util::bare_cmd("sc-mcp")
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("$XDG_STATE_HOME/skeleton-crew/audit.jsonl")
+            && help.contains("~/.local/state/skeleton-crew/audit.jsonl"),
+        "{help}"
     );
 }
