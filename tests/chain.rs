@@ -287,7 +287,10 @@ fn the_key_file_can_come_from_the_environment() {
         .arg(testdata("crew.jsonl"))
         .assert()
         .code(0);
-    assert_eq!(report(&scratch, &["--verify"]).0, 1);
+    // Walked without the key, the keyed log asks for it (exit 2).
+    let (code, _, stderr) = report(&scratch, &["--verify"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--audit-key"), "{stderr}");
     assert_eq!(
         report(
             &scratch,
