@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::cli::{AuditArgs, PolicyArgs, StateArgs};
+use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
 use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
@@ -21,7 +21,9 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
 /// audit log, or --state): one state per session, or with --crew one for the crew across
 /// sessions. The calls awaiting their PostToolUse (the last 1024 per session) are kept in the
-/// same store, beside the session's state.
+/// same store, beside the session's state. Without --audit, the log and the store are in
+/// $XDG_STATE_HOME/skeleton-crew/ (else ~/.local/state/skeleton-crew/), never in the working
+/// folder Claude Code starts the hook in.
 /// With a policy's `commands` and `paths` keys, a `Bash` command and a file tool's path are
 /// judged too, in the `cwd` Claude Code gives (--home and --root place the paths), and writes
 /// to the gate's own policy, audit log and state (and .claude/settings*.json under the
@@ -35,7 +37,7 @@ struct Args {
     #[command(flatten)]
     policy: PolicyArgs,
     #[command(flatten)]
-    audit: AuditArgs,
+    audit: AgentAuditArgs,
     /// The agent name of Claude Code's main thread; a subagent is named by its agent type.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
     agent: String,
@@ -45,6 +47,8 @@ struct Args {
     /// --state DIR/state.sqlite (use --state). sc-hook keeps no JSON files in DIR any more.
     #[arg(long, value_name = "DIR", conflicts_with = "state")]
     state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn main() -> ExitCode {
@@ -65,6 +69,9 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
+    if let Some(status) = cli::answer_generate::<Args>("sc-hook", &args.generate) {
+        return status;
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -75,6 +82,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let audit = args.audit.resolve()?;
     if let Some(dir) = &args.state_dir {
         // Still where the store is, so a hook installed with it keeps its sessions' taint and
         // spend; a warning, not an error, so the hook does not block every call.
@@ -94,18 +102,18 @@ fn run(args: Args) -> anyhow::Result<()> {
         .map(|path| (path.as_path(), "state store"))
         .collect();
     let options = HookOptions {
-        policy: args.policy.load_guarding(&args.audit, &args.state, &own)?,
+        policy: args.policy.load_guarding(&audit, &args.state, &own)?,
         agent: args.agent,
         state: match &args.state_dir {
             Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
-            None => args.state.url_or_beside(&args.audit.audit),
+            None => args.state.url_or_beside(&audit.audit),
         },
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
-        fsync: args.audit.fsync,
+        fsync: audit.fsync,
     };
     let input = hook::read_input(io::stdin().lock())?;
-    let mut audit = args.audit.open()?;
+    let mut audit = audit.open()?;
     hook::run(&input, &options, &mut audit, &mut io::stdout().lock())?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{AuditArgs, PolicyArgs, StateArgs};
+use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
 use skeleton_crew::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 use skeleton_crew::state::CrewState;
@@ -25,7 +25,9 @@ use skeleton_crew::store::{StateHandle, StateKey, View};
 /// tools the policy denies; a malformed message (including a request whose id is not a string or
 /// an integer) is never forwarded; an answer from the server to no request the client is waiting on
 /// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
-/// and outcome is written to the audit log. The server's stderr passes through.
+/// and outcome is written to the audit log. The server's stderr passes through. Without --audit,
+/// the log (and with --crew, the state store) is in $XDG_STATE_HOME/skeleton-crew/ (else
+/// ~/.local/state/skeleton-crew/), never in the working folder the client starts sc-mcp in.
 /// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
 /// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
 /// paths), and writes to the gate's own policy, audit log and state are denied.
@@ -37,7 +39,7 @@ struct Args {
     #[command(flatten)]
     policy: PolicyArgs,
     #[command(flatten)]
-    audit: AuditArgs,
+    audit: AgentAuditArgs,
     /// With --crew, taint and spend are shared with the crew's other processes through --state
     /// (default: state.sqlite beside the audit log); without it, they are this process's own.
     #[command(flatten)]
@@ -79,8 +81,14 @@ struct Args {
     #[arg(short, long)]
     quiet: bool,
     /// The MCP server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "SERVER_CMD")]
+    #[arg(
+        last = true,
+        required_unless_present = "generate",
+        value_name = "SERVER_CMD"
+    )]
     server: Vec<OsString>,
+    #[command(flatten)]
+    generate: GenerateArgs,
 }
 
 fn main() -> ExitCode {
@@ -90,6 +98,9 @@ fn main() -> ExitCode {
         std::process::exit(i32::from(exit::RUNTIME_FAILURE));
     }));
     let args = Args::parse();
+    if let Some(status) = cli::answer_generate::<Args>("sc-mcp", &args.generate) {
+        return status;
+    }
     match run(args) {
         Ok(status) => ExitCode::from(status),
         Err(err) => exit::finish("sc-mcp", Err(err)),
@@ -105,8 +116,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         )
         .into());
     }
+    let audit = args.audit.resolve()?;
     let options = McpOptions {
-        policy: args.policy.load_guarding(&args.audit, &args.state, &[])?,
+        policy: args.policy.load_guarding(&audit, &args.state, &[])?,
         timing: args.state.timing(),
         agent: args
             .agent
@@ -130,14 +142,14 @@ fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         approve::human_for(args.answers.as_deref(), timeout)?
     };
-    let audit = args.audit.open()?;
+    let log = audit.open()?;
     let state = match &args.state.crew {
         Some(crew) => StateHandle::Shared(StateArgs::open(
-            &args.state.url_or_beside(&args.audit.audit),
+            &args.state.url_or_beside(&audit.audit),
             StateKey::crew(crew, View::Gate),
-            args.audit.fsync,
+            audit.fsync,
         )?),
         None => StateHandle::Memory(CrewState::new()),
     };
-    mcp::run_with_state(&options, audit, state, &args.server, human.as_mut())
+    mcp::run_with_state(&options, log, state, &args.server, human.as_mut())
 }

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+use skeleton_crew::audit::chain::{self, Chain, Link};
 use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
-use skeleton_crew::chain::{Chain, Link};
 use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::exit::{self, Completion, UsageError};
 use skeleton_crew::report::{self, ChainStatus, FailOn, Filter, Summariser};
@@ -189,7 +189,7 @@ impl Sink {
 fn run(args: Args) -> anyhow::Result<Completion> {
     let format = if args.json { Format::Json } else { args.format };
     if args.head || (args.verify && format != Format::Html) {
-        return check_chains(&args);
+        return check_chains(&args, format == Format::Json && !args.head);
     }
     // The page shows each chain: walked first, so that a log that cannot be read stops the
     // report before anything is written.
@@ -279,16 +279,48 @@ fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
             args.expect_head,
         )
         .with_context(|| format!("cannot read the audit log {}", path.display()))?;
+        if let Err(chain_break) = &result {
+            if !chain.is_keyed() && chain_break.line == 1 && first_line_carries_mac(path)? {
+                return Err(UsageError(format!(
+                    "the audit log {} is keyed (its lines carry a `mac`): pass --audit-key FILE \
+                     (or set SC_AUDIT_KEY_FILE) to verify it",
+                    path.display()
+                ))
+                .into());
+            }
+        }
         results.push((path, result));
     }
     Ok(results)
 }
 
-fn check_chains(args: &Args) -> anyhow::Result<Completion> {
+/// Whether the log's first line ends with a `mac`, as a keyed chain's lines do (a first line
+/// longer than an event may be is not read, and counts as not).
+fn first_line_carries_mac(path: &PathBuf) -> anyhow::Result<bool> {
+    use std::io::{BufRead, BufReader, Read};
+    const LONGEST: u64 = 16 << 20;
+    let mut line = Vec::new();
+    BufReader::new(open(path)?.take(LONGEST))
+        .read_until(b'\n', &mut line)
+        .with_context(|| format!("cannot read the audit log {}", path.display()))?;
+    if line.pop() != Some(b'\n') {
+        return Ok(false);
+    }
+    Ok(chain::carries_mac(&line))
+}
+
+/// `--verify` (as text, or as JSON with `json`) and `--head`.
+fn check_chains(args: &Args, json: bool) -> anyhow::Result<Completion> {
     let results = walk_chains(args)?;
     let mut broken = 0;
     Sink::open(args.output.as_deref(), &args.logs)?.write(|out| {
-        print_chains(args, &results, out, &mut broken)?;
+        if json {
+            broken = results.iter().filter(|(_, result)| result.is_err()).count();
+            serde_json::to_writer_pretty(&mut *out, &chains_json(&results))?;
+            out.write_all(b"\n")?;
+        } else {
+            print_chains(args, &results, out, &mut broken)?;
+        }
         Ok(())
     })?;
     Ok(Completion {
@@ -326,4 +358,30 @@ fn print_chains(
         }
     }
     Ok(())
+}
+
+/// `--verify --json`: each log's chain, intact (its events and head, and where the expected head
+/// was found) or broken (the line, how, and in words).
+fn chains_json(results: &[(&PathBuf, ChainResult)]) -> serde_json::Value {
+    use serde_json::json;
+    let chains: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(path, result)| match result {
+            Ok(intact) => json!({
+                "log": path.display().to_string(),
+                "intact": true,
+                "events": intact.events,
+                "head": intact.head.to_string(),
+                "expectedHeadAt": intact.expected_head_at,
+            }),
+            Err(chain_break) => json!({
+                "log": path.display().to_string(),
+                "intact": false,
+                "line": chain_break.line,
+                "break": chain_break.kind.as_str(),
+                "detail": chain_break.detail,
+            }),
+        })
+        .collect();
+    json!({ "chains": chains })
 }

@@ -85,16 +85,27 @@ impl Target {
         }
     }
 
-    fn open(&self, audit: &Path) -> anyhow::Result<Box<dyn store::Store>> {
-        let url = self
-            .state
+    fn url(&self, audit: &Path) -> StateUrl {
+        self.state
             .clone()
-            .unwrap_or_else(|| StateUrl::beside(audit));
-        url.open(OpenOptions {
-            create: false,
-            fsync: false,
-        })
-        .context("state store unavailable")
+            .unwrap_or_else(|| StateUrl::beside(audit))
+    }
+
+    /// The SQLite file of the store when it does not exist yet (nothing has kept state there).
+    fn missing_file(&self, audit: &Path) -> Option<PathBuf> {
+        match self.url(audit) {
+            StateUrl::Sqlite(path) if !path.exists() => Some(path),
+            _ => None,
+        }
+    }
+
+    fn open(&self, audit: &Path) -> anyhow::Result<Box<dyn store::Store>> {
+        self.url(audit)
+            .open(OpenOptions {
+                create: false,
+                fsync: false,
+            })
+            .context("state store unavailable")
     }
 }
 
@@ -117,6 +128,9 @@ fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
     let now = SystemTime::now();
     match command {
         Command::Show { target, all, json } => {
+            if let Some(missing) = target.missing_file(audit_path) {
+                return show_missing(&target, &missing, json);
+            }
             let mut store = target.open(audit_path)?;
             let keys = if all {
                 store.keys().context("state store unavailable")?
@@ -175,5 +189,38 @@ fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
             );
         }
     }
+    Ok(Completion::default())
+}
+
+/// `sc-state show` on a SQLite store that does not exist yet: no state yet (status 0), and the
+/// file is not made. Without --state, where sc-hook and sc-mcp keep theirs is named when a store
+/// is there.
+fn show_missing(target: &Target, missing: &Path, json: bool) -> anyhow::Result<Completion> {
+    let shown = format!(
+        "sqlite:{}",
+        std::path::absolute(missing)
+            .unwrap_or_else(|_| missing.to_owned())
+            .display()
+    );
+    let text = if json {
+        let mut line = admin::show_json(&shown, &[], SystemTime::now()).to_string();
+        line.push('\n');
+        line
+    } else {
+        let elsewhere = cli::default_state_folder()
+            .ok()
+            .map(|folder| folder.join(store::DEFAULT_STATE_FILE))
+            .filter(|agents| target.state.is_none() && agents.exists());
+        admin::show_missing_text(
+            &shown,
+            elsewhere
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .as_deref(),
+        )
+    };
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
     Ok(Completion::default())
 }

@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
+use crate::exit::UsageError;
 use crate::jsonl::{Input, StageOutput};
 use crate::policy::{Policy, PolicyError};
 use crate::rules::paths::Places;
@@ -56,6 +57,87 @@ impl AuditArgs {
             },
         )
     }
+}
+
+/// The folder under the XDG state folder where sc-hook and sc-mcp keep their audit log and state
+/// store by default.
+pub const STATE_FOLDER: &str = "skeleton-crew";
+
+/// `--audit PATH`, `--audit-key FILE` and `--fsync` for the stages an agent starts (sc-hook,
+/// sc-mcp), in the agent's working folder: without `--audit`, the log is in the user's XDG state
+/// folder, never in the repository the agent works in. [`AgentAuditArgs::resolve`] gives the
+/// [`AuditArgs`] the rest of the stage uses.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentAuditArgs {
+    /// Audit log to append to (created with its folder when missing) [default:
+    /// $XDG_STATE_HOME/skeleton-crew/audit.jsonl, else ~/.local/state/skeleton-crew/audit.jsonl;
+    /// the folder is created mode 700, and the state store is state.sqlite in it].
+    #[arg(long, value_name = "PATH")]
+    pub audit: Option<PathBuf>,
+    /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
+    /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. With it, sc-gate also
+    /// seals each verdict and sc-approve each approval, and sc-exec acts only on sealed verdicts
+    /// and runs a held call only on an approval sealed under it.
+    #[arg(long, value_name = "FILE")]
+    pub audit_key: Option<PathBuf>,
+    /// Make each audit append durable on disk before the records it describes leave the stage.
+    #[arg(long)]
+    pub fsync: bool,
+}
+
+impl AgentAuditArgs {
+    /// The audit arguments with the log's path decided: `--audit`, else `audit.jsonl` in
+    /// [`default_state_folder`], which is created (mode 700) when missing. Neither
+    /// `XDG_STATE_HOME` nor `HOME` set (as absolute paths) is a usage error (exit 2): the log
+    /// never falls back to the working folder.
+    pub fn resolve(&self) -> Result<AuditArgs> {
+        let audit = match &self.audit {
+            Some(path) => path.clone(),
+            None => {
+                let folder = default_state_folder()?;
+                create_private_folder(&folder)?;
+                folder.join("audit.jsonl")
+            }
+        };
+        Ok(AuditArgs {
+            audit,
+            audit_key: self.audit_key.clone(),
+            fsync: self.fsync,
+        })
+    }
+}
+
+/// `$XDG_STATE_HOME/skeleton-crew`, else `$HOME/.local/state/skeleton-crew` (a relative or empty
+/// value of either is ignored, as the XDG base directory specification says); neither is a usage
+/// error.
+pub fn default_state_folder() -> Result<PathBuf, UsageError> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    if let Some(state) = absolute("XDG_STATE_HOME") {
+        return Ok(state.join(STATE_FOLDER));
+    }
+    if let Some(home) = absolute("HOME") {
+        return Ok(home.join(".local/state").join(STATE_FOLDER));
+    }
+    Err(UsageError(
+        "neither XDG_STATE_HOME nor HOME is set to an absolute path, so there is no state folder \
+         for the default audit log and state store: set one, or give --audit PATH"
+            .to_owned(),
+    ))
+}
+
+/// Creates `folder` (and the folders above it that are missing) readable by its owner only.
+fn create_private_folder(folder: &Path) -> Result<()> {
+    use anyhow::Context;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+        .with_context(|| format!("cannot create the state folder {}", folder.display()))
 }
 
 /// `--policy FILE`, `--home DIR` and `--root DIR` on every stage that decides.

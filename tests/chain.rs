@@ -150,10 +150,10 @@ fn a_keyed_chain_verifies_only_with_its_key() {
     );
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("line 1"), "{stdout}");
+    let (code, _, stderr) = report(&scratch, &["--verify"]);
     assert_eq!(
-        report(&scratch, &["--verify"]).0,
-        1,
-        "an unkeyed walk of a keyed chain fails"
+        code, 2,
+        "an unkeyed walk of a keyed chain fails, asking for the key: {stderr}"
     );
 
     // Someone who rewrites the whole file without the key, re-sealing every line after an edit,
@@ -287,7 +287,10 @@ fn the_key_file_can_come_from_the_environment() {
         .arg(testdata("crew.jsonl"))
         .assert()
         .code(0);
-    assert_eq!(report(&scratch, &["--verify"]).0, 1);
+    // Walked without the key, the keyed log asks for it (exit 2).
+    let (code, _, stderr) = report(&scratch, &["--verify"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--audit-key"), "{stderr}");
     assert_eq!(
         report(
             &scratch,
@@ -358,4 +361,81 @@ fn markdown_and_time_filters() {
     let past: serde_json::Value = serde_json::from_str(&past).unwrap();
     assert_eq!(past["calls"], 3);
     assert_eq!(report(&scratch, &["--since", "last tuesday"]).0, 2);
+}
+
+/// Issue 23: a keyed log walked without its key says that it is keyed and to pass --audit-key
+/// (exit 2), for --verify, --head and the page's --verify alike; it is not called edited.
+#[test]
+fn a_keyed_log_verified_without_its_key_asks_for_the_key() {
+    let scratch = Scratch::new();
+    let key = key_file(&scratch, "audit.key", "correct horse battery staple");
+    let key_arg = key.to_str().unwrap().to_owned();
+    pipeline(&scratch, &["--audit-key", &key_arg])
+        .wait()
+        .unwrap();
+    for args in [
+        &["--verify"][..],
+        &["--verify", "--json"],
+        &["--head"],
+        &["--verify", "--format", "html"],
+    ] {
+        let (code, stdout, stderr) = report(&scratch, args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("is keyed") && stderr.contains("--audit-key"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("edited") && stdout.is_empty(), "{args:?}");
+    }
+    assert_eq!(
+        report(&scratch, &["--verify", "--audit-key", &key_arg]).0,
+        0
+    );
+}
+
+/// Issue 23: `--json --verify` (and `--format json --verify`) prints each chain as JSON.
+#[test]
+fn verify_with_json_prints_json() {
+    let scratch = Scratch::new();
+    pipeline(&scratch, &[]).wait().unwrap();
+    let events = lines(&scratch).len() as u64;
+    let (code, head, _) = report(&scratch, &["--head"]);
+    assert_eq!(code, 0);
+    for format in [&["--json"][..], &["--format", "json"]] {
+        let mut args = vec!["--verify"];
+        args.extend_from_slice(format);
+        let (code, stdout, stderr) = report(&scratch, &args);
+        assert_eq!(code, 0, "{stderr}");
+        let verified: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+        let log = scratch.audit_path().display().to_string();
+        assert_eq!(
+            verified,
+            serde_json::json!({"chains": [{
+                "log": log, "intact": true, "events": events, "head": head.trim(),
+                "expectedHeadAt": null,
+            }]})
+        );
+    }
+    let (code, stdout, _) = report(
+        &scratch,
+        &["--verify", "--json", "--expect-head", head.trim()],
+    );
+    assert_eq!(code, 0);
+    let verified: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(verified["chains"][0]["expectedHeadAt"], events);
+    // A broken chain: still JSON, and exit 1.
+    let mut broken = lines(&scratch);
+    broken.remove(4);
+    write_lines(&scratch, &broken);
+    let (code, stdout, _) = report(&scratch, &["--verify", "--json"]);
+    assert_eq!(code, 1);
+    let verified: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+    let chain = &verified["chains"][0];
+    assert_eq!(chain["intact"], false);
+    assert_eq!(chain["line"], 5);
+    assert_eq!(chain["break"], "deleted");
+    assert!(
+        chain["detail"].as_str().unwrap().contains("deleted"),
+        "{chain}"
+    );
 }

@@ -1,10 +1,23 @@
 //! Man pages and completions come from the clap definitions through the hidden `--generate`.
 
+use std::path::Path;
+
 use crate::util::bare_cmd;
+
+/// Every binary of the package, as `make dist` ships them.
+const BINARIES: [&str; 7] = [
+    "sc-gate",
+    "sc-approve",
+    "sc-exec",
+    "sc-report",
+    "sc-state",
+    "sc-mcp",
+    "sc-hook",
+];
 
 #[test]
 fn every_binary_writes_its_man_page_and_completions() {
-    for bin in ["sc-gate", "sc-approve", "sc-exec", "sc-report"] {
+    for bin in BINARIES {
         let man = bare_cmd(bin).args(["--generate", "man"]).output().unwrap();
         assert!(man.status.success(), "{bin}");
         let man = String::from_utf8(man.stdout).unwrap();
@@ -44,4 +57,29 @@ fn a_closed_pipe_ends_generation_quietly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `make dist` writes a man page and completions for every binary in bin/: its DIST_BINS names
+/// them all, and each answers `--generate` (above).
+#[test]
+fn make_dist_ships_every_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let makefile = std::fs::read_to_string(root.join("Makefile")).unwrap();
+    let line = makefile
+        .lines()
+        .find_map(|line| line.strip_prefix("DIST_BINS :="))
+        .expect("a DIST_BINS := line in the Makefile");
+    let mut shipped: Vec<&str> = line.split_whitespace().collect();
+    shipped.sort_unstable();
+    let mut binaries: Vec<String> = std::fs::read_dir(root.join("bin"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "rs"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    binaries.sort_unstable();
+    assert_eq!(shipped, binaries, "DIST_BINS in the Makefile");
+    let mut listed = BINARIES.to_vec();
+    listed.sort_unstable();
+    assert_eq!(listed, binaries, "the binaries tested above");
 }

@@ -1272,3 +1272,87 @@ fn the_deprecated_state_dir_still_names_the_store_and_warns() {
         "{help}"
     );
 }
+
+/// sc-hook as Claude Code starts it: in the user's repository, with the given environment and
+/// no `--audit`, the umask most shells have.
+fn hook_started_in(repo: &Path, env: &[(&str, &Path)], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = std::process::Command::new(crate::util::bin_path("sc-hook"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(name, value)| (name, value.as_os_str())))
+        .current_dir(repo)
+        .arg("--policy")
+        .arg(claude_code_policy())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::util::with_usual_umask(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    // A hook that stops before it reads its input closes the pipe: not the test's failure.
+    let written = child.stdin.take().unwrap().write_all(input.as_bytes());
+    if let Err(err) = written {
+        assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe, "{err}");
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 23: without `--audit`, sc-hook keeps its audit log and state in the XDG state folder
+/// (made 700, the files 600), never in the repository Claude Code starts it in; with neither
+/// XDG_STATE_HOME nor HOME it blocks the call (exit 2) and writes nothing there.
+#[test]
+fn without_audit_the_log_and_state_are_in_the_xdg_state_folder() {
+    use crate::util::mode_of;
+    let scratch = Scratch::new();
+    let repo = scratch.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let xdg = scratch.path("xdg-state");
+    let out = hook_started_in(&repo, &[("XDG_STATE_HOME", &xdg)], &recorded("webfetch"));
+    assert_eq!(decision(&out), None);
+    let folder = xdg.join("skeleton-crew");
+    assert_eq!(mode_of(&folder), 0o700);
+    assert_eq!(mode_of(&folder.join("audit.jsonl")), 0o600);
+    assert_eq!(mode_of(&folder.join("state.sqlite")), 0o600);
+    // The taint is there for the next call, which asks.
+    let out = hook_started_in(&repo, &[("XDG_STATE_HOME", &xdg)], &recorded("bash-to-log"));
+    assert_eq!(decision(&out).unwrap().0, "ask");
+    let events = std::fs::read_to_string(folder.join("audit.jsonl")).unwrap();
+    assert_eq!(events.lines().count(), 2, "{events}");
+    assert_eq!(
+        std::fs::read_dir(&repo).unwrap().count(),
+        0,
+        "nothing in the repository"
+    );
+
+    // HOME alone: ~/.local/state/skeleton-crew.
+    let home = scratch.path("home");
+    let out = hook_started_in(&repo, &[("HOME", &home)], &recorded("webfetch"));
+    assert_eq!(decision(&out), None);
+    let folder = home.join(".local/state/skeleton-crew");
+    assert_eq!(mode_of(&folder), 0o700);
+    assert_eq!(mode_of(&folder.join("audit.jsonl")), 0o600);
+    assert_eq!(mode_of(&folder.join("state.sqlite")), 0o600);
+
+    // Neither (or only relative ones, which the XDG specification says to ignore): a usage
+    // error, never the working folder.
+    for env in [
+        &[][..],
+        &[
+            ("XDG_STATE_HOME", Path::new("state")),
+            ("HOME", Path::new("")),
+        ][..],
+    ] {
+        let out = hook_started_in(&repo, env, &recorded("webfetch"));
+        assert_blocked(&out, "neither XDG_STATE_HOME nor HOME");
+        assert_eq!(std::fs::read_dir(&repo).unwrap().count(), 0, "{env:?}");
+    }
+    // --help says where the default is.
+    let help = bare_cmd("sc-hook").arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("$XDG_STATE_HOME/skeleton-crew/audit.jsonl")
+            && help.contains("~/.local/state/skeleton-crew/audit.jsonl"),
+        "{help}"
+    );
+}

@@ -77,13 +77,40 @@ impl Proxy {
         tty: Tty,
     ) -> Proxy {
         let mut cmd = Command::new(bin_path("sc-mcp"));
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FAKE_MCP_LOG", scratch.path("server-received.jsonl"))
-            .current_dir(scratch.dir.path());
         if !args.contains(&"--audit") {
             cmd.arg("--audit").arg(scratch.audit_path());
         }
+        Proxy::spawn_command(cmd, scratch, scratch.dir.path(), &[], args, server, tty)
+    }
+
+    /// As an MCP client starts it: in `folder`, with only `args` (no `--audit` added) and the
+    /// environment `env` besides PATH, under the umask most shells have.
+    pub(crate) fn spawn_as_configured(
+        scratch: &Scratch,
+        folder: &Path,
+        env: &[(&str, &Path)],
+        args: &[&str],
+        server: &[OsString],
+    ) -> Proxy {
+        let mut cmd = Command::new(bin_path("sc-mcp"));
+        crate::util::with_usual_umask(&mut cmd);
+        Proxy::spawn_command(cmd, scratch, folder, env, args, server, Tty::None)
+    }
+
+    fn spawn_command(
+        mut cmd: Command,
+        scratch: &Scratch,
+        folder: &Path,
+        env: &[(&str, &Path)],
+        args: &[&str],
+        server: &[OsString],
+        tty: Tty,
+    ) -> Proxy {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("FAKE_MCP_LOG", scratch.path("server-received.jsonl"))
+            .envs(env.iter().map(|(name, value)| (name, value.as_os_str())))
+            .current_dir(folder);
         cmd.args(args)
             .arg("--")
             .args(server)
@@ -1363,4 +1390,296 @@ fn a_notification_with_an_id_or_a_request_that_is_also_an_answer_is_refused() {
         ["initialize", "notifications/initialized", "tools/call"],
         "{received:#?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: what a newcomer met
+
+/// Without `--audit`, sc-mcp keeps its audit log and its crew's state in the XDG state folder
+/// (made 700, every file in it 600, SQLite's side files too), never in the folder the client
+/// starts it in; with neither XDG_STATE_HOME nor HOME it is a usage error (exit 2).
+#[test]
+fn without_audit_the_log_and_state_are_in_the_xdg_state_folder() {
+    use crate::util::mode_of;
+    let scratch = Scratch::new();
+    let repo = scratch.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let xdg = scratch.path("xdg-state");
+    let policy = testdata("mcp/fake-policy.json");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--crew",
+        "desk",
+        "--agent",
+        "crew",
+    ];
+    let mut proxy = Proxy::spawn_as_configured(
+        &scratch,
+        &repo,
+        &[("XDG_STATE_HOME", &xdg)],
+        &args,
+        &fake_server(),
+    );
+    proxy.initialize();
+    let answer = proxy.call(1, "echo", json!({"text": "hi"}));
+    assert!(!is_error(&answer), "{answer}");
+    // While sc-mcp runs, the store is open with its side files beside it.
+    let folder = xdg.join("skeleton-crew");
+    assert_eq!(mode_of(&folder), 0o700);
+    let mut files: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    for must in [
+        "audit.jsonl",
+        "state.sqlite",
+        "state.sqlite-wal",
+        "state.sqlite-shm",
+    ] {
+        assert!(files.iter().any(|name| name == must), "{must}: {files:?}");
+    }
+    for name in &files {
+        assert_eq!(mode_of(&folder.join(name)), 0o600, "{name}");
+    }
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_eq!(
+        std::fs::read_dir(&repo).unwrap().count(),
+        0,
+        "nothing in the client's folder"
+    );
+    let log = std::fs::read_to_string(folder.join("audit.jsonl")).unwrap();
+    assert!(log.contains(r#""crew":"desk""#), "{log}");
+
+    // Neither XDG_STATE_HOME nor HOME: exit 2, and nothing is written.
+    let done = Proxy::spawn_as_configured(&scratch, &repo, &[], &args, &fake_server()).finish();
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("neither XDG_STATE_HOME nor HOME"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(std::fs::read_dir(&repo).unwrap().count(), 0);
+
+    let help = crate::util::bare_cmd("sc-mcp")
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("$XDG_STATE_HOME/skeleton-crew/audit.jsonl")
+            && help.contains("~/.local/state/skeleton-crew/audit.jsonl"),
+        "{help}"
+    );
+}
+
+/// The server's tools as sc-mcp relays its `tools/list`, with `args` before the server.
+fn listed_tools(scratch: &Scratch, args: &[&str]) -> Vec<Value> {
+    let root = served_folder(scratch);
+    let server = vec![
+        OsString::from("node"),
+        filesystem_server().into_os_string(),
+        root.into_os_string(),
+    ];
+    let mut proxy = Proxy::spawn(scratch, args, &server);
+    proxy.initialize();
+    let list = proxy.request(1, "tools/list", json!({}));
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {list}"))
+        .clone()
+}
+
+/// policies/filesystem.json covers every tool the published filesystem server lists: each read
+/// tool (the server marks it read-only) taints, save the one that lists the server's own
+/// configured folders; each other tool is sensitive; and the pack allows exactly the server's
+/// tools, so a tool a later version adds is denied until the pack names it.
+#[test]
+fn the_filesystem_pack_covers_every_tool_of_the_published_server() {
+    let scratch = Scratch::new();
+    let pack_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/filesystem.json");
+    let pack: Value = serde_json::from_str(&std::fs::read_to_string(&pack_path).unwrap()).unwrap();
+    let names = |key: &str| -> Vec<&str> {
+        pack[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in the pack"))
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect()
+    };
+    let untrusted = names("untrustedOutputTools");
+    let sensitive = names("sensitiveTools");
+    let allowed: Vec<&str> = pack["agents"]["*"]
+        .as_array()
+        .expect("the pack's allowlist for every agent")
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+
+    // Every tool, as the server lists it with no policy in the way.
+    let all = listed_tools(&scratch, &[]);
+    let mut server_names: Vec<&str> = all.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    server_names.sort_unstable();
+    assert!(server_names.len() >= 14, "{server_names:?}");
+    for tool in &all {
+        let name = tool["name"].as_str().unwrap();
+        let read_only = tool["annotations"]["readOnlyHint"] == true;
+        if name == "list_allowed_directories" {
+            assert!(read_only && !untrusted.contains(&name) && !sensitive.contains(&name));
+        } else if read_only {
+            assert!(
+                untrusted.contains(&name),
+                "{name} reads: its output is untrusted"
+            );
+            assert!(!sensitive.contains(&name), "{name}");
+        } else {
+            assert!(sensitive.contains(&name), "{name} writes: it is sensitive");
+            assert!(!untrusted.contains(&name), "{name}");
+        }
+    }
+    for name in [
+        "read_file",
+        "read_media_file",
+        "read_text_file",
+        "read_multiple_files",
+    ] {
+        assert!(untrusted.contains(&name), "{name}");
+    }
+    for name in ["write_file", "edit_file", "create_directory", "move_file"] {
+        assert!(sensitive.contains(&name), "{name}");
+    }
+    let mut allowed_sorted = allowed.clone();
+    allowed_sorted.sort_unstable();
+    assert_eq!(
+        allowed_sorted, server_names,
+        "the pack allows exactly the server's tools"
+    );
+    for name in untrusted.iter().chain(&sensitive) {
+        assert!(
+            server_names.contains(name),
+            "{name} is not a tool of the server"
+        );
+    }
+
+    // Under the pack, sc-mcp lists every tool, and a read makes a write wait for a person.
+    let pack_arg = pack_path.to_str().unwrap();
+    let under_pack = listed_tools(&scratch, &["--policy", pack_arg]);
+    assert_eq!(under_pack, all, "the pack hides none of the server's tools");
+    let root = served_folder(&scratch);
+    let server = vec![
+        OsString::from("node"),
+        filesystem_server().into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    let mut proxy = Proxy::spawn(
+        &scratch,
+        &["--policy", pack_arg, "--agent", "filesystem"],
+        &server,
+    );
+    proxy.initialize();
+    let read = proxy.call(1, "read_file", json!({"path": root.join("notes.txt")}));
+    assert!(!is_error(&read), "{read}");
+    let written = root.join("written.txt");
+    let held = proxy.call(2, "write_file", json!({"path": written, "content": "x"}));
+    assert!(is_error(&held), "{held}");
+    assert!(
+        result_text(&held).contains("tainted") && result_text(&held).contains("read_file"),
+        "{held}"
+    );
+    assert!(!written.exists(), "the held write reached the server");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+}
+
+/// The ```json blocks of a docs page.
+fn json_blocks(page: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+    text.split("```json")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .map(|block| serde_json::from_str(block).unwrap_or_else(|e| panic!("{page}: {e}: {block}")))
+        .collect()
+}
+
+/// Runs docs/state.md's "two servers, one crew" recipe as written (its policy, and each server's
+/// sc-mcp arguments, without --audit or --state, each started in a folder of its own), with the
+/// fake server in place of each real one: a page read through the fetch server holds a payment
+/// through the payments server. Returns whether it did.
+fn two_servers_one_crew(policy: &Value) -> bool {
+    let scratch = Scratch::new();
+    let blocks = json_blocks("docs/state.md");
+    let config = blocks
+        .iter()
+        .find(|block| block.get("mcpServers").is_some())
+        .expect("the recipe's client configuration in docs/state.md");
+    let policy_file = scratch.write("desk.json", policy.to_string());
+    let xdg = scratch.path("xdg-state");
+    let mut proxies = Vec::new();
+    for name in ["fetch", "payments"] {
+        let server = &config["mcpServers"][name];
+        assert_eq!(server["command"], "sc-mcp", "{name}");
+        let written: Vec<&str> = server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|arg| arg.as_str().unwrap())
+            .collect();
+        let end = written.iter().position(|arg| *arg == "--").expect("`--`");
+        let mut args: Vec<&str> = written[..end].to_vec();
+        let at = args.iter().position(|arg| *arg == "--policy").unwrap();
+        args[at + 1] = policy_file.to_str().unwrap();
+        assert!(!args.contains(&"--audit") && !args.contains(&"--state"));
+        let folder = scratch.path(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let mut proxy = Proxy::spawn_as_configured(
+            &scratch,
+            &folder,
+            &[("XDG_STATE_HOME", &xdg)],
+            &args,
+            &fake_server(),
+        );
+        proxy.initialize();
+        proxies.push(proxy);
+    }
+    let mut payments = proxies.pop().unwrap();
+    let mut fetch = proxies.pop().unwrap();
+    let payment = json!({"to": "acme-travel", "amount": 20});
+    let before = payments.call(1, "send_payment", payment.clone());
+    assert!(!is_error(&before), "{before}");
+    let page = fetch.call(1, "fetch", json!({"url": "https://evil.example/page"}));
+    assert!(!is_error(&page), "{page}");
+    let after = payments.call(2, "send_payment", payment);
+    let held = is_error(&after);
+    if held {
+        let text = result_text(&after);
+        assert!(
+            text.contains("tainted") && text.contains("url=https://evil.example/page"),
+            "{text}"
+        );
+    }
+    for proxy in [fetch, payments] {
+        let done = proxy.finish();
+        assert!(done.status.success(), "{}", done.stderr);
+    }
+    held
+}
+
+#[test]
+fn docs_state_two_servers_one_crew_links_taint_across_servers_as_written() {
+    let blocks = json_blocks("docs/state.md");
+    let policy = blocks
+        .iter()
+        .find(|block| block.get("untrustedOutputTools").is_some())
+        .expect("the recipe's policy in docs/state.md")
+        .clone();
+    assert!(two_servers_one_crew(&policy), "the recipe links the read");
+    // Each sc-mcp names its calls after its own server, so it is `taintScope: "crew"` that links
+    // them: under the default, per agent, the payment would not be held.
+    let mut per_agent = policy;
+    per_agent.as_object_mut().unwrap().remove("taintScope");
+    assert!(!two_servers_one_crew(&per_agent));
 }

@@ -535,3 +535,44 @@ fn a_thousand_vetoes_or_fewer_are_all_listed_with_nothing_more_to_say() {
     );
     assert!(!text.contains("more; list them all"), "{text}");
 }
+
+/// Issue 23: with `--agent`, the header counts that agent's events (its calls' gate, approve and
+/// exec events, and the resets of its state), in every format, not every event read.
+#[test]
+fn the_agent_filter_counts_the_agents_events_in_the_header() {
+    let scratch = Scratch::new();
+    let mut text = crew_log("c");
+    text.push_str(&log(&[json!({
+        "ts": TS, "stage": "state", "id": "r1", "action": "reset", "crew": "default",
+        "agent": "scout",
+    })]));
+    scratch.write("audit.jsonl", text);
+    let run_with = |args: &[&str]| {
+        let mut cmd = bare_cmd("sc-report");
+        cmd.current_dir(scratch.dir.path())
+            .args(args)
+            .arg("audit.jsonl");
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr_text(&output));
+        stdout_text(&output)
+    };
+    let events = |args: &[&str]| -> u64 {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let report: Value = serde_json::from_str(&run_with(&with_json)).unwrap();
+        report["events"].as_u64().unwrap()
+    };
+    assert_eq!(events(&[]), 15);
+    // buyer: the gate events of calls 2, 4 and 5, the approvals of 2 and 4, three outcomes.
+    assert_eq!(events(&["--agent", "buyer"]), 8);
+    // scout: two calls of two events each, and its reset.
+    assert_eq!(events(&["--agent", "scout"]), 5);
+    assert_eq!(events(&["--agent", "nobody"]), 0);
+    let header = run_with(&["--agent", "buyer"]);
+    assert!(
+        header.lines().next().unwrap().ends_with("(8 events)"),
+        "{header}"
+    );
+    let markdown = run_with(&["--format", "markdown", "--agent", "helper"]);
+    assert!(markdown.contains("(2 events)"), "{markdown}");
+}

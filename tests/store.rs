@@ -1216,3 +1216,61 @@ fn sc_hook_links_calls_between_processes_through_redis() {
         .unwrap();
     assert!(!exists, "the reset cleared the links");
 }
+
+/// Issue 23: `sc-state show` on a store nothing has written yet says there is no state yet
+/// (exit 0, text or JSON) and does not make the file; when sc-hook and sc-mcp keep a store in
+/// the XDG state folder, it names it.
+#[test]
+fn sc_state_show_on_a_store_that_does_not_exist_yet_says_so_and_makes_nothing() {
+    let scratch = Scratch::new();
+    let show = |args: &[&str], env: &[(&str, &std::path::Path)]| {
+        let mut cmd = scratch.cmd("sc-state");
+        cmd.arg("show").args(args);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default_store = scratch.path("logs/state.sqlite");
+    let text = show(&[], &[]);
+    assert!(
+        text.contains("no state yet") && text.contains("logs/state.sqlite"),
+        "{text}"
+    );
+    assert!(!text.contains("sc-hook and sc-mcp"), "{text}");
+    let json: Value = serde_json::from_str(&show(&["--crew", "c", "--json"], &[])).unwrap();
+    assert_eq!(json["states"], serde_json::json!([]), "{json}");
+    assert!(json["store"]
+        .as_str()
+        .unwrap()
+        .ends_with("logs/state.sqlite"));
+    let named = scratch.path("elsewhere/state.sqlite");
+    let text = show(&["--state", named.to_str().unwrap()], &[]);
+    assert!(text.contains("no state yet"), "{text}");
+    assert!(!default_store.exists() && !scratch.path("logs").exists());
+    assert!(!named.exists() && !scratch.path("elsewhere").exists());
+
+    // A store in the XDG state folder, where sc-hook and sc-mcp keep theirs: named.
+    let xdg = scratch.path("xdg");
+    let agents_store = xdg.join("skeleton-crew/state.sqlite");
+    StateUrl::Sqlite(agents_store.clone())
+        .open(OpenOptions {
+            create: true,
+            fsync: false,
+        })
+        .unwrap();
+    let text = show(&[], &[("XDG_STATE_HOME", &xdg)]);
+    assert!(
+        text.contains("sc-hook and sc-mcp")
+            && text.contains(&format!("--state {}", agents_store.display())),
+        "{text}"
+    );
+    assert!(!default_store.exists());
+}

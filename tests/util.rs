@@ -361,3 +361,26 @@ pub fn run_demo(scratch: &Scratch) {
         "the demo",
     );
 }
+
+/// Starts `cmd` with the umask most shells have (022), so that a file it makes readable by
+/// others shows, whatever the test runner's own umask is.
+pub fn with_usual_umask(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: umask is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+            Ok(())
+        })
+    }
+}
+
+/// The permission bits of a file or folder.
+pub fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}

@@ -1180,3 +1180,41 @@ fn the_pages_address_is_shown_on_the_terminal_too() {
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
     assert_eq!(screen.trim_end(), line, "{screen:?}");
 }
+
+/// Issue 23: opening the page, a browser asks for `/favicon.ico` on its own; it gets an empty
+/// 204, and no refusal is narrated on stderr.
+#[test]
+fn opening_the_page_narrates_no_refused_favicon() {
+    let driver = ChromeDriver::start();
+    let mut pipeline = Pipeline::start(&["--timeout", "600"]);
+    pipeline.send(&payment("buyer", "acme-travel", 750));
+    let pipeline = runtime().block_on(async move {
+        let browser = driver.browser().await;
+        browser.goto(&pipeline.url).await.expect("open the page");
+        find(&browser, "#pending .card[data-hold='1']").await;
+        // The browser's own request for the icon, after the page loaded.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        browser.close().await.expect("close the browser");
+        pipeline
+    });
+    let narrated = pipeline.stderr_lines();
+    assert!(
+        !narrated.iter().any(|line| line.contains("refused")),
+        "{narrated:#?}"
+    );
+    let host = pipeline.host.clone();
+    let icon = pipeline.http("GET", "/favicon.ico", &[("host", &host)], b"");
+    assert_eq!(icon.status, 204, "{}", icon.text());
+    assert!(icon.body.is_empty());
+    // A page that does not exist is still refused and narrated: the narration works.
+    let missing = pipeline.http("GET", "/nothing-here", &[("host", &host)], b"");
+    assert_eq!(missing.status, 404);
+    pipeline.wait_for_stderr("/nothing-here");
+    let refused: Vec<String> = pipeline
+        .stderr_lines()
+        .into_iter()
+        .filter(|line| line.contains("refused"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert!(refused[0].contains("/nothing-here"), "{refused:#?}");
+}

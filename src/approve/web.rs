@@ -7,7 +7,8 @@
 //! [`Ticket`], then [`poll`](WebApprovals::poll)s or [`wait`](WebApprovals::wait)s for the
 //! [`Reply`]. Several holds may be pending at once; each is answered once.
 //!
-//! - `GET /` is the page, `GET /app.js` and `GET /app.css` its script and style. The page carries
+//! - `GET /` is the page, `GET /app.js` and `GET /app.css` its script and style (`GET
+//!   /favicon.ico`, which browsers ask for on their own, is an empty 204). The page carries
 //!   no hold data: its script loads the holds from the API with the token from the URL fragment
 //!   (`#token=…`, never sent in a request line, a log or a Referer) and writes every string as
 //!   text, never as HTML.
@@ -844,6 +845,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/", get(index))
         .route("/app.js", get(app_js))
         .route("/app.css", get(app_css))
+        .route("/favicon.ico", get(favicon))
         .route("/api/holds", get(list_holds))
         .route("/api/history", get(history))
         .route("/api/holds/{id}", post(answer_hold))
@@ -1014,6 +1016,11 @@ async fn app_js() -> Response {
 
 async fn app_css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+}
+
+/// The icon a browser asks for on its own when it opens the page: none, and no refusal narrated.
+async fn favicon() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 async fn not_found() -> Refusal {

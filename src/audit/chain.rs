@@ -287,6 +287,12 @@ fn split_mac(line: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((before, hex))
 }
 
+/// Whether a sealed line ends with a `mac` member, as every line of a keyed chain does: a log
+/// whose first line carries one was written with a key, and is verified only with it.
+pub fn carries_mac(line: &[u8]) -> bool {
+    split_mac(line).is_some()
+}
+
 /// Where a file's chain ends: the link of its last line and that line's `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {

@@ -361,6 +361,9 @@ pub struct Summariser {
     problems: Listing<Problem>,
     /// Counting the timeline and keeping vetoes' arguments (the HTML report).
     timeline: Option<Timeline>,
+    /// With the filter's agent: the events of that agent (its calls' events, and the resets of
+    /// its state), which the summary counts instead of every event read.
+    agent_events: u64,
 }
 
 impl Default for Summariser {
@@ -391,6 +394,7 @@ impl Summariser {
             vetoes: Listing::default(),
             problems: Listing::default(),
             timeline: None,
+            agent_events: 0,
         }
     }
 
@@ -471,12 +475,28 @@ impl Summariser {
                 .map(|since| since.as_secs());
         }
         self.summary.events += 1;
+        if self.filter.agent.is_some() && self.is_the_agents(stage, event) {
+            self.agent_events += 1;
+        }
         if let (Some(timeline), Some(at)) = (&mut self.timeline, at) {
             timeline.saw(at);
         }
         let result = self.join(id, stage, event, at);
         self.slide();
         result
+    }
+
+    /// Whether an event is the filter's agent's: a gate event names it in its `call`, the others
+    /// in `agent`; a reset of every agent's state is each agent's.
+    fn is_the_agents(&self, stage: &str, event: &EventView) -> bool {
+        let agent = match (stage, &event.call) {
+            ("gate", Some((agent, _))) => Some(&**agent),
+            _ => event.agent.as_deref(),
+        };
+        match agent {
+            Some(agent) => self.filter.admits_agent(agent),
+            None => stage == "state",
+        }
     }
 
     /// Adds one counted event to its call.
@@ -851,6 +871,9 @@ impl Summariser {
             self.fold_oldest(false);
         }
         let mut summary = self.summary;
+        if self.filter.agent.is_some() {
+            summary.events = self.agent_events;
+        }
         summary.timeline = self.timeline;
         summary.filter = self.filter.clone();
         let mut args = vec!["sc-report".to_owned(), "--format".into(), "json".into()];

@@ -85,6 +85,25 @@ fn spend(agent: &AgentState) -> String {
     }
 }
 
+/// The text `sc-state show` prints for a SQLite store whose file does not exist yet: there is
+/// no state yet, and nothing is created to say so. `elsewhere`: a store that does exist where
+/// sc-hook and sc-mcp keep theirs by default, to point to.
+pub fn show_missing_text(store: &str, elsewhere: Option<&str>) -> String {
+    let mut text = format!(
+        "state store {}\n  no state yet: the file does not exist (the first stage that keeps state there makes it)\n",
+        for_terminal(store)
+    );
+    if let Some(other) = elsewhere {
+        let _ = writeln!(
+            text,
+            "  sc-hook and sc-mcp keep theirs in {} by default: show it with --state {}",
+            for_terminal(other),
+            for_terminal(other)
+        );
+    }
+    text
+}
+
 /// The text `sc-state show` prints.
 pub fn show_text(store: &str, states: &[(StateKey, CrewState)], now: SystemTime) -> String {
     let mut text = format!("state store {}\n", for_terminal(store));

@@ -37,6 +37,22 @@ struct Unprepared {
     text: String,
 }
 
+/// Creates `path` empty with mode 600 when it does not exist yet; an existing file is left as
+/// it is.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
 /// An open SQLite state file.
 pub struct SqliteStore {
     connection: Connection,
@@ -58,6 +74,10 @@ impl SqliteStore {
                     ))
                 })?;
             }
+            // Made readable by its owner only before SQLite opens it: the store holds what
+            // untrusted tools returned (taint causes, provenance). SQLite gives its side files
+            // (-wal, -shm, -journal) the mode of the database file.
+            create_private_file(path).map_err(|err| fail(format!("cannot create it: {err}")))?;
         } else if !path.exists() {
             return Err(fail("there is no such file".to_owned()));
         }
@@ -499,5 +519,39 @@ mod tests {
             .unwrap();
         let err = SqliteStore::open(&edited, OpenOptions::default()).unwrap_err();
         assert!(err.0.contains("its format is"), "{err}");
+    }
+
+    #[test]
+    fn a_new_store_and_its_side_files_are_its_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private/state.sqlite");
+        let mut store = open(&path);
+        store
+            .update(&StateKey::crew("c", View::Gate), &mut |s| {
+                s.crew_spent = 1.0
+            })
+            .unwrap();
+        // While the store is open, SQLite keeps its WAL and shared-memory files beside it.
+        let mut seen = 0;
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            let Ok(meta) = std::fs::metadata(&name) else {
+                continue;
+            };
+            seen += 1;
+            let mode = meta.permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}: {mode:o}", PathBuf::from(name).display());
+        }
+        assert!(seen >= 3, "the store and its -wal and -shm files");
+        drop(store);
+        // An existing file keeps the mode it has.
+        let other = dir.path().join("shared.sqlite");
+        std::fs::write(&other, b"").unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o640)).unwrap();
+        drop(open(&other));
+        let mode = std::fs::metadata(&other).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
     }
 }
