@@ -8,9 +8,9 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::evaluate_with_state;
-use skeleton_crew::policy::Policy;
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::decision::evaluate_with_state;
+use skeleton_crew::rules::policy::Policy;
+use skeleton_crew::rules::state::CrewState;
 
 /// Calls like the ones `examples/gen_calls.rs` writes: eight tools, three sources.
 const LINES: &[&str] = &[

@@ -10,10 +10,11 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::{evaluate_with_state, Decision};
-use skeleton_crew::policy::Policy;
+use skeleton_crew::rules::decision::evaluate_with_state;
+use skeleton_crew::rules::policy::Policy;
 use skeleton_crew::rules::provenance::ResultRecord;
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::verdict::Decision;
 
 /// About 1 MiB of untrusted text in results of 16 KiB, written deterministically.
 fn untrusted_results() -> Vec<String> {

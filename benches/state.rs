@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::evaluate_with_state;
-use skeleton_crew::policy::Policy;
+use skeleton_crew::rules::decision::evaluate_with_state;
+use skeleton_crew::rules::policy::Policy;
 use skeleton_crew::store::{OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 
 fn main() {

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use skeleton_crew::approve::{self, ApproveOptions, DEFAULT_TIMEOUT_SECONDS};
+use skeleton_crew::approve::{self as asking, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
+use skeleton_crew::stage::approve::{self, ApproveOptions};
 
 /// Ask a person about every held call.
 ///
@@ -31,7 +32,7 @@ struct Args {
     /// (127.0.0.1:0 takes any free port; [::1]:8080), instead of the terminal. The page's
     /// address, with its token, is printed on stderr and the terminal. Holds wait side by side and
     /// are answered in any order; records still leave in input order.
-    #[arg(long, value_name = "ADDR", value_parser = approve::web::loopback_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr)]
     web: Option<SocketAddr>,
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
@@ -59,14 +60,14 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     let chain = args.audit.chain()?;
     let options = ApproveOptions {
         max_line_bytes: args.max_line_bytes,
-        timeout: approve::timeout_from_seconds(args.timeout),
+        timeout: asking::timeout_from_seconds(args.timeout),
         chain: chain.clone(),
     };
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     if let Some(addr) = args.web {
         return approve::run_web(&args.stream.inputs(), &options, addr, &mut output);
     }
-    let mut human = approve::human_for(args.answers.as_deref(), options.timeout)?;
+    let mut human = asking::human_for(args.answers.as_deref(), options.timeout)?;
     approve::run(
         &args.stream.inputs(),
         &options,

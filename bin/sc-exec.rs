@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, PolicyArgs, StateArgs, StreamArgs};
-use skeleton_crew::exit::{self, Completion, UsageError};
+use skeleton_crew::error::UsageError;
+use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
+use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::backends;
 use skeleton_crew::stage::exec::{self, ExecOptions, ToolSet};
-use skeleton_crew::state::CrewState;
 use skeleton_crew::store::{StateHandle, View};
 
 /// Run the calls that were allowed or approved.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
-use skeleton_crew::hook::{self, HookOptions, DEFAULT_AGENT};
+use skeleton_crew::stage::hook::{self, HookOptions, DEFAULT_AGENT};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).

@@ -11,8 +11,8 @@ use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
-use skeleton_crew::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 use skeleton_crew::store::{StateHandle, StateKey, View};
 
 /// Put the gate in front of an MCP server.
@@ -110,7 +110,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<u8> {
     let timeout = approve::timeout_from_seconds(args.timeout);
     if args.state.state.is_some() && args.state.crew.is_none() {
-        return Err(exit::UsageError(
+        return Err(skeleton_crew::error::UsageError(
             "--state needs --crew: without a crew, sc-mcp keeps its state for its own process"
                 .into(),
         )

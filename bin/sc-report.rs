@@ -8,11 +8,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use skeleton_crew::audit::chain::{self, Chain, Link};
+use skeleton_crew::audit::verify;
 use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
 use skeleton_crew::cli::{self, GenerateArgs};
-use skeleton_crew::exit::{self, Completion, UsageError};
+use skeleton_crew::error::UsageError;
+use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::report::{self, ChainStatus, FailOn, Filter, Summariser};
-use skeleton_crew::verify;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {

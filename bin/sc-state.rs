@@ -11,7 +11,7 @@ use skeleton_crew::audit::chain::Chain;
 use skeleton_crew::audit::{AuditLog, AuditOptions, IdMinter, DEFAULT_AUDIT_PATH};
 use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::store::admin::{self, Reset};
+use skeleton_crew::stage::state::{self as admin, Reset};
 use skeleton_crew::store::{self, OpenOptions, Owner, StateUrl};
 
 /// Show or reset a crew's shared state: each agent's taint, with its cause, and its spend.

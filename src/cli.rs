@@ -11,11 +11,12 @@ use anyhow::Result;
 
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
-use crate::exit::UsageError;
+use crate::error::PolicyError;
+use crate::error::UsageError;
 use crate::jsonl::{Input, StageOutput};
-use crate::policy::{Policy, PolicyError};
 use crate::rules::paths::Places;
-use crate::state::SystemClock;
+use crate::rules::policy::Policy;
+use crate::rules::state::SystemClock;
 use crate::store::{self, OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 
 /// `--audit PATH`, `--audit-key FILE` and `--fsync`: where and how a writing stage appends its

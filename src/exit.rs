@@ -1,14 +1,14 @@
 //! Exit statuses, in one place: 0 done; 1 runtime failure (I/O, audit log); 2 usage or policy
 //! error. A closed stdout (`| head -1`) ends a stage quietly with 0.
 
+use crate::error::PolicyError;
+use crate::error::UsageError;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 pub const SUCCESS: u8 = 0;
 pub const RUNTIME_FAILURE: u8 = 1;
 pub const USAGE_ERROR: u8 = 2;
-
-pub use crate::error::{PolicyError, UsageError};
 
 /// How a stage ended when nothing stopped it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -12,10 +12,8 @@ pub mod call;
 pub mod cli;
 pub mod error;
 pub mod exit;
-pub mod hook;
 pub mod json_write;
 pub mod jsonl;
-pub mod mcp;
 pub mod record;
 pub mod report;
 pub mod rules;
@@ -24,8 +22,3 @@ pub mod stage;
 pub mod store;
 pub mod strict_json;
 pub mod verdict;
-
-// Paths from before the audit log became a folder.
-pub use audit::{chain, verify};
-// Paths from before the rules became a folder.
-pub use rules::{argrules, decision, policy, state};

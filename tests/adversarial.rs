@@ -12,10 +12,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::{evaluate_parsed, Decision};
 use skeleton_crew::jsonl::{is_blank, DEFAULT_MAX_LINE_BYTES};
-use skeleton_crew::policy::Policy;
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::decision::evaluate_parsed;
+use skeleton_crew::rules::policy::Policy;
+use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::verdict::Decision;
 
 use crate::util::{self, parse_lines, testdata, Scratch};
 

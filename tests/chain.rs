@@ -234,7 +234,7 @@ fn no_writer_extends_a_keyed_log_seeded_by_someone_without_the_key() {
 /// Strips `seq` and `prev` from every event, applies `edit`, and seals them again as a fresh
 /// unkeyed chain: what an attacker without the key can do.
 fn reseal_unkeyed(lines: &[String], edit: impl Fn(&str) -> String) -> Vec<String> {
-    use skeleton_crew::chain::{seal, Chain, Head};
+    use skeleton_crew::audit::chain::{seal, Chain, Head};
     let mut head = Head::genesis();
     lines
         .iter()

@@ -118,10 +118,10 @@ fn the_corpus_gets_its_decisions_through_sc_hook() {
                     &format!("toolu_{number}"),
                 );
                 let (decision, reason) = hook_answer(&run_hook(&scratch, &input));
-                let decision = skeleton_crew::decision::Decision::parse(&decision).unwrap();
+                let decision = skeleton_crew::verdict::Decision::parse(&decision).unwrap();
                 // An allow is answered with nothing, so it has no reason to check.
                 let mut line = line.clone();
-                if decision == skeleton_crew::decision::Decision::Allow {
+                if decision == skeleton_crew::verdict::Decision::Allow {
                     line.as_object_mut().unwrap().remove("reason");
                 }
                 let reasons = [reason];

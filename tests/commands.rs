@@ -14,14 +14,15 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Value};
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::{evaluate, evaluate_with_state, Decision};
-use skeleton_crew::policy::Policy;
 use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::decide_command;
+use skeleton_crew::rules::decision::{evaluate, evaluate_with_state};
 use skeleton_crew::rules::paths::Places;
 use skeleton_crew::rules::paths::{PathContext, PathRules};
+use skeleton_crew::rules::policy::Policy;
 use skeleton_crew::rules::shell::{analyse, MAX_COMMAND_BYTES};
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::verdict::Decision;
 
 pub fn testdata(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -14,13 +14,13 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Map, Value};
-use skeleton_crew::argrules::{ArgRule, WhenTainted};
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::{
-    evaluate, evaluate_parsed, evaluate_with_state, Decision, Judgement,
-};
-use skeleton_crew::policy::{BudgetScope, Policy, PolicySettings, TaintScope, ToolPattern};
-use skeleton_crew::state::{AgentState, CrewState, TaintCause};
+use skeleton_crew::rules::argrules::{ArgRule, WhenTainted};
+use skeleton_crew::rules::decision::{evaluate, evaluate_parsed, evaluate_with_state};
+use skeleton_crew::rules::policy::{BudgetScope, Policy, PolicySettings, TaintScope};
+use skeleton_crew::rules::state::{AgentState, CrewState, TaintCause};
+use skeleton_crew::rules::tools::ToolPattern;
+use skeleton_crew::verdict::{Decision, Judgement};
 
 /// Tool names calls use: the built-ins, a denied one, look-alikes and a family under a prefix.
 const CALL_TOOLS: &[&str] = &[

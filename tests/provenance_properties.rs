@@ -6,10 +6,11 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Value};
 use skeleton_crew::call::Call;
-use skeleton_crew::decision::{evaluate_with_state, Decision};
-use skeleton_crew::policy::Policy;
+use skeleton_crew::rules::decision::evaluate_with_state;
+use skeleton_crew::rules::policy::Policy;
 use skeleton_crew::rules::provenance::ResultRecord;
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::verdict::Decision;
 
 const FREE_TEXT: &[&str] = &[
     "body",

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use skeleton_crew::audit::AuditLog;
 use skeleton_crew::jsonl::{Input, StageOutput};
-use skeleton_crew::policy::Policy;
+use skeleton_crew::rules::policy::Policy;
+use skeleton_crew::rules::state::SetClock;
 use skeleton_crew::stage::gate::{self, GateOptions};
-use skeleton_crew::state::SetClock;
 use skeleton_crew::store::{OpenOptions, Shared, StateKey, StateUrl, Timing, View};
 
 use crate::util::{bin_path, parse_stdout, RedisServer, Scratch};

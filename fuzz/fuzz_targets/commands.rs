@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use skeleton_crew::decision::Decision;
+use skeleton_crew::verdict::Decision;
 use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::decide_command;
 use skeleton_crew::rules::paths::{PathContext, PathRules};

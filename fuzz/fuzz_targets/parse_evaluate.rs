@@ -17,10 +17,11 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use skeleton_crew::amount::Amount;
 use skeleton_crew::call::{deeper_than, Call, MAX_CALL_DEPTH};
-use skeleton_crew::decision::{evaluate, evaluate_parsed, evaluate_with_state, Decision};
-use skeleton_crew::policy::{Policy, PolicySettings, TaintScope};
+use skeleton_crew::rules::decision::{evaluate, evaluate_parsed, evaluate_with_state};
+use skeleton_crew::verdict::Decision;
+use skeleton_crew::rules::policy::{Policy, PolicySettings, TaintScope};
 use skeleton_crew::record::{verdict_line, CallText, Record};
-use skeleton_crew::state::CrewState;
+use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::strict_json;
 
 fn policies() -> &'static [Policy; 2] {

@@ -9,8 +9,9 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use skeleton_crew::call::{Call, Provenance, Source};
-use skeleton_crew::decision::{evaluate, Decision};
-use skeleton_crew::policy::Policy;
+use skeleton_crew::rules::decision::evaluate;
+use skeleton_crew::verdict::Decision;
+use skeleton_crew::rules::policy::Policy;
 
 const CALLS: &[&str] = &[
     r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"}"#,

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{Human, Reply};
-use crate::exit::UsageError;
+use crate::error::UsageError;
 use crate::record::AnsweredBy;
 
 /// The scripted human: answers taken in order from a file, one per line.

@@ -53,7 +53,7 @@ use subtle::ConstantTimeEq;
 
 use super::prompt::lower_hex;
 use super::{Hold, Human, Reply};
-use crate::exit::UsageError;
+use crate::error::UsageError;
 use crate::record::AnsweredBy;
 use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json;

@@ -27,7 +27,7 @@ use std::path::Path;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::exit::UsageError;
+use crate::error::UsageError;
 
 /// The `prev` of a file's first event in an unkeyed chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -390,7 +390,7 @@ fn classify<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{seal, Head, GENESIS};
+    use crate::audit::chain::{seal, Head, GENESIS};
 
     fn chained(events: usize, chain: &Chain) -> Vec<Vec<u8>> {
         let mut head = chain.genesis_head();

@@ -66,7 +66,7 @@ pub struct Args {
     text: Box<str>,
     amount: Option<Value>,
     map: OnceLock<Map<String, Value>>,
-    /// Whether two keys could fold alike ([`argrules::fold_key`](crate::argrules::fold_key)):
+    /// Whether two keys could fold alike ([`argrules::fold_key`](crate::rules::argrules::fold_key)):
     /// `false` only when no key at any depth has an upper-case or non-ASCII letter or an escape,
     /// as the call scanner saw while it checked them.
     keys_may_fold: bool,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::worker::{Block, Line, Long, Splitter};
 use super::{scan, EventView, Reasons, StateView, MAX_EVENT_BYTES};
 use crate::record::{Approval, Status};
-use crate::state::AgentState;
+use crate::rules::state::AgentState;
 use crate::strict_json;
 
 /// The lines that end in one block, read.

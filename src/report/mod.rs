@@ -23,9 +23,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::decision::Decision;
 use crate::record::{Approval, Status};
-use crate::state::AgentState;
+use crate::rules::state::AgentState;
+use crate::verdict::Decision;
 
 mod batch;
 mod html;

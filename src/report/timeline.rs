@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::DecisionCounts;
-use crate::decision::Decision;
+use crate::verdict::Decision;
 
 /// At most this many bars. The bucket is the narrowest of minute, hour, day (then 2, 4, 8… days)
 /// with which the calls' span fits in that many.

@@ -2,8 +2,8 @@
 //! decision.
 
 use crate::call::Call;
-use crate::decision::Decision;
-use crate::policy::Policy;
+use crate::rules::policy::Policy;
+use crate::verdict::Decision;
 
 /// What the `commands` and `paths` keys say about a call, as findings for the decision
 /// ([`decision::evaluate_with_state`]): for a tool `commands` maps, its command's decision

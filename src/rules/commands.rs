@@ -62,10 +62,10 @@ use super::keys::{self, shown};
 use super::shell::{
     analyse, quote_word, Analysis, Caveat, DynamicPart, SimpleCommand, WrittenPath,
 };
-use crate::argrules::WhenTainted;
-use crate::decision::Decision;
-use crate::policy::ToolPattern;
+use crate::rules::argrules::WhenTainted;
+use crate::rules::tools::ToolPattern;
 use crate::strict_json::type_name;
+use crate::verdict::Decision;
 
 /// The most reasons written for one command's decision; the findings past them are counted.
 pub const MAX_REASONS: usize = 8;

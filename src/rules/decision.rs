@@ -39,8 +39,8 @@ use super::state::{CrewState, Span, TaintCause};
 use crate::amount::Amount;
 use crate::call::{Call, Malformed, Source};
 use crate::sanitize::quoted;
-
-pub use crate::verdict::{Decision, Judgement};
+use crate::verdict::Decision;
+use crate::verdict::Judgement;
 
 impl Judgement {
     /// Rule 1: a malformed call is denied, with what is wrong with it as the reasons.
@@ -412,7 +412,7 @@ fn allow_reason(call: &Call) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicySettings;
+    use crate::rules::policy::PolicySettings;
 
     fn call(line: &str) -> Result<Call, Malformed> {
         Call::parse_line(line.as_bytes()).map(|(call, _)| call)

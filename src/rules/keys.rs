@@ -4,9 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::tools::ToolPattern;
-use crate::decision::Decision;
 use crate::sanitize::for_terminal;
 use crate::strict_json::type_name;
+use crate::verdict::Decision;
 
 /// The object at `key`, with every key in `known` (an unknown key is an error naming the nearest
 /// known one).

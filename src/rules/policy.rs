@@ -58,7 +58,8 @@ pub const KEYS: &[&str] = &[
 
 pub(crate) use super::names::one_of;
 use super::names::{did_you_mean, unseen_characters};
-pub use super::tools::{ToolList, ToolPattern};
+use super::tools::{ToolList, ToolPattern};
+use crate::error::PolicyError;
 
 /// Whether taint follows one agent or the whole crew.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -171,7 +172,7 @@ pub struct PolicySettings {
     pub budget_window: Option<BudgetWindow>,
     /// Agent name (or `*` for agents not named) → the tools it may use. Empty: no restriction.
     pub agents: BTreeMap<String, Vec<String>>,
-    /// Argument rules, already compiled ([`crate::argrules::from_json`] or [`ArgRule::new`]).
+    /// Argument rules, already compiled ([`crate::rules::argrules::from_json`] or [`ArgRule::new`]).
     pub tool_args: Vec<ArgRule>,
     /// `commands`: rules over a shell tool's command ([`CommandRules::from_json`]).
     pub commands: Option<CommandRules>,
@@ -210,8 +211,6 @@ impl Default for Policy {
         Policy::new(PolicySettings::default()).expect("the built-in policy is valid")
     }
 }
-
-pub use crate::error::PolicyError;
 
 fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
     if limit.is_finite() && limit >= 0.0 {

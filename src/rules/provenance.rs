@@ -21,8 +21,8 @@ use serde_json::{Map, Value};
 use super::policy::{Policy, TaintScope};
 use super::tokens::{self, Kind, TokenIndex};
 use crate::call::Call;
-use crate::decision::Decision;
 use crate::sanitize::quoted;
+use crate::verdict::Decision;
 
 pub use super::provenance_rules::{
     from_json, ProvenanceRules, DEFAULT_ACTION_TOOLS, DEFAULT_FREE_TEXT_ARGS, MAX_PENDING_READS,
@@ -718,8 +718,8 @@ pub fn kind_of(line: &[u8]) -> Option<(Value, Map<String, Value>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::evaluate_with_state;
-    use crate::state::CrewState;
+    use crate::rules::decision::evaluate_with_state;
+    use crate::rules::state::CrewState;
 
     fn call(line: &str) -> Call {
         Call::parse_line(line.as_bytes()).unwrap().0

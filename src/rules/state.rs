@@ -1,5 +1,5 @@
 //! Per-agent state across a stream: taint and spend. An explicit, serialisable value that the
-//! decision reads ([`crate::decision::evaluate_with_state`]) and that is updated after each
+//! decision reads ([`crate::rules::decision::evaluate_with_state`]) and that is updated after each
 //! decision ([`CrewState::record`]), so the rules stay pure and a later adapter can persist it.
 //!
 //! - **Taint.** Once an agent has a call that is not denied to a tool in `untrustedOutputTools`

@@ -3,9 +3,9 @@
 //! the call a deny.
 
 use crate::call::Call;
-use crate::policy::Policy;
 use crate::rules::decision::decide;
-use crate::state::AgentState;
+use crate::rules::policy::Policy;
+use crate::rules::state::AgentState;
 use crate::store::{unavailable, StateHandle, Timing};
 use crate::verdict::Judgement;
 

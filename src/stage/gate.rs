@@ -15,15 +15,16 @@ use anyhow::Result;
 use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
-use crate::decision::{decide, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
-use crate::policy::Policy;
 use crate::record::{self, CallText};
+use crate::rules::decision::decide;
+use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ValueRecord};
+use crate::rules::state::{AgentState, CrewState};
 use crate::sanitize::for_terminal;
-use crate::state::{AgentState, CrewState};
 use crate::store::{self, Owner, Shared, Timing};
+use crate::verdict::Judgement;
 
 /// The most line bytes decided in one update of a shared state: one read buffer.
 pub const SHARED_BATCH_BYTES: usize = 64 * 1024;
@@ -619,7 +620,7 @@ fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::TaintCause;
+    use crate::rules::state::TaintCause;
 
     #[test]
     fn an_agent_state_is_written_again_whenever_it_changed() {

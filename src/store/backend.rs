@@ -1,7 +1,7 @@
 //! What a store is ([`Store`]) and why one could not be used ([`StoreError`]).
 
 use super::key::{StateKey, ValueChange, ValueKey};
-use crate::state::CrewState;
+use crate::rules::state::CrewState;
 
 /// Why a store could not be used. The doors deny with `state store unavailable: {this}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! How a state and a value are found in a store: crew names, [`StateKey`], [`ValueKey`].
 
+use crate::rules::state::Span;
 use crate::sanitize::quoted;
-use crate::state::Span;
 
 /// The state file's name, beside the audit log, when no `--state` is given.
 pub const DEFAULT_STATE_FILE: &str = "state.sqlite";

@@ -20,7 +20,6 @@
 //! a second time). A store that cannot be reached or written, or whose content is not what this
 //! program writes, is an error ([`StoreError`]); the doors then never allow the call.
 
-pub mod admin;
 mod backend;
 mod key;
 pub mod redis;

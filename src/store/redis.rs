@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 
 use super::{parse_state, refused_value, StateKey, Store, StoreError, ValueChange, ValueKey};
-use crate::state::CrewState;
+use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
 pub const KEY_PREFIX: &str = "skeleton-crew:";

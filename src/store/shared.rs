@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use super::backend::{Store, StoreError};
 use super::key::StateKey;
-use crate::policy::Policy;
-use crate::state::{Clock, CrewState, SystemClock};
+use crate::rules::policy::Policy;
+use crate::rules::state::{Clock, CrewState, SystemClock};
 use crate::verdict::{Decision, Judgement};
 
 /// The time a decision is made at, and how long a taint lasts.

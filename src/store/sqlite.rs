@@ -5,7 +5,7 @@
 //! busy handler) up to [`BUSY_WAIT`], then fails, and the call is not allowed.
 //!
 //! The file holds three tables: `sc_meta` (its format), `sc_states` (a state per key, as the
-//! JSON [`crate::state::CrewState`] writes) and `sc_values` (a text per [`ValueKey`]: sc-hook's
+//! JSON [`crate::rules::state::CrewState`] writes) and `sc_values` (a text per [`ValueKey`]: sc-hook's
 //! call links of each session). A store of format 1, made before `sc_values`, is brought to
 //! format 2 when it is opened (the table is added, nothing else changes); a program that knows
 //! only format 1 then refuses it with a clear message. A file that is not SQLite, a database of
@@ -20,7 +20,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use super::{
     parse_state, refused_value, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey,
 };
-use crate::state::{rfc3339_seconds, unix_seconds, CrewState};
+use crate::rules::state::{rfc3339_seconds, unix_seconds, CrewState};
 
 /// The format this program writes, in `sc_meta`.
 pub const FORMAT: &str = "skeleton-crew state 2";
@@ -394,7 +394,10 @@ mod tests {
         let mut other = open(&path);
         let state = other.read(&key).unwrap().unwrap();
         assert_eq!(state.crew_spent, 12.5);
-        assert_eq!(state.span, crate::state::Span::Crew("payments".into()));
+        assert_eq!(
+            state.span,
+            crate::rules::state::Span::Crew("payments".into())
+        );
         assert_eq!(other.read(&StateKey::crew("x", View::Gate)).unwrap(), None);
         assert_eq!(other.keys().unwrap(), vec![key]);
     }

@@ -55,7 +55,7 @@ use nix::unistd::{getpid, Pid};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::exit::UsageError;
+use crate::error::UsageError;
 use crate::strict_json;
 
 /// The keys a tool's entry may hold.

@@ -36,15 +36,15 @@ pub mod backends;
 pub mod tools;
 
 use crate::call::{Call, Malformed};
-use crate::decision::{Decision, Judgement};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
-use crate::policy::Policy;
 use crate::record::{self, Approval, Outcome, Record, Status};
+use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ResultRecord, ValueRecord};
+use crate::rules::state::CrewState;
 use crate::sanitize::for_terminal;
-use crate::state::CrewState;
 use crate::store::{Owner, StateHandle, Timing};
+use crate::verdict::{Decision, Judgement};
 use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use tools::BUILTIN_TOOLS;
 

@@ -13,10 +13,10 @@ use super::provenance;
 use super::HookOptions;
 use crate::approve::{approval_for, Reply};
 use crate::audit::{self, AuditLog, IdMinter, Stage};
-use crate::decision::Decision;
 use crate::record::{AnsweredBy, Outcome, Status};
 use crate::sanitize::quoted;
 use crate::store;
+use crate::verdict::Decision;
 
 /// How a `PostToolUse` was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,7 +32,7 @@ use crate::approve::web::{self, WebApprovals};
 use crate::approve::Human;
 use crate::audit::{AuditLog, IdMinter};
 use crate::jsonl::{self, Line, LineReader};
-use crate::state::CrewState;
+use crate::rules::state::CrewState;
 use crate::store::StateHandle;
 
 /// How long the server has to exit after the client closed its input, before SIGTERM, and again
@@ -100,7 +100,7 @@ pub fn run_with_state(
 ) -> Result<u8> {
     let (program, args) = command
         .split_first()
-        .ok_or_else(|| crate::exit::UsageError("no MCP server command after `--`".into()))?;
+        .ok_or_else(|| crate::error::UsageError("no MCP server command after `--`".into()))?;
     // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
     let page = match options.asking {
         Asking::Wherever {

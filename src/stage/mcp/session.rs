@@ -16,8 +16,8 @@ use super::pending::{Asked, Awaiting, HeldCall, Pending, PendingRequest, Ticket}
 use super::protocol::{error_response, refusal_response, RequestId, INTERNAL_ERROR};
 use crate::approve::elicitation;
 use crate::audit::{self, AuditLog, Stage};
-use crate::policy::Policy;
 use crate::record::{Approval, Outcome, Status};
+use crate::rules::policy::Policy;
 use crate::rules::provenance::ResultRecord;
 use crate::sanitize::for_terminal;
 

@@ -11,8 +11,8 @@ use super::output::{hook_output, write_answer};
 use super::HookOptions;
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
-use crate::decision::Judgement;
 use crate::store::{self, Shared, StateKey, View};
+use crate::verdict::Judgement;
 
 /// Decides a `PreToolUse`: decides on the state in one atomic update, audits the decision,
 /// remembers the call by its `tool_use_id` in the session's links, and only then writes the

@@ -58,7 +58,7 @@
 //! `gate` event repeats the line's members after `id` byte for byte (then the chain's `seq` and
 //! `prev`), so the line and its digest can be rebuilt from the log.
 //!
-//! [`CrewState`]: crate::state::CrewState
+//! [`CrewState`]: crate::rules::state::CrewState
 
 mod client;
 mod holds;
@@ -82,8 +82,8 @@ pub use self::proxy::{run, run_with_state};
 pub use self::server::hide_denied_tools;
 pub use self::verdict::Verdict;
 use crate::approve::{Human, Reply};
-use crate::policy::Policy;
 use crate::record::AnsweredBy;
+use crate::rules::policy::Policy;
 use crate::store::Timing;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.

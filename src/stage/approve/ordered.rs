@@ -20,17 +20,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::web::{announce, Ticket, WebApprovals};
 use super::{
-    answered, approval_for, examine_hold, needs_reading, removed_approval, too_long,
-    ApproveOptions, Examined, Hold,
+    answered, examine_hold, needs_reading, removed_approval, too_long, ApproveOptions, Examined,
 };
+use crate::approve::web::{announce, Ticket, WebApprovals};
+use crate::approve::{approval_for, Hold};
 use crate::audit::IdMinter;
-use crate::decision::Decision;
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
 use crate::record::{AnsweredBy, Record};
 use crate::sanitize::for_terminal;
+use crate::verdict::Decision;
 
 /// How many bytes of input may wait behind a pending hold before the input is left unread.
 pub const MAX_WAITING_BYTES: usize = 64 << 20;

@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::approve::prompt::lower_hex;
-use crate::decision::Decision;
 use crate::store::{Store, StoreError, ValueChange, ValueKey};
 use crate::strict_json;
+use crate::verdict::Decision;
 
 /// The most calls awaiting their `PostToolUse` that a session's state remembers by
 /// `tool_use_id` ([`ToolUses`]); past it the oldest is forgotten, and if it runs after all it is

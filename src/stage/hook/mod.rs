@@ -60,7 +60,7 @@ pub use self::links::{input_digest, update_links, ToolUse, ToolUses, MAX_AWAITIN
 pub use self::output::hook_output;
 pub use self::post_tool_use::Ran;
 pub use self::run::{run, Handled};
-use crate::policy::Policy;
+use crate::rules::policy::Policy;
 use crate::store::{StateUrl, Timing};
 
 /// The agent name of Claude Code's main thread; a subagent is named by its `agent_type`.

@@ -18,11 +18,11 @@ use crate::approve::elicitation::{self, Questions};
 use crate::approve::{approval_for, render_prompt, Hold, Human};
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
-use crate::decision::{Decision, Judgement};
 use crate::jsonl;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
 use crate::sanitize::for_terminal;
 use crate::store::{Owner, StateHandle, Timing};
+use crate::verdict::{Decision, Judgement};
 
 pub(super) struct ClientSide<'a> {
     pub(super) session: &'a Session,
@@ -42,7 +42,7 @@ pub(super) struct ClientSide<'a> {
 /// A way of putting a held call to the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Surface {
-    /// The human given to [`run`](crate::mcp::run): the answers file, nobody (`--no-prompt`), or
+    /// The human given to [`run`](crate::stage::mcp::run): the answers file, nobody (`--no-prompt`), or
     /// the terminal (which declines when there is none).
     Human,
     /// The person, through the client (`elicitation/create`).

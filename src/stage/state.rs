@@ -6,10 +6,10 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
-use super::{Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
 use crate::json_write::JsonLine;
+use crate::rules::state::{AgentState, CrewState, TaintCause};
 use crate::sanitize::{for_terminal, quoted};
-use crate::state::{AgentState, CrewState, TaintCause};
+use crate::store::{Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
 
 /// What a reset clears: a whole crew (or session), or one agent of it.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use indexmap::IndexSet;
 
 use super::protocol::{IdKey, RequestId};
 use crate::approve::web;
-use crate::decision::Decision;
 use crate::record::{AnsweredBy, Approval};
+use crate::verdict::Decision;
 
 /// How many cancelled requests are remembered, so a late answer to one is dropped and its id is
 /// not reused while the server may still answer it; past that, the oldest is forgotten (a late

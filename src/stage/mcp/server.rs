@@ -13,8 +13,8 @@ use super::protocol::{error_response, IdKey, INTERNAL_ERROR};
 use super::session::{lock, Session};
 use crate::approve::elicitation;
 use crate::jsonl::{self, Line, LineReader};
-use crate::policy::Policy;
 use crate::record::{Outcome, Status};
+use crate::rules::policy::Policy;
 use crate::rules::provenance::ResultRecord;
 use crate::sanitize::for_terminal;
 use crate::strict_json;
@@ -367,7 +367,7 @@ fn with_newline(bytes: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::Decision;
+    use crate::verdict::Decision;
 
     #[test]
     fn denied_and_disallowed_tools_are_hidden() {

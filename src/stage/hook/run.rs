@@ -10,7 +10,7 @@ use super::pre_tool_use::decide;
 use super::provenance;
 use super::HookOptions;
 use crate::audit::AuditLog;
-use crate::decision::Judgement;
+use crate::verdict::Judgement;
 
 /// What one hook run did.
 #[derive(Debug, Clone, PartialEq, Eq)]

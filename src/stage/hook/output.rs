@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::decision::{Decision, Judgement};
+use crate::verdict::{Decision, Judgement};
 
 /// The hook's answer for a judgement: `None` for allow (no decision: Claude Code's own rules
 /// apply), else the `deny` or `ask` JSON line.

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::decision::Judgement;
 use crate::json_write::JsonLine;
-use crate::state::AgentState;
+use crate::rules::state::AgentState;
+use crate::verdict::Judgement;
 
 /// The verdict record sc-mcp makes of a well-formed call, as sc-gate writes one, with the agent's
 /// state after the call: `{"id":…,"call":{…},"decision":…,"reasons":[…],"agentState":{…}}`.
@@ -51,7 +51,7 @@ impl Verdict {
 mod tests {
     use super::*;
     use crate::audit::{self, Stage};
-    use crate::decision::Decision;
+    use crate::verdict::Decision;
     use serde_json::{json, Map};
 
     #[test]
