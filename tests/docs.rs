@@ -509,3 +509,31 @@ fn the_readmes_hook_example_prints_what_it_shows() {
     assert_eq!(output.status.code(), Some(0), "{args:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim_end(), shown);
 }
+
+/// Every folder below `src/`, as a path relative to the repository (`src/rules/shell/`).
+fn source_folders(dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let relative = path.strip_prefix(root()).unwrap();
+            out.push(format!("{}/", relative.display()));
+            source_folders(&path, out);
+        }
+    }
+}
+
+#[test]
+fn the_architecture_page_names_every_source_folder_and_the_layers() {
+    let page = read(&root().join("docs/architecture.md"));
+    let mut folders = Vec::new();
+    source_folders(&root().join("src"), &mut folders);
+    assert!(folders.len() > 5, "src/ was read");
+    let missing: Vec<&String> = folders
+        .iter()
+        .filter(|folder| !page.contains(&format!("`{folder}`")))
+        .collect();
+    assert!(missing.is_empty(), "docs/architecture.md does not name {missing:?}");
+    for layer in ["wire records and JSON", "rules", "state", "audit", "approve", "stages"] {
+        assert!(page.contains(layer), "the layer {layer} is not named");
+    }
+}
