@@ -15,6 +15,7 @@ pub mod exec;
 pub mod exit;
 pub mod gate;
 pub mod hook;
+pub(crate) mod json_lex;
 pub mod json_write;
 pub mod jsonl;
 pub mod mcp;

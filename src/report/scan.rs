@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{EventView, Reasons, StateView};
-use crate::jsonl::plain_run;
+use crate::json_lex::plain_run;
 use crate::record::Status;
 
 /// Deeper than this, a line is left to the strict reader (whose own limit is 128).
