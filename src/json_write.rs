@@ -1,7 +1,10 @@
 //! Writing JSON text: lines built field by field, strings escaped as serde_json escapes them.
-//! It needs nothing else of the crate, so the audit log and the stream stages can both use it.
+//! It needs nothing else of the crate but `plain_run` from the lexer core beside it, so the
+//! audit log and the stream stages can both use it.
 
 use serde::Serialize;
+
+use crate::json_lex::plain_run;
 
 /// How much raw text of a malformed line is kept in its verdict and audit event.
 pub const RAW_EXCERPT_BYTES: usize = 1024;
@@ -40,38 +43,6 @@ static ESCAPE: [u8; 256] = {
     table[b'\\' as usize] = b'\\';
     table
 };
-
-/// How many bytes at the start of `bytes` need no attention inside a JSON string: no quote, no
-/// backslash, no control character (what the call scanner skips and [`push_json_str`] copies
-/// unescaped). Eight bytes at a time while it can.
-#[inline]
-pub fn plain_run(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut run = 0;
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        let special = word.wrapping_sub(ONES * 0x20)
-            | quote.wrapping_sub(ONES)
-            | backslash.wrapping_sub(ONES);
-        let found = special & !word & HIGHS;
-        if found != 0 {
-            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
-            return run + (found.trailing_zeros() / 8) as usize;
-        }
-        run += 8;
-    }
-    while let Some(&byte) = bytes.get(run) {
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            break;
-        }
-        run += 1;
-    }
-    run
-}
 
 /// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
 #[inline]

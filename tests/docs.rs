@@ -532,8 +532,18 @@ fn the_architecture_page_names_every_source_folder_and_the_layers() {
         .iter()
         .filter(|folder| !page.contains(&format!("`{folder}`")))
         .collect();
-    assert!(missing.is_empty(), "docs/architecture.md does not name {missing:?}");
-    for layer in ["wire records and JSON", "rules", "state", "audit", "approve", "stages"] {
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name {missing:?}"
+    );
+    for layer in [
+        "wire records and JSON",
+        "rules",
+        "state",
+        "audit",
+        "approve",
+        "stages",
+    ] {
         assert!(page.contains(layer), "the layer {layer} is not named");
     }
 }

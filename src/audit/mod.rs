@@ -1,9 +1,13 @@
 //! The audit log, one concern a file: [`log`] appends events (and mints call ids), [`chain`]
-//! links each line to the one before, [`verify`] walks a log's chain. The writer's items are
+//! links each line to the one before, [`verify`] walks a log's chain. Reading a log back: `blocks`
+//! hands out its lines a block at a time on a second thread, `scan` reads an event line's
+//! top-level members (and its chain fields) in one strict pass. The writer's items are
 //! re-exported here, so `audit::AuditLog` and `audit::event` read as before.
 
+pub(crate) mod blocks;
 pub mod chain;
 pub mod log;
+pub(crate) mod scan;
 pub mod seal;
 pub mod verify;
 

@@ -7,9 +7,9 @@ use std::io::{self, Read};
 
 use serde_json::Value;
 
-use crate::audit::chain::{Chain, Link, Unauthentic};
-use crate::report::scan;
-use crate::report::worker::{read_block, Block, Line, Long, Splitter, Worker};
+use super::blocks::{read_block, Block, Line, Long, Splitter, Worker};
+use super::chain::{Chain, Link, Unauthentic};
+use super::scan;
 
 /// Event lines longer than this are treated as broken, not read whole.
 const MAX_LINE_BYTES: u64 = 64 << 20;

@@ -14,22 +14,15 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{Args, Call, Provenance, Source, MAX_CALL_DEPTH};
-use crate::jsonl::plain_run;
-use crate::strict_json::{self, KeySet};
+use crate::json_lex::Lexer;
+use crate::strict_json;
 
 /// Reads a call from its trimmed text, or `None` when the reference path must.
 pub(super) fn call(text: &str) -> Option<Call> {
-    let mut scanner = Scanner {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-        depth: 0,
-        in_args: false,
-        keys_may_fold: false,
-    };
-    let fields = scanner.call_fields()?;
-    scanner.skip_space();
-    if scanner.at != scanner.bytes.len() {
+    let mut lexer = Lexer::new(text, MAX_CALL_DEPTH);
+    lexer.skip_space();
+    let fields = call_fields(&mut lexer)?;
+    if !lexer.at_end() {
         return None;
     }
     let agent = fields.agent.filter(|agent| !agent.is_empty())?;
@@ -87,290 +80,54 @@ struct Fields<'a> {
     args: Option<(&'a str, Option<&'a str>, bool)>,
 }
 
-struct Scanner<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    at: usize,
-    depth: usize,
-    /// Whether the scanner is inside `args`, whose keys it looks at for [`Self::keys_may_fold`].
-    in_args: bool,
-    /// Whether a key of `args`, at any depth, has an upper-case letter, a DEL (which JSON lets
-    /// stand unescaped, and which folding drops as invisible) or a non-ASCII character (keys
-    /// with escapes are left to the reference path).
-    keys_may_fold: bool,
-}
-
-/// A string token: the text between its quotes, and whether it holds an escape.
-struct Token<'a> {
-    inner: &'a str,
-    escaped: bool,
-}
-
-impl<'a> Token<'a> {
-    /// The string's value: borrowed when it has no escapes, decoded by serde_json otherwise.
-    fn value(&self, quoted: &'a str) -> Option<Cow<'a, str>> {
-        if self.escaped {
-            serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
-        } else {
-            Some(Cow::Borrowed(self.inner))
-        }
-    }
-}
-
-impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
-    }
-
-    fn skip_space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.at += 1;
-        }
-    }
-
-    /// Skips white space, then takes `byte` if it comes next.
-    fn eat(&mut self, byte: u8) -> bool {
-        self.skip_space();
-        if self.peek() == Some(byte) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn call_fields(&mut self) -> Option<Fields<'a>> {
-        let mut fields = Fields::default();
-        self.skip_space();
-        self.open(b'{')?;
-        let mut keys = KeySet::new();
-        if self.eat(b'}') {
-            self.depth -= 1;
-            return Some(fields);
-        }
-        loop {
-            let key = self.key(&mut keys)?;
-            let slot = match key {
-                "agent" => &mut fields.agent,
-                "tool" => &mut fields.tool,
-                "source" => &mut fields.source,
-                "instruction" => &mut fields.instruction,
-                "cwd" => &mut fields.cwd,
-                // A `task` or `result` record (value provenance), not a call: the reader that
-                // tells them apart takes it.
-                "kind" => return None,
-                "args" => {
-                    self.skip_space();
-                    let start = self.at;
-                    self.keys_may_fold = false;
-                    self.in_args = true;
-                    let amount = self.object(true)?;
-                    self.in_args = false;
-                    fields.args = Some((&self.text[start..self.at], amount, self.keys_may_fold));
-                    if self.end_of_member(b'}')? {
-                        return Some(fields);
-                    }
-                    continue;
-                }
-                _ => {
-                    self.value()?;
-                    if self.end_of_member(b'}')? {
-                        return Some(fields);
-                    }
-                    continue;
-                }
-            };
-            self.skip_space();
-            let start = self.at;
-            let token = self.string()?;
-            *slot = Some(token.value(&self.text[start..self.at])?);
-            if self.end_of_member(b'}')? {
-                return Some(fields);
-            }
-        }
-    }
-
-    /// Enters an object or array, within the depth a call may have.
-    fn open(&mut self, bracket: u8) -> Option<()> {
-        if self.peek() != Some(bracket) || self.depth >= MAX_CALL_DEPTH {
-            return None;
-        }
-        self.at += 1;
-        self.depth += 1;
-        Some(())
-    }
-
-    /// After a member or element: `true` at the closing bracket, `false` after a comma.
-    fn end_of_member(&mut self, close: u8) -> Option<bool> {
-        self.skip_space();
-        match self.peek()? {
-            b',' => {
-                self.at += 1;
-                Some(false)
-            }
-            b if b == close => {
-                self.at += 1;
-                self.depth -= 1;
-                Some(true)
-            }
-            _ => None,
-        }
-    }
-
-    /// An object key and its colon; a key seen before in the object, or with an escape, gives up.
-    fn key(&mut self, keys: &mut KeySet<'a>) -> Option<&'a str> {
-        self.skip_space();
-        let token = self.string()?;
-        if token.escaped || !keys.insert(Cow::Borrowed(token.inner)) {
-            return None;
-        }
-        if self.in_args && !self.keys_may_fold {
-            self.keys_may_fold = token
-                .inner
-                .bytes()
-                .any(|b| b >= 0x7f || b.is_ascii_uppercase());
-        }
-        self.eat(b':').then_some(token.inner)
-    }
-
-    /// An object; with `find_amount`, returns the text of its `amount` member.
-    fn object(&mut self, find_amount: bool) -> Option<Option<&'a str>> {
-        self.open(b'{')?;
-        let mut amount = None;
-        if self.eat(b'}') {
-            self.depth -= 1;
-            return Some(None);
-        }
-        let mut keys = KeySet::new();
-        loop {
-            let key = self.key(&mut keys)?;
-            self.skip_space();
-            let start = self.at;
-            self.value()?;
-            if find_amount && key == "amount" {
-                amount = Some(&self.text[start..self.at]);
-            }
-            if self.end_of_member(b'}')? {
-                return Some(amount);
-            }
-        }
-    }
-
-    fn array(&mut self) -> Option<()> {
-        self.open(b'[')?;
-        if self.eat(b']') {
-            self.depth -= 1;
-            return Some(());
-        }
-        loop {
-            self.value()?;
-            if self.end_of_member(b']')? {
+/// The call object, at its `{`.
+fn call_fields<'a>(lexer: &mut Lexer<'a>) -> Option<Fields<'a>> {
+    let mut fields = Fields::default();
+    lexer.object(|lexer, key| {
+        let slot = match key {
+            "agent" => &mut fields.agent,
+            "tool" => &mut fields.tool,
+            "source" => &mut fields.source,
+            "instruction" => &mut fields.instruction,
+            "cwd" => &mut fields.cwd,
+            // A `task` or `result` record (value provenance), not a call: the reader that tells
+            // them apart takes it.
+            "kind" => return None,
+            "args" => {
+                fields.args = Some(args(lexer)?);
                 return Some(());
             }
-        }
-    }
+            _ => return lexer.value(),
+        };
+        *slot = Some(lexer.string()?.value());
+        Some(())
+    })?;
+    Some(fields)
+}
 
-    fn value(&mut self) -> Option<()> {
-        self.skip_space();
-        match self.peek()? {
-            b'{' => self.object(false).map(drop),
-            b'[' => self.array(),
-            b'"' => self.string().map(drop),
-            b'-' | b'0'..=b'9' => self.number(),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => None,
+/// The args object, at its `{`: its text, the text of its `amount` member, and whether a key of
+/// it, at any depth, has an upper-case letter, a DEL (which JSON lets stand unescaped, and which
+/// folding drops as invisible) or a non-ASCII character (keys with escapes are left to the
+/// reference path).
+fn args<'a>(lexer: &mut Lexer<'a>) -> Option<(&'a str, Option<&'a str>, bool)> {
+    let start = lexer.at();
+    let mut amount = None;
+    let mut keys_may_fold = false;
+    let mut see = |key: &str| {
+        if !keys_may_fold {
+            keys_may_fold = key.bytes().any(|b| b >= 0x7f || b.is_ascii_uppercase());
         }
-    }
-
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
-        self.bytes[self.at..].starts_with(word).then(|| {
-            self.at += word.len();
-        })
-    }
-
-    /// A number without an exponent, whose integer part has at most 300 digits, so that it is
-    /// finite as a float (anything else is left to the reference parser's range check).
-    fn number(&mut self) -> Option<()> {
-        if self.peek() == Some(b'-') {
-            self.at += 1;
+    };
+    lexer.object(|lexer, key| {
+        see(key);
+        let start = lexer.at();
+        lexer.value_seeing_keys(&mut see)?;
+        if key == "amount" {
+            amount = Some(lexer.since(start));
         }
-        let integer = self.digits();
-        let first = self.bytes.get(self.at - integer).copied();
-        if integer == 0 || integer > 300 || (integer > 1 && first == Some(b'0')) {
-            return None;
-        }
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            if self.digits() == 0 {
-                return None;
-            }
-        }
-        match self.peek() {
-            Some(b'e' | b'E') => None,
-            _ => Some(()),
-        }
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.at;
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.at += 1;
-        }
-        self.at - start
-    }
-
-    /// A string token. The text is valid UTF-8 already; control characters must be escaped, and
-    /// every escape must be one JSON has.
-    fn string(&mut self) -> Option<Token<'a>> {
-        if self.peek() != Some(b'"') {
-            return None;
-        }
-        self.at += 1;
-        let start = self.at;
-        let mut escaped = false;
-        loop {
-            self.at += plain_run(&self.bytes[self.at..]);
-            match self.peek()? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    self.escape()?;
-                }
-                _ => return None,
-            }
-        }
-        let inner = &self.text[start..self.at];
-        self.at += 1;
-        Some(Token { inner, escaped })
-    }
-
-    /// One escape, at its backslash. A `\u` escape of a surrogate is left to serde_json, which
-    /// knows how the halves must pair.
-    fn escape(&mut self) -> Option<()> {
-        let kind = *self.bytes.get(self.at + 1)?;
-        match kind {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                self.at += 2;
-                Some(())
-            }
-            b'u' => {
-                let hex = self.bytes.get(self.at + 2..self.at + 6)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return None;
-                }
-                let unit = u16::from_str_radix(hex, 16).ok()?;
-                if (0xD800..=0xDFFF).contains(&unit) {
-                    return None;
-                }
-                self.at += 6;
-                Some(())
-            }
-            _ => None,
-        }
-    }
+        Some(())
+    })?;
+    Some((lexer.since(start), amount, keys_may_fold))
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::worker::{Block, Line, Long, Splitter};
 use super::{scan, EventView, Reasons, StateView, MAX_EVENT_BYTES};
+use crate::audit::blocks::{Block, Line, Long, Splitter};
 use crate::record::{Approval, Status};
 use crate::rules::state::AgentState;
 use crate::strict_json;

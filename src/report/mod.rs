@@ -31,11 +31,11 @@ mod batch;
 mod html;
 mod listing;
 mod render;
-pub(crate) mod scan;
+mod scan;
 pub mod timeline;
 mod window;
-pub(crate) mod worker;
 
+use crate::audit::blocks::Worker;
 use batch::Item;
 pub use html::{render_html, write_html, ChainStatus};
 pub use listing::LISTED;
@@ -43,7 +43,6 @@ use listing::{Listing, Spill};
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
 use timeline::Timeline;
 use window::{CallId, IdIndex};
-use worker::Worker;
 
 /// Audit lines longer than this are reported as problems, not read.
 const MAX_EVENT_BYTES: usize = 16 << 20;
@@ -421,7 +420,7 @@ impl Summariser {
     }
 
     /// Reads one log. Errors only when the log cannot be read at all (or the vetoes cannot be
-    /// kept). The lines are read on a second thread (see [`worker`]) and joined on this one.
+    /// kept). The lines are read on a second thread (see [`crate::audit::blocks`]) and joined on this one.
     pub fn read_log(&mut self, name: &str, mut log: impl Read) -> Result<()> {
         self.summary.logs.push(name.to_owned());
         let mut worker = Worker::new(batch::reader()).context("cannot start a thread")?;
@@ -1113,6 +1112,7 @@ impl<T: std::fmt::Display> ToStringChecked for T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::scan::{chain_fields, ChainFields, MAX_DEPTH};
     use crate::strict_json;
 
     const LOG: &str = concat!(
@@ -1677,18 +1677,18 @@ mod tests {
         ] {
             let view = scan::event(&line).unwrap_or_else(|| panic!("{line}"));
             assert_eq!(seen(&view), seen(&reference(&line).unwrap()));
-            assert!(scan::chain_fields(&line).is_some(), "{line}");
+            assert!(chain_fields(&line).is_some(), "{line}");
         }
         // The bases of the properties below are read by the scanners, not left to the reader.
         for line in MANGLED_EVENTS {
             let view = scan::event(line).unwrap_or_else(|| panic!("{line}"));
             assert_eq!(seen(&view), seen(&reference(line).unwrap()));
-            assert!(scan::chain_fields(line).is_some(), "{line}");
+            assert!(chain_fields(line).is_some(), "{line}");
         }
         let sealed = r#"{"stage":"gate","id":"1","seq":7,"prev":"00ff"}"#;
         assert_eq!(
-            scan::chain_fields(sealed),
-            Some(scan::ChainFields {
+            chain_fields(sealed),
+            Some(ChainFields {
                 prev: Some("00ff"),
                 seq: Some(7)
             })
@@ -1700,8 +1700,8 @@ mod tests {
         // Deeper than the scanner goes, within what the strict reader takes.
         let deep = format!(
             r#"{{"stage":"gate","id":"x","decision":"deny","reasons":["r"],"call":{{"agent":"a","tool":"t","args":{{"n":{}1{}}}}}}}"#,
-            "[".repeat(scan::MAX_DEPTH),
-            "]".repeat(scan::MAX_DEPTH)
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
         );
         let escaped_key =
             r#"{"stage":"gate","\u0069d":"y","decision":"allow","call":{"agent":"a","tool":"t"}}"#;
@@ -1852,7 +1852,7 @@ mod tests {
             ),
         ) {
             let text = mangle(base, edits);
-            if let Some(fields) = scan::chain_fields(&text) {
+            if let Some(fields) = chain_fields(&text) {
                 let parsed: Value = serde_json::from_str(&text).map_err(|e| {
                     proptest::test_runner::TestCaseError::fail(format!("{e}: {text}"))
                 })?;

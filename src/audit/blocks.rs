@@ -1,5 +1,5 @@
-//! Reading a log on two threads: the caller's thread reads the file in blocks and hands each to a
-//! worker thread, which reads what the lines say (the part of the work that needs nothing of the
+//! The block reader under `sc-report` and `sc-report --verify`. Reading a log on two threads: the
+//! caller's thread reads the file in blocks and hands each to a worker thread, which reads what the lines say (the part of the work that needs nothing of the
 //! lines before), and hands it back; the caller takes the blocks back in order. A few blocks of a
 //! megabyte circulate, so memory stays flat however long the log is. Lines are cut out of the
 //! blocks by a [`Splitter`], on either thread, in place where a line is whole in its block.
@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use crate::jsonl::find_newline;
+use crate::json_write::find_newline;
 
 /// How many bytes a block holds.
 const BLOCK_BYTES: usize = 1 << 20;
