@@ -13,7 +13,7 @@ use skeleton_crew::audit::DEFAULT_AUDIT_PATH;
 use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::error::UsageError;
 use skeleton_crew::exit::{self, Completion};
-use skeleton_crew::report::{self, ChainStatus, FailOn, Filter, Summariser};
+use skeleton_crew::stage::report::{self, ChainStatus, FailOn, Filter, Summariser};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {

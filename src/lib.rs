@@ -16,7 +16,6 @@ pub(crate) mod json_lex;
 pub mod json_write;
 pub mod jsonl;
 pub mod record;
-pub mod report;
 pub mod rules;
 pub mod sanitize;
 pub mod stage;

@@ -588,7 +588,6 @@ fn show(module: &Module) -> String {
 }
 
 #[test]
-#[ignore = "until the layering lands (issue 23)"]
 fn src_is_layered_without_cycles() {
     let graph = read_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     assert!(graph.edges.len() > 20, "src/ was read");

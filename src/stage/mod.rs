@@ -7,4 +7,5 @@ pub mod exec;
 pub mod gate;
 pub mod hook;
 pub mod mcp;
+pub mod report;
 pub mod state;

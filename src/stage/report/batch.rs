@@ -7,7 +7,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{scan, EventView, Reasons, StateView, MAX_EVENT_BYTES};
+use super::event::{EventView, Reasons, StateView, MAX_EVENT_BYTES};
+use super::scan;
 use crate::audit::blocks::{Block, Line, Long, Splitter};
 use crate::record::{Approval, Status};
 use crate::rules::state::AgentState;

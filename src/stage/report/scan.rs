@@ -18,7 +18,7 @@
 
 use std::borrow::Cow;
 
-use super::{EventView, Reasons, StateView};
+use super::event::{EventView, Reasons, StateView};
 use crate::audit::scan::{event_members, Known};
 use crate::json_lex::Lexer;
 use crate::record::Status;

@@ -1,0 +1,39 @@
+//! `sc-report`: what happened and what was stopped, summarised from one or more audit logs.
+//!
+//! The summary is built once ([`Summariser`]) and rendered for people ([`render_text`]), for a CI
+//! job summary ([`render_markdown`]) or for programs ([`write_json`]), so all show the same
+//! numbers. A torn or malformed log line is reported as a problem, never fatal: the rest of the
+//! log still counts.
+//!
+//! Memory does not grow with the log. A call's events (gate, approve, exec) are joined by id in a
+//! window of the last [`CALL_WINDOW_EVENTS`] events: a call leaves the window, and is folded into
+//! the counts as its events then stand, when that many events have been read since its first.
+//! Every stage writes a call's events long before that, so the counts are those of joining every
+//! event of the log. An event that comes later still counts (see [`Summariser`]). Vetoes are
+//! listed in the order their calls were first seen; the text and markdown reports list the first
+//! [`LISTED`], and the JSON report every one, streamed from a temporary file.
+
+mod batch;
+mod counts;
+mod event;
+mod html;
+mod listing;
+mod render;
+mod scan;
+mod summariser;
+mod summary;
+mod time;
+pub mod timeline;
+mod window;
+
+pub use counts::*;
+pub use html::{render_html, write_html, ChainStatus};
+pub use listing::LISTED;
+pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
+pub use summariser::{summarise, summarise_filtered, Summariser, CALL_WINDOW_EVENTS};
+pub use summary::*;
+pub use time::{rfc3339, rfc3339_seconds};
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;
