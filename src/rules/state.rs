@@ -437,6 +437,44 @@ impl CrewState {
     }
 }
 
+/// Why a stored state is refused: each names what in it is wrong (`what` and `field` say
+/// where: `the state`, `` `agents` ``, `agent "a"'s `taintedBy``).
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("not valid UTF-8 (bad byte at offset {0})")]
+    NotUtf8(usize),
+    #[error("the file is empty, and a state is never written empty")]
+    Empty,
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a crew state: {0}")]
+    NotAState(serde_json::Error),
+    #[error("{what} must be an object, not {found}")]
+    NotAnObject { what: String, found: &'static str },
+    #[error("{what}.{field} must be a string, not {found}")]
+    NotAString {
+        what: String,
+        field: &'static str,
+        found: &'static str,
+    },
+    #[error("{what} is {spent}, below 0")]
+    BelowZero { what: String, spent: f64 },
+    #[error("agent {} spent {spent}, more than the crew's {crew}", quoted(.agent))]
+    AboveTheCrew {
+        agent: String,
+        spent: f64,
+        crew: f64,
+    },
+    #[error("agent {} is tainted but the crew is not (`crewTaintedBy` is missing)", quoted(.0))]
+    TaintedAlone(String),
+    #[error("`{field}` {} is not a time as the state writes it (such as 2026-12-02T13:45:10Z)", quoted(.at))]
+    NotATime { field: &'static str, at: String },
+    #[error("`spendWindow.start` {} is not a time as the state writes it (such as 2026-12-02T00:00:00Z)", quoted(.0))]
+    WindowStartNotATime(String),
+    #[error("`spendWindow.start` {} is not the start of a UTC {unit}", quoted(.start))]
+    WindowStartInside { start: String, unit: BudgetWindow },
+}
+
 impl CrewState {
     /// Reads a state written by [`serde_json::to_string`] of a [`CrewState`], and nothing else:
     /// valid UTF-8, one JSON object with no duplicate key and nothing after it; every key it
@@ -445,103 +483,94 @@ impl CrewState {
     /// object where a state or cause goes, never an array or `null`); and the sums as the state keeps them (no spend below 0, the crew's spend at
     /// least any agent's, a crew taint whenever an agent is tainted). An empty text is an error:
     /// a state is never written empty.
-    pub fn from_json(bytes: &[u8]) -> Result<CrewState, String> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|err| format!("not valid UTF-8 (bad byte at offset {})", err.valid_up_to()))?;
+    pub fn from_json(bytes: &[u8]) -> Result<CrewState, StateError> {
+        let text =
+            std::str::from_utf8(bytes).map_err(|err| StateError::NotUtf8(err.valid_up_to()))?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         if text.is_empty() {
-            return Err("the file is empty, and a state is never written empty".to_owned());
+            return Err(StateError::Empty);
         }
-        let value = strict_json::parse(text).map_err(|err| format!("not valid JSON: {err}"))?;
+        let value = strict_json::parse(text).map_err(StateError::NotJson)?;
         objects_where_states_go(&value)?;
-        let state: CrewState =
-            serde_json::from_value(value).map_err(|err| format!("not a crew state: {err}"))?;
+        let state: CrewState = serde_json::from_value(value).map_err(StateError::NotAState)?;
         state.check_sums()?;
         Ok(state)
     }
 
-    fn check_sums(&self) -> Result<(), String> {
-        let spend = |what: &str, spent: f64| {
+    fn check_sums(&self) -> Result<(), StateError> {
+        let spend = |what: String, spent: f64| {
             if spent >= 0.0 && spent.is_sign_positive() {
                 Ok(())
             } else {
-                Err(format!("{what} is {spent}, below 0"))
+                Err(StateError::BelowZero { what, spent })
             }
         };
-        spend("`crewSpent`", self.crew_spent)?;
+        spend("`crewSpent`".to_owned(), self.crew_spent)?;
         for (name, agent) in &self.agents {
-            let shown = quoted(name);
-            spend(&format!("the spend of agent {shown}"), agent.spent)?;
+            spend(format!("the spend of agent {}", quoted(name)), agent.spent)?;
             if agent.spent > self.crew_spent {
-                return Err(format!(
-                    "agent {shown} spent {}, more than the crew's {}",
-                    agent.spent, self.crew_spent
-                ));
+                return Err(StateError::AboveTheCrew {
+                    agent: name.clone(),
+                    spent: agent.spent,
+                    crew: self.crew_spent,
+                });
             }
             if agent.tainted_by.is_some() && self.crew_tainted_by.is_none() {
-                return Err(format!(
-                    "agent {shown} is tainted but the crew is not (`crewTaintedBy` is missing)"
-                ));
+                return Err(StateError::TaintedAlone(name.clone()));
             }
             time("taintedBy.at", agent.tainted_by.as_ref())?;
         }
         time("crewTaintedBy.at", self.crew_tainted_by.as_ref())?;
         if let Some(window) = &self.spend_window {
-            let start = parse_seconds(&window.start).ok_or_else(|| {
-                format!(
-                    "`spendWindow.start` {} is not a time as the state writes it (such as 2026-12-02T00:00:00Z)",
-                    quoted(&window.start)
-                )
-            })?;
+            let start = parse_seconds(&window.start)
+                .ok_or_else(|| StateError::WindowStartNotATime(window.start.clone()))?;
             if window.unit.start_of(start) != start {
-                return Err(format!(
-                    "`spendWindow.start` {} is not the start of a UTC {}",
-                    quoted(&window.start),
-                    window.unit
-                ));
+                return Err(StateError::WindowStartInside {
+                    start: window.start.clone(),
+                    unit: window.unit,
+                });
             }
         }
         Ok(())
     }
 }
 
-fn time(what: &str, cause: Option<&TaintCause>) -> Result<(), String> {
+fn time(field: &'static str, cause: Option<&TaintCause>) -> Result<(), StateError> {
     match cause.and_then(|cause| cause.at.as_deref()) {
-        Some(at) if parse_seconds(at).is_none() => Err(format!(
-            "`{what}` {} is not a time as the state writes it (such as 2026-12-02T13:45:10Z)",
-            quoted(at)
-        )),
+        Some(at) if parse_seconds(at).is_none() => Err(StateError::NotATime {
+            field,
+            at: at.to_owned(),
+        }),
         _ => Ok(()),
     }
 }
 
 /// Refuses an array or `null` where the state has an object: serde would read a struct from an
 /// array (`[]` as a clean state) and an optional one from `null`.
-fn objects_where_states_go(value: &Value) -> Result<(), String> {
+fn objects_where_states_go(value: &Value) -> Result<(), StateError> {
     fn object<'a>(
         value: &'a Value,
         what: &str,
-    ) -> Result<&'a serde_json::Map<String, Value>, String> {
-        value.as_object().ok_or_else(|| {
-            format!(
-                "{what} must be an object, not {}",
-                strict_json::type_name(value)
-            )
+    ) -> Result<&'a serde_json::Map<String, Value>, StateError> {
+        value.as_object().ok_or_else(|| StateError::NotAnObject {
+            what: what.to_owned(),
+            found: strict_json::type_name(value),
         })
     }
-    fn cause(value: Option<&Value>, what: &str) -> Result<(), String> {
+    fn cause(value: Option<&Value>, what: &str) -> Result<(), StateError> {
         let Some(value) = value else {
             return Ok(());
         };
         let cause = object(value, what)?;
-        for key in ["argument", "at"] {
-            match cause.get(key) {
+        for field in ["argument", "at"] {
+            match cause.get(field) {
                 None | Some(Value::String(_)) => {}
                 Some(other) => {
-                    return Err(format!(
-                        "{what}.{key} must be a string, not {}",
-                        strict_json::type_name(other)
-                    ))
+                    return Err(StateError::NotAString {
+                        what: what.to_owned(),
+                        field,
+                        found: strict_json::type_name(other),
+                    })
                 }
             }
         }
