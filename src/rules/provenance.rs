@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 use super::policy::{Policy, TaintScope};
 use super::tokens::{self, Kind, TokenIndex};
 use crate::call::Call;
-use crate::sanitize::quoted;
+use crate::sanitize::{for_terminal, quoted};
+use crate::strict_json::type_name;
 use crate::verdict::Decision;
 
 pub use super::provenance_rules::{
@@ -558,45 +559,58 @@ pub enum ValueRecord {
     Result(ResultRecord),
 }
 
+/// Why a `task` or `result` record is malformed; each names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("`{field}` must be a non-empty string, not {found}")]
+    NotAName {
+        field: &'static str,
+        found: &'static str,
+    },
+    #[error("the record has no `{0}`")]
+    NoName(&'static str),
+    #[error("a task record's `source` must be \"user\" (only the user's instruction is trusted), not {}", for_terminal(&.0.to_string()))]
+    NotTheUser(Value),
+    #[error("a task record's `source` is missing; only \"user\" is trusted")]
+    NoSource,
+    #[error("`instruction` must be a string, not {0}")]
+    NotAnInstruction(&'static str),
+    #[error("the task record has no `instruction`")]
+    NoInstruction,
+    #[error("`call` must be the id of a verdict (a non-empty string), not {0}")]
+    NotACallId(&'static str),
+    #[error("the result record has no `output`")]
+    NoOutput,
+    #[error("unknown record `kind` {}: expected \"task\" or \"result\" (a call has no `kind`)", for_terminal(&.0.to_string()))]
+    UnknownKind(Value),
+}
+
 impl ValueRecord {
     /// The record in `object`, whose `kind` is `kind`; the reasons it is malformed otherwise.
-    pub fn from_object(kind: &Value, object: &Map<String, Value>) -> Result<ValueRecord, String> {
-        let name = |key: &str| -> Result<String, String> {
-            match object.get(key) {
-                Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
-                Some(other) => Err(format!(
-                    "`{key}` must be a non-empty string, not {}",
-                    crate::strict_json::type_name(other)
-                )),
-                None => Err(format!("the record has no `{key}`")),
-            }
+    pub fn from_object(
+        kind: &Value,
+        object: &Map<String, Value>,
+    ) -> Result<ValueRecord, RecordError> {
+        let name = |field: &'static str| match object.get(field) {
+            Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
+            Some(other) => Err(RecordError::NotAName {
+                field,
+                found: type_name(other),
+            }),
+            None => Err(RecordError::NoName(field)),
         };
         match kind.as_str() {
             Some("task") => {
                 let agent = name("agent")?;
                 match object.get("source") {
                     Some(Value::String(source)) if source == "user" => {}
-                    Some(other) => {
-                        return Err(format!(
-                            "a task record's `source` must be \"user\" (only the user's instruction is trusted), not {}",
-                            crate::sanitize::for_terminal(&other.to_string())
-                        ))
-                    }
-                    None => {
-                        return Err(
-                            "a task record's `source` is missing; only \"user\" is trusted".to_owned(),
-                        )
-                    }
+                    Some(other) => return Err(RecordError::NotTheUser(other.clone())),
+                    None => return Err(RecordError::NoSource),
                 }
                 let instruction = match object.get("instruction") {
                     Some(Value::String(text)) => text.clone(),
-                    Some(other) => {
-                        return Err(format!(
-                            "`instruction` must be a string, not {}",
-                            crate::strict_json::type_name(other)
-                        ))
-                    }
-                    None => return Err("the task record has no `instruction`".to_owned()),
+                    Some(other) => return Err(RecordError::NotAnInstruction(type_name(other))),
+                    None => return Err(RecordError::NoInstruction),
                 };
                 Ok(ValueRecord::Task(TaskRecord { agent, instruction }))
             }
@@ -606,17 +620,9 @@ impl ValueRecord {
                 let call = match object.get("call") {
                     None => None,
                     Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
-                    Some(other) => {
-                        return Err(format!(
-                            "`call` must be the id of a verdict (a non-empty string), not {}",
-                            crate::strict_json::type_name(other)
-                        ))
-                    }
+                    Some(other) => return Err(RecordError::NotACallId(type_name(other))),
                 };
-                let output = object
-                    .get("output")
-                    .cloned()
-                    .ok_or("the result record has no `output`")?;
+                let output = object.get("output").cloned().ok_or(RecordError::NoOutput)?;
                 Ok(ValueRecord::Result(ResultRecord {
                     agent,
                     tool,
@@ -624,10 +630,7 @@ impl ValueRecord {
                     output,
                 }))
             }
-            _ => Err(format!(
-                "unknown record `kind` {}: expected \"task\" or \"result\" (a call has no `kind`)",
-                crate::sanitize::for_terminal(&kind.to_string())
-            )),
+            _ => Err(RecordError::UnknownKind(kind.clone())),
         }
     }
 }

@@ -280,30 +280,24 @@ fn records_are_read_strictly() {
         let object = object(text);
         ValueRecord::from_object(&object["kind"], &object)
     };
+    let why = |text: &str| read(text).unwrap_err().to_string();
     assert!(matches!(
         read(r#"{"kind":"task","agent":"A","source":"user","instruction":"x"}"#),
         Ok(ValueRecord::Task(_))
     ));
     assert!(
-        read(r#"{"kind":"task","agent":"A","source":"agent","instruction":"x"}"#)
-            .unwrap_err()
+        why(r#"{"kind":"task","agent":"A","source":"agent","instruction":"x"}"#)
             .contains("must be \"user\"")
     );
-    assert!(read(r#"{"kind":"task","agent":"A","instruction":"x"}"#)
-        .unwrap_err()
-        .contains("missing"));
+    assert!(why(r#"{"kind":"task","agent":"A","instruction":"x"}"#).contains("missing"));
     assert!(read(r#"{"kind":"task","agent":"","source":"user","instruction":"x"}"#).is_err());
     assert!(matches!(
         read(r#"{"kind":"result","agent":"A","tool":"t","output":{"a":[1]}}"#),
         Ok(ValueRecord::Result(_))
     ));
-    assert!(read(r#"{"kind":"result","agent":"A","tool":"t"}"#)
-        .unwrap_err()
-        .contains("no `output`"));
+    assert!(why(r#"{"kind":"result","agent":"A","tool":"t"}"#).contains("no `output`"));
     assert!(read(r#"{"kind":"result","agent":"A","tool":"t","output":"","call":7}"#).is_err());
-    assert!(read(r#"{"kind":"Task","agent":"A"}"#)
-        .unwrap_err()
-        .contains("unknown record `kind`"));
+    assert!(why(r#"{"kind":"Task","agent":"A"}"#).contains("unknown record `kind`"));
     assert!(kind_of(br#"{"agent":"a","tool":"t"}"#).is_none());
     assert!(kind_of(br#"{"\u006bind":"task"}"#).is_some());
 }
