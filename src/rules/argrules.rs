@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::tools::ToolPattern;
+use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
+use super::tools::{PatternError, ToolPattern};
 use crate::call::fold_key;
-use crate::strict_json;
 
 /// What a tainted agent may do inside a tool's schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -181,6 +181,60 @@ pub const FORMATS: &[&str] = &[
     "uuid",
 ];
 
+/// Why a schema was refused at load; the path in it is where the validator found the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error("the schema is not valid JSON Schema (draft 2020-12) at {at}: {0}", at = location(.0.instance_path().as_str()))]
+    NotJsonSchema(jsonschema::ValidationError<'static>),
+    /// A `format` the validator does not know (at `at` in the schema), with the nearest known.
+    #[error("the format \"{}\" at {at} is not one the gate can check, so values would pass unchecked; {}the formats checked are {}", crate::sanitize::quoted(.format), format_hint(*.suggestion), FORMATS.join(", "))]
+    UnknownFormat {
+        format: String,
+        at: String,
+        suggestion: Option<&'static str>,
+    },
+    #[error("the schema cannot be compiled at {at}: {0} (remote and file references are not fetched)", at = location(.0.instance_path().as_str()))]
+    NotCompiled(jsonschema::ValidationError<'static>),
+}
+
+fn format_hint(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|known| format!("did you mean \"{known}\"? "))
+        .unwrap_or_default()
+}
+
+/// What can be wrong with a `toolArgs` entry, besides what every key's reader finds.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("the tool name {0}")]
+    ToolName(PatternError),
+    #[error("`schema` is required")]
+    NoSchema,
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+impl KeyProblem for ArgProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            ArgProblem::Key(problem) => problem.suggestion(),
+            ArgProblem::Schema(SchemaError::UnknownFormat { suggestion, .. }) => *suggestion,
+            _ => None,
+        }
+    }
+}
+
+/// An error of the `toolArgs` key, naming the key path.
+pub type ArgRulesError = KeyError<ArgProblem>;
+
+impl From<KeyError> for ArgRulesError {
+    fn from(err: KeyError) -> ArgRulesError {
+        ArgProblem::Key(err.problem).at(err.key)
+    }
+}
+
 /// Why a call's args break a rule: a sentence naming the tool, the argument and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation(pub String);
@@ -191,12 +245,9 @@ impl ArgRule {
         pattern: ToolPattern,
         schema: Value,
         when_tainted: WhenTainted,
-    ) -> Result<ArgRule, String> {
+    ) -> Result<ArgRule, SchemaError> {
         if let Err(err) = jsonschema::draft202012::meta::validate(&schema) {
-            return Err(format!(
-                "the schema is not valid JSON Schema (draft 2020-12) at {}: {err}",
-                location(err.instance_path().as_str())
-            ));
+            return Err(SchemaError::NotJsonSchema(err.to_owned()));
         }
         let validator = jsonschema::draft202012::options()
             .with_keyword("multipleOf", exact_multiple_of)
@@ -206,13 +257,8 @@ impl ArgRule {
             .with_email_options(jsonschema::EmailOptions::default().without_display_text())
             .build(&schema)
             .map_err(|err| {
-                if let Some(message) = unknown_format(&schema, err.schema_path().as_str()) {
-                    return message;
-                }
-                format!(
-                    "the schema cannot be compiled at {}: {err} (remote and file references are not fetched)",
-                    location(err.instance_path().as_str())
-                )
+                unknown_format(&schema, err.schema_path().as_str())
+                    .unwrap_or_else(|| SchemaError::NotCompiled(err.to_owned()))
             })?;
         let names = names_in_schema(&schema);
         Ok(ArgRule {
@@ -290,9 +336,9 @@ pub fn numbers_not_read_exactly(tool: &str, args_json: &str) -> Option<Violation
     }))
 }
 
-/// The message for a `format` the validator does not know, when that is why `schema` did not
+/// The error for a `format` the validator does not know, when that is why `schema` did not
 /// compile (the error's schema path ends at the `format`).
-fn unknown_format(schema: &Value, schema_path: &str) -> Option<String> {
+fn unknown_format(schema: &Value, schema_path: &str) -> Option<SchemaError> {
     if !schema_path.ends_with("/format") {
         return None;
     }
@@ -300,23 +346,22 @@ fn unknown_format(schema: &Value, schema_path: &str) -> Option<String> {
     if FORMATS.contains(&name) {
         return None;
     }
-    let hint = FORMATS
+    let suggestion = FORMATS
         .iter()
         .map(|known| {
             (
                 strsim::damerau_levenshtein(&name.to_lowercase(), known),
-                known,
+                *known,
             )
         })
         .min()
         .filter(|(distance, _)| *distance <= 3)
-        .map(|(_, known)| format!("did you mean \"{known}\"? "))
-        .unwrap_or_default();
-    Some(format!(
-        "the format \"{}\" at {schema_path} is not one the gate can check, so values would pass unchecked; {hint}the formats checked are {}",
-        crate::sanitize::quoted(name),
-        FORMATS.join(", ")
-    ))
+        .map(|(_, known)| known);
+    Some(SchemaError::UnknownFormat {
+        format: name.to_owned(),
+        at: schema_path.to_owned(),
+        suggestion,
+    })
 }
 
 /// `multipleOf`, exactly in decimal. The validator's own divides huge numbers by a fraction as
@@ -382,24 +427,20 @@ fn bounded(mut text: String) -> String {
 }
 
 /// Reads the `toolArgs` object of a policy file.
-pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, String> {
+pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, ArgRulesError> {
     let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping tool names to {{\"schema\": …, \"whenTainted\": …}}, found {}",
-            strict_json::type_name(value)
-        ));
+        let expected = "an object mapping tool names to {\"schema\": …, \"whenTainted\": …}";
+        return Err(wrong_type(expected, value).at(key).into());
     };
     entries
         .iter()
         .map(|(tool, entry)| {
             let here = format!("{key}.{tool}");
-            let pattern = ToolPattern::parse(tool)
-                .map_err(|why| format!("key `{here}`: the tool name {why}"))?;
+            let pattern =
+                ToolPattern::parse(tool).map_err(|why| ArgProblem::ToolName(why).at(&here))?;
             let Value::Object(fields) = entry else {
-                return Err(format!(
-                    "key `{here}`: expected an object with `schema`, found {}",
-                    strict_json::type_name(entry)
-                ));
+                let expected = "an object with `schema`";
+                return Err(wrong_type(expected, entry).at(here).into());
             };
             let mut schema = None;
             let mut when_tainted = WhenTainted::Hold;
@@ -407,26 +448,33 @@ pub fn from_json(key: &str, value: &Value) -> Result<Vec<ArgRule>, String> {
                 match field.as_str() {
                     "schema" => schema = Some(value.clone()),
                     "whenTainted" => {
-                        when_tainted = super::names::one_of(
+                        when_tainted = one_of(
                             &format!("{here}.whenTainted"),
                             value,
                             &[("hold", WhenTainted::Hold), ("allow", WhenTainted::Allow)],
                         )?
                     }
                     other => {
-                        let hint = ["schema", "whenTainted"]
+                        // Of two keys, the nearer is always suggested.
+                        const KNOWN: &[&str] = &["schema", "whenTainted"];
+                        let nearest = KNOWN
                             .iter()
                             .min_by_key(|known| strsim::damerau_levenshtein(other, known))
                             .expect("two known keys");
-                        return Err(format!(
-                            "key `{here}`: unknown key `{other}`; did you mean `{hint}`?"
-                        ));
+                        let unknown = UnknownKey {
+                            unknown: other.to_owned(),
+                            suggestion: Some(nearest),
+                            known: KNOWN,
+                        };
+                        return Err(ArgProblem::Key(unknown.into()).at(here));
                     }
                 }
             }
-            let schema = schema.ok_or_else(|| format!("key `{here}`: `schema` is required"))?;
+            let Some(schema) = schema else {
+                return Err(ArgProblem::NoSchema.at(here));
+            };
             ArgRule::new(pattern, schema, when_tainted)
-                .map_err(|why| format!("key `{here}.schema`: {why}"))
+                .map_err(|why| ArgProblem::Schema(why).at(format!("{here}.schema")))
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 use super::*;
 use serde_json::json;
 
-fn rules(value: Value) -> Result<Vec<ArgRule>, String> {
+fn rules(value: Value) -> Result<Vec<ArgRule>, ArgRulesError> {
     from_json("toolArgs", &value)
 }
 
@@ -67,7 +67,7 @@ fn bad_schemas_are_load_errors_naming_the_tool_and_path() {
         (json!(["t"]), "expected an object"),
     ];
     for (value, expected) in cases {
-        let err = rules(value.clone()).unwrap_err();
+        let err = rules(value.clone()).unwrap_err().to_string();
         assert!(err.contains(expected), "{value}: {err}");
     }
 }
@@ -147,7 +147,9 @@ fn an_unknown_format_is_a_load_error_naming_it() {
             "the format \"iban\" at /$defs/p/format",
         ),
     ] {
-        let err = rules(json!({"t": {"schema": schema.clone()}})).unwrap_err();
+        let err = rules(json!({"t": {"schema": schema.clone()}}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(expected), "{schema}: {err}");
         assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
     }

@@ -56,10 +56,59 @@ pub const KEYS: &[&str] = &[
     "provenance",
 ];
 
-pub(crate) use super::names::one_of;
-use super::names::{did_you_mean, unseen_characters};
-use super::tools::{ToolList, ToolPattern};
+use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
+use super::names::{unseen_characters, NameError};
+use super::tools::{ItemError, ToolList, ToolPattern};
 use crate::error::PolicyError;
+
+/// What can be wrong with the policy's own keys (the keys of the other rules have theirs).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum PolicyProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("expected a finite number ≥ 0, found {0}")]
+    Limit(f64),
+    #[error("item {index} must be a tool name (a string), found {found}")]
+    NotAToolName { index: usize, found: &'static str },
+    #[error("an agent name is empty")]
+    EmptyAgentName,
+    #[error("the agent name {0}")]
+    AgentName(NameError),
+    #[error("\"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`")]
+    CrewBudgetUnset,
+    #[error("a window spans the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetWindow`")]
+    WindowBudgetUnset,
+    /// A number that a float does not hold as written, and the float it would be read as.
+    #[error("the number {} is not one a float holds as written (it would be read as {read_as}); write the number a float holds, so that what is compared is what the policy says", crate::sanitize::quoted(.text))]
+    Inexact { text: String, read_as: f64 },
+}
+
+impl KeyProblem for PolicyProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            PolicyProblem::Key(problem) => problem.suggestion(),
+            _ => None,
+        }
+    }
+}
+
+/// Every reader's [`KeyError`] becomes the policy error of the key path, with its did-you-mean.
+impl<P: KeyProblem> From<KeyError<P>> for PolicyError {
+    fn from(err: KeyError<P>) -> PolicyError {
+        let suggestion = err.problem.suggestion().map(str::to_owned);
+        let message = err.to_string();
+        PolicyError::at_key(err.key, suggestion, message)
+    }
+}
+
+/// An unknown top-level key: its key path is itself.
+impl From<UnknownKey> for PolicyError {
+    fn from(err: UnknownKey) -> PolicyError {
+        let suggestion = err.suggestion.map(str::to_owned);
+        let message = err.to_string();
+        PolicyError::at_key(err.unknown, suggestion, message)
+    }
+}
 
 /// Whether taint follows one agent or the whole crew.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -212,46 +261,37 @@ impl Default for Policy {
     }
 }
 
-fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
+fn check_limit(key: &str, limit: f64) -> Result<f64, KeyError<PolicyProblem>> {
     if limit.is_finite() && limit >= 0.0 {
         Ok(limit)
     } else {
-        Err(format!(
-            "key `{key}`: expected a finite number ≥ 0, found {limit}"
-        ))
+        Err(PolicyProblem::Limit(limit).at(key))
     }
 }
 
 impl Policy {
     /// Validates settings into a policy.
     pub fn new(settings: PolicySettings) -> Result<Policy, PolicyError> {
-        let error = PolicyError::new;
         let list = |key: &str, items: &[String]| {
-            ToolList::parse(items).map_err(|why| error(format!("key `{key}`: {why}")))
+            ToolList::parse(items).map_err(|item| Problem::ToolItem(item).at(key))
         };
         let mut agents = BTreeMap::new();
         for (agent, tools) in settings.agents {
             if agent.is_empty() {
-                return Err(error("key `agents`: an agent name is empty".to_owned()));
+                return Err(PolicyProblem::EmptyAgentName.at("agents").into());
             }
-            unseen_characters(&agent)
-                .map_err(|why| error(format!("key `agents`: the agent name {why}")))?;
+            unseen_characters(&agent).map_err(|why| PolicyProblem::AgentName(why).at("agents"))?;
             let tools = list(&format!("agents.{agent}"), &tools)?;
             agents.insert(agent, tools);
         }
         if settings.budget_scope == BudgetScope::Crew && settings.hold_above_total.is_none() {
-            return Err(error(
-                "key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`".to_owned(),
-            ));
+            return Err(PolicyProblem::CrewBudgetUnset.at("budgetScope").into());
         }
         if settings.budget_window.is_some() && settings.hold_above_total.is_none() {
-            return Err(error(
-                "key `budgetWindow`: a window spans the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetWindow`".to_owned(),
-            ));
+            return Err(PolicyProblem::WindowBudgetUnset.at("budgetWindow").into());
         }
         Ok(Policy {
-            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
-                .map_err(error)?,
+            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)?,
             deny_tools: list("denyTools", &settings.deny_tools)?,
             sensitive_tools: list("sensitiveTools", &settings.sensitive_tools)?,
             untrusted_output_tools: list("untrustedOutputTools", &settings.untrusted_output_tools)?,
@@ -259,8 +299,7 @@ impl Policy {
             hold_above_total: settings
                 .hold_above_total
                 .map(|limit| check_limit("holdAboveTotal", limit))
-                .transpose()
-                .map_err(error)?,
+                .transpose()?,
             budget_scope: settings.budget_scope,
             budget_window: settings.budget_window,
             agents,
@@ -274,7 +313,7 @@ impl Policy {
 
     /// Loads a policy file strictly.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let in_file = |message: String| PolicyError::new(message).in_file(path.to_owned());
+        let in_file = |message: String| PolicyError::of_text(message).in_file(path.to_owned());
         let bytes = std::fs::read(path).map_err(|err| in_file(format!("cannot read it: {err}")))?;
         let text = String::from_utf8(bytes).map_err(|err| {
             in_file(format!(
@@ -292,7 +331,7 @@ impl Policy {
 
     /// Reads a policy from JSON text with the same strictness as [`Policy::load`].
     pub fn from_json_str(text: &str) -> Result<Policy, PolicyError> {
-        let error = PolicyError::new;
+        let error = PolicyError::of_text;
         let value = strict_json::parse(text).map_err(|err| match err.classify() {
             serde_json::error::Category::Eof if text.trim().is_empty() => {
                 error("the file is empty; a policy is a JSON object such as {}".to_owned())
@@ -305,15 +344,14 @@ impl Policy {
                 strict_json::type_name(&value)
             )));
         };
-        let settings = settings_from_object(&object).map_err(error)?;
+        let settings = settings_from_object(&object)?;
         // Limits and schema bounds are compared as floats: each must be the number written.
         if let Some(number) = crate::amount::first_inexact_number(text.trim()) {
-            let key = number.path.join(".");
-            return Err(error(format!(
-                "key `{key}`: the number {} is not one a float holds as written (it would be read as {}); write the number a float holds, so that what is compared is what the policy says",
-                crate::sanitize::quoted(&number.text),
-                number.read_as
-            )));
+            let problem = PolicyProblem::Inexact {
+                text: number.text,
+                read_as: number.read_as,
+            };
+            return Err(problem.at(number.path.join(".")).into());
         }
         Policy::new(settings)
     }
@@ -412,7 +450,8 @@ impl Policy {
     }
 }
 
-fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, String> {
+/// The settings of the policy's keys; the error names the key path.
+fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, PolicyError> {
     let mut settings = PolicySettings::default();
     for (key, value) in object {
         match key.as_str() {
@@ -451,28 +490,26 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
-            unknown => return Err(unknown_key_message(unknown)),
+            unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
     }
     Ok(settings)
 }
 
-fn limit(key: &str, value: &Value) -> Result<f64, String> {
+fn limit(key: &str, value: &Value) -> Result<f64, KeyError<PolicyProblem>> {
     match value.as_f64() {
         Some(limit) => check_limit(key, limit),
-        None => Err(format!(
-            "key `{key}`: expected a number, found {}",
-            strict_json::type_name(value)
-        )),
+        None => Err(PolicyProblem::Key(wrong_type("a number", value)).at(key)),
     }
 }
 
-fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
+fn agents(
+    key: &str,
+    value: &Value,
+) -> Result<BTreeMap<String, Vec<String>>, KeyError<PolicyProblem>> {
     let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping agent names to tool lists, found {}",
-            strict_json::type_name(value)
-        ));
+        let expected = "an object mapping agent names to tool lists";
+        return Err(PolicyProblem::Key(wrong_type(expected, value)).at(key));
     };
     entries
         .iter()
@@ -480,39 +517,28 @@ fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, Str
         .collect()
 }
 
-fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
+fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, KeyError<PolicyProblem>> {
     let Value::Array(items) = value else {
-        return Err(format!(
-            "key `{key}`: expected an array of tool names, found {}",
-            strict_json::type_name(value)
-        ));
+        return Err(PolicyProblem::Key(wrong_type("an array of tool names", value)).at(key));
     };
     items
         .iter()
         .enumerate()
         .map(|(index, item)| match item {
-            Value::String(name) => ToolPattern::parse(name)
-                .map(|_| name.clone())
-                .map_err(|why| format!("key `{key}`: item {index} {why}")),
-            other => Err(format!(
-                "key `{key}`: item {index} must be a tool name (a string), found {}",
-                strict_json::type_name(other)
-            )),
+            Value::String(name) => {
+                ToolPattern::parse(name)
+                    .map(|_| name.clone())
+                    .map_err(|problem| {
+                        PolicyProblem::Key(Problem::ToolItem(ItemError { index, problem })).at(key)
+                    })
+            }
+            other => Err(PolicyProblem::NotAToolName {
+                index,
+                found: strict_json::type_name(other),
+            }
+            .at(key)),
         })
         .collect()
-}
-
-fn unknown_key_message(unknown: &str) -> String {
-    match did_you_mean(unknown, KEYS) {
-        Some(known) => format!("unknown key `{unknown}`; did you mean `{known}`?"),
-        None => format!(
-            "unknown key `{unknown}`; the known keys are {}",
-            KEYS.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -318,3 +318,62 @@ fn agents_map_to_their_tools_with_a_default_entry() {
     let open = Policy::from_json_str(r#"{"agents": {"scout": ["search_web"]}}"#).unwrap();
     assert!(open.allowed_tools("stranger").is_none());
 }
+
+#[test]
+fn a_load_error_carries_the_key_path_and_the_suggestion() {
+    let parts = |text: &str| {
+        let err = Policy::from_json_str(text).unwrap_err();
+        (err.key, err.suggestion, err.position.map(|p| p.to_string()))
+    };
+    let some = |text: &str| Some(text.to_owned());
+    for (text, key, suggestion) in [
+        (r#"{"denytools": []}"#, some("denytools"), some("denyTools")),
+        (r#"{"colour": 1}"#, some("colour"), None),
+        (
+            r#"{"taintScope": "Crew"}"#,
+            some("taintScope"),
+            some("crew"),
+        ),
+        (r#"{"holdAboveAmount": -1}"#, some("holdAboveAmount"), None),
+        (
+            r#"{"agents": {"scout": ["a*b"]}}"#,
+            some("agents.scout"),
+            None,
+        ),
+        (r#"{"budgetScope": "crew"}"#, some("budgetScope"), None),
+        (
+            r#"{"commands": {"rules": [{"prefix": ["ls"], "decison": "allow"}]}}"#,
+            some("commands.rules[0]"),
+            some("decision"),
+        ),
+        (
+            r#"{"paths": {"rules": [{"glob": "x", "read": "hold"}], "outsideroot": "x"}}"#,
+            some("paths"),
+            some("outsideRoot"),
+        ),
+        (
+            r#"{"toolArgs": {"t": {"schema": {"format": "emial"}}}}"#,
+            some("toolArgs.t.schema"),
+            some("email"),
+        ),
+        (
+            r#"{"toolArgs": {"t": {"schema": {}, "whenTainted": "Allow"}}}"#,
+            some("toolArgs.t.whenTainted"),
+            some("allow"),
+        ),
+        (
+            r#"{"provenance": {"actionTools": [3]}}"#,
+            some("provenance.actionTools"),
+            None,
+        ),
+        (
+            r#"{"toolArgs": {"t": {"schema": {"maximum": 100.0000000000000000001}}}}"#,
+            some("toolArgs.t.schema.maximum"),
+            None,
+        ),
+    ] {
+        assert_eq!(parts(text), (key, suggestion, None), "{text}");
+    }
+    assert_eq!(parts("[]"), (None, None, None));
+    assert_eq!(parts("{\n  \"a\": 1,,\n}"), (None, None, some("2:10")));
+}
