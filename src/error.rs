@@ -41,8 +41,31 @@ pub struct PolicyError {
 }
 
 impl PolicyError {
-    /// An error of the policy's content: the key path and the did-you-mean are taken from the
-    /// sentence the loader wrote (`key `a.b`: …`, `… did you mean `x`?`).
+    /// An error at a key path, with the nearest known name when a name was misspelt, as the
+    /// reader of the key knows them.
+    pub fn at_key(key: String, suggestion: Option<String>, message: String) -> PolicyError {
+        PolicyError {
+            file: None,
+            key: Some(key),
+            position: None,
+            suggestion,
+            message,
+        }
+    }
+
+    /// An error of the text as a whole (it cannot be read, or is not one JSON object): no key.
+    pub fn of_text(message: String) -> PolicyError {
+        PolicyError {
+            file: None,
+            key: None,
+            position: None,
+            suggestion: None,
+            message,
+        }
+    }
+
+    /// An error of the policy's content from its sentence alone: the key path and the
+    /// did-you-mean are taken from it (`key `a.b`: …`, `… did you mean `x`?`).
     pub fn new(message: String) -> PolicyError {
         let key = between(&message, "key `", "`").map(str::to_owned);
         let suggestion = between(&message, "did you mean `", "`?")

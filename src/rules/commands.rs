@@ -58,7 +58,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::keys::{self, shown};
+use super::keys::{self, shown, wrong_type, KeyError, KeyProblem, Problem};
 use super::shell::{
     analyse, quote_word, Analysis, Caveat, DynamicPart, SimpleCommand, WrittenPath,
 };
@@ -74,6 +74,66 @@ pub const MAX_REASONS: usize = 8;
 pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
 /// The keys of one rule.
 pub const RULE_KEYS: &[&str] = &["prefix", "decision", "whenTainted", "match", "notMatch"];
+
+/// What can be wrong with the `commands` key, besides what every key's reader finds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("must be \"hold\" or \"deny\": a command whose effect its text does not fix is never allowed")]
+    DynamicAllowed,
+    /// A rule without one of the keys a rule needs (`prefix`, `decision`).
+    #[error("a rule needs a `{0}`")]
+    Missing(&'static str),
+    /// Not `"allow"` or `"hold"`; the value found, as JSON text.
+    #[error("expected \"allow\" or \"hold\", found {0}")]
+    WhenTainted(String),
+    #[error("is empty; a prefix names at least the program")]
+    EmptyPrefix,
+    #[error("an empty list of alternatives")]
+    NoAlternatives,
+    #[error("an empty token")]
+    EmptyToken,
+    #[error("alternatives mix options and words; write them as two tokens")]
+    MixedToken,
+    #[error("a prefix starts with the program, not an option")]
+    OptionFirst,
+    #[error("{0:?} has a `/`; a program is matched by its basename (`/bin/rm` is `rm`)")]
+    ProgramPath(String),
+    /// A `match` example the rule does not match: the rule's prefix and the example's simple
+    /// commands, as shown.
+    #[error("the example \"{}\" does not match the rule (prefix {prefix}); its simple commands are: {commands}", shown(.example))]
+    ExampleMissed {
+        example: String,
+        prefix: String,
+        commands: String,
+    },
+    /// A `notMatch` example the rule matches.
+    #[error("the example \"{}\" matches the rule (prefix {prefix}); its simple commands are: {commands}", shown(.example))]
+    ExampleMatched {
+        example: String,
+        prefix: String,
+        commands: String,
+    },
+}
+
+impl KeyProblem for CommandProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            CommandProblem::Key(problem) => problem.suggestion(),
+            _ => None,
+        }
+    }
+}
+
+/// An error of the `commands` key, naming the key path.
+pub type CommandsError = KeyError<CommandProblem>;
+
+impl From<KeyError> for CommandsError {
+    fn from(err: KeyError) -> CommandsError {
+        CommandProblem::Key(err.problem).at(err.key)
+    }
+}
 
 /// The checked `commands` key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +191,7 @@ impl Default for CommandRules {
 impl CommandRules {
     /// Checks the `commands` key (`key` is its name, for errors). Errors name the key, the rule
     /// index and the example that does not behave.
-    pub fn from_json(key: &str, value: &Value) -> Result<CommandRules, String> {
+    pub fn from_json(key: &str, value: &Value) -> Result<CommandRules, CommandsError> {
         let object = keys::object(key, value, KEYS)?;
         let mut rules = CommandRules::default();
         if let Some(tools) = object.get("tools") {
@@ -143,17 +203,14 @@ impl CommandRules {
         if let Some(dynamic) = object.get("dynamic") {
             rules.dynamic = keys::decision(&format!("{key}.dynamic"), dynamic)?;
             if rules.dynamic == Decision::Allow {
-                return Err(format!(
-                    "key `{key}.dynamic`: must be \"hold\" or \"deny\": a command whose effect its text does not fix is never allowed"
-                ));
+                return Err(CommandProblem::DynamicAllowed.at(format!("{key}.dynamic")));
             }
         }
         if let Some(list) = object.get("rules") {
             let Value::Array(items) = list else {
-                return Err(format!(
-                    "key `{key}.rules`: expected an array of rules, found {}",
-                    type_name(list)
-                ));
+                return Err(wrong_type("an array of rules", list)
+                    .at(format!("{key}.rules"))
+                    .into());
             };
             for (index, item) in items.iter().enumerate() {
                 let rule = rule(&format!("{key}.rules[{index}]"), index, item)?;
@@ -586,28 +643,26 @@ fn rule<'v>(
     key: &str,
     index: usize,
     value: &'v Value,
-) -> Result<(CommandRule, Examples<'v>), String> {
+) -> Result<(CommandRule, Examples<'v>), CommandsError> {
     let object: &Map<String, Value> = keys::object(key, value, RULE_KEYS)?;
     let prefix = match object.get("prefix") {
         Some(prefix) => parse_prefix(&format!("{key}.prefix"), prefix)?,
-        None => return Err(format!("key `{key}`: a rule needs a `prefix`")),
+        None => return Err(CommandProblem::Missing("prefix").at(key)),
     };
     let decision = match object.get("decision") {
         Some(decision) => keys::decision(&format!("{key}.decision"), decision)?,
-        None => return Err(format!("key `{key}`: a rule needs a `decision`")),
+        None => return Err(CommandProblem::Missing("decision").at(key)),
     };
     let when_tainted = match object.get("whenTainted").map(Value::as_str) {
         None => WhenTainted::Hold,
         Some(Some("hold")) => WhenTainted::Hold,
         Some(Some("allow")) => WhenTainted::Allow,
         Some(_) => {
-            return Err(format!(
-                "key `{key}.whenTainted`: expected \"allow\" or \"hold\", found {}",
-                object["whenTainted"]
-            ))
+            let found = object["whenTainted"].to_string();
+            return Err(CommandProblem::WhenTainted(found).at(format!("{key}.whenTainted")));
         }
     };
-    let examples = |name: &str| -> Result<Vec<&'v str>, String> {
+    let examples = |name: &str| -> Result<Vec<&'v str>, KeyError> {
         object.get(name).map_or(Ok(Vec::new()), |v| {
             keys::strings(&format!("{key}.{name}"), v)
         })
@@ -626,17 +681,12 @@ fn rule<'v>(
     ))
 }
 
-fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, String> {
+fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
     let Value::Array(items) = value else {
-        return Err(format!(
-            "key `{key}`: expected an array of tokens, found {}",
-            type_name(value)
-        ));
+        return Err(wrong_type("an array of tokens", value).at(key).into());
     };
     if items.is_empty() {
-        return Err(format!(
-            "key `{key}`: is empty; a prefix names at least the program"
-        ));
+        return Err(CommandProblem::EmptyPrefix.at(key));
     }
     let mut tokens = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
@@ -647,20 +697,16 @@ fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, String> {
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),
-            Value::Array(_) => {
-                return Err(format!("key `{item_key}`: an empty list of alternatives"))
-            }
+            Value::Array(_) => return Err(CommandProblem::NoAlternatives.at(item_key)),
             other => {
-                return Err(format!(
-                    "key `{item_key}`: expected a string or a list of alternatives, found {}",
-                    type_name(other)
-                ))
+                let expected = "a string or a list of alternatives";
+                return Err(wrong_type(expected, other).at(item_key).into());
             }
         };
         let is_option = |text: &str| text.starts_with('-') && text.len() > 1;
         if let Some(empty) = alternatives.iter().position(String::is_empty) {
             let _ = empty;
-            return Err(format!("key `{item_key}`: an empty token"));
+            return Err(CommandProblem::EmptyToken.at(item_key));
         }
         let options = alternatives.iter().filter(|a| is_option(a)).count();
         let token = if options == alternatives.len() {
@@ -668,20 +714,14 @@ fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, String> {
         } else if options == 0 {
             Token::Word(alternatives)
         } else {
-            return Err(format!(
-                "key `{item_key}`: alternatives mix options and words; write them as two tokens"
-            ));
+            return Err(CommandProblem::MixedToken.at(item_key));
         };
         if index == 0 {
             let Token::Word(programs) = &token else {
-                return Err(format!(
-                    "key `{item_key}`: a prefix starts with the program, not an option"
-                ));
+                return Err(CommandProblem::OptionFirst.at(item_key));
             };
             if let Some(path) = programs.iter().find(|p| p.contains('/')) {
-                return Err(format!(
-                    "key `{item_key}`: {path:?} has a `/`; a program is matched by its basename (`/bin/rm` is `rm`)"
-                ));
+                return Err(CommandProblem::ProgramPath(path.clone()).at(item_key));
             }
         }
         tokens.push(token);
@@ -689,7 +729,7 @@ fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-fn check_examples(key: &str, rule: &CommandRule, examples: &Examples) -> Result<(), String> {
+fn check_examples(key: &str, rule: &CommandRule, examples: &Examples) -> Result<(), CommandsError> {
     let simple_commands = |example: &str| {
         let analysis = analyse(example);
         let shown: Vec<String> = analysis
@@ -711,22 +751,22 @@ fn check_examples(key: &str, rule: &CommandRule, examples: &Examples) -> Result<
     };
     for (index, example) in examples.matching.iter().enumerate() {
         if !CommandRules::rule_matches(rule, example) {
-            return Err(format!(
-                "key `{key}.match[{index}]`: the example \"{}\" does not match the rule (prefix {}); its simple commands are: {}",
-                shown(example),
-                rule.prefix_shown(),
-                simple_commands(example)
-            ));
+            let problem = CommandProblem::ExampleMissed {
+                example: (*example).to_owned(),
+                prefix: rule.prefix_shown(),
+                commands: simple_commands(example),
+            };
+            return Err(problem.at(format!("{key}.match[{index}]")));
         }
     }
     for (index, example) in examples.not_matching.iter().enumerate() {
         if CommandRules::rule_matches(rule, example) {
-            return Err(format!(
-                "key `{key}.notMatch[{index}]`: the example \"{}\" matches the rule (prefix {}); its simple commands are: {}",
-                shown(example),
-                rule.prefix_shown(),
-                simple_commands(example)
-            ));
+            let problem = CommandProblem::ExampleMatched {
+                example: (*example).to_owned(),
+                prefix: rule.prefix_shown(),
+                commands: simple_commands(example),
+            };
+            return Err(problem.at(format!("{key}.notMatch[{index}]")));
         }
     }
     Ok(())
@@ -984,7 +1024,11 @@ mod tests {
 
     #[test]
     fn load_errors_name_the_rule_and_the_example() {
-        let err = |value: Value| CommandRules::from_json("commands", &value).unwrap_err();
+        let err = |value: Value| {
+            CommandRules::from_json("commands", &value)
+                .unwrap_err()
+                .to_string()
+        };
         let e = err(
             json!({"rules": [{"prefix": ["git", "status"], "decision": "allow", "match": ["git -c a=b status"]}]}),
         );
@@ -1000,6 +1044,10 @@ mod tests {
         );
         let e = err(json!({"rules": [{"prefix": [], "decision": "allow"}]}));
         assert!(e.contains("commands.rules[0].prefix`: is empty"), "{e}");
+        let typed = CommandRules::from_json("commands", &json!({"rules": [{"prefix": []}]}));
+        let typed = typed.unwrap_err();
+        assert_eq!(typed.key, "commands.rules[0].prefix");
+        assert_eq!(typed.problem, CommandProblem::EmptyPrefix);
         let e = err(json!({"rules": [{"prefix": ["ls"], "decision": "permit"}]}));
         assert!(
             e.contains("commands.rules[0].decision`: expected \"allow\", \"hold\" or \"deny\""),
@@ -1012,6 +1060,8 @@ mod tests {
         );
         let e = err(json!({"unmached": "hold"}));
         assert!(e.contains("did you mean `unmatched`?"), "{e}");
+        let typed = CommandRules::from_json("commands", &json!({"unmached": "hold"}));
+        assert_eq!(typed.unwrap_err().problem.suggestion(), Some("unmatched"));
         let e = err(json!({"dynamic": "allow"}));
         assert!(e.contains("commands.dynamic"), "{e}");
         let e = err(json!({"rules": [{"prefix": ["-r"], "decision": "deny"}]}));

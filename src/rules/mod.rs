@@ -1,6 +1,8 @@
 //! The rules, one concern a file: what a policy says ([`policy`], [`argrules`]), the decision
 //! ([`decision`]) over a call and the crew's state ([`state`]). The types they share sit below
-//! them: [`verdict`] (a decision and its reasons) and [`names`] (tool patterns, did-you-mean).
+//! them: [`verdict`] (a decision and its reasons), [`tools`] (tool patterns), [`names`]
+//! (did-you-mean), and `keys`: the helpers of every key's reader and their error, which names
+//! the key path and becomes the [`crate::error::PolicyError`] at the loader.
 //!
 //! For coding agents, rules that read what a call does, not only which tool it names: the shell
 //! command of a `Bash`-like tool ([`commands`]) and the file path of a file tool ([`paths`]).

@@ -56,10 +56,59 @@ pub const KEYS: &[&str] = &[
     "provenance",
 ];
 
-pub(crate) use super::names::one_of;
-use super::names::{did_you_mean, unseen_characters};
-use super::tools::{ToolList, ToolPattern};
+use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
+use super::names::{unseen_characters, NameError};
+use super::tools::{ItemError, ToolList, ToolPattern};
 use crate::error::PolicyError;
+
+/// What can be wrong with the policy's own keys (the keys of the other rules have theirs).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum PolicyProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("expected a finite number ≥ 0, found {0}")]
+    Limit(f64),
+    #[error("item {index} must be a tool name (a string), found {found}")]
+    NotAToolName { index: usize, found: &'static str },
+    #[error("an agent name is empty")]
+    EmptyAgentName,
+    #[error("the agent name {0}")]
+    AgentName(NameError),
+    #[error("\"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`")]
+    CrewBudgetUnset,
+    #[error("a window spans the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetWindow`")]
+    WindowBudgetUnset,
+    /// A number that a float does not hold as written, and the float it would be read as.
+    #[error("the number {} is not one a float holds as written (it would be read as {read_as}); write the number a float holds, so that what is compared is what the policy says", crate::sanitize::quoted(.text))]
+    Inexact { text: String, read_as: f64 },
+}
+
+impl KeyProblem for PolicyProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            PolicyProblem::Key(problem) => problem.suggestion(),
+            _ => None,
+        }
+    }
+}
+
+/// Every reader's [`KeyError`] becomes the policy error of the key path, with its did-you-mean.
+impl<P: KeyProblem> From<KeyError<P>> for PolicyError {
+    fn from(err: KeyError<P>) -> PolicyError {
+        let suggestion = err.problem.suggestion().map(str::to_owned);
+        let message = err.to_string();
+        PolicyError::at_key(err.key, suggestion, message)
+    }
+}
+
+/// An unknown top-level key: its key path is itself.
+impl From<UnknownKey> for PolicyError {
+    fn from(err: UnknownKey) -> PolicyError {
+        let suggestion = err.suggestion.map(str::to_owned);
+        let message = err.to_string();
+        PolicyError::at_key(err.unknown, suggestion, message)
+    }
+}
 
 /// Whether taint follows one agent or the whole crew.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -212,46 +261,37 @@ impl Default for Policy {
     }
 }
 
-fn check_limit(key: &str, limit: f64) -> Result<f64, String> {
+fn check_limit(key: &str, limit: f64) -> Result<f64, KeyError<PolicyProblem>> {
     if limit.is_finite() && limit >= 0.0 {
         Ok(limit)
     } else {
-        Err(format!(
-            "key `{key}`: expected a finite number ≥ 0, found {limit}"
-        ))
+        Err(PolicyProblem::Limit(limit).at(key))
     }
 }
 
 impl Policy {
     /// Validates settings into a policy.
     pub fn new(settings: PolicySettings) -> Result<Policy, PolicyError> {
-        let error = PolicyError::new;
         let list = |key: &str, items: &[String]| {
-            ToolList::parse(items).map_err(|why| error(format!("key `{key}`: {why}")))
+            ToolList::parse(items).map_err(|item| Problem::ToolItem(item).at(key))
         };
         let mut agents = BTreeMap::new();
         for (agent, tools) in settings.agents {
             if agent.is_empty() {
-                return Err(error("key `agents`: an agent name is empty".to_owned()));
+                return Err(PolicyProblem::EmptyAgentName.at("agents").into());
             }
-            unseen_characters(&agent)
-                .map_err(|why| error(format!("key `agents`: the agent name {why}")))?;
+            unseen_characters(&agent).map_err(|why| PolicyProblem::AgentName(why).at("agents"))?;
             let tools = list(&format!("agents.{agent}"), &tools)?;
             agents.insert(agent, tools);
         }
         if settings.budget_scope == BudgetScope::Crew && settings.hold_above_total.is_none() {
-            return Err(error(
-                "key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetScope`".to_owned(),
-            ));
+            return Err(PolicyProblem::CrewBudgetUnset.at("budgetScope").into());
         }
         if settings.budget_window.is_some() && settings.hold_above_total.is_none() {
-            return Err(error(
-                "key `budgetWindow`: a window spans the budget `holdAboveTotal`, which the policy does not set; set one, or drop `budgetWindow`".to_owned(),
-            ));
+            return Err(PolicyProblem::WindowBudgetUnset.at("budgetWindow").into());
         }
         Ok(Policy {
-            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)
-                .map_err(error)?,
+            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)?,
             deny_tools: list("denyTools", &settings.deny_tools)?,
             sensitive_tools: list("sensitiveTools", &settings.sensitive_tools)?,
             untrusted_output_tools: list("untrustedOutputTools", &settings.untrusted_output_tools)?,
@@ -259,8 +299,7 @@ impl Policy {
             hold_above_total: settings
                 .hold_above_total
                 .map(|limit| check_limit("holdAboveTotal", limit))
-                .transpose()
-                .map_err(error)?,
+                .transpose()?,
             budget_scope: settings.budget_scope,
             budget_window: settings.budget_window,
             agents,
@@ -274,7 +313,7 @@ impl Policy {
 
     /// Loads a policy file strictly.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let in_file = |message: String| PolicyError::new(message).in_file(path.to_owned());
+        let in_file = |message: String| PolicyError::of_text(message).in_file(path.to_owned());
         let bytes = std::fs::read(path).map_err(|err| in_file(format!("cannot read it: {err}")))?;
         let text = String::from_utf8(bytes).map_err(|err| {
             in_file(format!(
@@ -292,7 +331,7 @@ impl Policy {
 
     /// Reads a policy from JSON text with the same strictness as [`Policy::load`].
     pub fn from_json_str(text: &str) -> Result<Policy, PolicyError> {
-        let error = PolicyError::new;
+        let error = PolicyError::of_text;
         let value = strict_json::parse(text).map_err(|err| match err.classify() {
             serde_json::error::Category::Eof if text.trim().is_empty() => {
                 error("the file is empty; a policy is a JSON object such as {}".to_owned())
@@ -305,15 +344,14 @@ impl Policy {
                 strict_json::type_name(&value)
             )));
         };
-        let settings = settings_from_object(&object).map_err(error)?;
+        let settings = settings_from_object(&object)?;
         // Limits and schema bounds are compared as floats: each must be the number written.
         if let Some(number) = crate::amount::first_inexact_number(text.trim()) {
-            let key = number.path.join(".");
-            return Err(error(format!(
-                "key `{key}`: the number {} is not one a float holds as written (it would be read as {}); write the number a float holds, so that what is compared is what the policy says",
-                crate::sanitize::quoted(&number.text),
-                number.read_as
-            )));
+            let problem = PolicyProblem::Inexact {
+                text: number.text,
+                read_as: number.read_as,
+            };
+            return Err(problem.at(number.path.join(".")).into());
         }
         Policy::new(settings)
     }
@@ -412,7 +450,8 @@ impl Policy {
     }
 }
 
-fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, String> {
+/// The settings of the policy's keys; the error names the key path.
+fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, PolicyError> {
     let mut settings = PolicySettings::default();
     for (key, value) in object {
         match key.as_str() {
@@ -451,28 +490,26 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, S
             "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
-            unknown => return Err(unknown_key_message(unknown)),
+            unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
     }
     Ok(settings)
 }
 
-fn limit(key: &str, value: &Value) -> Result<f64, String> {
+fn limit(key: &str, value: &Value) -> Result<f64, KeyError<PolicyProblem>> {
     match value.as_f64() {
         Some(limit) => check_limit(key, limit),
-        None => Err(format!(
-            "key `{key}`: expected a number, found {}",
-            strict_json::type_name(value)
-        )),
+        None => Err(PolicyProblem::Key(wrong_type("a number", value)).at(key)),
     }
 }
 
-fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
+fn agents(
+    key: &str,
+    value: &Value,
+) -> Result<BTreeMap<String, Vec<String>>, KeyError<PolicyProblem>> {
     let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping agent names to tool lists, found {}",
-            strict_json::type_name(value)
-        ));
+        let expected = "an object mapping agent names to tool lists";
+        return Err(PolicyProblem::Key(wrong_type(expected, value)).at(key));
     };
     entries
         .iter()
@@ -480,368 +517,33 @@ fn agents(key: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, Str
         .collect()
 }
 
-fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
+fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, KeyError<PolicyProblem>> {
     let Value::Array(items) = value else {
-        return Err(format!(
-            "key `{key}`: expected an array of tool names, found {}",
-            strict_json::type_name(value)
-        ));
+        return Err(PolicyProblem::Key(wrong_type("an array of tool names", value)).at(key));
     };
     items
         .iter()
         .enumerate()
         .map(|(index, item)| match item {
-            Value::String(name) => ToolPattern::parse(name)
-                .map(|_| name.clone())
-                .map_err(|why| format!("key `{key}`: item {index} {why}")),
-            other => Err(format!(
-                "key `{key}`: item {index} must be a tool name (a string), found {}",
-                strict_json::type_name(other)
-            )),
+            Value::String(name) => {
+                ToolPattern::parse(name)
+                    .map(|_| name.clone())
+                    .map_err(|problem| {
+                        PolicyProblem::Key(Problem::ToolItem(ItemError { index, problem })).at(key)
+                    })
+            }
+            other => Err(PolicyProblem::NotAToolName {
+                index,
+                found: strict_json::type_name(other),
+            }
+            .at(key)),
         })
         .collect()
 }
 
-fn unknown_key_message(unknown: &str) -> String {
-    match did_you_mean(unknown, KEYS) {
-        Some(known) => format!("unknown key `{unknown}`; did you mean `{known}`?"),
-        None => format!(
-            "unknown key `{unknown}`; the known keys are {}",
-            KEYS.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load_err(text: &str) -> String {
-        Policy::from_json_str(text).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn omitted_keys_fall_back_one_by_one() {
-        let policy = Policy::from_json_str(r#"{"holdAboveAmount": 5}"#).unwrap();
-        assert_eq!(policy.hold_above_amount(), 5.0);
-        assert_eq!(policy.deny_tools(), Policy::default().deny_tools());
-        assert_eq!(
-            policy.sensitive_tools(),
-            Policy::default().sensitive_tools()
-        );
-
-        let policy = Policy::from_json_str(r#"{"denyTools": []}"#).unwrap();
-        assert_eq!(policy.hold_above_amount(), DEFAULT_HOLD_ABOVE_AMOUNT);
-        assert!(policy.deny_tools().patterns().is_empty());
-        assert_eq!(
-            policy.sensitive_tools(),
-            Policy::default().sensitive_tools()
-        );
-
-        assert_eq!(Policy::from_json_str("{}").unwrap(), Policy::default());
-        assert_eq!(Policy::default().hold_above_total(), None);
-        assert!(Policy::default().allowed_tools("anyone").is_none());
-    }
-
-    #[test]
-    fn strict_failures_name_the_key() {
-        let cases = [
-            ("{", "malformed JSON"),
-            ("{\n  \"holdAboveAmount\": 1,,\n}", "line 2 column"),
-            ("", "empty"),
-            ("[]", "top-level value must be an object, found an array"),
-            (
-                r#"{"holdAboveAmout": 1}"#,
-                "unknown key `holdAboveAmout`; did you mean `holdAboveAmount`?",
-            ),
-            (r#"{"denytools": []}"#, "did you mean `denyTools`?"),
-            (r#"{"colour": "red"}"#, "the known keys are"),
-            (
-                r#"{"holdAboveAmount": "100"}"#,
-                "key `holdAboveAmount`: expected a number, found a string",
-            ),
-            (
-                r#"{"holdAboveAmount": -1}"#,
-                "key `holdAboveAmount`: expected a finite number ≥ 0",
-            ),
-            (r#"{"holdAboveAmount": 1e999}"#, "malformed JSON"),
-            (
-                r#"{"denyTools": "shell_exec"}"#,
-                "key `denyTools`: expected an array",
-            ),
-            (
-                r#"{"denyTools": [""]}"#,
-                "key `denyTools`: item 0 is an empty tool name",
-            ),
-            (
-                r#"{"sensitiveTools": ["a", 3]}"#,
-                "key `sensitiveTools`: item 1 must be a tool name",
-            ),
-            (
-                r#"{"denyTools": [], "denyTools": ["x"]}"#,
-                "duplicate key `denyTools`",
-            ),
-            (
-                r#"{"holdAboveTotal": -5}"#,
-                "key `holdAboveTotal`: expected a finite number ≥ 0",
-            ),
-            (r#"{"holdAboveTotl": 5}"#, "did you mean `holdAboveTotal`?"),
-            (
-                r#"{"taintScope": "team"}"#,
-                "key `taintScope`: expected \"agent\" or \"crew\", found \"team\"",
-            ),
-            (
-                r#"{"taintScope": "Crew"}"#,
-                "found \"Crew\"; did you mean \"crew\"?",
-            ),
-            (
-                r#"{"budgetScope": "team"}"#,
-                "key `budgetScope`: expected \"agent\" or \"crew\", found \"team\"",
-            ),
-            (
-                r#"{"budgetScope": "agents"}"#,
-                "did you mean \"agent\"?",
-            ),
-            (
-                r#"{"budgetScope": true}"#,
-                "key `budgetScope`: expected \"agent\" or \"crew\", found true",
-            ),
-            (r#"{"budgetScop": "crew"}"#, "did you mean `budgetScope`?"),
-            (
-                r#"{"denyTools": ["shell_exec "]}"#,
-                "key `denyTools`: item 0 \"shell_exec \" has white space at its start or end",
-            ),
-            (
-                r#"{"sensitiveTools": ["send\u200bpayment"]}"#,
-                "key `sensitiveTools`: item 0 \"send\\u{200b}payment\" holds a control or invisible character",
-            ),
-            (
-                r#"{"untrustedOutputTools": ["fetch_\u0000*"]}"#,
-                "holds a control or invisible character",
-            ),
-            (
-                r#"{"agents": {" scout": ["search_web"]}}"#,
-                "key `agents`: the agent name \" scout\" has white space",
-            ),
-            (
-                r#"{"agents": {"scout": ["search_web\t"]}}"#,
-                "key `agents.scout`: item 0",
-            ),
-            (
-                r#"{"toolArgs": {"send_payment\u202e": {"schema": {}}}}"#,
-                "the tool name \"send_payment\\u{202e}\" holds a control or invisible character",
-            ),
-            (
-                r#"{"holdAboveAmount": 100.0000000000000000001}"#,
-                "key `holdAboveAmount`: the number 100.0000000000000000001 is not one a float holds as written (it would be read as 100)",
-            ),
-            (
-                r#"{"holdAboveTotal": 9007199254740993}"#,
-                "key `holdAboveTotal`: the number 9007199254740993",
-            ),
-            (
-                r#"{"toolArgs": {"t": {"schema": {"properties": {"n": {"maximum": 100.0000000000000000001}}}}}}"#,
-                "key `toolArgs.t.schema.properties.n.maximum`: the number 100.0000000000000000001",
-            ),
-            (
-                r#"{"toolArgs": {"t": {"schema": {"enum": [1, 2, 0.30000000000000000001]}}}}"#,
-                "key `toolArgs.t.schema.enum.2`",
-            ),
-            (
-                r#"{"untrustedOutputTools": ["fetch_*_page"]}"#,
-                "key `untrustedOutputTools`: item 0 \"fetch_*_page\" has `*` in the middle",
-            ),
-            (
-                r#"{"sensitiveTools": ["*"]}"#,
-                "key `sensitiveTools`: item 0 `*` alone is a pattern with an empty prefix",
-            ),
-            (
-                r#"{"agents": ["scout"]}"#,
-                "key `agents`: expected an object",
-            ),
-            (
-                r#"{"agents": {"scout": "search_web"}}"#,
-                "key `agents.scout`: expected an array",
-            ),
-            (
-                r#"{"agents": {"scout": ["**"]}}"#,
-                "key `agents.scout`: item 0",
-            ),
-        ];
-        for (text, expected) in cases {
-            let message = load_err(text);
-            assert!(message.contains(expected), "{text:?}: {message}");
-        }
-    }
-
-    #[test]
-    fn the_budget_is_per_agent_unless_the_policy_says_crew() {
-        assert_eq!(Policy::default().budget_scope(), BudgetScope::Agent);
-        let crew =
-            Policy::from_json_str(r#"{"budgetScope": "crew", "holdAboveTotal": 300}"#).unwrap();
-        assert_eq!(crew.budget_scope(), BudgetScope::Crew);
-        // A scope for a budget there is not: its author expected a bound.
-        let err = load_err(r#"{"budgetScope": "crew"}"#);
-        assert!(
-            err.contains("key `budgetScope`: \"crew\" scopes the budget `holdAboveTotal`, which the policy does not set"),
-            "{err}"
-        );
-        let agent = Policy::from_json_str(r#"{"budgetScope": "agent"}"#).unwrap();
-        assert_eq!(agent, Policy::default());
-    }
-
-    #[test]
-    fn a_budget_window_is_an_hour_a_day_or_a_week() {
-        assert_eq!(Policy::default().budget_window(), None);
-        let daily =
-            Policy::from_json_str(r#"{"holdAboveTotal": 300, "budgetWindow": "day"}"#).unwrap();
-        assert_eq!(daily.budget_window(), Some(BudgetWindow::Day));
-        for (text, expected) in [
-            (
-                r#"{"budgetWindow": "day"}"#,
-                "key `budgetWindow`: a window spans the budget `holdAboveTotal`, which the policy does not set",
-            ),
-            (
-                r#"{"holdAboveTotal": 1, "budgetWindow": "Day"}"#,
-                "did you mean \"day\"?",
-            ),
-            (
-                r#"{"holdAboveTotal": 1, "budgetWindow": "month"}"#,
-                "key `budgetWindow`: expected \"hour\", \"day\" or \"week\", found \"month\"",
-            ),
-            (r#"{"holdAboveTotal": 1, "budgetWindow": 24}"#, "key `budgetWindow`"),
-            (r#"{"budgetWindo": "day"}"#, "did you mean `budgetWindow`?"),
-        ] {
-            let message = load_err(text);
-            assert!(message.contains(expected), "{text}: {message}");
-        }
-    }
-
-    #[test]
-    fn windows_start_on_utc_calendar_boundaries() {
-        // 2026-12-02T13:45:10Z, a Wednesday.
-        let t = 1_796_219_110;
-        let hour = BudgetWindow::Hour.start_of(t);
-        let day = BudgetWindow::Day.start_of(t);
-        let week = BudgetWindow::Week.start_of(t);
-        let show = |s: u64| {
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(s),
-            )
-            .to_string()
-        };
-        assert_eq!(show(t), "2026-12-02T13:45:10Z");
-        assert_eq!(show(hour), "2026-12-02T13:00:00Z");
-        assert_eq!(show(day), "2026-12-02T00:00:00Z");
-        assert_eq!(show(week), "2026-11-30T00:00:00Z", "the Monday before");
-        // A boundary belongs to the window it starts.
-        assert_eq!(BudgetWindow::Week.start_of(week), week);
-        assert_eq!(BudgetWindow::Week.start_of(week - 1), week - 7 * 86_400);
-        assert_eq!(BudgetWindow::Day.start_of(day - 1), day - 86_400);
-        assert_eq!(
-            BudgetWindow::Week.start_of(0),
-            0,
-            "before the first Monday of 1970"
-        );
-    }
-
-    #[test]
-    fn numbers_a_float_holds_as_written_load() {
-        let policy = Policy::from_json_str(
-            r#"{"holdAboveAmount": 1e2, "holdAboveTotal": 99.99, "toolArgs": {"t": {"schema": {
-                "properties": {"n": {"maximum": 100.0, "multipleOf": 0.01, "enum": [0.1, -0, 5e-324]}}}}}}"#,
-        )
-        .unwrap();
-        assert_eq!(policy.hold_above_amount(), 100.0);
-        assert_eq!(policy.hold_above_total(), Some(99.99));
-    }
-
-    #[test]
-    fn building_in_code_has_the_same_checks() {
-        let mut settings = PolicySettings {
-            hold_above_amount: f64::NAN,
-            ..PolicySettings::default()
-        };
-        assert!(Policy::new(settings.clone()).is_err());
-        settings.hold_above_amount = -0.5;
-        assert!(Policy::new(settings.clone()).is_err());
-        settings.hold_above_amount = f64::INFINITY;
-        assert!(Policy::new(settings.clone()).is_err());
-        settings.hold_above_amount = 10.0;
-        settings.hold_above_total = Some(f64::NAN);
-        assert!(Policy::new(settings.clone()).is_err());
-        settings.hold_above_total = None;
-        settings.deny_tools.push("a*b".into());
-        assert!(Policy::new(settings.clone()).is_err());
-        settings.deny_tools.pop();
-        settings.sensitive_tools.push(String::new());
-        assert!(Policy::new(settings).is_err());
-    }
-
-    #[test]
-    fn the_example_policy_loads_and_shows_every_key() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy.example.json");
-        Policy::load(&path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        // The coding agents' keys are shown by their own pack, policies/claude-code.json.
-        for key in KEYS.iter().filter(|k| !["commands", "paths"].contains(k)) {
-            assert!(
-                text.contains(&format!("\"{key}\"")),
-                "policy.example.json lacks {key}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_policy_packs_load() {
-        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-        let mut loaded = 0;
-        for entry in std::fs::read_dir(folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "json") {
-                Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));
-                loaded += 1;
-            }
-        }
-        assert!(loaded >= 2);
-    }
-
-    #[test]
-    fn tool_names_compare_exactly() {
-        let policy = Policy::default();
-        assert!(policy.is_sensitive("send_payment"));
-        assert!(!policy.is_sensitive("Send_Payment"));
-        assert!(!policy.is_sensitive("send_payment "));
-    }
-
-    #[test]
-    fn prefix_patterns_cover_a_tool_family() {
-        let policy = Policy::from_json_str(r#"{"sensitiveTools": ["mcp__github__*"]}"#).unwrap();
-        assert!(policy.is_sensitive("mcp__github__create_issue"));
-        assert!(policy.is_sensitive("mcp__github__"));
-        assert!(!policy.is_sensitive("mcp__gitlab__create_issue"));
-        assert!(!policy.is_sensitive("MCP__github__create_issue"));
-    }
-
-    #[test]
-    fn agents_map_to_their_tools_with_a_default_entry() {
-        let policy = Policy::from_json_str(
-            r#"{"agents": {"scout": ["search_web", "fetch_*"], "*": ["search_web"]}}"#,
-        )
-        .unwrap();
-        assert!(policy.allowed_tools("scout").unwrap().matches("fetch_page"));
-        assert!(!policy.allowed_tools("scout").unwrap().matches("send_email"));
-        assert!(!policy
-            .allowed_tools("stranger")
-            .unwrap()
-            .matches("fetch_page"));
-        let open = Policy::from_json_str(r#"{"agents": {"scout": ["search_web"]}}"#).unwrap();
-        assert!(open.allowed_tools("stranger").is_none());
-    }
-}
+#[path = "policy_tests.rs"]
+mod tests;
 
 #[cfg(test)]
 mod coding_agent_key_tests {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::keys;
-use super::tools::{ToolList, ToolPattern};
+use super::keys::{self, KeyError, KeyProblem, Problem};
+use super::tools::{ItemError, ToolList, ToolPattern};
 
 /// The default `actionTools`: tools whose harm is the act on an existing object.
 pub const DEFAULT_ACTION_TOOLS: &[&str] = &[
@@ -30,6 +30,39 @@ pub const MAX_PENDING_READS: usize = 4096;
 
 const KNOWN: &[&str] = &["actionTools", "freeTextArgs"];
 
+/// What can be wrong with the `provenance` key, besides what every key's reader finds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProvenanceProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("expected an array of tool names")]
+    NotToolNames,
+    #[error("item {0} must be a tool name (a string)")]
+    NotAToolName(usize),
+    #[error("expected an array of argument names")]
+    NotArgumentNames,
+    #[error("item {0} must be an argument name (a non-empty string)")]
+    NotAnArgumentName(usize),
+}
+
+impl KeyProblem for ProvenanceProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            ProvenanceProblem::Key(problem) => problem.suggestion(),
+            _ => None,
+        }
+    }
+}
+
+/// An error of the `provenance` key, naming the key path.
+pub type ProvenanceError = KeyError<ProvenanceProblem>;
+
+impl From<KeyError> for ProvenanceError {
+    fn from(err: KeyError) -> ProvenanceError {
+        ProvenanceProblem::Key(err.problem).at(err.key)
+    }
+}
+
 /// The policy's `provenance` key, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProvenanceRules {
@@ -51,40 +84,37 @@ impl Default for ProvenanceRules {
 
 /// Reads the `provenance` key: an object with `actionTools` (tool names and patterns) and
 /// `freeTextArgs` (argument names), each defaulting to the lists above.
-pub fn from_json(key: &str, value: &Value) -> Result<ProvenanceRules, String> {
+pub fn from_json(key: &str, value: &Value) -> Result<ProvenanceRules, ProvenanceError> {
     let object = keys::object(key, value, KNOWN)?;
     let mut rules = ProvenanceRules::default();
     if let Some(tools) = object.get("actionTools") {
         let what = format!("{key}.actionTools");
         let Value::Array(items) = tools else {
-            return Err(format!("key `{what}`: expected an array of tool names"));
+            return Err(ProvenanceProblem::NotToolNames.at(what));
         };
         let mut names = Vec::new();
         for (index, item) in items.iter().enumerate() {
             let Value::String(name) = item else {
-                return Err(format!(
-                    "key `{what}`: item {index} must be a tool name (a string)"
-                ));
+                return Err(ProvenanceProblem::NotAToolName(index).at(what));
             };
-            ToolPattern::parse(name).map_err(|why| format!("key `{what}`: item {index} {why}"))?;
+            ToolPattern::parse(name)
+                .map_err(|problem| Problem::ToolItem(ItemError { index, problem }).at(&what))?;
             names.push(name.clone());
         }
         rules.action_tools =
-            ToolList::parse(&names).map_err(|why| format!("key `{what}`: {why}"))?;
+            ToolList::parse(&names).map_err(|item| Problem::ToolItem(item).at(&what))?;
     }
     if let Some(args) = object.get("freeTextArgs") {
         let what = format!("{key}.freeTextArgs");
         let Value::Array(items) = args else {
-            return Err(format!("key `{what}`: expected an array of argument names"));
+            return Err(ProvenanceProblem::NotArgumentNames.at(what));
         };
         rules.free_text_args = items
             .iter()
             .enumerate()
             .map(|(index, item)| match item {
                 Value::String(name) if !name.is_empty() => Ok(name.clone()),
-                _ => Err(format!(
-                    "key `{what}`: item {index} must be an argument name (a non-empty string)"
-                )),
+                _ => Err(ProvenanceProblem::NotAnArgumentName(index).at(&what)),
             })
             .collect::<Result<_, _>>()?;
     }

@@ -437,6 +437,44 @@ impl CrewState {
     }
 }
 
+/// Why a stored state is refused: each names what in it is wrong (`what` and `field` say
+/// where: `the state`, `` `agents` ``, `agent "a"'s `taintedBy``).
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("not valid UTF-8 (bad byte at offset {0})")]
+    NotUtf8(usize),
+    #[error("the file is empty, and a state is never written empty")]
+    Empty,
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a crew state: {0}")]
+    NotAState(serde_json::Error),
+    #[error("{what} must be an object, not {found}")]
+    NotAnObject { what: String, found: &'static str },
+    #[error("{what}.{field} must be a string, not {found}")]
+    NotAString {
+        what: String,
+        field: &'static str,
+        found: &'static str,
+    },
+    #[error("{what} is {spent}, below 0")]
+    BelowZero { what: String, spent: f64 },
+    #[error("agent {} spent {spent}, more than the crew's {crew}", quoted(.agent))]
+    AboveTheCrew {
+        agent: String,
+        spent: f64,
+        crew: f64,
+    },
+    #[error("agent {} is tainted but the crew is not (`crewTaintedBy` is missing)", quoted(.0))]
+    TaintedAlone(String),
+    #[error("`{field}` {} is not a time as the state writes it (such as 2026-12-02T13:45:10Z)", quoted(.at))]
+    NotATime { field: &'static str, at: String },
+    #[error("`spendWindow.start` {} is not a time as the state writes it (such as 2026-12-02T00:00:00Z)", quoted(.0))]
+    WindowStartNotATime(String),
+    #[error("`spendWindow.start` {} is not the start of a UTC {unit}", quoted(.start))]
+    WindowStartInside { start: String, unit: BudgetWindow },
+}
+
 impl CrewState {
     /// Reads a state written by [`serde_json::to_string`] of a [`CrewState`], and nothing else:
     /// valid UTF-8, one JSON object with no duplicate key and nothing after it; every key it
@@ -445,103 +483,94 @@ impl CrewState {
     /// object where a state or cause goes, never an array or `null`); and the sums as the state keeps them (no spend below 0, the crew's spend at
     /// least any agent's, a crew taint whenever an agent is tainted). An empty text is an error:
     /// a state is never written empty.
-    pub fn from_json(bytes: &[u8]) -> Result<CrewState, String> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|err| format!("not valid UTF-8 (bad byte at offset {})", err.valid_up_to()))?;
+    pub fn from_json(bytes: &[u8]) -> Result<CrewState, StateError> {
+        let text =
+            std::str::from_utf8(bytes).map_err(|err| StateError::NotUtf8(err.valid_up_to()))?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         if text.is_empty() {
-            return Err("the file is empty, and a state is never written empty".to_owned());
+            return Err(StateError::Empty);
         }
-        let value = strict_json::parse(text).map_err(|err| format!("not valid JSON: {err}"))?;
+        let value = strict_json::parse(text).map_err(StateError::NotJson)?;
         objects_where_states_go(&value)?;
-        let state: CrewState =
-            serde_json::from_value(value).map_err(|err| format!("not a crew state: {err}"))?;
+        let state: CrewState = serde_json::from_value(value).map_err(StateError::NotAState)?;
         state.check_sums()?;
         Ok(state)
     }
 
-    fn check_sums(&self) -> Result<(), String> {
-        let spend = |what: &str, spent: f64| {
+    fn check_sums(&self) -> Result<(), StateError> {
+        let spend = |what: String, spent: f64| {
             if spent >= 0.0 && spent.is_sign_positive() {
                 Ok(())
             } else {
-                Err(format!("{what} is {spent}, below 0"))
+                Err(StateError::BelowZero { what, spent })
             }
         };
-        spend("`crewSpent`", self.crew_spent)?;
+        spend("`crewSpent`".to_owned(), self.crew_spent)?;
         for (name, agent) in &self.agents {
-            let shown = quoted(name);
-            spend(&format!("the spend of agent {shown}"), agent.spent)?;
+            spend(format!("the spend of agent {}", quoted(name)), agent.spent)?;
             if agent.spent > self.crew_spent {
-                return Err(format!(
-                    "agent {shown} spent {}, more than the crew's {}",
-                    agent.spent, self.crew_spent
-                ));
+                return Err(StateError::AboveTheCrew {
+                    agent: name.clone(),
+                    spent: agent.spent,
+                    crew: self.crew_spent,
+                });
             }
             if agent.tainted_by.is_some() && self.crew_tainted_by.is_none() {
-                return Err(format!(
-                    "agent {shown} is tainted but the crew is not (`crewTaintedBy` is missing)"
-                ));
+                return Err(StateError::TaintedAlone(name.clone()));
             }
             time("taintedBy.at", agent.tainted_by.as_ref())?;
         }
         time("crewTaintedBy.at", self.crew_tainted_by.as_ref())?;
         if let Some(window) = &self.spend_window {
-            let start = parse_seconds(&window.start).ok_or_else(|| {
-                format!(
-                    "`spendWindow.start` {} is not a time as the state writes it (such as 2026-12-02T00:00:00Z)",
-                    quoted(&window.start)
-                )
-            })?;
+            let start = parse_seconds(&window.start)
+                .ok_or_else(|| StateError::WindowStartNotATime(window.start.clone()))?;
             if window.unit.start_of(start) != start {
-                return Err(format!(
-                    "`spendWindow.start` {} is not the start of a UTC {}",
-                    quoted(&window.start),
-                    window.unit
-                ));
+                return Err(StateError::WindowStartInside {
+                    start: window.start.clone(),
+                    unit: window.unit,
+                });
             }
         }
         Ok(())
     }
 }
 
-fn time(what: &str, cause: Option<&TaintCause>) -> Result<(), String> {
+fn time(field: &'static str, cause: Option<&TaintCause>) -> Result<(), StateError> {
     match cause.and_then(|cause| cause.at.as_deref()) {
-        Some(at) if parse_seconds(at).is_none() => Err(format!(
-            "`{what}` {} is not a time as the state writes it (such as 2026-12-02T13:45:10Z)",
-            quoted(at)
-        )),
+        Some(at) if parse_seconds(at).is_none() => Err(StateError::NotATime {
+            field,
+            at: at.to_owned(),
+        }),
         _ => Ok(()),
     }
 }
 
 /// Refuses an array or `null` where the state has an object: serde would read a struct from an
 /// array (`[]` as a clean state) and an optional one from `null`.
-fn objects_where_states_go(value: &Value) -> Result<(), String> {
+fn objects_where_states_go(value: &Value) -> Result<(), StateError> {
     fn object<'a>(
         value: &'a Value,
         what: &str,
-    ) -> Result<&'a serde_json::Map<String, Value>, String> {
-        value.as_object().ok_or_else(|| {
-            format!(
-                "{what} must be an object, not {}",
-                strict_json::type_name(value)
-            )
+    ) -> Result<&'a serde_json::Map<String, Value>, StateError> {
+        value.as_object().ok_or_else(|| StateError::NotAnObject {
+            what: what.to_owned(),
+            found: strict_json::type_name(value),
         })
     }
-    fn cause(value: Option<&Value>, what: &str) -> Result<(), String> {
+    fn cause(value: Option<&Value>, what: &str) -> Result<(), StateError> {
         let Some(value) = value else {
             return Ok(());
         };
         let cause = object(value, what)?;
-        for key in ["argument", "at"] {
-            match cause.get(key) {
+        for field in ["argument", "at"] {
+            match cause.get(field) {
                 None | Some(Value::String(_)) => {}
                 Some(other) => {
-                    return Err(format!(
-                        "{what}.{key} must be a string, not {}",
-                        strict_json::type_name(other)
-                    ))
+                    return Err(StateError::NotAString {
+                        what: what.to_owned(),
+                        field,
+                        found: strict_json::type_name(other),
+                    })
                 }
             }
         }
@@ -622,352 +651,5 @@ impl ValueRecord {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn call(line: &str) -> Call {
-        Call::parse_line(line.as_bytes()).unwrap().0
-    }
-
-    fn allow() -> Judgement {
-        Judgement {
-            decision: Decision::Allow,
-            reasons: vec!["ok".into()],
-        }
-    }
-
-    #[test]
-    fn reading_untrusted_output_taints_the_agent_with_its_cause() {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        let fetch = call(
-            r#"{"agent":"helper","tool":"fetch_page","args":{"url":"https://evil.test/page"},"source":"user"}"#,
-        );
-        state.record(&fetch, "id-7", &allow(), &policy);
-        let cause = state.taint_of("helper", &policy).unwrap();
-        assert_eq!(
-            cause.describe(),
-            "fetch_page (id id-7, url=https://evil.test/page) by helper"
-        );
-        assert!(state.taint_of("buyer", &policy).is_none());
-    }
-
-    #[test]
-    fn a_denied_call_neither_taints_nor_spends() {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        let deny = Judgement {
-            decision: Decision::Deny,
-            reasons: vec!["no".into()],
-        };
-        state.record(
-            &call(r#"{"agent":"a","tool":"fetch_page","args":{"url":"u","amount":5}}"#),
-            "1",
-            &deny,
-            &policy,
-        );
-        assert_eq!(state, CrewState::new());
-    }
-
-    #[test]
-    fn spend_adds_up_understood_amounts() {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        for amount in ["99", "\"$99.50\"", "\"lots\""] {
-            let line = format!(
-                r#"{{"agent":"b","tool":"send_payment","args":{{"to":"x","amount":{amount}}},"source":"user"}}"#
-            );
-            state.record(&call(&line), "1", &allow(), &policy);
-        }
-        assert_eq!(state.spent_by("b"), 198.5);
-    }
-
-    #[test]
-    fn the_state_round_trips_through_json() {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        state.record(
-            &call(r#"{"agent":"h","tool":"fetch_page","args":{"url":"u"}}"#),
-            "1",
-            &allow(),
-            &policy,
-        );
-        state.record(
-            &call(r#"{"agent":"b","tool":"send_payment","args":{"to":"x","amount":12.5}}"#),
-            "2",
-            &allow(),
-            &policy,
-        );
-        let text = serde_json::to_string(&state).unwrap();
-        let back: CrewState = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, state);
-    }
-
-    #[test]
-    fn the_crew_spend_adds_up_every_agent() {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        for (agent, amount) in [("a", "99"), ("b", "\"$99.50\""), ("a", "1"), ("c", "0.1")] {
-            let line = format!(
-                r#"{{"agent":"{agent}","tool":"send_payment","args":{{"to":"x","amount":{amount}}},"source":"user"}}"#
-            );
-            state.record(&call(&line), "1", &allow(), &policy);
-        }
-        assert_eq!(state.spent_by("a"), 100.0);
-        assert_eq!(state.crew_spent, 199.6);
-        assert!(
-            state.crew_inexact,
-            "0.1 is not a float's exact value, so the sum may round"
-        );
-        let crew = Policy::from_json_str(r#"{"budgetScope":"crew","holdAboveTotal":1}"#).unwrap();
-        assert_eq!(state.spent_in_scope("a", &policy), (100.0, false));
-        assert_eq!(state.spent_in_scope("a", &crew), (199.6, true));
-        assert_eq!(state.spent_in_scope("nobody", &policy), (0.0, false));
-    }
-
-    /// A state as sc-hook writes it after a tainting read and a payment.
-    fn written() -> String {
-        let policy = Policy::default();
-        let mut state = CrewState::new();
-        state.record(
-            &call(r#"{"agent":"h","tool":"fetch_page","args":{"url":"u"}}"#),
-            "1",
-            &allow(),
-            &policy,
-        );
-        state.record(
-            &call(r#"{"agent":"b","tool":"send_payment","args":{"to":"x","amount":0.1}}"#),
-            "2",
-            &allow(),
-            &policy,
-        );
-        serde_json::to_string(&state).unwrap()
-    }
-
-    #[test]
-    fn a_written_state_reads_back() {
-        let text = written();
-        let back = CrewState::from_json(format!("{text}\n").as_bytes()).unwrap();
-        assert_eq!(serde_json::to_string(&back).unwrap(), text);
-        let fresh = serde_json::to_string(&CrewState::new()).unwrap();
-        assert_eq!(fresh, r#"{"agents":{},"crewSpent":0.0}"#);
-        assert_eq!(CrewState::from_json(fresh.as_bytes()), Ok(CrewState::new()));
-        // Everything optional may be written out in full.
-        let full = r#"{"agents":{"a":{"taintedBy":{"agent":"a","tool":"t","id":"1","argument":"url=u"},"spent":5,"inexact":false}},"crewTaintedBy":{"agent":"a","tool":"t","id":"1"},"crewSpent":5.5,"crewInexact":true}"#;
-        assert!(CrewState::from_json(full.as_bytes()).is_ok());
-    }
-
-    #[test]
-    fn a_state_in_any_other_shape_is_an_error() {
-        let text = written();
-        let with = |from: &str, to: &str| {
-            assert!(text.contains(from), "{from} not in {text}");
-            text.replacen(from, to, 1)
-        };
-        let cases: Vec<(String, &str)> = vec![
-            (String::new(), "empty"),
-            (" \n".to_owned(), "empty"),
-            ("[]".to_owned(), "the state must be an object, not an array"),
-            ("null".to_owned(), "the state must be an object, not null"),
-            ("\"{}\"".to_owned(), "not a string"),
-            ("7".to_owned(), "not a number"),
-            ("{}".to_owned(), "missing field `agents`"),
-            (r#"{"agents":{}}"#.to_owned(), "missing field `crewSpent`"),
-            (r#"{"crewSpent":0}"#.to_owned(), "missing field `agents`"),
-            (r#"{"agents":[],"crewSpent":0}"#.to_owned(), "`agents` must be an object"),
-            (r#"{"agents":{},"crewSpent":0,"extra":1}"#.to_owned(), "unknown field `extra`"),
-            (r#"{"agents":{},"crewSpent":"0"}"#.to_owned(), "invalid type: string"),
-            (r#"{"agents":{},"crewSpent":0,"crewInexact":null}"#.to_owned(), "invalid type: null"),
-            (r#"{"agents":{},"crewSpent":0,"crewTaintedBy":null}"#.to_owned(), "`crewTaintedBy` must be an object, not null"),
-            (r#"{"agents":{},"crewSpent":-1}"#.to_owned(), "`crewSpent` is -1, below 0"),
-            (r#"{"agents":{},"crewSpent":-0.0}"#.to_owned(), "below 0"),
-            (r#"{"agents":{"a":[]},"crewSpent":0}"#.to_owned(), "agent a must be an object, not an array"),
-            (r#"{"agents":{"a":[null,0]},"crewSpent":0}"#.to_owned(), "agent a must be an object"),
-            (r#"{"agents":{"a":null},"crewSpent":0}"#.to_owned(), "agent a must be an object, not null"),
-            (r#"{"agents":{"a":{}},"crewSpent":0}"#.to_owned(), "missing field `spent`"),
-            (r#"{"agents":{"a":{"spent":1,"budget":9}},"crewSpent":1}"#.to_owned(), "unknown field `budget`"),
-            (r#"{"agents":{"a":{"spent":2}},"crewSpent":1}"#.to_owned(), "agent a spent 2, more than the crew's 1"),
-            (r#"{"agents":{"a":{"spent":-5}},"crewSpent":0}"#.to_owned(), "the spend of agent a is -5, below 0"),
-            (r#"{"agents":{"a":{"spent":0,"taintedBy":[]}},"crewSpent":0}"#.to_owned(), "agent a's `taintedBy` must be an object"),
-            (r#"{"agents":{"a":{"spent":0,"taintedBy":{"agent":"a","tool":"t"}}},"crewSpent":0}"#.to_owned(), "missing field `id`"),
-            (r#"{"agents":{"a":{"spent":0,"taintedBy":{"agent":"a","tool":"t","id":"1","argument":null}}},"crewSpent":0}"#.to_owned(), "argument must be a string, not null"),
-            (r#"{"agents":{"a":{"spent":0,"taintedBy":{"agent":"a","tool":"t","id":"1"}}},"crewSpent":0}"#.to_owned(), "agent a is tainted but the crew is not"),
-            (with("}", "}}"), "trailing characters"),
-            (format!("{text}{text}"), "trailing characters"),
-            (format!("{text} x"), "not valid JSON"),
-            (with("\"crewSpent\"", "\"crewSpent\":1,\"crewSpent\""), "duplicate key `crewSpent`"),
-            (with("{", "{\"agents\":{},"), "duplicate key `agents`"),
-            (with("\"spent\"", "\"Spent\""), "unknown field `Spent`"),
-        ];
-        for (bad, expected) in cases {
-            let err = CrewState::from_json(bad.as_bytes()).unwrap_err();
-            assert!(err.contains(expected), "{bad:?}: {err}");
-        }
-        let err = CrewState::from_json(b"{\"agents\":{\"\xff\":{}}}").unwrap_err();
-        assert!(err.contains("not valid UTF-8"), "{err}");
-    }
-
-    fn day_policy() -> Policy {
-        Policy::from_json_str(r#"{"holdAboveTotal":300,"budgetWindow":"day"}"#).unwrap()
-    }
-
-    fn pay(agent: &str, amount: u32) -> Call {
-        call(&format!(
-            r#"{{"agent":"{agent}","tool":"send_payment","args":{{"to":"x","amount":{amount}}},"source":"user"}}"#
-        ))
-    }
-
-    #[test]
-    fn spend_counts_in_its_window_and_a_new_window_starts_afresh() {
-        let policy = day_policy();
-        // 2026-12-02T23:59:00Z, then a minute later the next day.
-        let late = UNIX_EPOCH + Duration::from_secs(1_796_255_940);
-        let mut state = CrewState::new();
-        state.enter(&policy, late, None);
-        state.record_at(&pay("b", 200), "1", &allow(), &policy, Some(late));
-        state.enter(&policy, late + Duration::from_secs(59), None);
-        assert_eq!(state.spent_by("b"), 200.0, "the same day");
-        assert_eq!(
-            state.spend_window,
-            Some(SpendWindow {
-                unit: BudgetWindow::Day,
-                start: "2026-12-02T00:00:00Z".into()
-            })
-        );
-        let next = late + Duration::from_secs(60);
-        state.enter(&policy, next, None);
-        assert_eq!(state.spent_by("b"), 0.0);
-        assert_eq!(state.crew_spent, 0.0);
-        assert_eq!(
-            state.spend_window.as_ref().unwrap().start,
-            "2026-12-03T00:00:00Z"
-        );
-        // A process whose clock is behind spends in the later window: it never goes back.
-        state.record_at(&pay("b", 50), "2", &allow(), &policy, Some(next));
-        state.enter(&policy, late, None);
-        assert_eq!(state.spent_by("b"), 50.0);
-        assert_eq!(
-            state.spend_window.as_ref().unwrap().start,
-            "2026-12-03T00:00:00Z"
-        );
-        // Without a window, spend spans the state's life.
-        state.enter(
-            &Policy::default(),
-            next + Duration::from_secs(86_400 * 30),
-            None,
-        );
-        assert_eq!(state.spent_by("b"), 50.0);
-        assert_eq!(state.spend_window, None);
-    }
-
-    #[test]
-    fn a_taint_lifts_after_its_ttl_counted_from_the_last_read() {
-        let policy = Policy::from_json_str(r#"{"taintScope":"crew"}"#).unwrap();
-        let t0 = UNIX_EPOCH + Duration::from_secs(1_796_219_110);
-        let ttl = Some(Duration::from_secs(3600));
-        let fetch = |agent: &str| {
-            call(&format!(
-                r#"{{"agent":"{agent}","tool":"fetch_page","args":{{"url":"u"}}}}"#
-            ))
-        };
-        let mut state = CrewState::new();
-        state.record_at(&fetch("h"), "1", &allow(), &policy, Some(t0));
-        let later = t0 + Duration::from_secs(1800);
-        state.record_at(&fetch("s"), "2", &allow(), &policy, Some(later));
-        assert_eq!(
-            state.crew_tainted_by.as_ref().unwrap().at.as_deref(),
-            Some("2026-12-02T14:15:10Z"),
-            "the crew's taint moves on with every read"
-        );
-        assert_eq!(
-            state.crew_tainted_by.as_ref().unwrap().id,
-            "1",
-            "its cause is the first"
-        );
-        state.enter(&policy, t0 + Duration::from_secs(3599), ttl);
-        assert!(state.agent("h").unwrap().tainted_by.is_some());
-        state.enter(&policy, t0 + Duration::from_secs(3600), ttl);
-        assert!(
-            state.agent("h").is_none(),
-            "h's taint lifted, and it had no spend"
-        );
-        assert!(state.agent("s").unwrap().tainted_by.is_some());
-        assert!(
-            state.taint_of("h", &policy).is_some(),
-            "the crew is still tainted by s"
-        );
-        state.enter(&policy, later + Duration::from_secs(3600), ttl);
-        assert_eq!(state, CrewState::new());
-        // Without a TTL, or without a time, a taint stays.
-        let mut state = CrewState::new();
-        state.record(&fetch("h"), "1", &allow(), &policy);
-        state.enter(&policy, t0 + Duration::from_secs(86_400 * 365), ttl);
-        assert!(state.taint_of("h", &policy).is_some());
-        CrewState::from_json(serde_json::to_string(&state).unwrap().as_bytes()).unwrap();
-    }
-
-    #[test]
-    fn resetting_an_agent_takes_its_spend_from_the_crew_and_passes_the_crew_taint_on() {
-        let policy = Policy::default();
-        let t0 = UNIX_EPOCH + Duration::from_secs(1_796_219_110);
-        let mut state = CrewState::new();
-        state.record_at(
-            &call(r#"{"agent":"h","tool":"fetch_page","args":{"url":"u"}}"#),
-            "1",
-            &allow(),
-            &policy,
-            Some(t0),
-        );
-        state.record_at(
-            &call(r#"{"agent":"s","tool":"search_web","args":{"query":"q"}}"#),
-            "2",
-            &allow(),
-            &policy,
-            Some(t0),
-        );
-        state.record(&pay("b", 70), "3", &allow(), &policy);
-        state.record(&pay("h", 30), "4", &allow(), &policy);
-        assert!(state.reset_agent("h"));
-        assert!(!state.reset_agent("h"));
-        assert_eq!(state.crew_spent, 70.0);
-        assert_eq!(state.crew_tainted_by.as_ref().unwrap().agent, "s");
-        assert!(state.reset_agent("s"));
-        assert_eq!(state.crew_tainted_by, None);
-        CrewState::from_json(serde_json::to_string(&state).unwrap().as_bytes()).unwrap();
-    }
-
-    #[test]
-    fn stored_times_and_windows_are_read_strictly() {
-        for (bad, expected) in [
-            (
-                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"day","start":"2026-12-02T01:00:00Z"}}"#,
-                "is not the start of a UTC day",
-            ),
-            (
-                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"month","start":"2026-12-01T00:00:00Z"}}"#,
-                "unknown variant `month`",
-            ),
-            (
-                r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"day","start":"yesterday"}}"#,
-                "is not a time",
-            ),
-            (
-                r#"{"agents":{},"crewSpent":0,"spendWindow":null}"#,
-                "`spendWindow` must be an object",
-            ),
-            (
-                r#"{"agents":{},"crewSpent":0,"crewTaintedBy":{"agent":"a","tool":"t","id":"1","at":"soon"}}"#,
-                "`crewTaintedBy.at` soon is not a time",
-            ),
-            (
-                r#"{"agents":{},"crewSpent":0,"crewTaintedBy":{"agent":"a","tool":"t","id":"1","at":null}}"#,
-                "at must be a string, not null",
-            ),
-        ] {
-            let err = CrewState::from_json(bad.as_bytes()).unwrap_err();
-            assert!(err.contains(expected), "{bad}: {err}");
-        }
-        let good = r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"week","start":"2026-11-30T00:00:00Z"}}"#;
-        assert!(CrewState::from_json(good.as_bytes()).is_ok());
-    }
-}
+#[path = "state_tests.rs"]
+mod tests;

@@ -5,8 +5,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::names::unseen_characters;
+use super::names::{unseen_characters, NameError};
 
+/// A tool name or a prefix pattern (`mcp__github__*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolPattern {
     Exact(String),
@@ -15,18 +16,15 @@ pub enum ToolPattern {
 
 impl ToolPattern {
     /// Parses a list item: an exact name, or a non-empty prefix followed by one final `*`.
-    pub fn parse(text: &str) -> Result<ToolPattern, String> {
+    pub fn parse(text: &str) -> Result<ToolPattern, PatternError> {
         if text.is_empty() {
-            return Err("is an empty tool name".to_owned());
+            return Err(PatternError::Empty);
         }
         unseen_characters(text)?;
         match text.find('*') {
             None => Ok(ToolPattern::Exact(text.to_owned())),
-            Some(at) if at + 1 != text.len() => Err(format!(
-                "{} has `*` in the middle; only a final `*` (a prefix pattern) is allowed",
-                Value::String(text.to_owned())
-            )),
-            Some(0) => Err("`*` alone is a pattern with an empty prefix; name the tool family (e.g. `mcp__github__*`)".to_owned()),
+            Some(at) if at + 1 != text.len() => Err(PatternError::StarInside(text.to_owned())),
+            Some(0) => Err(PatternError::StarAlone),
             Some(at) => Ok(ToolPattern::Prefix(text[..at].to_owned())),
         }
     }
@@ -49,18 +47,42 @@ impl fmt::Display for ToolPattern {
     }
 }
 
+/// Why a tool name or pattern was refused; shown after the name or its place in a list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("is an empty tool name")]
+    Empty,
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// Shown as the JSON string it was written as.
+    #[error("{} has `*` in the middle; only a final `*` (a prefix pattern) is allowed", Value::String(.0.clone()))]
+    StarInside(String),
+    #[error(
+        "`*` alone is a pattern with an empty prefix; name the tool family (e.g. `mcp__github__*`)"
+    )]
+    StarAlone,
+}
+
+/// The first item of a tool list that is not a tool name or pattern, by its index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("item {index} {problem}")]
+pub struct ItemError {
+    pub index: usize,
+    pub problem: PatternError,
+}
+
 /// A list of tool names and patterns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolList(Vec<ToolPattern>);
 
 impl ToolList {
     /// Parses every item; the error names the first bad item's index.
-    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<ToolList, String> {
+    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<ToolList, ItemError> {
         items
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                ToolPattern::parse(item.as_ref()).map_err(|why| format!("item {index} {why}"))
+                ToolPattern::parse(item.as_ref()).map_err(|problem| ItemError { index, problem })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(ToolList)

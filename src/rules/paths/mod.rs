@@ -37,7 +37,7 @@ mod place;
 mod rule;
 
 pub use place::{normalize, PathContext, Placed, Places};
-pub use rule::PathRule;
+pub use rule::{PathProblem, PathRule, PathsError};
 
 use serde_json::{Map, Value};
 

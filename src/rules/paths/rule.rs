@@ -9,10 +9,51 @@ use serde_json::Value;
 use super::pattern::{shapes, Base, Shape};
 use super::place::normalize;
 use super::{PathRules, CASE_INSENSITIVE, KEYS, RULE_KEYS};
-use crate::rules::keys;
+use crate::rules::keys::{self, wrong_type, KeyError, KeyProblem, Problem};
 use crate::rules::tools::ToolList;
-use crate::strict_json::type_name;
 use crate::verdict::Decision;
+
+/// What can be wrong with the `paths` key, besides what every key's reader finds.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PathProblem {
+    #[error(transparent)]
+    Key(#[from] Problem),
+    #[error("a rule needs a `glob`")]
+    NoGlob,
+    #[error("is empty")]
+    NoGlobs,
+    #[error("a rule needs `read`, `write` or both")]
+    NoDecision,
+    #[error("{0:?}: only `~/…` (the home directory) is understood, not `~` alone or `~user`")]
+    Tilde(String),
+    #[error("an empty glob")]
+    EmptyGlob,
+    #[error("{0:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match")]
+    DotPart(String),
+    #[error("the glob {glob:?} does not compile: {error}")]
+    Glob { glob: String, error: globset::Error },
+    /// The rule's globs, each compiled, do not compile as a set.
+    #[error("does not compile: {0}")]
+    GlobSet(globset::Error),
+}
+
+impl KeyProblem for PathProblem {
+    fn suggestion(&self) -> Option<&str> {
+        match self {
+            PathProblem::Key(problem) => problem.suggestion(),
+            _ => None,
+        }
+    }
+}
+
+/// An error of the `paths` key, naming the key path.
+pub type PathsError = KeyError<PathProblem>;
+
+impl From<KeyError> for PathsError {
+    fn from(err: KeyError) -> PathsError {
+        PathProblem::Key(err.problem).at(err.key)
+    }
+}
 
 /// One rule, compiled.
 #[derive(Debug, Clone)]
@@ -55,7 +96,7 @@ pub(super) struct ReadBase {
 impl PathRules {
     /// Checks the `paths` key (`key` is its name, for errors); a glob that does not compile is
     /// an error naming it.
-    pub fn from_json(key: &str, value: &Value) -> Result<PathRules, String> {
+    pub fn from_json(key: &str, value: &Value) -> Result<PathRules, PathsError> {
         let object = keys::object(key, value, KEYS)?;
         let mut rules = PathRules::default();
         if let Some(tools) = object.get("tools") {
@@ -63,18 +104,17 @@ impl PathRules {
         }
         if let Some(write_tools) = object.get("writeTools") {
             let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
-            rules.write_tools =
-                ToolList::parse(&names).map_err(|why| format!("key `{key}.writeTools`: {why}"))?;
+            rules.write_tools = ToolList::parse(&names)
+                .map_err(|item| Problem::ToolItem(item).at(format!("{key}.writeTools")))?;
         }
         if let Some(outside) = object.get("outsideRoot") {
             rules.outside_root = keys::decision(&format!("{key}.outsideRoot"), outside)?;
         }
         if let Some(list) = object.get("rules") {
             let Value::Array(items) = list else {
-                return Err(format!(
-                    "key `{key}.rules`: expected an array of rules, found {}",
-                    type_name(list)
-                ));
+                return Err(wrong_type("an array of rules", list)
+                    .at(format!("{key}.rules"))
+                    .into());
             };
             for (index, item) in items.iter().enumerate() {
                 rules
@@ -154,27 +194,25 @@ fn glob(text: &str) -> Result<Glob, globset::Error> {
 
 /// Globs (each with its base and its index among the rule's globs) compiled into one set per
 /// base.
-fn compile(globs: &[(Base, String, usize)]) -> Result<Vec<(Base, GlobSet, Vec<usize>)>, String> {
+fn compile(
+    globs: &[(Base, String, usize)],
+) -> Result<Vec<(Base, GlobSet, Vec<usize>)>, globset::Error> {
     let mut out = Vec::new();
     for base in [Base::Root, Base::Home, Base::Absolute, Base::Anywhere] {
         let mut builder = GlobSetBuilder::new();
         let mut members = Vec::new();
         for (_, text, index) in globs.iter().filter(|(b, _, _)| *b == base) {
-            builder.add(glob(text).map_err(|err| err.to_string())?);
+            builder.add(glob(text)?);
             members.push(*index);
         }
         if !members.is_empty() {
-            out.push((
-                base,
-                builder.build().map_err(|err| err.to_string())?,
-                members,
-            ));
+            out.push((base, builder.build()?, members));
         }
     }
     Ok(out)
 }
 
-fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
+fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> {
     let object = keys::object(key, value, RULE_KEYS)?;
     let globs: Vec<String> = match object.get("glob") {
         Some(Value::String(one)) => vec![one.clone()],
@@ -183,15 +221,13 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
             .map(str::to_owned)
             .collect(),
         Some(other) => {
-            return Err(format!(
-                "key `{key}.glob`: expected a glob or a list of globs, found {}",
-                type_name(other)
-            ))
+            let expected = "a glob or a list of globs";
+            return Err(wrong_type(expected, other).at(format!("{key}.glob")).into());
         }
-        None => return Err(format!("key `{key}`: a rule needs a `glob`")),
+        None => return Err(PathProblem::NoGlob.at(key)),
     };
     if globs.is_empty() {
-        return Err(format!("key `{key}.glob`: is empty"));
+        return Err(PathProblem::NoGlobs.at(format!("{key}.glob")));
     }
     let read = object
         .get("read")
@@ -202,7 +238,7 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
         .map(|v| keys::decision(&format!("{key}.write"), v))
         .transpose()?;
     if read.is_none() && write.is_none() {
-        return Err(format!("key `{key}`: a rule needs `read`, `write` or both"));
+        return Err(PathProblem::NoDecision.at(key));
     }
     let mut patterns = Vec::with_capacity(globs.len());
     for (i, text) in globs.iter().enumerate() {
@@ -210,9 +246,7 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
         let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
             (Base::Home, rest)
         } else if text.starts_with('~') {
-            return Err(format!(
-                "key `{glob_key}`: {text:?}: only `~/…` (the home directory) is understood, not `~` alone or `~user`"
-            ));
+            return Err(PathProblem::Tilde(text.clone()).at(glob_key));
         } else if text.starts_with('/') {
             (Base::Absolute, text.as_str())
         } else if text.starts_with("**") {
@@ -221,23 +255,22 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, String> {
             (Base::Root, text.strip_prefix("./").unwrap_or(text))
         };
         if pattern.is_empty() {
-            return Err(format!("key `{glob_key}`: an empty glob"));
+            return Err(PathProblem::EmptyGlob.at(glob_key));
         }
         if Path::new(pattern)
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
         {
-            return Err(format!(
-                "key `{glob_key}`: {text:?} has a `.` or `..` part; paths are normalized before they are matched, so it would never match"
-            ));
+            return Err(PathProblem::DotPart(text.clone()).at(glob_key));
         }
-        glob(pattern).map_err(|err| {
-            format!("key `{glob_key}`: the glob {text:?} does not compile: {err}")
-        })?;
+        if let Err(error) = glob(pattern) {
+            let glob = text.clone();
+            return Err(PathProblem::Glob { glob, error }.at(glob_key));
+        }
         patterns.push((base, pattern.to_owned(), i));
     }
     let compiled =
-        compile(&patterns).map_err(|err| format!("key `{key}.glob`: does not compile: {err}"))?;
+        compile(&patterns).map_err(|err| PathProblem::GlobSet(err).at(format!("{key}.glob")))?;
     let mut read_bases: Vec<ReadBase> = Vec::new();
     if read.is_some() {
         for (base, pattern, glob) in &patterns {

@@ -176,13 +176,29 @@ pub(super) const TEE: OptionSpec = OptionSpec {
     ..NO_OPTIONS
 };
 
+/// Why a wrapper's options hide which word is its program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum OptionError {
+    #[error("an expansion among the options, \"{}\", hides which program runs", keys::shown(.0))]
+    Expansion(String),
+    #[error("the option --{0} is not one this reader knows, so which word is the program cannot be told")]
+    UnknownLong(String),
+    #[error("the option --{0} has no value")]
+    LongWithoutValue(&'static str),
+    #[error("the option -{0} has no value")]
+    ShortWithoutValue(char),
+    /// A letter, in the word it was bundled in.
+    #[error("the option -{letter} (in \"{}\") is not one this reader knows, so which word is the program cannot be told", keys::shown(.word))]
+    UnknownShort { letter: char, word: String },
+}
+
 /// Parses a wrapper's options, GNU style; an unknown option or an expansion among them is an
 /// error, since then which word is the program cannot be told.
 pub(super) fn parse_options<'w>(
     words: &'w [Word],
     spec: &OptionSpec,
     dash_is_option: bool,
-) -> Result<Options<'w>, String> {
+) -> Result<Options<'w>, OptionError> {
     let mut found = Vec::new();
     let mut i = 0;
     while let Some(word) = words.get(i) {
@@ -195,10 +211,7 @@ pub(super) fn parse_options<'w>(
                         .text
                         .starts_with(|c: char| c.is_alphanumeric() || c == '/' || c == '.')
             {
-                return Err(format!(
-                    "an expansion among the options, \"{}\", hides which program runs",
-                    keys::shown(text)
-                ));
+                return Err(OptionError::Expansion(text.to_owned()));
             }
             break;
         }
@@ -218,16 +231,15 @@ pub(super) fn parse_options<'w>(
                 Some((name, value)) => (name, Some(value)),
                 None => (long, None),
             };
-            let full = long_option(name, spec).ok_or_else(|| {
-                format!("the option --{name} is not one this reader knows, so which word is the program cannot be told")
-            })?;
+            let full =
+                long_option(name, spec).ok_or_else(|| OptionError::UnknownLong(name.to_owned()))?;
             let value = if attached.is_none() && spec.long_with_value.contains(&full) {
                 i += 1;
                 Some(
                     words
                         .get(i)
                         .map(|w| w.text.as_str())
-                        .ok_or_else(|| format!("the option --{full} has no value"))?,
+                        .ok_or(OptionError::LongWithoutValue(full))?,
                 )
             } else {
                 attached
@@ -250,7 +262,7 @@ pub(super) fn parse_options<'w>(
                     words
                         .get(i)
                         .map(|w| w.text.as_str())
-                        .ok_or_else(|| format!("the option -{c} has no value"))?
+                        .ok_or(OptionError::ShortWithoutValue(c))?
                 } else {
                     rest
                 };
@@ -262,10 +274,10 @@ pub(super) fn parse_options<'w>(
             } else if spec.flags.contains(c) {
                 found.push((c.to_string(), None));
             } else {
-                return Err(format!(
-                    "the option -{c} (in \"{}\") is not one this reader knows, so which word is the program cannot be told",
-                    keys::shown(text)
-                ));
+                return Err(OptionError::UnknownShort {
+                    letter: c,
+                    word: text.to_owned(),
+                });
             }
         }
         i += 1;

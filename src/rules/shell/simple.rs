@@ -238,7 +238,7 @@ impl Walker {
     ) -> Stripped {
         let options = match parse_options(&words[1..], spec, name == "env") {
             Ok(options) => options,
-            Err(why) => return Stripped::Dynamic(why),
+            Err(why) => return Stripped::Dynamic(why.to_string()),
         };
         let mut next = options.next + 1;
         match name {

@@ -522,7 +522,7 @@ fn value_record(
                 taken: None,
             }
         }
-        Err(why) => refuse_unreadable(&ids.mint(), &why, bytes),
+        Err(why) => refuse_unreadable(&ids.mint(), &why.to_string(), bytes),
     }
 }
 

@@ -1,0 +1,374 @@
+use super::*;
+use serde_json::json;
+
+fn rules(value: Value) -> Result<Vec<ArgRule>, ArgRulesError> {
+    from_json("toolArgs", &value)
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+#[test]
+fn args_outside_the_schema_name_the_argument_and_the_rule() {
+    let rules = rules(json!({"send_email": {"schema": {"properties": {"to": {"type": "string", "pattern": "^[a-z0-9._-]+@example\\.com$"}}}}})).unwrap();
+    assert!(rules[0]
+        .check("send_email", &args(json!({"to": "ann@example.com"})))
+        .is_none());
+    let Violation(reason) = rules[0]
+        .check("send_email", &args(json!({"to": "x@evil.test"})))
+        .unwrap();
+    assert_eq!(reason, "argument `to` = \"x@evil.test\" is not allowed for send_email by the policy (/properties/to/pattern)");
+}
+
+#[test]
+fn a_missing_required_argument_is_a_violation_of_the_whole() {
+    let rules = rules(json!({"delete_file": {"schema": {"required": ["path"]}}})).unwrap();
+    let Violation(reason) = rules[0].check("delete_file", &Map::new()).unwrap();
+    assert!(
+        reason.contains("the arguments of delete_file are not allowed")
+            && reason.contains("/required"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn bad_schemas_are_load_errors_naming_the_tool_and_path() {
+    let cases = [
+        (
+            json!({"t": {"schema": {"type": "strin"}}}),
+            "toolArgs.t.schema",
+        ),
+        (
+            json!({"t": {"schema": {"properties": {"to": {"pattern": "(unclosed"}}}}}),
+            "/properties/to/pattern",
+        ),
+        (
+            json!({"t": {"schema": {"$ref": "https://example.com/schema.json"}}}),
+            "toolArgs.t.schema",
+        ),
+        (
+            json!({"t": {"schema": {"$ref": "other.json"}}}),
+            "toolArgs.t.schema",
+        ),
+        (
+            json!({"t": {"schema": {}, "whenTainted": "sometimes"}}),
+            "toolArgs.t.whenTainted",
+        ),
+        (
+            json!({"t": {"schema": {}, "whenTaint": "allow"}}),
+            "did you mean `whenTainted`?",
+        ),
+        (
+            json!({"t": {"whenTainted": "allow"}}),
+            "`schema` is required",
+        ),
+        (json!({"a*b": {"schema": {}}}), "toolArgs.a*b"),
+        (json!(["t"]), "expected an object"),
+    ];
+    for (value, expected) in cases {
+        let err = rules(value.clone()).unwrap_err().to_string();
+        assert!(err.contains(expected), "{value}: {err}");
+    }
+}
+
+#[test]
+fn local_references_are_fine() {
+    let rules = rules(json!({"t": {"schema": {"$defs": {"payee": {"enum": ["acme"]}}, "properties": {"to": {"$ref": "#/$defs/payee"}}}}})).unwrap();
+    assert!(rules[0].check("t", &args(json!({"to": "acme"}))).is_none());
+    assert!(rules[0].check("t", &args(json!({"to": "evil"}))).is_some());
+}
+
+/// Args as a call carries them: parsed from their JSON text, digits as written.
+fn call_args(text: &str) -> crate::call::Args {
+    let line = format!(r#"{{"agent":"a","tool":"t","args":{text}}}"#);
+    crate::call::Call::parse_line(line.as_bytes())
+        .unwrap()
+        .0
+        .args
+}
+
+fn verdict(schema: Value, args_text: &str) -> Option<String> {
+    let rules = rules(json!({"t": {"schema": schema}})).unwrap();
+    check_all(&rules, "t", &call_args(args_text)).map(|Violation(reason)| reason)
+}
+
+#[test]
+fn formats_are_checked() {
+    let schema = json!({"properties": {
+        "to": {"type": "string", "format": "email"},
+        "on": {"type": "string", "format": "date"},
+        "id": {"type": "string", "format": "uuid"},
+        "host": {"type": "string", "format": "ipv4"}
+    }});
+    for inside in [
+        r#"{"to": "ann@example.com"}"#,
+        r#"{"to": "ann@[127.0.0.1]"}"#,
+        r#"{"on": "2026-02-28"}"#,
+        r#"{"id": "6f1c2a3e-8b4d-4c5e-9f60-1a2b3c4d5e6f"}"#,
+        r#"{"host": "192.0.2.7"}"#,
+    ] {
+        assert_eq!(verdict(schema.clone(), inside), None, "{inside}");
+    }
+    for (outside, rule) in [
+        (r#"{"to": "anything at all"}"#, "/properties/to/format"),
+        (r#"{"to": "Eve <eve@evil.test>"}"#, "/properties/to/format"),
+        (r#"{"to": "ann@example.com\n"}"#, "/properties/to/format"),
+        (r#"{"on": "2026-02-30"}"#, "/properties/on/format"),
+        (r#"{"id": "not-a-uuid"}"#, "/properties/id/format"),
+        (r#"{"host": "192.0.2.256"}"#, "/properties/host/format"),
+    ] {
+        let reason = verdict(schema.clone(), outside).expect(outside);
+        assert!(reason.contains(rule), "{outside}: {reason}");
+    }
+}
+
+#[test]
+fn an_unknown_format_is_a_load_error_naming_it() {
+    for (schema, expected) in [
+        (
+            json!({"properties": {"to": {"format": "emial"}}}),
+            "the format \"emial\" at /properties/to/format is not one the gate can check",
+        ),
+        (
+            json!({"properties": {"to": {"format": "Email"}}}),
+            "did you mean \"email\"?",
+        ),
+        (
+            json!({"format": "idn-email"}),
+            "the format \"idn-email\" at /format",
+        ),
+        (
+            json!({"format": "phone"}),
+            "the formats checked are date, date-time",
+        ),
+        (
+            json!({"$defs": {"p": {"format": "iban"}}, "properties": {"to": {"$ref": "#/$defs/p"}}}),
+            "the format \"iban\" at /$defs/p/format",
+        ),
+    ] {
+        let err = rules(json!({"t": {"schema": schema.clone()}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{schema}: {err}");
+        assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+    }
+    // A property that happens to be named `format` is not the keyword.
+    assert!(
+        rules(json!({"t": {"schema": {"properties": {"format": {"type": "string"}}}}})).is_ok()
+    );
+}
+
+#[test]
+fn the_format_list_is_what_the_crate_checks() {
+    let options = jsonschema::options();
+    for name in FORMATS {
+        assert!(
+            options.is_known_format(jsonschema::Draft::Draft202012, name),
+            "{name} is listed but not checked"
+        );
+    }
+    // Formats of the draft that this build does not check (the crate's `idna` feature is
+    // off), and some that no draft has: all load errors. Were one checked, list it.
+    for name in [
+        "idn-email",
+        "idn-hostname",
+        "phone",
+        "iban",
+        "Email",
+        "uuid4",
+    ] {
+        assert!(
+            !options.is_known_format(jsonschema::Draft::Draft202012, name),
+            "{name} is checked: add it to FORMATS"
+        );
+        assert!(
+            rules(json!({"t": {"schema": {"format": name}}})).is_err(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn numbers_a_float_does_not_hold_as_written_are_denied() {
+    let schema = json!({"properties": {
+        "price": {"type": "number", "maximum": 100},
+        "items": {"type": "array", "items": {"properties": {"n": {"maximum": 100}}}}
+    }});
+    for inside in [
+        r#"{"price": 100}"#,
+        r#"{"price": 100.0}"#,
+        r#"{"price": 1e2}"#,
+        r#"{"price": 1E+2}"#,
+        r#"{"price": 99.99}"#,
+        r#"{"price": 0.1}"#,
+        r#"{"price": -0}"#,
+        r#"{"price": -0.0}"#,
+        r#"{"price": 9007199254740992}"#,
+        r#"{"price": -1e-7}"#,
+        r#"{"items": [{"n": 100.00}], "other": [1.5, {"deep": 2.25}]}"#,
+    ] {
+        let reason = verdict(schema.clone(), inside);
+        assert!(
+            reason
+                .as_ref()
+                .is_none_or(|r| !r.contains("float does not hold")),
+            "{inside}: {reason:?}"
+        );
+    }
+    for (outside, argument) in [
+        (
+            r#"{"price": 100.0000000000000000001}"#,
+            "`price` = 100.0000000000000000001",
+        ),
+        (r#"{"price": 1.00000000000000000001e2}"#, "`price`"),
+        (
+            r#"{"items": [{"n": 1}, {"n": 100.00000000000000001}]}"#,
+            "`items.1.n`",
+        ),
+        (r#"{"unbounded": 0.30000000000000000001}"#, "`unbounded`"),
+        (
+            r#"{"price": 9007199254740993}"#,
+            "`price` = 9007199254740993",
+        ),
+        (r#"{"price": 18446744073709551615}"#, "`price`"),
+        (r#"{"price": 1152921504606846976}"#, "`price`"),
+        (r#"{"price": 123456789012345678901234567890}"#, "`price`"),
+        (r#"{"price": 1e-400}"#, "`price`"),
+    ] {
+        let reason = verdict(schema.clone(), outside).expect(outside);
+        assert!(
+            reason.contains(argument) && reason.contains("a float does not hold as written"),
+            "{outside}: {reason}"
+        );
+    }
+}
+
+/// Each keyword that compares numbers, at the edge where a float would answer otherwise.
+#[test]
+fn bounds_enums_and_consts_are_compared_as_written() {
+    let cases = [
+        (json!({"maximum": 100}), "100", true),
+        (json!({"maximum": 100}), "100.0000000000000000001", false),
+        (
+            json!({"exclusiveMaximum": 100}),
+            "99.99999999999999999",
+            false,
+        ),
+        (json!({"exclusiveMaximum": 100}), "99.99999999999999", true),
+        (json!({"minimum": 0.1}), "0.09999999999999999999", false),
+        (json!({"minimum": 0.1}), "0.1", true),
+        (json!({"exclusiveMinimum": 0}), "1e-400", false),
+        (json!({"const": 100}), "100.0", true),
+        (json!({"const": 100}), "100.0000000000000000001", false),
+        (json!({"enum": [1, 2, 3]}), "2.0", true),
+        (json!({"enum": [1, 2, 3]}), "2.00000000000000000001", false),
+        (
+            json!({"maximum": 9007199254740992_u64}),
+            "9007199254740993",
+            false,
+        ),
+        (json!({"maximum": 1e16}), "10000000000000001", false),
+    ];
+    for (keyword, number, allowed) in cases {
+        let schema = json!({"properties": {"n": keyword}});
+        let reason = verdict(schema, &format!(r#"{{"n": {number}}}"#));
+        assert_eq!(
+            reason.is_none(),
+            allowed,
+            "{keyword} with {number}: {reason:?}"
+        );
+    }
+}
+
+#[test]
+fn multiple_of_is_exact_in_decimal() {
+    let cases = [
+        (json!(0.01), "0.07", true),
+        (json!(0.01), "19.99", true),
+        (json!(0.01), "0.001", false),
+        (json!(0.1), "0.3", true),
+        (json!(0.3), "0.9", true),
+        (json!(0.3), "1", false),
+        (json!(7.5), "22.5", true),
+        (json!(7.5), "1e300", false),
+        (json!(2), "1e300", true),
+        (json!(3), "1e300", false),
+        (json!(3), "-9", true),
+        (json!(3), "0", true),
+        (json!(1e-300), "1", true),
+        (json!(1e300), "1", false),
+    ];
+    for (multiple, number, allowed) in cases {
+        let schema = json!({"properties": {"n": {"multipleOf": multiple}}});
+        let reason = verdict(schema, &format!(r#"{{"n": {number}}}"#));
+        assert_eq!(
+            reason.is_none(),
+            allowed,
+            "{multiple} | {number}: {reason:?}"
+        );
+    }
+}
+
+/// Huge numbers against a fractional `multipleOf`, where the validator's own check was wrong
+/// about four times in ten: `x` is a multiple of 0.3 exactly when 3 divides its digits' sum
+/// (`x` is an integer, and 10 ≡ 1 mod 3).
+#[test]
+fn multiple_of_a_fraction_is_exact_for_huge_numbers() {
+    let rules =
+        rules(json!({"t": {"schema": {"properties": {"n": {"multipleOf": 0.3}}}}})).unwrap();
+    let mut seed: u64 = 12345;
+    for _ in 0..2000 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = f64::from_bits((seed >> 12) | (1200u64 << 52)); // 2^177 to 2^178, about 2e53
+        let scientific = format!("{x:e}");
+        let digits_sum: u32 = scientific
+            .split('e')
+            .next()
+            .unwrap()
+            .chars()
+            .filter_map(|c| c.to_digit(10))
+            .sum();
+        let args = call_args(&format!(r#"{{"n": {x}}}"#));
+        let allowed = check_all(&rules, "t", &args).is_none();
+        assert_eq!(allowed, digits_sum.is_multiple_of(3), "{scientific}");
+    }
+}
+
+#[test]
+fn an_argument_spelt_like_one_the_schema_names_is_a_violation() {
+    let office = rules(json!({"send_email": {"schema": {
+        "properties": {
+            "to": {"type": "string", "pattern": "^[a-z]+@example\\.com$"},
+            "cc": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+@example\\.com$"}},
+            "meta": {"properties": {"priority": {"enum": ["low"]}}}
+        },
+        "required": ["to"]}}}))
+    .unwrap();
+    let check = |value: Value| office[0].check("send_email", &args(value));
+    assert!(check(json!({"to": "ann@example.com", "cc": ["bob@example.com"]})).is_none());
+    assert!(check(json!({"to": "ann@example.com", "subject": "Hi", "Body": "x"})).is_none());
+    for (outside, named) in [
+        (
+            json!({"to": "ann@example.com", "CC": ["eve@evil.test"]}),
+            "argument `CC` is spelt like `cc`",
+        ),
+        (
+            json!({"to": "ann@example.com", "Cc": ["eve@evil.test"]}),
+            "argument `Cc` is spelt like `cc`",
+        ),
+        (
+            json!({"to": "ann@example.com", "meta": {"Priority": "high"}}),
+            "argument `meta.Priority` is spelt like `priority`",
+        ),
+        (
+            json!({"to": "ann@example.com", "ｃｃ": []}),
+            "spelt like `cc`",
+        ),
+    ] {
+        let Violation(reason) = check(outside.clone()).expect("a violation");
+        assert!(reason.contains(named), "{outside}: {reason}");
+    }
+}
