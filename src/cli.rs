@@ -220,7 +220,7 @@ impl PolicyArgs {
 pub struct StateArgs {
     /// Keep the crew's taint and spend in a store shared with other processes: a SQLite file, or
     /// redis://HOST:PORT/DB (rediss:// for TLS).
-    #[arg(long, value_name = "URL", value_parser = parse_state_url)]
+    #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
     pub state: Option<StateUrl>,
     /// Share taint and spend with every process of crew NAME on the same store (letters, digits,
     /// `.`, `_`, `-`).
@@ -231,15 +231,19 @@ pub struct StateArgs {
     pub taint_ttl: Option<Duration>,
 }
 
-fn parse_state_url(text: &str) -> Result<StateUrl, String> {
-    StateUrl::parse(text)
+/// Why a `--taint-ttl` is refused.
+#[derive(Debug, thiserror::Error)]
+enum TtlError {
+    #[error("not a duration such as 30m, 8h or 7days: {0}")]
+    NotADuration(humantime::DurationError),
+    #[error("a taint TTL is at least 1s")]
+    TooShort,
 }
 
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text)
-        .map_err(|err| format!("not a duration such as 30m, 8h or 7days: {err}"))?;
+fn parse_ttl(text: &str) -> Result<Duration, TtlError> {
+    let ttl = humantime::parse_duration(text).map_err(TtlError::NotADuration)?;
     if ttl < Duration::from_secs(1) {
-        return Err("a taint TTL is at least 1s".to_owned());
+        return Err(TtlError::TooShort);
     }
     Ok(ttl)
 }

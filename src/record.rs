@@ -235,14 +235,26 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
+/// Why a record line could not be read ([`Record::parse`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the record is not valid UTF-8 (bad byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+    /// A JSON object that could not be read as a record.
+    #[error("the record could not be read")]
+    Unreadable,
+    #[error("the record is {found}, not a JSON object")]
+    NotAnObject { found: &'static str },
+    /// Not strict JSON; the parser's error has the line and column.
+    #[error("the record is not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
 impl<'a> Record<'a> {
     /// Parses a record line strictly (duplicate keys refused at any depth, as for calls).
-    pub fn parse(line: &'a [u8]) -> Result<Record<'a>, String> {
-        let text = std::str::from_utf8(line).map_err(|err| {
-            format!(
-                "the record is not valid UTF-8 (bad byte at offset {})",
-                err.valid_up_to()
-            )
+    pub fn parse(line: &'a [u8]) -> Result<Record<'a>, RecordError> {
+        let text = std::str::from_utf8(line).map_err(|err| RecordError::NotUtf8 {
+            offset: err.valid_up_to(),
         })?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         // The members are checked one by one, each counting depth from itself: a record that
@@ -256,12 +268,11 @@ impl<'a> Record<'a> {
             Some(members) => Ok(Record { text, members }),
             // Not a strict JSON object: building it says exactly what is wrong.
             None => Err(match strict_json::parse(text) {
-                Ok(Value::Object(_)) => "the record could not be read".to_owned(),
-                Ok(other) => format!(
-                    "the record is {}, not a JSON object",
-                    strict_json::type_name(&other)
-                ),
-                Err(err) => format!("the record is not valid JSON: {err}"),
+                Ok(Value::Object(_)) => RecordError::Unreadable,
+                Ok(other) => RecordError::NotAnObject {
+                    found: strict_json::type_name(&other),
+                },
+                Err(err) => RecordError::NotJson(err),
             }),
         }
     }
@@ -598,7 +609,7 @@ mod tests {
             (r#"{"id":"x","n":1e999}"#, "not valid JSON"),
             (r#"{"id":"x"} {}"#, "not valid JSON"),
         ] {
-            let err = Record::parse(line.as_bytes()).unwrap_err();
+            let err = Record::parse(line.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(expected), "{line}: {err}");
         }
         let record = Record::parse(br#"{"id":"a\u0062","decision":"h\u006fld"}"#).unwrap();
@@ -625,7 +636,8 @@ mod tests {
                 "{key}"
             );
             let err = Record::parse(line.as_bytes()).unwrap_err();
-            assert!(err.contains("recursion limit"), "{key}: {err}");
+            assert!(matches!(err, RecordError::NotJson(_)), "{key}: {err:?}");
+            assert!(err.to_string().contains("recursion limit"), "{key}: {err}");
             // Deep, but within the limit: read, and its field replaced, never doubled.
             let line = deep(key, 100);
             if key != "other" {

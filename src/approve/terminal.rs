@@ -6,9 +6,14 @@ use super::tty::{Terminal, TtyReply};
 use super::{Human, Reply};
 use crate::record::AnsweredBy;
 
+/// Why there is nobody to ask: the controlling terminal did not open.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open /dev/tty: {0}")]
+struct NoTerminal(std::io::Error);
+
 /// The person at the controlling terminal, opened at the first hold.
 pub struct TerminalHuman {
-    terminal: Option<std::result::Result<Terminal, String>>,
+    terminal: Option<std::result::Result<Terminal, NoTerminal>>,
     timeout: Option<Duration>,
 }
 
@@ -24,12 +29,12 @@ impl TerminalHuman {
 
 impl Human for TerminalHuman {
     fn ask(&mut self, prompt: &str) -> Reply {
-        let terminal = self.terminal.get_or_insert_with(|| {
-            Terminal::open().map_err(|err| format!("cannot open /dev/tty: {err}"))
-        });
+        let terminal = self
+            .terminal
+            .get_or_insert_with(|| Terminal::open().map_err(NoTerminal));
         let terminal = match terminal {
             Ok(terminal) => terminal,
-            Err(why) => return Reply::NobodyToAsk(why.clone()),
+            Err(why) => return Reply::NobodyToAsk(why.to_string()),
         };
         match terminal.ask(prompt, self.timeout) {
             Ok(TtyReply::Line(line)) => Reply::Answer(line),

@@ -275,25 +275,34 @@ impl Drop for WebApprovals {
     }
 }
 
+/// Why `--web ADDR` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebAddrError {
+    #[error("{text:?} is not an address and port such as 127.0.0.1:8080 or [::1]:8080")]
+    NotAnAddress { text: String },
+    #[error(
+        "--web {addr}: the approval page is served on a loopback address only (127.0.0.1:PORT or [::1]:PORT); reach it from another machine through `ssh -L`"
+    )]
+    NotLoopback { addr: SocketAddr },
+}
+
 /// A loopback address, or a usage error that says how to reach the page from elsewhere.
 pub fn check_loopback(addr: SocketAddr) -> Result<()> {
     if addr.ip().is_loopback() {
         return Ok(());
     }
-    Err(UsageError(format!(
-        "--web {addr}: the approval page is served on a loopback address only \
-         (127.0.0.1:PORT or [::1]:PORT); reach it from another machine through `ssh -L`"
-    ))
-    .into())
+    Err(UsageError(WebAddrError::NotLoopback { addr }.to_string()).into())
 }
 
 /// `--web ADDR` as the command line gives it: an IP address and port on the loopback interface,
 /// nothing else (a clap value parser).
-pub fn loopback_addr(text: &str) -> std::result::Result<SocketAddr, String> {
-    let addr: SocketAddr = text.parse().map_err(|_| {
-        format!("{text:?} is not an address and port such as 127.0.0.1:8080 or [::1]:8080")
+pub fn loopback_addr(text: &str) -> std::result::Result<SocketAddr, WebAddrError> {
+    let addr: SocketAddr = text.parse().map_err(|_| WebAddrError::NotAnAddress {
+        text: text.to_owned(),
     })?;
-    check_loopback(addr).map_err(|err| err.to_string())?;
+    if !addr.ip().is_loopback() {
+        return Err(WebAddrError::NotLoopback { addr });
+    }
     Ok(addr)
 }
 

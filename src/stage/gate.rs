@@ -90,15 +90,11 @@ pub fn run<W: Write, E: Write>(
                 .call
                 .as_ref()
                 .and_then(|call| state.agent(&call.agent));
-            let text = match &decided.text {
-                Ok(json) => CallText::Json(json),
-                Err(raw) => CallText::Raw(raw),
-            };
             let verdict = Verdict {
                 id: &id,
                 judgement: &decided.judgement,
                 call: decided.call.as_ref(),
-                text,
+                text: decided.text.as_call_text(),
                 origin: (input, line_number),
                 agent,
             };
@@ -142,7 +138,7 @@ pub fn run_shared<W: Write, E: Write>(
                         // Taken with the batch.
                         judgement: Judgement::malformed(&Malformed::new("not taken")),
                         call: None,
-                        text: Ok(String::from_utf8_lossy(bytes).into_owned()),
+                        text: LineText::Json(String::from_utf8_lossy(bytes).into_owned()),
                         origin,
                         agent: None,
                         record: Some((record, None)),
@@ -151,7 +147,7 @@ pub fn run_shared<W: Write, E: Write>(
                         id,
                         judgement: Judgement::malformed(&malformed),
                         call: None,
-                        text: Err(raw),
+                        text: LineText::Raw(raw),
                         origin,
                         agent: None,
                         record: None,
@@ -161,7 +157,7 @@ pub fn run_shared<W: Write, E: Write>(
                             id,
                             // Decided with the batch.
                             judgement: Judgement::malformed(&Malformed::new("not decided")),
-                            text: Ok(text.to_owned()),
+                            text: LineText::Json(text.to_owned()),
                             call: Some(call),
                             origin,
                             agent: None,
@@ -308,7 +304,7 @@ fn write_pending<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
 ) {
     match (&pending.record, &pending.text) {
-        (Some((record, Some(values))), Ok(line)) => write_value_record(
+        (Some((record, Some(values))), LineText::Json(line)) => write_value_record(
             line.as_bytes(),
             &pending.id,
             record,
@@ -326,13 +322,29 @@ fn write_pending<W: Write, E: Write>(
     }
 }
 
+/// What a verdict carries of its line: the call's JSON (or the record's line), or an excerpt of a
+/// line that could not be read ([`CallText`], owned or borrowed).
+enum LineText<J> {
+    Json(J),
+    Raw(String),
+}
+
+impl<J: AsRef<str>> LineText<J> {
+    fn as_call_text(&self) -> CallText<'_> {
+        match self {
+            LineText::Json(json) => CallText::Json(json.as_ref()),
+            LineText::Raw(raw) => CallText::Raw(raw),
+        }
+    }
+}
+
 /// A line of a batch waiting for the shared state's update.
 struct Pending<'i> {
     id: String,
     judgement: Judgement,
     call: Option<Call>,
     /// The call's JSON, or an excerpt of a malformed line.
-    text: Result<String, String>,
+    text: LineText<String>,
     origin: (&'i Input, u64),
     agent: Option<AgentState>,
     /// A `task` or `result` record, and, once the state took it, how many values it gave.
@@ -350,7 +362,7 @@ impl<'i> Pending<'i> {
             id,
             judgement: Judgement::malformed(malformed),
             call: None,
-            text: Err(jsonl::raw_excerpt(bytes)),
+            text: LineText::Raw(jsonl::raw_excerpt(bytes)),
             origin,
             agent: None,
             record: None,
@@ -362,10 +374,7 @@ impl<'i> Pending<'i> {
             id: &self.id,
             judgement: &self.judgement,
             call: self.call.as_ref(),
-            text: match &self.text {
-                Ok(json) => CallText::Json(json),
-                Err(raw) => CallText::Raw(raw),
-            },
+            text: self.text.as_call_text(),
             origin: self.origin,
             agent: self.agent.as_ref(),
         }
@@ -404,8 +413,8 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
             // A record the store did not take is denied, with the reason, as a call would be.
             if let Some((_, values)) = &mut pending.record {
                 *values = None;
-                if let Ok(line) = &pending.text {
-                    pending.text = Err(jsonl::raw_excerpt(line.as_bytes()));
+                if let LineText::Json(line) = &pending.text {
+                    pending.text = LineText::Raw(jsonl::raw_excerpt(line.as_bytes()));
                 }
             }
         }
@@ -417,7 +426,7 @@ struct Decided<'a> {
     id: String,
     judgement: Judgement,
     call: Option<Call>,
-    text: Result<&'a str, String>,
+    text: LineText<&'a str>,
 }
 
 impl Decided<'_> {
@@ -426,7 +435,7 @@ impl Decided<'_> {
             id,
             judgement: Judgement::malformed(malformed),
             call: None,
-            text: Err(raw),
+            text: LineText::Raw(raw),
         }
     }
 }
@@ -452,7 +461,7 @@ fn decide_line<'a>(
                 judgement: decide(&call, &id, &options.policy, state, at),
                 id,
                 call: Some(call),
-                text: Ok(text),
+                text: LineText::Json(text),
             }
         }
         Err(malformed) => Decided::malformed(id, &malformed, jsonl::raw_excerpt(bytes)),

@@ -3,10 +3,55 @@
 use super::key::{StateKey, ValueChange, ValueKey};
 use crate::rules::state::CrewState;
 
-/// Why a store could not be used. The doors deny with `state store unavailable: {this}`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
+/// Why a store could not be used. The doors deny with `state store unavailable: {this}`. Each
+/// names the store (`sqlite:/abs/path`, or the Redis URL without its password) and, where there is
+/// one, the key.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be opened, reached, read or written, or it is not a state store this
+    /// program can use: the problem as its backend says it ([`super::sqlite::SqliteProblem`],
+    /// [`super::redis::RedisProblem`]; a [`Store`] is known only as the trait).
+    #[error("{store}: {problem}")]
+    Unavailable {
+        store: String,
+        problem: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A stored state that is not one this program wrote: refused, never read as clean.
+    #[error(
+        "{store}: the state of {} is not one this program wrote, so it is refused rather than read as clean (reset it with `sc-state reset`): {why}",
+        .key.describe()
+    )]
+    RefusedState {
+        store: String,
+        key: StateKey,
+        /// What the state's reader found wrong with it.
+        why: String,
+    },
+    /// A stored value its reader refused: refused, never read as none.
+    #[error(
+        "{store}: {} are not what this program writes, so they are refused rather than read as none (reset the session with `sc-state reset --session`): {why}",
+        .key.describe()
+    )]
+    RefusedValue {
+        store: String,
+        key: ValueKey,
+        why: ValueRefused,
+    },
+    /// The store returned without running the update it was given.
+    #[error("the store did not run the update")]
+    NotRun,
+}
+
+/// Why a stored value was refused ([`Store::update_value`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ValueRefused {
+    /// The store holds bytes that are not text.
+    #[error("not UTF-8 (bad byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+    /// The value's reader refused it: its own error.
+    #[error(transparent)]
+    Reader(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// A place where states are kept, shared by the processes that open it.
 pub trait Store: Send {
@@ -32,20 +77,13 @@ pub trait Store: Send {
     /// Reads the value at `key` (`None` if there is none), lets `update` say what becomes of it,
     /// and does so, all as one atomic step, like [`Store::update`]: `update` may run more than
     /// once (again on a fresh read), and only its last run counts. An `Err` from `update` (the
-    /// value is not what its reader writes) is refused with that reason, and nothing is written.
+    /// value is not what its reader writes) is refused with that reason
+    /// ([`StoreError::RefusedValue`]), and nothing is written.
     fn update_value(
         &mut self,
         key: &ValueKey,
-        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError>;
-}
-
-/// The error for a value its reader refused.
-pub(crate) fn refused_value(store: &str, key: &ValueKey, why: &str) -> StoreError {
-    StoreError(format!(
-        "{store}: {} are not what this program writes, so they are refused rather than read as none (reset the session with `sc-state reset --session`): {why}",
-        key.describe()
-    ))
 }
 
 /// Reads a stored state, refusing anything but what this program writes.
@@ -54,11 +92,10 @@ pub(crate) fn parse_state(
     key: &StateKey,
     bytes: &[u8],
 ) -> Result<CrewState, StoreError> {
-    let mut state = CrewState::from_json(bytes).map_err(|why| {
-        StoreError(format!(
-            "{store}: the state of {} is not one this program wrote, so it is refused rather than read as clean (reset it with `sc-state reset`): {why}",
-            key.describe()
-        ))
+    let mut state = CrewState::from_json(bytes).map_err(|why| StoreError::RefusedState {
+        store: store.to_owned(),
+        key: key.clone(),
+        why: why.to_string(),
     })?;
     state.span = key.span();
     Ok(state)

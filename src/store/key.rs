@@ -21,15 +21,24 @@ pub fn is_safe_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// A `--crew` name (or a session id) that may not name a state ([`is_safe_name`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} is not a crew name: 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`, not starting with `.`",
+    quoted(.name)
+)]
+pub struct BadCrewName {
+    pub name: String,
+}
+
 /// Checks a `--crew` name.
-pub fn crew_name(name: &str) -> Result<String, String> {
+pub fn crew_name(name: &str) -> Result<String, BadCrewName> {
     if is_safe_name(name) {
         Ok(name.to_owned())
     } else {
-        Err(format!(
-            "{} is not a crew name: 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`, not starting with `.`",
-            quoted(name)
-        ))
+        Err(BadCrewName {
+            name: name.to_owned(),
+        })
     }
 }
 

@@ -27,8 +27,8 @@ mod shared;
 pub mod sqlite;
 mod url;
 
-pub(crate) use backend::{parse_state, refused_value};
-pub use backend::{Store, StoreError};
+pub(crate) use backend::parse_state;
+pub use backend::{Store, StoreError, ValueRefused};
 pub use key::*;
 pub use shared::*;
 pub use url::*;

@@ -15,11 +15,12 @@
 //! is back; for [`RETRY_AFTER`] after a failure, updates fail at once with the same error rather
 //! than each waiting for a server that just failed.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 
-use super::{parse_state, refused_value, StateKey, Store, StoreError, ValueChange, ValueKey};
+use super::{parse_state, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused};
 use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
@@ -30,25 +31,59 @@ pub const RETRY_AFTER: Duration = Duration::from_millis(200);
 /// How long an update keeps running again while other processes keep writing the same key.
 pub const CONFLICT_WAIT: Duration = Duration::from_secs(10);
 
+/// Why a Redis URL is refused ([`check_url`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RedisUrlError {
+    #[error(
+        "a fragment (such as #insecure) is not accepted: the server's certificate is always checked"
+    )]
+    Fragment,
+    #[error("not a Redis URL: {0}")]
+    NotAUrl(RedisError),
+    #[error("not a Redis URL over TCP")]
+    NotTcp,
+    #[error("the URL has no host")]
+    NoHost,
+}
+
+/// Why the Redis server could not be used ([`StoreError::Unavailable`]). A client error is shared, so
+/// that the same failure can be given again ([`RETRY_AFTER`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RedisProblem {
+    /// The client refused the URL, or the server failed a command.
+    #[error("{0}")]
+    Client(Arc<RedisError>),
+    #[error("cannot connect: {0}")]
+    CannotConnect(Arc<RedisError>),
+    /// Other processes kept writing the key (named as [`StateKey::describe`] or
+    /// [`ValueKey::describe`] name it) for [`CONFLICT_WAIT`].
+    #[error(
+        "other processes kept changing {key} for {} s, so the update never went through",
+        CONFLICT_WAIT.as_secs()
+    )]
+    Contended { key: String },
+    /// A key under [`KEY_PREFIX`] that this program never writes.
+    #[error(
+        "the key {} is under {KEY_PREFIX} but is not one this program writes",
+        serde_json::Value::String(.0.clone())
+    )]
+    StrayKey(String),
+}
+
 /// Checks a `redis://` or `rediss://` URL without connecting: a host, a port, a database number.
-pub fn check_url(url: &str) -> Result<(), String> {
+pub fn check_url(url: &str) -> Result<(), RedisUrlError> {
     if url.contains('#') {
-        return Err(
-            "a fragment (such as #insecure) is not accepted: the server's certificate is always checked"
-                .to_owned(),
-        );
+        return Err(RedisUrlError::Fragment);
     }
-    let info = url
-        .into_connection_info()
-        .map_err(|err| format!("not a Redis URL: {err}"))?;
+    let info = url.into_connection_info().map_err(RedisUrlError::NotAUrl)?;
     match info.addr() {
         redis::ConnectionAddr::Tcp(host, _) | redis::ConnectionAddr::TcpTls { host, .. }
             if !host.is_empty() =>
         {
             Ok(())
         }
-        redis::ConnectionAddr::Unix(_) => Err("not a Redis URL over TCP".to_owned()),
-        _ => Err("the URL has no host".to_owned()),
+        redis::ConnectionAddr::Unix(_) => Err(RedisUrlError::NotTcp),
+        _ => Err(RedisUrlError::NoHost),
     }
 }
 
@@ -70,14 +105,17 @@ pub struct RedisStore {
     connection: Option<Connection>,
     shown: String,
     /// The last connection failure, and when: updates within [`RETRY_AFTER`] fail with it.
-    failed: Option<(Instant, String)>,
+    failed: Option<(Instant, RedisProblem)>,
 }
 
 impl RedisStore {
     /// Connects (at most [`CONNECT_TIMEOUT`]) and checks the server answers `PING`.
     pub fn open(url: &str) -> Result<RedisStore, StoreError> {
         let shown = shown(url);
-        let client = Client::open(url).map_err(|err| StoreError(format!("{shown}: {err}")))?;
+        let client = Client::open(url).map_err(|err| StoreError::Unavailable {
+            store: shown.clone(),
+            problem: Box::new(RedisProblem::Client(Arc::new(err))),
+        })?;
         let mut store = RedisStore {
             client,
             connection: None,
@@ -88,16 +126,16 @@ impl RedisStore {
         let pong = redis::cmd("PING").query::<String>(connection);
         match pong {
             Ok(_) => Ok(store),
-            Err(err) => Err(store.fail(&err)),
+            Err(err) => Err(store.fail(err)),
         }
     }
 
     /// The connection, made again when the last one failed.
     fn connection(&mut self) -> Result<&mut Connection, StoreError> {
         if self.connection.is_none() {
-            if let Some((at, why)) = &self.failed {
+            if let Some((at, problem)) = &self.failed {
                 if at.elapsed() < RETRY_AFTER {
-                    return Err(StoreError(why.clone()));
+                    return Err(self.error(problem.clone()));
                 }
             }
             let connection = self
@@ -114,9 +152,9 @@ impl RedisStore {
                     self.connection = Some(connection);
                 }
                 Err(err) => {
-                    let why = format!("{}: cannot connect: {err}", self.shown);
-                    self.failed = Some((Instant::now(), why.clone()));
-                    return Err(StoreError(why));
+                    let problem = RedisProblem::CannotConnect(Arc::new(err));
+                    self.failed = Some((Instant::now(), problem.clone()));
+                    return Err(self.error(problem));
                 }
             }
         }
@@ -124,13 +162,21 @@ impl RedisStore {
     }
 
     /// Drops the connection after an error (a later update connects again) and says what failed.
-    fn fail(&mut self, err: &RedisError) -> StoreError {
+    fn fail(&mut self, err: RedisError) -> StoreError {
         self.connection = None;
-        let why = format!("{}: {err}", self.shown);
-        if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
-            self.failed = Some((Instant::now(), why.clone()));
+        let remembered = err.is_io_error() || err.is_timeout() || err.is_connection_dropped();
+        let problem = RedisProblem::Client(Arc::new(err));
+        if remembered {
+            self.failed = Some((Instant::now(), problem.clone()));
         }
-        StoreError(why)
+        self.error(problem)
+    }
+
+    fn error(&self, problem: RedisProblem) -> StoreError {
+        StoreError::Unavailable {
+            store: self.shown.clone(),
+            problem: Box::new(problem),
+        }
     }
 
     fn redis_key(key: &StateKey) -> String {
@@ -147,7 +193,7 @@ impl RedisStore {
         &mut self,
         key: &ValueKey,
         redis_key: &str,
-        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
         let stored = self.watch_and_get(redis_key)?;
@@ -156,19 +202,22 @@ impl RedisStore {
         let change = match stored.as_deref().map(std::str::from_utf8) {
             None => update(None),
             Some(Ok(text)) => update(Some(text)),
-            Some(Err(err)) => Err(format!(
-                "not UTF-8 (bad byte at offset {})",
-                err.valid_up_to()
-            )),
+            Some(Err(err)) => Err(ValueRefused::NotUtf8 {
+                offset: err.valid_up_to(),
+            }),
         };
         let change = match change {
             Ok(change) => change,
             Err(why) => {
                 // Leave the connection clean for the next update.
                 if let Err(unwatch) = redis::cmd("UNWATCH").exec(connection) {
-                    self.fail(&unwatch);
+                    self.fail(unwatch);
                 }
-                return Err(refused_value(&shown, key, &why));
+                return Err(StoreError::RefusedValue {
+                    store: shown,
+                    key: key.clone(),
+                    why,
+                });
             }
         };
         let mut transaction = redis::pipe();
@@ -177,7 +226,7 @@ impl RedisStore {
             ValueChange::Keep => {
                 return match redis::cmd("UNWATCH").exec(connection) {
                     Ok(()) => Ok(true),
-                    Err(err) => Err(self.fail(&err)),
+                    Err(err) => Err(self.fail(err)),
                 };
             }
             ValueChange::Set(text) => transaction.cmd("SET").arg(redis_key).arg(text).ignore(),
@@ -187,7 +236,7 @@ impl RedisStore {
         match written {
             Ok(Some(())) => Ok(true),
             Ok(None) => Ok(false),
-            Err(err) => Err(self.fail(&err)),
+            Err(err) => Err(self.fail(err)),
         }
     }
 
@@ -203,7 +252,7 @@ impl RedisStore {
             .query(connection);
         match read {
             Ok((stored,)) => Ok(stored),
-            Err(err) => Err(self.fail(&err)),
+            Err(err) => Err(self.fail(err)),
         }
     }
 
@@ -231,7 +280,7 @@ impl RedisStore {
             Err(err) => {
                 // Leave the connection clean for the next update.
                 if let Err(unwatch) = redis::cmd("UNWATCH").exec(connection) {
-                    self.fail(&unwatch);
+                    self.fail(unwatch);
                 }
                 return Err(err);
             }
@@ -242,7 +291,7 @@ impl RedisStore {
         if before == state {
             return match redis::cmd("UNWATCH").exec(connection) {
                 Ok(()) => Ok(true),
-                Err(err) => Err(self.fail(&err)),
+                Err(err) => Err(self.fail(err)),
             };
         }
         let text = serde_json::to_string(&state).expect("a crew state serializes");
@@ -256,7 +305,7 @@ impl RedisStore {
         match written {
             Ok(Some(())) => Ok(true),
             Ok(None) => Ok(false),
-            Err(err) => Err(self.fail(&err)),
+            Err(err) => Err(self.fail(err)),
         }
     }
 }
@@ -284,12 +333,9 @@ impl Store for RedisStore {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(StoreError(format!(
-                    "{}: other processes kept changing {} for {} s, so the update never went through",
-                    self.shown,
-                    key.describe(),
-                    CONFLICT_WAIT.as_secs()
-                )));
+                return Err(self.error(RedisProblem::Contended {
+                    key: key.describe(),
+                }));
             }
         }
     }
@@ -303,7 +349,7 @@ impl Store for RedisStore {
             Ok(stored) => stored
                 .map(|bytes| parse_state(&self.shown, key, &bytes))
                 .transpose(),
-            Err(err) => Err(self.fail(&err)),
+            Err(err) => Err(self.fail(err)),
         }
     }
 
@@ -322,7 +368,7 @@ impl Store for RedisStore {
                 .query(connection);
             let (next, found) = match page {
                 Ok(page) => page,
-                Err(err) => return Err(self.fail(&err)),
+                Err(err) => return Err(self.fail(err)),
             };
             for redis_key in found {
                 let path = redis_key[KEY_PREFIX.len()..].replace(':', "/");
@@ -330,13 +376,9 @@ impl Store for RedisStore {
                     // A value (sc-hook's call links), not a state.
                     continue;
                 }
-                let key = StateKey::parse(&path).ok_or_else(|| {
-                    StoreError(format!(
-                        "{}: the key {} is under {KEY_PREFIX} but is not one this program writes",
-                        self.shown,
-                        serde_json::Value::String(redis_key.clone())
-                    ))
-                })?;
+                let Some(key) = StateKey::parse(&path) else {
+                    return Err(self.error(RedisProblem::StrayKey(redis_key)));
+                };
                 keys.push(key);
             }
             if next == 0 {
@@ -352,7 +394,7 @@ impl Store for RedisStore {
     fn update_value(
         &mut self,
         key: &ValueKey,
-        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError> {
         let redis_key = RedisStore::value_redis_key(key);
         let deadline = Instant::now() + CONFLICT_WAIT;
@@ -361,12 +403,9 @@ impl Store for RedisStore {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(StoreError(format!(
-                    "{}: other processes kept changing {} for {} s, so the update never went through",
-                    self.shown,
-                    key.describe(),
-                    CONFLICT_WAIT.as_secs()
-                )));
+                return Err(self.error(RedisProblem::Contended {
+                    key: key.describe(),
+                }));
             }
         }
     }
@@ -384,8 +423,8 @@ mod tests {
         );
         assert_eq!(shown("rediss://:secret@cache/2"), "rediss://cache/2");
         assert_eq!(shown("redis://cache:6379/0"), "redis://cache:6379/0");
-        assert!(check_url("rediss://cache:6380/0#insecure")
-            .unwrap_err()
-            .contains("always checked"));
+        let err = check_url("rediss://cache:6380/0#insecure").unwrap_err();
+        assert!(matches!(err, RedisUrlError::Fragment), "{err:?}");
+        assert!(err.to_string().contains("always checked"));
     }
 }

@@ -120,7 +120,7 @@ impl StateHandle {
                 shared.transact(policy, timing, &mut |state, now| {
                     out = Some(change(state, Some(now)));
                 })?;
-                out.ok_or_else(|| StoreError("the store did not run the update".to_owned()))
+                out.ok_or(StoreError::NotRun)
             }
         }
     }

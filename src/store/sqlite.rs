@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{
-    parse_state, refused_value, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey,
+    parse_state, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused,
 };
 use crate::rules::state::{rfc3339_seconds, unix_seconds, CrewState};
 
@@ -31,10 +31,61 @@ const VALUES_TABLE: &str = "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NUL
 /// How long an update waits for another process's transaction before it fails.
 pub const BUSY_WAIT: Duration = Duration::from_secs(10);
 
-/// Why a store could not be prepared, and whether only because another process held it.
-struct Unprepared {
-    busy: bool,
-    text: String,
+/// Why a SQLite file could not be used as a state store ([`StoreError::Unavailable`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteProblem {
+    #[error("cannot create its folder {}: {error}", .folder.display())]
+    CannotCreateFolder {
+        folder: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot create it: {0}")]
+    CannotCreate(std::io::Error),
+    #[error("there is no such file")]
+    NoSuchFile,
+    #[error("cannot open it: {0}")]
+    CannotOpen(rusqlite::Error),
+    #[error("it cannot be put in WAL mode (its journal mode is {0})")]
+    NotWal(String),
+    #[error(
+        "its format is {}, not {FORMAT:?}: it was written by another version, or edited",
+        serde_json::Value::String(.0.clone())
+    )]
+    OtherFormat(String),
+    #[error("its `sc_meta` table has no format: it was edited")]
+    NoFormat,
+    #[error(
+        "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
+    )]
+    SomethingElse,
+    /// A state stored under a path that is not a [`StateKey::path`].
+    #[error(
+        "a state is stored under {}, a key this program never writes: the store was edited",
+        serde_json::Value::String(.0.clone())
+    )]
+    StrayKey(String),
+    /// What SQLite said, with its result code.
+    #[error("{}", describe(.0))]
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for SqliteProblem {
+    fn from(err: rusqlite::Error) -> Self {
+        SqliteProblem::Sqlite(err)
+    }
+}
+
+impl SqliteProblem {
+    /// Whether SQLite failed only because another process held the database (its result code
+    /// `DatabaseBusy` or `DatabaseLocked`, with SQLite's own message).
+    fn is_busy(&self) -> bool {
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        matches!(
+            self,
+            SqliteProblem::Sqlite(rusqlite::Error::SqliteFailure(failure, Some(_)))
+                if matches!(failure.code, DatabaseBusy | DatabaseLocked)
+        )
+    }
 }
 
 /// Creates `path` empty with mode 600 when it does not exist yet; an existing file is left as
@@ -64,29 +115,32 @@ impl SqliteStore {
     /// state store of this program's format (a new file becomes one).
     pub fn open(path: &Path, options: OpenOptions) -> Result<SqliteStore, StoreError> {
         let shown = format!("sqlite:{}", absolute(path).display());
-        let fail = |why: String| StoreError(format!("{shown}: {why}"));
+        let fail = |problem: SqliteProblem| StoreError::Unavailable {
+            store: shown.clone(),
+            problem: Box::new(problem),
+        };
         if options.create {
             if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(folder).map_err(|err| {
-                    fail(format!(
-                        "cannot create its folder {}: {err}",
-                        folder.display()
-                    ))
+                std::fs::create_dir_all(folder).map_err(|error| {
+                    fail(SqliteProblem::CannotCreateFolder {
+                        folder: folder.to_owned(),
+                        error,
+                    })
                 })?;
             }
             // Made readable by its owner only before SQLite opens it: the store holds what
             // untrusted tools returned (taint causes, provenance). SQLite gives its side files
             // (-wal, -shm, -journal) the mode of the database file.
-            create_private_file(path).map_err(|err| fail(format!("cannot create it: {err}")))?;
+            create_private_file(path).map_err(|err| fail(SqliteProblem::CannotCreate(err)))?;
         } else if !path.exists() {
-            return Err(fail("there is no such file".to_owned()));
+            return Err(fail(SqliteProblem::NoSuchFile));
         }
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if options.create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         let connection = Connection::open_with_flags(path, flags)
-            .map_err(|err| fail(format!("cannot open it: {err}")))?;
+            .map_err(|err| fail(SqliteProblem::CannotOpen(err)))?;
         let store = SqliteStore {
             connection,
             shown: shown.clone(),
@@ -99,52 +153,40 @@ impl SqliteStore {
         loop {
             match store.prepare(options.fsync) {
                 Ok(()) => return Ok(store),
-                Err(why) if why.busy && std::time::Instant::now() < deadline => {
+                Err(problem) if problem.is_busy() && std::time::Instant::now() < deadline => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(100));
                 }
-                Err(why) => return Err(fail(why.text)),
+                Err(problem) => return Err(fail(problem)),
             }
         }
     }
 
-    fn prepare(&self, fsync: bool) -> Result<(), Unprepared> {
-        self.prepare_once(fsync).map_err(|text| Unprepared {
-            // `describe` names SQLite's result code: the two that mean "another process has it".
-            busy: text.ends_with("(DatabaseBusy)") || text.ends_with("(DatabaseLocked)"),
-            text,
-        })
-    }
-
-    fn prepare_once(&self, fsync: bool) -> Result<(), String> {
-        let sqlite = |err: rusqlite::Error| describe(&err);
-        self.connection.busy_timeout(BUSY_WAIT).map_err(sqlite)?;
-        let mode: String = self
-            .connection
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(sqlite)?;
+    fn prepare(&self, fsync: bool) -> Result<(), SqliteProblem> {
+        self.connection.busy_timeout(BUSY_WAIT)?;
+        let mode: String =
+            self.connection
+                .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(format!(
-                "it cannot be put in WAL mode (its journal mode is {mode})"
-            ));
+            return Err(SqliteProblem::NotWal(mode));
         }
         // In WAL mode, NORMAL survives a crash of the process (not of the machine); FULL, with
         // --fsync, survives both.
-        self.connection
-            .pragma_update(None, "synchronous", if fsync { "FULL" } else { "NORMAL" })
-            .map_err(sqlite)?;
+        self.connection.pragma_update(
+            None,
+            "synchronous",
+            if fsync { "FULL" } else { "NORMAL" },
+        )?;
         // Made a store in one transaction that holds the write lock, so two processes that
         // open a new file at once do not both make it.
-        self.connection
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(sqlite)?;
+        self.connection.execute_batch("BEGIN IMMEDIATE")?;
         let made = self.make_tables();
         let ended = match made {
             Ok(()) => self.connection.execute_batch("COMMIT"),
             Err(_) => self.connection.execute_batch("ROLLBACK"),
         };
         made?;
-        ended.map_err(sqlite)?;
+        ended?;
         let format: Option<String> = self
             .connection
             .query_row(
@@ -152,27 +194,20 @@ impl SqliteStore {
                 [],
                 |row| row.get(0),
             )
-            .optional()
-            .map_err(sqlite)?;
-        match format.as_deref() {
-            Some(FORMAT) => Ok(()),
-            Some(other) => Err(format!(
-                "its format is {}, not {FORMAT:?}: it was written by another version, or edited",
-                serde_json::Value::String(other.to_owned())
-            )),
-            None => Err("its `sc_meta` table has no format: it was edited".to_owned()),
+            .optional()?;
+        match format {
+            Some(format) if format == FORMAT => Ok(()),
+            Some(other) => Err(SqliteProblem::OtherFormat(other)),
+            None => Err(SqliteProblem::NoFormat),
         }
     }
 
     /// In a transaction: the tables and the format of a new store; for a store of format 1, its
     /// `sc_values` table and format 2; nothing for a store of format 2 (or of a format this
     /// program does not know, refused after); an error for a database of something else.
-    fn make_tables(&self) -> Result<(), String> {
-        let sqlite = |err: rusqlite::Error| describe(&err);
-        let count = |sql: &str| -> Result<i64, String> {
-            self.connection
-                .query_row(sql, [], |row| row.get(0))
-                .map_err(sqlite)
+    fn make_tables(&self) -> Result<(), SqliteProblem> {
+        let count = |sql: &str| -> rusqlite::Result<i64> {
+            self.connection.query_row(sql, [], |row| row.get(0))
         };
         if count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?
             > 0
@@ -181,20 +216,15 @@ impl SqliteStore {
                 "SELECT count(*) FROM sc_meta WHERE key = 'format' AND value = '{FORMAT_1}'"
             ))? > 0;
             if format1 {
-                self.connection
-                    .execute_batch(&format!(
-                        "{VALUES_TABLE}
+                self.connection.execute_batch(&format!(
+                    "{VALUES_TABLE}
                          UPDATE sc_meta SET value = '{FORMAT}' WHERE key = 'format';"
-                    ))
-                    .map_err(sqlite)?;
+                ))?;
             }
             return Ok(());
         }
         if count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0 {
-            return Err(
-                "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
-                    .to_owned(),
-            );
+            return Err(SqliteProblem::SomethingElse);
         }
         self.connection
             .execute_batch(&format!(
@@ -202,8 +232,8 @@ impl SqliteStore {
                  CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
                  {VALUES_TABLE}
                  INSERT INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');"
-            ))
-            .map_err(sqlite)
+            ))?;
+        Ok(())
     }
 
     fn run_update(
@@ -212,7 +242,10 @@ impl SqliteStore {
         update: &mut dyn FnMut(&mut CrewState),
     ) -> Result<(), StoreError> {
         let shown = self.shown.clone();
-        let fail = |err: rusqlite::Error| StoreError(format!("{shown}: {}", describe(&err)));
+        let fail = |err: rusqlite::Error| StoreError::Unavailable {
+            store: shown.clone(),
+            problem: Box::new(SqliteProblem::Sqlite(err)),
+        };
         let path = key.path();
         let transaction = self
             .connection
@@ -251,10 +284,13 @@ impl SqliteStore {
     fn run_update_value(
         &mut self,
         key: &ValueKey,
-        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError> {
         let shown = self.shown.clone();
-        let fail = |err: rusqlite::Error| StoreError(format!("{shown}: {}", describe(&err)));
+        let fail = |err: rusqlite::Error| StoreError::Unavailable {
+            store: shown.clone(),
+            problem: Box::new(SqliteProblem::Sqlite(err)),
+        };
         let path = key.path();
         let transaction = self
             .connection
@@ -265,7 +301,11 @@ impl SqliteStore {
             .and_then(|mut select| select.query_row([&path], |row| row.get(0)).optional())
             .map_err(fail)?;
         // Refused: the transaction is rolled back when dropped, and nothing is written.
-        let change = update(stored.as_deref()).map_err(|why| refused_value(&shown, key, &why))?;
+        let change = update(stored.as_deref()).map_err(|why| StoreError::RefusedValue {
+            store: shown.clone(),
+            key: key.clone(),
+            why,
+        })?;
         match change {
             ValueChange::Keep => {}
             ValueChange::Set(text) => {
@@ -286,6 +326,13 @@ impl SqliteStore {
             }
         }
         transaction.commit().map_err(fail)
+    }
+
+    fn error(&self, problem: SqliteProblem) -> StoreError {
+        StoreError::Unavailable {
+            store: self.shown.clone(),
+            problem: Box::new(problem),
+        }
     }
 }
 
@@ -313,14 +360,14 @@ impl Store for SqliteStore {
             .connection
             .prepare_cached("SELECT state FROM sc_states WHERE key = ?1")
             .and_then(|mut select| select.query_row([key.path()], |row| row.get(0)).optional())
-            .map_err(|err| StoreError(format!("{}: {}", self.shown, describe(&err))))?;
+            .map_err(|err| self.error(err.into()))?;
         stored
             .map(|text| parse_state(&self.shown, key, text.as_bytes()))
             .transpose()
     }
 
     fn keys(&mut self) -> Result<Vec<StateKey>, StoreError> {
-        let fail = |err: rusqlite::Error| StoreError(format!("{}: {}", self.shown, describe(&err)));
+        let fail = |err: rusqlite::Error| self.error(err.into());
         let mut select = self
             .connection
             .prepare("SELECT key FROM sc_states ORDER BY key")
@@ -332,13 +379,7 @@ impl Store for SqliteStore {
         paths
             .into_iter()
             .map(|path| {
-                StateKey::parse(&path).ok_or_else(|| {
-                    StoreError(format!(
-                        "{}: a state is stored under {}, a key this program never writes: the store was edited",
-                        self.shown,
-                        serde_json::Value::String(path)
-                    ))
-                })
+                StateKey::parse(&path).ok_or_else(|| self.error(SqliteProblem::StrayKey(path)))
             })
             .collect()
     }
@@ -346,7 +387,7 @@ impl Store for SqliteStore {
     fn update_value(
         &mut self,
         key: &ValueKey,
-        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, String>,
+        update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError> {
         self.run_update_value(key, update)
     }
@@ -426,12 +467,13 @@ mod tests {
         // A value is not a state: `keys` does not list it, and `sc-state` does not choke on it.
         assert_eq!(other.keys().unwrap(), vec![]);
         let err = other
-            .update_value(&key, &mut |_| Err("not ours".into()))
+            .update_value(&key, &mut |_| Err(ValueRefused::Reader("not ours".into())))
             .unwrap_err();
+        assert!(matches!(err, StoreError::RefusedValue { .. }), "{err:?}");
+        let err = err.to_string();
         assert!(
-            err.0
-                .contains("the call links of session s1 are not what this program writes")
-                && err.0.ends_with(": not ours"),
+            err.contains("the call links of session s1 are not what this program writes")
+                && err.ends_with(": not ours"),
             "{err}"
         );
         other
@@ -484,7 +526,7 @@ mod tests {
         let garbage = dir.path().join("garbage.sqlite");
         std::fs::write(&garbage, vec![b'x'; 4096]).unwrap();
         let err = SqliteStore::open(&garbage, OpenOptions::default()).unwrap_err();
-        assert!(err.0.contains("not a database"), "{err}");
+        assert!(err.to_string().contains("not a database"), "{err}");
 
         let other = dir.path().join("other.sqlite");
         Connection::open(&other)
@@ -493,13 +535,22 @@ mod tests {
             .unwrap();
         let err = SqliteStore::open(&other, OpenOptions::default()).unwrap_err();
         assert!(
-            err.0.contains("a SQLite database of something else"),
+            matches!(
+                &err,
+                StoreError::Unavailable { problem, .. }
+                    if matches!(problem.downcast_ref(), Some(SqliteProblem::SomethingElse))
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("a SQLite database of something else"),
             "{err}"
         );
 
         let missing = dir.path().join("missing.sqlite");
         let err = SqliteStore::open(&missing, OpenOptions::default()).unwrap_err();
-        assert!(err.0.contains("no such file"), "{err}");
+        assert!(err.to_string().contains("no such file"), "{err}");
         assert!(!missing.exists());
 
         let edited = dir.path().join("edited.sqlite");
@@ -513,15 +564,23 @@ mod tests {
             .unwrap();
         let mut store = open(&edited);
         let err = store.read(&key).unwrap_err();
-        assert!(err.0.contains("refused rather than read as clean"), "{err}");
+        assert!(matches!(err, StoreError::RefusedState { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .contains("refused rather than read as clean"),
+            "{err}"
+        );
         let err = store.update(&key, &mut |_| {}).unwrap_err();
-        assert!(err.0.contains("`agents` must be an object"), "{err}");
+        assert!(
+            err.to_string().contains("`agents` must be an object"),
+            "{err}"
+        );
         Connection::open(&edited)
             .unwrap()
             .execute_batch("UPDATE sc_meta SET value = 'skeleton-crew state 99'")
             .unwrap();
         let err = SqliteStore::open(&edited, OpenOptions::default()).unwrap_err();
-        assert!(err.0.contains("its format is"), "{err}");
+        assert!(err.to_string().contains("its format is"), "{err}");
     }
 
     #[test]

@@ -4,7 +4,26 @@ use std::path::{Path, PathBuf};
 
 use super::backend::{Store, StoreError};
 use super::key::DEFAULT_STATE_FILE;
-use super::{redis, sqlite};
+use super::redis::{self, RedisUrlError};
+use super::sqlite;
+
+/// Why a `--state` value is refused (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum StateUrlError {
+    #[error("empty; give a file or a redis:// URL")]
+    Empty,
+    #[error(transparent)]
+    Redis(#[from] RedisUrlError),
+    /// `file:` or `sqlite:`, for what is given as a plain path.
+    #[error("give a SQLite file as a plain path, without `{scheme}:`")]
+    FileScheme { scheme: String },
+    #[error(
+        "unknown scheme `{scheme}:`; a state store is a SQLite file (a path), redis://HOST:PORT/DB or rediss://HOST:PORT/DB"
+    )]
+    UnknownScheme { scheme: String },
+    #[error("names a folder; give a file")]
+    Folder,
+}
 
 /// What `--state` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,26 +37,23 @@ pub enum StateUrl {
 impl StateUrl {
     /// Reads a `--state` value: `redis://HOST:PORT/DB`, `rediss://…`, or a file path. Any other
     /// scheme, and a Redis URL that does not parse, is a usage error (what is wrong with it).
-    pub fn parse(text: &str) -> Result<StateUrl, String> {
-        let usage = |why: String| why;
+    pub fn parse(text: &str) -> Result<StateUrl, StateUrlError> {
         if text.is_empty() {
-            return Err(usage("empty; give a file or a redis:// URL".to_owned()));
+            return Err(StateUrlError::Empty);
         }
         if let Some(scheme) = scheme_of(text) {
+            let scheme = scheme.to_owned();
             return match scheme.to_ascii_lowercase().as_str() {
-                "redis" | "rediss" => redis::check_url(text)
-                    .map(|()| StateUrl::Redis(text.to_owned()))
-                    .map_err(usage),
-                "file" | "sqlite" => Err(usage(format!(
-                    "give a SQLite file as a plain path, without `{scheme}:`"
-                ))),
-                _ => Err(usage(format!(
-                    "unknown scheme `{scheme}:`; a state store is a SQLite file (a path), redis://HOST:PORT/DB or rediss://HOST:PORT/DB"
-                ))),
+                "redis" | "rediss" => {
+                    redis::check_url(text)?;
+                    Ok(StateUrl::Redis(text.to_owned()))
+                }
+                "file" | "sqlite" => Err(StateUrlError::FileScheme { scheme }),
+                _ => Err(StateUrlError::UnknownScheme { scheme }),
             };
         }
         if text.ends_with('/') {
-            return Err(usage("names a folder; give a file".to_owned()));
+            return Err(StateUrlError::Folder);
         }
         Ok(StateUrl::Sqlite(PathBuf::from(text)))
     }

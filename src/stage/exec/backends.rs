@@ -35,7 +35,6 @@
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -43,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -96,7 +95,8 @@ static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 /// own subreaper attribute lets its orphans reach this process while it runs, where the end of
 /// any other backend kills them. Calling it again does nothing more.
 pub fn adopt_leftovers() -> io::Result<()> {
-    static ADOPTED: OnceLock<Result<(), String>> = OnceLock::new();
+    // An error is kept to be given again: shared, as an `io::Error` cannot be copied.
+    static ADOPTED: OnceLock<Result<(), Arc<io::Error>>> = OnceLock::new();
     let adopted = ADOPTED.get_or_init(|| {
         let adopt = || -> io::Result<()> {
             prctl::set_child_subreaper(true)?;
@@ -104,7 +104,7 @@ pub fn adopt_leftovers() -> io::Result<()> {
             ADOPTING.store(true, Ordering::SeqCst);
             Ok(())
         };
-        adopt().map_err(|err| err.to_string())
+        adopt().map_err(Arc::new)
     });
     adopted.clone().map_err(io::Error::other)
 }
@@ -151,19 +151,121 @@ pub struct ToolsFile {
 }
 
 /// Why a tools file was refused. Always names the file and, where there is one, the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
+#[error("tools file {}: {problem}", .file.display())]
 pub struct ToolsFileError {
     pub file: PathBuf,
-    pub message: String,
+    pub problem: ToolsFileProblem,
 }
 
-impl fmt::Display for ToolsFileError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "tools file {}: {}", self.file.display(), self.message)
+/// What is wrong with a tools file ([`ToolsFileError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsFileProblem {
+    #[error("cannot find its folder: {0}")]
+    NoFolder(io::Error),
+    #[error("cannot read it: {0}")]
+    Unreadable(io::Error),
+    #[error("not valid UTF-8 (at byte {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("the file is empty; a tools file is a JSON object mapping tool names to backends")]
+    Empty,
+    /// Not strict JSON; the parser's error has the line and column.
+    #[error("malformed JSON: {0}")]
+    Malformed(serde_json::Error),
+    #[error("the top-level value must be an object mapping tool names to backends, found {found}")]
+    NotAnObject { found: &'static str },
+    #[error("a tool name is empty")]
+    EmptyName,
+    /// A problem in one key: `send_email`, `send_email.command`, `send_email.env.LANG`.
+    #[error("key `{key}`: {problem}")]
+    Key { key: String, problem: KeyProblem },
+}
+
+impl ToolsFileProblem {
+    /// The key path the problem is in, when it is in one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ToolsFileProblem::Key { key, .. } => Some(key),
+            _ => None,
+        }
     }
 }
 
-impl std::error::Error for ToolsFileError {}
+/// What is wrong with one key of a tools file ([`ToolsFileProblem::Key`]).
+#[derive(Debug, thiserror::Error)]
+pub enum KeyProblem {
+    #[error("expected an object with at least `command`, found {found}")]
+    NotAnEntry { found: &'static str },
+    /// A key a tool's entry does not know, with the nearest known key when there is one.
+    #[error("unknown key `{unknown}`; {}", known_keys(*.suggestion))]
+    Unknown {
+        unknown: String,
+        suggestion: Option<&'static str>,
+    },
+    #[error("`command` is missing; give the argv list to run, e.g. [\"./tools/{tool}\"]")]
+    NoCommand { tool: String },
+    #[error(
+        "expected an argv list (an array of strings), found a string; a command is never run through a shell: write it as [\"program\", \"arg\", …]"
+    )]
+    ShellString,
+    #[error("expected an argv list (an array of strings), found {found}")]
+    NotAnArgv { found: &'static str },
+    #[error("the argv list is empty; it needs at least the program to run")]
+    EmptyArgv,
+    #[error("item 0 (the program) is empty")]
+    EmptyProgram,
+    #[error("item {index} contains a NUL byte")]
+    NulInItem { index: usize },
+    #[error("item {index} must be a string, found {found}")]
+    ItemNotText { index: usize, found: &'static str },
+    #[error(
+        "expected a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, found {seconds}"
+    )]
+    TimeoutOutOfRange { seconds: f64 },
+    #[error("expected a number of seconds, found {found}")]
+    TimeoutNotANumber { found: &'static str },
+    #[error("expected an object mapping variable names to strings, found {found}")]
+    EnvNotAnObject { found: &'static str },
+    #[error(
+        "{} is not a variable name (empty, or holds `=` or NUL)",
+        Value::String(.name.clone())
+    )]
+    BadVariableName { name: String },
+    #[error("the value contains a NUL byte")]
+    NulInValue,
+    #[error("expected a string, found {found}")]
+    NotText { found: &'static str },
+    #[error("expected \"json\" or \"text\", found {found}")]
+    BadOutput { found: Value },
+    /// A bare program name with no PATH in the tool's `env` to find it on.
+    #[error(
+        "{} is a bare program name, and `{tool}.env` lists no PATH to find it on (a backend inherits no environment): give its path, e.g. \"/usr/bin/{program}\", or add PATH to `env`",
+        Value::String(.program.clone())
+    )]
+    NoPath { tool: String, program: String },
+}
+
+/// The end of an unknown key's message: the nearest known key, or all of them.
+fn known_keys(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(known) => format!("did you mean `{known}`?"),
+        None => format!(
+            "the known keys are {}",
+            KEYS.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A problem in the key `key`.
+fn in_key(key: impl Into<String>, problem: KeyProblem) -> ToolsFileProblem {
+    ToolsFileProblem::Key {
+        key: key.into(),
+        problem,
+    }
+}
 
 /// A tools file that does not load is a usage error: exit status 2.
 impl From<ToolsFileError> for UsageError {
@@ -175,19 +277,19 @@ impl From<ToolsFileError> for UsageError {
 impl ToolsFile {
     /// Loads a tools file strictly.
     pub fn load(path: &Path) -> Result<ToolsFile, ToolsFileError> {
-        let in_file = |message: String| ToolsFileError {
+        let in_file = |problem| ToolsFileError {
             file: path.to_owned(),
-            message,
+            problem,
         };
-        let absolute = std::path::absolute(path)
-            .map_err(|err| in_file(format!("cannot find its folder: {err}")))?;
+        let absolute =
+            std::path::absolute(path).map_err(|err| in_file(ToolsFileProblem::NoFolder(err)))?;
         let folder = absolute.parent().unwrap_or(Path::new("/"));
-        let bytes = std::fs::read(path).map_err(|err| in_file(format!("cannot read it: {err}")))?;
+        let bytes =
+            std::fs::read(path).map_err(|err| in_file(ToolsFileProblem::Unreadable(err)))?;
         let text = String::from_utf8(bytes).map_err(|err| {
-            in_file(format!(
-                "not valid UTF-8 (at byte {})",
-                err.utf8_error().valid_up_to()
-            ))
+            in_file(ToolsFileProblem::NotUtf8 {
+                offset: err.utf8_error().valid_up_to(),
+            })
         })?;
         let tools = tools_from_json_str(&text, folder).map_err(in_file)?;
         Ok(ToolsFile {
@@ -197,7 +299,7 @@ impl ToolsFile {
     }
 
     /// Reads a tools file from JSON text, with relative program paths taken from `folder`.
-    pub fn from_json_str(text: &str, folder: &Path) -> Result<ToolsFile, String> {
+    pub fn from_json_str(text: &str, folder: &Path) -> Result<ToolsFile, ToolsFileProblem> {
         Ok(ToolsFile {
             path: folder.join("<text>"),
             tools: tools_from_json_str(text, folder)?,
@@ -219,35 +321,36 @@ impl ToolsFile {
     }
 }
 
-fn tools_from_json_str(text: &str, folder: &Path) -> Result<BTreeMap<String, Backend>, String> {
+fn tools_from_json_str(
+    text: &str,
+    folder: &Path,
+) -> Result<BTreeMap<String, Backend>, ToolsFileProblem> {
     let value = strict_json::parse(text).map_err(|err| match err.classify() {
-        serde_json::error::Category::Eof if text.trim().is_empty() => {
-            "the file is empty; a tools file is a JSON object mapping tool names to backends"
-                .to_owned()
-        }
-        _ => format!("malformed JSON: {err}"),
+        serde_json::error::Category::Eof if text.trim().is_empty() => ToolsFileProblem::Empty,
+        _ => ToolsFileProblem::Malformed(err),
     })?;
     let Value::Object(object) = value else {
-        return Err(format!(
-            "the top-level value must be an object mapping tool names to backends, found {}",
-            strict_json::type_name(&value)
-        ));
+        return Err(ToolsFileProblem::NotAnObject {
+            found: strict_json::type_name(&value),
+        });
     };
     let mut tools = BTreeMap::new();
     for (name, entry) in &object {
         if name.is_empty() {
-            return Err("a tool name is empty".to_owned());
+            return Err(ToolsFileProblem::EmptyName);
         }
         tools.insert(name.clone(), backend(name, entry, folder)?);
     }
     Ok(tools)
 }
 
-fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, String> {
+fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, ToolsFileProblem> {
     let Value::Object(entry) = value else {
-        return Err(format!(
-            "key `{name}`: expected an object with at least `command`, found {}",
-            strict_json::type_name(value)
+        return Err(in_key(
+            name,
+            KeyProblem::NotAnEntry {
+                found: strict_json::type_name(value),
+            },
         ));
     };
     let mut command = None;
@@ -256,17 +359,29 @@ fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, String> 
     let mut output = OutputKind::default();
     for (key, value) in entry {
         let key_path = format!("{name}.{key}");
+        let in_this = |problem| in_key(&key_path, problem);
         match key.as_str() {
-            "command" => command = Some(argv(&key_path, value)?),
-            "timeoutSeconds" => timeout_seconds = timeout(&key_path, value)?,
+            "command" => command = Some(argv(value).map_err(in_this)?),
+            "timeoutSeconds" => timeout_seconds = timeout(value).map_err(in_this)?,
             "env" => env = environment(&key_path, value)?,
-            "output" => output = output_kind(&key_path, value)?,
-            unknown => return Err(unknown_key_message(name, unknown)),
+            "output" => output = output_kind(value).map_err(in_this)?,
+            unknown => {
+                return Err(in_key(
+                    name,
+                    KeyProblem::Unknown {
+                        unknown: unknown.to_owned(),
+                        suggestion: nearest_key(unknown),
+                    },
+                ))
+            }
         }
     }
     let Some(command) = command else {
-        return Err(format!(
-            "key `{name}`: `command` is missing; give the argv list to run, e.g. [\"./tools/{name}\"]"
+        return Err(in_key(
+            name,
+            KeyProblem::NoCommand {
+                tool: name.to_owned(),
+            },
         ));
     };
     let program = program(name, &command[0], &env, folder)?;
@@ -279,96 +394,85 @@ fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, String> 
     })
 }
 
-fn argv(key: &str, value: &Value) -> Result<Vec<String>, String> {
+fn argv(value: &Value) -> Result<Vec<String>, KeyProblem> {
     let items = match value {
         Value::Array(items) => items,
-        Value::String(_) => {
-            return Err(format!(
-                "key `{key}`: expected an argv list (an array of strings), found a string; \
-                 a command is never run through a shell: write it as [\"program\", \"arg\", …]"
-            ))
-        }
+        Value::String(_) => return Err(KeyProblem::ShellString),
         other => {
-            return Err(format!(
-                "key `{key}`: expected an argv list (an array of strings), found {}",
-                strict_json::type_name(other)
-            ))
+            return Err(KeyProblem::NotAnArgv {
+                found: strict_json::type_name(other),
+            })
         }
     };
     if items.is_empty() {
-        return Err(format!(
-            "key `{key}`: the argv list is empty; it needs at least the program to run"
-        ));
+        return Err(KeyProblem::EmptyArgv);
     }
     items
         .iter()
         .enumerate()
         .map(|(index, item)| match item {
-            Value::String(text) if index == 0 && text.is_empty() => {
-                Err(format!("key `{key}`: item 0 (the program) is empty"))
-            }
-            Value::String(text) if text.contains('\0') => {
-                Err(format!("key `{key}`: item {index} contains a NUL byte"))
-            }
+            Value::String(text) if index == 0 && text.is_empty() => Err(KeyProblem::EmptyProgram),
+            Value::String(text) if text.contains('\0') => Err(KeyProblem::NulInItem { index }),
             Value::String(text) => Ok(text.clone()),
-            other => Err(format!(
-                "key `{key}`: item {index} must be a string, found {}",
-                strict_json::type_name(other)
-            )),
+            other => Err(KeyProblem::ItemNotText {
+                index,
+                found: strict_json::type_name(other),
+            }),
         })
         .collect()
 }
 
-fn timeout(key: &str, value: &Value) -> Result<f64, String> {
+fn timeout(value: &Value) -> Result<f64, KeyProblem> {
     match value.as_f64() {
         Some(seconds) if seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS => Ok(seconds),
-        Some(seconds) => Err(format!(
-            "key `{key}`: expected a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, found {seconds}"
-        )),
-        None => Err(format!(
-            "key `{key}`: expected a number of seconds, found {}",
-            strict_json::type_name(value)
-        )),
+        Some(seconds) => Err(KeyProblem::TimeoutOutOfRange { seconds }),
+        None => Err(KeyProblem::TimeoutNotANumber {
+            found: strict_json::type_name(value),
+        }),
     }
 }
 
-fn environment(key: &str, value: &Value) -> Result<BTreeMap<String, String>, String> {
+fn environment(key: &str, value: &Value) -> Result<BTreeMap<String, String>, ToolsFileProblem> {
     let Value::Object(entries) = value else {
-        return Err(format!(
-            "key `{key}`: expected an object mapping variable names to strings, found {}",
-            strict_json::type_name(value)
+        return Err(in_key(
+            key,
+            KeyProblem::EnvNotAnObject {
+                found: strict_json::type_name(value),
+            },
         ));
     };
     entries
         .iter()
         .map(|(name, value)| {
             if name.is_empty() || name.contains(['=', '\0']) {
-                return Err(format!(
-                    "key `{key}`: {} is not a variable name (empty, or holds `=` or NUL)",
-                    Value::String(name.clone())
+                return Err(in_key(
+                    key,
+                    KeyProblem::BadVariableName { name: name.clone() },
                 ));
             }
             match value {
                 Value::String(text) if text.contains('\0') => {
-                    Err(format!("key `{key}.{name}`: the value contains a NUL byte"))
+                    Err(in_key(format!("{key}.{name}"), KeyProblem::NulInValue))
                 }
                 Value::String(text) => Ok((name.clone(), text.clone())),
-                other => Err(format!(
-                    "key `{key}.{name}`: expected a string, found {}",
-                    strict_json::type_name(other)
+                other => Err(in_key(
+                    format!("{key}.{name}"),
+                    KeyProblem::NotText {
+                        found: strict_json::type_name(other),
+                    },
                 )),
             }
         })
         .collect()
 }
 
-fn output_kind(key: &str, value: &Value) -> Result<OutputKind, String> {
+fn output_kind(value: &Value) -> Result<OutputKind, KeyProblem> {
     match value.as_str() {
         Some("json") => Ok(OutputKind::Json),
         Some("text") => Ok(OutputKind::Text),
-        _ => Err(format!(
-            "key `{key}`: expected \"json\" or \"text\", found {value}"
-        )),
+        _ => Err(KeyProblem::BadOutput {
+            found: value.clone(),
+        }),
     }
 }
 
@@ -377,7 +481,7 @@ fn program(
     program: &str,
     env: &BTreeMap<String, String>,
     folder: &Path,
-) -> Result<Program, String> {
+) -> Result<Program, ToolsFileProblem> {
     if program.contains('/') {
         return Ok(Program::Path(folder.join(program)));
     }
@@ -386,20 +490,21 @@ fn program(
             name: program.to_owned(),
             path: path.clone(),
         }),
-        None => Err(format!(
-            "key `{name}.command`: {} is a bare program name, and `{name}.env` lists no PATH to \
-             find it on (a backend inherits no environment): give its path, e.g. \"/usr/bin/{program}\", \
-             or add PATH to `env`",
-            Value::String(program.to_owned())
+        None => Err(in_key(
+            format!("{name}.command"),
+            KeyProblem::NoPath {
+                tool: name.to_owned(),
+                program: program.to_owned(),
+            },
         )),
     }
 }
 
-fn unknown_key_message(name: &str, unknown: &str) -> String {
-    // A typo, or the start of a key (`timeout` for `timeoutSeconds`).
+/// The known key nearest an unknown one: a typo, or the start of a key (`timeout` for
+/// `timeoutSeconds`).
+fn nearest_key(unknown: &str) -> Option<&'static str> {
     let lower = unknown.to_lowercase();
-    let nearest = KEYS
-        .iter()
+    KEYS.iter()
         .map(|known| {
             let prefix = lower.len() >= 3 && known.to_lowercase().starts_with(&lower);
             let distance = if prefix {
@@ -410,19 +515,8 @@ fn unknown_key_message(name: &str, unknown: &str) -> String {
             (distance, known)
         })
         .min()
-        .filter(|(distance, _)| *distance <= 4);
-    match nearest {
-        Some((_, known)) => {
-            format!("key `{name}`: unknown key `{unknown}`; did you mean `{known}`?")
-        }
-        None => format!(
-            "key `{name}`: unknown key `{unknown}`; the known keys are {}",
-            KEYS.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
+        .filter(|(distance, _)| *distance <= 4)
+        .map(|(_, known)| *known)
 }
 
 /// What the audit log says about one backend run.
@@ -443,10 +537,87 @@ pub struct BackendReport {
 }
 
 /// One backend run: its result (or why it failed) and what the audit log says about it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct BackendRun {
-    pub result: Result<Value, String>,
+    pub result: Result<Value, BackendFailure>,
     pub report: BackendReport,
+}
+
+/// Why a backend run failed. Each names the program as the tools file does (`command[0]`); the
+/// tail of its stderr, where there is one, is quoted.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendFailure {
+    #[error("cannot start {program}: {error}")]
+    CannotStart { program: String, error: io::Error },
+    /// A bare name not found on the PATH of the tool's `env`.
+    #[error("cannot start {name}: no executable of that name on the tool's PATH ({path})")]
+    NotOnPath { name: String, path: String },
+    #[error(
+        "{program} ran past its timeout of {seconds} s and was killed with its whole process group{}",
+        with_stderr(.stderr)
+    )]
+    TimedOut {
+        program: String,
+        seconds: f64,
+        stderr: String,
+    },
+    /// It ended, but what it left running could not be ended ([`adopt_leftovers`]).
+    #[error("{program} ended, but {why}")]
+    Leftovers { program: String, why: Leftovers },
+    #[error(
+        "{program} ended, but its stdout was still open {} s later (a process outside its process group holds it)",
+        KILL_GRACE.as_secs()
+    )]
+    StdoutHeld { program: String },
+    #[error(
+        "{program} printed more than {MAX_OUTPUT_BYTES} bytes (1 MiB) on stdout and was stopped"
+    )]
+    TooMuchOutput { program: String },
+    #[error("{program} exited with status {code}{}", with_stderr(.stderr))]
+    Exited {
+        program: String,
+        code: i32,
+        stderr: String,
+    },
+    #[error("{program} was ended by signal {}{}", .signal.as_str(), with_stderr(.stderr))]
+    Signaled {
+        program: String,
+        signal: Signal,
+        stderr: String,
+    },
+    #[error("{program} ended in an unexpected way: {status:?}")]
+    EndedOddly { program: String, status: WaitStatus },
+    #[error("cannot wait for {program}: {errno}")]
+    CannotWait { program: String, errno: Errno },
+    #[error("{program} did not end within {} s of being killed", KILL_GRACE.as_secs())]
+    NotEnded { program: String },
+    #[error("cannot read the output of {program}: {error}")]
+    CannotRead { program: String, error: io::Error },
+    #[error("{program} printed output that is not valid UTF-8 (bad byte at offset {offset})")]
+    NotUtf8 { program: String, offset: usize },
+    #[error(
+        "{program} printed nothing; its tools file entry expects JSON (set \"output\": \"text\" to take text)"
+    )]
+    PrintedNothing { program: String },
+    #[error(
+        "{program} printed output that is not JSON ({error}); its tools file entry expects JSON (set \"output\": \"text\" to take text)"
+    )]
+    NotJson {
+        program: String,
+        error: serde_json::Error,
+    },
+}
+
+/// Why what a backend left running was not all ended ([`end_leftovers`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Leftovers {
+    #[error("cannot look in /proc for what it left running: {0}")]
+    CannotLook(io::Error),
+    #[error(
+        "{count} process(es) it left running were still there {} s after being killed",
+        LEFTOVER_GRACE.as_secs()
+    )]
+    StillThere { count: usize },
 }
 
 /// What the helper threads of a run tell the thread that waits on it.
@@ -503,10 +674,10 @@ impl Backend {
         args_json: &str,
         started: Instant,
         report: &mut BackendReport,
-    ) -> Result<Value, String> {
-        let shown = &self.command[0];
-        let program = self.resolve()?;
-        let mut command = Command::new(&program);
+    ) -> Result<Value, BackendFailure> {
+        let program = self.command[0].clone();
+        let path = self.resolve()?;
+        let mut command = Command::new(&path);
         command
             .args(&self.command[1..])
             .env_clear()
@@ -528,7 +699,10 @@ impl Backend {
         let mut running = running();
         let mut child = command
             .spawn()
-            .map_err(|err| format!("cannot start {shown}: {err}"))?;
+            .map_err(|error| BackendFailure::CannotStart {
+                program: program.clone(),
+                error,
+            })?;
         let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
         running.insert(group.as_raw());
         drop(running);
@@ -617,61 +791,49 @@ impl Backend {
             report.stdout_bytes = out.total;
         }
         if report.timed_out {
-            return Err(format!(
-                "{shown} ran past its timeout of {} s and was killed with its whole process group{}",
-                self.timeout_seconds,
-                with_stderr(&tail)
-            ));
+            return Err(BackendFailure::TimedOut {
+                program,
+                seconds: self.timeout_seconds,
+                stderr: tail,
+            });
         }
         if let Some(Err(why)) = leftovers {
-            return Err(format!("{shown} ended, but {why}"));
+            return Err(BackendFailure::Leftovers { program, why });
         }
         let Some(out) = captured else {
-            return Err(format!(
-                "{shown} ended, but its stdout was still open {} s later (a process outside its \
-                 process group holds it)",
-                KILL_GRACE.as_secs()
-            ));
+            return Err(BackendFailure::StdoutHeld { program });
         };
         if out.overflowed {
-            return Err(format!(
-                "{shown} printed more than {MAX_OUTPUT_BYTES} bytes (1 MiB) on stdout and was stopped"
-            ));
+            return Err(BackendFailure::TooMuchOutput { program });
         }
         match exited {
             Some(Ok(WaitStatus::Exited(_, 0))) => {}
             Some(Ok(WaitStatus::Exited(_, code))) => {
-                return Err(format!(
-                    "{shown} exited with status {code}{}",
-                    with_stderr(&tail)
-                ))
+                return Err(BackendFailure::Exited {
+                    program,
+                    code,
+                    stderr: tail,
+                })
             }
             Some(Ok(WaitStatus::Signaled(_, signal, _))) => {
-                return Err(format!(
-                    "{shown} was ended by signal {}{}",
-                    signal.as_str(),
-                    with_stderr(&tail)
-                ))
+                return Err(BackendFailure::Signaled {
+                    program,
+                    signal,
+                    stderr: tail,
+                })
             }
-            Some(Ok(other)) => {
-                return Err(format!("{shown} ended in an unexpected way: {other:?}"))
-            }
-            Some(Err(errno)) => return Err(format!("cannot wait for {shown}: {errno}")),
-            None => {
-                return Err(format!(
-                    "{shown} did not end within {} s of being killed",
-                    KILL_GRACE.as_secs()
-                ))
-            }
+            Some(Ok(status)) => return Err(BackendFailure::EndedOddly { program, status }),
+            Some(Err(errno)) => return Err(BackendFailure::CannotWait { program, errno }),
+            None => return Err(BackendFailure::NotEnded { program }),
         }
-        if let Some(err) = out.error {
-            return Err(format!("cannot read the output of {shown}: {err}"));
+        if let Some(error) = out.error {
+            return Err(BackendFailure::CannotRead { program, error });
         }
-        self.result_from(shown, out.bytes)
+        self.result_from(program, out.bytes)
     }
 
     /// The program to start: a path as it is, or a bare name found on the tool's own PATH.
-    fn resolve(&self) -> Result<PathBuf, String> {
+    fn resolve(&self) -> Result<PathBuf, BackendFailure> {
         match &self.program {
             Program::Path(path) => Ok(path.clone()),
             Program::Search { name, path } => path
@@ -679,33 +841,31 @@ impl Backend {
                 .filter(|folder| !folder.is_empty())
                 .map(|folder| Path::new(folder).join(name))
                 .find(|candidate| is_executable(candidate))
-                .ok_or_else(|| {
-                    format!(
-                        "cannot start {name}: no executable of that name on the tool's PATH ({path})"
-                    )
+                .ok_or_else(|| BackendFailure::NotOnPath {
+                    name: name.clone(),
+                    path: path.clone(),
                 }),
         }
     }
 
-    fn result_from(&self, shown: &str, bytes: Vec<u8>) -> Result<Value, String> {
-        let text = String::from_utf8(bytes).map_err(|err| {
-            format!(
-                "{shown} printed output that is not valid UTF-8 (bad byte at offset {})",
-                err.utf8_error().valid_up_to()
-            )
-        })?;
+    fn result_from(&self, program: String, bytes: Vec<u8>) -> Result<Value, BackendFailure> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(err) => {
+                return Err(BackendFailure::NotUtf8 {
+                    program,
+                    offset: err.utf8_error().valid_up_to(),
+                })
+            }
+        };
         match self.output {
             OutputKind::Text => Ok(Value::String(text)),
-            OutputKind::Json => strict_json::parse(text.trim()).map_err(|err| {
-                let printed = if text.trim().is_empty() {
-                    "printed nothing".to_owned()
+            OutputKind::Json => strict_json::parse(text.trim()).map_err(|error| {
+                if text.trim().is_empty() {
+                    BackendFailure::PrintedNothing { program }
                 } else {
-                    format!("printed output that is not JSON ({err})")
-                };
-                format!(
-                    "{shown} {printed}; its tools file entry expects JSON (set \"output\": \"text\" \
-                     to take text)"
-                )
+                    BackendFailure::NotJson { program, error }
+                }
             }),
         }
     }
@@ -750,7 +910,7 @@ fn wait_then_reap(mut child: Child, events: mpsc::Sender<Event>, reap_now: mpsc:
 /// adopts leftovers ([`adopt_leftovers`]): those are what backends that have ended left running.
 /// A leftover's own children come to this process when it dies, so it looks again until it finds
 /// none; it gives up, saying how many it could not end, after [`LEFTOVER_GRACE`].
-fn end_leftovers() -> Result<(), String> {
+fn end_leftovers() -> Result<(), Leftovers> {
     if !ADOPTING.load(Ordering::SeqCst) {
         return Ok(());
     }
@@ -763,7 +923,7 @@ fn end_leftovers() -> Result<(), String> {
     let mut pause = Duration::from_millis(1);
     loop {
         let leftovers: Vec<i32> = children_of(me)
-            .map_err(|err| format!("cannot look in /proc for what it left running: {err}"))?
+            .map_err(Leftovers::CannotLook)?
             .into_iter()
             .filter(leftover)
             .collect();
@@ -771,11 +931,9 @@ fn end_leftovers() -> Result<(), String> {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "{} process(es) it left running were still there {} s after being killed",
-                leftovers.len(),
-                LEFTOVER_GRACE.as_secs()
-            ));
+            return Err(Leftovers::StillThere {
+                count: leftovers.len(),
+            });
         }
         let mut dying = 0;
         for pid in leftovers {
@@ -900,323 +1058,5 @@ fn with_stderr(tail: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn load(text: &str) -> Result<ToolsFile, String> {
-        ToolsFile::from_json_str(text, Path::new("/srv/crew"))
-    }
-
-    fn load_err(text: &str) -> String {
-        load(text).unwrap_err()
-    }
-
-    fn sh(script: &str, extra: &str) -> Backend {
-        let text = format!(
-            r#"{{"t": {{"command": ["/bin/sh", "-c", {}], "env": {{"PATH": "/usr/bin:/bin"}}{extra}}}}}"#,
-            Value::String(script.to_owned())
-        );
-        load(&text).unwrap().get("t").unwrap().clone()
-    }
-
-    /// No args: `{}`.
-    const NONE: &str = "{}";
-
-    #[test]
-    fn a_full_entry_loads_with_defaults_for_what_is_left_out() {
-        let file = load(
-            r#"{
-                "send_email": {"command": ["./tools/send-email", "--smtp", "localhost:2525"],
-                               "timeoutSeconds": 10, "env": {"LANG": "C"}, "output": "text"},
-                "write_note": {"command": ["/usr/local/bin/write-note"]}
-            }"#,
-        )
-        .unwrap();
-        let email = file.get("send_email").unwrap();
-        assert_eq!(
-            email.command(),
-            ["./tools/send-email", "--smtp", "localhost:2525"]
-        );
-        assert_eq!(
-            email.program,
-            Program::Path(PathBuf::from("/srv/crew/./tools/send-email"))
-        );
-        assert_eq!(email.timeout(), Duration::from_secs(10));
-        assert_eq!(email.env()["LANG"], "C");
-        assert_eq!(email.output(), OutputKind::Text);
-        let note = file.get("write_note").unwrap();
-        assert_eq!(
-            note.program,
-            Program::Path(PathBuf::from("/usr/local/bin/write-note"))
-        );
-        assert_eq!(note.timeout(), Duration::from_secs(30));
-        assert!(note.env().is_empty());
-        assert_eq!(note.output(), OutputKind::Json);
-        assert_eq!(
-            file.names().collect::<Vec<_>>(),
-            ["send_email", "write_note"]
-        );
-        assert!(file.get("Send_email").is_none());
-        assert!(load("{}").unwrap().names().next().is_none());
-    }
-
-    #[test]
-    fn strict_failures_name_the_key() {
-        let cases = [
-            ("", "the file is empty"),
-            ("{", "malformed JSON"),
-            ("{\n \"t\": {\"command\": [\"/x\"]},,\n}", "line 2 column"),
-            ("[]", "top-level value must be an object"),
-            (
-                r#"{"t": {"command": "./send-email --to boss"}}"#,
-                "key `t.command`: expected an argv list (an array of strings), found a string; a command is never run through a shell",
-            ),
-            (r#"{"t": {"command": []}}"#, "key `t.command`: the argv list is empty"),
-            (r#"{"t": {"command": [""]}}"#, "key `t.command`: item 0 (the program) is empty"),
-            (r#"{"t": {"command": ["/x", 3]}}"#, "key `t.command`: item 1 must be a string, found a number"),
-            (r#"{"t": {"command": ["/x", "a\u0000b"]}}"#, "item 1 contains a NUL byte"),
-            (r#"{"t": {}}"#, "key `t`: `command` is missing"),
-            (r#"{"t": ["/x"]}"#, "key `t`: expected an object"),
-            (r#"{"": {"command": ["/x"]}}"#, "a tool name is empty"),
-            (
-                r#"{"t": {"command": ["/x"], "timeout": 5}}"#,
-                "key `t`: unknown key `timeout`; did you mean `timeoutSeconds`?",
-            ),
-            (
-                r#"{"t": {"command": ["/x"], "workingDirectory": "/"}}"#,
-                "key `t`: unknown key `workingDirectory`; the known keys are `command`",
-            ),
-            (
-                r#"{"t": {"command": ["/x"], "command": ["/y"]}}"#,
-                "duplicate key `command`",
-            ),
-            (
-                r#"{"t": {"command": ["/x"]}, "t": {"command": ["/y"]}}"#,
-                "duplicate key `t`",
-            ),
-            (r#"{"t": {"command": ["/x"], "timeoutSeconds": "10"}}"#, "key `t.timeoutSeconds`: expected a number of seconds, found a string"),
-            (r#"{"t": {"command": ["/x"], "timeoutSeconds": 0}}"#, "key `t.timeoutSeconds`: expected a number of seconds above 0"),
-            (r#"{"t": {"command": ["/x"], "timeoutSeconds": -1}}"#, "above 0"),
-            (r#"{"t": {"command": ["/x"], "timeoutSeconds": 1e9}}"#, "at most 86400"),
-            (r#"{"t": {"command": ["/x"], "env": ["A=b"]}}"#, "key `t.env`: expected an object"),
-            (r#"{"t": {"command": ["/x"], "env": {"A": 1}}}"#, "key `t.env.A`: expected a string, found a number"),
-            (r#"{"t": {"command": ["/x"], "env": {"A=B": "c"}}}"#, "key `t.env`: \"A=B\" is not a variable name"),
-            (r#"{"t": {"command": ["/x"], "env": {"": "c"}}}"#, "is not a variable name"),
-            (r#"{"t": {"command": ["/x"], "output": "yaml"}}"#, "key `t.output`: expected \"json\" or \"text\""),
-            (
-                r#"{"t": {"command": ["sh", "-c", "true"]}}"#,
-                "key `t.command`: \"sh\" is a bare program name, and `t.env` lists no PATH",
-            ),
-        ];
-        for (text, expected) in cases {
-            let message = load_err(text);
-            assert!(message.contains(expected), "{text:?}: {message}");
-        }
-    }
-
-    #[test]
-    fn a_file_error_names_the_file_and_exits_2() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tools.json");
-        std::fs::write(&path, r#"{"t": {"command": "rm -rf /"}}"#).unwrap();
-        let err = ToolsFile::load(&path).unwrap_err();
-        let message = err.to_string();
-        assert!(
-            message.starts_with(&format!("tools file {}: ", path.display())),
-            "{message}"
-        );
-        assert!(message.contains("key `t.command`"), "{message}");
-        let usage = anyhow::Error::new(UsageError::from(err));
-        assert_eq!(crate::exit::status_for(&usage), crate::exit::USAGE_ERROR);
-
-        let missing = ToolsFile::load(&dir.path().join("nope.json")).unwrap_err();
-        assert!(missing.to_string().contains("cannot read it"), "{missing}");
-    }
-
-    #[test]
-    fn relative_programs_are_found_from_the_files_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tools.json");
-        std::fs::write(&path, r#"{"t": {"command": ["bin/t"]}}"#).unwrap();
-        let file = ToolsFile::load(&path).unwrap();
-        assert_eq!(
-            file.get("t").unwrap().program,
-            Program::Path(dir.path().join("bin/t"))
-        );
-    }
-
-    #[test]
-    fn a_bare_name_is_found_on_the_tools_own_path() {
-        let file =
-            load(r#"{"t": {"command": ["true"], "env": {"PATH": "/nowhere:/usr/bin:/bin"}}}"#)
-                .unwrap();
-        let run = file.get("t").unwrap().run(NONE);
-        assert_eq!(run.report.exit_status, Some(0));
-        let file = load(r#"{"t": {"command": ["true"], "env": {"PATH": "/nowhere"}}}"#).unwrap();
-        let run = file.get("t").unwrap().run(NONE);
-        let why = run.result.unwrap_err();
-        assert!(
-            why.contains("no executable of that name on the tool's PATH (/nowhere)"),
-            "{why}"
-        );
-        assert_eq!(run.report.exit_status, None);
-    }
-
-    #[test]
-    fn the_args_go_in_and_the_json_comes_out() {
-        // The text goes in exactly as given (an amount finer than a float is not rounded).
-        let call_args =
-            r#"{"to": "a@example.com", "amount": 100.0000000000000001, "n": {"k": [1]}}"#;
-        let run = sh("cat", r#", "output": "text""#).run(call_args);
-        assert_eq!(run.result.unwrap(), Value::String(format!("{call_args}\n")));
-        let run = sh("cat", "").run(call_args);
-        assert_eq!(run.result.unwrap(), strict_json::parse(call_args).unwrap());
-        assert_eq!(run.report.exit_status, Some(0));
-        assert_eq!(run.report.signal, None);
-        assert!(!run.report.timed_out);
-        assert!(run.report.stdout_bytes > 10);
-        assert_eq!(run.report.command, "/bin/sh");
-    }
-
-    #[test]
-    fn text_output_is_kept_exactly() {
-        let run = sh("printf 'hello\\n  world\\n'", r#", "output": "text""#).run(NONE);
-        assert_eq!(run.result.unwrap(), json!("hello\n  world\n"));
-    }
-
-    #[test]
-    fn only_the_listed_environment_is_passed() {
-        let backend = load(
-            r#"{"t": {"command": ["/usr/bin/env"], "env": {"ONLY": "this"}, "output": "text"}}"#,
-        )
-        .unwrap()
-        .get("t")
-        .unwrap()
-        .clone();
-        let run = backend.run(NONE);
-        assert_eq!(run.result.unwrap(), json!("ONLY=this\n"));
-    }
-
-    #[test]
-    fn failures_fail_closed_with_a_reason() {
-        let cases = [
-            (
-                sh("echo 'smtp refused' >&2; exit 3", ""),
-                "exited with status 3; stderr: smtp refused",
-            ),
-            (sh("exit 4", ""), "exited with status 4 (nothing on stderr)"),
-            (sh("echo not json", ""), "printed output that is not JSON"),
-            (sh("true", ""), "printed nothing"),
-            (sh(r#"echo '{"a":1,"a":2}'"#, ""), "duplicate key `a`"),
-            (
-                sh("printf '\\377'", r#", "output": "text""#),
-                "not valid UTF-8",
-            ),
-            (sh("kill -TERM $$", ""), "was ended by signal SIGTERM"),
-        ];
-        for (backend, expected) in cases {
-            let run = backend.run(NONE);
-            let why = run.result.unwrap_err();
-            assert!(why.contains(expected), "{expected:?} not in {why:?}");
-            assert!(why.starts_with("/bin/sh "), "{why}");
-        }
-        let missing = load(r#"{"t": {"command": ["/no/such/program"]}}"#).unwrap();
-        let run = missing.get("t").unwrap().run(NONE);
-        let why = run.result.unwrap_err();
-        assert!(why.contains("cannot start /no/such/program"), "{why}");
-    }
-
-    #[test]
-    fn a_long_stderr_is_quoted_by_its_tail() {
-        let run = sh(
-            "i=0; while [ $i -lt 500 ]; do echo \"line $i\" >&2; i=$((i+1)); done; exit 1",
-            "",
-        )
-        .run(NONE);
-        let why = run.result.unwrap_err();
-        assert!(why.contains("stderr: …"), "{why}");
-        assert!(why.ends_with("line 499"), "{why}");
-        assert!(why.len() < STDERR_TAIL_BYTES + 200, "{}", why.len());
-    }
-
-    #[test]
-    fn a_timeout_kills_the_whole_group() {
-        let started = Instant::now();
-        let run = sh("sleep 30 & sleep 30", r#", "timeoutSeconds": 0.3"#).run(NONE);
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
-        let why = run.result.unwrap_err();
-        assert!(why.contains("ran past its timeout of 0.3 s"), "{why}");
-        assert!(run.report.timed_out);
-        assert_eq!(run.report.signal.as_deref(), Some("SIGKILL"));
-        assert_eq!(run.report.exit_status, None);
-    }
-
-    #[test]
-    fn what_a_backend_leaves_behind_is_ended_with_it() {
-        // The background sleep holds stdout open; without the group kill this would wait 30 s.
-        let started = Instant::now();
-        let run = sh("sleep 30 & echo '{\"ok\":true}'", "").run(NONE);
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
-        assert_eq!(run.result.unwrap(), json!({"ok": true}));
-    }
-
-    #[test]
-    fn too_much_output_is_stopped() {
-        let run = sh("yes", "").run(NONE);
-        let why = run.result.unwrap_err();
-        assert!(why.contains("more than 1048576 bytes"), "{why}");
-        assert!(run.report.stdout_bytes > MAX_OUTPUT_BYTES as u64);
-        assert!(!run.report.timed_out);
-    }
-
-    #[test]
-    fn the_parent_is_read_from_proc_stat_past_any_command_name() {
-        assert_eq!(parent_in_stat("42 (sleep) S 7 42 42 0 -1 4194304"), Some(7));
-        assert_eq!(
-            parent_in_stat("42 (a) S 9 (b c) ) R 1234 42 42 0 -1"),
-            Some(1234)
-        );
-        assert_eq!(parent_in_stat("42 (sleep) S"), None);
-        assert_eq!(parent_in_stat("42 sleep S 7"), None);
-    }
-
-    #[test]
-    fn the_children_of_a_process_are_found_in_proc() {
-        let mut child = Command::new("/bin/sh")
-            .args(["-c", "read line"])
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = i32::try_from(child.id()).unwrap();
-        let found = children_of(getpid().as_raw()).unwrap();
-        drop(child.stdin.take());
-        child.wait().unwrap();
-        assert!(found.contains(&pid), "{pid} not in {found:?}");
-        assert!(!children_of(pid).unwrap().contains(&pid));
-    }
-
-    #[test]
-    fn the_report_serializes_as_the_audit_log_shows_it() {
-        let report = BackendReport {
-            command: "./tools/x".into(),
-            duration_ms: 12,
-            exit_status: Some(0),
-            signal: None,
-            stdout_bytes: 30,
-            timed_out: false,
-        };
-        assert_eq!(
-            serde_json::to_value(&report).unwrap(),
-            json!({"command": "./tools/x", "durationMs": 12, "exitStatus": 0, "signal": null, "stdoutBytes": 30, "timedOut": false})
-        );
-    }
-}
+#[path = "backends_tests.rs"]
+mod tests;

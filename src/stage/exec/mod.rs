@@ -248,27 +248,31 @@ pub fn approval_to_act_on(
 /// verdict under that key, for this record's id, call and decision
 /// ([`crate::audit::seal::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
 /// made a hold to be approved) or a record made up whole is refused. Unkeyed, every record passes.
-pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), String> {
+pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), Unsealed> {
     if !chain.is_keyed() {
         return Ok(());
     }
-    let refuse = |why: &str| {
-        Err(format!(
-            "the record is not a verdict sealed by sc-gate under the audit key: {why}"
-        ))
-    };
     let (Some(decision), Some(call)) = (record.decision(), record.call_text()) else {
-        return refuse("it has no decision or no call");
+        return Err(Unsealed::NoDecisionOrCall);
     };
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
-        return refuse("it carries no seal (64 lowercase hex digits)");
+        return Err(Unsealed::NoSeal);
     };
     match crate::audit::seal::verdict_seal(chain, id, call, decision) {
         Some(expected) if expected.ct_eq(&given) => Ok(()),
-        _ => refuse(
-            "its seal does not match its id, call and decision (one of them was changed, or it was sealed under another key)",
-        ),
+        _ => Err(Unsealed::Mismatch),
     }
+}
+
+/// Why a record is not acted on under the audit key ([`check_seal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unsealed {
+    #[error("the record is not a verdict sealed by sc-gate under the audit key: it has no decision or no call")]
+    NoDecisionOrCall,
+    #[error("the record is not a verdict sealed by sc-gate under the audit key: it carries no seal (64 lowercase hex digits)")]
+    NoSeal,
+    #[error("the record is not a verdict sealed by sc-gate under the audit key: its seal does not match its id, call and decision (one of them was changed, or it was sealed under another key)")]
+    Mismatch,
 }
 
 /// What sc-exec did with a call: the outcome, and the backend run behind it, if there was one.
@@ -459,9 +463,10 @@ pub fn run_with_state<W: Write, E: Write>(
                         parts.store.clone_from(&store_members);
                         window.push(parts, plan, output)?;
                     }
-                    Err(why) => {
-                        window.push_ready(refuse_unreadable(&ids.mint(), &why, bytes), output)
-                    }
+                    Err(why) => window.push_ready(
+                        refuse_unreadable(&ids.mint(), &why.to_string(), bytes),
+                        output,
+                    ),
                 },
                 Line::TooLong { length, start } => {
                     let why = format!(
@@ -762,7 +767,7 @@ fn prepare<'t>(
         if let Err(why) = check_seal(&record, &id, &options.chain) {
             effective = Effective {
                 decision: Decision::Deny,
-                reasons: vec![why],
+                reasons: vec![why.to_string()],
             };
         }
     }

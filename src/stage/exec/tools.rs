@@ -17,9 +17,27 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "delete_file",
 ];
 
+/// Why a built-in tool refused its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuiltinError {
+    #[error("{tool} needs `{key}`")]
+    Missing {
+        tool: &'static str,
+        key: &'static str,
+    },
+    #[error("{tool} needs `{key}` to be a non-empty string")]
+    NotText {
+        tool: &'static str,
+        key: &'static str,
+    },
+    /// `send_payment`'s `amount`, as given, is not an amount.
+    #[error("send_payment cannot pay the amount {text}")]
+    Amount { text: String },
+}
+
 /// Runs a built-in tool. `None` when there is no tool of that exact name; `Err` explains why the
 /// tool refused its arguments.
-pub fn run_builtin(tool: &str, args: &Map<String, Value>) -> Option<Result<Value, String>> {
+pub fn run_builtin(tool: &str, args: &Map<String, Value>) -> Option<Result<Value, BuiltinError>> {
     let result = match tool {
         "search_web" => search_web(args),
         "fetch_page" => fetch_page(args),
@@ -31,7 +49,7 @@ pub fn run_builtin(tool: &str, args: &Map<String, Value>) -> Option<Result<Value
     Some(result)
 }
 
-fn search_web(args: &Map<String, Value>) -> Result<Value, String> {
+fn search_web(args: &Map<String, Value>) -> Result<Value, BuiltinError> {
     let query = text_arg("search_web", args, "query")?;
     let results: Vec<Value> = (1..=3)
         .map(|n| {
@@ -44,7 +62,7 @@ fn search_web(args: &Map<String, Value>) -> Result<Value, String> {
     Ok(json!({ "query": query, "results": results, "simulated": true }))
 }
 
-fn fetch_page(args: &Map<String, Value>) -> Result<Value, String> {
+fn fetch_page(args: &Map<String, Value>) -> Result<Value, BuiltinError> {
     let url = text_arg("fetch_page", args, "url")?;
     Ok(json!({
         "url": url,
@@ -54,14 +72,17 @@ fn fetch_page(args: &Map<String, Value>) -> Result<Value, String> {
     }))
 }
 
-fn send_payment(args: &Map<String, Value>) -> Result<Value, String> {
+fn send_payment(args: &Map<String, Value>) -> Result<Value, BuiltinError> {
     let to = text_arg("send_payment", args, "to")?;
     match args.get("amount").map(Amount::from_json) {
         Some(Amount::Understood { .. }) => {}
-        Some(Amount::NotUnderstood { text }) => {
-            return Err(format!("send_payment cannot pay the amount {text}"))
+        Some(Amount::NotUnderstood { text }) => return Err(BuiltinError::Amount { text }),
+        None => {
+            return Err(BuiltinError::Missing {
+                tool: "send_payment",
+                key: "amount",
+            })
         }
-        None => return Err("send_payment needs `amount`".to_owned()),
     }
     Ok(json!({
         "receipt": format!("pay-{:016x}", fingerprint_args(args)),
@@ -72,7 +93,7 @@ fn send_payment(args: &Map<String, Value>) -> Result<Value, String> {
     }))
 }
 
-fn send_email(args: &Map<String, Value>) -> Result<Value, String> {
+fn send_email(args: &Map<String, Value>) -> Result<Value, BuiltinError> {
     let to = text_arg("send_email", args, "to")?;
     Ok(json!({
         "message_id": format!("<{:016x}@skeleton-crew.invalid>", fingerprint_args(args)),
@@ -82,16 +103,20 @@ fn send_email(args: &Map<String, Value>) -> Result<Value, String> {
     }))
 }
 
-fn delete_file(args: &Map<String, Value>) -> Result<Value, String> {
+fn delete_file(args: &Map<String, Value>) -> Result<Value, BuiltinError> {
     let path = text_arg("delete_file", args, "path")?;
     Ok(json!({ "path": path, "deleted": true, "simulated": true }))
 }
 
-fn text_arg<'a>(tool: &str, args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+fn text_arg<'a>(
+    tool: &'static str,
+    args: &'a Map<String, Value>,
+    key: &'static str,
+) -> Result<&'a str, BuiltinError> {
     match args.get(key) {
         Some(Value::String(text)) if !text.is_empty() => Ok(text),
-        Some(_) => Err(format!("{tool} needs `{key}` to be a non-empty string")),
-        None => Err(format!("{tool} needs `{key}`")),
+        Some(_) => Err(BuiltinError::NotText { tool, key }),
+        None => Err(BuiltinError::Missing { tool, key }),
     }
 }
 
@@ -169,8 +194,14 @@ mod tests {
         let err = run_builtin("send_payment", &args(json!({"to": "x", "amount": "lots"})))
             .unwrap()
             .unwrap_err();
-        assert!(err.contains("amount"), "{err}");
+        assert_eq!(
+            err,
+            BuiltinError::Amount {
+                text: "\"lots\"".into()
+            }
+        );
+        assert!(err.to_string().contains("amount"), "{err}");
         let err = run_builtin("search_web", &Map::new()).unwrap().unwrap_err();
-        assert!(err.contains("`query`"), "{err}");
+        assert_eq!(err.to_string(), "search_web needs `query`");
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::approve::prompt::lower_hex;
-use crate::store::{Store, StoreError, ValueChange, ValueKey};
+use crate::store::{Store, StoreError, ValueChange, ValueKey, ValueRefused};
 use crate::strict_json;
 use crate::verdict::Decision;
 
@@ -43,6 +43,43 @@ pub struct ToolUse {
     pub input: Option<String>,
     /// Whether its `PostToolUse` was recorded.
     pub ran: bool,
+}
+
+/// Why stored links are not what [`update_links`] writes: refused, never read as none.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LinksError {
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("`toolUses` must be an array, not {found}")]
+    NotAnArray { found: &'static str },
+    #[error("`toolUses` has {count} calls, more than the {} sc-hook keeps", MAX_AWAITING + MAX_RAN)]
+    TooMany { count: usize },
+    #[error(
+        "`toolUses` has {ran} calls that ran and {awaiting} awaiting their run, more than the {MAX_RAN} and {MAX_AWAITING} sc-hook keeps"
+    )]
+    OverBounds { ran: usize, awaiting: usize },
+    /// A call of the array, by its index.
+    #[error("`toolUses[{at}]` {problem}")]
+    Call { at: usize, problem: CallProblem },
+}
+
+/// What is wrong with one call of the links ([`LinksError::Call`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallProblem {
+    #[error("must be an object, not {found}")]
+    NotAnObject { found: &'static str },
+    #[error("has `{key}` null")]
+    Null { key: String },
+    #[error("is not a call: {0}")]
+    NotACall(serde_json::Error),
+    #[error("has an empty `{key}`")]
+    Empty { key: &'static str },
+    #[error("has an `input` that is not a SHA-256 in hex")]
+    BadDigest,
+    #[error("has no `decision` and has not run")]
+    Undecided,
+    #[error("repeats the toolUseId {}", Value::String(.tool_use_id.clone()))]
+    Repeated { tool_use_id: String },
 }
 
 /// The calls of a session by `tool_use_id`, oldest first: at most [`MAX_AWAITING`] awaiting
@@ -124,8 +161,8 @@ impl ToolUses {
 
     /// Reads the links as [`update_links`] writes them: strict JSON (no duplicate key, nothing
     /// after it), then [`ToolUses::from_value`].
-    fn from_text(text: &str) -> Result<ToolUses, String> {
-        let value = strict_json::parse(text).map_err(|err| format!("not valid JSON: {err}"))?;
+    fn from_text(text: &str) -> Result<ToolUses, LinksError> {
+        let value = strict_json::parse(text).map_err(LinksError::NotJson)?;
         ToolUses::from_value(value)
     }
 
@@ -133,35 +170,29 @@ impl ToolUses {
     /// [`MAX_AWAITING`] awaiting their run and [`MAX_RAN`] that ran, each with every key it
     /// needs, no other key, no `null`, no empty name, a digest of 64 lowercase hex digits, a
     /// decision unless the call was first seen when it had run, and each `tool_use_id` once.
-    fn from_value(value: Value) -> Result<ToolUses, String> {
+    fn from_value(value: Value) -> Result<ToolUses, LinksError> {
         let Value::Array(items) = value else {
-            return Err(format!(
-                "`toolUses` must be an array, not {}",
-                strict_json::type_name(&value)
-            ));
+            return Err(LinksError::NotAnArray {
+                found: strict_json::type_name(&value),
+            });
         };
         if items.len() > MAX_AWAITING + MAX_RAN {
-            return Err(format!(
-                "`toolUses` has {} calls, more than the {} sc-hook keeps",
-                items.len(),
-                MAX_AWAITING + MAX_RAN
-            ));
+            return Err(LinksError::TooMany { count: items.len() });
         }
         let mut calls = VecDeque::with_capacity(items.len());
         let mut seen = HashSet::with_capacity(items.len());
         for (at, item) in items.into_iter().enumerate() {
-            let bad = |why: String| format!("`toolUses[{at}]` {why}");
+            let bad = |problem| LinksError::Call { at, problem };
             let Value::Object(object) = &item else {
-                return Err(bad(format!(
-                    "must be an object, not {}",
-                    strict_json::type_name(&item)
-                )));
+                return Err(bad(CallProblem::NotAnObject {
+                    found: strict_json::type_name(&item),
+                }));
             };
             if let Some((key, _)) = object.iter().find(|(_, value)| value.is_null()) {
-                return Err(bad(format!("has `{key}` null")));
+                return Err(bad(CallProblem::Null { key: key.clone() }));
             }
             let call: ToolUse =
-                serde_json::from_value(item).map_err(|err| bad(format!("is not a call: {err}")))?;
+                serde_json::from_value(item).map_err(|err| bad(CallProblem::NotACall(err)))?;
             for (key, text) in [
                 ("toolUseId", &call.tool_use_id),
                 ("id", &call.id),
@@ -169,7 +200,7 @@ impl ToolUses {
                 ("tool", &call.tool),
             ] {
                 if text.is_empty() {
-                    return Err(bad(format!("has an empty `{key}`")));
+                    return Err(bad(CallProblem::Empty { key }));
                 }
             }
             if let Some(digest) = &call.input {
@@ -178,26 +209,23 @@ impl ToolUses {
                         .bytes()
                         .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
                 {
-                    return Err(bad("has an `input` that is not a SHA-256 in hex".into()));
+                    return Err(bad(CallProblem::BadDigest));
                 }
             }
             if call.decision.is_none() && !call.ran {
-                return Err(bad("has no `decision` and has not run".into()));
+                return Err(bad(CallProblem::Undecided));
             }
             if !seen.insert(call.tool_use_id.clone()) {
-                return Err(bad(format!(
-                    "repeats the toolUseId {}",
-                    Value::String(call.tool_use_id)
-                )));
+                return Err(bad(CallProblem::Repeated {
+                    tool_use_id: call.tool_use_id,
+                }));
             }
             calls.push_back(call);
         }
         let ran = calls.iter().filter(|c| c.ran).count();
         let awaiting = calls.len() - ran;
         if ran > MAX_RAN || awaiting > MAX_AWAITING {
-            return Err(format!(
-                "`toolUses` has {ran} calls that ran and {awaiting} awaiting their run, more than the {MAX_RAN} and {MAX_AWAITING} sc-hook keeps"
-            ));
+            return Err(LinksError::OverBounds { ran, awaiting });
         }
         Ok(ToolUses { calls })
     }
@@ -234,7 +262,9 @@ pub fn update_links<R>(
     let mut result = None;
     store.update_value(&ValueKey::links(session_id), &mut |stored| {
         let mut uses = match stored {
-            Some(text) => ToolUses::from_text(text)?,
+            Some(text) => {
+                ToolUses::from_text(text).map_err(|err| ValueRefused::Reader(Box::new(err)))?
+            }
             None => ToolUses::new(),
         };
         let before = uses.clone();
@@ -247,7 +277,7 @@ pub fn update_links<R>(
             ValueChange::Set(serde_json::to_string(&uses).expect("the calls serialize"))
         })
     })?;
-    result.ok_or_else(|| StoreError("the store did not run the update".to_owned()))
+    result.ok_or(StoreError::NotRun)
 }
 
 #[cfg(test)]

@@ -66,6 +66,23 @@ fn echo_id(id: &Value) -> Value {
     answerable(Some(id)).unwrap_or(Value::Null)
 }
 
+/// Why a request's `id` is refused ([`IdKey::of_request`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadRequestId {
+    /// An integer past what every JSON reader holds exactly.
+    #[error(
+        "a request's `id` must be a string or an integer from -{MAX_EXACT_ID} to {MAX_EXACT_ID} (which every JSON reader holds exactly), not {0}"
+    )]
+    TooLarge(serde_json::Number),
+    /// A fraction, an exponent or `-0`.
+    #[error(
+        "a request's `id` must be a string or an integer written as one, not {0} (a fraction, an exponent or -0, which a server may read as another integer and answer with it)"
+    )]
+    NotAnInteger(serde_json::Number),
+    #[error("a request's `id` must be a string or an integer, not {found}")]
+    NotAnId { found: &'static str },
+}
+
 /// A request id as sc-mcp compares ids: by value, never by text. A string never equals a number
 /// (`"2"` is not `2`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -79,26 +96,19 @@ impl IdKey {
     /// no exponent, not `-0`) within ±[`MAX_EXACT_ID`]. Anything else is refused with the reason:
     /// `2.0` or `1e0` is read as `2` or `1` by a JavaScript server, which answers with that, and a
     /// larger integer comes back rounded, so the answer could not be told apart.
-    pub fn of_request(id: &Value) -> Result<IdKey, String> {
+    pub fn of_request(id: &Value) -> Result<IdKey, BadRequestId> {
         match id {
             Value::String(text) => Ok(IdKey::String(text.clone())),
-            Value::Number(number) if number.is_i64() || number.is_u64() => {
-                match number.as_i64() {
-                    Some(integer) if integer.unsigned_abs() <= MAX_EXACT_ID => {
-                        Ok(IdKey::Integer(integer))
-                    }
-                    _ => Err(format!(
-                        "a request's `id` must be a string or an integer from -{MAX_EXACT_ID} to {MAX_EXACT_ID} (which every JSON reader holds exactly), not {number}"
-                    )),
+            Value::Number(number) if number.is_i64() || number.is_u64() => match number.as_i64() {
+                Some(integer) if integer.unsigned_abs() <= MAX_EXACT_ID => {
+                    Ok(IdKey::Integer(integer))
                 }
-            }
-            Value::Number(number) => Err(format!(
-                "a request's `id` must be a string or an integer written as one, not {number} (a fraction, an exponent or -0, which a server may read as another integer and answer with it)"
-            )),
-            other => Err(format!(
-                "a request's `id` must be a string or an integer, not {}",
-                strict_json::type_name(other)
-            )),
+                _ => Err(BadRequestId::TooLarge(number.clone())),
+            },
+            Value::Number(number) => Err(BadRequestId::NotAnInteger(number.clone())),
+            other => Err(BadRequestId::NotAnId {
+                found: strict_json::type_name(other),
+            }),
         }
     }
 
@@ -243,7 +253,7 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             value: value.clone(),
             key,
         }),
-        Some(Err(reason)) => return refused(echo(), INVALID_REQUEST, reason),
+        Some(Err(reason)) => return refused(echo(), INVALID_REQUEST, reason.to_string()),
     };
     if id.is_some() && method.starts_with("notifications/") {
         return refused(
