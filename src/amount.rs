@@ -30,7 +30,7 @@ pub enum Amount {
 impl Amount {
     /// Reads an amount from its JSON value. `number_text` is the number exactly as written in
     /// the JSON, when known (a parsed float has lost it).
-    pub fn from_json_exact(value: &Value, number_text: Option<&str>) -> Amount {
+    pub(crate) fn from_json_exact(value: &Value, number_text: Option<&str>) -> Amount {
         let text = value.to_string();
         let (understood, exact) = match value {
             // A minus sign is never an amount we understand, not even `-0`.
@@ -60,7 +60,7 @@ impl Amount {
 
     /// Whether an understood amount is above `limit`, exactly in decimal. An amount that is not
     /// understood is never "within" anything: it counts as above.
-    pub fn is_above(&self, limit: f64) -> bool {
+    pub(crate) fn is_above(&self, limit: f64) -> bool {
         match self {
             Amount::Understood { value, exact, .. } => {
                 if *value != limit {
@@ -79,7 +79,7 @@ impl Amount {
 
 /// Compares two non-negative decimal texts (`12`, `12.50`, `1.25e1`) exactly; `None` when either
 /// is not such a number or its exponent is out of range.
-pub fn decimal_cmp(a: &str, b: &str) -> Option<Ordering> {
+pub(crate) fn decimal_cmp(a: &str, b: &str) -> Option<Ordering> {
     let (a_digits, a_point) = normalise(a)?;
     let (b_digits, b_point) = normalise(b)?;
     Some(match (a_digits.is_empty(), b_digits.is_empty()) {
@@ -96,7 +96,7 @@ pub fn decimal_cmp(a: &str, b: &str) -> Option<Ordering> {
 /// Whether `value / multiple` is an integer, exactly, for two decimal texts (signed, with an
 /// optional fraction and exponent, as JSON writes numbers). `None` when either is not such a
 /// number, its digits do not fit in 38, or `multiple` is zero.
-pub fn decimal_multiple_of(value: &str, multiple: &str) -> Option<bool> {
+pub(crate) fn decimal_multiple_of(value: &str, multiple: &str) -> Option<bool> {
     let unsigned = |text: &'_ str| text.strip_prefix('-').unwrap_or(text).to_owned();
     // Each is DIGITS × 10^(point − len(DIGITS)).
     let (a_digits, a_point) = normalise(&unsigned(value))?;
@@ -179,7 +179,7 @@ fn normalise(text: &str) -> Option<(String, i64)> {
 /// The exact text of a JSON number at a path of object keys in a JSON document, e.g.
 /// `["args", "amount"]` in a call. `None` when absent or not a number. The document must already
 /// have passed the strict parser (so its keys are unique).
-pub fn number_text_at(json: &str, path: &[&str]) -> Option<String> {
+pub(crate) fn number_text_at(json: &str, path: &[&str]) -> Option<String> {
     let text = raw_text_at(json, path)?;
     let starts_like_number = text.starts_with(|c: char| c == '-' || c.is_ascii_digit());
     starts_like_number.then(|| text.to_owned())
@@ -187,7 +187,7 @@ pub fn number_text_at(json: &str, path: &[&str]) -> Option<String> {
 
 /// The JSON text of the value at a path of object keys in a JSON document, exactly as written.
 /// `None` when absent. The document must already have passed the strict parser.
-pub fn raw_text_at<'a>(json: &'a str, path: &[&str]) -> Option<&'a str> {
+pub(crate) fn raw_text_at<'a>(json: &'a str, path: &[&str]) -> Option<&'a str> {
     fn walk<'a>(raw: &'a RawValue, path: &[&str]) -> Option<&'a str> {
         let Some((first, rest)) = path.split_first() else {
             return Some(raw.get());
@@ -202,7 +202,7 @@ pub fn raw_text_at<'a>(json: &'a str, path: &[&str]) -> Option<&'a str> {
 
 /// A JSON number whose text is not read exactly (see [`read_exactly`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct InexactNumber {
+pub(crate) struct InexactNumber {
     /// The object keys and array indices that lead to it.
     pub path: Vec<String>,
     /// The number as written.
@@ -223,7 +223,7 @@ pub struct InexactNumber {
 /// have to be its shortest decimal.
 ///
 /// `Err` holds the float it is read as; a text that is not one JSON number is `Err(NaN)`.
-pub fn read_exactly(text: &str) -> Result<(), f64> {
+pub(crate) fn read_exactly(text: &str) -> Result<(), f64> {
     let Ok(number) = serde_json::from_str::<serde_json::Number>(text) else {
         return Err(f64::NAN);
     };
@@ -252,7 +252,7 @@ fn same_decimal(a: &str, b: &str) -> bool {
 /// The first number in a JSON document (already checked strictly) that is not read exactly
 /// ([`read_exactly`]): in object keys' order, depth first. A document that cannot be walked
 /// again counts as one such number at the root, so that nothing unread passes.
-pub fn first_inexact_number(json: &str) -> Option<InexactNumber> {
+pub(crate) fn first_inexact_number(json: &str) -> Option<InexactNumber> {
     fn walk(raw: &RawValue, path: &mut Vec<String>) -> Option<InexactNumber> {
         let text = raw.get();
         let unreadable = |path: &mut Vec<String>| {

@@ -62,7 +62,7 @@ impl AuditArgs {
 
 /// The folder under the XDG state folder where sc-hook and sc-mcp keep their audit log and state
 /// store by default.
-pub const STATE_FOLDER: &str = "skeleton-crew";
+pub(crate) const STATE_FOLDER: &str = "skeleton-crew";
 
 /// `--audit PATH`, `--audit-key FILE` and `--fsync` for the stages an agent starts (sc-hook,
 /// sc-mcp), in the agent's working folder: without `--audit`, the log is in the user's XDG state

@@ -43,7 +43,7 @@ pub struct PolicyError {
 impl PolicyError {
     /// An error at a key path, with the nearest known name when a name was misspelt, as the
     /// reader of the key knows them.
-    pub fn at_key(key: String, suggestion: Option<String>, message: String) -> PolicyError {
+    pub(crate) fn at_key(key: String, suggestion: Option<String>, message: String) -> PolicyError {
         PolicyError {
             file: None,
             key: Some(key),
@@ -54,7 +54,7 @@ impl PolicyError {
     }
 
     /// An error of the text as a whole (it cannot be read, or is not one JSON object): no key.
-    pub fn of_text(message: String) -> PolicyError {
+    pub(crate) fn of_text(message: String) -> PolicyError {
         PolicyError {
             file: None,
             key: None,
@@ -81,7 +81,7 @@ impl PolicyError {
     }
 
     /// The same error, in a file.
-    pub fn in_file(mut self, file: PathBuf) -> PolicyError {
+    pub(crate) fn in_file(mut self, file: PathBuf) -> PolicyError {
         self.file = Some(file);
         self
     }

@@ -21,7 +21,7 @@ pub struct Completion {
 }
 
 /// The status for an error: 2 for usage and policy errors, 1 for everything else.
-pub fn status_for(err: &anyhow::Error) -> u8 {
+pub(crate) fn status_for(err: &anyhow::Error) -> u8 {
     let usage = err
         .chain()
         .any(|cause| cause.is::<UsageError>() || cause.is::<PolicyError>());
@@ -33,7 +33,7 @@ pub fn status_for(err: &anyhow::Error) -> u8 {
 }
 
 /// Whether the error is a write to a closed pipe.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
             .downcast_ref::<io::Error>()

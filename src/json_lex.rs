@@ -20,7 +20,7 @@ use std::collections::HashSet;
 /// backslash, no control character (what the lexer skips inside a string and
 /// [`crate::json_write::push_json_str`] copies unescaped). Eight bytes at a time while it can.
 #[inline]
-pub fn plain_run(bytes: &[u8]) -> usize {
+pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut chunks = bytes.chunks_exact(8);
@@ -50,7 +50,7 @@ pub fn plain_run(bytes: &[u8]) -> usize {
 
 /// The keys of one object seen so far, for refusing a repeat: a few compared in place (length and
 /// first byte before the rest), more in a hash set.
-pub struct Keys<'a> {
+pub(crate) struct Keys<'a> {
     seen: [&'a str; Keys::INLINE],
     len: usize,
     more: Option<HashSet<&'a str>>,
@@ -101,7 +101,7 @@ impl<'a> Keys<'a> {
 /// A string token: the text between its quotes, and whether it holds an escape (every escape in
 /// it checked: one JSON has, and no `\u` escape of a surrogate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Token<'a> {
+pub(crate) struct Token<'a> {
     pub inner: &'a str,
     pub escaped: bool,
 }
@@ -148,7 +148,7 @@ fn unescape(inner: &str) -> String {
 }
 
 /// A position in a JSON text, and how deep it is in objects and arrays.
-pub struct Lexer<'a> {
+pub(crate) struct Lexer<'a> {
     text: &'a str,
     bytes: &'a [u8],
     at: usize,
@@ -182,12 +182,12 @@ impl<'a> Lexer<'a> {
     }
 
     #[inline(always)]
-    pub fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
 
     #[inline(always)]
-    pub fn skip_space(&mut self) {
+    pub(crate) fn skip_space(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
         }
@@ -195,7 +195,7 @@ impl<'a> Lexer<'a> {
 
     /// Skips white space, then takes `byte` if it comes next.
     #[inline(always)]
-    pub fn eat(&mut self, byte: u8) -> bool {
+    pub(crate) fn eat(&mut self, byte: u8) -> bool {
         self.skip_space();
         if self.peek() == Some(byte) {
             self.at += 1;
@@ -207,7 +207,7 @@ impl<'a> Lexer<'a> {
 
     /// Skips white space; `true` when nothing else is left.
     #[inline]
-    pub fn at_end(&mut self) -> bool {
+    pub(crate) fn at_end(&mut self) -> bool {
         self.skip_space();
         self.at == self.bytes.len()
     }
@@ -225,7 +225,7 @@ impl<'a> Lexer<'a> {
 
     /// Just after [`Self::open`]: takes the `close` bracket of an empty object or array.
     #[inline(always)]
-    pub fn close_if_empty(&mut self, close: u8) -> bool {
+    pub(crate) fn close_if_empty(&mut self, close: u8) -> bool {
         if self.eat(close) {
             self.depth -= 1;
             true
@@ -236,7 +236,7 @@ impl<'a> Lexer<'a> {
 
     /// After a member or element: `true` at the closing bracket, `false` after a comma.
     #[inline(always)]
-    pub fn end_of_member(&mut self, close: u8) -> Option<bool> {
+    pub(crate) fn end_of_member(&mut self, close: u8) -> Option<bool> {
         self.skip_space();
         match self.peek()? {
             b',' => {
@@ -254,7 +254,7 @@ impl<'a> Lexer<'a> {
 
     /// A key without escapes and its colon (the caller refuses repeats).
     #[inline(always)]
-    pub fn plain_key(&mut self) -> Option<&'a str> {
+    pub(crate) fn plain_key(&mut self) -> Option<&'a str> {
         let token = self.string()?;
         if token.escaped {
             return None;
@@ -297,7 +297,7 @@ impl<'a> Lexer<'a> {
 
     /// Any value, at its first byte, checked and skipped; `seen` is given every key of every
     /// object in it, at any depth.
-    pub fn value_seeing_keys(&mut self, seen: &mut impl FnMut(&'a str)) -> Option<()> {
+    pub(crate) fn value_seeing_keys(&mut self, seen: &mut impl FnMut(&'a str)) -> Option<()> {
         match self.peek()? {
             b'{' => self.object(|lexer, key| {
                 seen(key);
@@ -329,7 +329,7 @@ impl<'a> Lexer<'a> {
 
     /// A value read as `Value::as_str` reads it: the string, or `None` for any other value.
     #[inline]
-    pub fn text_value(&mut self) -> Option<Option<Cow<'a, str>>> {
+    pub(crate) fn text_value(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.peek() != Some(b'"') {
             self.value()?;
             return Some(None);

@@ -7,10 +7,10 @@ use serde::Serialize;
 use crate::json_lex::plain_run;
 
 /// How much raw text of a malformed line is kept in its verdict and audit event.
-pub const RAW_EXCERPT_BYTES: usize = 1024;
+pub(crate) const RAW_EXCERPT_BYTES: usize = 1024;
 
 /// The position of the first `\n`, a word at a time.
-pub fn find_newline(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     const NEWLINES: u64 = ONES * b'\n' as u64;
@@ -46,7 +46,7 @@ static ESCAPE: [u8; 256] = {
 
 /// Appends `text` as a JSON string, escaped byte for byte as `serde_json` escapes it.
 #[inline]
-pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -99,7 +99,7 @@ pub fn is_blank(line: &[u8]) -> bool {
 }
 
 /// A bounded, lossless-where-possible excerpt of a line for `raw` fields.
-pub fn raw_excerpt(line: &[u8]) -> String {
+pub(crate) fn raw_excerpt(line: &[u8]) -> String {
     let cut = &line[..line.len().min(RAW_EXCERPT_BYTES)];
     let mut text = String::from_utf8_lossy(cut).into_owned();
     if line.len() > RAW_EXCERPT_BYTES {
@@ -136,7 +136,7 @@ impl JsonLine {
 
     /// A line written at the end of `buf` (a batch of lines), which [`JsonLine::finish`] gives
     /// back; nothing is copied.
-    pub fn append_to(mut buf: Vec<u8>) -> Self {
+    pub(crate) fn append_to(mut buf: Vec<u8>) -> Self {
         let open = buf.len();
         buf.push(b'{');
         JsonLine { buf, open }
@@ -153,7 +153,7 @@ impl JsonLine {
 
     /// Adds fields that are already written: `members` is `"key":value` text, one or more
     /// members separated by commas (part of another line, say).
-    pub fn raw_members(mut self, members: &[u8]) -> Self {
+    pub(crate) fn raw_members(mut self, members: &[u8]) -> Self {
         if !members.is_empty() {
             if self.buf.len() > self.open + 1 {
                 self.buf.push(b',');
@@ -178,14 +178,14 @@ impl JsonLine {
     }
 
     /// A string field; the same bytes as [`JsonLine::field`] gives, written directly.
-    pub fn str_field(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn str_field(mut self, key: &str, value: &str) -> Self {
         self.key(key);
         push_json_str(&mut self.buf, value);
         self
     }
 
     /// An array of strings; the same bytes as [`JsonLine::field`] gives, written directly.
-    pub fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
+    pub(crate) fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
         self.key(key);
         self.buf.push(b'[');
         for (i, value) in values.iter().enumerate() {
@@ -199,7 +199,11 @@ impl JsonLine {
     }
 
     /// An object field built by `fill`, which adds its fields to the inner object.
-    pub fn object_field(mut self, key: &str, fill: impl FnOnce(JsonLine) -> JsonLine) -> Self {
+    pub(crate) fn object_field(
+        mut self,
+        key: &str,
+        fill: impl FnOnce(JsonLine) -> JsonLine,
+    ) -> Self {
         self.key(key);
         self.buf.push(b'{');
         let inner = fill(JsonLine {
@@ -212,7 +216,7 @@ impl JsonLine {
     }
 
     /// `json` must be one valid JSON value.
-    pub fn raw_field(mut self, key: &str, json: &str) -> Self {
+    pub(crate) fn raw_field(mut self, key: &str, json: &str) -> Self {
         self.key(key);
         self.buf.extend_from_slice(json.as_bytes());
         self

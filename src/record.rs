@@ -46,7 +46,7 @@ impl CallText<'_> {
     }
 
     /// Adds `call` or `raw` to a record or event line.
-    pub fn add_to(self, line: JsonLine) -> JsonLine {
+    pub(crate) fn add_to(self, line: JsonLine) -> JsonLine {
         match self {
             CallText::Json(json) => line.raw_field("call", json),
             CallText::Raw(raw) => line.str_field("raw", raw),
@@ -62,7 +62,7 @@ pub fn verdict_line(id: &str, call: CallText, judgement: &Judgement) -> Vec<u8> 
 /// Writes a verdict line at the end of `batch`. Also says where in the batch the verdict's
 /// members after `id` lie (`"call":…,"decision":…,"reasons":[…]`), which the gate's audit event
 /// repeats byte for byte rather than write them again.
-pub fn write_verdict(
+pub(crate) fn write_verdict(
     batch: Vec<u8>,
     id: &str,
     call: CallText,
@@ -113,7 +113,7 @@ pub struct Approval {
 }
 
 /// Adds `"seal":"…"` to the record line at the end of `batch` (which ends with `}` and a newline).
-pub fn push_seal(batch: &mut Vec<u8>, seal_hex: &[u8]) {
+pub(crate) fn push_seal(batch: &mut Vec<u8>, seal_hex: &[u8]) {
     debug_assert!(batch.ends_with(b"}\n"));
     batch.truncate(batch.len() - 2);
     batch.extend_from_slice(b",\"seal\":\"");
@@ -123,7 +123,7 @@ pub fn push_seal(batch: &mut Vec<u8>, seal_hex: &[u8]) {
 
 /// An approval as written on a record: with its MAC when a key was given.
 #[derive(Debug, Serialize)]
-pub struct SealedApproval<'a> {
+pub(crate) struct SealedApproval<'a> {
     #[serde(flatten)]
     pub approval: &'a Approval,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,7 +312,7 @@ impl<'a> Record<'a> {
     }
 
     /// [`Record::call`], taken out of the record.
-    pub fn take_call(&mut self) -> Option<Result<Call, Malformed>> {
+    pub(crate) fn take_call(&mut self) -> Option<Result<Call, Malformed>> {
         self.members.read_call.take()
     }
 
@@ -323,7 +323,7 @@ impl<'a> Record<'a> {
 
     /// The text of the record's `call.args`, exactly as it came; `None` when there is no such
     /// object.
-    pub fn args_text(&self) -> Option<&'a str> {
+    pub(crate) fn args_text(&self) -> Option<&'a str> {
         #[derive(Deserialize)]
         struct CallPart<'a> {
             #[serde(borrow)]
@@ -340,7 +340,7 @@ impl<'a> Record<'a> {
     }
 
     /// The `mac` of the approval on the record, if it has one that is a string.
-    pub fn approval_mac(&self) -> Option<String> {
+    pub(crate) fn approval_mac(&self) -> Option<String> {
         #[derive(Deserialize)]
         struct MacPart {
             mac: Option<String>,
@@ -355,12 +355,12 @@ impl<'a> Record<'a> {
     }
 
     /// The text of the record's `call`, exactly as it came.
-    pub fn call_text(&self) -> Option<&'a str> {
+    pub(crate) fn call_text(&self) -> Option<&'a str> {
         self.members.call.map(RawValue::get)
     }
 
     /// The record's line without `key` (which it must have), the rest byte for byte as it came.
-    pub fn without_field(&self, key: &str) -> Vec<u8> {
+    pub(crate) fn without_field(&self, key: &str) -> Vec<u8> {
         let mut line = without_member(self.text, key).into_bytes();
         line.push(b'\n');
         line
@@ -385,7 +385,7 @@ impl<'a> Record<'a> {
     }
 
     /// The record's line with `key` set to `value`.
-    pub fn with_field<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Vec<u8> {
+    pub(crate) fn with_field<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Vec<u8> {
         with_field(self.text, self.has(key), key, value)
     }
 }
@@ -393,7 +393,7 @@ impl<'a> Record<'a> {
 /// A record's line with `key` set to `value`: added at the end, the rest byte for byte, or, when
 /// the record has `key` already (`present`; a forged approval, say), the record written again
 /// without it first.
-pub fn with_field<T: Serialize + ?Sized>(
+pub(crate) fn with_field<T: Serialize + ?Sized>(
     text: &str,
     present: bool,
     key: &str,
@@ -404,7 +404,7 @@ pub fn with_field<T: Serialize + ?Sized>(
 }
 
 /// [`with_field`] for a value that is JSON text already (one valid JSON value).
-pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) -> Vec<u8> {
+pub(crate) fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) -> Vec<u8> {
     let without_key;
     let text = if present {
         without_key = without_member(text, key);
@@ -429,7 +429,7 @@ pub fn with_raw_field(text: &str, present: bool, key: &str, value_json: &str) ->
 /// A record's text (a strictly valid JSON object, trimmed) without its members named `key`
 /// (however the name is escaped), every other byte as it came: never written again through a
 /// JSON value, which would round numbers (`12345678901234567890123`) and change what was seen.
-pub fn without_member(text: &str, key: &str) -> String {
+pub(crate) fn without_member(text: &str, key: &str) -> String {
     let spans = member_spans(text);
     let mut out = String::with_capacity(text.len());
     let mut kept = 0;

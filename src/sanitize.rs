@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 /// Whether a character must not reach a terminal (or a page) raw.
-pub fn is_unsafe(c: char) -> bool {
+pub(crate) fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{061C}'                  // Arabic letter mark
@@ -34,7 +34,7 @@ pub fn is_unsafe(c: char) -> bool {
 }
 
 /// The text with every unsafe character escaped; borrowed when nothing needed escaping.
-pub fn for_terminal(text: &str) -> Cow<'_, str> {
+pub(crate) fn for_terminal(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_unsafe) {
         return Cow::Borrowed(text);
     }
@@ -51,7 +51,7 @@ pub fn for_terminal(text: &str) -> Cow<'_, str> {
 
 /// Text as HTML shows it: `&`, `<`, `>`, `"` and `'` escaped (fit for an element's content and
 /// for a quoted attribute value); borrowed when nothing needed escaping.
-pub fn html_escape(text: &str) -> Cow<'_, str> {
+pub(crate) fn html_escape(text: &str) -> Cow<'_, str> {
     if !text.contains(['&', '<', '>', '"', '\'']) {
         return Cow::Borrowed(text);
     }
@@ -79,7 +79,7 @@ pub fn for_html(text: &str) -> Cow<'_, str> {
 }
 
 /// The longest piece of agent-written text a reason quotes before cutting it with `…`.
-pub const QUOTED_CHARS: usize = 80;
+pub(crate) const QUOTED_CHARS: usize = 80;
 
 /// Agent-written text (a tool or agent name, an amount as written) as a reason quotes it:
 /// invisible and control characters escaped, so `send\u{200b}_payment` never reads as
@@ -95,7 +95,7 @@ pub fn quoted(text: &str) -> Cow<'_, str> {
 
 /// Whether a person reading `c` would not see it: a character the terminal escaping rewrites
 /// (controls, zero-width and bidi characters).
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     let mut buffer = [0; 4];
     matches!(for_terminal(c.encode_utf8(&mut buffer)), Cow::Owned(_))
 }

@@ -27,14 +27,14 @@ pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
 }
 
 /// Checks that `text` is one JSON document that [`parse`] would accept, without building it.
-pub fn validate(text: &str) -> Result<(), serde_json::Error> {
+pub(crate) fn validate(text: &str) -> Result<(), serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     Checked::deserialize(&mut deserializer)?;
     deserializer.end()
 }
 
 /// Names a JSON value's type the way error messages say it ("a string", "an object").
-pub fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -46,7 +46,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 /// The error for a key seen twice in one object, worded as [`parse`] words it.
-pub fn duplicate_key<E: de::Error>(key: &str) -> E {
+pub(crate) fn duplicate_key<E: de::Error>(key: &str) -> E {
     E::custom(format_args!("duplicate key `{key}`"))
 }
 
@@ -77,7 +77,7 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 /// The keys of one object seen so far, for refusing a duplicate without building a map: a few
 /// borrowed keys are compared in place; many keys, or decoded ones, go to a hash set.
-pub struct KeySet<'de> {
+pub(crate) struct KeySet<'de> {
     inline: [&'de str; KeySet::INLINE],
     len: usize,
     spill: Option<HashSet<Cow<'de, str>>>,
@@ -128,7 +128,7 @@ impl<'de> KeySet<'de> {
 
 /// A strictly checked value that keeps nothing: every key of every object is compared, numbers
 /// must be finite, and nesting is bounded, exactly as in [`parse`].
-pub struct Checked;
+pub(crate) struct Checked;
 
 impl<'de> Deserialize<'de> for Checked {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -187,13 +187,13 @@ impl<'de> Visitor<'de> for CheckVisitor {
 }
 
 /// Checks the rest of an array strictly, keeping nothing (for visitors that take any value).
-pub fn check_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+pub(crate) fn check_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<Checked>()?.is_some() {}
     Ok(())
 }
 
 /// Checks the rest of an object strictly, keeping nothing (for visitors that take any value).
-pub fn check_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+pub(crate) fn check_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     let mut keys = KeySet::new();
     while let Some(Key(key)) = map.next_key()? {
         if !keys.insert(key.clone()) {
@@ -205,7 +205,7 @@ pub fn check_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 }
 
 /// A finite number, as [`parse`] requires.
-pub fn check_f64<E: de::Error>(v: f64) -> Result<(), E> {
+pub(crate) fn check_f64<E: de::Error>(v: f64) -> Result<(), E> {
     if v.is_finite() {
         Ok(())
     } else {
@@ -214,7 +214,7 @@ pub fn check_f64<E: de::Error>(v: f64) -> Result<(), E> {
 }
 
 /// A value built with [`parse`]'s strictness, for use inside other strict walks.
-pub struct StrictValue(pub Value);
+pub(crate) struct StrictValue(pub Value);
 
 impl<'de> Deserialize<'de> for StrictValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

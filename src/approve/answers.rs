@@ -11,7 +11,7 @@ use crate::error::UsageError;
 use crate::record::AnsweredBy;
 
 /// The scripted human: answers taken in order from a file, one per line.
-pub struct ScriptedHuman {
+pub(crate) struct ScriptedHuman {
     answers: Box<dyn BufRead>,
     /// Whether the answers come from a regular file, which never keeps the stage waiting.
     at_hand: bool,
@@ -33,7 +33,7 @@ impl ScriptedHuman {
     }
 
     /// Answers from any reader (a pipe, say), which may keep the stage waiting.
-    pub fn from_reader(answers: impl BufRead + 'static) -> Self {
+    pub(crate) fn from_reader(answers: impl BufRead + 'static) -> Self {
         ScriptedHuman {
             answers: Box::new(answers),
             at_hand: false,

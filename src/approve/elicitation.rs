@@ -29,19 +29,19 @@ use crate::sanitize::quoted;
 use crate::strict_json::type_name;
 
 /// What every id of sc-mcp's own requests to the client starts with: `sc-mcp-elicit-1`, `-2`, …
-pub const ID_PREFIX: &str = "sc-mcp-elicit-";
+pub(crate) const ID_PREFIX: &str = "sc-mcp-elicit-";
 
 /// The form's one question.
-pub const QUESTION: &str = "Run this call?";
+pub(crate) const QUESTION: &str = "Run this call?";
 
 /// Whether a JSON-RPC id is one sc-mcp gives its own requests to the client.
-pub fn is_own_id(id: &Value) -> bool {
+pub(crate) fn is_own_id(id: &Value) -> bool {
     matches!(id, Value::String(text) if text.starts_with(ID_PREFIX))
 }
 
 /// Mints sc-mcp's request ids, in order from `sc-mcp-elicit-1`.
 #[derive(Debug, Default)]
-pub struct Questions {
+pub(crate) struct Questions {
     asked: u64,
 }
 
@@ -56,7 +56,7 @@ impl Questions {
 /// `elicitation` capability that is an object with `form`, or with neither `form` nor `url` (as
 /// every client before URL mode declared it). A client that declared only `url` cannot show a
 /// form, and anything that is not an object declares nothing.
-pub fn declares_form_elicitation(params: Option<&Value>) -> bool {
+pub(crate) fn declares_form_elicitation(params: Option<&Value>) -> bool {
     let capability = params
         .and_then(|params| params.get("capabilities"))
         .and_then(|capabilities| capabilities.get("elicitation"));
@@ -67,7 +67,7 @@ pub fn declares_form_elicitation(params: Option<&Value>) -> bool {
 }
 
 /// The form: one required boolean, `approve`.
-pub fn requested_schema() -> Value {
+pub(crate) fn requested_schema() -> Value {
     json!({
         "type": "object",
         "properties": {"approve": {"type": "boolean", "title": QUESTION}},
@@ -132,7 +132,7 @@ pub fn declined(reason: impl Into<String>) -> Approval {
 
 /// The approval a client's answer to `elicitation/create` becomes (the whole JSON-RPC response).
 /// `answer` is the action the person took, when it is one of the three; `null` otherwise.
-pub fn approval_for_answer(response: &Map<String, Value>) -> Approval {
+pub(crate) fn approval_for_answer(response: &Map<String, Value>) -> Approval {
     let malformed = |why: String| {
         declined(format!(
             "declined: the MCP client's answer is malformed ({why})"

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::prompt::{record_digest, render_prompt};
-pub use super::reply::Reply;
+pub(crate) use super::reply::Reply;
 use crate::call::Call;
 use crate::record::AnsweredBy;
 

@@ -15,9 +15,7 @@ pub mod terminal;
 pub mod tty;
 pub mod web;
 
-pub use answers::ScriptedHuman;
 pub use choose::{human_for, timeout_from_seconds, DEFAULT_TIMEOUT_SECONDS};
-pub use human::{Hold, Human, Reply};
-pub use prompt::{approval_for, is_yes, record_digest, render_prompt};
-pub use terminal::TerminalHuman;
-pub use web::{WebApprovals, WebHuman};
+pub(crate) use human::Reply;
+pub use human::{Hold, Human};
+pub(crate) use prompt::{approval_for, render_prompt};

@@ -9,13 +9,13 @@ use crate::record::{AnsweredBy, Approval};
 use crate::sanitize::for_terminal;
 
 /// Whether an answer approves: `yes`, trimmed, in any case; nothing else.
-pub fn is_yes(answer: &str) -> bool {
+pub(crate) fn is_yes(answer: &str) -> bool {
     answer.trim().eq_ignore_ascii_case("yes")
 }
 
 /// The SHA-256 (lowercase hex) of a record line exactly as it arrived, without its newline:
 /// what an answer given on the web page is bound to.
-pub fn record_digest(line: &[u8]) -> String {
+pub(crate) fn record_digest(line: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     lower_hex(&Sha256::digest(line))
 }
@@ -36,7 +36,7 @@ fn where_answered(by: AnsweredBy) -> &'static str {
 }
 
 /// Turns a reply into the approval written on the record.
-pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
+pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
     let declined = |by, answer, reason: String| Approval {
         approved: false,
         by,
@@ -102,7 +102,7 @@ pub fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
 }
 
 /// The prompt a person sees for a held call. All agent-written text is escaped.
-pub fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+pub(crate) fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
     let args = serde_json::to_string(call.args.map()).expect("args serialize");
     let instruction = call
         .instruction

@@ -12,7 +12,7 @@ use crate::record::AnsweredBy;
 struct NoTerminal(std::io::Error);
 
 /// The person at the controlling terminal, opened at the first hold.
-pub struct TerminalHuman {
+pub(crate) struct TerminalHuman {
     terminal: Option<std::result::Result<Terminal, NoTerminal>>,
     timeout: Option<Duration>,
 }

@@ -59,7 +59,7 @@ use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json;
 
 /// The largest request body read: an answer is a few dozen bytes.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
 /// How many ended holds `GET /api/history` keeps, and how many bytes of them at most.
 const HISTORY_HOLDS: usize = 50;
 const HISTORY_BYTES: usize = 16 << 20;
@@ -96,7 +96,7 @@ impl Ticket {
 }
 
 /// Called (on the server's thread) whenever a hold is settled there: answered, or found expired.
-pub type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
+pub(crate) type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
 
 /// The web approval page and its API, serving on a thread of its own until dropped.
 pub struct WebApprovals {
@@ -174,7 +174,7 @@ impl WebApprovals {
     }
 
     /// Puts a hold on the page; it declines by itself after `hold.timeout`.
-    pub fn submit(&self, hold: &Hold<'_>) -> Ticket {
+    pub(crate) fn submit(&self, hold: &Hold<'_>) -> Ticket {
         let now = Instant::now();
         let expires = hold
             .timeout
@@ -201,7 +201,7 @@ impl WebApprovals {
 
     /// The reply to a hold, once it is settled: answered on the page, or expired (which this
     /// settles when its time is up). `None` while it is pending.
-    pub fn poll(&self, ticket: Ticket) -> Option<Reply> {
+    pub(crate) fn poll(&self, ticket: Ticket) -> Option<Reply> {
         let mut holds = self.shared.lock();
         let expired = holds.expire_due(Instant::now());
         let reply = holds.collect(ticket.id);
@@ -245,7 +245,7 @@ impl WebApprovals {
     /// client cancelled the call, or the session ended): its card ends as withdrawn, with `why`,
     /// and an answer to it is refused (409). Returns whether it was still pending; an answer
     /// given before stands as given.
-    pub fn withdraw(&self, ticket: Ticket, why: &str) -> bool {
+    pub(crate) fn withdraw(&self, ticket: Ticket, why: &str) -> bool {
         let mut holds = self.shared.lock();
         let expired = holds.expire_due(Instant::now());
         let withdrawn = holds.withdraw(ticket.id, why);
@@ -287,7 +287,7 @@ pub enum WebAddrError {
 }
 
 /// A loopback address, or a usage error that says how to reach the page from elsewhere.
-pub fn check_loopback(addr: SocketAddr) -> Result<()> {
+pub(crate) fn check_loopback(addr: SocketAddr) -> Result<()> {
     if addr.ip().is_loopback() {
         return Ok(());
     }

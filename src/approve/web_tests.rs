@@ -417,7 +417,7 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
         assert!(!asking.is_finished());
         std::thread::yield_now();
     };
-    let digest = super::super::record_digest(line.as_bytes());
+    let digest = crate::approve::prompt::record_digest(line.as_bytes());
     assert_eq!(pending[0]["digest"], digest.as_str());
     let body = serde_json::json!({"approve": true, "digest": digest}).to_string();
     let path = format!("/api/holds/{}", pending[0]["hold"]);

@@ -32,7 +32,7 @@ use crate::error::UsageError;
 /// The `prev` of a file's first event in an unkeyed chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// Names an environment variable holding the key file's path, for `--audit-key`.
-pub const AUDIT_KEY_ENV: &str = "SC_AUDIT_KEY_FILE";
+pub(crate) const AUDIT_KEY_ENV: &str = "SC_AUDIT_KEY_FILE";
 const MIN_KEY_BYTES: usize = 16;
 /// What a keyed chain's genesis is the MAC of.
 const KEYED_GENESIS_LABEL: &[u8] = b"skeleton-crew audit chain genesis v1";
@@ -55,7 +55,7 @@ impl Link {
 
     /// A link as sc-gate, sc-approve and the chain write it: 64 lowercase hex digits only, so
     /// that a MAC or seal has exactly one spelling and a line cannot change unnoticed.
-    pub fn parse_lowercase(hex: &str) -> Option<Link> {
+    pub(crate) fn parse_lowercase(hex: &str) -> Option<Link> {
         if hex.bytes().any(|b| b.is_ascii_uppercase()) {
             return None;
         }
@@ -63,7 +63,7 @@ impl Link {
     }
 
     /// [`Link::parse`] of ASCII bytes: 64 hex digits, either case.
-    pub fn parse_bytes(hex: &[u8]) -> Option<Link> {
+    pub(crate) fn parse_bytes(hex: &[u8]) -> Option<Link> {
         if hex.len() != 64 {
             return None;
         }
@@ -78,7 +78,7 @@ impl Link {
 
 impl Link {
     /// Equality in time that does not depend on where the links differ, for MACs.
-    pub fn ct_eq(&self, other: &Link) -> bool {
+    pub(crate) fn ct_eq(&self, other: &Link) -> bool {
         self.0
             .iter()
             .zip(other.0.iter())
@@ -151,7 +151,7 @@ impl Chain {
     }
 
     /// The head of an empty file.
-    pub fn genesis_head(&self) -> Head {
+    pub(crate) fn genesis_head(&self) -> Head {
         Head {
             link: self.genesis(),
             seq: 0,
@@ -187,7 +187,7 @@ impl Chain {
 
     /// Adds `seq` and `prev` (and, keyed, `mac`) to an event line (`{…}` without its newline),
     /// appending the sealed line to `out`; returns the sealed line's link.
-    pub fn seal_into(&self, out: &mut Vec<u8>, line: &[u8], head: Head) -> Link {
+    pub(crate) fn seal_into(&self, out: &mut Vec<u8>, line: &[u8], head: Head) -> Link {
         let start = out.len();
         seal_into(out, line, head);
         match self {
@@ -318,7 +318,7 @@ pub fn seal(line: &[u8], head: Head) -> Vec<u8> {
 }
 
 /// [`seal`], appending the sealed line to `out`.
-pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
+pub(crate) fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
     let body = line.strip_suffix(b"}").expect("an event is a JSON object");
     out.reserve(body.len() + 100);
     out.extend_from_slice(body);
@@ -339,7 +339,7 @@ pub fn seal_into(out: &mut Vec<u8>, line: &[u8], head: Head) {
 /// error of kind `InvalidData`: a writer never extends, and so never authenticates, a line it
 /// cannot authenticate. A torn last line (no newline: a writer died mid-line) is linked as it is;
 /// the verifier shows it as torn, so nothing after it can pass for intact.
-pub fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
+pub(crate) fn read_head(file: &mut File, len: u64, chain: &Chain) -> io::Result<Head> {
     if len == 0 {
         return Ok(chain.genesis_head());
     }
@@ -412,7 +412,7 @@ fn whole_head(chain: &Chain, last: &[u8], seq: u64) -> io::Result<Head> {
 }
 
 /// The `seq` of an event line, if it is a JSON object carrying one.
-pub fn seq_of(line: &[u8]) -> Option<u64> {
+pub(crate) fn seq_of(line: &[u8]) -> Option<u64> {
     let value: serde_json::Value = serde_json::from_slice(line).ok()?;
     value.get("seq")?.as_u64()
 }

@@ -176,7 +176,7 @@ pub fn event(stage: Stage, id: &str) -> JsonLine {
 }
 
 /// Starts an event line at the end of `batch`, as [`event`] does.
-pub fn event_in(batch: Vec<u8>, stage: Stage, id: &str) -> JsonLine {
+pub(crate) fn event_in(batch: Vec<u8>, stage: Stage, id: &str) -> JsonLine {
     JsonLine::append_to(batch)
         .str_field("ts", &timestamp(SystemTime::now()))
         .str_field("stage", stage.as_str())
@@ -187,7 +187,7 @@ pub fn event_in(batch: Vec<u8>, stage: Stage, id: &str) -> JsonLine {
 ///
 /// The date and time of day are formatted once a second (events come far more often than that);
 /// only the microseconds are written for each event.
-pub fn timestamp(time: SystemTime) -> String {
+pub(crate) fn timestamp(time: SystemTime) -> String {
     use std::cell::Cell;
     thread_local! {
         static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };

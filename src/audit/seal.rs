@@ -11,7 +11,12 @@ use crate::verdict::Decision;
 /// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
 /// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
 /// between the stages is refused. `None` without a key.
-pub fn verdict_seal(chain: &Chain, id: &str, call_text: &str, decision: Decision) -> Option<Link> {
+pub(crate) fn verdict_seal(
+    chain: &Chain,
+    id: &str,
+    call_text: &str,
+    decision: Decision,
+) -> Option<Link> {
     use sha2::{Digest, Sha256};
     // Unkeyed there is no seal: the call is not even hashed (it would cost every verdict a
     // SHA-256 of its call for nothing).
@@ -33,7 +38,12 @@ pub fn verdict_seal(chain: &Chain, id: &str, call_text: &str, decision: Decision
 /// SHA-256 of its `call` exactly as it came, and the approval itself (as sc-approve writes it,
 /// without its MAC). Each part is length-prefixed, so no two parts can be read another way.
 /// `None` without a key.
-pub fn approval_mac(chain: &Chain, id: &str, call_text: &str, approval: &Approval) -> Option<Link> {
+pub(crate) fn approval_mac(
+    chain: &Chain,
+    id: &str,
+    call_text: &str,
+    approval: &Approval,
+) -> Option<Link> {
     use sha2::{Digest, Sha256};
     if !chain.is_keyed() {
         return None;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 /// `ａｍｏｕｎｔ` all fold to `amount`. White space stays (readers do not drop it), and letters of
 /// other scripts that only look alike (Cyrillic `а`) are not folded. Borrowed when the name is
 /// its own fold.
-pub fn fold_key(name: &str) -> Cow<'_, str> {
+pub(crate) fn fold_key(name: &str) -> Cow<'_, str> {
     let plain = |c: char| {
         c.is_ascii_lowercase() || c.is_ascii_digit() || c.is_ascii_punctuation() || c == ' '
     };
@@ -39,7 +39,7 @@ pub fn fold_key(name: &str) -> Cow<'_, str> {
 /// upper-case letter, a DEL, a non-ASCII character or an escape (the other control characters
 /// are always escaped; DEL may stand raw, and folding drops it as invisible). Otherwise every key
 /// is its own fold, and two equal ones were already refused as a duplicate.
-pub fn keys_may_fold_alike(json: &str) -> bool {
+pub(crate) fn keys_may_fold_alike(json: &str) -> bool {
     json.bytes()
         .any(|b| b >= 0x7f || b.is_ascii_uppercase() || b == b'\\')
 }
@@ -47,7 +47,7 @@ pub fn keys_may_fold_alike(json: &str) -> bool {
 /// Two keys of one object, at any depth, that fold alike ([`fold_key`]): the path to the object
 /// and the two keys as written. A reader that matches names without case (Go's `encoding/json`,
 /// .NET's web defaults) takes either for the other, so a rule that reads one is not enough.
-pub fn keys_spelt_alike(args: &Map<String, Value>) -> Option<(Vec<String>, String, String)> {
+pub(crate) fn keys_spelt_alike(args: &Map<String, Value>) -> Option<(Vec<String>, String, String)> {
     fn object(
         object: &Map<String, Value>,
         path: &mut Vec<String>,

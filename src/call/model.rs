@@ -91,7 +91,7 @@ impl Args {
     }
 
     /// Args from an object that is already built.
-    pub fn from_map(map: Map<String, Value>) -> Args {
+    pub(crate) fn from_map(map: Map<String, Value>) -> Args {
         let text: Box<str> = Value::Object(map.clone()).to_string().into();
         Args {
             keys_may_fold: super::keys::keys_may_fold_alike(&text),
@@ -103,7 +103,7 @@ impl Args {
 
     /// Whether two keys could fold alike, so that the rules on keys spelt alike must look at the
     /// whole object; when `false`, every key is its own fold.
-    pub fn keys_may_fold(&self) -> bool {
+    pub(crate) fn keys_may_fold(&self) -> bool {
         self.keys_may_fold
     }
 

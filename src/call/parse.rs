@@ -22,14 +22,14 @@ impl Call {
     /// A plain, well-formed call read by the one-pass scanner alone, or `None` for anything else
     /// (not a call, a line with a top-level `kind`, or one the scanner leaves to the reference
     /// path): the cheap first look, before a line is searched for a record's `kind`.
-    pub fn scan_line(line: &[u8]) -> Option<(Call, &str)> {
+    pub(crate) fn scan_line(line: &[u8]) -> Option<(Call, &str)> {
         let text = std::str::from_utf8(line).ok()?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         scan::call(text).map(|call| (call, text))
     }
 
     /// [`Call::parse_line`] for text that is UTF-8 already (a record's `call` member).
-    pub fn parse_text(text: &str) -> Result<(Call, &str), Malformed> {
+    pub(crate) fn parse_text(text: &str) -> Result<(Call, &str), Malformed> {
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         // The scanner reads calls no deeper than MAX_CALL_DEPTH.
         if let Some(call) = scan::call(text) {

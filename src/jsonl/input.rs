@@ -20,7 +20,7 @@ pub enum Input {
 
 impl Input {
     /// No arguments means stdin.
-    pub fn from_args(args: &[OsString]) -> Vec<Input> {
+    pub(crate) fn from_args(args: &[OsString]) -> Vec<Input> {
         if args.is_empty() {
             return vec![Input::Stdin];
         }
@@ -98,7 +98,7 @@ impl LineReader<LineSource> {
     /// Whether reading the next line may wait for input: no whole line is buffered and the
     /// source has nothing waiting. Stages commit (audit, then records, then flush) before such a
     /// read, and not at every read-buffer boundary of a file or a busy pipe.
-    pub fn next_read_would_block(&self) -> bool {
+    pub(crate) fn next_read_would_block(&self) -> bool {
         !self.has_complete_line() && self.reader.get_ref().would_block()
     }
 }
@@ -106,7 +106,7 @@ impl LineReader<LineSource> {
 /// Every line of a stage's inputs, in order: files opened one after the other, an input that
 /// cannot be opened reported on `diagnostics` and counted (the others are still read), and a read
 /// error an error of the stream. The one loop every stage runs.
-pub struct InputLines<'a> {
+pub(crate) struct InputLines<'a> {
     program: &'a str,
     inputs: std::slice::Iter<'a, Input>,
     current: Option<(&'a Input, LineReader<LineSource>)>,
@@ -134,7 +134,7 @@ impl<'a> InputLines<'a> {
 
     /// The next line (blank ones too: a stage may have to commit after them), with the input it
     /// came from and its 1-based number there; `None` when every input is read.
-    pub fn next_line(&mut self) -> Result<Option<(Line<'_>, &'a Input, u64)>> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<(Line<'_>, &'a Input, u64)>> {
         loop {
             match &mut self.current {
                 None => {
@@ -172,21 +172,21 @@ impl<'a> InputLines<'a> {
     }
 
     /// Whether reading the next line may wait for input (see [`LineReader::next_read_would_block`]).
-    pub fn next_read_would_block(&self) -> bool {
+    pub(crate) fn next_read_would_block(&self) -> bool {
         self.current
             .as_ref()
             .is_none_or(|(_, reader)| reader.next_read_would_block())
     }
 
     /// How the inputs went: how many could not be opened.
-    pub fn completion(&self) -> Completion {
+    pub(crate) fn completion(&self) -> Completion {
         self.completion
     }
 }
 
 /// One line as read, without its `\n`.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line<'a> {
+pub(crate) enum Line<'a> {
     Text(&'a [u8]),
     /// Longer than the limit: its length and the first bytes, kept for the record.
     TooLong {
@@ -197,7 +197,7 @@ pub enum Line<'a> {
 
 /// Reads lines of at most `max` bytes. A line that is whole in the read buffer is handed out
 /// from there; one that straddles refills is gathered in one reused buffer.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     reader: BufReader<R>,
     pub(super) line: Vec<u8>,
     max: usize,
@@ -219,7 +219,7 @@ impl<R: Read> LineReader<R> {
 
     /// Whether the input is used up: nothing buffered and nothing more to read. May wait for
     /// input, as reading the next line would.
-    pub fn at_end(&mut self) -> io::Result<bool> {
+    pub(crate) fn at_end(&mut self) -> io::Result<bool> {
         self.reader.consume(std::mem::take(&mut self.pending));
         loop {
             match self.reader.fill_buf() {
@@ -231,17 +231,17 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The 1-based number of the line last returned.
-    pub fn line_number(&self) -> u64 {
+    pub(crate) fn line_number(&self) -> u64 {
         self.number
     }
 
     /// Whether a whole line is already buffered, so the next read will not block.
-    pub fn has_complete_line(&self) -> bool {
+    pub(crate) fn has_complete_line(&self) -> bool {
         find_newline(&self.reader.buffer()[self.pending..]).is_some()
     }
 
     /// The next line, or `None` at end of input. A last line without `\n` is still a line.
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         self.reader.consume(std::mem::take(&mut self.pending));
         self.line.clear();
         // The common case: the whole line is already in the read buffer.

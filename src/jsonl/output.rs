@@ -158,24 +158,24 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     }
 
     /// Queues one audit event (a whole line) and the record it describes.
-    pub fn emit(&mut self, audit_event: &[u8], record: &[u8]) {
+    pub(crate) fn emit(&mut self, audit_event: &[u8], record: &[u8]) {
         self.pending_audit.extend_from_slice(audit_event);
         self.pending_records.extend_from_slice(record);
     }
 
     /// Queues one audit event and the record it describes, written by `write` straight into the
     /// batch: `write(events, records)` appends one whole line to each.
-    pub fn emit_with(&mut self, write: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) {
+    pub(crate) fn emit_with(&mut self, write: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) {
         write(&mut self.pending_audit, &mut self.pending_records);
     }
 
     /// Queues a record that needs no audit event of this stage (passed through untouched).
-    pub fn pass_through(&mut self, record: &[u8]) {
+    pub(crate) fn pass_through(&mut self, record: &[u8]) {
         self.pending_records.extend_from_slice(record);
     }
 
     /// Whether narration is wanted at all (so a quiet stage need not compose it).
-    pub fn narrating(&self) -> bool {
+    pub(crate) fn narrating(&self) -> bool {
         self.narration.is_some()
     }
 
@@ -190,7 +190,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     /// Commits at once when the input is about to block (`input_waiting` is false: see
     /// [`LineReader::next_read_would_block`]); hands a large batch to the auditor thread when the
     /// input flows.
-    pub fn commit_if_due(&mut self, input_waiting: bool) -> Result<()> {
+    pub(crate) fn commit_if_due(&mut self, input_waiting: bool) -> Result<()> {
         if !input_waiting {
             self.commit()?;
         } else if self.pending_records.len() >= BATCH_BYTES {

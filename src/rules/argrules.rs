@@ -161,7 +161,7 @@ fn key_spelt_like_a_name(
 
 /// The values of `format` that are checked, under draft 2020-12 with this build of the
 /// `jsonschema` crate (a test keeps this list and the crate in step). Any other is a load error.
-pub const FORMATS: &[&str] = &[
+pub(crate) const FORMATS: &[&str] = &[
     "date",
     "date-time",
     "duration",
@@ -227,7 +227,7 @@ impl KeyProblem for ArgProblem {
 }
 
 /// An error of the `toolArgs` key, naming the key path.
-pub type ArgRulesError = KeyError<ArgProblem>;
+pub(crate) type ArgRulesError = KeyError<ArgProblem>;
 
 impl From<KeyError> for ArgRulesError {
     fn from(err: KeyError) -> ArgRulesError {
@@ -304,7 +304,7 @@ impl ArgRule {
 
 /// The first way a call's args break the rules of its tool, if any: a number not read exactly,
 /// then each rule in turn. No rules, no violation.
-pub fn check_all<'a>(
+pub(crate) fn check_all<'a>(
     rules: impl IntoIterator<Item = &'a ArgRule>,
     tool: &str,
     args: &crate::call::Args,
@@ -317,7 +317,7 @@ pub fn check_all<'a>(
 
 /// A number in `args` (their JSON text as the call carried it) that a float does not hold as
 /// written, as a violation: a schema would compare the float, not the number the agent wrote.
-pub fn numbers_not_read_exactly(tool: &str, args_json: &str) -> Option<Violation> {
+pub(crate) fn numbers_not_read_exactly(tool: &str, args_json: &str) -> Option<Violation> {
     let found = crate::amount::first_inexact_number(args_json)?;
     let tool = crate::sanitize::quoted(tool);
     let text = crate::sanitize::quoted(&found.text);

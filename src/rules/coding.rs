@@ -12,7 +12,11 @@ use crate::verdict::Decision;
 /// path is placed against the call's `cwd` and the policy's [`paths::Places`]. `tainted` is
 /// whether the taint rule would hold the call (the agent is tainted and the user did not order
 /// it). Empty for every other tool.
-pub fn coding_agent_findings(call: &Call, policy: &Policy, tainted: bool) -> Vec<CodingFinding> {
+pub(crate) fn coding_agent_findings(
+    call: &Call,
+    policy: &Policy,
+    tainted: bool,
+) -> Vec<CodingFinding> {
     let mut findings = Vec::new();
     let context = policy.places().context(call.cwd.as_deref());
     if let Some(commands) = policy.commands() {
@@ -47,7 +51,7 @@ pub fn coding_agent_findings(call: &Call, policy: &Policy, tainted: bool) -> Vec
 /// A decision of the `commands` or `paths` key on a call, with its reasons, and whether it is a
 /// hold only because the agent is tainted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodingFinding {
+pub(crate) struct CodingFinding {
     pub decision: Decision,
     pub reasons: Vec<String>,
     pub by_taint: bool,

@@ -68,12 +68,12 @@ use crate::strict_json::type_name;
 use crate::verdict::Decision;
 
 /// The most reasons written for one command's decision; the findings past them are counted.
-pub const MAX_REASONS: usize = 8;
+pub(crate) const MAX_REASONS: usize = 8;
 
 /// The keys of `commands`.
 pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
 /// The keys of one rule.
-pub const RULE_KEYS: &[&str] = &["prefix", "decision", "whenTainted", "match", "notMatch"];
+pub(crate) const RULE_KEYS: &[&str] = &["prefix", "decision", "whenTainted", "match", "notMatch"];
 
 /// What can be wrong with the `commands` key, besides what every key's reader finds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,7 +127,7 @@ impl KeyProblem for CommandProblem {
 }
 
 /// An error of the `commands` key, naming the key path.
-pub type CommandsError = KeyError<CommandProblem>;
+pub(crate) type CommandsError = KeyError<CommandProblem>;
 
 impl From<KeyError> for CommandsError {
     fn from(err: KeyError) -> CommandsError {
@@ -234,7 +234,7 @@ impl CommandRules {
     }
 
     /// The key of `args` that holds the shell command of `tool`, if the rules apply to it.
-    pub fn arg_key(&self, tool: &str) -> Option<&str> {
+    pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
         self.tools
             .iter()
             .find(|(pattern, _)| pattern.matches(tool))
@@ -296,7 +296,12 @@ impl CommandRules {
     }
 
     /// Decides a command already analysed.
-    pub fn judge(&self, command: &str, analysis: &Analysis, tainted: bool) -> CommandJudgement {
+    pub(crate) fn judge(
+        &self,
+        command: &str,
+        analysis: &Analysis,
+        tainted: bool,
+    ) -> CommandJudgement {
         // Decisions first; reasons are written only for the findings that win.
         let mut findings: Vec<(Decision, Finding)> = Vec::new();
         for simple in &analysis.commands {
@@ -417,7 +422,7 @@ impl CommandRules {
 
     /// Whether `rule` matches some simple command of `command` (what the `match` examples
     /// check).
-    pub fn rule_matches(rule: &CommandRule, command: &str) -> bool {
+    pub(crate) fn rule_matches(rule: &CommandRule, command: &str) -> bool {
         analyse(command)
             .commands
             .iter()
@@ -460,7 +465,7 @@ impl CommandRule {
     }
 
     /// The prefix as a reason shows it: `git [status|diff] --force`.
-    pub fn prefix_shown(&self) -> String {
+    pub(crate) fn prefix_shown(&self) -> String {
         PrefixShown(&self.prefix).to_string()
     }
 }

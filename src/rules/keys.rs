@@ -223,7 +223,7 @@ pub(crate) fn strings<'v>(key: &str, value: &'v Value) -> Result<Vec<&'v str>, K
 }
 
 /// The longest piece of a command or path a reason quotes before cutting it with `…`.
-pub const SHOWN_CHARS: usize = 160;
+pub(crate) const SHOWN_CHARS: usize = 160;
 
 /// Agent-written text as a reason quotes it inside `"…"`: `\` and `"` escaped, newlines and
 /// tabs shown as `\n` and `\t`, every other control, bidi and invisible character escaped
@@ -250,7 +250,7 @@ pub fn shown(text: &str) -> String {
 
 /// A `tools` map of the `commands` or `paths` key: tool name or pattern → the `args` key that
 /// holds the command or the path.
-pub fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, KeyError> {
+pub(crate) fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, KeyError> {
     let Value::Object(entries) = value else {
         return Err(wrong_type("an object mapping tool names to argument names", value).at(key));
     };

@@ -27,7 +27,7 @@ pub(crate) fn unseen_characters(name: &str) -> Result<(), NameError> {
 }
 
 /// The known name nearest to an unknown one (at most four edits away), for "did you mean …?".
-pub fn did_you_mean<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn did_you_mean<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
         .map(|name| (strsim::damerau_levenshtein(unknown, name), *name))

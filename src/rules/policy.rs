@@ -31,13 +31,13 @@ use super::paths::{PathRules, Places};
 use super::provenance_rules::{self, ProvenanceRules};
 use crate::strict_json;
 
-pub const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
-pub const DEFAULT_DENY_TOOLS: &[&str] = &["shell_exec"];
-pub const DEFAULT_SENSITIVE_TOOLS: &[&str] = &["send_payment", "send_email", "delete_file"];
+pub(crate) const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
+pub(crate) const DEFAULT_DENY_TOOLS: &[&str] = &["shell_exec"];
+pub(crate) const DEFAULT_SENSITIVE_TOOLS: &[&str] = &["send_payment", "send_email", "delete_file"];
 /// The built-in tools whose results carry third-party text.
-pub const DEFAULT_UNTRUSTED_OUTPUT_TOOLS: &[&str] = &["fetch_page", "search_web"];
+pub(crate) const DEFAULT_UNTRUSTED_OUTPUT_TOOLS: &[&str] = &["fetch_page", "search_web"];
 /// The `agents` entry that applies to agents not named.
-pub const DEFAULT_AGENT_ENTRY: &str = "*";
+pub(crate) const DEFAULT_AGENT_ENTRY: &str = "*";
 
 /// The keys a policy file may hold, in the order the docs list them.
 pub const KEYS: &[&str] = &[
@@ -165,7 +165,7 @@ impl BudgetWindow {
     }
 
     /// The start, in seconds since the Unix epoch, of the window that holds `seconds`.
-    pub fn start_of(self, seconds: u64) -> u64 {
+    pub(crate) fn start_of(self, seconds: u64) -> u64 {
         const HOUR: u64 = 3600;
         const DAY: u64 = 24 * HOUR;
         match self {
@@ -325,7 +325,7 @@ impl Policy {
     }
 
     /// Loads the policy file if one is given, else the built-in defaults.
-    pub fn load_or_default(path: Option<&Path>) -> Result<Policy, PolicyError> {
+    pub(crate) fn load_or_default(path: Option<&Path>) -> Result<Policy, PolicyError> {
         path.map_or_else(|| Ok(Policy::default()), Policy::load)
     }
 
@@ -372,7 +372,7 @@ impl Policy {
         self.budget_scope
     }
 
-    pub fn budget_window(&self) -> Option<BudgetWindow> {
+    pub(crate) fn budget_window(&self) -> Option<BudgetWindow> {
         self.budget_window
     }
 
@@ -396,12 +396,15 @@ impl Policy {
         self.sensitive_tools.matches(tool)
     }
 
-    pub fn has_untrusted_output(&self, tool: &str) -> bool {
+    pub(crate) fn has_untrusted_output(&self, tool: &str) -> bool {
         self.untrusted_output_tools.matches(tool)
     }
 
     /// The argument rules that apply to a tool (every entry whose name or pattern matches).
-    pub fn arg_rules_for<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a ArgRule> + 'a {
+    pub(crate) fn arg_rules_for<'a>(
+        &'a self,
+        tool: &'a str,
+    ) -> impl Iterator<Item = &'a ArgRule> + 'a {
         self.tool_args
             .iter()
             .filter(move |rule| rule.pattern.matches(tool))
@@ -413,7 +416,7 @@ impl Policy {
     }
 
     /// The tools an agent may use: its own entry, else the `*` entry; `None` means unrestricted.
-    pub fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
+    pub(crate) fn allowed_tools(&self, agent: &str) -> Option<&ToolList> {
         self.agents
             .get(agent)
             .or_else(|| self.agents.get(DEFAULT_AGENT_ENTRY))
@@ -443,7 +446,7 @@ impl Policy {
 
     /// Denies writes to one of the gate's own files (and anything under it) through the
     /// `paths` rules, whatever they say; nothing when the policy has no `paths` key.
-    pub fn protect(&mut self, path: &Path, what: &str) {
+    pub(crate) fn protect(&mut self, path: &Path, what: &str) {
         if let Some(paths) = &mut self.paths {
             paths.protect(path, what);
         }

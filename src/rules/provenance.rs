@@ -25,9 +25,8 @@ use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json::type_name;
 use crate::verdict::Decision;
 
-pub use super::provenance_rules::{
-    from_json, ProvenanceRules, DEFAULT_ACTION_TOOLS, DEFAULT_FREE_TEXT_ARGS, MAX_PENDING_READS,
-    MAX_WHOLE_VALUE_CHARS,
+pub(crate) use super::provenance_rules::{
+    ProvenanceRules, MAX_PENDING_READS, MAX_WHOLE_VALUE_CHARS,
 };
 
 /// A tool result that values came from, as reasons name it.
@@ -42,7 +41,7 @@ pub struct Origin {
 /// An untrusted read that was let through and whose output has not been recorded yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PendingRead {
+pub(crate) struct PendingRead {
     pub tool: String,
     pub id: String,
 }
@@ -241,7 +240,7 @@ pub struct ProvenanceState {
 
 /// Whether a crew state's (boxed) provenance is empty, for its serialization.
 #[allow(clippy::borrowed_box)]
-pub fn is_empty_box(state: &Box<ProvenanceState>) -> bool {
+pub(crate) fn is_empty_box(state: &Box<ProvenanceState>) -> bool {
     state.is_empty()
 }
 
@@ -251,7 +250,7 @@ impl ProvenanceState {
     }
 
     /// The ledger the policy's taint scope reads for `agent`.
-    pub fn ledger(&self, agent: &str, policy: &Policy) -> Option<&Ledger> {
+    pub(crate) fn ledger(&self, agent: &str, policy: &Policy) -> Option<&Ledger> {
         match policy.taint_scope() {
             TaintScope::Agent => self.agents.get(agent),
             TaintScope::Crew => Some(&self.crew),
@@ -266,7 +265,7 @@ impl ProvenanceState {
     }
 
     /// An untrusted read was let through (not denied): its output is awaited.
-    pub fn read_called(&mut self, call: &Call, id: &str, policy: &Policy) {
+    pub(crate) fn read_called(&mut self, call: &Call, id: &str, policy: &Policy) {
         if policy.provenance().is_some() {
             self.ledger_mut(&call.agent, policy)
                 .read_called(&call.tool, id);
@@ -297,7 +296,7 @@ impl ProvenanceState {
     }
 
     /// Forgets one agent's ledger (`sc-state reset --agent`).
-    pub fn reset_agent(&mut self, agent: &str) {
+    pub(crate) fn reset_agent(&mut self, agent: &str) {
         self.agents.remove(agent);
     }
 }
@@ -313,7 +312,7 @@ pub struct ResultRecord {
 
 /// A `task` record: the user's instruction to an agent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskRecord {
+pub(crate) struct TaskRecord {
     pub agent: String,
     pub instruction: String,
 }
@@ -329,7 +328,7 @@ struct Carried {
 /// The provenance rule for a tainted agent's call to a sensitive tool, after `toolArgs`: the
 /// decision and its reason. `taint` is the reason the call would be held for without
 /// provenance, which a hold on other grounds repeats.
-pub fn judge(
+pub(crate) fn judge(
     call: &Call,
     policy: &Policy,
     rules: &ProvenanceRules,
@@ -518,7 +517,7 @@ impl Check<'_> {
 /// Whether a property schema bounds its value already: an `enum`, a `const`, an anchored
 /// `pattern` that is not a date's, or an `anyOf`/`oneOf`/`items` built only from those (and
 /// `{"type": "null"}`).
-pub fn bounds_value(schema: &Value) -> bool {
+pub(crate) fn bounds_value(schema: &Value) -> bool {
     let Some(object) = schema.as_object() else {
         return false;
     };
@@ -554,7 +553,7 @@ pub fn bounds_value(schema: &Value) -> bool {
 
 /// Reads a `task` or `result` record (a JSON object with `kind`), or says why it is malformed.
 #[derive(Debug)]
-pub enum ValueRecord {
+pub(crate) enum ValueRecord {
     Task(TaskRecord),
     Result(ResultRecord),
 }
@@ -587,7 +586,7 @@ pub enum RecordError {
 
 impl ValueRecord {
     /// The record in `object`, whose `kind` is `kind`; the reasons it is malformed otherwise.
-    pub fn from_object(
+    pub(crate) fn from_object(
         kind: &Value,
         object: &Map<String, Value>,
     ) -> Result<ValueRecord, RecordError> {
@@ -653,7 +652,7 @@ impl ValueRecord {
 
     /// The text the record carries (the instruction; the output, a string as itself and any
     /// other value as its compact JSON), for its SHA-256 and length.
-    pub fn carried_text(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn carried_text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             ValueRecord::Task(task) => task.instruction.as_str().into(),
             ValueRecord::Result(ResultRecord {
@@ -667,7 +666,7 @@ impl ValueRecord {
     /// The members of the record's audit event after `id`: `kind`, `agent`, `tool` and `call`
     /// (of a result), the SHA-256 and length of the text it carries, and how many values were
     /// taken (`null`: none were, and why is `taken: false`).
-    pub fn event_members(&self, values: Option<usize>) -> Vec<u8> {
+    pub(crate) fn event_members(&self, values: Option<usize>) -> Vec<u8> {
         use sha2::{Digest, Sha256};
         let text = self.carried_text();
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
@@ -695,7 +694,7 @@ impl ValueRecord {
 
 /// Whether a line may be a record with a top-level `kind` (cheap: a call has none, and an
 /// escaped key needs a backslash-u).
-pub fn may_have_kind(line: &[u8]) -> bool {
+pub(crate) fn may_have_kind(line: &[u8]) -> bool {
     // Built once: a search made anew for every line costs about as much as the search itself.
     static KIND: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"kind\""));
@@ -706,7 +705,7 @@ pub fn may_have_kind(line: &[u8]) -> bool {
 
 /// The top-level `kind` of a line that is a strict JSON object, with the object; `None` when it
 /// has none (or is no such object: the call parser says what is wrong with it).
-pub fn kind_of(line: &[u8]) -> Option<(Value, Map<String, Value>)> {
+pub(crate) fn kind_of(line: &[u8]) -> Option<(Value, Map<String, Value>)> {
     if !may_have_kind(line) {
         return None;
     }

@@ -7,7 +7,7 @@ use super::keys::{self, KeyError, KeyProblem, Problem};
 use super::tools::{ItemError, ToolList, ToolPattern};
 
 /// The default `actionTools`: tools whose harm is the act on an existing object.
-pub const DEFAULT_ACTION_TOOLS: &[&str] = &[
+pub(crate) const DEFAULT_ACTION_TOOLS: &[&str] = &[
     "update_password",
     "delete_*",
     "cancel_*",
@@ -15,7 +15,7 @@ pub const DEFAULT_ACTION_TOOLS: &[&str] = &[
     "reserve_*",
 ];
 /// The default `freeTextArgs`: arguments that hold prose, checked for typed tokens only.
-pub const DEFAULT_FREE_TEXT_ARGS: &[&str] = &[
+pub(crate) const DEFAULT_FREE_TEXT_ARGS: &[&str] = &[
     "body",
     "content",
     "message",
@@ -24,9 +24,9 @@ pub const DEFAULT_FREE_TEXT_ARGS: &[&str] = &[
     "text",
 ];
 /// The longest value the whole-value check looks for in untrusted text.
-pub const MAX_WHOLE_VALUE_CHARS: usize = 80;
+pub(crate) const MAX_WHOLE_VALUE_CHARS: usize = 80;
 /// The most untrusted reads a ledger waits on at once.
-pub const MAX_PENDING_READS: usize = 4096;
+pub(crate) const MAX_PENDING_READS: usize = 4096;
 
 const KNOWN: &[&str] = &["actionTools", "freeTextArgs"];
 
@@ -55,7 +55,7 @@ impl KeyProblem for ProvenanceProblem {
 }
 
 /// An error of the `provenance` key, naming the key path.
-pub type ProvenanceError = KeyError<ProvenanceProblem>;
+pub(crate) type ProvenanceError = KeyError<ProvenanceProblem>;
 
 impl From<KeyError> for ProvenanceError {
     fn from(err: KeyError) -> ProvenanceError {

@@ -133,7 +133,7 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 
 /// The system's clock.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
@@ -167,13 +167,13 @@ impl Clock for SetClock {
 }
 
 /// Seconds since the Unix epoch (0 before it).
-pub fn unix_seconds(time: SystemTime) -> u64 {
+pub(crate) fn unix_seconds(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
 }
 
 /// RFC 3339 in UTC to the second, as the state writes times: `2026-12-02T13:00:00Z`.
-pub fn rfc3339_seconds(seconds: u64) -> String {
+pub(crate) fn rfc3339_seconds(seconds: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(seconds)).to_string()
 }
 
@@ -194,7 +194,7 @@ pub struct SpendWindow {
 
 impl SpendWindow {
     /// The window of `unit` that holds `now`.
-    pub fn holding(unit: BudgetWindow, now: SystemTime) -> SpendWindow {
+    pub(crate) fn holding(unit: BudgetWindow, now: SystemTime) -> SpendWindow {
         SpendWindow {
             unit,
             start: rfc3339_seconds(unit.start_of(unix_seconds(now))),
@@ -202,7 +202,7 @@ impl SpendWindow {
     }
 
     /// Whether the window has ended by `now` (a later window of its unit has started).
-    pub fn ended_by(&self, now: SystemTime) -> bool {
+    pub(crate) fn ended_by(&self, now: SystemTime) -> bool {
         let current = SpendWindow::holding(self.unit, now);
         parse_seconds(&current.start) > parse_seconds(&self.start)
     }
@@ -264,7 +264,7 @@ impl CrewState {
 
     /// What the policy's budget counts so far for `agent`: its own spend, or the crew's with
     /// `budgetScope: "crew"`; and whether that float may differ from the exact decimal sum.
-    pub fn spent_in_scope(&self, agent: &str, policy: &Policy) -> (f64, bool) {
+    pub(crate) fn spent_in_scope(&self, agent: &str, policy: &Policy) -> (f64, bool) {
         match policy.budget_scope() {
             BudgetScope::Agent => self
                 .agent(agent)
@@ -282,7 +282,7 @@ impl CrewState {
     /// earlier one: a process whose clock is behind another's spends in the later window); with
     /// `taint_ttl`, a taint whose last untrusted read is that old is lifted. A taint with no time
     /// never expires.
-    pub fn enter(&mut self, policy: &Policy, now: SystemTime, taint_ttl: Option<Duration>) {
+    pub(crate) fn enter(&mut self, policy: &Policy, now: SystemTime, taint_ttl: Option<Duration>) {
         match policy.budget_window() {
             Some(unit) => {
                 let current = SpendWindow::holding(unit, now);
@@ -346,7 +346,7 @@ impl CrewState {
     /// Clears one agent's taint and spend (`sc-state reset --agent`); the crew's spend loses the
     /// agent's, and a crew taint it caused passes to another tainted agent's, if any. Whether
     /// the agent had a state.
-    pub fn reset_agent(&mut self, agent: &str) -> bool {
+    pub(crate) fn reset_agent(&mut self, agent: &str) -> bool {
         self.provenance.reset_agent(agent);
         if self.agents.remove(agent).is_none() {
             return false;
@@ -592,7 +592,7 @@ fn objects_where_states_go(value: &Value) -> Result<(), StateError> {
 }
 
 /// An understood amount's float, and whether the float is exactly the decimal written.
-pub fn amount_and_exactness(amount: &Amount) -> (f64, bool) {
+pub(crate) fn amount_and_exactness(amount: &Amount) -> (f64, bool) {
     match amount {
         Amount::Understood { value, exact, .. } => (
             *value,
@@ -604,7 +604,7 @@ pub fn amount_and_exactness(amount: &Amount) -> (f64, bool) {
 }
 
 /// `a + b`, and whether the float sum is exact (Knuth's two-sum: the rounding error is zero).
-pub fn add_exactly(a: f64, b: f64) -> (f64, bool) {
+pub(crate) fn add_exactly(a: f64, b: f64) -> (f64, bool) {
     let sum = a + b;
     if !sum.is_finite() {
         return (sum, false);

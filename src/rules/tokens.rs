@@ -18,9 +18,9 @@
 use std::collections::HashMap;
 
 /// The most text an index keeps (the sum of its texts' lengths).
-pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_TEXT_BYTES: usize = 1024 * 1024;
 /// The most distinct tokens an index keeps.
-pub const MAX_TOKENS: usize = 64 * 1024;
+pub(crate) const MAX_TOKENS: usize = 64 * 1024;
 
 /// What kind of value a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -546,7 +546,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The JSON strings (and numbers, as their text) in a value, each a text of its own. A string
 /// that holds a JSON object or array (a tool result often does) gives its own strings too.
-pub fn texts_of_json(value: &serde_json::Value, each: &mut dyn FnMut(&str)) {
+pub(crate) fn texts_of_json(value: &serde_json::Value, each: &mut dyn FnMut(&str)) {
     use serde_json::Value;
     match value {
         Value::String(text) => {
@@ -649,7 +649,7 @@ impl TokenIndex {
     }
 
     /// Marks the index as overflowed (read back from a stored state that said so).
-    pub fn mark_overflowed(&mut self) {
+    pub(crate) fn mark_overflowed(&mut self) {
         self.overflowed = true;
     }
 

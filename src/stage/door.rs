@@ -20,7 +20,7 @@ pub struct Decided {
 /// Decides one call on the door's state and records what it changes; a store that fails makes
 /// it a deny ([`unavailable`]). `keep_agent`: copy out the agent's state after the call (a stage
 /// that needs only the judgement, as sc-exec's re-check, does not).
-pub fn decide_on(
+pub(crate) fn decide_on(
     state: &mut StateHandle,
     call: &Call,
     id: &str,

@@ -27,7 +27,7 @@ use crate::store::{self, Owner, Shared, Timing};
 use crate::verdict::Judgement;
 
 /// The most line bytes decided in one update of a shared state: one read buffer.
-pub const SHARED_BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const SHARED_BATCH_BYTES: usize = 64 * 1024;
 
 /// What `sc-gate` needs besides its streams.
 #[derive(Debug, Clone)]

@@ -8,11 +8,11 @@ pub const DEFAULT_STATE_FILE: &str = "state.sqlite";
 /// The crew of sc-gate and sc-exec given `--state` without `--crew`.
 pub const DEFAULT_CREW: &str = "default";
 /// The longest crew name or session id.
-pub const MAX_NAME_CHARS: usize = 128;
+pub(crate) const MAX_NAME_CHARS: usize = 128;
 
 /// Whether a crew name (or a session id) may name a state: 1 to 128 of `[A-Za-z0-9._-]`, not
 /// starting with a dot.
-pub fn is_safe_name(name: &str) -> bool {
+pub(crate) fn is_safe_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_CHARS
         && !name.starts_with('.')

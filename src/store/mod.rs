@@ -28,7 +28,8 @@ pub mod sqlite;
 mod url;
 
 pub(crate) use backend::parse_state;
-pub use backend::{Store, StoreError, ValueRefused};
+pub use backend::Store;
+pub(crate) use backend::{StoreError, ValueRefused};
 pub use key::*;
 pub use shared::*;
 pub use url::*;

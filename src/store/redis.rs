@@ -24,12 +24,12 @@ use super::{parse_state, StateKey, Store, StoreError, ValueChange, ValueKey, Val
 use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
-pub const KEY_PREFIX: &str = "skeleton-crew:";
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
-pub const RETRY_AFTER: Duration = Duration::from_millis(200);
+pub(crate) const KEY_PREFIX: &str = "skeleton-crew:";
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_millis(200);
 /// How long an update keeps running again while other processes keep writing the same key.
-pub const CONFLICT_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const CONFLICT_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a Redis URL is refused ([`check_url`]).
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +49,7 @@ pub enum RedisUrlError {
 /// Why the Redis server could not be used ([`StoreError::Unavailable`]). A client error is shared, so
 /// that the same failure can be given again ([`RETRY_AFTER`]).
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum RedisProblem {
+pub(crate) enum RedisProblem {
     /// The client refused the URL, or the server failed a command.
     #[error("{0}")]
     Client(Arc<RedisError>),
@@ -71,7 +71,7 @@ pub enum RedisProblem {
 }
 
 /// Checks a `redis://` or `rediss://` URL without connecting: a host, a port, a database number.
-pub fn check_url(url: &str) -> Result<(), RedisUrlError> {
+pub(crate) fn check_url(url: &str) -> Result<(), RedisUrlError> {
     if url.contains('#') {
         return Err(RedisUrlError::Fragment);
     }
@@ -100,7 +100,7 @@ fn shown(url: &str) -> String {
 }
 
 /// A Redis server's states.
-pub struct RedisStore {
+pub(crate) struct RedisStore {
     client: Client,
     connection: Option<Connection>,
     shown: String,

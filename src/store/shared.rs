@@ -55,7 +55,7 @@ impl Shared {
         self.store.as_mut()
     }
 
-    pub fn describe_store(&self) -> &str {
+    pub(crate) fn describe_store(&self) -> &str {
         self.store.describe()
     }
 

@@ -23,17 +23,17 @@ use super::{
 use crate::rules::state::{rfc3339_seconds, unix_seconds, CrewState};
 
 /// The format this program writes, in `sc_meta`.
-pub const FORMAT: &str = "skeleton-crew state 2";
+pub(crate) const FORMAT: &str = "skeleton-crew state 2";
 /// The format before `sc_values`: opened, it is brought to [`FORMAT`].
-pub const FORMAT_1: &str = "skeleton-crew state 1";
+pub(crate) const FORMAT_1: &str = "skeleton-crew state 1";
 /// The table of values ([`ValueKey`]), added in format 2.
 const VALUES_TABLE: &str = "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL) STRICT;";
 /// How long an update waits for another process's transaction before it fails.
-pub const BUSY_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a SQLite file could not be used as a state store ([`StoreError::Unavailable`]).
 #[derive(Debug, thiserror::Error)]
-pub enum SqliteProblem {
+pub(crate) enum SqliteProblem {
     #[error("cannot create its folder {}: {error}", .folder.display())]
     CannotCreateFolder {
         folder: PathBuf,
@@ -105,7 +105,7 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
 }
 
 /// An open SQLite state file.
-pub struct SqliteStore {
+pub(crate) struct SqliteStore {
     connection: Connection,
     shown: String,
 }

@@ -36,7 +36,7 @@ impl PathRules {
     /// (`globbed[i]` for `words[i]`: an unquoted `*`, `?` or `[`): only in those does a wildcard
     /// stand for the names it may match; a quoted one (`find -name '*.rs'`) is a character of
     /// the path, as the program gets it. A word without a flag counts as globbed (fail closed).
-    pub fn decide_shell_arguments(
+    pub(crate) fn decide_shell_arguments(
         &self,
         words: &[String],
         globbed: &[bool],

@@ -36,8 +36,9 @@ mod pattern;
 mod place;
 mod rule;
 
-pub use place::{normalize, PathContext, Placed, Places};
-pub use rule::{PathProblem, PathRule, PathsError};
+pub(crate) use place::Placed;
+pub use place::{PathContext, Places};
+pub(crate) use rule::PathRule;
 
 use serde_json::{Map, Value};
 
@@ -50,7 +51,7 @@ use crate::verdict::Decision;
 /// The keys of `paths`.
 pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot"];
 /// The keys of one rule.
-pub const RULE_KEYS: &[&str] = &["glob", "read", "write"];
+pub(crate) const RULE_KEYS: &[&str] = &["glob", "read", "write"];
 
 /// Globs match case-insensitively where the file system usually does.
 const CASE_INSENSITIVE: bool = cfg!(any(target_os = "macos", target_os = "windows"));
@@ -98,7 +99,7 @@ impl Default for PathRules {
 
 impl PathRules {
     /// The key of `args` that holds the path of `tool`, if the rules apply to it.
-    pub fn arg_key(&self, tool: &str) -> Option<&str> {
+    pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
         self.tools
             .iter()
             .find(|(pattern, _)| pattern.matches(tool))
@@ -106,7 +107,7 @@ impl PathRules {
     }
 
     /// Whether a call of `tool` is a write.
-    pub fn is_write_tool(&self, tool: &str) -> bool {
+    pub(crate) fn is_write_tool(&self, tool: &str) -> bool {
         self.write_tools.matches(tool)
     }
 
@@ -146,7 +147,12 @@ impl PathRules {
     }
 
     /// Decides a path a call reads (`write` false) or writes.
-    pub fn decide_path(&self, path: &str, write: bool, context: PathContext) -> PathJudgement {
+    pub(crate) fn decide_path(
+        &self,
+        path: &str,
+        write: bool,
+        context: PathContext,
+    ) -> PathJudgement {
         self.judge(path, write, true, None, &Placed::of(context))
     }
 
@@ -156,7 +162,7 @@ impl PathRules {
     }
 
     /// Decides a file a shell command writes ([`crate::rules::shell::Analysis::writes`]).
-    pub fn decide_written(&self, written: &WrittenPath, placed: &Placed) -> PathJudgement {
+    pub(crate) fn decide_written(&self, written: &WrittenPath, placed: &Placed) -> PathJudgement {
         self.judge(
             &written.path,
             true,
@@ -168,7 +174,7 @@ impl PathRules {
 
     /// Decides a file a shell command reads through an input redirection (`cat < FILE`): the
     /// read rules, as for an argument.
-    pub fn decide_redirected(&self, read: &WrittenPath, placed: &Placed) -> PathJudgement {
+    pub(crate) fn decide_redirected(&self, read: &WrittenPath, placed: &Placed) -> PathJudgement {
         self.judge(&read.path, false, read.placeable, Some(&read.by), placed)
     }
 }

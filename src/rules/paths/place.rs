@@ -84,7 +84,7 @@ pub(super) fn resolve(path: &str, base: Option<&Path>, home: Option<&Path>) -> P
 
 /// `.` dropped and `..` folded, without touching the file system; `..` above `/` stays at `/`,
 /// and a relative path keeps the `..` it cannot fold.
-pub fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -47,7 +47,7 @@ impl KeyProblem for PathProblem {
 }
 
 /// An error of the `paths` key, naming the key path.
-pub type PathsError = KeyError<PathProblem>;
+pub(crate) type PathsError = KeyError<PathProblem>;
 
 impl From<KeyError> for PathsError {
     fn from(err: KeyError) -> PathsError {
@@ -127,7 +127,7 @@ impl PathRules {
 
     /// Denies writes to `path` and anything under it, whatever the policy says: for the files
     /// the gate itself runs on (its policy, audit log and state), named on its command line.
-    pub fn protect(&mut self, path: &Path, what: &str) {
+    pub(crate) fn protect(&mut self, path: &Path, what: &str) {
         let path = normalize(path);
         if !path.is_absolute() {
             return;

@@ -22,21 +22,21 @@ mod text;
 mod walk;
 mod words;
 
-pub use show::quote_word;
+pub(crate) use show::quote_word;
 
 /// Longer commands are dynamic without being parsed.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
 /// More simple commands than this make a command dynamic.
-pub const MAX_SIMPLE_COMMANDS: usize = 64;
+pub(crate) const MAX_SIMPLE_COMMANDS: usize = 64;
 /// Compound commands, functions, substitutions and `sh -c` nested deeper than this are dynamic.
-pub const MAX_NESTING: usize = 8;
+pub(crate) const MAX_NESTING: usize = 8;
 /// A command with more nesting openers than this (see [`openers`]) is dynamic without being parsed.
-pub const MAX_OPENERS: usize = 256;
+pub(crate) const MAX_OPENERS: usize = 256;
 
 /// A command with more `(` operators (subshells, `((`, function definitions, `[[ ( ]]`, not
 /// `$(`) than this is dynamic without being parsed: brush-parser's grammar backtracks over
 /// them, in time exponential in their number when the text does not parse (24 take a second).
-pub const MAX_PARENTHESES: usize = 12;
+pub(crate) const MAX_PARENTHESES: usize = 12;
 
 /// What a command runs, as far as its text tells.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub fn analyse(command: &str) -> Analysis {
 /// occurrence of a keyword that opens a compound command (`if`, `for`, `while`, `until`, `case`,
 /// `select`, `function`, `coproc`), counted even inside quotes and words, after line
 /// continuations are joined. Each level of nesting the parser recurses into needs one of them.
-pub fn openers(text: &str) -> usize {
+pub(crate) fn openers(text: &str) -> usize {
     let joined;
     let text = if memchr::memchr(b'\\', text.as_bytes()).is_some()
         && (text.contains("\\\n") || text.contains("\\\r\n"))

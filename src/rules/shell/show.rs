@@ -3,7 +3,7 @@
 use brush_parser::ast;
 
 /// A word as a reason shows it: bare when plain, else in single quotes.
-pub fn quote_word(text: &str) -> String {
+pub(crate) fn quote_word(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()

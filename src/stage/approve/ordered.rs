@@ -33,7 +33,7 @@ use crate::sanitize::for_terminal;
 use crate::verdict::Decision;
 
 /// How many bytes of input may wait behind a pending hold before the input is left unread.
-pub const MAX_WAITING_BYTES: usize = 64 << 20;
+pub(crate) const MAX_WAITING_BYTES: usize = 64 << 20;
 /// How many bytes of lines the reader hands over at once when the input flows.
 const BATCH_BYTES: usize = 64 << 10;
 

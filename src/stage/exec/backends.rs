@@ -62,11 +62,11 @@ pub const KEYS: &[&str] = &["command", "timeoutSeconds", "env", "output"];
 /// How long a backend may run when its entry does not say.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
 /// The longest timeout a tools file may ask for: a day.
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+pub(crate) const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
 /// The most a backend may print on stdout: 1 MiB. More is a failure.
-pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 1 << 20;
 /// How much of the end of a failed backend's stderr its reason quotes.
-pub const STDERR_TAIL_BYTES: usize = 1024;
+pub(crate) const STDERR_TAIL_BYTES: usize = 1024;
 /// How long sc-exec waits for a killed backend's pipes to close before giving up on them.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long the processes a backend left running may take to die once killed.

@@ -162,7 +162,7 @@ pub struct Effective {
 
 /// The stronger of the record's decision and sc-exec's own; a missing or unknown record decision
 /// counts as deny. The record's reasons are read only when its decision wins.
-pub fn effective_decision(
+pub(crate) fn effective_decision(
     record_decision: Option<Decision>,
     record_reasons: impl FnOnce() -> Vec<String>,
     own: Judgement,
@@ -192,7 +192,7 @@ pub fn effective_decision(
 ///   call ([`crate::audit::seal::approval_mac`]).
 ///
 /// A declining approval is taken as it is; it can only keep a call from running.
-pub fn approval_to_act_on(
+pub(crate) fn approval_to_act_on(
     record: &Record<'_>,
     id: &str,
     chain: &Chain,
@@ -248,7 +248,7 @@ pub fn approval_to_act_on(
 /// verdict under that key, for this record's id, call and decision
 /// ([`crate::audit::seal::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
 /// made a hold to be approved) or a record made up whole is refused. Unkeyed, every record passes.
-pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), Unsealed> {
+pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), Unsealed> {
     if !chain.is_keyed() {
         return Ok(());
     }
@@ -266,7 +266,7 @@ pub fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), Un
 
 /// Why a record is not acted on under the audit key ([`check_seal`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Unsealed {
+pub(crate) enum Unsealed {
     #[error("the record is not a verdict sealed by sc-gate under the audit key: it has no decision or no call")]
     NoDecisionOrCall,
     #[error("the record is not a verdict sealed by sc-gate under the audit key: it carries no seal (64 lowercase hex digits)")]
@@ -539,7 +539,7 @@ fn take_results(taken: &mut Vec<ResultRecord>, options: &ExecOptions, state: &mu
 }
 
 /// [`take_results`] for any state and policy (sc-mcp takes its server's answers so).
-pub fn take_results_into(
+pub(crate) fn take_results_into(
     state: &mut StateHandle,
     taken: &mut Vec<ResultRecord>,
     policy: &Policy,

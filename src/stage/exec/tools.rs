@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::amount::Amount;
 
 /// The names of the built-in tools.
-pub const BUILTIN_TOOLS: &[&str] = &[
+pub(crate) const BUILTIN_TOOLS: &[&str] = &[
     "search_web",
     "fetch_page",
     "send_payment",
@@ -19,7 +19,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 
 /// Why a built-in tool refused its arguments.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BuiltinError {
+pub(crate) enum BuiltinError {
     #[error("{tool} needs `{key}`")]
     Missing {
         tool: &'static str,
@@ -37,7 +37,10 @@ pub enum BuiltinError {
 
 /// Runs a built-in tool. `None` when there is no tool of that exact name; `Err` explains why the
 /// tool refused its arguments.
-pub fn run_builtin(tool: &str, args: &Map<String, Value>) -> Option<Result<Value, BuiltinError>> {
+pub(crate) fn run_builtin(
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Option<Result<Value, BuiltinError>> {
     let result = match tool {
         "search_web" => search_web(args),
         "fetch_page" => fetch_page(args),

@@ -9,13 +9,13 @@ use serde_json::{json, Map, Value};
 use crate::strict_json;
 
 /// The largest hook input read (a `Write` carries the whole file): 32 MiB.
-pub const MAX_INPUT_BYTES: usize = 32 << 20;
+pub(crate) const MAX_INPUT_BYTES: usize = 32 << 20;
 /// The longest session id accepted.
 const MAX_SESSION_ID_CHARS: usize = 128;
 
 /// The hook events sc-hook handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
+pub(crate) enum HookEvent {
     /// Before a tool call: decide it.
     PreToolUse,
     /// After a tool call ran: record that it ran.
@@ -24,19 +24,9 @@ pub enum HookEvent {
     UserPromptSubmit,
 }
 
-impl HookEvent {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-        }
-    }
-}
-
 /// What the hook was told about a tool call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HookInput {
+pub(crate) struct HookInput {
     pub event: HookEvent,
     pub session_id: String,
     pub tool_name: String,
@@ -53,7 +43,7 @@ pub struct HookInput {
 }
 
 /// Whether a session id may name a file: 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot.
-pub fn is_safe_session_id(id: &str) -> bool {
+pub(crate) fn is_safe_session_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_SESSION_ID_CHARS
         && !id.starts_with('.')

@@ -18,17 +18,17 @@ use crate::verdict::Decision;
 /// it), so this is far more than a session has in flight; but a denied call, a hold the person
 /// turned down, or every call when only PreToolUse is registered never gets one, and stays until
 /// forgotten. The links are read and rewritten on every call: 1024 of them is about 220 KB.
-pub const MAX_AWAITING: usize = 1024;
+pub(crate) const MAX_AWAITING: usize = 1024;
 /// The most calls that ran that a session's state remembers, the latest, so that a
 /// `PostToolUse` repeated (a hook registered twice runs twice at once) is recognised and
 /// recorded once.
-pub const MAX_RAN: usize = 64;
+pub(crate) const MAX_RAN: usize = 64;
 
 /// What sc-hook remembers of a call by Claude Code's `tool_use_id`, so that its `PostToolUse`
 /// is recorded under the call's id with what the gate decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ToolUse {
+pub(crate) struct ToolUse {
     pub tool_use_id: String,
     /// The call's id in the audit log: its gate event's, or for a call first seen when it had
     /// run, its exec event's.
@@ -87,7 +87,7 @@ pub(crate) enum CallProblem {
 /// array of the calls ([`update_links`]), and no value while there are none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct ToolUses {
+pub(crate) struct ToolUses {
     calls: VecDeque<ToolUse>,
 }
 
@@ -96,6 +96,7 @@ impl ToolUses {
         Self::default()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.calls.len()
     }
@@ -233,7 +234,7 @@ impl ToolUses {
 
 /// The SHA-256 (lowercase hex) of a tool input as JSON with every object's keys sorted, so the
 /// input a call ran with can be compared with the one the gate judged whatever the key order.
-pub fn input_digest(input: &Map<String, Value>) -> String {
+pub(crate) fn input_digest(input: &Map<String, Value>) -> String {
     fn sort(value: &mut Value) {
         match value {
             Value::Object(map) => {
@@ -254,7 +255,7 @@ pub fn input_digest(input: &Map<String, Value>) -> String {
 /// update: concurrent hooks of the session (parallel tool calls) never lose a link. `change` may
 /// run more than once ([`Store::update_value`]); only its last run counts, and its result is
 /// returned. Links that are not exactly what this writes are refused, never read as none.
-pub fn update_links<R>(
+pub(crate) fn update_links<R>(
     store: &mut dyn Store,
     session_id: &str,
     mut change: impl FnMut(&mut ToolUses) -> R,

@@ -55,11 +55,8 @@ mod pre_tool_use;
 mod provenance;
 mod run;
 
-pub use self::input::{is_safe_session_id, read_input, HookEvent, HookInput, MAX_INPUT_BYTES};
-pub use self::links::{input_digest, update_links, ToolUse, ToolUses, MAX_AWAITING, MAX_RAN};
-pub use self::output::hook_output;
-pub use self::post_tool_use::Ran;
-pub use self::run::{run, Handled};
+pub use self::input::read_input;
+pub use self::run::run;
 use crate::rules::policy::Policy;
 use crate::store::{StateUrl, Timing};
 

@@ -10,7 +10,7 @@ use crate::verdict::{Decision, Judgement};
 
 /// The hook's answer for a judgement: `None` for allow (no decision: Claude Code's own rules
 /// apply), else the `deny` or `ask` JSON line.
-pub fn hook_output(judgement: &Judgement) -> Option<String> {
+pub(crate) fn hook_output(judgement: &Judgement) -> Option<String> {
     let decision = match judgement.decision {
         Decision::Allow => return None,
         Decision::Hold => "ask",

@@ -74,13 +74,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::protocol::{
-    classify_client_message, error_response, refusal_response, ClientMessage, IdKey, RequestId,
-    MAX_EXACT_ID,
-};
 pub use self::proxy::{run, run_with_state};
-pub use self::server::hide_denied_tools;
-pub use self::verdict::Verdict;
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
 use crate::rules::policy::Policy;
@@ -92,7 +86,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// How many calls may wait at once for the person's answer, through the client or on the web
 /// page; a hold past that is declined without asking, so a flood of held calls cannot grow memory
 /// without bound.
-pub const MAX_HELD_CALLS: usize = 16;
+pub(crate) const MAX_HELD_CALLS: usize = 16;
 
 /// What `sc-mcp` needs besides the server command.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use crate::strict_json;
 
 /// The largest integer id accepted: 2^53 − 1, JavaScript's `Number.MAX_SAFE_INTEGER`. A larger
 /// one would come back from a JavaScript server rounded, as the id of another request or of none.
-pub const MAX_EXACT_ID: u64 = (1 << 53) - 1;
+pub(crate) const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -22,7 +22,7 @@ pub(super) const INTERNAL_ERROR: i64 = -32603;
 
 /// What a client message is, as far as the gate is concerned.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ClientMessage<'a> {
+pub(crate) enum ClientMessage<'a> {
     /// Never forwarded. Answered with a JSON-RPC error for each id (as an array for a batch).
     Refused {
         ids: Vec<Value>,
@@ -68,7 +68,7 @@ fn echo_id(id: &Value) -> Value {
 
 /// Why a request's `id` is refused ([`IdKey::of_request`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadRequestId {
+pub(crate) enum BadRequestId {
     /// An integer past what every JSON reader holds exactly.
     #[error(
         "a request's `id` must be a string or an integer from -{MAX_EXACT_ID} to {MAX_EXACT_ID} (which every JSON reader holds exactly), not {0}"
@@ -86,7 +86,7 @@ pub enum BadRequestId {
 /// A request id as sc-mcp compares ids: by value, never by text. A string never equals a number
 /// (`"2"` is not `2`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum IdKey {
+pub(crate) enum IdKey {
     Integer(i64),
     String(String),
 }
@@ -96,7 +96,7 @@ impl IdKey {
     /// no exponent, not `-0`) within ±[`MAX_EXACT_ID`]. Anything else is refused with the reason:
     /// `2.0` or `1e0` is read as `2` or `1` by a JavaScript server, which answers with that, and a
     /// larger integer comes back rounded, so the answer could not be told apart.
-    pub fn of_request(id: &Value) -> Result<IdKey, BadRequestId> {
+    pub(crate) fn of_request(id: &Value) -> Result<IdKey, BadRequestId> {
         match id {
             Value::String(text) => Ok(IdKey::String(text.clone())),
             Value::Number(number) if number.is_i64() || number.is_u64() => match number.as_i64() {
@@ -115,7 +115,7 @@ impl IdKey {
     /// The key of an id that names a request (in a server's answer, in a cancellation): a number
     /// by its value, as JavaScript and Python read it, so `2.0` and `1e0` name `2` and `1`. `None`
     /// when it can name no request the client was let send.
-    pub fn of_reference(id: &Value) -> Option<IdKey> {
+    pub(crate) fn of_reference(id: &Value) -> Option<IdKey> {
         match id {
             Value::String(text) => Some(IdKey::String(text.clone())),
             Value::Number(number) => {
@@ -137,7 +137,7 @@ impl IdKey {
 
 /// A client request's id: as the client wrote it (to answer with), and as it is compared.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RequestId {
+pub(crate) struct RequestId {
     pub value: Value,
     pub key: IdKey,
 }
@@ -150,7 +150,7 @@ impl std::fmt::Display for RequestId {
 
 /// Reads one client message. Parsing is strict (duplicate keys refused at any depth), so the
 /// server never reads a message differently from the gate.
-pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
+pub(crate) fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
     let refused = |ids: Vec<Value>, code, reason: String| ClientMessage::Refused {
         ids,
         batch: false,
@@ -327,7 +327,7 @@ pub fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
 // Responses sc-mcp writes itself
 
 /// A JSON-RPC error response.
-pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
+pub(crate) fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
     JsonLine::new()
         .field("jsonrpc", "2.0")
         .field("id", id)
@@ -336,7 +336,7 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
 }
 
 /// A tool result that refuses the call: the model reads `text` and `isError: true`.
-pub fn refusal_response(id: &Value, text: &str) -> Vec<u8> {
+pub(crate) fn refusal_response(id: &Value, text: &str) -> Vec<u8> {
     JsonLine::new()
         .field("jsonrpc", "2.0")
         .field("id", id)

@@ -24,7 +24,7 @@ const RESULT_IN_AUDIT_BYTES: usize = 16 * 1024;
 
 /// Removes from a `tools/list` result every tool the agent may never call: denied tools, tools
 /// outside its allowlist, and entries without a string name. Returns the names removed.
-pub fn hide_denied_tools(result: &mut Value, policy: &Policy, agent: &str) -> Vec<String> {
+pub(crate) fn hide_denied_tools(result: &mut Value, policy: &Policy, agent: &str) -> Vec<String> {
     let Some(Value::Array(tools)) = result.get_mut("tools") else {
         return Vec::new();
     };

@@ -12,7 +12,7 @@ use crate::verdict::Judgement;
 /// The web page shows it and binds an answer to its SHA-256; the call's `gate` event repeats its
 /// members after `id` byte for byte.
 #[derive(Debug)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// The line, without a newline.
     pub line: Vec<u8>,
     /// Where the members after `id` start.

@@ -113,7 +113,7 @@ fn time(seconds: u64) -> String {
 }
 
 /// The page's Content-Security-Policy: nothing from anywhere, its style block by hash.
-pub fn content_security_policy() -> String {
+pub(crate) fn content_security_policy() -> String {
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(STYLE));
     format!("default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'")
 }
@@ -129,7 +129,7 @@ pub fn write_html(
 }
 
 /// The page as a string (a few MiB at most, see the module's notes).
-pub fn render_html(summary: &Summary, chains: &[ChainStatus]) -> io::Result<String> {
+pub(crate) fn render_html(summary: &Summary, chains: &[ChainStatus]) -> io::Result<String> {
     let mut page = String::with_capacity(64 * 1024);
     let chain = |n: usize| chains.get(n).unwrap_or(&ChainStatus::NotVerified);
     let _ = write!(

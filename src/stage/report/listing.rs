@@ -16,7 +16,7 @@ use super::{Problem, Veto};
 
 /// How many vetoes, and how many problems, the text and markdown reports list; they say how many
 /// more there are.
-pub const LISTED: usize = 1000;
+pub(crate) const LISTED: usize = 1000;
 
 /// What can wait in the temporary file.
 pub(super) trait Record: Sized {

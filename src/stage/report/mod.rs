@@ -27,12 +27,12 @@ pub mod timeline;
 mod window;
 
 pub use counts::*;
-pub use html::{render_html, write_html, ChainStatus};
-pub use listing::LISTED;
+pub use html::{write_html, ChainStatus};
+pub(crate) use listing::LISTED;
 pub use render::{render_json, render_markdown, render_text, render_text_with, write_json};
-pub use summariser::{summarise, summarise_filtered, Summariser, CALL_WINDOW_EVENTS};
+pub use summariser::{summarise, summarise_filtered, Summariser};
 pub use summary::*;
-pub use time::{rfc3339, rfc3339_seconds};
+pub(crate) use time::{rfc3339, rfc3339_seconds};
 
 #[cfg(test)]
 #[path = "report_tests.rs"]

@@ -37,7 +37,7 @@ use crate::audit::blocks::Worker;
 
 /// How many events after a call's first event its other events are joined to it. Past that, the
 /// call is folded into the counts as it stands, and its record is dropped.
-pub const CALL_WINDOW_EVENTS: u64 = 100_000;
+pub(crate) const CALL_WINDOW_EVENTS: u64 = 100_000;
 
 /// Agent and tool names are shared by the calls that name them; past this many different names,
 /// the table of names is started afresh (names in use stay alive with their calls).

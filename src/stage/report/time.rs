@@ -3,12 +3,12 @@
 /// A time as RFC 3339 with fractions, or, past what RFC 3339 can write (year 9999), its seconds
 /// since the Unix epoch: a log's times are written by whoever wrote the log, and a report never
 /// panics on one.
-pub fn rfc3339(time: std::time::SystemTime) -> String {
+pub(crate) fn rfc3339(time: std::time::SystemTime) -> String {
     formatted(time, |t| humantime::format_rfc3339(t).to_string_checked())
 }
 
 /// [`rfc3339`] to the second.
-pub fn rfc3339_seconds(time: std::time::SystemTime) -> String {
+pub(crate) fn rfc3339_seconds(time: std::time::SystemTime) -> String {
     formatted(time, |t| {
         humantime::format_rfc3339_seconds(t).to_string_checked()
     })

@@ -10,7 +10,7 @@ use crate::verdict::Decision;
 
 /// At most this many bars. The bucket is the narrowest of minute, hour, day (then 2, 4, 8… days)
 /// with which the calls' span fits in that many.
-pub const MAX_BARS: u64 = 240;
+pub(crate) const MAX_BARS: u64 = 240;
 
 const MINUTE: u64 = 60;
 const HOUR: u64 = 60 * MINUTE;
@@ -52,7 +52,7 @@ pub struct Bars {
 
 impl Bars {
     /// The bucket's size in words: `minute`, `hour`, `day` or `4 days`.
-    pub fn unit(&self) -> String {
+    pub(crate) fn unit(&self) -> String {
         match self.width {
             MINUTE => "minute".into(),
             HOUR => "hour".into(),
@@ -62,7 +62,7 @@ impl Bars {
     }
 
     /// The start of bar `n`.
-    pub fn time_of(&self, n: usize) -> SystemTime {
+    pub(crate) fn time_of(&self, n: usize) -> SystemTime {
         at(self.start + n as u64 * self.width)
     }
 }
