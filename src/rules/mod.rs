@@ -19,6 +19,7 @@ pub mod verdict;
 
 pub mod commands;
 pub mod paths;
+pub mod sandbox;
 pub mod shell;
 
 mod keys;

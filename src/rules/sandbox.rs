@@ -1,0 +1,544 @@
+//! The `sandbox` key: what a confined run ([`crate::sandbox`]) may write, what it reads as empty,
+//! and which hosts its proxy reaches.
+//!
+//! ```json
+//! "sandbox": {
+//!   "when": "tainted",
+//!   "readOnly": [".claude", ".git/hooks", "~/.bashrc"],
+//!   "hidden": ["~/.ssh", ".env"],
+//!   "writable": [],
+//!   "network": {"allow": ["registry.example:443", "*.mirror.example:443"]}
+//! }
+//! ```
+//!
+//! Loading is as strict as the rest of the policy: an unknown key (with the nearest suggested), a
+//! wrong type, and a path that could mean more than one place are errors naming the key. A path is
+//! relative to the root, `~` or `~/…` (the home folder), or absolute. It names one place: a
+//! wildcard, an empty path, a `..` component, `~user` and an invisible character are refused,
+//! because the kernel mounts places, not patterns, and a rule that silently covers nothing would
+//! break the promise it was written for.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use super::keys;
+use super::names::{is_invisible, one_of};
+
+/// The keys of the `sandbox` object.
+pub const KEYS: &[&str] = &["when", "readOnly", "hidden", "writable", "network"];
+/// The keys of `sandbox.network`.
+pub const NETWORK_KEYS: &[&str] = &["allow"];
+
+/// When a door that decides (sc-hook) confines a call. sc-sandbox itself, a tools-file
+/// `"sandbox": true` and `sc-mcp --sandbox` always confine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum When {
+    /// Every call.
+    Always,
+    /// Calls of a tainted agent (or of any agent of a tainted crew, under `taintScope: "crew"`).
+    Tainted,
+    /// No call (the default): the rules alone decide.
+    #[default]
+    Never,
+}
+
+impl When {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            When::Always => "always",
+            When::Tainted => "tainted",
+            When::Never => "never",
+        }
+    }
+
+    /// Whether a call of an agent that is (or is not) tainted runs confined.
+    pub fn applies(self, tainted: bool) -> bool {
+        match self {
+            When::Always => true,
+            When::Tainted => tainted,
+            When::Never => false,
+        }
+    }
+}
+
+/// One place a `readOnly`, `hidden` or `writable` entry names, as written and as parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPath {
+    written: String,
+    base: Base,
+    /// Normal components only (no `.`, `..` or root), possibly empty (the base itself).
+    relative: PathBuf,
+}
+
+/// What a [`SandboxPath`] is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// The sandbox's root (`--root`, else the working folder).
+    Root,
+    /// The home folder (`--home`, else `$HOME`): `~` and `~/…`.
+    Home,
+    /// `/`: an absolute path.
+    Absolute,
+}
+
+impl SandboxPath {
+    /// Parses one entry; the error says what is wrong (the caller names the key).
+    pub fn parse(text: &str) -> Result<SandboxPath, String> {
+        if text.is_empty() {
+            return Err("is an empty path".to_owned());
+        }
+        let shown = crate::sanitize::quoted(text);
+        if text.chars().any(is_invisible) {
+            return Err(format!(
+                "\"{shown}\" holds a control or invisible character"
+            ));
+        }
+        if let Some(c) = text.chars().find(|c| "*?[]{}".contains(*c)) {
+            return Err(format!(
+                "\"{shown}\" holds the wildcard `{c}`; a sandbox path names one file or folder"
+            ));
+        }
+        let (base, rest) = if text == "~" {
+            (Base::Home, "")
+        } else if let Some(rest) = text.strip_prefix("~/") {
+            (Base::Home, rest)
+        } else if text.starts_with('~') {
+            return Err(format!(
+                "\"{shown}\": only `~` and `~/…` (the home folder) are understood, not `~user`"
+            ));
+        } else if let Some(rest) = text.strip_prefix('/') {
+            (Base::Absolute, rest)
+        } else {
+            (Base::Root, text)
+        };
+        let mut relative = PathBuf::new();
+        for component in Path::new(rest).components() {
+            match component {
+                Component::Normal(part) => relative.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    return Err(format!(
+                        "\"{shown}\" holds `..`; name the place without climbing out of it"
+                    ))
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(format!("\"{shown}\" is not a path this rule understands"))
+                }
+            }
+        }
+        if base == Base::Absolute && relative.as_os_str().is_empty() {
+            return Err(format!("\"{shown}\" names the whole file system"));
+        }
+        Ok(SandboxPath {
+            written: text.to_owned(),
+            base,
+            relative,
+        })
+    }
+
+    /// The entry as the policy wrote it.
+    pub fn as_written(&self) -> &str {
+        &self.written
+    }
+
+    pub fn base(&self) -> Base {
+        self.base
+    }
+
+    /// The absolute place: joined to `root`, to `home` (`None` when no home is known), or `/`.
+    pub fn place(&self, root: &Path, home: Option<&Path>) -> Option<PathBuf> {
+        let base = match self.base {
+            Base::Root => root,
+            Base::Home => home?,
+            Base::Absolute => Path::new("/"),
+        };
+        Some(base.join(&self.relative))
+    }
+}
+
+impl fmt::Display for SandboxPath {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.written)
+    }
+}
+
+/// A host an allow entry names: one name, or every subdomain of one (`*.example.org`, which
+/// does not cover `example.org` itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    Exact(String),
+    Subdomains(String),
+}
+
+/// One `network.allow` entry: `host:port`, `*.domain:port` or `[v6 address]:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub host: HostPattern,
+    pub port: u16,
+}
+
+impl HostPort {
+    /// Parses `host:port`; the error says what is wrong (the caller names the key).
+    pub fn parse(text: &str) -> Result<HostPort, String> {
+        let shown = crate::sanitize::quoted(text);
+        let malformed = |why: &str| {
+            format!("\"{shown}\" {why}; write host:port (such as registry.example:443, or *.example.org:443 for its subdomains)")
+        };
+        if text.contains("://") {
+            return Err(malformed("is a URL, not a host"));
+        }
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (address, port) = rest
+                .split_once("]:")
+                .ok_or_else(|| malformed("opens `[` without `]:port`"))?;
+            address
+                .parse::<std::net::Ipv6Addr>()
+                .map_err(|_| malformed("has no IPv6 address between `[` and `]`"))?;
+            (address, port)
+        } else {
+            let (host, port) = text
+                .rsplit_once(':')
+                .ok_or_else(|| malformed("has no port"))?;
+            if host.contains(':') {
+                return Err(malformed(
+                    "holds `:` in its host; write an IPv6 address in brackets",
+                ));
+            }
+            (host, port)
+        };
+        // Digits only, without a leading zero or sign, so that one port is written one way.
+        let port = match port.parse::<u16>() {
+            Ok(number) if number > 0 && number.to_string() == port => number,
+            _ => return Err(malformed("has no port number from 1 to 65535")),
+        };
+        let host = normal_host(host);
+        let pattern = match host.strip_prefix("*.") {
+            Some(domain) => HostPattern::Subdomains(domain.to_owned()),
+            None => HostPattern::Exact(host.clone()),
+        };
+        let name = match &pattern {
+            HostPattern::Exact(name) | HostPattern::Subdomains(name) => name,
+        };
+        if name.contains(':') {
+            // A bracketed IPv6 address: already checked.
+        } else if name.is_empty()
+            || name.split('.').any(str::is_empty)
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
+        {
+            return Err(malformed(
+                "does not name a host (letters, digits, `-`, `_` and `.`, with a leading `*.` for subdomains)",
+            ));
+        }
+        Ok(HostPort {
+            host: pattern,
+            port,
+        })
+    }
+
+    /// Whether a host (as a client names it) and port are this entry's.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        if port != self.port {
+            return false;
+        }
+        let host = normal_host(host);
+        match &self.host {
+            HostPattern::Exact(name) => host == *name,
+            HostPattern::Subdomains(domain) => host
+                .strip_suffix(domain.as_str())
+                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+        }
+    }
+}
+
+impl fmt::Display for HostPort {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match &self.host {
+            HostPattern::Exact(name) if name.contains(':') => write!(f, "[{name}]:{}", self.port),
+            HostPattern::Exact(name) => write!(f, "{name}:{}", self.port),
+            HostPattern::Subdomains(domain) => write!(f, "*.{domain}:{}", self.port),
+        }
+    }
+}
+
+/// Names compare without case, without one final `.`, and without an IPv6 address's brackets.
+pub fn normal_host(host: &str) -> String {
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.to_ascii_lowercase()
+}
+
+/// `sandbox.network`: the hosts the proxy connects to. Empty: none.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NetworkRules {
+    allow: Vec<HostPort>,
+}
+
+impl NetworkRules {
+    pub fn new(allow: Vec<HostPort>) -> NetworkRules {
+        NetworkRules { allow }
+    }
+
+    pub fn allow(&self) -> &[HostPort] {
+        &self.allow
+    }
+
+    /// The entry that lets a client reach `host:port`, if one does.
+    pub fn allowing(&self, host: &str, port: u16) -> Option<&HostPort> {
+        self.allow.iter().find(|entry| entry.allows(host, port))
+    }
+}
+
+/// The parsed `sandbox` key. Without the key, the default: `when` never, no extra paths, no hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxRules {
+    pub when: When,
+    pub read_only: Vec<SandboxPath>,
+    pub hidden: Vec<SandboxPath>,
+    pub writable: Vec<SandboxPath>,
+    pub network: NetworkRules,
+}
+
+/// Reads the `sandbox` key strictly; errors name the key path (`sandbox.hidden[2]`).
+pub fn from_json(key: &str, value: &Value) -> Result<SandboxRules, String> {
+    let object = keys::object(key, value, KEYS)?;
+    let mut rules = SandboxRules::default();
+    for (name, value) in object {
+        let path = format!("{key}.{name}");
+        match name.as_str() {
+            "when" => {
+                rules.when = one_of(
+                    &path,
+                    value,
+                    &[
+                        ("always", When::Always),
+                        ("tainted", When::Tainted),
+                        ("never", When::Never),
+                    ],
+                )?
+            }
+            "readOnly" => rules.read_only = paths(&path, value)?,
+            "hidden" => rules.hidden = paths(&path, value)?,
+            "writable" => rules.writable = paths(&path, value)?,
+            "network" => {
+                let network = keys::object(&path, value, NETWORK_KEYS)?;
+                if let Some(allow) = network.get("allow") {
+                    let allow_key = format!("{path}.allow");
+                    rules.network.allow = keys::strings(&allow_key, allow)?
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, text)| {
+                            HostPort::parse(text)
+                                .map_err(|why| format!("key `{allow_key}[{index}]`: {why}"))
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+            }
+            _ => unreachable!("keys::object checked the keys"),
+        }
+    }
+    Ok(rules)
+}
+
+fn paths(key: &str, value: &Value) -> Result<Vec<SandboxPath>, String> {
+    keys::strings(key, value)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, text)| {
+            SandboxPath::parse(text).map_err(|why| format!("key `{key}[{index}]`: {why}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(value: Value) -> Result<SandboxRules, String> {
+        from_json("sandbox", &value)
+    }
+
+    #[test]
+    fn the_issue_example_loads() {
+        let rules = load(json!({
+            "when": "tainted",
+            "readOnly": [".claude", ".git/hooks", ".git/config", ".github/workflows", "~/.claude", "~/.bashrc", "~/.profile"],
+            "hidden": ["~/.ssh", "~/.aws", "~/.gnupg", "~/.kube", "~/.netrc", ".env"],
+            "writable": [],
+            "network": {"allow": []}
+        }))
+        .unwrap();
+        assert_eq!(rules.when, When::Tainted);
+        assert_eq!(rules.read_only.len(), 7);
+        let root = Path::new("/work/p");
+        let home = Path::new("/home/me");
+        assert_eq!(
+            rules.read_only[1].place(root, Some(home)).unwrap(),
+            Path::new("/work/p/.git/hooks")
+        );
+        assert_eq!(
+            rules.hidden[0].place(root, Some(home)).unwrap(),
+            Path::new("/home/me/.ssh")
+        );
+        assert_eq!(rules.hidden[0].place(root, None), None);
+        assert_eq!(load(json!({})).unwrap(), SandboxRules::default());
+        assert_eq!(SandboxRules::default().when, When::Never);
+    }
+
+    #[test]
+    fn when_decides_by_taint() {
+        assert!(When::Always.applies(false));
+        assert!(When::Tainted.applies(true));
+        assert!(!When::Tainted.applies(false));
+        assert!(!When::Never.applies(true));
+    }
+
+    #[test]
+    fn paths_name_one_place() {
+        let place = |text: &str| {
+            SandboxPath::parse(text)
+                .unwrap()
+                .place(Path::new("/r"), Some(Path::new("/h")))
+                .unwrap()
+        };
+        assert_eq!(place("./a//b/."), Path::new("/r/a/b"));
+        assert_eq!(place("."), Path::new("/r"));
+        assert_eq!(place("~"), Path::new("/h"));
+        assert_eq!(place("~/.ssh"), Path::new("/h/.ssh"));
+        assert_eq!(place("/etc/x"), Path::new("/etc/x"));
+        for (text, expected) in [
+            ("", "is an empty path"),
+            ("a/*.pem", "wildcard `*`"),
+            ("secret?", "wildcard `?`"),
+            (".en[v]", "wildcard `[`"),
+            ("{a,b}", "wildcard `{`"),
+            ("../up", "holds `..`"),
+            ("a/../../b", "holds `..`"),
+            ("~root/.ssh", "not `~user`"),
+            ("a\u{200b}b", "invisible"),
+            ("/", "the whole file system"),
+        ] {
+            let err = SandboxPath::parse(text).unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn hosts_and_ports_match_exactly_or_by_subdomain() {
+        let entry = HostPort::parse("Registry.Example:443").unwrap();
+        assert!(entry.allows("registry.example", 443));
+        assert!(entry.allows("REGISTRY.example.", 443));
+        assert!(!entry.allows("registry.example", 80));
+        assert!(!entry.allows("evil.registry.example", 443));
+        let wild = HostPort::parse("*.mirror.example:443").unwrap();
+        assert!(wild.allows("a.mirror.example", 443));
+        assert!(wild.allows("a.b.mirror.example", 443));
+        assert!(!wild.allows("mirror.example", 443));
+        assert!(!wild.allows("evilmirror.example", 443));
+        let v6 = HostPort::parse("[::1]:8080").unwrap();
+        assert!(v6.allows("[::1]", 8080));
+        assert_eq!(v6.to_string(), "[::1]:8080");
+        assert_eq!(wild.to_string(), "*.mirror.example:443");
+        let ip = HostPort::parse("127.0.0.1:5000").unwrap();
+        assert!(ip.allows("127.0.0.1", 5000));
+        for (text, expected) in [
+            ("registry.example", "has no port"),
+            ("registry.example:0", "from 1 to 65535"),
+            ("registry.example:65536", "from 1 to 65535"),
+            ("registry.example:+443", "from 1 to 65535"),
+            ("registry.example:0443", "from 1 to 65535"),
+            ("registry.example:", "from 1 to 65535"),
+            (":443", "does not name a host"),
+            ("*:443", "does not name a host"),
+            ("a.*.example:443", "does not name a host"),
+            ("a..example:443", "does not name a host"),
+            ("https://registry.example:443", "is a URL"),
+            ("::1:443", "in brackets"),
+            ("[nope]:443", "no IPv6 address"),
+            ("[::1]443", "without `]:port`"),
+        ] {
+            let err = HostPort::parse(text).unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_policy_keeps_the_key_and_names_it_in_errors() {
+        use crate::policy::Policy;
+        let policy =
+            Policy::from_json_str(r#"{"sandbox": {"when": "always", "hidden": [".env"]}}"#)
+                .unwrap();
+        let rules = policy.sandbox().unwrap();
+        assert_eq!(rules.when, When::Always);
+        assert_eq!(rules.hidden[0].as_written(), ".env");
+        assert!(Policy::default().sandbox().is_none());
+        for (text, expected) in [
+            (
+                r#"{"sandbx": {}}"#,
+                "unknown key `sandbx`; did you mean `sandbox`?",
+            ),
+            (
+                r#"{"sandbox": {"hidden": ["~/.ssh/*"]}}"#,
+                "key `sandbox.hidden[0]`: \"~/.ssh/*\" holds the wildcard `*`",
+            ),
+        ] {
+            let err = Policy::from_json_str(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        for (value, expected) in [
+            (json!([]), "key `sandbox`: expected an object"),
+            (
+                json!({"readonly": []}),
+                "key `sandbox`: unknown key `readonly`; did you mean `readOnly`?",
+            ),
+            (
+                json!({"when": "sometimes"}),
+                "key `sandbox.when`: expected \"always\", \"tainted\" or \"never\"",
+            ),
+            (json!({"when": "Tainted"}), "did you mean \"tainted\"?"),
+            (
+                json!({"hidden": "~/.ssh"}),
+                "key `sandbox.hidden`: expected an array of strings",
+            ),
+            (
+                json!({"hidden": ["~/.ssh", 3]}),
+                "key `sandbox.hidden[1]`: expected a string",
+            ),
+            (
+                json!({"readOnly": [".claude", "*.pem"]}),
+                "key `sandbox.readOnly[1]`: \"*.pem\" holds the wildcard",
+            ),
+            (
+                json!({"writable": [""]}),
+                "key `sandbox.writable[0]`: is an empty path",
+            ),
+            (json!({"writable": ["../x"]}), "key `sandbox.writable[0]`"),
+            (
+                json!({"network": {"allows": []}}),
+                "key `sandbox.network`: unknown key `allows`; did you mean `allow`?",
+            ),
+            (
+                json!({"network": {"allow": ["x"]}}),
+                "key `sandbox.network.allow[0]`: \"x\" has no port",
+            ),
+            (
+                json!({"network": []}),
+                "key `sandbox.network`: expected an object",
+            ),
+        ] {
+            let err = load(value.clone()).unwrap_err();
+            assert!(err.contains(expected), "{value}: {err}");
+        }
+    }
+}
