@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod record;
 pub mod report;
 pub mod rules;
+pub mod sandbox;
 pub mod sanitize;
 pub mod store;
 pub mod strict_json;
