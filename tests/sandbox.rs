@@ -140,23 +140,25 @@ for _ in $(seq 1 200); do [ -e daemon-started ] && break; sleep 0.05; done
     );
 }
 
-/// A one-shot HTTP origin on loopback: answers each request with `body`.
-fn origin(body: &'static str) -> (u16, std::thread::JoinHandle<()>) {
+/// An HTTP origin on loopback that answers `requests` requests, one a connection, with `body`.
+fn origin(body: &'static str, requests: usize) -> (u16, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let serving = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
-            head.push(byte[0]);
+        for _ in 0..requests {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
         }
-        write!(
-            stream,
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
     });
     (port, serving)
 }
@@ -164,39 +166,61 @@ fn origin(body: &'static str) -> (u16, std::thread::JoinHandle<()>) {
 #[test]
 fn an_allowed_host_answers_through_the_proxy_and_another_is_refused_both_audited() {
     let scratch = Scratch::new();
-    let (port, serving) = origin("hello from the allowed origin");
+    let (port, serving) = origin("hello from the allowed origin", 2);
     let refused = crate::util::free_port();
     let policy = format!(r#"{{"sandbox": {{"network": {{"allow": ["127.0.0.1:{port}"]}}}}}}"#);
-    let fetch = |url: String| {
-        if has("curl") {
-            format!("curl -s --max-time 10 -w ' %{{http_code}}' {url}; echo")
-        } else {
-            format!(
-                "python3 -c \"import urllib.request,sys\ntry: print(urllib.request.urlopen('{url}', timeout=10).read().decode())\nexcept Exception as e: print(e)\""
-            )
-        }
+    // A plain request (absolute URL) and a tunnel (CONNECT) to the allowed origin, then a plain
+    // request to a port the policy does not allow.
+    let script = if has("curl") {
+        format!(
+            "curl -s --max-time 10 http://127.0.0.1:{port}/; echo
+curl -s --max-time 10 --proxytunnel http://127.0.0.1:{port}/; echo
+curl -s --max-time 10 -w ' %{{http_code}}' http://127.0.0.1:{refused}/; echo
+"
+        )
+    } else {
+        format!(
+            r#"python3 - <<'EOF'
+import http.client, os, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=10).read().decode())
+proxy = os.environ["HTTP_PROXY"].removeprefix("http://").split(":")
+tunnel = http.client.HTTPConnection(proxy[0], int(proxy[1]), timeout=10)
+tunnel.set_tunnel("127.0.0.1", {port})
+tunnel.request("GET", "/")
+print(tunnel.getresponse().read().decode())
+try:
+    urllib.request.urlopen("http://127.0.0.1:{refused}/", timeout=10)
+except Exception as err:
+    print(err)
+EOF
+"#
+        )
     };
-    let script = format!(
-        "{}\n{}\n",
-        fetch(format!("http://127.0.0.1:{port}/")),
-        fetch(format!("http://127.0.0.1:{refused}/"))
-    );
     let out = bash(&mut sandboxed(&scratch, &policy), &script);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     serving.join().unwrap();
-    assert!(stdout.contains("hello from the allowed origin"), "{stdout}");
+    assert_eq!(
+        stdout.matches("hello from the allowed origin").count(),
+        2,
+        "{stdout}"
+    );
     assert!(
         stdout.contains("403") || stdout.contains("Forbidden"),
         "{stdout}"
     );
     let egress = events(&scratch, "egress");
-    assert_eq!(egress.len(), 2, "{egress:?}");
-    assert_eq!(egress[0]["host"], "127.0.0.1");
-    assert_eq!(egress[0]["port"], port);
-    assert_eq!(egress[0]["decision"], "allow");
-    assert_eq!(egress[1]["port"], refused);
-    assert_eq!(egress[1]["decision"], "deny");
+    assert_eq!(egress.len(), 3, "{egress:?}");
+    for (event, method, decision, to) in [
+        (&egress[0], "GET", "allow", port),
+        (&egress[1], "CONNECT", "allow", port),
+        (&egress[2], "GET", "deny", refused),
+    ] {
+        assert_eq!(event["host"], "127.0.0.1");
+        assert_eq!(event["port"], to);
+        assert_eq!(event["method"], method);
+        assert_eq!(event["decision"], decision);
+    }
     let (start, end) = (events(&scratch, "start"), events(&scratch, "end"));
     assert_eq!((start.len(), end.len()), (1, 1));
     assert_eq!(end[0]["status"], 0);

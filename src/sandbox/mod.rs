@@ -31,6 +31,7 @@ pub mod relay;
 pub mod request;
 pub mod run;
 pub mod seccomp;
+pub mod walk;
 
 use std::path::PathBuf;
 

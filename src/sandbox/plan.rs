@@ -12,10 +12,9 @@
 //! - a symbolic link on the way, itself in a writable folder, could be replaced by a real folder;
 //!   that is refused ([`SandboxError::SymlinkInWritable`]) rather than left open.
 
-use std::collections::VecDeque;
-use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use super::walk::{resolve, Resolved};
 use super::SandboxError;
 use crate::policy::Policy;
 use crate::rules::sandbox::{NetworkRules, SandboxPath, SandboxRules};
@@ -76,11 +75,6 @@ enum State {
     ReadOnly,
     /// Not the host's: a private folder, or inside a hidden one.
     Private,
-}
-
-enum Resolved {
-    Exists(PathBuf),
-    Missing { first: PathBuf, more: bool },
 }
 
 impl Sandbox {
@@ -282,73 +276,6 @@ fn state(entries: &[(PathBuf, State)], path: &Path, include_self: bool) -> State
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// Walks `path` from `/` as the kernel would, following each symbolic link (and telling
-/// `on_link` of it and the folder it is in), to its canonical form or its first missing component.
-/// A file where a folder is needed counts as the place to protect: replacing it is the only way
-/// the path could come to exist.
-fn resolve(
-    path: &Path,
-    on_link: &mut dyn FnMut(&Path, &Path) -> Result<(), SandboxError>,
-) -> Result<Resolved, SandboxError> {
-    let mut rest: VecDeque<OsString> = parts(path);
-    let mut current = PathBuf::from("/");
-    let mut links = 0;
-    while let Some(part) = rest.pop_front() {
-        if part == ".." {
-            current.pop();
-            continue;
-        }
-        let next = current.join(&part);
-        match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                on_link(&next, &current)?;
-                links += 1;
-                let target = std::fs::read_link(&next).map_err(SandboxError::io(format!(
-                    "reading the link {}",
-                    next.display()
-                )))?;
-                if links > 40 {
-                    return Err(SandboxError::Place {
-                        what: "the path".into(),
-                        path: path.to_owned(),
-                        why: "has too many symbolic links".into(),
-                    });
-                }
-                if target.is_absolute() {
-                    current = PathBuf::from("/");
-                }
-                for part in parts(&target).into_iter().rev() {
-                    rest.push_front(part);
-                }
-            }
-            Ok(meta) if !meta.is_dir() && !rest.is_empty() => return Ok(Resolved::Exists(next)),
-            Ok(_) => current = next,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Resolved::Missing {
-                    first: next,
-                    more: !rest.is_empty(),
-                });
-            }
-            Err(err) => {
-                return Err(SandboxError::io(format!("looking at {}", next.display()))(
-                    err,
-                ));
-            }
-        }
-    }
-    Ok(Resolved::Exists(current))
-}
-
-fn parts(path: &Path) -> VecDeque<OsString> {
-    path.components()
-        .filter_map(|c| match c {
-            Component::Normal(part) => Some(part.to_owned()),
-            Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

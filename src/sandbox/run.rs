@@ -141,6 +141,7 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     let folder = RunFolder::create()?;
     let listener = UnixListener::bind(&folder.socket)
         .map_err(SandboxError::io("listening on the proxy's socket"))?;
+    let placeholders = Placeholders::create(sandbox.placeholders())?;
     let allow: Vec<String> = sandbox
         .network()
         .allow()
@@ -150,66 +151,97 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     recorder
         .start(&options.program, &options.args, sandbox.root(), &allow)
         .map_err(SandboxError::Audit)?;
-    // Blocked before any thread starts, so that every thread inherits the mask and the signals
-    // wait for the forwarding thread.
-    let mut signals = SigSet::empty();
-    for signal in FORWARDED {
-        signals.add(*signal);
-    }
-    signals
-        .thread_block()
-        .map_err(|err| SandboxError::Start(format!("blocking signals: {err}")))?;
-    proxy::serve(
-        listener,
-        Arc::new(sandbox.network().clone()),
-        recorder.clone(),
-    )
-    .map_err(SandboxError::io("starting the proxy"))?;
-    let placeholders = Placeholders::create(sandbox.placeholders())?;
-    let pipe = || {
-        nix::unistd::pipe2(OFlag::O_CLOEXEC)
-            .map_err(|err| SandboxError::Start(format!("making a pipe: {err}")))
+    let launch = Launch {
+        sandbox: &sandbox,
+        folder: &folder,
+        helper: &helper,
+        bwrap: &bwrap,
+        cwd: &cwd,
+        filter: &filter,
     };
-    let (seccomp_read, seccomp_write) = pipe()?;
-    File::from(seccomp_write)
-        .write_all(&filter)
-        .map_err(SandboxError::io("passing the seccomp filter"))?;
-    let (status_read, status_write) = pipe()?;
-    let (control_read, control_write) = pipe()?;
-    let fds = bwrap::Fds {
-        seccomp: seccomp_read.as_raw_fd(),
-        status: status_write.as_raw_fd(),
-        control: control_read.as_raw_fd(),
-    };
-    let chdir = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-    let args = bwrap::arguments(&sandbox, &folder.files, &helper, &chdir, fds);
-    let mut command = Command::new(&bwrap);
-    command
-        .args(&args)
-        .arg(&options.program)
-        .args(&options.args)
-        .process_group(0);
-    let passed = [fds.seccomp, fds.status, fds.control];
-    // SAFETY: between fork and exec, only async-signal-safe calls: close_range and fcntl.
-    unsafe {
-        command.pre_exec(move || pass_only(&passed));
-    }
-    let mut child = command
-        .spawn()
-        .map_err(|err| SandboxError::Start(format!("cannot run {}: {err}", bwrap.display())))?;
-    drop((seccomp_read, status_write, control_read));
-    forward_signals(signals, control_write);
-    let exit = child
-        .wait()
-        .map_err(SandboxError::io("waiting for bubblewrap"))?;
-    let lines = read_available(status_read);
+    let ended = launch.run(options, listener, &recorder);
     drop(placeholders);
     drop(folder);
-    let ended = judge(&lines, exit)?;
-    if let Err(err) = recorder.end(ended.status, ended.signal) {
+    // A run that started is ended in the log, even when the sandbox failed to come up.
+    let (status, signal) = match &ended {
+        Ok(ended) => (ended.status, ended.signal),
+        Err(_) => (EXIT_SANDBOX_FAILURE, None),
+    };
+    if let Err(err) = recorder.end(status, signal) {
         eprintln!("sc-sandbox: the end of the run could not be recorded: {err:#}");
     }
-    Ok(ended)
+    ended
+}
+
+/// What starting bubblewrap needs, worked out and checked.
+struct Launch<'a> {
+    sandbox: &'a Sandbox,
+    folder: &'a RunFolder,
+    helper: &'a Path,
+    bwrap: &'a Path,
+    cwd: &'a Path,
+    filter: &'a [u8],
+}
+
+impl Launch<'_> {
+    /// Starts the proxy and bubblewrap, passes signals on, and waits.
+    fn run(
+        &self,
+        options: &RunOptions,
+        listener: UnixListener,
+        recorder: &Arc<Recorder>,
+    ) -> Result<Ended, SandboxError> {
+        // Blocked before any thread starts, so that every thread inherits the mask and the
+        // signals wait for the forwarding thread.
+        let mut signals = SigSet::empty();
+        for signal in FORWARDED {
+            signals.add(*signal);
+        }
+        signals
+            .thread_block()
+            .map_err(|err| SandboxError::Start(format!("blocking signals: {err}")))?;
+        let network = Arc::new(self.sandbox.network().clone());
+        proxy::serve(listener, network, recorder.clone())
+            .map_err(SandboxError::io("starting the proxy"))?;
+        let pipe = || {
+            nix::unistd::pipe2(OFlag::O_CLOEXEC)
+                .map_err(|err| SandboxError::Start(format!("making a pipe: {err}")))
+        };
+        let (seccomp_read, seccomp_write) = pipe()?;
+        File::from(seccomp_write)
+            .write_all(self.filter)
+            .map_err(SandboxError::io("passing the seccomp filter"))?;
+        let (status_read, status_write) = pipe()?;
+        let (control_read, control_write) = pipe()?;
+        let fds = bwrap::Fds {
+            seccomp: seccomp_read.as_raw_fd(),
+            status: status_write.as_raw_fd(),
+            control: control_read.as_raw_fd(),
+        };
+        let chdir = std::fs::canonicalize(self.cwd).unwrap_or_else(|_| self.cwd.to_owned());
+        let args = bwrap::arguments(self.sandbox, &self.folder.files, self.helper, &chdir, fds);
+        let mut command = Command::new(self.bwrap);
+        command
+            .args(&args)
+            .arg(&options.program)
+            .args(&options.args)
+            .process_group(0);
+        let passed = [fds.seccomp, fds.status, fds.control];
+        // SAFETY: between fork and exec, only async-signal-safe calls: sigprocmask,
+        // close_range and fcntl.
+        unsafe {
+            command.pre_exec(move || pass_only(&passed));
+        }
+        let mut child = command.spawn().map_err(|err| {
+            SandboxError::Start(format!("cannot run {}: {err}", self.bwrap.display()))
+        })?;
+        drop((seccomp_read, status_write, control_read));
+        forward_signals(signals, control_write);
+        let exit = child
+            .wait()
+            .map_err(SandboxError::io("waiting for bubblewrap"))?;
+        judge(&read_available(status_read), exit)
+    }
 }
 
 /// In the child before exec: no signal blocked (this process blocks those it forwards, and a mask
