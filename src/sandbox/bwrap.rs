@@ -82,6 +82,9 @@ pub fn arguments(
     push(&[
         "--unshare-user".as_ref(),
         "--unshare-pid".as_ref(),
+        // The helper is the namespace's init, so bubblewrap returns only once the namespace
+        // is empty (its own init would report the program's end first, with daemons alive).
+        "--as-pid-1".as_ref(),
         "--unshare-net".as_ref(),
         "--unshare-ipc".as_ref(),
         "--unshare-uts".as_ref(),

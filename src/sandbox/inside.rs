@@ -1,5 +1,5 @@
-//! The sandbox's first process: sc-sandbox itself, re-executed by bubblewrap with the hidden
-//! [`super::INSIDE_FLAG`]. It starts the loopback bridge, runs the program with the proxy
+//! The sandbox's first process, its PID namespace's init: sc-sandbox itself, re-executed by
+//! bubblewrap (`--as-pid-1`) with the hidden [`super::INSIDE_FLAG`]. It starts the loopback bridge, runs the program with the proxy
 //! variables pointing at it, passes on the signals sc-sandbox outside forwards, waits, and exits
 //! with the program's status (128+N when a signal N killed it, as a shell reports it).
 //!
@@ -13,10 +13,11 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 
 use super::{bridge, EXIT_SANDBOX_FAILURE, INSIDE_SOCKET};
@@ -83,7 +84,7 @@ pub fn main(args: &[OsString]) -> u8 {
         command.env(name, &proxy);
     }
     command.env_remove("NO_PROXY").env_remove("no_proxy");
-    let mut child = match command.spawn() {
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
             let code = if err.kind() == std::io::ErrorKind::NotFound {
@@ -112,24 +113,43 @@ pub fn main(args: &[OsString]) -> u8 {
                 }
             }
         });
-    let exit = match child.wait() {
-        Ok(exit) => exit,
-        Err(err) => {
-            report(&format!("error waiting for the program: {err}"));
-            return EXIT_SANDBOX_FAILURE;
-        }
-    };
-    match (exit.code(), exit.signal()) {
-        (Some(code), _) => {
+    let ended = wait_reaping(group);
+    let _ = child;
+    match ended {
+        Ok(WaitStatus::Exited(_, code)) => {
             report(&format!("exit {}", code as u8));
             code as u8
         }
-        (None, Some(signal)) => {
-            let code = 128u8.wrapping_add(signal as u8);
-            report(&format!("exit {code} signal {signal}"));
+        Ok(WaitStatus::Signaled(_, signal, _)) => {
+            let code = 128u8.wrapping_add(signal as i32 as u8);
+            report(&format!("exit {code} signal {}", signal as i32));
             code
         }
-        (None, None) => EXIT_SANDBOX_FAILURE,
+        Ok(other) => {
+            report(&format!("error the program ended oddly: {other:?}"));
+            EXIT_SANDBOX_FAILURE
+        }
+        Err(err) => {
+            report(&format!("error waiting for the program: {err}"));
+            EXIT_SANDBOX_FAILURE
+        }
+    }
+}
+
+/// This process is the namespace's init (bubblewrap's `--as-pid-1`): orphans come to it, so it
+/// reaps every child until the program itself ends. When it then exits, the kernel kills
+/// everything left in the namespace and bubblewrap returns only after that: nothing started
+/// inside outlives the run.
+fn wait_reaping(program: Pid) -> nix::Result<WaitStatus> {
+    loop {
+        match waitpid(None, None)? {
+            status @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _))
+                if pid == program =>
+            {
+                return Ok(status)
+            }
+            _ => {}
+        }
     }
 }
 
