@@ -15,10 +15,10 @@ test: test-deps
 
 # What the tests need besides crates: a browser (below), the published MCP server that sc-mcp's
 # tests put the gate in front of, pinned in testdata/mcp/package-lock.json, installed when
-# node_modules is missing or older than the lock, and a real redis-server (below).
+# node_modules is missing or older than the lock, a real redis-server and bubblewrap (below).
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 
-test-deps: $(MCP_DEPS) browser-deps redis-server
+test-deps: $(MCP_DEPS) browser-deps redis-server bubblewrap
 
 # The browser the web approval card is tested in (tests/web.rs): Debian's headless Chromium and
 # its WebDriver, chromedriver. Installed when chromedriver is missing (CI runs as root).
@@ -34,6 +34,13 @@ browser-deps:
 redis-server:
 	@command -v redis-server >/dev/null && command -v openssl >/dev/null || \
 	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server openssl)
+
+# sc-sandbox's tests (tests/sandbox.rs) run programs under the real kernel's sandbox: Debian's
+# bubblewrap (bwrap), installed when missing. python3 and bash run inside; curl is used when there.
+.PHONY: bubblewrap
+bubblewrap:
+	@command -v bwrap >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap)
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund
@@ -82,7 +89,7 @@ clean:
 # The binaries built with the `dist` profile (one codegen unit, fat LTO: several minutes), and
 # man pages and shell completions for each, generated from the clap definitions by the binaries'
 # hidden --generate flag (never written by hand), all in target/dist/.
-DIST_BINS := sc-gate sc-approve sc-exec sc-report sc-state sc-mcp sc-hook
+DIST_BINS := sc-gate sc-approve sc-exec sc-report sc-state sc-mcp sc-hook sc-sandbox
 DIST := $(or $(CARGO_TARGET_DIR),target)/dist
 dist:
 	$(CARGO) build --locked --profile dist --bins
@@ -121,3 +128,9 @@ fuzz:
 .PHONY: bench
 bench:
 	@CARGO="$(CARGO)" scripts/bench.sh
+
+# What sc-sandbox adds to a command's start: the median of `sc-sandbox -- /bin/true` against
+# `/bin/true` (scripts/bench-sandbox.sh; BENCH_SANDBOX_RUNS tunes it).
+.PHONY: bench-sandbox
+bench-sandbox: bubblewrap
+	@CARGO="$(CARGO)" scripts/bench-sandbox.sh

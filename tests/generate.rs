@@ -5,11 +5,12 @@ use std::path::Path;
 use crate::util::bare_cmd;
 
 /// Every binary of the package, as `make dist` ships them.
-const BINARIES: [&str; 7] = [
+const BINARIES: [&str; 8] = [
     "sc-gate",
     "sc-approve",
     "sc-exec",
     "sc-report",
+    "sc-sandbox",
     "sc-state",
     "sc-mcp",
     "sc-hook",

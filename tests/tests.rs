@@ -27,6 +27,7 @@ mod provenance;
 mod provenance_properties;
 mod report;
 mod report_html;
+mod sandbox;
 mod stateful;
 mod store;
 mod web;

@@ -92,6 +92,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "sc-mcp" => PathBuf::from(env!("CARGO_BIN_EXE_sc-mcp")),
         "sc-hook" => PathBuf::from(env!("CARGO_BIN_EXE_sc-hook")),
         "sc-state" => PathBuf::from(env!("CARGO_BIN_EXE_sc-state")),
+        "sc-sandbox" => PathBuf::from(env!("CARGO_BIN_EXE_sc-sandbox")),
         other => panic!("no binary named {other}"),
     }
 }

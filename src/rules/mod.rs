@@ -23,6 +23,7 @@ pub mod tools;
 
 pub mod commands;
 pub mod paths;
+pub mod sandbox;
 pub mod shell;
 
 mod keys;

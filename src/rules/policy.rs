@@ -29,6 +29,7 @@ use super::argrules::{self, ArgRule};
 use super::commands::CommandRules;
 use super::paths::{PathRules, Places};
 use super::provenance_rules::{self, ProvenanceRules};
+use super::sandbox::{self, SandboxRules};
 use crate::strict_json;
 
 pub(crate) const DEFAULT_HOLD_ABOVE_AMOUNT: f64 = 100.0;
@@ -54,6 +55,7 @@ pub const KEYS: &[&str] = &[
     "commands",
     "paths",
     "provenance",
+    "sandbox",
 ];
 
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
@@ -204,6 +206,7 @@ pub struct Policy {
     /// Where calls happen (`--home`, `--root`); not a key of the file.
     places: Places,
     provenance: Option<ProvenanceRules>,
+    sandbox: Option<SandboxRules>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -229,6 +232,8 @@ pub struct PolicySettings {
     pub paths: Option<PathRules>,
     /// Value provenance ([`crate::rules::provenance`]); `None`: taint alone decides.
     pub provenance: Option<ProvenanceRules>,
+    /// `sandbox`: how sc-sandbox confines a run ([`crate::rules::sandbox`]).
+    pub sandbox: Option<SandboxRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -251,6 +256,7 @@ impl Default for PolicySettings {
             commands: None,
             paths: None,
             provenance: None,
+            sandbox: None,
         }
     }
 }
@@ -308,6 +314,7 @@ impl Policy {
             paths: settings.paths,
             places: Places::default(),
             provenance: settings.provenance,
+            sandbox: settings.sandbox,
         })
     }
 
@@ -422,6 +429,11 @@ impl Policy {
             .or_else(|| self.agents.get(DEFAULT_AGENT_ENTRY))
     }
 
+    /// The `sandbox` key, if the policy has one.
+    pub fn sandbox(&self) -> Option<&SandboxRules> {
+        self.sandbox.as_ref()
+    }
+
     /// The `commands` key, if the policy has one.
     pub fn commands(&self) -> Option<&CommandRules> {
         self.commands.as_ref()
@@ -493,6 +505,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, P
             "commands" => settings.commands = Some(CommandRules::from_json(key, value)?),
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
+            "sandbox" => settings.sandbox = Some(sandbox::from_json(key, value)?),
             unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
     }

@@ -8,4 +8,5 @@ pub mod gate;
 pub mod hook;
 pub mod mcp;
 pub mod report;
+pub mod sandbox;
 pub mod state;

@@ -1,0 +1,180 @@
+//! bubblewrap: where it is, and the argument list that makes the sandbox of a [`Sandbox`] plan.
+//!
+//! Order matters: bubblewrap makes each mount in turn, each on top of the ones before. First the
+//! base (`/` read-only, fresh `/dev`, `/proc`, a private `/tmp` and `/run`, which holds the host's
+//! service sockets), then sc-sandbox's own files, then the plan's mounts shallow before deep, and
+//! last the read-only remount of hidden folders (after anything mounted inside them).
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::plan::{MountKind, Sandbox};
+use super::{SandboxError, INSIDE_DIR, INSIDE_HELPER};
+
+/// The environment variable naming the bubblewrap binary (else `bwrap` on PATH).
+pub const BWRAP_ENV: &str = "SC_SANDBOX_BWRAP";
+
+/// The bubblewrap binary: `$SC_SANDBOX_BWRAP`, else `bwrap` on PATH. The error names what is
+/// missing and how to get it.
+pub fn locate() -> Result<PathBuf, SandboxError> {
+    locate_in(std::env::var_os(BWRAP_ENV), std::env::var_os("PATH"))
+}
+
+/// [`locate`] with the two variables given.
+fn locate_in(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf, SandboxError> {
+    if let Some(named) = named.filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(&named);
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(SandboxError::BwrapMissing(format!(
+                "{BWRAP_ENV} names {}, which is not an executable file",
+                path.display()
+            )))
+        };
+    }
+    let path = path.unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|folder| folder.join("bwrap"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| {
+            SandboxError::BwrapMissing(
+                "no bwrap on PATH; install bubblewrap (Debian: apt-get install bubblewrap), or name it with SC_SANDBOX_BWRAP".to_owned(),
+            )
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Files of one run on the host: sc-sandbox's private folder (the proxy's socket, and the mount
+/// point of the helper) and the empty file and folder that blocks and hidden files are.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    pub folder: PathBuf,
+    pub empty_file: PathBuf,
+    pub empty_dir: PathBuf,
+}
+
+/// The file descriptors bubblewrap and the helper inherit.
+#[derive(Debug, Clone, Copy)]
+pub struct Fds {
+    pub seccomp: i32,
+    pub status: i32,
+    pub control: i32,
+}
+
+/// bubblewrap's arguments, up to and including the helper's (`helper`: this binary, mounted
+/// inside): the program and its arguments follow.
+pub fn arguments(
+    sandbox: &Sandbox,
+    files: &RunFiles,
+    helper: &Path,
+    cwd: &Path,
+    fds: Fds,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::with_capacity(64);
+    let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|s| s.to_os_string()));
+    push(&[
+        "--unshare-user".as_ref(),
+        "--unshare-pid".as_ref(),
+        // The helper is the namespace's init, so bubblewrap returns only once the namespace
+        // is empty (its own init would report the program's end first, with daemons alive).
+        "--as-pid-1".as_ref(),
+        "--unshare-net".as_ref(),
+        "--unshare-ipc".as_ref(),
+        "--unshare-uts".as_ref(),
+        "--unshare-cgroup-try".as_ref(),
+        "--disable-userns".as_ref(),
+        "--die-with-parent".as_ref(),
+        "--new-session".as_ref(),
+        "--cap-drop".as_ref(),
+        "ALL".as_ref(),
+        "--ro-bind".as_ref(),
+        "/".as_ref(),
+        "/".as_ref(),
+        "--dev".as_ref(),
+        "/dev".as_ref(),
+        "--proc".as_ref(),
+        "/proc".as_ref(),
+        "--tmpfs".as_ref(),
+        "/tmp".as_ref(),
+        "--tmpfs".as_ref(),
+        "/run".as_ref(),
+        "--ro-bind".as_ref(),
+        files.folder.as_os_str(),
+        INSIDE_DIR.as_ref(),
+        "--ro-bind".as_ref(),
+        helper.as_os_str(),
+        INSIDE_HELPER.as_ref(),
+    ]);
+    let mut remount = Vec::new();
+    for mount in sandbox.mounts() {
+        let path = mount.path.as_os_str();
+        match mount.kind {
+            MountKind::Writable | MountKind::Pin => push(&["--bind".as_ref(), path, path]),
+            MountKind::ReadOnly => push(&["--ro-bind".as_ref(), path, path]),
+            MountKind::BlockFile | MountKind::HiddenFile => {
+                push(&["--ro-bind".as_ref(), files.empty_file.as_os_str(), path])
+            }
+            MountKind::BlockDir => push(&["--ro-bind".as_ref(), files.empty_dir.as_os_str(), path]),
+            MountKind::HiddenDir => {
+                push(&["--tmpfs".as_ref(), path]);
+                remount.push(path.to_os_string());
+            }
+        }
+    }
+    for path in &remount {
+        push(&["--remount-ro".as_ref(), path]);
+    }
+    let number = |fd: i32| OsString::from(fd.to_string());
+    push(&[
+        "--chdir".as_ref(),
+        cwd.as_os_str(),
+        "--seccomp".as_ref(),
+        &number(fds.seccomp),
+        "--".as_ref(),
+        INSIDE_HELPER.as_ref(),
+        super::INSIDE_FLAG.as_ref(),
+        &number(fds.status),
+        &number(fds.control),
+        "--".as_ref(),
+    ]);
+    args
+}
+
+/// The arguments as a shell would show them, for an error message.
+pub fn shown(args: &[OsString]) -> String {
+    args.iter()
+        .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_bwrap_is_named() {
+        let err = locate_in(Some("/nonexistent/bwrap".into()), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("SC_SANDBOX_BWRAP names /nonexistent/bwrap"),
+            "{err}"
+        );
+        let err = locate_in(None, Some("/nonexistent".into())).unwrap_err();
+        assert!(err.to_string().contains("no bwrap on PATH"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "").unwrap();
+        assert!(
+            locate_in(None, Some(dir.path().into())).is_err(),
+            "not executable"
+        );
+    }
+}

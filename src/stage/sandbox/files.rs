@@ -1,0 +1,187 @@
+//! What one run leaves on the host, and takes away again: sc-sandbox's private folder (the
+//! proxy's socket, the helper's mount point, the empty file and folder mounted as blocks and
+//! hidden files), and the placeholders a protected path's first missing component is blocked on.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::bwrap::RunFiles;
+use super::plan::Placeholder;
+use super::SandboxError;
+
+/// sc-sandbox's private folder of one run (mode 700, in a memory file system when there is one:
+/// [`run_folder_base`]), removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct RunFolder {
+    pub files: RunFiles,
+    pub socket: PathBuf,
+}
+
+impl RunFolder {
+    pub fn create() -> Result<RunFolder, SandboxError> {
+        let base = run_folder_base();
+        let mut attempt = 0;
+        let folder = loop {
+            let mut random = [0u8; 8];
+            getrandom::fill(&mut random)
+                .map_err(|err| SandboxError::Start(format!("no randomness: {err}")))?;
+            let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            let folder = base.join(format!("sc-sandbox-{name}"));
+            match DirBuilder::new().mode(0o700).create(&folder) {
+                Ok(()) => break folder,
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => {
+                    attempt += 1
+                }
+                Err(err) => {
+                    return Err(SandboxError::io(format!(
+                        "creating sc-sandbox's folder in {}",
+                        base.display()
+                    ))(err))
+                }
+            }
+        };
+        let run = RunFolder {
+            files: RunFiles {
+                empty_file: folder.join("empty"),
+                empty_dir: folder.join("empty.d"),
+                folder: folder.clone(),
+            },
+            socket: folder.join("proxy.sock"),
+        };
+        let io = |what: &str| SandboxError::io(format!("{what} in {}", folder.display()));
+        // `init` is where the helper (this binary) is mounted inside.
+        for file in [&folder.join("init"), &run.files.empty_file] {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(file)
+                .map_err(io("creating a mount point"))?;
+        }
+        DirBuilder::new()
+            .mode(0o555)
+            .create(&run.files.empty_dir)
+            .map_err(io("creating the empty folder"))?;
+        Ok(run)
+    }
+}
+
+/// Where run folders go: `$XDG_RUNTIME_DIR`, else `/dev/shm`, else the temporary folder. The
+/// first two are memory file systems where they exist: creating and removing a folder there for
+/// each run costs microseconds, where a disk's journal can take milliseconds.
+pub fn run_folder_base() -> PathBuf {
+    let usable = |path: &Path| {
+        path.is_absolute()
+            && path.is_dir()
+            && nix::unistd::access(
+                path,
+                nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+            )
+            .is_ok()
+    };
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("/dev/shm")])
+        .find(|path| usable(path))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+impl Drop for RunFolder {
+    fn drop(&mut self) {
+        // The empty folder is read-only; make it removable first.
+        let _ = std::fs::set_permissions(
+            &self.files.empty_dir,
+            std::fs::Permissions::from_mode(0o700),
+        );
+        let _ = std::fs::remove_dir_all(&self.files.folder);
+    }
+}
+
+/// The placeholders of one run, created on the host before it and removed after it when they are
+/// still empty (a file of zero bytes, a folder with nothing in it).
+#[derive(Debug, Default)]
+pub struct Placeholders {
+    made: Vec<Placeholder>,
+}
+
+impl Placeholders {
+    pub fn create(wanted: &[Placeholder]) -> Result<Placeholders, SandboxError> {
+        let mut made = Placeholders::default();
+        for placeholder in wanted {
+            let path = &placeholder.path;
+            let created = if placeholder.dir {
+                DirBuilder::new().create(path)
+            } else {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map(drop)
+            };
+            created.map_err(SandboxError::io(format!(
+                "blocking the protected path {}",
+                path.display()
+            )))?;
+            made.made.push(placeholder.clone());
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        for placeholder in self.made.iter().rev() {
+            remove_if_empty(&placeholder.path, placeholder.dir);
+        }
+    }
+}
+
+fn remove_if_empty(path: &Path, dir: bool) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if dir && meta.is_dir() {
+        let _ = std::fs::remove_dir(path);
+    } else if !dir && meta.is_file() && meta.len() == 0 {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_folder_and_placeholders_go_away() {
+        let run = RunFolder::create().unwrap();
+        let folder = run.files.folder.clone();
+        assert!(run.files.empty_dir.is_dir() && run.files.empty_file.is_file());
+        drop(run);
+        assert!(!folder.exists());
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = [
+            Placeholder {
+                path: dir.path().join("a"),
+                dir: true,
+            },
+            Placeholder {
+                path: dir.path().join("b"),
+                dir: false,
+            },
+            Placeholder {
+                path: dir.path().join("c"),
+                dir: false,
+            },
+        ];
+        let made = Placeholders::create(&wanted).unwrap();
+        std::fs::write(dir.path().join("c"), "written outside meanwhile").unwrap();
+        drop(made);
+        assert!(!dir.path().join("a").exists() && !dir.path().join("b").exists());
+        assert!(
+            dir.path().join("c").exists(),
+            "a placeholder that is not empty stays"
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! Which mounts make the policy's `sandbox` paths true, worked out on the real file tree before
+//! bubblewrap runs.
+//!
+//! Mounts are placed on canonical paths, so a symlink anywhere leads to the same mount: writing
+//! `.claude/settings.json` through a link to it meets the read-only mount. Three tricks keep a
+//! protected path protected where its folder is writable:
+//! - a path that does not exist yet is blocked at its first missing component (an empty
+//!   read-only file or folder mounted there), so it cannot be created;
+//! - every folder on the way to a protected path inside a writable folder is bound onto itself
+//!   (a pin): a mount point cannot be renamed or removed, so `mv .git .git2` cannot swap the
+//!   protected `.git/hooks` for a new one;
+//! - a symbolic link on the way, itself in a writable folder, could be replaced by a real folder;
+//!   that is refused ([`SandboxError::SymlinkInWritable`]) rather than left open.
+
+use std::path::{Path, PathBuf};
+
+use super::walk::{resolve, Resolved};
+use super::SandboxError;
+use crate::rules::policy::Policy;
+use crate::rules::sandbox::{NetworkRules, SandboxPath, SandboxRules};
+
+/// Folders bubblewrap makes anew inside (a private `/tmp` and `/run`, `/dev`, `/proc`): what the
+/// host has there is not seen, so nothing there needs protecting.
+pub const PRIVATE: &[&str] = &["/tmp", "/run", "/dev", "/proc"];
+
+/// What one mount does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MountKind {
+    /// The root or a `writable` folder, bound read-write.
+    Writable,
+    /// A folder on the way to a protected path, bound onto itself so it cannot be renamed.
+    Pin,
+    /// A `readOnly` path or one of the gate's own files, bound read-only.
+    ReadOnly,
+    /// The first missing component of a protected path: an empty read-only file.
+    BlockFile,
+    /// The first missing component of a protected path with more after it: an empty read-only
+    /// folder.
+    BlockDir,
+    /// A hidden folder: an empty read-only tmpfs.
+    HiddenDir,
+    /// A hidden file: an empty read-only file.
+    HiddenFile,
+}
+
+/// One mount, on a canonical path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub kind: MountKind,
+    pub path: PathBuf,
+}
+
+/// A mount point sc-sandbox creates on the host before the run (where a protected path's first
+/// missing component is blocked) and removes after it, when it is still empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    pub path: PathBuf,
+    pub dir: bool,
+}
+
+/// A sandbox worked out for one root: its mounts, in the order bubblewrap must make them, and its
+/// network rules.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    root: PathBuf,
+    network: NetworkRules,
+    mounts: Vec<Mount>,
+    placeholders: Vec<Placeholder>,
+}
+
+/// How writes to a place fare inside, judged by the deepest mount above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Writable,
+    ReadOnly,
+    /// Not the host's: a private folder, or inside a hidden one.
+    Private,
+}
+
+impl Sandbox {
+    /// The sandbox of a policy's `sandbox` key (or the defaults without one) at `root` (an
+    /// existing folder) with `home` for `~`, protecting the gate's `own` files (path, what).
+    pub fn from_policy(
+        policy: &Policy,
+        root: &Path,
+        home: Option<&Path>,
+        own: &[(PathBuf, String)],
+    ) -> Result<Sandbox, SandboxError> {
+        let rules = policy.sandbox().cloned().unwrap_or_default();
+        Sandbox::new(&rules, root, home, own)
+    }
+
+    /// [`Sandbox::from_policy`] from the rules themselves.
+    pub fn new(
+        rules: &SandboxRules,
+        root: &Path,
+        home: Option<&Path>,
+        own: &[(PathBuf, String)],
+    ) -> Result<Sandbox, SandboxError> {
+        let place_err = |what: &str, path: &Path, why: String| SandboxError::Place {
+            what: what.to_owned(),
+            path: path.to_owned(),
+            why,
+        };
+        let root = std::fs::canonicalize(root)
+            .map_err(|err| place_err("the root", root, err.to_string()))?;
+        if !root.is_dir() || root == Path::new("/") {
+            return Err(place_err(
+                "the root",
+                &root,
+                "must be a folder other than /".into(),
+            ));
+        }
+        let place = |entry: &SandboxPath, key: &str| {
+            entry
+                .place(&root, home)
+                .ok_or_else(|| SandboxError::NoHome {
+                    entry: format!("{key} entry \"{entry}\""),
+                })
+        };
+        let own: Vec<PathBuf> = own.iter().map(|(path, _)| absolute(path)).collect();
+        let mut entries: Vec<(PathBuf, State)> = PRIVATE
+            .iter()
+            .map(|p| (PathBuf::from(p), State::Private))
+            .collect();
+        let mut mounts = vec![Mount {
+            kind: MountKind::Writable,
+            path: root.clone(),
+        }];
+        entries.push((root.clone(), State::Writable));
+        for entry in &rules.writable {
+            if let Resolved::Exists(path) = resolve(&place(entry, "writable")?, &mut |_, _| Ok(()))?
+            {
+                if path == Path::new("/") {
+                    return Err(place_err(
+                        "the writable entry",
+                        &path,
+                        "is the whole file system".into(),
+                    ));
+                }
+                if own.iter().any(|own| path.starts_with(own)) {
+                    continue;
+                }
+                entries.push((path.clone(), State::Writable));
+                mounts.push(Mount {
+                    kind: MountKind::Writable,
+                    path,
+                });
+            }
+        }
+        for entry in &rules.hidden {
+            if let Resolved::Exists(path) = resolve(&place(entry, "hidden")?, &mut |_, _| Ok(()))? {
+                if state(&entries, &path, true) == State::Private {
+                    continue;
+                }
+                let kind = if path.is_dir() {
+                    MountKind::HiddenDir
+                } else {
+                    MountKind::HiddenFile
+                };
+                entries.push((path.clone(), State::Private));
+                mounts.push(Mount { kind, path });
+            }
+        }
+        let mut protected = Vec::new();
+        for entry in &rules.read_only {
+            protected.push(place(entry, "readOnly")?);
+        }
+        protected.extend(own);
+        // First pass: where the protected paths are, so that the second judges every folder
+        // with all read-only mounts known.
+        let mut read_only = Vec::new();
+        for path in &protected {
+            if let Resolved::Exists(target) = resolve(path, &mut |_, _| Ok(()))? {
+                read_only.push((target, State::ReadOnly));
+            }
+        }
+        let before = entries.clone();
+        entries.extend(read_only);
+        let mut placeholders = Vec::new();
+        for path in &protected {
+            let mut check_link = |link: &Path, folder: &Path| {
+                if state(&entries, folder, true) == State::Writable {
+                    return Err(SandboxError::SymlinkInWritable {
+                        path: path.clone(),
+                        link: link.to_owned(),
+                    });
+                }
+                Ok(())
+            };
+            let (target, kind) = match resolve(path, &mut check_link)? {
+                Resolved::Exists(target) => {
+                    if state(&before, &target, true) != State::Writable {
+                        continue;
+                    }
+                    (target, MountKind::ReadOnly)
+                }
+                Resolved::Missing { first, more } => {
+                    let parent = first.parent().unwrap_or(Path::new("/"));
+                    if state(&entries, parent, true) != State::Writable {
+                        continue;
+                    }
+                    placeholders.push(Placeholder {
+                        path: first.clone(),
+                        dir: more,
+                    });
+                    let kind = if more {
+                        MountKind::BlockDir
+                    } else {
+                        MountKind::BlockFile
+                    };
+                    (first, kind)
+                }
+            };
+            for folder in target.ancestors().skip(1) {
+                let Some(parent) = folder.parent() else { break };
+                let mounted = entries.iter().any(|(path, _)| path == folder);
+                if !mounted && state(&entries, parent, true) == State::Writable {
+                    mounts.push(Mount {
+                        kind: MountKind::Pin,
+                        path: folder.to_owned(),
+                    });
+                }
+            }
+            mounts.push(Mount { kind, path: target });
+        }
+        Ok(Sandbox {
+            root,
+            network: rules.network.clone(),
+            mounts: ordered(mounts),
+            placeholders,
+        })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn network(&self) -> &NetworkRules {
+        &self.network
+    }
+
+    /// The mounts, shallow before deep, so each deeper one lands on top.
+    pub fn mounts(&self) -> &[Mount] {
+        &self.mounts
+    }
+
+    pub fn placeholders(&self) -> &[Placeholder] {
+        &self.placeholders
+    }
+}
+
+/// Shallow before deep; at one path, the strongest kind alone (a read-only or hidden mount over a
+/// writable one).
+fn ordered(mut mounts: Vec<Mount>) -> Vec<Mount> {
+    mounts.sort_by(|a, b| {
+        let depth = |m: &Mount| m.path.components().count();
+        depth(a)
+            .cmp(&depth(b))
+            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| b.kind.cmp(&a.kind))
+    });
+    mounts.dedup_by(|later, kept| later.path == kept.path);
+    mounts
+}
+
+/// The state of `path` under the deepest entry at or above it (`/` alone: read-only).
+fn state(entries: &[(PathBuf, State)], path: &Path, include_self: bool) -> State {
+    entries
+        .iter()
+        .filter(|(at, _)| path.starts_with(at) && (include_self || at != path))
+        .max_by_key(|(at, _)| at.components().count())
+        .map_or(State::ReadOnly, |(_, state)| *state)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::sandbox::from_json;
+    use std::os::unix::fs::symlink;
+
+    fn rules(json: serde_json::Value) -> SandboxRules {
+        from_json("sandbox", &json).unwrap()
+    }
+
+    fn kinds(sandbox: &Sandbox, root: &Path) -> Vec<(MountKind, String)> {
+        sandbox
+            .mounts()
+            .iter()
+            .map(|m| {
+                let shown = m.path.strip_prefix(root).map_or_else(
+                    |_| m.path.display().to_string(),
+                    |p| format!("./{}", p.display()),
+                );
+                (m.kind, shown)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn protected_paths_are_read_only_pinned_or_blocked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+        let rules = rules(serde_json::json!({
+            "readOnly": [".claude", ".git/hooks", ".github/workflows"],
+            "hidden": [".env", "missing-secret"]
+        }));
+        let own = [(root.join("logs/audit.jsonl"), "audit log".to_owned())];
+        let sandbox = Sandbox::new(&rules, &root, None, &own).unwrap();
+        let s = |k: MountKind, p: &str| (k, p.to_owned());
+        assert_eq!(
+            kinds(&sandbox, &root),
+            vec![
+                s(MountKind::Writable, "./"),
+                s(MountKind::ReadOnly, "./.claude"),
+                s(MountKind::HiddenFile, "./.env"),
+                s(MountKind::Pin, "./.git"),
+                s(MountKind::BlockDir, "./.github"),
+                s(MountKind::BlockDir, "./logs"),
+                s(MountKind::ReadOnly, "./.git/hooks"),
+            ]
+        );
+        assert_eq!(
+            sandbox.placeholders(),
+            &[
+                Placeholder {
+                    path: root.join(".github"),
+                    dir: true
+                },
+                Placeholder {
+                    path: root.join("logs"),
+                    dir: true
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn links_lead_to_the_protected_target_and_a_replaceable_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let elsewhere = std::fs::canonicalize(outside.path()).unwrap();
+        std::fs::write(elsewhere.join("settings.json"), "{}").unwrap();
+        symlink(&elsewhere, root.join(".claude")).unwrap();
+        let read_only = rules(serde_json::json!({"readOnly": [".claude/settings.json"]}));
+        let err = Sandbox::new(&read_only, &root, None, &[]).unwrap_err();
+        assert!(
+            matches!(err, SandboxError::SymlinkInWritable { .. }),
+            "{err}"
+        );
+        // Through a link in a folder the program cannot write, the target is protected (when it
+        // is writable) and nothing is refused.
+        let home = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home.path()).unwrap();
+        symlink(root.join("dotfiles/bashrc"), home.join(".bashrc")).unwrap();
+        std::fs::create_dir(root.join("dotfiles")).unwrap();
+        let bashrc = rules(serde_json::json!({"readOnly": ["~/.bashrc"]}));
+        let sandbox = Sandbox::new(&bashrc, &root, Some(&home), &[]).unwrap();
+        assert!(sandbox.mounts().contains(&Mount {
+            kind: MountKind::BlockFile,
+            path: root.join("dotfiles/bashrc")
+        }));
+    }
+
+    #[test]
+    fn home_entries_need_a_home_and_the_root_must_be_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Sandbox::new(
+            &rules(serde_json::json!({"hidden": ["~/.ssh"]})),
+            dir.path(),
+            None,
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("hidden entry \"~/.ssh\""), "{err}");
+        let err = Sandbox::new(
+            &SandboxRules::default(),
+            &dir.path().join("nope"),
+            None,
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("the root"), "{err}");
+        let err = Sandbox::new(&SandboxRules::default(), Path::new("/"), None, &[]).unwrap_err();
+        assert!(err.to_string().contains("other than /"), "{err}");
+    }
+}

@@ -1,0 +1,237 @@
+//! What a client inside asks the proxy for: `CONNECT host:port` (a tunnel, for HTTPS), or a plain
+//! HTTP request with an absolute URL (`GET http://host:port/path`), rewritten for the origin.
+//!
+//! Only the request head is read (at most [`MAX_HEAD_BYTES`]); the proxy never looks further into
+//! what flows, and the decision is on the host and port alone.
+
+use std::io::{self, Read};
+
+/// The longest request head the proxy reads.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// A request head, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: String,
+    pub host: String,
+    pub port: u16,
+    /// For a plain request: the head to send to the origin (origin-form target, the client's
+    /// headers without the proxy's own, and `Connection: close`). `None` for CONNECT.
+    pub forward: Option<Vec<u8>>,
+}
+
+/// Why a head could not be understood: the status line to answer with, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: &'static str,
+    pub why: String,
+}
+
+fn bad(why: impl Into<String>) -> Refusal {
+    Refusal {
+        status: "400 Bad Request",
+        why: why.into(),
+    }
+}
+
+/// Reads up to the end of the head (`\r\n\r\n`); returns the head and any bytes after it (the
+/// start of a body), or `None` when the client left before a whole head.
+pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut buffer = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let searched_from = buffer.len().saturating_sub(3);
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(at) = find(&buffer[searched_from..], b"\r\n\r\n") {
+            let end = searched_from + at + 4;
+            let rest = buffer.split_off(end);
+            return Ok(Some((buffer, rest)));
+        }
+        if buffer.len() > MAX_HEAD_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too long",
+            ));
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Parses a head read by [`read_head`].
+pub fn parse(head: &[u8]) -> Result<Request, Refusal> {
+    let text = std::str::from_utf8(head).map_err(|_| bad("the request head is not UTF-8"))?;
+    let mut lines = text.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut words = first.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return Err(bad("the request line is not METHOD TARGET VERSION"));
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Err(bad("only HTTP/1 requests are proxied"));
+    }
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(bad("the method is not a word in capitals"));
+    }
+    if method == "CONNECT" {
+        let (host, port) = host_port(target, None)?;
+        return Ok(Request {
+            method: method.to_owned(),
+            host,
+            port,
+            forward: None,
+        });
+    }
+    let Some(rest) = strip_prefix_ignore_case(target, "http://") else {
+        return Err(Refusal {
+            status: "400 Bad Request",
+            why: "a plain request must name an http:// URL (use CONNECT for https)".to_owned(),
+        });
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err(bad("a URL with credentials is not proxied"));
+    }
+    let (host, port) = host_port(authority, Some(80))?;
+    let path = if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path.to_owned()
+    };
+    let mut forward = format!("{method} {path} {version}\r\n").into_bytes();
+    for line in lines.filter(|line| !line.is_empty()) {
+        let name = line.split(':').next().unwrap_or_default().trim();
+        let hop = [
+            "proxy-connection",
+            "proxy-authorization",
+            "connection",
+            "keep-alive",
+        ];
+        if hop.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+            continue;
+        }
+        forward.extend_from_slice(line.as_bytes());
+        forward.extend_from_slice(b"\r\n");
+    }
+    forward.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(Request {
+        method: method.to_owned(),
+        host,
+        port,
+        forward: Some(forward),
+    })
+}
+
+fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// `host:port`, `[v6]:port`, or (with a default port) `host` alone.
+fn host_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16), Refusal> {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("an IPv6 host without `]`"))?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = match (port, default_port) {
+        (Some(port), _) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| bad("the port is not a number from 1 to 65535"))?,
+        (None, Some(port)) => port,
+        (None, None) => return Err(bad("CONNECT needs host:port")),
+    };
+    let v6 = authority.starts_with('[');
+    if v6 && host.parse::<std::net::Ipv6Addr>().is_err() {
+        return Err(bad("the host in brackets is not an IPv6 address"));
+    }
+    if host.is_empty()
+        || (!v6
+            && !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)))
+    {
+        return Err(bad("the host is not a name or an address"));
+    }
+    Ok((host.to_ascii_lowercase(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_and_plain_requests_parse() {
+        let connect = parse(b"CONNECT Registry.Example:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(
+            (connect.method.as_str(), connect.host.as_str(), connect.port),
+            ("CONNECT", "registry.example", 443)
+        );
+        assert!(connect.forward.is_none());
+        let v6 = parse(b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("::1", 8443));
+        let plain = parse(
+            b"GET http://127.0.0.1:8080/a/b?c=d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((plain.host.as_str(), plain.port), ("127.0.0.1", 8080));
+        assert_eq!(
+            String::from_utf8(plain.forward.unwrap()).unwrap(),
+            "GET /a/b?c=d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        let bare = parse(b"GET http://example.test HTTP/1.0\r\n\r\n").unwrap();
+        assert_eq!(bare.port, 80);
+        assert!(String::from_utf8(bare.forward.unwrap())
+            .unwrap()
+            .starts_with("GET / HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn what_is_not_a_proxy_request_is_refused() {
+        for head in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"GET https://x.test/ HTTP/1.1\r\n\r\n",
+            b"CONNECT x.test HTTP/1.1\r\n\r\n",
+            b"CONNECT x.test:0 HTTP/1.1\r\n\r\n",
+            b"CONNECT x.test:99999 HTTP/1.1\r\n\r\n",
+            b"GET http://user:pw@x.test/ HTTP/1.1\r\n\r\n",
+            b"CONNECT x y z HTTP/1.1\r\n\r\n",
+            b"SSH-2.0-OpenSSH\r\n\r\n",
+            b"CONNECT a/b:80 HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(parse(head).is_err(), "{}", String::from_utf8_lossy(head));
+        }
+    }
+
+    #[test]
+    fn the_head_ends_at_the_blank_line() {
+        let mut input: &[u8] = b"CONNECT a:1 HTTP/1.1\r\n\r\nhello";
+        let (head, rest) = read_head(&mut input).unwrap().unwrap();
+        assert_eq!(head, b"CONNECT a:1 HTTP/1.1\r\n\r\n");
+        assert_eq!(rest, b"hello");
+        let mut partial: &[u8] = b"CONNECT a:1 HTTP/1.1\r\n";
+        assert!(read_head(&mut partial).unwrap().is_none());
+        let long = vec![b'a'; MAX_HEAD_BYTES + 10];
+        assert!(read_head(&mut &long[..]).is_err());
+    }
+}
