@@ -547,3 +547,42 @@ fn the_architecture_page_names_every_source_folder_and_the_layers() {
         assert!(page.contains(layer), "the layer {layer} is not named");
     }
 }
+
+#[test]
+fn no_source_file_cites_a_document_that_does_not_exist() {
+    let listed = Command::new("git")
+        .args(["ls-files", "src/*.rs", "bin/*.rs"])
+        .current_dir(root())
+        .output()
+        .expect("git runs");
+    let mut missing = Vec::new();
+    for file in String::from_utf8(listed.stdout).unwrap().lines() {
+        let text = read(&root().join(file));
+        for (number, line) in text.lines().enumerate() {
+            // Only what the comments cite: `//`, `///` and `//!` text.
+            let Some((_, comment)) = line.split_once("//") else {
+                continue;
+            };
+            for word in comment.split(|c: char| !(c.is_ascii_alphanumeric() || "_-./".contains(c)))
+            {
+                let Some(name) = word.strip_suffix(".md") else {
+                    continue;
+                };
+                if name.is_empty() || name.starts_with("http") || name.starts_with('/') {
+                    continue;
+                }
+                let cited = format!("{name}.md");
+                let found = [root().join(&cited), root().join("docs").join(&cited)]
+                    .iter()
+                    .any(|path| path.exists());
+                if !found {
+                    missing.push(format!("{file}:{}: {cited}", number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "cited documents that do not exist: {missing:#?}"
+    );
+}

@@ -1,6 +1,6 @@
 //! The call record: what an agent asks a tool to do, and who ordered it.
 //!
-//! One JSON object per line (see CONTRACT.md, "Records"):
+//! One JSON object per line (see docs/pipeline.md, "Calls"):
 //! `{"agent":"buyer","tool":"send_payment","args":{"to":"acme-travel","amount":750},"source":"user","instruction":"Pay for the trip"}`
 //!
 //! `agent` and `tool` are required non-empty strings, `args` an optional object, `instruction` an

@@ -2,7 +2,7 @@
 //! judgement, and `evaluate_with_state(call, policy, state)` for the rules that look at what an
 //! agent did earlier in the stream ([`crate::state`]). No I/O, no clock, no randomness.
 //!
-//! The rules, strongest first (CONTRACT.md, "Decisions"). The decision is the strongest that
+//! The rules, strongest first (docs/policy.md, "Decisions"). The decision is the strongest that
 //! matches, with the reasons of every rule that matched at that strength:
 //! 1. malformed call → deny ([`Judgement::malformed`])
 //! 2. `tool` in `denyTools` → deny
