@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
-use skeleton_crew::stage::hook::{self, HookOptions, DEFAULT_AGENT};
+use skeleton_crew::stage::hook::{self, HookOptions, SandboxDoor, DEFAULT_AGENT};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
@@ -101,13 +101,24 @@ fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|path| (path.as_path(), "state store"))
         .collect();
+    let state = match &args.state_dir {
+        Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
+        None => args.state.url_or_beside(&audit.audit),
+    };
     let options = HookOptions {
         policy: args.policy.load_guarding(&audit, &args.state, &own)?,
         agent: args.agent,
-        state: match &args.state_dir {
-            Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
-            None => args.state.url_or_beside(&audit.audit),
+        sandbox: SandboxDoor {
+            policy: args.policy.policy.clone(),
+            audit: Some(audit.audit.clone()),
+            audit_key: audit.audit_key.clone(),
+            state: match &state {
+                StateUrl::Sqlite(file) => Some(file.clone()),
+                StateUrl::Redis(_) => None,
+            },
+            exe: None,
         },
+        state,
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
         fsync: audit.fsync,
