@@ -16,7 +16,10 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// Reads the hook's JSON on stdin; its `hook_event_name` says which event it is. PreToolUse:
 /// a denied call gets `"permissionDecision":"deny"` on stdout, a held one `"ask"` (Claude Code
 /// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
-/// still apply. PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
+/// still apply. A Bash call the policy's `sandbox` key confines (and not denied) is answered
+/// with `updatedInput`, the command run under sc-sandbox (installed beside sc-hook), and "ask"
+/// ("allow" only in the bypassPermissions mode); where no sandbox can be made, it is held.
+/// PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
 /// audit log, or --state): one state per session, or with --crew one for the crew across
