@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
-use skeleton_crew::stage::hook::{self, HookOptions, DEFAULT_AGENT};
+use skeleton_crew::stage::hook::{self, HookOptions, SandboxDoor, DEFAULT_AGENT};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
@@ -16,7 +16,10 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// Reads the hook's JSON on stdin; its `hook_event_name` says which event it is. PreToolUse:
 /// a denied call gets `"permissionDecision":"deny"` on stdout, a held one `"ask"` (Claude Code
 /// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
-/// still apply. PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
+/// still apply. A Bash call the policy's `sandbox` key confines (and not denied) is answered
+/// with `updatedInput`, the command run under sc-sandbox (installed beside sc-hook), and "ask"
+/// ("allow" only in the bypassPermissions mode); where no sandbox can be made, it is held.
+/// PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
 /// audit log, or --state): one state per session, or with --crew one for the crew across
@@ -101,13 +104,24 @@ fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|path| (path.as_path(), "state store"))
         .collect();
+    let state = match &args.state_dir {
+        Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
+        None => args.state.url_or_beside(&audit.audit),
+    };
     let options = HookOptions {
         policy: args.policy.load_guarding(&audit, &args.state, &own)?,
         agent: args.agent,
-        state: match &args.state_dir {
-            Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
-            None => args.state.url_or_beside(&audit.audit),
+        sandbox: SandboxDoor {
+            policy: args.policy.policy.clone(),
+            audit: Some(audit.audit.clone()),
+            audit_key: audit.audit_key.clone(),
+            state: match &state {
+                StateUrl::Sqlite(file) => Some(file.clone()),
+                StateUrl::Redis(_) => None,
+            },
+            exe: None,
         },
+        state,
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
         fsync: audit.fsync,

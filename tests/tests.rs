@@ -19,6 +19,7 @@ mod forgery;
 mod gate;
 mod generate;
 mod hook;
+mod hook_sandbox;
 mod mcp;
 mod mcp_web;
 mod pipeline;

@@ -9,7 +9,10 @@
 //! - deny → `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",…}}`;
 //! - hold → the same with `"ask"`: Claude Code asks its user (the hook has no terminal);
 //! - allow → nothing at all, so Claude Code's own permission rules still apply and the gate can
-//!   only make things stricter.
+//!   only make things stricter;
+//! - a `Bash` call the policy's `sandbox` key confines (`when`), and not denied → the answer
+//!   carries `updatedInput`, the command run under sc-sandbox, with `ask` (`allow` only in the
+//!   `bypassPermissions` mode); where no sandbox can be made, the call is held ([`sandbox`]).
 //!
 //! **`PostToolUse`**, after a call ran, closes the loop in the audit log; it never writes to
 //! stdout, except the warning below. The call is linked to its `PreToolUse` by `tool_use_id`
@@ -54,9 +57,11 @@ mod post_tool_use;
 mod pre_tool_use;
 mod provenance;
 mod run;
+mod sandbox;
 
 pub use self::input::read_input;
 pub use self::run::run;
+pub use self::sandbox::SandboxDoor;
 use crate::rules::policy::Policy;
 use crate::store::{StateUrl, Timing};
 
@@ -77,4 +82,6 @@ pub struct HookOptions {
     pub timing: Timing,
     /// Make the state store's commit durable on disk before answering.
     pub fsync: bool,
+    /// The gate's own files, for a `Bash` call the policy's `sandbox` confines.
+    pub sandbox: SandboxDoor,
 }

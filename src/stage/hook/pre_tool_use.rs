@@ -7,16 +7,18 @@ use anyhow::{anyhow, Context, Result};
 
 use super::input::HookInput;
 use super::links::{input_digest, update_links, ToolUse};
-use super::output::{hook_output, write_answer};
+use super::output::{hook_answer, write_answer};
+use super::sandbox::{confine, Confinement};
 use super::HookOptions;
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
 use crate::store::{self, Shared, StateKey, View};
-use crate::verdict::Judgement;
+use crate::verdict::{Decision, Judgement};
 
 /// Decides a `PreToolUse`: decides on the state in one atomic update, audits the decision,
 /// remembers the call by its `tool_use_id` in the session's links, and only then writes the
-/// answer (nothing for allow).
+/// answer (nothing for allow). A `Bash` call the policy's `sandbox` confines is answered with
+/// the confined command ([`confine`]), or held when no sandbox can be made.
 pub(super) fn decide(
     input: &[u8],
     hook: &HookInput,
@@ -47,18 +49,48 @@ pub(super) fn decide(
     let mut decided = None;
     shared
         .transact(&options.policy, &options.timing, &mut |state, now| {
+            // The taint the decision reads, before the call itself changes the state.
+            let tainted = state.taint_of(&call.agent, &options.policy).is_some();
             let judgement =
                 crate::rules::decision::decide(&call, &id, &options.policy, state, Some(now));
-            decided = Some((judgement, state.agent(&call.agent).cloned()));
+            decided = Some((judgement, state.agent(&call.agent).cloned(), tainted));
         })
         .context("state store unavailable")?;
-    let (judgement, agent) = decided.context("state store unavailable: no decision was made")?;
+    let (mut judgement, agent, tainted) =
+        decided.context("state store unavailable: no decision was made")?;
+    let confinement = if judgement.decision == Decision::Deny {
+        Confinement::Unconfined
+    } else {
+        confine(hook, &call.agent, tainted, options, &id)
+    };
+    let mut updated_input = None;
+    let mut original = None;
+    match confinement {
+        Confinement::Unconfined => {}
+        Confinement::Confined {
+            updated_input: input,
+            original: command,
+        } => {
+            updated_input = Some(input);
+            original = Some(command);
+        }
+        Confinement::Impossible(why) => {
+            // Never run unconfined what the policy confines: a person decides.
+            judgement.decision = Decision::Hold;
+            judgement.reasons.push(why);
+        }
+    }
     let mut event = audit::event(Stage::Gate, &id)
         .field("decision", &judgement.decision)
         .field("reasons", &judgement.reasons)
         .field("call", &call_value);
     if let Some(agent) = &agent {
         event = event.field("agentState", agent);
+    }
+    if let Some(original) = &original {
+        event = event
+            .field("sandboxed", &true)
+            .field("originalCommand", original);
     }
     event = event.field("stateStore", shared.describe_store());
     if let Some(crew) = &options.crew {
@@ -72,7 +104,10 @@ pub(super) fn decide(
             agent: call.agent.clone(),
             tool: call.tool.clone(),
             decision: Some(judgement.decision),
-            input: Some(input_digest(&hook.tool_input)),
+            // The input Claude Code will run, and report in the call's PostToolUse.
+            input: Some(input_digest(
+                updated_input.as_ref().unwrap_or(&hook.tool_input),
+            )),
             ran: false,
         };
         update_links(shared.store(), &hook.session_id, |uses| {
@@ -80,7 +115,11 @@ pub(super) fn decide(
         })
         .context("state store unavailable")?;
     }
-    if let Some(line) = hook_output(&judgement) {
+    if let Some(line) = hook_answer(
+        &judgement,
+        updated_input.as_ref(),
+        hook.permission_mode.as_deref(),
+    ) {
         write_answer(out, &line)?;
     }
     Ok(judgement)

@@ -1,0 +1,304 @@
+//! sc-hook's door to sc-sandbox: a `Bash` call the policy's `sandbox` key confines is answered
+//! with `updatedInput`, a command that runs the original under sc-sandbox. The rewritten command
+//! is run here as Claude Code would run it, with `bash -c`, against the real kernel (the machine
+//! needs bubblewrap).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{json, Value};
+
+use crate::util::{parse_lines, testdata, Scratch};
+
+/// A policy that taints on `WebFetch`, lets every tool through, and confines `when`.
+fn policy(scratch: &Scratch, when: &str) -> PathBuf {
+    scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "untrustedOutputTools": ["WebFetch"],
+            "sandbox": {"when": when, "readOnly": ["protected.txt"]},
+        })
+        .to_string(),
+    )
+}
+
+static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
+/// A PreToolUse input for `tool` in `session`, in the scratch folder.
+fn pre_tool_use(scratch: &Scratch, session: &str, tool: &str, tool_input: Value) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": "/t",
+        "cwd": scratch.dir.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": format!("toolu_{}", NEXT_ID.fetch_add(1, Ordering::SeqCst)),
+    })
+    .to_string()
+}
+
+fn bash_input(scratch: &Scratch, session: &str, command: &str) -> String {
+    pre_tool_use(
+        scratch,
+        session,
+        "Bash",
+        json!({"command": command, "description": "a test", "timeout": 60000}),
+    )
+}
+
+/// sc-hook under `policy`, with `env` added to its clean environment.
+fn hook(scratch: &Scratch, policy: &Path, env: &[(&str, &str)], input: &str) -> Output {
+    let mut cmd = scratch.cmd("sc-hook");
+    cmd.arg("--policy").arg(policy);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = cmd.write_stdin(input).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The `hookSpecificOutput` of an answer; `None` when sc-hook said nothing.
+fn answer(out: &Output) -> Option<Value> {
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    Some(answer["hookSpecificOutput"].clone())
+}
+
+/// Runs `command` with `bash -c` in the scratch folder, as Claude Code's Bash tool does.
+fn run_bash(scratch: &Scratch, command: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(scratch.dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap()
+}
+
+fn gate_events(scratch: &Scratch) -> Vec<Value> {
+    scratch
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["stage"] == "gate")
+        .collect()
+}
+
+#[test]
+fn a_tainted_sessions_bash_runs_confined_and_an_untainted_ones_does_not() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "tainted");
+    scratch.write("protected.txt", "kept\n");
+    let command = "cat protected.txt; echo changed > protected.txt; echo \"after $((1+2))\"";
+    // Untainted: not rewritten, and allowed with nothing said.
+    let out = hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-1", command),
+    );
+    assert_eq!(answer(&out), None);
+    assert!(gate_events(&scratch)[0].get("sandboxed").is_none());
+    // Tainted by a web page.
+    let fetch = pre_tool_use(
+        &scratch,
+        "s-1",
+        "WebFetch",
+        json!({"url": "https://example.com/", "prompt": "read"}),
+    );
+    assert_eq!(answer(&hook(&scratch, &policy, &[], &fetch)), None);
+    let out = hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-1", command),
+    );
+    let specific = answer(&out).expect("a confined call is answered");
+    assert_eq!(
+        specific["permissionDecision"], "ask",
+        "an allowed call is not approved past the user's rules: {specific}"
+    );
+    let updated = &specific["updatedInput"];
+    assert_eq!(updated["description"], "a test", "{specific}");
+    assert_eq!(updated["timeout"], 60000, "{specific}");
+    let rewritten = updated["command"].as_str().unwrap();
+    assert_ne!(rewritten, command);
+    assert!(rewritten.contains("sc-sandbox"), "{rewritten}");
+    // The audit event says so, with the original text.
+    let gate = gate_events(&scratch);
+    let event = gate.last().unwrap();
+    assert_eq!(event["decision"], "allow", "{event}");
+    assert_eq!(event["sandboxed"], true, "{event}");
+    assert_eq!(event["originalCommand"], command, "{event}");
+    // Run as Claude Code runs it: the output passes through, the protected file is unchanged.
+    let ran = run_bash(&scratch, rewritten);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(
+        stdout,
+        "kept\nafter 3\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("protected.txt"),
+        "the write failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("protected.txt")).unwrap(),
+        "kept\n"
+    );
+    // sc-sandbox recorded the run under the gate event's id.
+    let id = event["id"].as_str().unwrap();
+    assert!(
+        scratch
+            .audit_events()
+            .iter()
+            .any(|e| e["stage"] == "sandbox" && e["id"] == id),
+        "{:?}",
+        scratch.audit_events()
+    );
+    // Another session is untainted: not rewritten.
+    let out = hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-2", command),
+    );
+    assert_eq!(answer(&out), None);
+    // Where the user is never asked anyway, the confined call is allowed.
+    let mut input: Value = serde_json::from_str(&bash_input(&scratch, "s-1", command)).unwrap();
+    input["permission_mode"] = json!("bypassPermissions");
+    let out = hook(&scratch, &policy, &[], &input.to_string());
+    let specific = answer(&out).unwrap();
+    assert_eq!(specific["permissionDecision"], "allow", "{specific}");
+    let tail = |command: &str| command.split_once("'--' ").unwrap().1.to_owned();
+    assert_eq!(
+        tail(specific["updatedInput"]["command"].as_str().unwrap()),
+        tail(rewritten)
+    );
+}
+
+#[test]
+fn hard_commands_pass_byte_for_byte() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    let commands = [
+        r#"printf '%s|' 'single' "double $((1+2))" $'tab\there\n' "it's"; echo"#,
+        r#"echo back\\slash "a\"b" 'it'\''s' \$x"#,
+        "cat <<'EOF'\n$x `y` \\n 'q' \"d\"\nEOF\ncat <<EOF\n$((2*3)) \\$ \\\\\nEOF",
+        "echo one\necho two\n\necho three   \n",
+        "for w in a 'b c' \"d\"; do printf '[%s]' \"$w\"; done; echo\n# a comment with 'quotes\n",
+    ];
+    for command in commands {
+        let out = hook(
+            &scratch,
+            &policy,
+            &[],
+            &bash_input(&scratch, "s-1", command),
+        );
+        let specific = answer(&out).expect("confined");
+        let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+        let plain = run_bash(&scratch, command);
+        let confined = run_bash(&scratch, rewritten);
+        assert!(plain.status.success(), "{command}");
+        assert_eq!(
+            String::from_utf8_lossy(&confined.stdout),
+            String::from_utf8_lossy(&plain.stdout),
+            "{command:?}: {}",
+            String::from_utf8_lossy(&confined.stderr)
+        );
+        assert_eq!(confined.status.code(), plain.status.code(), "{command:?}");
+    }
+}
+
+#[test]
+fn every_corpus_command_reaches_sc_sandbox_byte_for_byte() {
+    // Not run (the corpus holds `rm -rf` and friends): the shell reads the rewritten command's
+    // words back, and the script handed to `bash -c` inside is the original, byte for byte.
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    let corpus = std::fs::read_to_string(testdata("commands/corpus.jsonl")).unwrap();
+    let commands: Vec<String> = parse_lines(&corpus)
+        .iter()
+        .filter_map(|line| line["args"]["command"].as_str().map(str::to_owned))
+        // A NUL cannot be in an argument: no shell runs these, confined or not.
+        .filter(|command| !command.contains('\0'))
+        .collect();
+    assert!(commands.len() > 100, "{}", commands.len());
+    let mut script = String::new();
+    for command in &commands {
+        let out = hook(
+            &scratch,
+            &policy,
+            &[],
+            &bash_input(&scratch, "s-1", command),
+        );
+        let specific = answer(&out).expect("confined");
+        let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+        assert!(rewritten.starts_with('\''), "{rewritten}");
+        script.push_str(&format!("printf '%s\\0' {rewritten} | tail -z -n 1\n"));
+    }
+    // One script file for all: together they are longer than one argument may be.
+    let file = scratch.write("words.sh", &script);
+    let out = Command::new("bash").arg(file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let words: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
+    assert_eq!(words.len(), commands.len() + 1);
+    for (command, word) in commands.iter().zip(words) {
+        assert_eq!(String::from_utf8_lossy(word), command.as_str());
+    }
+}
+
+#[test]
+fn without_bubblewrap_the_call_is_held_naming_what_is_missing() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    let out = hook(
+        &scratch,
+        &policy,
+        &[("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")],
+        &bash_input(&scratch, "s-1", "echo hi"),
+    );
+    let specific = answer(&out).expect("held");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(specific.get("updatedInput").is_none(), "{specific}");
+    let reason = specific["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("/nonexistent/bwrap") && reason.contains("not run unconfined"),
+        "{reason}"
+    );
+    let gate = gate_events(&scratch);
+    assert_eq!(gate[0]["decision"], "hold", "{}", gate[0]);
+    // A sandbox key that cannot be placed here is held the same way.
+    let bad = scratch.write(
+        "bad.json",
+        json!({"sandbox": {"when": "always", "hidden": ["~/.ssh"]}}).to_string(),
+    );
+    let out = hook(&scratch, &bad, &[], &bash_input(&scratch, "s-2", "echo hi"));
+    let specific = answer(&out).expect("held");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(
+        specific["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("home folder"),
+        "{specific}"
+    );
+}
