@@ -128,6 +128,17 @@ impl Sandbox {
             path: root.clone(),
         }];
         entries.push((root.clone(), State::Writable));
+        // A home folder inside a folder the sandbox makes anew (`/tmp`, `/run`) would not be
+        // seen at all: bind it back read-only, as `/` shows every other home folder.
+        if let Some(home) = home.map(absolute).filter(|home| home.is_dir()) {
+            if state(&entries, &home, true) == State::Private {
+                entries.push((home.clone(), State::ReadOnly));
+                mounts.push(Mount {
+                    kind: MountKind::ReadOnly,
+                    path: home,
+                });
+            }
+        }
         for entry in &rules.writable {
             if let Resolved::Exists(path) = resolve(&place(entry, "writable")?, &mut |_, _| Ok(()))?
             {
