@@ -513,3 +513,27 @@ fn the_man_page_and_completions_come_from_the_flags() {
         .unwrap();
     assert!(text(&bash.stdout).contains("--policy"));
 }
+
+#[test]
+fn a_home_folder_under_tmp_stays_readable_and_its_secrets_hidden() {
+    let scratch = Scratch::new();
+    // Under /tmp, which the sandbox makes anew: the home is bound back read-only.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::write(home.path().join("notes.txt"), "ordinary notes").unwrap();
+    let mut cmd = sandboxed(&scratch, r#"{"sandbox": {"hidden": ["~/.ssh"]}}"#);
+    cmd.arg("--home").arg(home.path()).env("HOME", home.path());
+    let out = bash(
+        &mut cmd,
+        "cat ~/.ssh/id_rsa 2>/dev/null; cat ~/notes.txt; echo more >> ~/notes.txt || echo refused",
+    );
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("PRIVATE KEY"), "{stdout}");
+    assert!(stdout.contains("ordinary notes"), "{stdout}");
+    assert!(stdout.contains("refused"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
+        "ordinary notes"
+    );
+}
