@@ -429,6 +429,25 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// A JSON text mangled by `edits` (at, bytes cut, text inserted), each place moved to a character
+/// boundary: the property tests of both scanners and of the lexer share it.
+#[cfg(test)]
+pub(crate) fn mangled(base: &str, edits: Vec<(usize, usize, &str)>) -> String {
+    let mut text = base.to_owned();
+    for (at, cut, insert) in edits {
+        let mut at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mut end = (at + cut).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        text.replace_range(at..end, insert);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,18 +616,7 @@ mod tests {
                 0..4,
             ),
         ) {
-            let mut text = base.to_owned();
-            for (at, cut, insert) in edits {
-                let mut at = at.min(text.len());
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                let mut end = (at + cut).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                text.replace_range(at..end, insert);
-            }
+            let text = crate::json_lex::mangled(base, edits);
             proptest::prop_assert_eq!(document(&text).is_some(), strings(&text).is_some());
             if let Some(ours) = strings(&text) {
                 let value = strict_json::parse(&text);

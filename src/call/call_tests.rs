@@ -174,18 +174,7 @@ proptest::proptest! {
             0..4,
         ),
     ) {
-        let mut text = base.to_owned();
-        for (at, cut, insert) in edits {
-            let mut at = at.min(text.len());
-            while !text.is_char_boundary(at) {
-                at -= 1;
-            }
-            let mut end = (at + cut).min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
-            text.replace_range(at..end, insert);
-        }
+        let text = crate::json_lex::mangled(base, edits);
         if let Some(call) = scan::call(&text) {
             proptest::prop_assert_eq!(Ok(call), reference(&text), "{}", text);
         }

@@ -655,19 +655,7 @@ fn seen(
 
 /// Mangles `base` with edits of the bytes JSON cares about.
 fn mangle(base: &str, edits: Vec<(usize, usize, &str)>) -> String {
-    let mut text = base.to_owned();
-    for (at, cut, insert) in edits {
-        let mut at = at.min(text.len());
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        let mut end = (at + cut).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        text.replace_range(at..end, insert);
-    }
-    text
+    crate::json_lex::mangled(base, edits)
 }
 
 const MANGLED_EVENTS: [&str; 4] = [
