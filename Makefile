@@ -123,11 +123,15 @@ fuzz:
 	done
 
 # Throughput, peak memory and latency of every stage against jq, on generated call streams
-# (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it). The table goes to stdout and
-# to target/bench/latest.md.
+# (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it), then what sc-sandbox adds to
+# a command's start (scripts/bench-sandbox.sh) and what an sc-hook call costs under the
+# claude-code pack (scripts/bench-hook.sh). The tables go to stdout and to target/bench/latest.md.
 .PHONY: bench
-bench:
+bench: bubblewrap
 	@CARGO="$(CARGO)" scripts/bench.sh
+	@{ echo; echo "| start-up | median | |"; echo "|---|---|---|"; \
+	  CARGO="$(CARGO)" scripts/bench-sandbox.sh; CARGO="$(CARGO)" scripts/bench-hook.sh; } \
+	  | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
 
 # What sc-sandbox adds to a command's start: the median of `sc-sandbox -- /bin/true` against
 # `/bin/true` (scripts/bench-sandbox.sh; BENCH_SANDBOX_RUNS tunes it).
