@@ -12,8 +12,8 @@ use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
 use skeleton_crew::rules::state::CrewState;
-use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 use skeleton_crew::stage::exec::confine::SandboxDoor;
+use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
 
 /// Put the gate in front of an MCP server.

@@ -222,9 +222,7 @@ fn processes_with(token: &str) -> Vec<String> {
         .flatten()
         .filter_map(|entry| {
             let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let found = cmdline
-                .windows(token.len())
-                .any(|w| w == token.as_bytes());
+            let found = cmdline.windows(token.len()).any(|w| w == token.as_bytes());
             found.then(|| String::from_utf8_lossy(&cmdline).replace('\0', " "))
         })
         .collect()
@@ -376,11 +374,7 @@ fn escape_through_sc_mcp(scratch: &Scratch, policy: &Path, extra: &[&str], port:
     args.extend_from_slice(extra);
     let mut proxy = Proxy::spawn(scratch, &args, &escape_server(&marker));
     proxy.initialize();
-    let answer = proxy.call(
-        2,
-        "escape",
-        json!({"port": port, "file": PROTECTED}),
-    );
+    let answer = proxy.call(2, "escape", json!({"port": port, "file": PROTECTED}));
     let done = proxy.finish();
     assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert!(marker.exists(), "the server ran");
@@ -447,9 +441,7 @@ fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server() {
         .arg("--")
         .args(escape_server(&marker))
         .timeout(Duration::from_secs(60))
-        .write_stdin(
-            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n".repeat(2),
-        )
+        .write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n".repeat(2))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -303,7 +303,7 @@ pub enum Plan<'t> {
         /// For a backend whose entry asks for the sandbox: sc-sandbox's command line for this
         /// call, or why the sandbox cannot be made ([`SandboxDoor::confine`]). Without it, such
         /// a backend is not run.
-        sandbox: Option<Result<Confined, String>>,
+        sandbox: Option<Box<Result<Confined, String>>>,
     },
 }
 
@@ -322,7 +322,7 @@ impl Plan<'_> {
                 backend,
                 sandbox,
             } => {
-                let run = backend.run_confined(&args_json, sandbox.as_ref());
+                let run = backend.run_confined(&args_json, sandbox.as_deref());
                 let outcome = match run.result {
                     Ok(result) => Outcome {
                         status: Status::Executed,
@@ -805,7 +805,11 @@ fn prepare<'t>(
             *args_json = text.to_owned();
         }
         if backend.sandboxed() {
-            *sandbox = Some(options.sandbox.confine(&options.policy, agent, Some(&id)));
+            *sandbox = Some(Box::new(options.sandbox.confine(
+                &options.policy,
+                agent,
+                Some(&id),
+            )));
         }
     }
     let parts = Parts {

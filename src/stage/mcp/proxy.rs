@@ -383,8 +383,7 @@ fn exit_status(
         return crate::exit::SUCCESS;
     }
     let mut server = describe_status(status);
-    if sandboxed && status.code() == Some(i32::from(crate::stage::sandbox::EXIT_SANDBOX_FAILURE))
-    {
+    if sandboxed && status.code() == Some(i32::from(crate::stage::sandbox::EXIT_SANDBOX_FAILURE)) {
         server.push_str(
             " (sc-sandbox's status when it cannot make the sandbox: then the server did not run, and sc-sandbox said why above)",
         );
