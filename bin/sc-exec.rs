@@ -12,8 +12,9 @@ use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::backends;
+use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::exec::{self, ExecOptions, ToolSet};
-use skeleton_crew::store::{StateHandle, View};
+use skeleton_crew::store::{StateHandle, StateUrl, View};
 
 /// Run the calls that were allowed or approved.
 ///
@@ -26,6 +27,11 @@ use skeleton_crew::store::{StateHandle, View};
 /// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
 /// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
 /// paths), and writes to the gate's own policy, audit log and state are denied.
+/// A tools-file entry with `"sandbox": true` runs its program under sc-sandbox (installed beside
+/// sc-exec) with the policy's `sandbox` key, rooted at --root (else the working folder), with
+/// this stage's audit log and crew; where no sandbox can be made (no bubblewrap, no sc-sandbox,
+/// a `sandbox` key that cannot be placed here), it is not run, and its record is `failed` with a
+/// reason naming what is missing.
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log, a state store unavailable at start),
 /// 2 usage, policy or tools file error.
 #[derive(Parser)]
@@ -74,6 +80,18 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         jobs: usize::from(args.jobs),
         chain: chain.clone(),
         timing: args.state.timing(),
+        sandbox: SandboxDoor {
+            door: "sc-exec",
+            policy: args.policy.policy.clone(),
+            audit: Some(args.audit.audit.clone()),
+            audit_key: args.audit.audit_key.clone(),
+            state: match args.state.url_or_beside(&args.audit.audit) {
+                StateUrl::Sqlite(file) => Some(file),
+                StateUrl::Redis(_) => None,
+            },
+            crew: args.state.crew.clone(),
+            exe: None,
+        },
     };
     let state = match args.state.open_for_stream(&args.audit, View::Exec)? {
         Some(shared) => StateHandle::Shared(shared),

@@ -12,8 +12,9 @@ use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
 use skeleton_crew::rules::state::CrewState;
+use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
-use skeleton_crew::store::{StateHandle, StateKey, View};
+use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
 
 /// Put the gate in front of an MCP server.
 ///
@@ -30,7 +31,8 @@ use skeleton_crew::store::{StateHandle, StateKey, View};
 /// ~/.local/state/skeleton-crew/), never in the working folder the client starts sc-mcp in.
 /// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
 /// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
-/// paths), and writes to the gate's own policy, audit log and state are denied.
+/// paths), and writes to the gate's own policy, audit log and state are denied. With --sandbox,
+/// the server runs under sc-sandbox, or is never started.
 /// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
 /// log could not be written; 2 usage or policy error.
 #[derive(Parser)]
@@ -77,6 +79,13 @@ struct Args {
     /// Longest JSON-RPC message in bytes, in either direction.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
     max_message_bytes: usize,
+    /// Run the MCP server itself under sc-sandbox (installed beside sc-mcp), with the policy's
+    /// `sandbox` key's paths and network (its `when` is not read: the server is always
+    /// confined), rooted at --root (else the working folder), with this process's audit log and
+    /// crew. Where no sandbox can be made (no bubblewrap, no sc-sandbox, a `sandbox` key that
+    /// cannot be placed here), the server is never started: exit 2, naming what is missing.
+    #[arg(long)]
+    sandbox: bool,
     /// Don't narrate decisions on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -136,6 +145,20 @@ fn run(args: Args) -> anyhow::Result<u8> {
                 web: args.web,
             }
         },
+        sandbox: args.sandbox.then(|| SandboxDoor {
+            door: "sc-mcp",
+            policy: args.policy.policy.clone(),
+            audit: Some(audit.audit.clone()),
+            audit_key: audit.audit_key.clone(),
+            // The crew's store, or, without a crew, the one beside the audit log (protected
+            // all the same).
+            state: match args.state.url_or_beside(&audit.audit) {
+                StateUrl::Sqlite(file) => Some(file),
+                StateUrl::Redis(_) => None,
+            },
+            crew: args.state.crew.clone(),
+            exe: None,
+        }),
     };
     let mut human: Box<dyn Human> = if args.no_prompt {
         Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))

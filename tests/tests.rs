@@ -29,6 +29,7 @@ mod provenance_properties;
 mod report;
 mod report_html;
 mod sandbox;
+mod sandbox_doors;
 mod stateful;
 mod store;
 mod web;

@@ -7,7 +7,8 @@
 //! The tools file maps each tool name to a backend. Per tool: `command` (required) is an argv list,
 //! never a shell string; `timeoutSeconds` (default 30, at most a day); `env` (default `{}`) is the
 //! whole environment the backend gets, since nothing is inherited, not even PATH; `output`
-//! (`"json"`, the default, or `"text"`) says how its stdout is read. A program path with a `/` that
+//! (`"json"`, the default, or `"text"`) says how its stdout is read; `sandbox` (default `false`):
+//! `true` runs it under sc-sandbox ([`super::confine`]), and never unconfined. A program path with a `/` that
 //! is relative is taken from the tools file's folder, so the file means the same from any working
 //! directory; a bare program name is looked up on the PATH that `env` lists, and is an error when
 //! it lists none. Loading is as strict as the policy's: malformed JSON, a non-object, an unknown
@@ -32,9 +33,18 @@
 //! left. A backend running beside it under `--jobs` keeps its own tree, daemons included, until it
 //! ends in turn. What a backend asks another program to start (a service manager, `at`, a container
 //! runtime, a remote host) is not its descendant, and is out of reach.
+//!
+//! A backend with `"sandbox": true` is started as sc-sandbox with the program after `--`
+//! ([`super::confine::Confined`]), with the same environment (and `SC_SANDBOX_BWRAP`, the
+//! bubblewrap sc-exec found), stdin, pipes, process group, timeout and output cap. Everything it
+//! starts runs in sc-sandbox's PID namespace, under bubblewrap's `--die-with-parent`: killing
+//! sc-sandbox's group ends the namespace, and the program with all it left. Where the sandbox
+//! cannot be made, the program is not started ([`BackendFailure::NoSandbox`]); sc-sandbox's own
+//! exit status 125, with its reason on stderr, is [`BackendFailure::SandboxFailed`].
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -54,11 +64,13 @@ use nix::unistd::{getpid, Pid};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::confine::{sandbox_failure, Confined};
 use crate::error::UsageError;
+use crate::stage::sandbox::EXIT_SANDBOX_FAILURE;
 use crate::strict_json;
 
 /// The keys a tool's entry may hold.
-pub const KEYS: &[&str] = &["command", "timeoutSeconds", "env", "output"];
+pub const KEYS: &[&str] = &["command", "timeoutSeconds", "env", "output", "sandbox"];
 /// How long a backend may run when its entry does not say.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
 /// The longest timeout a tools file may ask for: a day.
@@ -141,6 +153,8 @@ pub struct Backend {
     timeout_seconds: f64,
     env: BTreeMap<String, String>,
     output: OutputKind,
+    /// Whether it runs under sc-sandbox (`"sandbox": true`).
+    sandbox: bool,
 }
 
 /// A loaded tools file: tool name → backend.
@@ -237,6 +251,8 @@ pub enum KeyProblem {
     NotText { found: &'static str },
     #[error("expected \"json\" or \"text\", found {found}")]
     BadOutput { found: Value },
+    #[error("expected true or false, found {found}")]
+    NotABoolean { found: &'static str },
     /// A bare program name with no PATH in the tool's `env` to find it on.
     #[error(
         "{} is a bare program name, and `{tool}.env` lists no PATH to find it on (a backend inherits no environment): give its path, e.g. \"/usr/bin/{program}\", or add PATH to `env`",
@@ -357,6 +373,7 @@ fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, ToolsFil
     let mut timeout_seconds = DEFAULT_TIMEOUT_SECONDS;
     let mut env = BTreeMap::new();
     let mut output = OutputKind::default();
+    let mut sandbox = false;
     for (key, value) in entry {
         let key_path = format!("{name}.{key}");
         let in_this = |problem| in_key(&key_path, problem);
@@ -365,6 +382,7 @@ fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, ToolsFil
             "timeoutSeconds" => timeout_seconds = timeout(value).map_err(in_this)?,
             "env" => env = environment(&key_path, value)?,
             "output" => output = output_kind(value).map_err(in_this)?,
+            "sandbox" => sandbox = boolean(value).map_err(in_this)?,
             unknown => {
                 return Err(in_key(
                     name,
@@ -391,6 +409,13 @@ fn backend(name: &str, value: &Value, folder: &Path) -> Result<Backend, ToolsFil
         timeout_seconds,
         env,
         output,
+        sandbox,
+    })
+}
+
+fn boolean(value: &Value) -> Result<bool, KeyProblem> {
+    value.as_bool().ok_or_else(|| KeyProblem::NotABoolean {
+        found: strict_json::type_name(value),
     })
 }
 
@@ -534,6 +559,9 @@ pub struct BackendReport {
     pub stdout_bytes: u64,
     /// Whether it was killed for running past its timeout.
     pub timed_out: bool,
+    /// Whether it ran (or was to run) under sc-sandbox; left out when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sandboxed: bool,
 }
 
 /// One backend run: its result (or why it failed) and what the audit log says about it.
@@ -549,6 +577,13 @@ pub struct BackendRun {
 pub enum BackendFailure {
     #[error("cannot start {program}: {error}")]
     CannotStart { program: String, error: io::Error },
+    /// Its entry asks for the sandbox, and the sandbox cannot be made here: it was not started.
+    #[error("{program} was not run: its tools file entry asks for the sandbox, which cannot be made here, and it is never run unconfined: {why}")]
+    NoSandbox { program: String, why: String },
+    /// sc-sandbox ended with status 125 and said why: the sandbox could not be made, and the
+    /// program did not run.
+    #[error("{program} was not run: sc-sandbox could not make the sandbox (status 125), and it is never run unconfined: {why}")]
+    SandboxFailed { program: String, why: String },
     /// A bare name not found on the PATH of the tool's `env`.
     #[error("cannot start {name}: no executable of that name on the tool's PATH ({path})")]
     NotOnPath { name: String, path: String },
@@ -651,10 +686,29 @@ impl Backend {
         self.output
     }
 
+    /// Whether its entry asks for the sandbox (`"sandbox": true`).
+    pub fn sandboxed(&self) -> bool {
+        self.sandbox
+    }
+
     /// Runs the backend with `args_json` (the call's `args`, one JSON document) and a newline on
     /// stdin, and waits for it, never longer than its timeout (and a short grace for its pipes to
     /// close once it is killed).
     pub fn run(&self, args_json: &str) -> BackendRun {
+        self.run_confined(args_json, None)
+    }
+
+    /// [`Backend::run`], under sc-sandbox when the entry asks for the sandbox: `sandbox` is the
+    /// checked command line for this call ([`SandboxDoor::confine`]), or why the sandbox cannot
+    /// be made. A backend that asks for the sandbox and has none (an error, or `None`) is not
+    /// started. A backend that does not ask for it ignores `sandbox`.
+    ///
+    /// [`SandboxDoor::confine`]: super::confine::SandboxDoor::confine
+    pub fn run_confined(
+        &self,
+        args_json: &str,
+        sandbox: Option<&Result<Confined, String>>,
+    ) -> BackendRun {
         let started = Instant::now();
         let mut report = BackendReport {
             command: self.command[0].clone(),
@@ -663,8 +717,9 @@ impl Backend {
             signal: None,
             stdout_bytes: 0,
             timed_out: false,
+            sandboxed: self.sandbox,
         };
-        let result = self.run_reporting(args_json, started, &mut report);
+        let result = self.run_reporting(args_json, sandbox, started, &mut report);
         report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         BackendRun { result, report }
     }
@@ -672,16 +727,39 @@ impl Backend {
     fn run_reporting(
         &self,
         args_json: &str,
+        sandbox: Option<&Result<Confined, String>>,
         started: Instant,
         report: &mut BackendReport,
     ) -> Result<Value, BackendFailure> {
         let program = self.command[0].clone();
         let path = self.resolve()?;
-        let mut command = Command::new(&path);
+        let mut command = if self.sandbox {
+            let confined = match sandbox {
+                Some(Ok(confined)) => confined,
+                Some(Err(why)) => {
+                    return Err(BackendFailure::NoSandbox {
+                        program,
+                        why: why.clone(),
+                    })
+                }
+                None => {
+                    return Err(BackendFailure::NoSandbox {
+                        program,
+                        why: "no sandbox was given to run it in".to_owned(),
+                    })
+                }
+            };
+            let args: Vec<OsString> = self.command[1..].iter().map(OsString::from).collect();
+            let mut command = confined.command(path.as_os_str(), &args);
+            let (name, bwrap) = confined.bwrap_env();
+            command.env_clear().envs(&self.env).env(name, bwrap);
+            command
+        } else {
+            let mut command = Command::new(&path);
+            command.args(&self.command[1..]).env_clear().envs(&self.env);
+            command
+        };
         command
-            .args(&self.command[1..])
-            .env_clear()
-            .envs(&self.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -808,6 +886,23 @@ impl Backend {
         }
         match exited {
             Some(Ok(WaitStatus::Exited(_, 0))) => {}
+            Some(Ok(WaitStatus::Exited(_, code)))
+                if self.sandbox && code == i32::from(EXIT_SANDBOX_FAILURE) =>
+            {
+                // sc-sandbox's own failure, told on stderr before the program ran; a program
+                // that itself exits 125 says nothing of the kind, and fails as any other.
+                return Err(match sandbox_failure(&tail) {
+                    Some(why) => BackendFailure::SandboxFailed {
+                        program,
+                        why: why.to_owned(),
+                    },
+                    None => BackendFailure::Exited {
+                        program,
+                        code,
+                        stderr: tail,
+                    },
+                });
+            }
             Some(Ok(WaitStatus::Exited(_, code))) => {
                 return Err(BackendFailure::Exited {
                     program,

@@ -308,16 +308,59 @@ fn the_children_of_a_process_are_found_in_proc() {
 
 #[test]
 fn the_report_serializes_as_the_audit_log_shows_it() {
-    let report = BackendReport {
+    let mut report = BackendReport {
         command: "./tools/x".into(),
         duration_ms: 12,
         exit_status: Some(0),
         signal: None,
         stdout_bytes: 30,
         timed_out: false,
+        sandboxed: false,
     };
     assert_eq!(
         serde_json::to_value(&report).unwrap(),
         json!({"command": "./tools/x", "durationMs": 12, "exitStatus": 0, "signal": null, "stdoutBytes": 30, "timedOut": false})
     );
+    report.sandboxed = true;
+    assert_eq!(
+        serde_json::to_value(&report).unwrap(),
+        json!({"command": "./tools/x", "durationMs": 12, "exitStatus": 0, "signal": null, "stdoutBytes": 30, "timedOut": false, "sandboxed": true})
+    );
+}
+
+#[test]
+fn the_sandbox_key_is_a_boolean() {
+    let folder = Path::new("/");
+    let file = ToolsFile::from_json_str(
+        r#"{"a": {"command": ["/bin/true"], "sandbox": true}, "b": {"command": ["/bin/true"]}}"#,
+        folder,
+    )
+    .unwrap();
+    assert!(file.get("a").unwrap().sandboxed());
+    assert!(!file.get("b").unwrap().sandboxed());
+    let err = ToolsFile::from_json_str(
+        r#"{"a": {"command": ["/bin/true"], "sandbox": "yes"}}"#,
+        folder,
+    )
+    .unwrap_err();
+    assert_eq!(err.key(), Some("a.sandbox"));
+    assert_eq!(
+        err.to_string(),
+        "key `a.sandbox`: expected true or false, found a string"
+    );
+    // A backend that asks for the sandbox and is given none is not started.
+    let run = file.get("a").unwrap().run("{}");
+    let why = run.result.unwrap_err().to_string();
+    assert!(
+        why.contains("was not run") && why.contains("never run unconfined"),
+        "{why}"
+    );
+    assert_eq!(run.report.exit_status, None);
+    assert!(run.report.sandboxed);
+    let run = file
+        .get("a")
+        .unwrap()
+        .run_confined("{}", Some(&Err("bubblewrap is missing: x".into())));
+    let why = run.result.unwrap_err().to_string();
+    assert!(why.contains("bubblewrap is missing: x"), "{why}");
 }

@@ -11,7 +11,10 @@
 //! `skipped` with the reason; a tool it does not know is `failed`.
 //!
 //! A tool is found in a [`ToolSet`]: the built-in fakes, or the backends of a tools file
-//! ([`crate::stage::exec::backends`]), with the fakes behind them only when asked for. Calls run one at a time
+//! ([`crate::stage::exec::backends`]), with the fakes behind them only when asked for. A backend
+//! whose entry says `"sandbox": true` runs under sc-sandbox with sc-exec's policy file, root, home,
+//! audit log and crew, and the call's agent and id ([`confine`]); where the sandbox cannot be
+//! made it is not run, and its record is `failed` with a reason naming what is missing. Calls run one at a time
 //! in input order; with `jobs` above 1, backend runs overlap, at most `jobs` at once, except that
 //! an agent's calls still run one after the other, in the order it made them. Decisions are always
 //! made one record at a time in input order, and records and their audit events always leave in
@@ -33,6 +36,7 @@ use serde_json::Value;
 use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 pub mod backends;
+pub mod confine;
 pub mod tools;
 
 use crate::call::{Call, Malformed};
@@ -46,6 +50,7 @@ use crate::sanitize::for_terminal;
 use crate::store::{Owner, StateHandle, Timing};
 use crate::verdict::{Decision, Judgement};
 use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
+use confine::{Confined, SandboxDoor};
 use tools::BUILTIN_TOOLS;
 
 /// How many records may wait behind a running backend before sc-exec waits for it.
@@ -63,6 +68,8 @@ pub struct ExecOptions {
     pub chain: Chain,
     /// The clock decisions are made at, and `--taint-ttl`.
     pub timing: Timing,
+    /// What a backend with `"sandbox": true` runs under sc-sandbox with.
+    pub sandbox: SandboxDoor,
 }
 
 /// Where sc-exec finds the tool a call names.
@@ -293,6 +300,10 @@ pub enum Plan<'t> {
         /// Why it may run ("allowed by policy", or the approval's reason).
         cleared: String,
         backend: &'t Backend,
+        /// For a backend whose entry asks for the sandbox: sc-sandbox's command line for this
+        /// call, or why the sandbox cannot be made ([`SandboxDoor::confine`]). Without it, such
+        /// a backend is not run.
+        sandbox: Option<Box<Result<Confined, String>>>,
     },
 }
 
@@ -309,8 +320,9 @@ impl Plan<'_> {
                 args_json,
                 cleared,
                 backend,
+                sandbox,
             } => {
-                let run = backend.run(&args_json);
+                let run = backend.run_confined(&args_json, sandbox.as_deref());
                 let outcome = match run.result {
                     Ok(result) => Outcome {
                         status: Status::Executed,
@@ -381,6 +393,7 @@ pub fn plan<'t>(
             args_json: call.args.text().to_owned(),
             cleared,
             backend,
+            sandbox: None,
         },
         Resolved::Builtin => match tools::run_builtin(&call.tool, call.args.map()) {
             Some(Ok(result)) => Plan::Settled(Outcome {
@@ -777,15 +790,28 @@ fn prepare<'t>(
     };
     let call = call.ok();
     let mut plan = plan(call.as_ref(), &effective, approval.as_ref(), &options.tools);
-    if let Plan::Backend { args_json, .. } = &mut plan {
+    let (agent, tool) = call
+        .as_ref()
+        .map_or(("?", "?"), |c| (c.agent.as_str(), c.tool.as_str()));
+    if let Plan::Backend {
+        args_json,
+        backend,
+        sandbox,
+        ..
+    } = &mut plan
+    {
         // The backend runs on the args exactly as the gate and the person saw them.
         if let Some(text) = record.args_text() {
             *args_json = text.to_owned();
         }
+        if backend.sandboxed() {
+            *sandbox = Some(Box::new(options.sandbox.confine(
+                &options.policy,
+                agent,
+                Some(&id),
+            )));
+        }
     }
-    let (agent, tool) = call
-        .as_ref()
-        .map_or(("?", "?"), |c| (c.agent.as_str(), c.tool.as_str()));
     let parts = Parts {
         id,
         text: record.text.to_owned(),

@@ -52,6 +52,16 @@
 //! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
 //! The server's stderr passes through to sc-mcp's.
 //!
+//! With `--sandbox`, the server itself runs under sc-sandbox ([`crate::stage::exec::confine`]):
+//! sc-mcp's policy file (its `sandbox` key's paths and network), root (`--root`, else the working
+//! folder), home, audit log and key, agent and crew. A filesystem server is then confined to the
+//! root and what the key makes writable, and reaches no network but `network.allow` through
+//! sc-sandbox's proxy. Where the sandbox cannot be made (no bubblewrap, no sc-sandbox beside
+//! sc-mcp, a `sandbox` key that cannot be placed here), the server is never started: sc-mcp exits
+//! 2 before starting anything, with a reason naming what is missing. (Holding every `tools/call`
+//! instead would need sc-mcp to answer `initialize` and `tools/list` for a server that is not
+//! there.) sc-sandbox's own status 125 after the start ends the session as a server that died.
+//!
 //! A card on the page shows the verdict record sc-mcp makes of the call,
 //! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}` ([`Verdict`]), and an
 //! answer there is bound to that line's SHA-256, which the `approve` event carries. The call's
@@ -78,6 +88,7 @@ pub use self::proxy::{run, run_with_state};
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
 use crate::rules::policy::Policy;
+use crate::stage::exec::confine::SandboxDoor;
 use crate::store::Timing;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.
@@ -102,6 +113,8 @@ pub struct McpOptions {
     pub max_message_bytes: usize,
     /// Which ways a held call may be put to the person.
     pub asking: Asking,
+    /// With `--sandbox`: the server runs under sc-sandbox with these files, or does not start.
+    pub sandbox: Option<SandboxDoor>,
 }
 
 /// Which ways a held call may be put to the person. The first that applies is used

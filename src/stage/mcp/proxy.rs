@@ -101,6 +101,20 @@ pub fn run_with_state(
     let (program, args) = command
         .split_first()
         .ok_or_else(|| crate::error::UsageError("no MCP server command after `--`".into()))?;
+    // With --sandbox, the server starts under sc-sandbox or not at all: checked before anything
+    // starts, so that a machine that cannot give the sandbox ends sc-mcp (exit 2) with the
+    // reason, and the server never runs unconfined.
+    let confined = match &options.sandbox {
+        Some(door) => Some(
+            door.confine(&options.policy, &options.agent, None)
+                .map_err(|why| {
+                    crate::error::UsageError(format!(
+                        "--sandbox: the MCP server is not started, since the sandbox cannot be made here and it is never run unconfined: {why}"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
     // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
     let page = match options.asking {
         Asking::Wherever {
@@ -126,8 +140,20 @@ pub fn run_with_state(
         }
         _ => None,
     };
-    let mut child = Command::new(program)
-        .args(args)
+    let mut server = match &confined {
+        Some(confined) => {
+            let mut command = confined.command(program, args);
+            let (name, bwrap) = confined.bwrap_env();
+            command.env(name, bwrap);
+            command
+        }
+        None => {
+            let mut command = Command::new(program);
+            command.args(args);
+            command
+        }
+    };
+    let mut child = server
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -337,6 +363,7 @@ pub fn run_with_state(
         status,
         client_closed_first,
         killed,
+        confined.is_some(),
     ))
 }
 
@@ -346,6 +373,7 @@ fn exit_status(
     status: ExitStatus,
     client_closed_first: bool,
     killed: bool,
+    sandboxed: bool,
 ) -> u8 {
     if let Some(err) = ending.fatal {
         session.warn(&format!("{err:#}"));
@@ -354,7 +382,12 @@ fn exit_status(
     if ending.client_gone {
         return crate::exit::SUCCESS;
     }
-    let server = describe_status(status);
+    let mut server = describe_status(status);
+    if sandboxed && status.code() == Some(i32::from(crate::stage::sandbox::EXIT_SANDBOX_FAILURE)) {
+        server.push_str(
+            " (sc-sandbox's status when it cannot make the sandbox: then the server did not run, and sc-sandbox said why above)",
+        );
+    }
     if !client_closed_first {
         session.warn(&format!(
             "the MCP server {server} while the client was still connected{}",

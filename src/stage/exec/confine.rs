@@ -1,0 +1,189 @@
+//! The door of sc-exec and sc-mcp to sc-sandbox: a tools-file entry with `"sandbox": true`, and
+//! the MCP server under `sc-mcp --sandbox`, run inside sc-sandbox with the door's policy file
+//! (its `sandbox` key's paths and network; `when` is not read: these always confine), root
+//! (`--root`, else the working folder), home, audit log and key, state store, agent and crew.
+//!
+//! Before anything starts, [`SandboxDoor::confine`] checks that the sandbox can be made here:
+//! bubblewrap is found ([`bwrap::locate`]), sc-sandbox is an executable file beside the running
+//! binary, and the policy's `sandbox` key can be placed under this root and home
+//! ([`Sandbox::from_policy`]). Where one of them is missing, the program is never run
+//! unconfined: the error names what is missing, and the door does not run it.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::rules::policy::Policy;
+use crate::stage::sandbox::bwrap::{self, BWRAP_ENV};
+use crate::stage::sandbox::run::{own_files, RunOptions};
+use crate::stage::sandbox::{Invocation, Sandbox};
+use crate::store::StateUrl;
+
+/// The gate's own files as the door was given them, for sc-sandbox's command line.
+#[derive(Debug, Clone)]
+pub struct SandboxDoor {
+    /// The door's name, for the reasons (`sc-exec`, `sc-mcp`).
+    pub door: &'static str,
+    /// `--policy`; `None`: the built-in defaults (no `sandbox` key: no extra paths, no hosts).
+    pub policy: Option<PathBuf>,
+    /// The audit log the door appends to.
+    pub audit: Option<PathBuf>,
+    /// `--audit-key`; `None`: `SC_AUDIT_KEY_FILE`, read here (a backend's environment is its
+    /// own, so sc-sandbox would not see it).
+    pub audit_key: Option<PathBuf>,
+    /// The state store, when it is a SQLite file (a Redis URL is not passed on: it may hold a
+    /// password).
+    pub state: Option<PathBuf>,
+    /// `--crew`.
+    pub crew: Option<String>,
+    /// The sc-sandbox binary; `None`: beside the running binary.
+    pub exe: Option<PathBuf>,
+}
+
+/// A program's confinement, checked: sc-sandbox's command line, and the bubblewrap that was
+/// found, which sc-sandbox is told to use (`SC_SANDBOX_BWRAP`) so that it runs the one checked.
+#[derive(Debug, Clone)]
+pub struct Confined {
+    pub invocation: Invocation,
+    pub bwrap: PathBuf,
+}
+
+impl Confined {
+    /// A [`Command`] that runs `program` under sc-sandbox. Its environment is the caller's to
+    /// set; [`Confined::bwrap_env`] names the bubblewrap to use.
+    pub fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        self.invocation.command(program, args)
+    }
+
+    /// The variable that tells sc-sandbox which bubblewrap to run: the one found here.
+    pub fn bwrap_env(&self) -> (&'static str, &Path) {
+        (BWRAP_ENV, &self.bwrap)
+    }
+}
+
+impl SandboxDoor {
+    /// sc-sandbox's command line for a program run in the name of `agent` (with the call id
+    /// `id`, which sc-sandbox's audit events carry), once everything it needs is known to be
+    /// there; else why the sandbox cannot be made, naming what is missing.
+    pub fn confine(
+        &self,
+        policy: &Policy,
+        agent: &str,
+        id: Option<&str>,
+    ) -> Result<Confined, String> {
+        let absolute = |path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
+        };
+        let places = policy.places();
+        let root = match &places.root {
+            Some(root) => root.clone(),
+            None => std::env::current_dir().map_err(|err| {
+                format!("cannot find the working folder to root the sandbox in: {err}")
+            })?,
+        };
+        let home = places.home.clone();
+        let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
+        let exe = match &self.exe {
+            Some(exe) => exe.clone(),
+            None => Invocation::beside_current_exe()
+                .map_err(|err| format!("cannot find {}'s own binary: {err}", self.door))?,
+        };
+        if !is_executable(&exe) {
+            return Err(format!(
+                "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside {})",
+                exe.display(),
+                self.door
+            ));
+        }
+        let policy_file = absolute(&self.policy);
+        let audit = absolute(&self.audit);
+        let audit_key = absolute(&self.audit_key).or_else(|| {
+            absolute(
+                &std::env::var_os(crate::audit::chain::AUDIT_KEY_ENV)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+            )
+        });
+        let state = absolute(&self.state);
+        let run = RunOptions {
+            policy: policy_file.clone(),
+            root: Some(root.clone()),
+            home: home.clone(),
+            audit: audit.clone(),
+            audit_key: audit_key.clone(),
+            state: state.clone().map(StateUrl::Sqlite),
+            ..RunOptions::default()
+        };
+        Sandbox::from_policy(policy, &root, home.as_deref(), &own_files(&run))
+            .map_err(|err| err.to_string())?;
+        Ok(Confined {
+            invocation: Invocation {
+                exe,
+                policy: policy_file,
+                root: Some(root),
+                home,
+                audit,
+                audit_key,
+                state: state.as_ref().map(|file| file.display().to_string()),
+                protect: Vec::new(),
+                agent: Some(agent.to_owned()),
+                crew: self.crew.clone(),
+                session: None,
+                id: id.map(str::to_owned),
+            },
+            bwrap,
+        })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The last line sc-sandbox wrote about its own failure (`sc-sandbox: …`) in `stderr`, if any:
+/// with exit status 125, the sandbox could not be made and the program did not run.
+pub fn sandbox_failure(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .rev()
+        .find_map(|line| line.trim().strip_prefix("sc-sandbox: "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sc_sandboxs_own_failure_is_found_in_stderr() {
+        assert_eq!(
+            sandbox_failure("x\nsc-sandbox: bubblewrap is missing: no bwrap on PATH\n"),
+            Some("bubblewrap is missing: no bwrap on PATH")
+        );
+        assert_eq!(sandbox_failure("the program's own error"), None);
+    }
+
+    #[test]
+    fn a_missing_sc_sandbox_is_named() {
+        let door = SandboxDoor {
+            door: "sc-exec",
+            policy: None,
+            audit: None,
+            audit_key: None,
+            state: None,
+            crew: None,
+            exe: Some("/nonexistent/sc-sandbox".into()),
+        };
+        let policy = Policy::load_or_default(None).unwrap();
+        match door.confine(&policy, "a", None) {
+            // Where bubblewrap is missing, that is named first.
+            Err(why) => assert!(
+                why.contains("sc-sandbox is missing") || why.contains("bubblewrap is missing"),
+                "{why}"
+            ),
+            Ok(confined) => panic!("confined with a missing sc-sandbox: {confined:?}"),
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! sc-exec's and sc-mcp's doors to sc-sandbox, against the real kernel: a tools-file backend with
+//! `"sandbox": true`, and the MCP server under `sc-mcp --sandbox`, try to reach a listener the test
+//! opens in its own network namespace and to write a file the policy's `sandbox.readOnly` lists.
+//! Nothing arrives and the file is unchanged, while the same program unconfined does both (so the
+//! tests can fail). Where bubblewrap or sc-sandbox is missing, the program never runs. The
+//! machine needs bubblewrap (`make test-deps` installs it).
+
+use std::ffi::OsString;
+use std::io::{ErrorKind, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::mcp::{result_text, Proxy};
+use crate::util::{outcome_reason, outcome_status, parse_stdout, testdata, Scratch};
+
+/// The file every test protects with `sandbox.readOnly`, and what it holds.
+const PROTECTED: &str = ".claude/settings.json";
+const ORIGINAL: &str = "{\"hooks\": {}}\n";
+
+/// A listener on a loopback port of the test's own network namespace.
+fn listen() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// What reached the listener so far: one string per connection.
+fn arrived(listener: &TcpListener) -> Vec<String> {
+    let mut all = Vec::new();
+    loop {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                stream.set_nonblocking(false).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                let mut text = String::new();
+                let _ = stream.read_to_string(&mut text);
+                all.push(text);
+            }
+            Err(err) if err.kind() == ErrorKind::WouldBlock => return all,
+            Err(err) => panic!("accept: {err}"),
+        }
+    }
+}
+
+/// A scratch folder (the root) with the protected file, and a policy that confines it.
+fn root_with_policy() -> (Scratch, PathBuf) {
+    let scratch = Scratch::new();
+    scratch.write(PROTECTED, ORIGINAL);
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            // `when` is not read by these doors: they always confine.
+            "sandbox": {"when": "never", "readOnly": [".claude"]},
+        })
+        .to_string(),
+    );
+    (scratch, policy)
+}
+
+fn protected(scratch: &Scratch) -> String {
+    std::fs::read_to_string(scratch.path(PROTECTED)).unwrap()
+}
+
+/// A verdict record that allows `tool` with `args`.
+fn allowed(id: &str, tool: &str, args: Value) -> String {
+    json!({
+        "id": id,
+        "call": {"agent": "builder", "tool": tool, "args": args, "source": "user"},
+        "decision": "allow",
+        "reasons": ["the gate said allow"],
+    })
+    .to_string()
+}
+
+/// A tools-file entry for `command`, confined or not.
+fn entry(command: Value, sandbox: bool) -> Value {
+    let mut entry = json!({"command": command, "env": {"PATH": "/usr/bin:/bin"}});
+    if sandbox {
+        entry["sandbox"] = json!(true);
+    }
+    entry
+}
+
+/// Runs sc-exec (the binary `exe`) in the scratch folder under `policy` with `tools` and `env`,
+/// and returns its records; it exits 0.
+fn exec(
+    scratch: &Scratch,
+    exe: Option<&Path>,
+    policy: &Path,
+    tools: Value,
+    env: &[(&str, &str)],
+    records: &[String],
+) -> Vec<Value> {
+    let tools = scratch.write("tools.json", tools.to_string());
+    let mut cmd = match exe {
+        Some(exe) => {
+            let mut cmd = assert_cmd::Command::new(exe);
+            cmd.env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .current_dir(scratch.dir.path())
+                .arg("--audit")
+                .arg(scratch.audit_path());
+            cmd
+        }
+        None => scratch.cmd("sc-exec"),
+    };
+    cmd.arg("--policy").arg(policy).arg("--tools").arg(tools);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = cmd
+        .timeout(Duration::from_secs(60))
+        .write_stdin(records.join("\n") + "\n")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_stdout(&out.stdout)
+}
+
+fn try_escape() -> Value {
+    json!([testdata("tools/try-escape")])
+}
+
+#[test]
+fn a_sandboxed_backend_reaches_no_listener_and_writes_no_protected_file() {
+    let (scratch, policy) = root_with_policy();
+    let (listener, port) = listen();
+    let tools = json!({
+        "escape": entry(try_escape(), true),
+        "escape_unconfined": entry(try_escape(), false),
+    });
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        tools.clone(),
+        &[],
+        &[
+            allowed("c-1", "escape", json!({"port": port, "file": PROTECTED})),
+            allowed(
+                "c-2",
+                "escape",
+                json!({"port": port, "file": PROTECTED, "exit": 3}),
+            ),
+        ],
+    );
+    // The tool's output and status come back through the sandbox.
+    assert_eq!(outcome_status(&records[0]), "executed", "{}", records[0]);
+    let result = &records[0]["outcome"]["result"];
+    assert_eq!(result["sent"], false, "{result}");
+    assert_eq!(result["wrote"], false, "{result}");
+    assert_eq!(result["errors"].as_array().unwrap().len(), 2, "{result}");
+    assert_eq!(outcome_status(&records[1]), "failed", "{}", records[1]);
+    assert!(
+        outcome_reason(&records[1]).contains("exited with status 3"),
+        "{}",
+        records[1]
+    );
+    // Nothing arrived, and the file is unchanged.
+    assert_eq!(arrived(&listener), Vec::<String>::new());
+    assert_eq!(protected(&scratch), ORIGINAL);
+    // The audit log says the backend ran sandboxed, and sc-sandbox recorded the run under the
+    // call's id, with the agent.
+    let events = scratch.audit_events();
+    let exec_event = events
+        .iter()
+        .find(|e| e["stage"] == "exec" && e["id"] == "c-1")
+        .unwrap();
+    assert_eq!(exec_event["backend"]["sandboxed"], true, "{exec_event}");
+    let runs: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["stage"] == "sandbox" && e["id"] == "c-1")
+        .collect();
+    assert!(!runs.is_empty(), "{events:?}");
+    assert!(runs.iter().all(|e| e["agent"] == "builder"), "{runs:?}");
+
+    // The same program unconfined reaches the listener and writes the file: the test can fail.
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        tools,
+        &[],
+        &[allowed(
+            "c-3",
+            "escape_unconfined",
+            json!({"port": port, "file": PROTECTED}),
+        )],
+    );
+    let result = &records[0]["outcome"]["result"];
+    assert_eq!(result["sent"], true, "{result}");
+    assert_eq!(result["wrote"], true, "{result}");
+    assert_eq!(arrived(&listener), vec!["escaped\n".to_owned()]);
+    assert_eq!(protected(&scratch), "changed\n");
+    let exec_event = scratch
+        .audit_events()
+        .into_iter()
+        .find(|e| e["stage"] == "exec" && e["id"] == "c-3")
+        .unwrap();
+    assert!(
+        exec_event["backend"].get("sandboxed").is_none(),
+        "{exec_event}"
+    );
+}
+
+/// The processes on the machine with `token` in their command line.
+fn processes_with(token: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let found = cmdline.windows(token.len()).any(|w| w == token.as_bytes());
+            found.then(|| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        })
+        .collect()
+}
+
+#[test]
+fn a_sandboxed_backend_past_its_timeout_is_killed_with_everything_it_started() {
+    let (scratch, policy) = root_with_policy();
+    // A daemon in a session of its own, and the main process, both asleep far past the timeout.
+    let script = "setsid sleep 4711.0815 </dev/null >/dev/null 2>&1 & sleep 4712.0815";
+    let mut hang = entry(json!(["/bin/sh", "-c", script]), true);
+    hang["timeoutSeconds"] = json!(1);
+    let started = Instant::now();
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        json!({"hang": hang}),
+        &[],
+        &[allowed("c-1", "hang", json!({}))],
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    assert!(
+        outcome_reason(&records[0]).contains("ran past its timeout"),
+        "{}",
+        records[0]
+    );
+    // Nothing it started is left, the daemon included.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(".0815");
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A tools file whose one backend would leave `ran.txt` in the root.
+fn marking_tools() -> Value {
+    json!({"mark": entry(json!(["/bin/sh", "-c", "echo ran > ran.txt; echo '{}'"]), true)})
+}
+
+#[test]
+fn without_bubblewrap_a_sandboxed_backend_is_not_run_and_the_record_names_it() {
+    let (scratch, policy) = root_with_policy();
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        marking_tools(),
+        &[("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")],
+        &[allowed("c-1", "mark", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    let reason = outcome_reason(&records[0]);
+    assert!(
+        reason.contains("was not run")
+            && reason.contains("bubblewrap is missing")
+            && reason.contains("/nonexistent/bwrap")
+            && reason.contains("never run unconfined"),
+        "{reason}"
+    );
+    assert!(!scratch.path("ran.txt").exists());
+    let event = scratch
+        .audit_events()
+        .into_iter()
+        .find(|e| e["stage"] == "exec" && e["id"] == "c-1")
+        .unwrap();
+    assert_eq!(event["backend"]["exitStatus"], Value::Null, "{event}");
+    assert_eq!(event["backend"]["sandboxed"], true, "{event}");
+    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox ends with 125 before the
+    // program runs, and the record says so.
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        marking_tools(),
+        &[("SC_SANDBOX_BWRAP", "/bin/false")],
+        &[allowed("c-broken", "mark", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    let reason = outcome_reason(&records[0]);
+    assert!(
+        reason.contains("sc-sandbox could not make the sandbox (status 125)")
+            && reason.contains("before the program started"),
+        "{reason}"
+    );
+    assert!(!scratch.path("ran.txt").exists());
+    // The same backend unconfined runs: the marker is what a run leaves.
+    let mut unconfined = marking_tools();
+    unconfined["mark"]
+        .as_object_mut()
+        .unwrap()
+        .remove("sandbox");
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        unconfined,
+        &[("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")],
+        &[allowed("c-2", "mark", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "executed", "{}", records[0]);
+    assert!(scratch.path("ran.txt").exists());
+}
+
+#[test]
+fn without_sc_sandbox_beside_sc_exec_a_sandboxed_backend_is_not_run() {
+    let (scratch, policy) = root_with_policy();
+    // sc-exec alone in a folder, with no sc-sandbox beside it.
+    let alone = scratch.path("bin/sc-exec");
+    std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    let exe = crate::util::bin_path("sc-exec");
+    if std::fs::hard_link(&exe, &alone).is_err() {
+        std::fs::copy(&exe, &alone).unwrap();
+    }
+    let records = exec(
+        &scratch,
+        Some(&alone),
+        &policy,
+        marking_tools(),
+        &[],
+        &[allowed("c-1", "mark", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    let reason = outcome_reason(&records[0]);
+    assert!(
+        reason.contains("sc-sandbox is missing") && reason.contains("was not run"),
+        "{reason}"
+    );
+    assert!(!scratch.path("ran.txt").exists());
+}
+
+fn escape_server(marker: &Path) -> Vec<OsString> {
+    vec![
+        "python3".into(),
+        testdata("mcp/escape-server.py").into_os_string(),
+        marker.as_os_str().to_owned(),
+    ]
+}
+
+/// One `escape` call through sc-mcp (with `extra` flags); returns what the server answered.
+fn escape_through_sc_mcp(scratch: &Scratch, policy: &Path, extra: &[&str], port: u16) -> Value {
+    let marker = scratch.path("server-started");
+    let mut args = vec!["--policy", policy.to_str().unwrap(), "--agent", "fs"];
+    args.extend_from_slice(extra);
+    let mut proxy = Proxy::spawn(scratch, &args, &escape_server(&marker));
+    proxy.initialize();
+    let answer = proxy.call(2, "escape", json!({"port": port, "file": PROTECTED}));
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
+    assert!(marker.exists(), "the server ran");
+    serde_json::from_str(result_text(&answer)).unwrap()
+}
+
+#[test]
+fn sc_mcp_sandbox_confines_the_server() {
+    let (scratch, policy) = root_with_policy();
+    let (listener, port) = listen();
+    let result = escape_through_sc_mcp(&scratch, &policy, &["--sandbox"], port);
+    assert_eq!(result["sent"], false, "{result}");
+    assert_eq!(result["wrote"], false, "{result}");
+    assert_eq!(arrived(&listener), Vec::<String>::new());
+    assert_eq!(protected(&scratch), ORIGINAL);
+    // sc-sandbox recorded the server's run in sc-mcp's audit log, in the agent's name.
+    let runs: Vec<Value> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["stage"] == "sandbox")
+        .collect();
+    assert!(!runs.is_empty());
+    assert!(runs.iter().all(|e| e["agent"] == "fs"), "{runs:?}");
+    // Without --sandbox, the same server reaches the listener and writes the file.
+    let result = escape_through_sc_mcp(&scratch, &policy, &[], port);
+    assert_eq!(result["sent"], true, "{result}");
+    assert_eq!(result["wrote"], true, "{result}");
+    assert_eq!(arrived(&listener), vec!["escaped\n".to_owned()]);
+    assert_eq!(protected(&scratch), "changed\n");
+}
+
+#[test]
+fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server() {
+    let (scratch, policy) = root_with_policy();
+    let marker = scratch.path("server-started");
+    let out = scratch
+        .cmd("sc-mcp")
+        .env("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--sandbox")
+        .arg("--")
+        .args(escape_server(&marker))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bubblewrap is missing")
+            && stderr.contains("/nonexistent/bwrap")
+            && stderr.contains("not started"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the server was started");
+    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox ends with 125, the
+    // server never runs, and sc-mcp ends as with a server that died, saying what 125 means.
+    let out = scratch
+        .cmd("sc-mcp")
+        .env("SC_SANDBOX_BWRAP", "/bin/false")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--sandbox")
+        .arg("--")
+        .args(escape_server(&marker))
+        .timeout(Duration::from_secs(60))
+        .write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n".repeat(2))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("status 125") && stderr.contains("before the program started"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the server was started");
+    // The same command without --sandbox does start it: the marker is what a start leaves.
+    let out = scratch
+        .cmd("sc-mcp")
+        .env("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--")
+        .args(escape_server(&marker))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(marker.exists());
+}
