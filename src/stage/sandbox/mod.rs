@@ -26,6 +26,7 @@ pub mod files;
 pub mod inside;
 pub mod invocation;
 pub mod plan;
+pub mod probe;
 pub mod proxy;
 pub mod relay;
 pub mod request;
