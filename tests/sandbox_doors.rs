@@ -501,27 +501,50 @@ fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server_and_holds_every_cal
         "{exec}"
     );
     assert!(events.iter().all(|e| e["stage"] != "sandbox"), "{events:?}");
-    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox ends with 125, the
-    // server never runs, and sc-mcp ends as with a server that died, saying what 125 means.
-    let out = scratch
-        .cmd("sc-mcp")
-        .env("SC_SANDBOX_BWRAP", "/bin/false")
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--sandbox")
-        .arg("--")
-        .args(escape_server(&marker))
-        .timeout(Duration::from_secs(60))
-        .write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n".repeat(2))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("status 125") && stderr.contains("before the program started"),
-        "{stderr}"
+    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox's trial run ends with
+    // 125, the server never runs, and calls are held with sc-sandbox's reason.
+    let mut proxy = Proxy::spawn_as_configured(
+        &scratch,
+        scratch.dir.path(),
+        &[("SC_SANDBOX_BWRAP", Path::new("/bin/false"))],
+        &[
+            "--audit",
+            audit.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--sandbox",
+        ],
+        &escape_server(&marker),
     );
+    let said = proxy.wait_for_stderr("not started");
+    assert!(
+        said.contains("status 125") && said.contains("before the program started"),
+        "{said}"
+    );
+    proxy.initialize();
+    let listed = proxy.request(1, "tools/list", json!({}));
+    assert_eq!(listed["result"], json!({"tools": []}), "{listed}");
+    let answer = proxy.call(2, "escape", json!({"port": 1, "file": PROTECTED}));
+    assert!(is_error(&answer), "{answer}");
+    let text = result_text(&answer);
+    assert!(
+        text.starts_with("held: the sandbox cannot be made here")
+            && text.contains("sc-sandbox could not make the sandbox (status 125)")
+            && text.contains("before the program started"),
+        "{text}"
+    );
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert!(!marker.exists(), "the server was started");
+    // The trial run wrote nothing to the audit log.
+    assert!(
+        scratch
+            .audit_events()
+            .iter()
+            .all(|e| e["stage"] != "sandbox"),
+        "{:?}",
+        scratch.audit_events()
+    );
     // The same command without --sandbox does start it: the marker is what a start leaves.
     let out = scratch
         .cmd("sc-mcp")

@@ -177,7 +177,7 @@ impl ClientSide<'_> {
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "sc-mcp", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": format!(
-                        "No tools are available: sc-mcp did not start the MCP server, since {why}. Every tool call is held and not run."
+                        "No tools are available, and every tool call is held and not run: sc-mcp did not start the MCP server ({why})."
                     ),
                 })
             }

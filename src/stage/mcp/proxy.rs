@@ -102,10 +102,14 @@ pub fn run_with_state(
         .split_first()
         .ok_or_else(|| crate::error::UsageError("no MCP server command after `--`".into()))?;
     // With --sandbox, the server starts under sc-sandbox or not at all: checked before anything
-    // starts. Where the sandbox cannot be made, the server never runs unconfined: sc-mcp answers
-    // the client itself, with no tools, and holds every call with the reason.
+    // starts, and the sandbox made once around `true` (a kernel that refuses the namespaces shows
+    // only then). Where it cannot be made, the server never runs unconfined: sc-mcp answers the
+    // client itself, with no tools, and holds every call with the reason.
     let confined = match &options.sandbox {
-        Some(door) => match door.confine(&options.policy, &options.agent, None) {
+        Some(door) => match door
+            .confine(&options.policy, &options.agent, None)
+            .and_then(|confined| confined.trial().map(|()| confined))
+        {
             Ok(confined) => Some(confined),
             Err(why) => return run_without_server(options, audit_log, state, human, &why),
         },
@@ -404,7 +408,7 @@ fn run_without_server(
         format!("the sandbox cannot be made here, so the MCP server is not run unconfined: {why}");
     let _ = writeln!(
         io::stderr().lock(),
-        "sc-mcp: --sandbox: the MCP server is not started, since {reason}; sc-mcp answers the client itself, with no tools, and holds every tools/call"
+        "sc-mcp: --sandbox: {reason}; the MCP server is not started, and sc-mcp answers the client itself, with no tools, and holds every tools/call"
     );
     let session = new_session(options, audit_log, None, Some(reason));
     let mut client = ClientSide {
