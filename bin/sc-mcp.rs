@@ -32,7 +32,7 @@ use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
 /// With a policy's `commands` and `paths` keys, a shell tool's command and a file tool's path are
 /// judged too (a call may carry its working directory as `"cwd"`; --home and --root place the
 /// paths), and writes to the gate's own policy, audit log and state are denied. With --sandbox,
-/// the server runs under sc-sandbox, or is never started.
+/// the server runs under sc-sandbox, or is never started (every tools/call is then held).
 /// Exit status: 0 the client closed and the server ended cleanly; 1 the server died, or the audit
 /// log could not be written; 2 usage or policy error.
 #[derive(Parser)]
@@ -83,7 +83,10 @@ struct Args {
     /// `sandbox` key's paths and network (its `when` is not read: the server is always
     /// confined), rooted at --root (else the working folder), with this process's audit log and
     /// crew. Where no sandbox can be made (no bubblewrap, no sc-sandbox, a `sandbox` key that
-    /// cannot be placed here), the server is never started: exit 2, naming what is missing.
+    /// cannot be placed here), the server is never started: sc-mcp says why on stderr and answers
+    /// the client itself, with no tools, holding every tools/call with that reason (audited as a
+    /// hold). If sc-sandbox itself then fails (status 125), sc-mcp ends as with a server that
+    /// died (exit 1).
     #[arg(long)]
     sandbox: bool,
     /// Don't narrate decisions on stderr.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::mcp::{result_text, Proxy};
+use crate::mcp::{is_error, result_text, Proxy};
 use crate::util::{outcome_reason, outcome_status, parse_stdout, testdata, Scratch};
 
 /// The file every test protects with `sandbox.readOnly`, and what it holds.
@@ -407,50 +407,144 @@ fn sc_mcp_sandbox_confines_the_server() {
 }
 
 #[test]
-fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server() {
+fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server_and_holds_every_call() {
     let (scratch, policy) = root_with_policy();
     let marker = scratch.path("server-started");
-    let out = scratch
-        .cmd("sc-mcp")
-        .env("SC_SANDBOX_BWRAP", "/nonexistent/bwrap")
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--sandbox")
-        .arg("--")
-        .args(escape_server(&marker))
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("bubblewrap is missing")
-            && stderr.contains("/nonexistent/bwrap")
-            && stderr.contains("not started"),
-        "{stderr}"
+    let audit = scratch.audit_path();
+    let mut proxy = Proxy::spawn_as_configured(
+        &scratch,
+        scratch.dir.path(),
+        &[("SC_SANDBOX_BWRAP", Path::new("/nonexistent/bwrap"))],
+        &[
+            "--audit",
+            audit.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--agent",
+            "fs",
+            "--sandbox",
+        ],
+        &escape_server(&marker),
     );
-    assert!(!marker.exists(), "the server was started");
-    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox ends with 125, the
-    // server never runs, and sc-mcp ends as with a server that died, saying what 125 means.
-    let out = scratch
-        .cmd("sc-mcp")
-        .env("SC_SANDBOX_BWRAP", "/bin/false")
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--sandbox")
-        .arg("--")
-        .args(escape_server(&marker))
-        .timeout(Duration::from_secs(60))
-        .write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n".repeat(2))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // One line at the start says why, and what sc-mcp does instead.
+    let said = proxy.wait_for_stderr("not started");
     assert!(
-        stderr.contains("status 125") && stderr.contains("before the program started"),
-        "{stderr}"
+        said.contains("bubblewrap is missing")
+            && said.contains("/nonexistent/bwrap")
+            && said.contains("holds every tools/call"),
+        "{said}"
     );
+    // sc-mcp answers as an MCP server of its own, with no tools.
+    let initialized = proxy.initialize();
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"], "sc-mcp",
+        "{initialized}"
+    );
+    assert_eq!(initialized["result"]["protocolVersion"], "2025-06-18");
+    let instructions = initialized["result"]["instructions"].as_str().unwrap();
+    assert!(
+        instructions.contains("No tools are available")
+            && instructions.contains("bubblewrap is missing"),
+        "{instructions}"
+    );
+    let listed = proxy.request(1, "tools/list", json!({}));
+    assert_eq!(listed["result"], json!({"tools": []}), "{listed}");
+    let pong = proxy.request(3, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    let unknown = proxy.request(4, "resources/list", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    // A call is held, and the answer names what is missing.
+    let answer = proxy.call(2, "escape", json!({"port": 1, "file": PROTECTED}));
+    assert!(is_error(&answer), "{answer}");
+    let text = result_text(&answer);
+    assert!(
+        text.starts_with("held: the sandbox cannot be made here, so the MCP server is not run unconfined: bubblewrap is missing")
+            && text.contains("/nonexistent/bwrap"),
+        "{text}"
+    );
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert!(!marker.exists(), "the server was started");
+    assert_eq!(protected(&scratch), ORIGINAL);
+    // The audit log has the hold, nobody's decline, and the call skipped.
+    let events = scratch.audit_events();
+    let gate = events
+        .iter()
+        .find(|e| e["stage"] == "gate" && e["call"]["tool"] == "escape")
+        .unwrap_or_else(|| panic!("no gate event: {events:?}"));
+    assert_eq!(gate["decision"], "hold", "{gate}");
+    let reasons = gate["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{gate}");
+    assert!(
+        reasons[0]
+            .as_str()
+            .unwrap()
+            .contains("bubblewrap is missing"),
+        "{gate}"
+    );
+    let id = &gate["id"];
+    let approve = events
+        .iter()
+        .find(|e| e["stage"] == "approve" && &e["id"] == id)
+        .unwrap_or_else(|| panic!("no approve event: {events:?}"));
+    assert_eq!(approve["approval"]["approved"], false, "{approve}");
+    let exec = events
+        .iter()
+        .find(|e| e["stage"] == "exec" && &e["id"] == id)
+        .unwrap_or_else(|| panic!("no exec event: {events:?}"));
+    assert_eq!(exec["outcome"]["status"], "skipped", "{exec}");
+    assert!(
+        exec["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("bubblewrap is missing"),
+        "{exec}"
+    );
+    assert!(events.iter().all(|e| e["stage"] != "sandbox"), "{events:?}");
+    // A bubblewrap that is there and cannot make the sandbox: sc-sandbox's trial run ends with
+    // 125, the server never runs, and calls are held with sc-sandbox's reason.
+    let mut proxy = Proxy::spawn_as_configured(
+        &scratch,
+        scratch.dir.path(),
+        &[("SC_SANDBOX_BWRAP", Path::new("/bin/false"))],
+        &[
+            "--audit",
+            audit.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--sandbox",
+        ],
+        &escape_server(&marker),
+    );
+    let said = proxy.wait_for_stderr("not started");
+    assert!(
+        said.contains("status 125") && said.contains("before the program started"),
+        "{said}"
+    );
+    proxy.initialize();
+    let listed = proxy.request(1, "tools/list", json!({}));
+    assert_eq!(listed["result"], json!({"tools": []}), "{listed}");
+    let answer = proxy.call(2, "escape", json!({"port": 1, "file": PROTECTED}));
+    assert!(is_error(&answer), "{answer}");
+    let text = result_text(&answer);
+    assert!(
+        text.starts_with("held: the sandbox cannot be made here")
+            && text.contains("sc-sandbox could not make the sandbox (status 125)")
+            && text.contains("before the program started"),
+        "{text}"
+    );
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
+    assert!(!marker.exists(), "the server was started");
+    // The trial run wrote nothing to the audit log.
+    assert!(
+        scratch
+            .audit_events()
+            .iter()
+            .all(|e| e["stage"] != "sandbox"),
+        "{:?}",
+        scratch.audit_events()
+    );
     // The same command without --sandbox does start it: the marker is what a start leaves.
     let out = scratch
         .cmd("sc-mcp")

@@ -8,16 +8,29 @@
 //! binary, and the policy's `sandbox` key can be placed under this root and home
 //! ([`Sandbox::from_policy`]). Where one of them is missing, the program is never run
 //! unconfined: the error names what is missing, and the door does not run it.
+//!
+//! A kernel that refuses the namespaces is found only when bubblewrap runs. sc-mcp, which starts
+//! one long-lived server, first makes the sandbox once around `true` ([`Confined::trial`]): if
+//! sc-sandbox ends that with its own status 125, the sandbox cannot be made here either.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::rules::policy::Policy;
 use crate::stage::sandbox::bwrap::{self, BWRAP_ENV};
 use crate::stage::sandbox::run::{own_files, RunOptions};
-use crate::stage::sandbox::{Invocation, Sandbox};
+use crate::stage::sandbox::{Invocation, Sandbox, EXIT_SANDBOX_FAILURE};
 use crate::store::StateUrl;
+
+/// How long [`Confined::trial`] waits for sc-sandbox's trial run before taking the sandbox as one
+/// that cannot be made.
+const TRIAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much of the trial run's stderr is kept: its end, where sc-sandbox says why it failed.
+const TRIAL_STDERR_KEPT: usize = 16 * 1024;
 
 /// The gate's own files as the door was given them, for sc-sandbox's command line.
 #[derive(Debug, Clone)]
@@ -58,6 +71,76 @@ impl Confined {
     /// The variable that tells sc-sandbox which bubblewrap to run: the one found here.
     pub fn bwrap_env(&self) -> (&'static str, &Path) {
         (BWRAP_ENV, &self.bwrap)
+    }
+
+    /// Makes the sandbox once around `true`, as it would be made for the program, and says why
+    /// it cannot be made here when sc-sandbox ends with its own status 125 (a kernel without user
+    /// namespaces, a bubblewrap that fails), or does not end within [`TRIAL_TIMEOUT`]. Any other
+    /// status (a `true` missing inside, say) is the program's own: the sandbox was made. The
+    /// audit log and its key are kept read-only inside rather than written: the trial runs
+    /// nothing worth recording.
+    pub fn trial(&self) -> Result<(), String> {
+        let mut invocation = self.invocation.clone();
+        invocation.protect.extend(invocation.audit.take());
+        invocation.protect.extend(invocation.audit_key.take());
+        invocation.id = None;
+        let mut child = invocation
+            .command(OsStr::new("true"), &[])
+            .env(BWRAP_ENV, &self.bwrap)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|err| {
+                format!(
+                    "sc-sandbox ({}) cannot be started: {err}",
+                    invocation.exe.display()
+                )
+            })?;
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let reader = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match stderr.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        kept.extend_from_slice(&chunk[..n]);
+                        let over = kept.len().saturating_sub(TRIAL_STDERR_KEPT);
+                        kept.drain(..over);
+                    }
+                }
+            }
+            kept
+        });
+        let deadline = Instant::now() + TRIAL_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(None) => {
+                    // bubblewrap's --die-with-parent ends what sc-sandbox started.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "sc-sandbox's trial run did not end within {} seconds",
+                        TRIAL_TIMEOUT.as_secs()
+                    ));
+                }
+                Err(err) => return Err(format!("cannot wait for sc-sandbox's trial run: {err}")),
+            }
+        };
+        if status.code() != Some(i32::from(EXIT_SANDBOX_FAILURE)) {
+            return Ok(());
+        }
+        let stderr = reader.join().unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&stderr);
+        Err(format!(
+            "sc-sandbox could not make the sandbox (status 125): {}",
+            sandbox_failure(&stderr).unwrap_or("it gave no reason")
+        ))
     }
 }
 

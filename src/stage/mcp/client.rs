@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 use super::holds::{Page, PageEvent};
 use super::pending::{Asked, Awaiting, HeldCall, HoldKey, PendingRequest, Ticket};
 use super::protocol::{
-    classify_client_message, error_response, ClientMessage, RequestId, INVALID_REQUEST,
+    classify_client_message, error_response, result_response, ClientMessage, RequestId,
+    INVALID_REQUEST, METHOD_NOT_FOUND, PROTOCOL_VERSION,
 };
 use super::session::{lock, Session};
 use super::verdict::Verdict;
@@ -91,6 +92,10 @@ impl ClientSide<'_> {
                     ));
                     return Ok(());
                 }
+                if let Some(why) = &self.session.no_server {
+                    self.answer_without_server(bytes, &id, &method, why);
+                    return Ok(());
+                }
                 if method == "initialize" {
                     self.read_capabilities(bytes);
                 }
@@ -151,6 +156,46 @@ impl ClientSide<'_> {
                 }
             }
         }
+    }
+
+    /// Answers a request itself when no server was started (`--sandbox` where the sandbox cannot
+    /// be made): `initialize` with sc-mcp's own server info and instructions saying why no tools
+    /// are there, `tools/list` with no tools, `ping`; any other method is not found.
+    fn answer_without_server(&self, bytes: &[u8], id: &RequestId, method: &str, why: &str) {
+        let result = match method {
+            "initialize" => {
+                // Read strictly already: the message was classified.
+                let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+                let version = message
+                    .get("params")
+                    .and_then(|params| params.get("protocolVersion"))
+                    .filter(|version| version.is_string())
+                    .cloned()
+                    .unwrap_or_else(|| json!(PROTOCOL_VERSION));
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "sc-mcp", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": format!(
+                        "No tools are available, and every tool call is held and not run: sc-mcp did not start the MCP server ({why})."
+                    ),
+                })
+            }
+            "tools/list" => json!({"tools": []}),
+            "ping" => json!({}),
+            _ => {
+                self.session.to_client(&error_response(
+                    &id.value,
+                    METHOD_NOT_FOUND,
+                    &format!(
+                        "sc-mcp: there is no MCP server to answer {}: {why}",
+                        Value::String(method.to_owned())
+                    ),
+                ));
+                return;
+            }
+        };
+        self.session.to_client(&result_response(&id.value, &result));
     }
 
     /// Notes whether the client's `initialize` declared elicitation in form mode.
@@ -294,6 +339,12 @@ impl ClientSide<'_> {
                     "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
                 )],
             },
+            // No server was started: the call is held with the reason, and not recorded in the
+            // state (nothing runs).
+            (Ok(_), None) if session.no_server.is_some() => Judgement {
+                decision: Decision::Hold,
+                reasons: session.no_server.iter().cloned().collect(),
+            },
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
                 let mut taken = std::mem::take(&mut *lock(&session.taken));
@@ -372,6 +423,18 @@ impl ClientSide<'_> {
             }
             (Decision::Hold, Ok(call)) => call,
         };
+        if session.no_server.is_some() {
+            // Nobody is asked: approved, it would have no server to run on.
+            let approval = Approval {
+                approved: false,
+                by: AnsweredBy::None,
+                answer: None,
+                reason: "declined: nobody is asked, since no MCP server runs to carry it out"
+                    .to_owned(),
+                digest: None,
+            };
+            return session.decline_held(&id.value, &ticket, &judgement.reasons, &approval, true);
+        }
         match self.surface() {
             Surface::Elicitation => {
                 return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons)

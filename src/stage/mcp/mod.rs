@@ -56,11 +56,16 @@
 //! sc-mcp's policy file (its `sandbox` key's paths and network), root (`--root`, else the working
 //! folder), home, audit log and key, agent and crew. A filesystem server is then confined to the
 //! root and what the key makes writable, and reaches no network but `network.allow` through
-//! sc-sandbox's proxy. Where the sandbox cannot be made (no bubblewrap, no sc-sandbox beside
-//! sc-mcp, a `sandbox` key that cannot be placed here), the server is never started: sc-mcp exits
-//! 2 before starting anything, with a reason naming what is missing. (Holding every `tools/call`
-//! instead would need sc-mcp to answer `initialize` and `tools/list` for a server that is not
-//! there.) sc-sandbox's own status 125 after the start ends the session as a server that died.
+//! sc-sandbox's proxy. Before the server starts, the sandbox is made once around `true`
+//! ([`Confined::trial`]). Where the sandbox cannot be made (no bubblewrap, no sc-sandbox beside
+//! sc-mcp, a `sandbox` key that cannot be placed here, sc-sandbox's status 125 on the trial), the
+//! server is never started: sc-mcp says why on stderr and stays up as an MCP server of its own,
+//! answering `initialize`, `tools/list` (no tools) and `ping` itself, and holding every
+//! `tools/call` with the reason (audited as a hold nobody was asked about, answered as a declined
+//! one). sc-sandbox's own status 125 after a trial that worked ends the session as a server that
+//! died.
+//!
+//! [`Confined::trial`]: crate::stage::exec::confine::Confined::trial
 //!
 //! A card on the page shows the verdict record sc-mcp makes of the call,
 //! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}` ([`Verdict`]), and an

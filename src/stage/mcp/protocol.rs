@@ -14,6 +14,7 @@ pub(crate) const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
 pub(super) const INVALID_REQUEST: i64 = -32600;
+pub(super) const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 pub(super) const INTERNAL_ERROR: i64 = -32603;
 
@@ -332,6 +333,19 @@ pub(crate) fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
         .field("jsonrpc", "2.0")
         .field("id", id)
         .field("error", &json!({"code": code, "message": message}))
+        .finish()
+}
+
+/// The MCP protocol version sc-mcp answers `initialize` with itself (no server started) when the
+/// client names none.
+pub(super) const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// A JSON-RPC result response.
+pub(crate) fn result_response(id: &Value, result: &Value) -> Vec<u8> {
+    JsonLine::new()
+        .field("jsonrpc", "2.0")
+        .field("id", id)
+        .field("result", result)
         .finish()
 }
 

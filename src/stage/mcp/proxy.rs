@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, PipeReader, Read};
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::AsFd;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
@@ -102,17 +102,17 @@ pub fn run_with_state(
         .split_first()
         .ok_or_else(|| crate::error::UsageError("no MCP server command after `--`".into()))?;
     // With --sandbox, the server starts under sc-sandbox or not at all: checked before anything
-    // starts, so that a machine that cannot give the sandbox ends sc-mcp (exit 2) with the
-    // reason, and the server never runs unconfined.
+    // starts, and the sandbox made once around `true` (a kernel that refuses the namespaces shows
+    // only then). Where it cannot be made, the server never runs unconfined: sc-mcp answers the
+    // client itself, with no tools, and holds every call with the reason.
     let confined = match &options.sandbox {
-        Some(door) => Some(
-            door.confine(&options.policy, &options.agent, None)
-                .map_err(|why| {
-                    crate::error::UsageError(format!(
-                        "--sandbox: the MCP server is not started, since the sandbox cannot be made here and it is never run unconfined: {why}"
-                    ))
-                })?,
-        ),
+        Some(door) => match door
+            .confine(&options.policy, &options.agent, None)
+            .and_then(|confined| confined.trial().map(|()| confined))
+        {
+            Ok(confined) => Some(confined),
+            Err(why) => return run_without_server(options, audit_log, state, human, &why),
+        },
         None => None,
     };
     // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
@@ -168,27 +168,12 @@ pub fn run_with_state(
     let server_stdin = child.stdin.take().expect("piped stdin");
     let (wake_reader, wake_writer) = io::pipe().context("cannot create a pipe")?;
     let server_pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
-    let session = Arc::new(Session {
-        policy: options.policy.clone(),
-        agent: options.agent.clone(),
-        quiet: options.quiet,
-        audit: Mutex::new(audit_log),
-        client: Mutex::new(Box::new(io::stdout())),
-        server: Mutex::new(Some(server_stdin)),
-        pending: Mutex::new(Pending {
-            server_reading: true,
-            requests: HashMap::new(),
-            cancelled: IndexSet::new(),
-            ..Pending::default()
-        }),
-        holds_changed: Condvar::new(),
-        hold_timeout: options.timeout,
-        ending: Mutex::new(Ending::default()),
-        wake: Mutex::new(Some(wake_writer)),
-        server_pid,
-        killed_by_us: AtomicBool::new(false),
-        taken: Mutex::new(Vec::new()),
-    });
+    let session = Arc::new(new_session(
+        options,
+        audit_log,
+        Some((server_stdin, server_pid, wake_writer)),
+        None,
+    ));
     let relay = {
         let session = Arc::clone(&session);
         let max = options.max_message_bytes;
@@ -252,34 +237,7 @@ pub fn run_with_state(
         timing: options.timing.clone(),
         ids: IdMinter::new(),
     };
-    let mut reader = LineReader::new(input, options.max_message_bytes);
-    loop {
-        if session.is_stopping() {
-            break;
-        }
-        let line = match reader.next_line() {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
-            Err(err) => {
-                session.warn(&format!("cannot read the client's input: {err}"));
-                break;
-            }
-        };
-        let handled = match line {
-            Line::Text(bytes) if jsonl::is_blank(bytes) => Ok(()),
-            Line::Text(bytes) => client.handle(bytes),
-            Line::TooLong { length, start } => {
-                let reason = format!(
-                    "the message is {length} bytes, over the limit of {} bytes",
-                    options.max_message_bytes
-                );
-                client.refuse(start, &[], false, INVALID_REQUEST, &reason)
-            }
-        };
-        if handled.is_err() {
-            break;
-        }
-    }
+    relay_client(&session, &mut client, input, options.max_message_bytes);
     let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
     // Calls still waiting for the person are declined: nobody can act on an answer now.
     let why = if session.is_stopping() {
@@ -318,7 +276,6 @@ pub fn run_with_state(
     drop(client.page.take());
     // Closing the server's input is how MCP's stdio transport asks it to exit.
     drop(lock(&session.server).take());
-    drop(reader);
 
     // The server has SHUTDOWN_GRACE to end by itself, then SIGTERM, then SIGKILL; a server whose
     // output stays open after that (a child of its holds it) is given up on.
@@ -365,6 +322,119 @@ pub fn run_with_state(
         killed,
         confined.is_some(),
     ))
+}
+
+/// The session both kinds of run share: with the server's input, pid and the pipe that wakes the
+/// client's reader, or with none of them and the reason no server was started.
+fn new_session(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    server: Option<(ChildStdin, Pid, PipeWriter)>,
+    no_server: Option<String>,
+) -> Session {
+    let (stdin, pid, wake) = match server {
+        Some((stdin, pid, wake)) => (Some(stdin), Some(pid), Some(wake)),
+        None => (None, None, None),
+    };
+    Session {
+        policy: options.policy.clone(),
+        agent: options.agent.clone(),
+        quiet: options.quiet,
+        audit: Mutex::new(audit_log),
+        client: Mutex::new(Box::new(io::stdout())),
+        server: Mutex::new(stdin),
+        pending: Mutex::new(Pending {
+            server_reading: pid.is_some(),
+            requests: HashMap::new(),
+            cancelled: IndexSet::new(),
+            ..Pending::default()
+        }),
+        holds_changed: Condvar::new(),
+        hold_timeout: options.timeout,
+        ending: Mutex::new(Ending::default()),
+        wake: Mutex::new(wake),
+        server_pid: pid,
+        no_server,
+        killed_by_us: AtomicBool::new(false),
+        taken: Mutex::new(Vec::new()),
+    }
+}
+
+/// Reads the client's messages, one bounded line at a time, until its input ends (or reads as
+/// ended) or the session stops.
+fn relay_client(session: &Session, client: &mut ClientSide, input: impl Read, max: usize) {
+    let mut reader = LineReader::new(input, max);
+    loop {
+        if session.is_stopping() {
+            break;
+        }
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                session.warn(&format!("cannot read the client's input: {err}"));
+                break;
+            }
+        };
+        let handled = match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => Ok(()),
+            Line::Text(bytes) => client.handle(bytes),
+            Line::TooLong { length, start } => {
+                let reason =
+                    format!("the message is {length} bytes, over the limit of {max} bytes");
+                client.refuse(start, &[], false, INVALID_REQUEST, &reason)
+            }
+        };
+        if handled.is_err() {
+            break;
+        }
+    }
+}
+
+/// `--sandbox` where the sandbox cannot be made (`why` names what is missing): the server is
+/// never started, and sc-mcp stays up as an MCP server of its own until the client closes its
+/// input. It answers `initialize` (its instructions say why no tools are there), `tools/list`
+/// (no tools) and `ping`, and holds every `tools/call` with the reason: audited as a hold nobody
+/// was asked about (`gate`, `approve` and `exec` events), and answered like a declined hold.
+/// Exit status 0, or 1 if the audit log could not be written.
+fn run_without_server(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    state: StateHandle,
+    human: &mut dyn Human,
+    why: &str,
+) -> Result<u8> {
+    let reason =
+        format!("the sandbox cannot be made here, so the MCP server is not run unconfined: {why}");
+    let _ = writeln!(
+        io::stderr().lock(),
+        "sc-mcp: --sandbox: {reason}; the MCP server is not started, and sc-mcp answers the client itself, with no tools, and holds every tools/call"
+    );
+    let session = new_session(options, audit_log, None, Some(reason));
+    let mut client = ClientSide {
+        session: &session,
+        human,
+        timeout: options.timeout,
+        asking: options.asking,
+        client_elicits: false,
+        questions: Questions::default(),
+        page: None,
+        state,
+        timing: options.timing.clone(),
+        ids: IdMinter::new(),
+    };
+    relay_client(
+        &session,
+        &mut client,
+        io::stdin(),
+        options.max_message_bytes,
+    );
+    let ending = std::mem::take(&mut *lock(&session.ending));
+    if let Some(err) = ending.fatal {
+        session.warn(&format!("{err:#}"));
+        return Ok(crate::exit::RUNTIME_FAILURE);
+    }
+    Ok(crate::exit::SUCCESS)
 }
 
 fn exit_status(

@@ -50,7 +50,11 @@ pub(super) struct Session {
     pub(super) ending: Mutex<Ending>,
     /// Written to when the server's side has ended, to wake the client reader.
     pub(super) wake: Mutex<Option<PipeWriter>>,
-    pub(super) server_pid: Pid,
+    /// The server's process; `None` when no server was started (see `no_server`).
+    pub(super) server_pid: Option<Pid>,
+    /// Why no server was started (`--sandbox` where the sandbox cannot be made): sc-mcp then
+    /// answers the client itself, with no tools, and holds every `tools/call` with this reason.
+    pub(super) no_server: Option<String>,
     pub(super) killed_by_us: AtomicBool,
     /// What untrusted-output tools answered, queued by the server's reader before the answer
     /// leaves for the client, and taken into the state before the next call is decided (value
@@ -113,10 +117,13 @@ impl Session {
     }
 
     pub(super) fn terminate_server(&self) {
+        let Some(pid) = self.server_pid else {
+            return;
+        };
         self.killed_by_us.store(true, Ordering::SeqCst);
         // The server is reaped only after its output ended and this thread's kin are done, so
         // the pid still names it.
-        let _ = kill(self.server_pid, Signal::SIGTERM);
+        let _ = kill(pid, Signal::SIGTERM);
     }
 
     /// Audits a tool call's `exec` event.
@@ -318,6 +325,13 @@ impl Session {
                 format!(
                     "Skeleton Crew denied this call to {}: {reasons}",
                     ticket.tool
+                ),
+            ),
+            Some(approval) if self.no_server.is_some() => (
+                format!("not run: held ({reasons}) and {}", approval.reason),
+                format!(
+                    "held: {reasons}; this call to {} was {}",
+                    ticket.tool, approval.reason
                 ),
             ),
             Some(approval) => (
