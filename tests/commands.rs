@@ -122,7 +122,9 @@ fn decide_line(
     let args = line["args"].as_object().expect("args");
     let cwd = corpus_cwd(line).map(Path::new);
     let tainted = line["tainted"].as_bool().unwrap_or(false);
-    if let Some(judged) = commands.decide_call(tool, args, tainted, Some(paths), context(cwd)) {
+    if let Some(judged) =
+        commands.decide_call(tool, args, tainted, false, Some(paths), context(cwd))
+    {
         return (judged.decision, judged.reasons);
     }
     let judged = paths

@@ -281,7 +281,9 @@ fn without_bubblewrap_the_call_is_held_naming_what_is_missing() {
     assert!(specific.get("updatedInput").is_none(), "{specific}");
     let reason = specific["permissionDecisionReason"].as_str().unwrap();
     assert!(
-        reason.contains("/nonexistent/bwrap") && reason.contains("not run unconfined"),
+        reason.contains("/nonexistent/bwrap")
+            && reason.contains("not run unconfined")
+            && reason.contains("approving it runs the command unconfined"),
         "{reason}"
     );
     let gate = gate_events(&scratch);
@@ -299,6 +301,160 @@ fn without_bubblewrap_the_call_is_held_naming_what_is_missing() {
             .as_str()
             .unwrap()
             .contains("home folder"),
+        "{specific}"
+    );
+}
+
+/// A PreToolUse input made in `cwd`.
+fn pre_tool_use_in(cwd: &Path, session: &str, tool: &str, tool_input: Value) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": "/t",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": format!("toolu_{}", NEXT_ID.fetch_add(1, Ordering::SeqCst)),
+    })
+    .to_string()
+}
+
+/// Taints `session` with a web page.
+fn taint(scratch: &Scratch, policy: &Path, session: &str) {
+    let fetch = pre_tool_use(
+        scratch,
+        session,
+        "WebFetch",
+        json!({"url": "https://example.com/", "prompt": "read"}),
+    );
+    assert_eq!(answer(&hook(scratch, policy, &[], &fetch)), None);
+}
+
+#[test]
+fn where_the_sandbox_applies_file_tools_cannot_write_its_read_only_places() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "untrustedOutputTools": ["WebFetch"],
+            "sandbox": {"when": "tainted", "readOnly": [".mcp.json", ".claude"], "hidden": [".env"]},
+        })
+        .to_string(),
+    );
+    let write = |session: &str, path: &str| {
+        pre_tool_use(
+            &scratch,
+            session,
+            "Write",
+            json!({"file_path": path, "content": "{}"}),
+        )
+    };
+    // Untainted: `when: tainted` does not apply, and nothing else holds the write.
+    assert_eq!(
+        answer(&hook(&scratch, &policy, &[], &write("s-1", ".mcp.json"))),
+        None
+    );
+    taint(&scratch, &policy, "s-1");
+    for (path, index) in [(".mcp.json", 0), (".claude/settings.json", 1)] {
+        let specific = answer(&hook(&scratch, &policy, &[], &write("s-1", path))).unwrap();
+        assert_eq!(specific["permissionDecision"], "deny", "{path}: {specific}");
+        let reason = specific["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("sandbox.readOnly[{index}]")),
+            "{reason}"
+        );
+    }
+    // The gate's own audit log, though the policy has no `paths` key.
+    let specific = answer(&hook(
+        &scratch,
+        &policy,
+        &[],
+        &write("s-1", "logs/audit.jsonl"),
+    ))
+    .unwrap();
+    assert_eq!(specific["permissionDecision"], "deny", "{specific}");
+    // A hidden place's read is held.
+    let read = pre_tool_use(&scratch, "s-1", "Read", json!({"file_path": ".env"}));
+    let specific = answer(&hook(&scratch, &policy, &[], &read)).unwrap();
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(
+        specific["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox.hidden[0]"),
+        "{specific}"
+    );
+    // Another file is written as before.
+    assert_eq!(
+        answer(&hook(&scratch, &policy, &[], &write("s-1", "src/x.rs"))),
+        None
+    );
+}
+
+#[test]
+fn the_sandbox_is_rooted_at_the_project_not_the_calls_sub_folder() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    std::fs::create_dir_all(scratch.path(".git")).unwrap();
+    std::fs::create_dir_all(scratch.path("sub/deeper")).unwrap();
+    scratch.write("protected.txt", "kept\n");
+    let sub = scratch.path("sub/deeper");
+    let input = pre_tool_use_in(
+        &sub,
+        "s-1",
+        "Bash",
+        json!({"command": "echo changed > ../../protected.txt; echo in-sub > made.txt; cat made.txt"}),
+    );
+    let specific = answer(&hook(&scratch, &policy, &[], &input)).expect("confined");
+    let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    let root = format!("'--root' '{}'", scratch.dir.path().display());
+    assert!(rewritten.contains(&root), "{rewritten}");
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(rewritten)
+        .current_dir(&sub)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "in-sub\n",
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("protected.txt")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
+fn a_call_that_taints_by_its_own_output_runs_confined() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "untrustedOutputTools": ["Bash"],
+            "sandbox": {"when": "tainted"},
+        })
+        .to_string(),
+    );
+    let out = hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-1", "echo first"),
+    );
+    let specific = answer(&out).expect("the first call is confined too");
+    assert!(
+        specific["updatedInput"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("sc-sandbox"),
         "{specific}"
     );
 }

@@ -71,9 +71,18 @@ use crate::verdict::Decision;
 pub(crate) const MAX_REASONS: usize = 8;
 
 /// The keys of `commands`.
-pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
+pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic", "programByPath"];
 /// The keys of one rule.
-pub(crate) const RULE_KEYS: &[&str] = &["prefix", "decision", "whenTainted", "match", "notMatch"];
+pub(crate) const RULE_KEYS: &[&str] = &[
+    "prefix",
+    "decision",
+    "whenTainted",
+    "whenConfined",
+    "match",
+    "notMatch",
+];
+/// The keys of `programByPath`.
+pub(crate) const BY_PATH_KEYS: &[&str] = &["decision", "whenConfined"];
 
 /// What can be wrong with the `commands` key, besides what every key's reader finds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -145,6 +154,20 @@ pub struct CommandRules {
     /// Program → the indices of the rules whose first token names it, in order: a simple
     /// command is tried only against the rules for its program.
     by_program: std::collections::HashMap<String, Vec<usize>>,
+    /// `programByPath`: the decision for a simple command whose program is a file given by a
+    /// path outside the system directories (`./build.sh`) and that no rule matches, in place of
+    /// `unmatched`.
+    program_by_path: Option<ByPath>,
+}
+
+/// The `programByPath` key: what decides a program given by a path that no rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByPath {
+    /// The decision; an allow counts as hold (the program is a file the agent may have written),
+    /// unless the call runs confined and `when_confined` says otherwise.
+    pub decision: Decision,
+    /// `whenConfined`: the decision when the call runs under the sandbox.
+    pub when_confined: Option<Decision>,
 }
 
 /// One rule, checked.
@@ -155,6 +178,9 @@ pub struct CommandRule {
     prefix: Vec<Token>,
     pub decision: Decision,
     pub when_tainted: WhenTainted,
+    /// `whenConfined`: the decision used instead of `decision` (and `whenTainted`) when the call
+    /// runs under the sandbox, which keeps the promises the text cannot show.
+    pub when_confined: Option<Decision>,
 }
 
 /// A prefix token: alternatives, all options or all words.
@@ -184,6 +210,7 @@ impl Default for CommandRules {
             unmatched: Decision::Hold,
             dynamic: Decision::Hold,
             by_program: std::collections::HashMap::new(),
+            program_by_path: None,
         }
     }
 }
@@ -205,6 +232,9 @@ impl CommandRules {
             if rules.dynamic == Decision::Allow {
                 return Err(CommandProblem::DynamicAllowed.at(format!("{key}.dynamic")));
             }
+        }
+        if let Some(by_path) = object.get("programByPath") {
+            rules.program_by_path = Some(by_path_rule(&format!("{key}.programByPath"), by_path)?);
         }
         if let Some(list) = object.get("rules") {
             let Value::Array(items) = list else {
@@ -253,15 +283,23 @@ impl CommandRules {
         self.dynamic
     }
 
+    /// The `programByPath` key, if the policy has one.
+    pub fn program_by_path(&self) -> Option<ByPath> {
+        self.program_by_path
+    }
+
     /// Decides a call of a tool these rules apply to (`None` for any other tool): its command
     /// under `commands`, and, with `paths`, the files it writes and the paths its arguments
     /// name ([`decide_command`]). A command argument that is missing, not a string, or
-    /// holds a NUL is a malformed deny.
+    /// holds a NUL is a malformed deny. `confined`: the call runs under the sandbox, so a
+    /// rule's `whenConfined` decides in place of its `decision` and `whenTainted`.
+    #[allow(clippy::too_many_arguments)]
     pub fn decide_call(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         tainted: bool,
+        confined: bool,
         paths: Option<&super::paths::PathRules>,
         context: super::paths::PathContext,
     ) -> Option<CommandJudgement> {
@@ -281,7 +319,7 @@ impl CommandRules {
                 "the command of {tool_shown} contains a NUL character, which no shell can run as written"
             )),
             Some(Value::String(command)) => {
-                decide_command(self, paths, command, tainted, context)
+                decide_command_confined(self, paths, command, tainted, confined, context)
             }
             Some(other) => malformed(format!(
                 "argument `{key}` of {tool_shown} must be a shell command (a string), found {}",
@@ -292,7 +330,17 @@ impl CommandRules {
 
     /// Decides a command for an agent that is tainted or not.
     pub fn decide(&self, command: &str, tainted: bool) -> CommandJudgement {
-        self.judge(command, &analyse(command), tainted)
+        self.judge(command, &analyse(command), tainted, false)
+    }
+
+    /// Decides a command for an agent that is tainted or not, run confined or not.
+    pub fn decide_confined(
+        &self,
+        command: &str,
+        tainted: bool,
+        confined: bool,
+    ) -> CommandJudgement {
+        self.judge(command, &analyse(command), tainted, confined)
     }
 
     /// Decides a command already analysed.
@@ -301,6 +349,7 @@ impl CommandRules {
         command: &str,
         analysis: &Analysis,
         tainted: bool,
+        confined: bool,
     ) -> CommandJudgement {
         // Decisions first; reasons are written only for the findings that win.
         let mut findings: Vec<(Decision, Finding)> = Vec::new();
@@ -315,6 +364,10 @@ impl CommandRules {
             for rule in candidates.iter().map(|&index| &self.rules[index]) {
                 if rule.matches_split(&split) {
                     matched = true;
+                    if let (true, Some(decision)) = (confined, rule.when_confined) {
+                        findings.push((decision, Finding::Rule(simple, rule, Cap::Confined)));
+                        continue;
+                    }
                     let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
                     let cap = Cap::of(rule.decision, simple, tainted);
                     findings.push((
@@ -323,7 +376,20 @@ impl CommandRules {
                     ));
                 }
             }
-            if !matched {
+            let by_path = self.program_by_path.filter(|_| {
+                simple
+                    .caveats
+                    .iter()
+                    .any(|c| matches!(c, Caveat::ProgramByPath(_)))
+            });
+            if let (false, Some(by_path)) = (matched, by_path) {
+                if let (true, Some(decision)) = (confined, by_path.when_confined) {
+                    findings.push((decision, Finding::ByPath(simple, Cap::Confined)));
+                } else {
+                    let cap = Cap::of(by_path.decision, simple, tainted);
+                    findings.push((cap.decision(by_path.decision), Finding::ByPath(simple, cap)));
+                }
+            } else if !matched {
                 let cap = Cap::of(self.unmatched, simple, tainted);
                 findings.push((
                     cap.decision(self.unmatched),
@@ -360,6 +426,7 @@ impl CommandRules {
                 Finding::TaintedWrite(_)
                     | Finding::Rule(_, _, Cap::Tainted)
                     | Finding::Unmatched(_, Cap::Tainted)
+                    | Finding::ByPath(_, Cap::Tainted)
             );
             // A long chain would otherwise carry a reason per simple command: the first few
             // are written, the rest counted.
@@ -405,6 +472,14 @@ impl CommandRules {
                 ),
                 decision,
                 "commands.unmatched",
+            ),
+            Finding::ByPath(simple, cap) => cap.explain(
+                format!(
+                    "{} matches no rule, and its program is a file given by a path: commands.programByPath",
+                    within(&display(simple), whole),
+                ),
+                decision,
+                "commands.programByPath",
             ),
             Finding::Dynamic(part) => format!(
                 "{} is dynamic ({}): commands.dynamic is {}",
@@ -474,15 +549,19 @@ impl CommandRule {
 enum Finding<'a> {
     Rule(&'a SimpleCommand, &'a CommandRule, Cap<'a>),
     Unmatched(&'a SimpleCommand, Cap<'a>),
+    /// A program given by a path that no rule matches, decided by `programByPath`.
+    ByPath(&'a SimpleCommand, Cap<'a>),
     Dynamic(&'a DynamicPart),
     TaintedWrite(&'a WrittenPath),
 }
 
-/// Why an allow counts as hold.
+/// Why an allow counts as hold, or why `whenConfined` decides.
 enum Cap<'a> {
     None,
     Tainted,
     Caveat(&'a Caveat),
+    /// The call runs under the sandbox, and the rule says `whenConfined`: that decides.
+    Confined,
 }
 
 impl<'a> Cap<'a> {
@@ -500,7 +579,7 @@ impl<'a> Cap<'a> {
 
     fn decision(&self, decision: Decision) -> Decision {
         match self {
-            Cap::None => decision,
+            Cap::None | Cap::Confined => decision,
             Cap::Tainted | Cap::Caveat(_) => Decision::Hold,
         }
     }
@@ -517,6 +596,9 @@ impl<'a> Cap<'a> {
             Cap::Caveat(caveat) => {
                 format!("{stated}, which allows it, but {}: hold", caveat.describe())
             }
+            Cap::Confined => format!(
+                "{stated}, and the call runs in the sandbox, for which {what} says \"whenConfined\": {decision}"
+            ),
         }
     }
 }
@@ -667,6 +749,10 @@ fn rule<'v>(
             return Err(CommandProblem::WhenTainted(found).at(format!("{key}.whenTainted")));
         }
     };
+    let when_confined = object
+        .get("whenConfined")
+        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .transpose()?;
     let examples = |name: &str| -> Result<Vec<&'v str>, KeyError> {
         object.get(name).map_or(Ok(Vec::new()), |v| {
             keys::strings(&format!("{key}.{name}"), v)
@@ -678,12 +764,30 @@ fn rule<'v>(
             prefix,
             decision,
             when_tainted,
+            when_confined,
         },
         Examples {
             matching: examples("match")?,
             not_matching: examples("notMatch")?,
         },
     ))
+}
+
+/// The `programByPath` key: `{"decision": …, "whenConfined": …}`.
+fn by_path_rule(key: &str, value: &Value) -> Result<ByPath, CommandsError> {
+    let object = keys::object(key, value, BY_PATH_KEYS)?;
+    let decision = match object.get("decision") {
+        Some(decision) => keys::decision(&format!("{key}.decision"), decision)?,
+        None => return Err(CommandProblem::Missing("decision").at(key)),
+    };
+    let when_confined = object
+        .get("whenConfined")
+        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .transpose()?;
+    Ok(ByPath {
+        decision,
+        when_confined,
+    })
 }
 
 fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
@@ -789,8 +893,21 @@ pub fn decide_command(
     tainted: bool,
     context: super::paths::PathContext,
 ) -> CommandJudgement {
+    decide_command_confined(commands, paths, command, tainted, false, context)
+}
+
+/// [`decide_command`] for a call that runs under the sandbox (`confined`) or not: a rule's
+/// `whenConfined` then decides in its place.
+pub fn decide_command_confined(
+    commands: &CommandRules,
+    paths: Option<&super::paths::PathRules>,
+    command: &str,
+    tainted: bool,
+    confined: bool,
+    context: super::paths::PathContext,
+) -> CommandJudgement {
     let analysis = super::shell::analyse(command);
-    let mut judged = commands.judge(command, &analysis, tainted);
+    let mut judged = commands.judge(command, &analysis, tainted, confined);
     let Some(paths) = paths else {
         return judged;
     };
@@ -1001,13 +1118,14 @@ mod tests {
                 "Read",
                 &args(json!({"command": "ls"})),
                 false,
+                false,
                 None,
                 context
             )
             .is_none());
         for bad in [json!({}), json!({"command": 7}), json!({"command": "ls\0"})] {
             let judged = rules
-                .decide_call("Bash", &args(bad.clone()), false, None, context)
+                .decide_call("Bash", &args(bad.clone()), false, false, None, context)
                 .unwrap();
             assert_eq!(judged.decision, Decision::Deny, "{bad}");
             assert!(
@@ -1019,6 +1137,7 @@ mod tests {
             .decide_call(
                 "Bash",
                 &args(json!({"command": "git status"})),
+                false,
                 false,
                 None,
                 context,

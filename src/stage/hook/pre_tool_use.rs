@@ -8,10 +8,11 @@ use anyhow::{anyhow, Context, Result};
 use super::input::HookInput;
 use super::links::{input_digest, update_links, ToolUse};
 use super::output::{hook_answer, write_answer};
-use super::sandbox::{confine, Confinement};
+use super::sandbox::{applies, confine, prepare, project_root, Confinement};
 use super::HookOptions;
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
+use crate::rules::decision::{decide_in, CallContext};
 use crate::store::{self, Shared, StateKey, View};
 use crate::verdict::{Decision, Judgement};
 
@@ -45,24 +46,29 @@ pub(super) fn decide(
         .context("state store unavailable")?;
     let mut shared = Shared::new(store, key);
     let id = IdMinter::new().mint();
+    // Whether a sandbox can be made reads the machine, not the state: found first, so that the
+    // decision knows whether the call will run confined.
+    let prepared = prepare(hook, &call.agent, options, &id);
+    let can_confine = matches!(prepared, Some(Ok(_)));
+    let project = project_root(options, hook.cwd.as_deref());
     // Read, decide and write in one atomic update: concurrent hooks never lose one.
     let mut decided = None;
     shared
         .transact(&options.policy, &options.timing, &mut |state, now| {
             // The taint the decision reads, before the call itself changes the state.
             let tainted = state.taint_of(&call.agent, &options.policy).is_some();
-            let judgement =
-                crate::rules::decision::decide(&call, &id, &options.policy, state, Some(now));
-            decided = Some((judgement, state.agent(&call.agent).cloned(), tainted));
+            let applies = applies(options, &call.tool, tainted);
+            let context = CallContext {
+                confined: applies && can_confine,
+                project: project.as_deref(),
+            };
+            let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
+            decided = Some((judgement, state.agent(&call.agent).cloned(), applies));
         })
         .context("state store unavailable")?;
-    let (mut judgement, agent, tainted) =
+    let (mut judgement, agent, applies) =
         decided.context("state store unavailable: no decision was made")?;
-    let confinement = if judgement.decision == Decision::Deny {
-        Confinement::Unconfined
-    } else {
-        confine(hook, &call.agent, tainted, options, &id)
-    };
+    let confinement = confine(prepared, applies, judgement.decision == Decision::Deny);
     let mut updated_input = None;
     let mut original = None;
     match confinement {
