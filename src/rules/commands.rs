@@ -181,6 +181,9 @@ pub struct CommandRule {
     /// `whenConfined`: the decision used instead of `decision` (and `whenTainted`) when the call
     /// runs under the sandbox, which keeps the promises the text cannot show.
     pub when_confined: Option<Decision>,
+    /// The rule has `whenConfined` and no `decision`: it applies only to a confined call, and
+    /// is not there for any other (`decision` then holds the `whenConfined` value).
+    pub confined_only: bool,
 }
 
 /// A prefix token: alternatives, all options or all words.
@@ -362,6 +365,9 @@ impl CommandRules {
                 .and_then(|program| self.by_program.get(*program))
                 .map_or(&[][..], Vec::as_slice);
             for rule in candidates.iter().map(|&index| &self.rules[index]) {
+                if rule.confined_only && !confined {
+                    continue;
+                }
                 if rule.matches_split(&split) {
                     matched = true;
                     if let (true, Some(decision)) = (confined, rule.when_confined) {
@@ -475,7 +481,7 @@ impl CommandRules {
             ),
             Finding::ByPath(simple, cap) => cap.explain(
                 format!(
-                    "{} matches no rule, and its program is a file given by a path: commands.programByPath",
+                    "{} matches no rule, and its program is a file given by a path (commands.programByPath)",
                     within(&display(simple), whole),
                 ),
                 decision,
@@ -736,10 +742,16 @@ fn rule<'v>(
         Some(prefix) => parse_prefix(&format!("{key}.prefix"), prefix)?,
         None => return Err(CommandProblem::Missing("prefix").at(key)),
     };
-    let decision = match object.get("decision") {
-        Some(decision) => keys::decision(&format!("{key}.decision"), decision)?,
-        None => return Err(CommandProblem::Missing("decision").at(key)),
+    let when_confined = object
+        .get("whenConfined")
+        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .transpose()?;
+    let decision = match (object.get("decision"), when_confined) {
+        (Some(decision), _) => keys::decision(&format!("{key}.decision"), decision)?,
+        (None, Some(when_confined)) => when_confined,
+        (None, None) => return Err(CommandProblem::Missing("decision").at(key)),
     };
+    let confined_only = !object.contains_key("decision");
     let when_tainted = match object.get("whenTainted").map(Value::as_str) {
         None => WhenTainted::Hold,
         Some(Some("hold")) => WhenTainted::Hold,
@@ -749,10 +761,6 @@ fn rule<'v>(
             return Err(CommandProblem::WhenTainted(found).at(format!("{key}.whenTainted")));
         }
     };
-    let when_confined = object
-        .get("whenConfined")
-        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
-        .transpose()?;
     let examples = |name: &str| -> Result<Vec<&'v str>, KeyError> {
         object.get(name).map_or(Ok(Vec::new()), |v| {
             keys::strings(&format!("{key}.{name}"), v)
@@ -765,6 +773,7 @@ fn rule<'v>(
             decision,
             when_tainted,
             when_confined,
+            confined_only,
         },
         Examples {
             matching: examples("match")?,
@@ -1144,6 +1153,83 @@ mod tests {
             )
             .unwrap();
         assert_eq!(judged.decision, Decision::Allow);
+    }
+
+    #[test]
+    fn when_confined_and_program_by_path_are_read_strictly_and_decide_confined_calls() {
+        let err = |value: Value| CommandRules::from_json("commands", &value).unwrap_err();
+        let e = err(
+            json!({"rules": [{"prefix": ["python3"], "decision": "hold", "whenConfined": "yes"}]}),
+        );
+        assert_eq!(e.key, "commands.rules[0].whenConfined");
+        assert_eq!(
+            e.problem,
+            CommandProblem::Key(Problem::NotADecision("\"yes\"".to_owned()))
+        );
+        let e = err(json!({"programByPath": {"decision": "hold", "whenConfned": "allow"}}));
+        assert_eq!(e.key, "commands.programByPath");
+        assert_eq!(e.problem.suggestion(), Some("whenConfined"));
+        let e = err(json!({"programByPath": {"whenConfined": "allow"}}));
+        assert_eq!(e.problem, CommandProblem::Missing("decision"));
+        let e = err(json!({"programByPath": "allow"}));
+        assert_eq!(e.key, "commands.programByPath");
+        let rules = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [
+                {"prefix": ["python3"], "decision": "hold", "whenConfined": "allow"},
+                {"prefix": ["rm"], "decision": "hold", "whenConfined": "deny"},
+                {"prefix": ["ls"], "decision": "allow"}
+              ],
+              "programByPath": {"decision": "hold", "whenConfined": "allow"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            rules.program_by_path(),
+            Some(ByPath {
+                decision: Decision::Hold,
+                when_confined: Some(Decision::Allow)
+            })
+        );
+        assert_eq!(rules.rules()[0].when_confined, Some(Decision::Allow));
+        assert_eq!(rules.rules()[2].when_confined, None);
+        for (command, plain, confined) in [
+            ("python3 x.py", Decision::Hold, Decision::Allow),
+            ("rm x", Decision::Hold, Decision::Deny),
+            ("./build.sh", Decision::Hold, Decision::Allow),
+            // A program by path that a rule names is decided by that rule, capped as before.
+            ("./ls", Decision::Hold, Decision::Hold),
+            ("./build.sh; curl x", Decision::Hold, Decision::Hold),
+        ] {
+            assert_eq!(rules.decide(command, true).decision, plain, "{command}");
+            let judged = rules.decide_confined(command, true, true);
+            assert_eq!(judged.decision, confined, "{command}: {judged:?}");
+        }
+        let judged = rules.decide_confined("./build.sh", true, true);
+        assert_eq!(
+            judged.reasons,
+            ["build.sh (in \"./build.sh\") matches no rule, and its program is a file given by a path (commands.programByPath), and the call runs in the sandbox, for which commands.programByPath says \"whenConfined\": allow"]
+        );
+        // A rule with `whenConfined` and no `decision` is there for confined calls only.
+        let only = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [{"prefix": ["python3"], "whenConfined": "allow"}], "unmatched": "hold"}),
+        )
+        .unwrap();
+        assert!(only.rules()[0].confined_only);
+        let judged = only.decide("python3 x.py", false);
+        assert!(judged.reasons[0].contains("matches no rule"), "{judged:?}");
+        assert_eq!(
+            only.decide_confined("python3 x.py", true, true).decision,
+            Decision::Allow
+        );
+        let e = err(json!({"rules": [{"prefix": ["python3"]}]}));
+        assert_eq!(e.problem, CommandProblem::Missing("decision"));
+        // Without `programByPath`, such a program is unmatched.
+        let plain = CommandRules::from_json("commands", &json!({"unmatched": "deny"})).unwrap();
+        assert_eq!(
+            plain.decide_confined("./x", true, true).decision,
+            Decision::Deny
+        );
     }
 
     #[test]
