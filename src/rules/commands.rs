@@ -71,7 +71,14 @@ use crate::verdict::Decision;
 pub(crate) const MAX_REASONS: usize = 8;
 
 /// The keys of `commands`.
-pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic", "programByPath"];
+pub const KEYS: &[&str] = &[
+    "tools",
+    "rules",
+    "unmatched",
+    "dynamic",
+    "programByPath",
+    "outputOptions",
+];
 /// The keys of one rule.
 pub(crate) const RULE_KEYS: &[&str] = &[
     "prefix",
@@ -109,6 +116,9 @@ pub enum CommandProblem {
     OptionFirst,
     #[error("{0:?} has a `/`; a program is matched by its basename (`/bin/rm` is `rm`)")]
     ProgramPath(String),
+    /// An `outputOptions` entry that is not an option.
+    #[error("{0:?} is not an option: it must start with `-` and name one")]
+    NotAnOption(String),
     /// A `match` example the rule does not match: the rule's prefix and the example's simple
     /// commands, as shown.
     #[error("the example \"{}\" does not match the rule (prefix {prefix}); its simple commands are: {commands}", shown(.example))]
@@ -158,6 +168,9 @@ pub struct CommandRules {
     /// path outside the system directories (`./build.sh`) and that no rule matches, in place of
     /// `unmatched`.
     program_by_path: Option<ByPath>,
+    /// `outputOptions`: program → the options whose value is a file (or a folder) the program
+    /// writes, judged by the `paths` rules as a redirection's file is.
+    output_options: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// The `programByPath` key: what decides a program given by a path that no rule names.
@@ -214,6 +227,7 @@ impl Default for CommandRules {
             dynamic: Decision::Hold,
             by_program: std::collections::HashMap::new(),
             program_by_path: None,
+            output_options: std::collections::HashMap::new(),
         }
     }
 }
@@ -235,6 +249,9 @@ impl CommandRules {
             if rules.dynamic == Decision::Allow {
                 return Err(CommandProblem::DynamicAllowed.at(format!("{key}.dynamic")));
             }
+        }
+        if let Some(options) = object.get("outputOptions") {
+            rules.output_options = output_options(&format!("{key}.outputOptions"), options)?;
         }
         if let Some(by_path) = object.get("programByPath") {
             rules.program_by_path = Some(by_path_rule(&format!("{key}.programByPath"), by_path)?);
@@ -333,7 +350,7 @@ impl CommandRules {
 
     /// Decides a command for an agent that is tainted or not.
     pub fn decide(&self, command: &str, tainted: bool) -> CommandJudgement {
-        self.judge(command, &analyse(command), tainted, false)
+        self.decide_confined(command, tainted, false)
     }
 
     /// Decides a command for an agent that is tainted or not, run confined or not.
@@ -343,7 +360,9 @@ impl CommandRules {
         tainted: bool,
         confined: bool,
     ) -> CommandJudgement {
-        self.judge(command, &analyse(command), tainted, confined)
+        let mut analysis = analyse(command);
+        self.add_option_writes(&mut analysis);
+        self.judge(command, &analysis, tainted, confined)
     }
 
     /// Decides a command already analysed.
@@ -405,6 +424,9 @@ impl CommandRules {
         }
         for part in &analysis.dynamic {
             findings.push((self.dynamic, Finding::Dynamic(part)));
+        }
+        for part in &analysis.network {
+            findings.push((self.dynamic, Finding::Network(part)));
         }
         if tainted {
             for write in &analysis.writes {
@@ -493,6 +515,12 @@ impl CommandRules {
                 part.why,
                 self.dynamic
             ),
+            Finding::Network(part) => format!(
+                "{} is network egress ({}): it gets commands.dynamic, which is {}",
+                within(&part.what, whole),
+                part.why,
+                self.dynamic
+            ),
             Finding::TaintedWrite(write) => format!(
                 "{} writes \"{}\", and a tainted agent's writes are held",
                 within(&write.by, whole),
@@ -558,6 +586,8 @@ enum Finding<'a> {
     /// A program given by a path that no rule matches, decided by `programByPath`.
     ByPath(&'a SimpleCommand, Cap<'a>),
     Dynamic(&'a DynamicPart),
+    /// A redirection to bash's `/dev/tcp` or `/dev/udp`: network egress, whatever the program.
+    Network(&'a DynamicPart),
     TaintedWrite(&'a WrittenPath),
 }
 
@@ -680,9 +710,13 @@ fn option_matches(token: &str, option: &str) -> bool {
                     }
                 })
         }
-        // A single-dash long option takes its value after `=` too (`-toolexec=x`, as Go's
-        // flags do).
+        // A single-dash long option takes its value after `=` too (`-toolexec=x`), and Go's
+        // flags take it with two dashes as well (`--toolexec=x`).
         _ => {
+            let option = option
+                .strip_prefix('-')
+                .filter(|o| o.starts_with(token))
+                .unwrap_or(option);
             option == token
                 || option
                     .strip_prefix(token)
@@ -780,6 +814,168 @@ fn rule<'v>(
             not_matching: examples("notMatch")?,
         },
     ))
+}
+
+/// The `outputOptions` key: `{"PROGRAM": ["--option", "-o", …], …}`.
+fn output_options(
+    key: &str,
+    value: &Value,
+) -> Result<std::collections::HashMap<String, Vec<String>>, CommandsError> {
+    let Value::Object(object) = value else {
+        return Err(wrong_type("an object of programs", value).at(key).into());
+    };
+    let mut out = std::collections::HashMap::new();
+    for (program, list) in object {
+        let item_key = format!("{key}.{program}");
+        if program.is_empty() {
+            return Err(CommandProblem::EmptyToken.at(item_key));
+        }
+        if program.contains('/') {
+            return Err(CommandProblem::ProgramPath(program.clone()).at(item_key));
+        }
+        let options = keys::strings(&item_key, list)?;
+        for (index, option) in options.iter().enumerate() {
+            let name = option.trim_start_matches('-');
+            if !option.starts_with('-') || name.is_empty() || option.starts_with("---") {
+                let problem = CommandProblem::NotAnOption((*option).to_owned());
+                return Err(problem.at(format!("{item_key}[{index}]")));
+            }
+        }
+        out.insert(
+            program.clone(),
+            options.into_iter().map(str::to_owned).collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// The values an option token takes in a simple command's words (program first), in every
+/// spelling its parser accepts: `--name VALUE`, `--name=VALUE` and any abbreviation of
+/// `--name`; `-x VALUE`, `-xVALUE` and `-x` at the end of a bundle (`-vxVALUE`); `-name
+/// VALUE`, `-name=VALUE`, `--name VALUE` and `--name=VALUE` for a single-dash long one (Go's
+/// flags). Nothing after `--`.
+pub(crate) fn option_values<'w>(token: &str, words: &'w [String]) -> Vec<&'w str> {
+    let mut values = Vec::new();
+    let mut index = 1;
+    while index < words.len() {
+        let word = words[index].as_str();
+        index += 1;
+        if word == "--" {
+            break;
+        }
+        let next = words.get(index).map(String::as_str);
+        if let Some(name) = token.strip_prefix("--") {
+            let Some(given) = word.strip_prefix("--") else {
+                continue;
+            };
+            let (given, value) = match given.split_once('=') {
+                Some((given, value)) => (given, Some(value)),
+                None => (given, None),
+            };
+            if given.is_empty() || !name.starts_with(given) {
+                continue;
+            }
+            values.extend(value.or(next));
+            continue;
+        }
+        let letters = &token[1..];
+        if letters.chars().count() == 1 {
+            if word.starts_with("--") || !word.starts_with('-') {
+                continue;
+            }
+            let letter = letters.chars().next().unwrap_or('-');
+            for (at, c) in word[1..].char_indices() {
+                if c == letter {
+                    let rest = &word[1 + at + c.len_utf8()..];
+                    if rest.is_empty() {
+                        values.extend(next);
+                    } else {
+                        values.push(rest);
+                        // Go reads `-o=x` as `x`; getopt as `=x`: both.
+                        values.extend(rest.strip_prefix('='));
+                    }
+                    break;
+                }
+                if !c.is_ascii_alphanumeric() {
+                    break;
+                }
+            }
+            continue;
+        }
+        let word = word
+            .strip_prefix('-')
+            .filter(|w| w.starts_with(token))
+            .unwrap_or(word);
+        if word == token {
+            values.extend(next);
+        } else if let Some(value) = word.strip_prefix(token).and_then(|r| r.strip_prefix('=')) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+impl CommandRules {
+    /// The files the `outputOptions` of each simple command's program name, added to the
+    /// analysis's writes: each value as a file, and as a folder the program writes in (`DIR/…`).
+    /// A value from a word the rules cannot read as written (an expansion, a glob) is dynamic.
+    pub(crate) fn add_option_writes(&self, analysis: &mut Analysis) {
+        if self.output_options.is_empty() {
+            return;
+        }
+        let placeable = !analysis.changes_directory;
+        let mut writes = Vec::new();
+        let mut dynamic = Vec::new();
+        for simple in &analysis.commands {
+            let Some(options) = simple
+                .words
+                .first()
+                .and_then(|program| self.output_options.get(program))
+            else {
+                continue;
+            };
+            let unfixed = simple
+                .caveats
+                .iter()
+                .any(|c| matches!(c, Caveat::ExpandedArgument(_)));
+            for token in options {
+                for value in option_values(token, &simple.words) {
+                    let by = display(simple);
+                    let globbed = simple
+                        .words
+                        .iter()
+                        .zip(&simple.globbed)
+                        .any(|(word, globbed)| *globbed && word.contains(value));
+                    if unfixed || globbed {
+                        dynamic.push(DynamicPart {
+                            what: by,
+                            why: format!(
+                                "its {token} names a file it writes, and an argument is an expansion or a glob"
+                            ),
+                        });
+                        continue;
+                    }
+                    if value.is_empty() {
+                        continue;
+                    }
+                    let folder = format!("{}/…", value.trim_end_matches('/'));
+                    for path in [value.to_owned(), folder] {
+                        writes.push(WrittenPath {
+                            path,
+                            by: format!("{by} ({token})"),
+                            placeable,
+                        });
+                    }
+                }
+            }
+        }
+        for part in dynamic {
+            if !analysis.dynamic.contains(&part) {
+                analysis.dynamic.push(part);
+            }
+        }
+        analysis.writes.extend(writes);
+    }
 }
 
 /// The `programByPath` key: `{"decision": …, "whenConfined": …}`.
@@ -915,7 +1111,8 @@ pub fn decide_command_confined(
     confined: bool,
     context: super::paths::PathContext,
 ) -> CommandJudgement {
-    let analysis = super::shell::analyse(command);
+    let mut analysis = super::shell::analyse(command);
+    commands.add_option_writes(&mut analysis);
     let mut judged = commands.judge(command, &analysis, tainted, confined);
     let Some(paths) = paths else {
         return judged;
@@ -1230,6 +1427,47 @@ mod tests {
             plain.decide_confined("./x", true, true).decision,
             Decision::Deny
         );
+    }
+
+    #[test]
+    fn output_options_are_read_in_every_spelling_and_checked_at_load() {
+        let words = |text: &str| -> Vec<String> { text.split(' ').map(str::to_owned).collect() };
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("--target-dir", "cargo build --target-dir x", &["x"]),
+            ("--target-dir", "cargo build --target-dir=x", &["x"]),
+            ("--target-dir", "cargo build --target=x", &["x"]),
+            ("--target-dir", "cargo build --targets x", &[]),
+            ("-o", "sort -o x y", &["x"]),
+            ("-o", "sort -uox y", &["x"]),
+            ("-o", "go build -o=x .", &["=x", "x"]),
+            ("-o", "sort -u -- -o x", &[]),
+            ("-coverprofile", "go test -coverprofile x", &["x"]),
+            ("-coverprofile", "go test -coverprofile=x", &["x"]),
+            ("-coverprofile", "go test --coverprofile=x", &["x"]),
+            ("-coverprofile", "go test -coverprofilex", &[]),
+        ];
+        for (token, command, expected) in cases {
+            assert_eq!(
+                option_values(token, &words(command)),
+                *expected,
+                "{token} in {command}"
+            );
+        }
+        let err = |value: Value| CommandRules::from_json("commands", &value).unwrap_err();
+        let e = err(json!({"outputOptions": {"sort": ["o"]}}));
+        assert_eq!(e.key, "commands.outputOptions.sort[0]");
+        assert_eq!(e.problem, CommandProblem::NotAnOption("o".to_owned()));
+        let e = err(json!({"outputOptions": {"/bin/sort": ["-o"]}}));
+        assert_eq!(
+            e.problem,
+            CommandProblem::ProgramPath("/bin/sort".to_owned())
+        );
+        let e = err(json!({"outputOptions": ["-o"]}));
+        assert_eq!(e.key, "commands.outputOptions");
+        // Go's flags with two dashes match a single-dash rule token.
+        assert!(option_matches("-toolexec", "--toolexec=x"));
+        assert!(option_matches("-toolexec", "--toolexec"));
+        assert!(!option_matches("-toolexec", "--toolexecx"));
     }
 
     #[test]
