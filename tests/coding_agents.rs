@@ -33,11 +33,6 @@ fn pre_tool_use(session: &str, tool: &str, input: &Value, cwd: Option<&str>, id:
     hook
 }
 
-/// Runs sc-hook under the pack on one input; its exit status must be 0.
-fn run_hook(scratch: &Scratch, input: &Value) -> Output {
-    run_hook_under(scratch, &pack_path(), input)
-}
-
 /// Runs sc-hook under `policy` on one input; its exit status must be 0.
 fn run_hook_under(scratch: &Scratch, policy: &std::path::Path, input: &Value) -> Output {
     let mut child = Command::new(bin_path("sc-hook"))
