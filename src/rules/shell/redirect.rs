@@ -161,11 +161,12 @@ impl Walker {
 }
 
 /// Whether a redirection's file is one of bash's network devices, `/dev/tcp/…` or `/dev/udp/…`
-/// (bash compares the text; folded lexically here too, so `/dev//tcp/…` and `/dev/./udp/…`
-/// count as well: fail closed).
+/// (bash compares the text; read by components here, so `/dev//tcp/…` and `/dev/./udp/…` count
+/// as well: fail closed).
 pub(crate) fn is_network_device(path: &str) -> bool {
-    let folded = crate::rules::paths::normalized(std::path::Path::new(path));
-    let mut parts = folded.components().map(|c| c.as_os_str());
+    let mut parts = std::path::Path::new(path)
+        .components()
+        .map(|c| c.as_os_str());
     parts.next() == Some("/".as_ref())
         && parts.next() == Some("dev".as_ref())
         && matches!(parts.next(), Some(p) if p == "tcp" || p == "udp")

@@ -46,11 +46,14 @@ pub(super) fn decide(
         .context("state store unavailable")?;
     let mut shared = Shared::new(store, key);
     let id = IdMinter::new().mint();
-    // Whether a sandbox can be made reads the machine, not the state: found first, so that the
-    // decision knows whether the call will run confined.
-    let prepared = prepare(hook, &call.agent, options, &id);
-    let can_confine = matches!(prepared, Some(Ok(_)));
-    let project = project_root(options, hook.cwd.as_deref());
+    let project = options
+        .policy
+        .sandbox()
+        .and_then(|_| project_root(options, hook.cwd.as_deref()));
+    // Whether a sandbox can be made (it reads the machine, not the state) is found before the
+    // decision, so that it knows whether the call will run confined; and only where the sandbox
+    // applies, so that a session it does not apply to pays nothing for it.
+    let mut prepared = None;
     // Read, decide and write in one atomic update: concurrent hooks never lose one.
     let mut decided = None;
     shared
@@ -58,8 +61,13 @@ pub(super) fn decide(
             // The taint the decision reads, before the call itself changes the state.
             let tainted = state.taint_of(&call.agent, &options.policy).is_some();
             let applies = applies(options, &call.tool, tainted);
+            let can_confine = applies
+                && matches!(
+                    prepared.get_or_insert_with(|| prepare(hook, &call.agent, options, &id)),
+                    Some(Ok(_))
+                );
             let context = CallContext {
-                confined: applies && can_confine,
+                confined: can_confine,
                 project: project.as_deref(),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
@@ -68,7 +76,11 @@ pub(super) fn decide(
         .context("state store unavailable")?;
     let (mut judgement, agent, applies) =
         decided.context("state store unavailable: no decision was made")?;
-    let confinement = confine(prepared, applies, judgement.decision == Decision::Deny);
+    let confinement = confine(
+        prepared.flatten(),
+        applies,
+        judgement.decision == Decision::Deny,
+    );
     let mut updated_input = None;
     let mut original = None;
     match confinement {
