@@ -190,7 +190,7 @@ impl PolicyArgs {
         more: &[(&Path, &str)],
     ) -> Result<Policy, PolicyError> {
         let mut policy = self.load()?;
-        if policy.paths().is_none() {
+        if policy.paths().is_none() && policy.sandbox().is_none() {
             return Ok(policy);
         }
         let mut own: Vec<(PathBuf, &str)> = vec![(audit.audit.clone(), "audit log")];

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::commands::{corpus, corpus_cwd, corpus_failure, pack_path, HOME};
+use crate::commands::{corpus, corpus_confined, corpus_cwd, corpus_failure, pack_path, HOME};
 use crate::mcp::{fake_server, is_error, result_text, server_received, Proxy};
 use crate::util::{bin_path, parse_stdout, Scratch};
 
@@ -33,8 +33,8 @@ fn pre_tool_use(session: &str, tool: &str, input: &Value, cwd: Option<&str>, id:
     hook
 }
 
-/// Runs sc-hook under the pack on one input; its exit status must be 0.
-fn run_hook(scratch: &Scratch, input: &Value) -> Output {
+/// Runs sc-hook under `policy` on one input; its exit status must be 0.
+fn run_hook_under(scratch: &Scratch, policy: &std::path::Path, input: &Value) -> Output {
     let mut child = Command::new(bin_path("sc-hook"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -42,7 +42,7 @@ fn run_hook(scratch: &Scratch, input: &Value) -> Output {
         .arg("--audit")
         .arg(scratch.audit_path())
         .arg("--policy")
-        .arg(pack_path())
+        .arg(policy)
         .args(["--home", HOME])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -85,9 +85,23 @@ fn hook_answer(out: &Output) -> (String, String) {
 
 /// Every corpus line through sc-hook as a process, as Claude Code runs it: a session each, the
 /// line's `cwd` in the input, and, for a tainted line, a WebFetch first in its session.
+///
+/// The pack confines a tainted session's `Bash` calls (`sandbox.when`): a line marked
+/// `"confined": true` runs under the pack in a project folder that exists (the sandbox is made
+/// there), in the `bypassPermissions` mode (where an allowed confined call is answered `allow`),
+/// and must come back with the confined input; its reasons name the scratch folder, so only its
+/// decision is compared. A tainted `Bash` line not marked confined is what the pack decides where
+/// no sandbox applies: the pack without its `sandbox` key.
 #[test]
 fn the_corpus_gets_its_decisions_through_sc_hook() {
     let scratch = Scratch::new();
+    let mut unconfined: Value =
+        serde_json::from_str(&std::fs::read_to_string(pack_path()).unwrap()).unwrap();
+    unconfined.as_object_mut().unwrap().remove("sandbox");
+    let unconfined = scratch.write("unconfined.json", unconfined.to_string());
+    std::fs::create_dir_all(scratch.path("proj/.git")).unwrap();
+    let project = scratch.path("proj");
+    let project = project.to_str().unwrap();
     let corpus = corpus();
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
@@ -99,7 +113,14 @@ fn the_corpus_gets_its_decisions_through_sc_hook() {
                     break;
                 };
                 let session = format!("corpus-{number}");
-                let cwd = corpus_cwd(line);
+                let confined = corpus_confined(line);
+                let cwd = if confined { Some(project) } else { corpus_cwd(line) };
+                let tainted_bash = line["tainted"].as_bool().unwrap_or(false) && line["tool"] == "Bash";
+                let policy = if tainted_bash && !confined {
+                    unconfined.as_path()
+                } else {
+                    pack_path_ref()
+                };
                 if line["tainted"].as_bool().unwrap_or(false) {
                     let fetch = pre_tool_use(
                         &session,
@@ -108,20 +129,33 @@ fn the_corpus_gets_its_decisions_through_sc_hook() {
                         cwd,
                         &format!("toolu_fetch_{number}"),
                     );
-                    assert_eq!(hook_answer(&run_hook(&scratch, &fetch)).0, "allow");
+                    assert_eq!(hook_answer(&run_hook_under(&scratch, policy, &fetch)).0, "allow");
                 }
-                let input = pre_tool_use(
+                let mut input = pre_tool_use(
                     &session,
                     line["tool"].as_str().unwrap(),
                     &line["args"],
                     cwd,
                     &format!("toolu_{number}"),
                 );
-                let (decision, reason) = hook_answer(&run_hook(&scratch, &input));
+                if confined {
+                    input["permission_mode"] = json!("bypassPermissions");
+                }
+                let out = run_hook_under(&scratch, policy, &input);
+                let (decision, reason) = hook_answer(&out);
+                if confined {
+                    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                    let updated = answer["hookSpecificOutput"].get("updatedInput").is_some();
+                    if updated != (decision != "deny") {
+                        failures.lock().unwrap().push(format!(
+                            "line {number}: confined {decision}, and the answer has updatedInput: {updated}: {answer}"
+                        ));
+                    }
+                }
                 let decision = skeleton_crew::verdict::Decision::parse(&decision).unwrap();
                 // An allow is answered with nothing, so it has no reason to check.
                 let mut line = line.clone();
-                if decision == skeleton_crew::verdict::Decision::Allow {
+                if decision == skeleton_crew::verdict::Decision::Allow || confined {
                     line.as_object_mut().unwrap().remove("reason");
                 }
                 let reasons = [reason];
@@ -141,6 +175,12 @@ fn the_corpus_gets_its_decisions_through_sc_hook() {
         .find(|e| e["call"]["tool"] == "Bash")
         .expect("a Bash call");
     assert_eq!(bash["call"]["cwd"], "/w/proj", "{bash}");
+}
+
+/// The pack's path, for the life of the test process.
+fn pack_path_ref() -> &'static std::path::Path {
+    static PACK: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PACK.get_or_init(pack_path)
 }
 
 /// sc-gate under a policy file, with the scratch audit log; returns its verdicts.

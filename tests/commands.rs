@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use skeleton_crew::call::Call;
 use skeleton_crew::rules::commands::CommandRules;
 use skeleton_crew::rules::decide_command;
-use skeleton_crew::rules::decision::{evaluate, evaluate_with_state};
+use skeleton_crew::rules::decision::{evaluate, evaluate_in, CallContext};
 use skeleton_crew::rules::paths::Places;
 use skeleton_crew::rules::paths::{PathContext, PathRules};
 use skeleton_crew::rules::policy::Policy;
@@ -80,6 +80,11 @@ pub fn corpus() -> Vec<(usize, Value, Decision)> {
         .collect()
 }
 
+/// Whether the corpus line's call runs under the sandbox (`"confined": true`).
+pub fn corpus_confined(line: &Value) -> bool {
+    line["confined"].as_bool().unwrap_or(false)
+}
+
 /// The corpus line's working directory: `/w/proj` unless the line gives one or `null`.
 pub fn corpus_cwd(line: &Value) -> Option<&str> {
     match line.get("cwd") {
@@ -122,7 +127,10 @@ fn decide_line(
     let args = line["args"].as_object().expect("args");
     let cwd = corpus_cwd(line).map(Path::new);
     let tainted = line["tainted"].as_bool().unwrap_or(false);
-    if let Some(judged) = commands.decide_call(tool, args, tainted, Some(paths), context(cwd)) {
+    let confined = corpus_confined(line);
+    if let Some(judged) =
+        commands.decide_call(tool, args, tainted, confined, Some(paths), context(cwd))
+    {
         return (judged.decision, judged.reasons);
     }
     let judged = paths
@@ -170,9 +178,12 @@ fn the_corpus_gets_the_decisions_it_expects_under_the_pack() {
     let corpus = corpus();
     for (number, line, expected) in &corpus {
         shapes.insert(line["shape"].as_str().expect("a shape").to_owned());
-        // The keys alone, and the whole decision as every door makes it.
-        let (decision, reasons) = decide_line(&commands, &paths, line);
-        failures.extend(corpus_failure(*number, line, *expected, decision, &reasons));
+        // The keys alone, and the whole decision as every door makes it. The sandbox's own
+        // places bind the file tools only in the decision (`"sandboxPlaces": true`).
+        if !line["sandboxPlaces"].as_bool().unwrap_or(false) {
+            let (decision, reasons) = decide_line(&commands, &paths, line);
+            failures.extend(corpus_failure(*number, line, *expected, decision, &reasons));
+        }
         let text = corpus_call(line).to_string();
         let (call, _) = Call::parse_line(text.as_bytes()).expect("a corpus call is well formed");
         let state = if line["tainted"].as_bool().unwrap_or(false) {
@@ -180,7 +191,11 @@ fn the_corpus_gets_the_decisions_it_expects_under_the_pack() {
         } else {
             &clean
         };
-        let judged = evaluate_with_state(&call, &policy, state);
+        let context = CallContext {
+            confined: corpus_confined(line),
+            project: None,
+        };
+        let judged = evaluate_in(&call, &policy, state, context);
         failures.extend(
             corpus_failure(*number, line, *expected, judged.decision, &judged.reasons)
                 .map(|failure| format!("through the decision: {failure}")),
@@ -536,4 +551,70 @@ proptest! {
         let judged = decide_command(&commands, Some(&paths), &text, tainted, context(Some(Path::new(CWD))));
         prop_assert!(!judged.reasons.is_empty());
     }
+}
+
+/// The share of the corpus's `Bash` lines that a tainted session runs without a person (the
+/// gate's decision is allow): under the pack without its `sandbox` key (nothing confined), and
+/// under the pack as shipped, where a tainted session's `Bash` call runs confined and a rule's
+/// `whenConfined` decides it. docs/coding-agents.md quotes both figures:
+/// `cargo test --test tests confinement_share -- --nocapture`.
+#[test]
+fn confinement_share_of_the_corpus_a_tainted_session_runs_without_a_person() {
+    let confined = pack_policy();
+    let mut text: Value =
+        serde_json::from_str(&std::fs::read_to_string(pack_path()).unwrap()).unwrap();
+    text.as_object_mut().unwrap().remove("sandbox");
+    let unconfined = Policy::from_json_str(&text.to_string())
+        .unwrap()
+        .with_places(Places {
+            home: Some(PathBuf::from(HOME)),
+            root: None,
+        });
+    let (mut lines, mut before, mut after) = (0usize, 0usize, 0usize);
+    let mut gained = Vec::new();
+    for (_, line, _) in corpus() {
+        if line["tool"] != "Bash" {
+            continue;
+        }
+        lines += 1;
+        let text = corpus_call(&line).to_string();
+        let (call, _) = Call::parse_line(text.as_bytes()).expect("a corpus call is well formed");
+        let plain = evaluate_in(
+            &call,
+            &unconfined,
+            &tainted_state(&unconfined),
+            CallContext::default(),
+        );
+        let context = CallContext {
+            confined: true,
+            project: None,
+        };
+        let sandboxed = evaluate_in(&call, &confined, &tainted_state(&confined), context);
+        before += usize::from(plain.decision == Decision::Allow);
+        after += usize::from(sandboxed.decision == Decision::Allow);
+        // Confinement only ever lifts a hold to an allow: it never lets through what is denied,
+        // and never holds what ran before.
+        assert!(
+            sandboxed.decision <= plain.decision
+                && (plain.decision != Decision::Deny || sandboxed.decision == Decision::Deny),
+            "{}: {plain:?} → {sandboxed:?}",
+            line["args"]
+        );
+        if plain.decision != sandboxed.decision {
+            gained.push(format!(
+                "{} {} → {}",
+                line["args"]["command"], plain.decision, sandboxed.decision
+            ));
+        }
+    }
+    let share = |n: usize| 100.0 * n as f64 / lines as f64;
+    println!(
+        "a tainted session runs without a person {before} of {lines} Bash lines ({:.1}%) with no sandbox, {after} of {lines} ({:.1}%) confined",
+        share(before),
+        share(after)
+    );
+    for line in &gained {
+        println!("  {line}");
+    }
+    assert!(after > before, "{before} → {after}");
 }

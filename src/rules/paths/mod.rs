@@ -36,6 +36,7 @@ mod pattern;
 mod place;
 mod rule;
 
+pub(crate) use place::normalize as normalized;
 pub(crate) use place::Placed;
 pub use place::{PathContext, Places};
 pub(crate) use rule::PathRule;

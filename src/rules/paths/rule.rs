@@ -10,7 +10,8 @@ use super::pattern::{shapes, Base, Shape};
 use super::place::normalize;
 use super::{PathRules, CASE_INSENSITIVE, KEYS, RULE_KEYS};
 use crate::rules::keys::{self, wrong_type, KeyError, KeyProblem, Problem};
-use crate::rules::tools::ToolList;
+use crate::rules::sandbox::{Base as SandboxBase, SandboxPath, SandboxRules};
+use crate::rules::tools::{ToolList, ToolPattern};
 use crate::verdict::Decision;
 
 /// What can be wrong with the `paths` key, besides what every key's reader finds.
@@ -152,6 +153,91 @@ impl PathRules {
             shapes,
             label: format!("the gate's own {what}"),
         });
+    }
+}
+
+impl PathRules {
+    /// The `sandbox` key's `readOnly` and `hidden` lists as path rules for the file tools, which
+    /// are not confined: a write to a `readOnly` place (or under it) is denied, and a read (or
+    /// write) of a `hidden` one held, with reasons naming `sandbox.readOnly[i]` and
+    /// `sandbox.hidden[i]`. The tools and which of them write are those of `like` (the policy's
+    /// `paths` key), else Claude Code's file tools. A write outside the root gets nothing here
+    /// (`outsideRoot` is the `paths` key's say). The gate's own files are added by
+    /// [`PathRules::protect`], as for the `paths` key.
+    pub(crate) fn for_sandbox(sandbox: &SandboxRules, like: Option<&PathRules>) -> PathRules {
+        let mut rules = match like {
+            Some(like) => PathRules {
+                tools: like.tools.clone(),
+                write_tools: like.write_tools.clone(),
+                rules: Vec::new(),
+                outside_root: Decision::Allow,
+            },
+            None => PathRules {
+                tools: FILE_TOOLS
+                    .iter()
+                    .filter_map(|(tool, key)| {
+                        ToolPattern::parse(tool)
+                            .ok()
+                            .map(|pattern| (pattern, (*key).to_owned()))
+                    })
+                    .collect(),
+                write_tools: ToolList::parse(
+                    &FILE_TOOLS[..4]
+                        .iter()
+                        .map(|(tool, _)| *tool)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap_or_default(),
+                rules: Vec::new(),
+                outside_root: Decision::Allow,
+            },
+        };
+        let lists = [
+            ("readOnly", &sandbox.read_only, "write", Decision::Deny),
+            ("hidden", &sandbox.hidden, "read", Decision::Hold),
+        ];
+        for (name, list, verb, decision) in lists {
+            for (i, entry) in list.iter().enumerate() {
+                let Some(glob) = sandbox_glob(entry) else {
+                    continue;
+                };
+                let value = serde_json::json!({
+                    "glob": [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))],
+                    verb: decision.to_string(),
+                });
+                let index = rules.rules.len();
+                // The globs are escaped from a checked sandbox path: they always compile.
+                if let Ok(mut compiled) = rule(&format!("sandbox.{name}[{i}]"), index, &value) {
+                    compiled.label = format!("sandbox.{name}[{i}]");
+                    rules.rules.push(compiled);
+                }
+            }
+        }
+        rules
+    }
+}
+
+/// Claude Code's file tools and the argument that holds their path; the first four write.
+const FILE_TOOLS: &[(&str, &str)] = &[
+    ("Write", "file_path"),
+    ("Edit", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+    ("Read", "file_path"),
+];
+
+/// A sandbox path as a glob of the `paths` key, escaped: relative to the root, `~/…`, or
+/// absolute. `None` for the root or the home folder themselves, which a glob cannot name apart
+/// from everything under them (never written for `readOnly` or `hidden` in practice).
+fn sandbox_glob(entry: &SandboxPath) -> Option<String> {
+    let placed = entry.place(Path::new("/"), Some(Path::new("/")))?;
+    let relative = placed.strip_prefix("/").ok()?.to_str()?;
+    let escaped = globset::escape(relative);
+    match entry.base() {
+        _ if relative.is_empty() => None,
+        SandboxBase::Root => Some(escaped),
+        SandboxBase::Home => Some(format!("~/{escaped}")),
+        SandboxBase::Absolute => Some(format!("/{escaped}")),
     }
 }
 

@@ -54,6 +54,10 @@ pub struct Analysis {
     /// The command changes directory (`cd`, `pushd`, `popd`, `env -C`, `sudo -D`, `find
     /// -execdir`), so relative paths in it cannot be placed.
     pub changes_directory: bool,
+    /// Redirections to bash's `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT`, which open a
+    /// network connection whatever the program (`cat < /dev/tcp/h/80`, `exec 3<>/dev/udp/h/53`,
+    /// `echo x > /dev/tcp/h/80`): network egress.
+    pub network: Vec<DynamicPart>,
 }
 
 /// One simple command after normalization.
@@ -86,6 +90,9 @@ pub enum Caveat {
     /// An argument is an expansion (`$X`, `${X}`, `$((…))`) or a brace expansion (`{a,b}`), so
     /// the words the program gets are not the words the rules see.
     ExpandedArgument(String),
+    /// `make NAME=value` (and `gmake`, `bmake`): a variable set on make's command line overrides
+    /// the makefile's, so `SHELL`, `.SHELLFLAGS` or a recipe's `$(CC)` run what it names.
+    OverridesVariable(String),
 }
 
 impl Caveat {
@@ -108,6 +115,10 @@ impl Caveat {
             }
             Caveat::ExpandedArgument(word) => format!(
                 "the argument \"{}\" is an expansion the rules cannot see",
+                super::keys::shown(word)
+            ),
+            Caveat::OverridesVariable(word) => format!(
+                "the argument \"{}\" overrides a make variable, which can change what make runs (SHELL, .SHELLFLAGS, a recipe's $(CC))",
                 super::keys::shown(word)
             ),
         }

@@ -117,6 +117,17 @@ impl Walker {
             );
             return None;
         }
+        if is_network_device(&word.text) {
+            let part = super::DynamicPart {
+                what: format!("{by} {redirect}"),
+                why: "bash opens a network connection for a redirection to /dev/tcp or /dev/udp"
+                    .to_owned(),
+            };
+            if !self.out.network.contains(&part) {
+                self.out.network.push(part);
+            }
+            return None;
+        }
         if word.text.is_empty()
             || NOT_FILES.contains(&word.text.as_str())
             || word.text.starts_with("/dev/fd/")
@@ -147,6 +158,18 @@ impl Walker {
             });
         }
     }
+}
+
+/// Whether a redirection's file is one of bash's network devices, `/dev/tcp/…` or `/dev/udp/…`
+/// (bash compares the text; read by components here, so `/dev//tcp/…` and `/dev/./udp/…` count
+/// as well: fail closed).
+pub(crate) fn is_network_device(path: &str) -> bool {
+    let mut parts = std::path::Path::new(path)
+        .components()
+        .map(|c| c.as_os_str());
+    parts.next() == Some("/".as_ref())
+        && parts.next() == Some("dev".as_ref())
+        && matches!(parts.next(), Some(p) if p == "tcp" || p == "udp")
 }
 
 #[cfg(test)]

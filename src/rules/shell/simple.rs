@@ -220,6 +220,16 @@ impl Walker {
                 "find" => return self.find(&words, caveats, depth),
                 "tee" => self.tee(&words),
                 "cd" | "pushd" | "popd" => self.out.changes_directory = true,
+                "make" | "gmake" | "bmake" => {
+                    // Make reads a word with `=` as a variable, wherever it stands (before
+                    // `--` too: GNU make reads `--` as the end of its options only).
+                    if let Some(word) = words[1..]
+                        .iter()
+                        .find(|w| !w.text.starts_with('-') && w.text.contains('='))
+                    {
+                        caveats.push(Caveat::OverridesVariable(word.text.clone()));
+                    }
+                }
                 _ => {}
             }
             self.push(&words, caveats);

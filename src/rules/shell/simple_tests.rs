@@ -98,3 +98,24 @@ fn find_execdir_changes_directory() {
     assert!(analyse("find . -okdir cat x ';'").changes_directory);
     assert!(!analyse("find . -exec cat x ';'").changes_directory);
 }
+
+#[test]
+fn a_make_variable_on_the_command_line_is_a_caveat() {
+    for command in [
+        "make SHELL=/tmp/x",
+        "make .SHELLFLAGS='-c id' all",
+        "gmake -j4 CC=./evil",
+    ] {
+        let analysis = super::super::analyse(command);
+        assert!(
+            analysis.commands[0]
+                .caveats
+                .iter()
+                .any(|c| matches!(c, super::super::Caveat::OverridesVariable(_))),
+            "{command}: {analysis:?}"
+        );
+    }
+    assert!(super::super::analyse("make -j4 all").commands[0]
+        .caveats
+        .is_empty());
+}

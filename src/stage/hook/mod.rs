@@ -12,7 +12,10 @@
 //!   only make things stricter;
 //! - a `Bash` call the policy's `sandbox` key confines (`when`), and not denied → the answer
 //!   carries `updatedInput`, the command run under sc-sandbox, with `ask` (`allow` only in the
-//!   `bypassPermissions` mode); where no sandbox can be made, the call is held ([`sandbox`]).
+//!   `bypassPermissions` mode); where no sandbox can be made, the call is held ([`sandbox`]). The
+//!   decision knows whether the call runs confined (a `commands` rule's `whenConfined` then
+//!   decides it), and where the project is: the sandbox is rooted there, and where it applies
+//!   its `readOnly` and `hidden` places bind the file tools, which it does not confine.
 //!
 //! **`PostToolUse`**, after a call ran, closes the loop in the audit log; it never writes to
 //! stdout, except the warning below. The call is linked to its `PreToolUse` by `tool_use_id`

@@ -8,10 +8,11 @@ use anyhow::{anyhow, Context, Result};
 use super::input::HookInput;
 use super::links::{input_digest, update_links, ToolUse};
 use super::output::{hook_answer, write_answer};
-use super::sandbox::{confine, Confinement};
+use super::sandbox::{applies, confine, prepare, project_root, Confinement};
 use super::HookOptions;
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
+use crate::rules::decision::{decide_in, CallContext};
 use crate::store::{self, Shared, StateKey, View};
 use crate::verdict::{Decision, Judgement};
 
@@ -45,24 +46,41 @@ pub(super) fn decide(
         .context("state store unavailable")?;
     let mut shared = Shared::new(store, key);
     let id = IdMinter::new().mint();
+    let project = options
+        .policy
+        .sandbox()
+        .and_then(|_| project_root(options, hook.cwd.as_deref()));
+    // Whether a sandbox can be made (it reads the machine, not the state) is found before the
+    // decision, so that it knows whether the call will run confined; and only where the sandbox
+    // applies, so that a session it does not apply to pays nothing for it.
+    let mut prepared = None;
     // Read, decide and write in one atomic update: concurrent hooks never lose one.
     let mut decided = None;
     shared
         .transact(&options.policy, &options.timing, &mut |state, now| {
             // The taint the decision reads, before the call itself changes the state.
             let tainted = state.taint_of(&call.agent, &options.policy).is_some();
-            let judgement =
-                crate::rules::decision::decide(&call, &id, &options.policy, state, Some(now));
-            decided = Some((judgement, state.agent(&call.agent).cloned(), tainted));
+            let applies = applies(options, &call.tool, tainted);
+            let can_confine = applies
+                && matches!(
+                    prepared.get_or_insert_with(|| prepare(hook, &call.agent, options, &id)),
+                    Some(Ok(_))
+                );
+            let context = CallContext {
+                confined: can_confine,
+                project: project.as_deref(),
+            };
+            let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
+            decided = Some((judgement, state.agent(&call.agent).cloned(), applies));
         })
         .context("state store unavailable")?;
-    let (mut judgement, agent, tainted) =
+    let (mut judgement, agent, applies) =
         decided.context("state store unavailable: no decision was made")?;
-    let confinement = if judgement.decision == Decision::Deny {
-        Confinement::Unconfined
-    } else {
-        confine(hook, &call.agent, tainted, options, &id)
-    };
+    let confinement = confine(
+        prepared.flatten(),
+        applies,
+        judgement.decision == Decision::Deny,
+    );
     let mut updated_input = None;
     let mut original = None;
     match confinement {

@@ -3,11 +3,16 @@
 //! decision read), a call that is not denied is answered with `updatedInput`: the same tool input
 //! with `command` replaced by a shell command that runs the original text, byte for byte, with
 //! `bash -c` under sc-sandbox ([`Invocation::shell_command`]), with the hook's policy file, root
-//! (the call's `cwd`, or `--root`), home, audit log and key, state store and session.
+//! (`--root`, else the git work tree that holds the call's `cwd`, else the `cwd`:
+//! [`project_root`]), home, audit log and key, state store and session. A call whose own output
+//! taints the session (an `untrustedOutputTools` tool) is confined as a tainted one.
+//!
+//! Whether the sandbox can be made is found before the decision ([`prepare`]): the decision
+//! then knows whether the call runs confined, and a rule's `whenConfined` decides it.
 //!
 //! Where the machine cannot give a sandbox (no bubblewrap, no sc-sandbox beside sc-hook, a
 //! `sandbox` key that cannot be placed here, no `cwd`), the call is never run unconfined: it is
-//! held, with a reason naming what is missing.
+//! held, with a reason naming what is missing and saying that approving it runs it unconfined.
 
 use std::path::{Path, PathBuf};
 
@@ -49,46 +54,103 @@ pub(super) enum Confinement {
     Impossible(String),
 }
 
-/// Whether the call runs confined, and how. `tainted`: whether the agent (or the crew, under
-/// `taintScope: "crew"`) was tainted in the state the decision read. `id`: the gate event's id,
-/// which sc-sandbox's events carry.
-pub(super) fn confine(
+/// Whether the policy's sandbox applies to a call of `tool` in a session that is (or is not)
+/// tainted: `sandbox.when` holds, and a call whose own output taints the session (an
+/// `untrustedOutputTools` tool) counts as tainted, since its output reaches the agent once it
+/// ran.
+pub(super) fn applies(options: &HookOptions, tool: &str, tainted: bool) -> bool {
+    options.policy.sandbox().is_some_and(|rules| {
+        rules
+            .when
+            .applies(tainted || options.policy.has_untrusted_output(tool))
+    })
+}
+
+/// How a `Bash` call would run confined, made before the decision (it reads the machine, not
+/// the state): `None` when the call is not `Bash` or the policy never confines; else the
+/// confined input, or why no sandbox can be made. `id`: the gate event's id, which
+/// sc-sandbox's events carry.
+pub(super) fn prepare(
     hook: &HookInput,
     agent: &str,
-    tainted: bool,
     options: &HookOptions,
     id: &str,
-) -> Confinement {
+) -> Option<Result<Confined, String>> {
     if hook.tool_name != "Bash" {
-        return Confinement::Unconfined;
+        return None;
     }
-    let Some(rules) = options.policy.sandbox() else {
-        return Confinement::Unconfined;
-    };
-    if !rules.when.applies(tainted) {
-        return Confinement::Unconfined;
+    let rules = options.policy.sandbox()?;
+    if rules.when == crate::rules::sandbox::When::Never {
+        return None;
     }
     let Some(Value::String(original)) = hook.tool_input.get("command") else {
-        return Confinement::Impossible(
+        return Some(Err(
             "the sandbox cannot be made: the Bash call has no command text".to_owned(),
-        );
+        ));
     };
-    match invocation(hook, agent, options, id) {
-        Ok(invocation) => {
-            let mut updated_input = hook.tool_input.clone();
-            updated_input.insert(
-                "command".to_owned(),
-                Value::String(invocation.shell_command(original)),
-            );
-            Confinement::Confined {
-                updated_input,
-                original: original.clone(),
-            }
-        }
-        Err(why) => Confinement::Impossible(format!(
-            "the policy confines this call, and the sandbox cannot be made here, so it is not run unconfined: {why}"
+    Some(
+        invocation(hook, agent, options, id)
+            .map(|invocation| {
+                let mut updated_input = hook.tool_input.clone();
+                updated_input.insert(
+                    "command".to_owned(),
+                    Value::String(invocation.shell_command(original)),
+                );
+                Confined {
+                    updated_input,
+                    original: original.clone(),
+                }
+            })
+            .map_err(|why| format!("the sandbox cannot be made here: {why}")),
+    )
+}
+
+/// A `Bash` call's input rewritten to run under sc-sandbox, and its original command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Confined {
+    pub updated_input: Map<String, Value>,
+    pub original: String,
+}
+
+/// Whether the call runs confined, and how, once the decision is known: `prepared` from
+/// [`prepare`], `applies` from [`applies`] on the state the decision read.
+pub(super) fn confine(
+    prepared: Option<Result<Confined, String>>,
+    applies: bool,
+    denied: bool,
+) -> Confinement {
+    match prepared {
+        _ if denied || !applies => Confinement::Unconfined,
+        None => Confinement::Unconfined,
+        Some(Ok(confined)) => Confinement::Confined {
+            updated_input: confined.updated_input,
+            original: confined.original,
+        },
+        Some(Err(why)) => Confinement::Impossible(format!(
+            "the policy confines this call, and {why}, so it is not run unconfined: approving it runs the command unconfined, outside the sandbox"
         )),
     }
+}
+
+/// The folder the sandbox is rooted at, and the file tools' sandbox places are placed at:
+/// `--root` if given, else the top of the git work tree that holds `cwd` (the nearest folder
+/// with a `.git`, walking up), else `cwd`. A call made in a sub-folder of the project is
+/// confined to the project, with the project's `.claude` and `.git/hooks` read-only, not its
+/// sub-folder's.
+pub(super) fn project_root(options: &HookOptions, cwd: Option<&str>) -> Option<PathBuf> {
+    if let Some(root) = &options.policy.places().root {
+        return Some(root.clone());
+    }
+    let cwd = Path::new(cwd?);
+    if !cwd.is_absolute() {
+        return None;
+    }
+    let cwd = crate::rules::paths::normalized(cwd);
+    let top = cwd
+        .ancestors()
+        .find(|folder| folder.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(&cwd);
+    Some(top.to_path_buf())
 }
 
 /// sc-sandbox's command line for the call, once everything it needs is known to be there.
@@ -99,12 +161,8 @@ fn invocation(
     id: &str,
 ) -> Result<Invocation, String> {
     let places = options.policy.places();
-    let root = match (&places.root, &hook.cwd) {
-        (Some(root), _) => root.clone(),
-        (None, Some(cwd)) if Path::new(cwd).is_absolute() => PathBuf::from(cwd),
-        (None, _) => {
-            return Err("the call has no absolute cwd to root the sandbox in (give --root)".into())
-        }
+    let Some(root) = project_root(options, hook.cwd.as_deref()) else {
+        return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
     };
     let home = places.home.clone();
     bwrap::locate().map_err(|err| err.to_string())?;
