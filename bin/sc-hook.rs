@@ -120,6 +120,8 @@ fn run(args: Args) -> anyhow::Result<()> {
                 StateUrl::Redis(_) => None,
             },
             exe: None,
+            project: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+            probe_cache: cli::default_state_folder().ok(),
         },
         state,
         crew: args.state.crew.clone(),

@@ -431,6 +431,95 @@ fn the_sandbox_is_rooted_at_the_project_not_the_calls_sub_folder() {
     );
 }
 
+/// The `'--root' 'DIR'` of a rewritten command.
+fn rewritten_root(specific: &Value) -> String {
+    let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    let after = rewritten.split("'--root' '").nth(1).expect("a --root");
+    after.split('\'').next().unwrap().to_owned()
+}
+
+#[test]
+fn claude_codes_project_folder_roots_the_sandbox_and_a_home_kept_in_git_does_not() {
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    // The home folder is a git work tree (dotfiles), the project inside it is not one.
+    std::fs::create_dir_all(scratch.path("home/.git")).unwrap();
+    std::fs::create_dir_all(scratch.path("home/proj/sub")).unwrap();
+    let home = scratch.path("home");
+    let project = scratch.path("home/proj");
+    let sub = scratch.path("home/proj/sub");
+    let home_flag = ["--home", home.to_str().unwrap()];
+    let run = |env: &[(&str, &str)], cwd: &Path, session: &str| {
+        let mut cmd = scratch.cmd("sc-hook");
+        cmd.arg("--policy").arg(&policy).args(home_flag);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let input = pre_tool_use_in(cwd, session, "Bash", json!({"command": "true"}));
+        let out = cmd.write_stdin(input).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        answer(&out).expect("confined")
+    };
+    // Without the project folder: not the home (which git would give), the call's cwd.
+    assert_eq!(
+        rewritten_root(&run(&[], &sub, "s-1")),
+        sub.display().to_string()
+    );
+    // With it, the project folder, wherever the call stands.
+    let env = [("CLAUDE_PROJECT_DIR", project.to_str().unwrap())];
+    assert_eq!(
+        rewritten_root(&run(&env, &sub, "s-2")),
+        project.display().to_string()
+    );
+}
+
+#[test]
+fn a_kernel_that_refuses_the_namespaces_holds_the_call_naming_it() {
+    // sc-hook runs where no new user namespace can be made: inside bubblewrap's
+    // --disable-userns (bubblewrap 0.8 and later), as in a container that forbids them.
+    let scratch = Scratch::new();
+    let policy = policy(&scratch, "always");
+    let mut cmd = Command::new("bwrap");
+    cmd.args([
+        "--dev-bind",
+        "/",
+        "/",
+        "--unshare-user",
+        "--disable-userns",
+        "--",
+    ])
+    .arg(crate::util::bin_path("sc-hook"))
+    .arg("--audit")
+    .arg(scratch.audit_path())
+    .arg("--policy")
+    .arg(&policy)
+    .current_dir(scratch.dir.path())
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(bash_input(&scratch, "s-1", "echo ran > ran.txt").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let specific = answer(&out).expect("held");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    assert!(specific.get("updatedInput").is_none(), "{specific}");
+    let reason = specific["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("cannot make the sandbox") && reason.contains("namespace"),
+        "{reason}"
+    );
+    assert!(!scratch.path("ran.txt").exists());
+}
+
 #[test]
 fn a_call_that_taints_by_its_own_output_runs_confined() {
     let scratch = Scratch::new();

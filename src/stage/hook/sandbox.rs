@@ -38,6 +38,12 @@ pub struct SandboxDoor {
     pub state: Option<PathBuf>,
     /// The sc-sandbox binary; `None`: beside the running binary.
     pub exe: Option<PathBuf>,
+    /// The project folder Claude Code gives its hooks (`CLAUDE_PROJECT_DIR`, the folder it was
+    /// started in): the sandbox's root when `--root` is not given, wherever the call's `cwd` is.
+    pub project: Option<PathBuf>,
+    /// The state folder, where a successful trial of the sandbox is remembered
+    /// ([`crate::stage::sandbox::probe`]); `None`: tried on every confined call.
+    pub probe_cache: Option<PathBuf>,
 }
 
 /// What to do with one call.
@@ -133,22 +139,32 @@ pub(super) fn confine(
 }
 
 /// The folder the sandbox is rooted at, and the file tools' sandbox places are placed at:
-/// `--root` if given, else the top of the git work tree that holds `cwd` (the nearest folder
-/// with a `.git`, walking up), else `cwd`. A call made in a sub-folder of the project is
-/// confined to the project, with the project's `.claude` and `.git/hooks` read-only, not its
-/// sub-folder's.
+/// `--root` if given, else the project folder Claude Code names (`CLAUDE_PROJECT_DIR`), else the
+/// top of the git work tree that holds `cwd` (the nearest folder with a `.git`, walking up),
+/// else `cwd`. A call made in a sub-folder of the project is confined to the project, with the
+/// project's `.claude` and `.git/hooks` read-only, not its sub-folder's. A git work tree at the
+/// home folder or above it (a home kept in git) is not taken: that would make the whole home
+/// writable; `cwd` is the root then.
 pub(super) fn project_root(options: &HookOptions, cwd: Option<&str>) -> Option<PathBuf> {
-    if let Some(root) = &options.policy.places().root {
+    let places = options.policy.places();
+    if let Some(root) = &places.root {
         return Some(root.clone());
+    }
+    if let Some(project) = options.sandbox.project.as_deref() {
+        if project.is_absolute() {
+            return Some(crate::rules::paths::normalized(project));
+        }
     }
     let cwd = Path::new(cwd?);
     if !cwd.is_absolute() {
         return None;
     }
     let cwd = crate::rules::paths::normalized(cwd);
+    let home = places.home.as_deref().map(crate::rules::paths::normalized);
     let top = cwd
         .ancestors()
         .find(|folder| folder.join(".git").symlink_metadata().is_ok())
+        .filter(|top| home.as_deref().is_none_or(|home| !home.starts_with(top)))
         .unwrap_or(&cwd);
     Some(top.to_path_buf())
 }
@@ -165,7 +181,7 @@ fn invocation(
         return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
     };
     let home = places.home.clone();
-    bwrap::locate().map_err(|err| err.to_string())?;
+    let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
     let door = absolute_door(&options.sandbox);
     let door = &door;
     let exe = match &door.exe {
@@ -179,6 +195,7 @@ fn invocation(
             exe.display()
         ));
     }
+    crate::stage::sandbox::probe::can_confine(&exe, &bwrap, door.probe_cache.as_deref())?;
     let run = RunOptions {
         policy: door.policy.clone(),
         root: Some(root.clone()),
@@ -219,6 +236,8 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
         audit_key: absolute(&door.audit_key),
         state: absolute(&door.state),
         exe: door.exe.clone(),
+        project: door.project.clone(),
+        probe_cache: door.probe_cache.clone(),
     }
 }
 

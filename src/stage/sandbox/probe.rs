@@ -61,7 +61,11 @@ fn probe(exe: &Path, bwrap: &Path) -> Result<(), String> {
         return Ok(());
     }
     let said = String::from_utf8_lossy(&output.stderr);
-    let said: Vec<&str> = said.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let said: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     Err(format!(
         "this machine cannot make the sandbox: a trial run of sc-sandbox ended with {}{}",
         output.status,
@@ -79,10 +83,8 @@ fn empty_folder() -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.subsec_nanos());
-    let path = std::env::temp_dir().join(format!(
-        "sc-sandbox-probe.{}.{nanos}",
-        std::process::id()
-    ));
+    let path =
+        std::env::temp_dir().join(format!("sc-sandbox-probe.{}.{nanos}", std::process::id()));
     fs::DirBuilder::new().mode(0o700).create(&path)?;
     Ok(path)
 }
@@ -146,7 +148,12 @@ mod tests {
             &format!("echo run >> '{}'; exit 0", count.display()),
         );
         let bwrap = script(dir.path(), "bwrap", "exit 0");
-        let runs = || fs::read_to_string(&count).unwrap_or_default().lines().count();
+        let runs = || {
+            fs::read_to_string(&count)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
         can_confine(&exe, &bwrap, Some(&cache)).unwrap();
         can_confine(&exe, &bwrap, Some(&cache)).unwrap();
         assert_eq!(runs(), 1, "the second call used the remembered success");
