@@ -537,3 +537,69 @@ fn a_home_folder_under_tmp_stays_readable_and_its_secrets_hidden() {
         "ordinary notes"
     );
 }
+
+#[test]
+fn a_git_path_protects_every_way_git_finds_config_and_hooks() {
+    let scratch = Scratch::new();
+    // A repository with a submodule's git dir, and a worktree whose `.git` is a file pointing to
+    // a git dir with a common dir of its own: all inside the writable root.
+    for (name, contents) in [
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        (".git/config", "[core]\n"),
+        (".git/modules/sub/HEAD", "ref: refs/heads/main\n"),
+        (".git/modules/sub/config", "[core]\n"),
+        ("wt/.git", "gitdir: ../gitdirs/wt\n"),
+        ("gitdirs/wt/HEAD", "ref: refs/heads/wt\n"),
+        ("gitdirs/wt/commondir", "../common\n"),
+        ("gitdirs/common/HEAD", "ref: refs/heads/main\n"),
+        ("gitdirs/common/config", "[core]\n"),
+    ] {
+        scratch.write(name, contents);
+    }
+    for folder in [".git/hooks", ".git/modules/sub/hooks", "gitdirs/common/hooks"] {
+        std::fs::create_dir_all(scratch.path(folder)).unwrap();
+    }
+    let policy = r#"{"sandbox": {"readOnly": [".git/hooks", "wt/.git/hooks"]}}"#;
+    let out = bash(
+        &mut sandboxed(&scratch, policy),
+        r#"
+try() { name=$1; shift; ( "$@" ) 2>/dev/null && echo "wrote $name"; }
+try commondir sh -c 'echo ../evil > .git/commondir'
+try config sh -c 'printf "[core]\n\thooksPath = evil\n" >> .git/config'
+try config.worktree sh -c 'echo "[core]" > .git/config.worktree'
+try attributes sh -c 'mkdir -p .git/info && echo "* filter=evil" > .git/info/attributes'
+try sub-config sh -c 'echo "[core]" >> .git/modules/sub/config'
+try sub-hook sh -c 'echo evil > .git/modules/sub/hooks/post-checkout'
+try sub-commondir sh -c 'echo ../evil > .git/modules/sub/commondir'
+try dot-git-file sh -c 'echo "gitdir: ../evil" > wt/.git'
+try wt-commondir sh -c 'echo ../evil > gitdirs/wt/commondir'
+try wt-config sh -c 'echo "[core]" > gitdirs/wt/config'
+try common-config sh -c 'echo "[core]" >> gitdirs/common/config'
+try common-hook sh -c 'echo evil > gitdirs/common/hooks/pre-commit'
+echo "commondir reads $(cat .git/commondir)"
+echo ref > .git/ORIG_HEAD && echo wrote-git-state
+echo ref > .git/modules/sub/ORIG_HEAD && echo wrote-sub-state
+"#,
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("wrote "), "{stdout}");
+    // git reads a `commondir` of `.` as no other common dir (an empty one would stop git).
+    assert!(stdout.contains("commondir reads .\n"), "{stdout}");
+    // What git writes in its git dirs as it works stays writable.
+    assert!(
+        stdout.contains("wrote-git-state") && stdout.contains("wrote-sub-state"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    for gone in [".git/commondir", ".git/config.worktree", ".git/info"] {
+        assert!(!scratch.path(gone).exists(), "{gone} was left behind");
+    }
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("wt/.git")).unwrap(),
+        "gitdir: ../gitdirs/wt\n"
+    );
+}

@@ -23,6 +23,7 @@ pub mod bridge;
 pub mod bwrap;
 pub mod events;
 pub mod files;
+pub mod git;
 pub mod inside;
 pub mod invocation;
 pub mod plan;

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::git;
 use super::walk::{resolve, Resolved};
 use super::SandboxError;
 use crate::rules::policy::Policy;
@@ -56,6 +57,8 @@ pub struct Mount {
 pub struct Placeholder {
     pub path: PathBuf,
     pub dir: bool,
+    /// What a file placeholder holds (empty, but for a git `commondir`: [`git::COMMONDIR_SELF`]).
+    pub contents: &'static [u8],
 }
 
 /// A sandbox worked out for one root: its mounts, in the order bubblewrap must make them, and its
@@ -177,6 +180,9 @@ impl Sandbox {
         for entry in &rules.read_only {
             protected.push(place(entry, "readOnly")?);
         }
+        // A `readOnly` path under `.git`: every file by which git finds config and hooks too.
+        let git = git::protected(&protected);
+        protected.extend(git.paths);
         protected.extend(own);
         // First pass: where the protected paths are, so that the second judges every folder
         // with all read-only mounts known.
@@ -211,12 +217,20 @@ impl Sandbox {
                     if state(&entries, parent, true) != State::Writable {
                         continue;
                     }
+                    // git dies on an empty `commondir`: that one holds `.`, bound read-only
+                    // onto itself.
+                    let commondir = !more
+                        && git.commondirs.contains(path)
+                        && first.file_name() == path.file_name();
                     placeholders.push(Placeholder {
                         path: first.clone(),
                         dir: more,
+                        contents: if commondir { git::COMMONDIR_SELF } else { b"" },
                     });
                     let kind = if more {
                         MountKind::BlockDir
+                    } else if commondir {
+                        MountKind::ReadOnly
                     } else {
                         MountKind::BlockFile
                     };
@@ -336,20 +350,28 @@ mod tests {
                 s(MountKind::Pin, "./.git"),
                 s(MountKind::BlockDir, "./.github"),
                 s(MountKind::BlockDir, "./logs"),
+                // A `.git` path is protected: so is every way git finds config and hooks.
+                s(MountKind::ReadOnly, "./.git/commondir"),
+                s(MountKind::BlockFile, "./.git/config"),
+                s(MountKind::BlockFile, "./.git/config.worktree"),
                 s(MountKind::ReadOnly, "./.git/hooks"),
+                s(MountKind::BlockDir, "./.git/info"),
             ]
         );
+        let placeholder = |path: &str, dir: bool, contents: &'static [u8]| Placeholder {
+            path: root.join(path),
+            dir,
+            contents,
+        };
         assert_eq!(
             sandbox.placeholders(),
             &[
-                Placeholder {
-                    path: root.join(".github"),
-                    dir: true
-                },
-                Placeholder {
-                    path: root.join("logs"),
-                    dir: true
-                },
+                placeholder(".github", true, b""),
+                placeholder(".git/config", false, b""),
+                placeholder(".git/config.worktree", false, b""),
+                placeholder(".git/commondir", false, b".\n"),
+                placeholder(".git/info", true, b""),
+                placeholder("logs", true, b""),
             ]
         );
     }
