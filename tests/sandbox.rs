@@ -603,3 +603,52 @@ echo ref > .git/modules/sub/ORIG_HEAD && echo wrote-sub-state
         "gitdir: ../gitdirs/wt\n"
     );
 }
+
+#[test]
+fn a_bwrap_that_someone_else_could_have_planted_is_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    // A working copy of the real bubblewrap, in a folder anyone can write.
+    let Ok(real) = bwrap_path() else {
+        panic!("bubblewrap is needed: make test-deps installs it");
+    };
+    let planted = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(planted.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let copy = planted.path().join("bwrap");
+    std::fs::copy(&real, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (variable, value) in [
+        ("SC_SANDBOX_BWRAP", copy.clone().into_os_string()),
+        ("PATH", std::env::join_paths([planted.path(), Path::new("/nonexistent")]).unwrap()),
+    ] {
+        let mut cmd = sandboxed(&scratch, "{}");
+        cmd.env(variable, &value);
+        let out = cmd.args(["--", "/bin/touch", "ran"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{variable}: {stderr}");
+        assert!(stderr.contains("bubblewrap is not trusted"), "{stderr}");
+        assert!(stderr.contains(&copy.display().to_string()), "{stderr}");
+        assert!(
+            stderr.contains("writable by") || stderr.contains("not root"),
+            "{stderr}"
+        );
+        assert!(!scratch.path("ran").exists(), "{variable}");
+    }
+    // The trusted one, named, runs.
+    let mut cmd = sandboxed(&scratch, "{}");
+    cmd.env("SC_SANDBOX_BWRAP", &real);
+    let out = cmd.args(["--", "/bin/true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+fn bwrap_path() -> Result<PathBuf, String> {
+    let out = Command::new("sh")
+        .args(["-c", "command -v bwrap"])
+        .output()
+        .map_err(|err| err.to_string())?;
+    let path = text(&out.stdout).trim().to_owned();
+    if path.is_empty() {
+        return Err("no bwrap".into());
+    }
+    Ok(PathBuf::from(path))
+}

@@ -65,6 +65,8 @@ pub enum SandboxError {
     Policy(#[from] crate::error::PolicyError),
     #[error("bubblewrap is missing: {0}")]
     BwrapMissing(String),
+    #[error("bubblewrap is not trusted: {0}")]
+    BwrapUntrusted(String),
     #[error("{what} {}: {why}", path.display())]
     Place {
         what: String,
