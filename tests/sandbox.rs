@@ -652,3 +652,63 @@ fn bwrap_path() -> Result<PathBuf, String> {
     }
     Ok(PathBuf::from(path))
 }
+
+#[test]
+fn a_unix_socket_in_the_home_or_the_root_cannot_be_connected_to() {
+    use std::os::unix::net::UnixListener;
+    let scratch = Scratch::new();
+    // Not under /tmp: the home is seen as it is, read-only (where a read-only mount alone does
+    // not stop connect()).
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let agent = home.path().join("agent.sock");
+    let in_root = scratch.path("service.sock");
+    let listeners: Vec<UnixListener> = [&agent, &in_root]
+        .iter()
+        .map(|path| UnixListener::bind(path).unwrap())
+        .collect();
+    // Positive control: from outside, both answer.
+    for (path, listener) in [&agent, &in_root].iter().zip(&listeners) {
+        std::os::unix::net::UnixStream::connect(path).unwrap();
+        listener.accept().unwrap();
+    }
+    let mut cmd = sandboxed(&scratch, "{}");
+    cmd.arg("--home").arg(home.path()).env("HOME", home.path());
+    let out = bash(
+        &mut cmd,
+        &format!(
+            r#"python3 - <<'EOF'
+import socket
+for path in ("{}", "{}"):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        s.send(b"leak")
+        print("connected", path)
+    except OSError as err:
+        print("refused", path, err)
+EOF
+ls -l ~/agent.sock service.sock"#,
+            agent.display(),
+            in_root.display()
+        ),
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("connected"), "{stdout}");
+    assert_eq!(stdout.matches("refused").count(), 2, "{stdout}");
+    for listener in &listeners {
+        listener.set_nonblocking(true).unwrap();
+        let accepted = listener.accept();
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a unix listener got a connection from inside: {accepted:?}"
+        );
+    }
+    // Outside, the socket files are as they were.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&agent)
+        .unwrap()
+        .file_type()
+        .is_socket());
+}

@@ -163,6 +163,9 @@ pub fn arguments(
         helper.as_os_str(),
         INSIDE_HELPER.as_ref(),
     ]);
+    if sandbox.private_var_run() {
+        push(&["--tmpfs".as_ref(), super::plan::VAR_RUN.as_ref()]);
+    }
     let mut remount = Vec::new();
     for mount in sandbox.mounts() {
         let path = mount.path.as_os_str();

@@ -32,6 +32,7 @@ pub mod relay;
 pub mod request;
 pub mod run;
 pub mod seccomp;
+pub mod sockets;
 pub mod walk;
 
 use std::path::PathBuf;

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::git;
+use super::{git, sockets};
 use super::walk::{resolve, Resolved};
 use super::SandboxError;
 use crate::rules::policy::Policy;
@@ -23,6 +23,10 @@ use crate::rules::sandbox::{NetworkRules, SandboxPath, SandboxRules};
 /// Folders bubblewrap makes anew inside (a private `/tmp` and `/run`, `/dev`, `/proc`): what the
 /// host has there is not seen, so nothing there needs protecting.
 pub const PRIVATE: &[&str] = &["/tmp", "/run", "/dev", "/proc"];
+
+/// Made anew inside too when it is a folder of its own rather than the usual link to `/run`:
+/// services put their sockets there.
+pub const VAR_RUN: &str = "/var/run";
 
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,6 +73,8 @@ pub struct Sandbox {
     network: NetworkRules,
     mounts: Vec<Mount>,
     placeholders: Vec<Placeholder>,
+    /// Whether `/var/run` is a folder (not a link to `/run`), made anew inside.
+    var_run: bool,
 }
 
 /// How writes to a place fare inside, judged by the deepest mount above it.
@@ -126,6 +132,10 @@ impl Sandbox {
             .iter()
             .map(|p| (PathBuf::from(p), State::Private))
             .collect();
+        let var_run = std::fs::symlink_metadata(VAR_RUN).is_ok_and(|meta| meta.is_dir());
+        if var_run {
+            entries.push((PathBuf::from(VAR_RUN), State::Private));
+        }
         let mut mounts = vec![Mount {
             kind: MountKind::Writable,
             path: root.clone(),
@@ -174,6 +184,19 @@ impl Sandbox {
                 };
                 entries.push((path.clone(), State::Private));
                 mounts.push(Mount { kind, path });
+            }
+        }
+        // The host's unix sockets the program could still see: a read-only mount does not stop
+        // connect(); an empty file over each does.
+        for socket in sockets::host_sockets() {
+            if let Resolved::Exists(path) = resolve(&socket, &mut |_, _| Ok(()))? {
+                if state(&entries, &path, true) != State::Private {
+                    entries.push((path.clone(), State::Private));
+                    mounts.push(Mount {
+                        kind: MountKind::HiddenFile,
+                        path,
+                    });
+                }
             }
         }
         let mut protected = Vec::new();
@@ -254,6 +277,7 @@ impl Sandbox {
             network: rules.network.clone(),
             mounts: ordered(mounts),
             placeholders,
+            var_run,
         })
     }
 
@@ -273,6 +297,11 @@ impl Sandbox {
 
     pub fn placeholders(&self) -> &[Placeholder] {
         &self.placeholders
+    }
+
+    /// Whether `/var/run` is made anew inside (it is a folder, not a link to `/run`).
+    pub fn private_var_run(&self) -> bool {
+        self.var_run
     }
 }
 
@@ -314,9 +343,11 @@ mod tests {
     }
 
     fn kinds(sandbox: &Sandbox, root: &Path) -> Vec<(MountKind, String)> {
+        // Only what is under the root: the host's own sockets elsewhere are hidden too.
         sandbox
             .mounts()
             .iter()
+            .filter(|m| m.path.starts_with(root))
             .map(|m| {
                 let shown = m.path.strip_prefix(root).map_or_else(
                     |_| m.path.display().to_string(),
