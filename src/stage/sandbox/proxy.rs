@@ -15,6 +15,7 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,25 +29,81 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one address may take to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves the listener on a thread of its own, one thread per connection, for as long as the
-/// process lives.
+/// How many connections the proxy serves at once; beyond, a client is answered 503.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Serves the listener on a thread of its own, one thread per connection (at most
+/// [`MAX_CONNECTIONS`] at once), for as long as the process lives.
 pub fn serve(
     listener: UnixListener,
     network: Arc<NetworkRules>,
     recorder: Arc<Recorder>,
 ) -> std::io::Result<()> {
+    serve_at_most(listener, network, recorder, MAX_CONNECTIONS)
+}
+
+/// [`serve`] with another cap.
+fn serve_at_most(
+    listener: UnixListener,
+    network: Arc<NetworkRules>,
+    recorder: Arc<Recorder>,
+    cap: usize,
+) -> std::io::Result<()> {
+    let open = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("sc-sandbox proxy".into())
         .spawn(move || {
             for client in listener.incoming() {
-                let Ok(client) = client else { continue };
+                let Ok(mut client) = client else { continue };
+                if open.load(Ordering::SeqCst) >= cap {
+                    let why = format!("the proxy serves at most {cap} connections at once");
+                    let _ = recorder.egress(&Egress {
+                        method: "",
+                        reason: Some(why.clone()),
+                        ..Egress::default()
+                    });
+                    answer(&mut client, "503 Service Unavailable", &why);
+                    let _ = client.shutdown(std::net::Shutdown::Write);
+                    drain(&mut client);
+                    continue;
+                }
+                let slot = Slot::take(&open);
                 let (network, recorder) = (network.clone(), recorder.clone());
                 let _ = std::thread::Builder::new()
                     .name("sc-sandbox proxy client".into())
-                    .spawn(move || handle(client, &network, &recorder));
+                    .spawn(move || {
+                        handle(client, &network, &recorder);
+                        drop(slot);
+                    });
             }
         })?;
     Ok(())
+}
+
+/// Reads what a refused client sends until it leaves (briefly): closing a unix socket with bytes
+/// unread resets it, and the client would lose the answer.
+fn drain(client: &mut UnixStream) {
+    use std::io::Read;
+    let _ = client.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut sink = [0u8; 4096];
+    while let Ok(1..) = client.read(&mut sink) {}
+}
+
+/// One of the proxy's open connections, given back when dropped (a thread that cannot start
+/// drops it at once).
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Slot {
+        open.fetch_add(1, Ordering::SeqCst);
+        Slot(open.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Answers one client: a refusal, or a connection to the host it asked for.
@@ -394,6 +451,44 @@ mod tests {
         assert!(reachable(&rule("localhost:80"), ip("127.0.0.1")));
         assert!(reachable(&rule("localhost:80"), ip("::1")));
         assert!(!reachable(&rule("localhost:80"), ip("169.254.169.254")));
+    }
+
+    #[test]
+    fn connections_beyond_the_cap_are_answered_503_and_audited() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = dir.path().join("audit.jsonl");
+        let log = crate::audit::AuditLog::open(&log_path).unwrap();
+        let recorder = Arc::new(Recorder::new(Some(log), None, Default::default()));
+        let socket = dir.path().join("proxy.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        serve_at_most(listener, Arc::new(NetworkRules::default()), recorder, 2).unwrap();
+        // Two clients that send nothing hold both slots.
+        let held: Vec<UnixStream> = (0..2).map(|_| UnixStream::connect(&socket).unwrap()).collect();
+        let read_all = |mut stream: UnixStream| {
+            stream.write_all(b"HELLO\r\n\r\n").unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).unwrap();
+            reply
+        };
+        let reply = read_all(UnixStream::connect(&socket).unwrap());
+        assert!(reply.starts_with("HTTP/1.1 503 Service Unavailable"), "{reply}");
+        assert!(reply.contains("at most 2 connections"), "{reply}");
+        let audit = std::fs::read_to_string(&log_path).unwrap();
+        assert!(
+            audit.contains(r#""decision":"deny","reason":"the proxy serves at most 2 connections at once""#),
+            "{audit}"
+        );
+        // Once they leave, a client is served again (here: told its request is not one).
+        drop(held);
+        let mut reply = String::new();
+        for _ in 0..100 {
+            reply = read_all(UnixStream::connect(&socket).unwrap());
+            if !reply.contains("503") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
     }
 
     #[test]

@@ -216,12 +216,8 @@ fn host_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16)
     if v6 && host.parse::<std::net::Ipv6Addr>().is_err() {
         return Err(bad("the host in brackets is not an IPv6 address"));
     }
-    if host.is_empty()
-        || (!v6
-            && !host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)))
-    {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if host.is_empty() || (!v6 && crate::rules::sandbox::host_name_problem(name).is_some()) {
         return Err(bad("the host is not a name or an address"));
     }
     Ok((host.to_ascii_lowercase(), port))
@@ -283,6 +279,9 @@ mod tests {
             b"CONNECT x y z HTTP/1.1\r\n\r\n",
             b"SSH-2.0-OpenSSH\r\n\r\n",
             b"CONNECT a/b:80 HTTP/1.1\r\n\r\n",
+            b"CONNECT ..x.test:443 HTTP/1.1\r\n\r\n",
+            b"CONNECT a_b.x.test:443 HTTP/1.1\r\n\r\n",
+            b"GET http://x..test/ HTTP/1.1\r\n\r\n",
             b"GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n Host: y.test\r\n\r\n",
             b"GET http://x.test/ HTTP/1.1\r\nno colon here\r\n\r\n",
             b"GET http://x.test/ HTTP/1.1\r\nHost : y.test\r\n\r\n",
