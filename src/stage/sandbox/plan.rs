@@ -299,6 +299,23 @@ impl Sandbox {
         &self.placeholders
     }
 
+    /// Whether the sandbox shows the host's file at `path` (canonical) as it is: not in a folder
+    /// made anew inside, nor under a hidden path or a block.
+    pub fn shows_host_file(&self, path: &Path) -> bool {
+        let private = PRIVATE
+            .iter()
+            .chain(self.var_run.then_some(&VAR_RUN))
+            .any(|folder| path.starts_with(folder));
+        let covered = self.mounts.iter().any(|mount| {
+            path.starts_with(&mount.path)
+                && !matches!(
+                    mount.kind,
+                    MountKind::Writable | MountKind::Pin | MountKind::ReadOnly
+                )
+        });
+        path.is_absolute() && !private && !covered
+    }
+
     /// Whether `/var/run` is made anew inside (it is a folder, not a link to `/run`).
     pub fn private_var_run(&self) -> bool {
         self.var_run
@@ -433,6 +450,23 @@ mod tests {
             kind: MountKind::BlockFile,
             path: root.join("dotfiles/bashrc")
         }));
+    }
+
+    #[test]
+    fn the_host_file_is_shown_unless_private_hidden_or_blocked() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let rules = rules(serde_json::json!({"hidden": ["secret"], "readOnly": ["bin"]}));
+        let sandbox = Sandbox::new(&rules, &root, None, &[]).unwrap();
+        assert!(sandbox.shows_host_file(Path::new("/usr/bin/env")));
+        assert!(sandbox.shows_host_file(&root.join("bin/sc-sandbox")));
+        assert!(sandbox.shows_host_file(&root.join("target/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(&root.join("secret/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("/tmp/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("/run/x/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("relative")));
     }
 
     #[test]
