@@ -556,7 +556,11 @@ fn a_git_path_protects_every_way_git_finds_config_and_hooks() {
     ] {
         scratch.write(name, contents);
     }
-    for folder in [".git/hooks", ".git/modules/sub/hooks", "gitdirs/common/hooks"] {
+    for folder in [
+        ".git/hooks",
+        ".git/modules/sub/hooks",
+        "gitdirs/common/hooks",
+    ] {
         std::fs::create_dir_all(scratch.path(folder)).unwrap();
     }
     let policy = r#"{"sandbox": {"readOnly": [".git/hooks", "wt/.git/hooks"]}}"#;
@@ -619,7 +623,10 @@ fn a_bwrap_that_someone_else_could_have_planted_is_not_run() {
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     for (variable, value) in [
         ("SC_SANDBOX_BWRAP", copy.clone().into_os_string()),
-        ("PATH", std::env::join_paths([planted.path(), Path::new("/nonexistent")]).unwrap()),
+        (
+            "PATH",
+            std::env::join_paths([planted.path(), Path::new("/nonexistent")]).unwrap(),
+        ),
     ] {
         let mut cmd = sandboxed(&scratch, "{}");
         cmd.env(variable, &value);

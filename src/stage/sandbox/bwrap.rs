@@ -72,8 +72,8 @@ fn is_executable(path: &Path) -> bool {
 /// writable by neither group nor others; else what is wrong, naming the file or folder.
 pub fn trusted(path: &Path) -> Result<PathBuf, String> {
     use std::os::unix::fs::MetadataExt;
-    let canonical = std::fs::canonicalize(path)
-        .map_err(|err| format!("cannot be resolved: {err}"))?;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|err| format!("cannot be resolved: {err}"))?;
     for (index, place) in canonical.ancestors().enumerate() {
         let what = if index == 0 { "the file" } else { "the folder" };
         let meta = std::fs::metadata(place)
@@ -92,7 +92,11 @@ fn judge(what: &str, place: &Path, uid: u32, mode: u32) -> Result<(), String> {
         ));
     }
     if mode & 0o022 != 0 {
-        let who = if mode & 0o002 != 0 { "others" } else { "its group" };
+        let who = if mode & 0o002 != 0 {
+            "others"
+        } else {
+            "its group"
+        };
         return Err(format!(
             "{what} {} is writable by {who} (mode {:o})",
             place.display(),
@@ -251,13 +255,17 @@ mod tests {
         let fake = dir.path().join("bwrap");
         std::fs::write(&fake, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = locate_in(Some(fake.clone().into()), None).unwrap_err().to_string();
+        let err = locate_in(Some(fake.clone().into()), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("SC_SANDBOX_BWRAP names"), "{err}");
         assert!(
             err.contains("writable by") || err.contains("not root"),
             "{err}"
         );
-        let err = locate_in(None, Some(dir.path().into())).unwrap_err().to_string();
+        let err = locate_in(None, Some(dir.path().into()))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no trusted bwrap on PATH"), "{err}");
         assert!(err.contains(&fake.display().to_string()), "{err}");
         // What the system installs is trusted, at its canonical path.

@@ -14,9 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{git, sockets};
 use super::walk::{resolve, Resolved};
 use super::SandboxError;
+use super::{git, sockets};
 use crate::rules::policy::Policy;
 use crate::rules::sandbox::{NetworkRules, SandboxPath, SandboxRules};
 

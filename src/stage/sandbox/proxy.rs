@@ -384,7 +384,8 @@ mod tests {
     fn an_allowed_name_that_resolves_to_loopback_is_refused_unless_named_so() {
         // `2130706433` is a name to the policy and 127.0.0.1 to the resolver (no DNS needed).
         let (port, serving) = one_request_origin();
-        let by_number = NetworkRules::new(vec![HostPort::parse(&format!("2130706433:{port}")).unwrap()]);
+        let by_number =
+            NetworkRules::new(vec![HostPort::parse(&format!("2130706433:{port}")).unwrap()]);
         let (reply, audit) = ask(
             by_number,
             &format!("GET http://2130706433:{port}/ HTTP/1.1\r\n\r\n"),
@@ -398,17 +399,24 @@ mod tests {
             "{audit}"
         );
         // `localhost:PORT` names loopback: it is reached.
-        let localhost = NetworkRules::new(vec![HostPort::parse(&format!("localhost:{port}")).unwrap()]);
+        let localhost =
+            NetworkRules::new(vec![HostPort::parse(&format!("localhost:{port}")).unwrap()]);
         let (reply, audit) = ask(
             localhost,
             &format!("GET http://localhost:{port}/ HTTP/1.1\r\nHost: metadata.internal\r\n\r\n"),
         );
         assert!(reply.ends_with("ok"), "{reply}");
         assert!(audit.contains(r#""decision":"allow""#), "{audit}");
-        assert!(audit.contains(&format!(r#""address":"127.0.0.1:{port}""#)), "{audit}");
+        assert!(
+            audit.contains(&format!(r#""address":"127.0.0.1:{port}""#)),
+            "{audit}"
+        );
         // The origin was told the host the proxy decided on, not the client's.
         let head = serving.join().unwrap();
-        assert!(head.contains(&format!("\r\nHost: localhost:{port}\r\n")), "{head}");
+        assert!(
+            head.contains(&format!("\r\nHost: localhost:{port}\r\n")),
+            "{head}"
+        );
         assert!(!head.contains("metadata.internal"), "{head}");
     }
 
@@ -463,7 +471,9 @@ mod tests {
         let listener = UnixListener::bind(&socket).unwrap();
         serve_at_most(listener, Arc::new(NetworkRules::default()), recorder, 2).unwrap();
         // Two clients that send nothing hold both slots.
-        let held: Vec<UnixStream> = (0..2).map(|_| UnixStream::connect(&socket).unwrap()).collect();
+        let held: Vec<UnixStream> = (0..2)
+            .map(|_| UnixStream::connect(&socket).unwrap())
+            .collect();
         let read_all = |mut stream: UnixStream| {
             stream.write_all(b"HELLO\r\n\r\n").unwrap();
             let mut reply = String::new();
@@ -471,11 +481,16 @@ mod tests {
             reply
         };
         let reply = read_all(UnixStream::connect(&socket).unwrap());
-        assert!(reply.starts_with("HTTP/1.1 503 Service Unavailable"), "{reply}");
+        assert!(
+            reply.starts_with("HTTP/1.1 503 Service Unavailable"),
+            "{reply}"
+        );
         assert!(reply.contains("at most 2 connections"), "{reply}");
         let audit = std::fs::read_to_string(&log_path).unwrap();
         assert!(
-            audit.contains(r#""decision":"deny","reason":"the proxy serves at most 2 connections at once""#),
+            audit.contains(
+                r#""decision":"deny","reason":"the proxy serves at most 2 connections at once""#
+            ),
             "{audit}"
         );
         // Once they leave, a client is served again (here: told its request is not one).

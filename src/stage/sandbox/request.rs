@@ -121,7 +121,14 @@ pub fn parse(head: &[u8]) -> Result<Request, Refusal> {
 /// Request headers that concern one hop, not the origin: never forwarded (with the proxy's own,
 /// `Proxy-*`, and those the client's `Connection` names). `Transfer-Encoding` stays: the body is
 /// passed on as it is.
-const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "te", "trailer", "upgrade", "host"];
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+];
 
 /// The head sent to the origin: the origin-form request line, `Host` naming the host and port
 /// the proxy decided on (whatever `Host` the client sent), the client's end-to-end headers, and
