@@ -548,6 +548,7 @@ fn a_git_path_protects_every_way_git_finds_config_and_hooks() {
         (".git/config", "[core]\n"),
         (".git/modules/sub/HEAD", "ref: refs/heads/main\n"),
         (".git/modules/sub/config", "[core]\n"),
+        (".git/worktrees/linked/commondir", "../..\n"),
         ("wt/.git", "gitdir: ../gitdirs/wt\n"),
         ("gitdirs/wt/HEAD", "ref: refs/heads/wt\n"),
         ("gitdirs/wt/commondir", "../common\n"),
@@ -575,6 +576,8 @@ try attributes sh -c 'mkdir -p .git/info && echo "* filter=evil" > .git/info/att
 try sub-config sh -c 'echo "[core]" >> .git/modules/sub/config'
 try sub-hook sh -c 'echo evil > .git/modules/sub/hooks/post-checkout'
 try sub-commondir sh -c 'echo ../evil > .git/modules/sub/commondir'
+try linked-commondir sh -c 'echo /evil > .git/worktrees/linked/commondir'
+try linked-config.worktree sh -c 'echo "[core]" > .git/worktrees/linked/config.worktree'
 try dot-git-file sh -c 'echo "gitdir: ../evil" > wt/.git'
 try wt-commondir sh -c 'echo ../evil > gitdirs/wt/commondir'
 try wt-config sh -c 'echo "[core]" > gitdirs/wt/config'

@@ -9,7 +9,9 @@
 //! `git status` recursing into it. So once any `readOnly` path is under a `.git`, every git dir
 //! that `.git` leads to has all of [`GIT_DIR_FILES`] protected: the `.git` folder itself, the git
 //! dir a `.git` FILE (`gitdir: …`, a worktree or a submodule checkout) points to, the common dir
-//! a `commondir` file names, and the git dirs of the submodules already under `modules/`.
+//! a `commondir` file names, and the git dirs of the submodules already under `modules/`; and
+//! the `commondir` and `config.worktree` of each linked worktree's git dir (`worktrees/NAME`),
+//! which git reads when run in that worktree, wherever it is.
 //!
 //! A missing `commondir` is blocked with a placeholder holding `.` (the git dir itself): git dies
 //! on an empty one, and reads `.` as having no other common dir.
@@ -82,10 +84,12 @@ impl GitProtected {
 
     fn git_dir(&mut self, git_dir: &Path, seen: &mut BTreeSet<PathBuf>, depth: usize) {
         self.files_of(git_dir);
+        self.worktrees(&git_dir.join("worktrees"));
         if let Some(common) = read_line(&git_dir.join("commondir")) {
             let common = git_dir.join(common);
             if seen.insert(common.clone()) {
                 self.files_of(&common);
+                self.worktrees(&common.join("worktrees"));
                 self.modules(&common.join("modules"), seen, depth);
             }
         }
@@ -97,6 +101,22 @@ impl GitProtected {
             self.paths.push(git_dir.join(name));
         }
         self.commondirs.insert(git_dir.join("commondir"));
+    }
+
+    /// The git dirs of linked worktrees (`worktrees/NAME`): git run in such a worktree, wherever
+    /// it is, takes its common dir from their `commondir` and reads their `config.worktree`.
+    fn worktrees(&mut self, worktrees: &Path) {
+        let Ok(entries) = std::fs::read_dir(worktrees) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                let path = entry.path();
+                self.paths.push(path.join("commondir"));
+                self.paths.push(path.join("config.worktree"));
+                self.commondirs.insert(path.join("commondir"));
+            }
+        }
     }
 
     /// The git dirs of existing submodules under `modules` (a folder holding `HEAD` is one; a
@@ -166,6 +186,7 @@ mod tests {
         write("gitdirs/wt/HEAD", "x");
         write("gitdirs/wt/commondir", "../common\n");
         write("gitdirs/common/HEAD", "x");
+        write(".git/worktrees/elsewhere/commondir", "../..\n");
         let found = protected(&[root.join(".git/hooks"), root.join("wt/.git/config")]);
         let has = |path: &str| found.paths.contains(&root.join(path));
         for path in [
@@ -179,6 +200,8 @@ mod tests {
             ".git/modules/a/modules/b/hooks",
             ".git/modules/ns/c/commondir",
             "wt/.git",
+            ".git/worktrees/elsewhere/commondir",
+            ".git/worktrees/elsewhere/config.worktree",
             "wt/../gitdirs/wt/config",
             "wt/../gitdirs/wt/commondir",
             "wt/../gitdirs/wt/../common/config",
@@ -188,6 +211,9 @@ mod tests {
         }
         assert!(!has(".git/modules/ns/hooks"), "not a git dir");
         assert!(found.commondirs.contains(&root.join(".git/commondir")));
+        assert!(found
+            .commondirs
+            .contains(&root.join(".git/worktrees/elsewhere/commondir")));
         assert!(protected(&[root.join(".claude")]).paths.is_empty());
     }
 }
