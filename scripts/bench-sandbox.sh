@@ -7,7 +7,7 @@
 #   BENCH_SANDBOX_RUNS=N  runs of each (default 101)
 #   SC_SANDBOX=PATH       the binary (default: the dist build, else the release build, else one
 #                         built now with the release profile)
-# Prints one markdown table row per command, and the difference of the medians.
+# Prints one line: `sandbox start: median X ms (sc-sandbox -- /bin/true) vs Y ms (/bin/true): +Z ms`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,9 +54,6 @@ done
 plain_median=$(printf '%s\n' "${plain[@]}" | median)
 confined_median=$(printf '%s\n' "${confined[@]}" | median)
 
-ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
-echo "| command | median of $RUNS runs |"
-echo "|---|---|"
-echo "| \`/bin/true\` | $(ms "$plain_median") |"
-echo "| \`sc-sandbox -- /bin/true\` | $(ms "$confined_median") |"
-echo "| the sandbox adds (goal ≤ 15 ms) | $(ms $((confined_median - plain_median))) |"
+ms() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
+say "$RUNS runs of each, alternating; the goal is at most +15 ms"
+echo "sandbox start: median $(ms "$confined_median") (sc-sandbox -- /bin/true) vs $(ms "$plain_median") (/bin/true): +$(ms $((confined_median - plain_median)))"

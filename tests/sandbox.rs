@@ -537,3 +537,188 @@ fn a_home_folder_under_tmp_stays_readable_and_its_secrets_hidden() {
         "ordinary notes"
     );
 }
+
+#[test]
+fn a_git_path_protects_every_way_git_finds_config_and_hooks() {
+    let scratch = Scratch::new();
+    // A repository with a submodule's git dir, and a worktree whose `.git` is a file pointing to
+    // a git dir with a common dir of its own: all inside the writable root.
+    for (name, contents) in [
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        (".git/config", "[core]\n"),
+        (".git/modules/sub/HEAD", "ref: refs/heads/main\n"),
+        (".git/modules/sub/config", "[core]\n"),
+        (".git/worktrees/linked/commondir", "../..\n"),
+        ("wt/.git", "gitdir: ../gitdirs/wt\n"),
+        ("gitdirs/wt/HEAD", "ref: refs/heads/wt\n"),
+        ("gitdirs/wt/commondir", "../common\n"),
+        ("gitdirs/common/HEAD", "ref: refs/heads/main\n"),
+        ("gitdirs/common/config", "[core]\n"),
+    ] {
+        scratch.write(name, contents);
+    }
+    for folder in [
+        ".git/hooks",
+        ".git/modules/sub/hooks",
+        "gitdirs/common/hooks",
+    ] {
+        std::fs::create_dir_all(scratch.path(folder)).unwrap();
+    }
+    let policy = r#"{"sandbox": {"readOnly": [".git/hooks", "wt/.git/hooks"]}}"#;
+    let out = bash(
+        &mut sandboxed(&scratch, policy),
+        r#"
+try() { name=$1; shift; ( "$@" ) 2>/dev/null && echo "wrote $name"; }
+try commondir sh -c 'echo ../evil > .git/commondir'
+try config sh -c 'printf "[core]\n\thooksPath = evil\n" >> .git/config'
+try config.worktree sh -c 'echo "[core]" > .git/config.worktree'
+try attributes sh -c 'mkdir -p .git/info && echo "* filter=evil" > .git/info/attributes'
+try sub-config sh -c 'echo "[core]" >> .git/modules/sub/config'
+try sub-hook sh -c 'echo evil > .git/modules/sub/hooks/post-checkout'
+try sub-commondir sh -c 'echo ../evil > .git/modules/sub/commondir'
+try linked-commondir sh -c 'echo /evil > .git/worktrees/linked/commondir'
+try linked-config.worktree sh -c 'echo "[core]" > .git/worktrees/linked/config.worktree'
+try dot-git-file sh -c 'echo "gitdir: ../evil" > wt/.git'
+try wt-commondir sh -c 'echo ../evil > gitdirs/wt/commondir'
+try wt-config sh -c 'echo "[core]" > gitdirs/wt/config'
+try common-config sh -c 'echo "[core]" >> gitdirs/common/config'
+try common-hook sh -c 'echo evil > gitdirs/common/hooks/pre-commit'
+echo "commondir reads $(cat .git/commondir)"
+echo ref > .git/ORIG_HEAD && echo wrote-git-state
+echo ref > .git/modules/sub/ORIG_HEAD && echo wrote-sub-state
+"#,
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("wrote "), "{stdout}");
+    // git reads a `commondir` of `.` as no other common dir (an empty one would stop git).
+    assert!(stdout.contains("commondir reads .\n"), "{stdout}");
+    // What git writes in its git dirs as it works stays writable.
+    assert!(
+        stdout.contains("wrote-git-state") && stdout.contains("wrote-sub-state"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    for gone in [".git/commondir", ".git/config.worktree", ".git/info"] {
+        assert!(!scratch.path(gone).exists(), "{gone} was left behind");
+    }
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("wt/.git")).unwrap(),
+        "gitdir: ../gitdirs/wt\n"
+    );
+}
+
+#[test]
+fn a_bwrap_that_someone_else_could_have_planted_is_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    // A working copy of the real bubblewrap, in a folder anyone can write.
+    let Ok(real) = bwrap_path() else {
+        panic!("bubblewrap is needed: make test-deps installs it");
+    };
+    let planted = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(planted.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let copy = planted.path().join("bwrap");
+    std::fs::copy(&real, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (variable, value) in [
+        ("SC_SANDBOX_BWRAP", copy.clone().into_os_string()),
+        (
+            "PATH",
+            std::env::join_paths([planted.path(), Path::new("/nonexistent")]).unwrap(),
+        ),
+    ] {
+        let mut cmd = sandboxed(&scratch, "{}");
+        cmd.env(variable, &value);
+        let out = cmd.args(["--", "/bin/touch", "ran"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{variable}: {stderr}");
+        assert!(stderr.contains("bubblewrap is not trusted"), "{stderr}");
+        assert!(stderr.contains(&copy.display().to_string()), "{stderr}");
+        assert!(
+            stderr.contains("writable by") || stderr.contains("not root"),
+            "{stderr}"
+        );
+        assert!(!scratch.path("ran").exists(), "{variable}");
+    }
+    // The trusted one, named, runs.
+    let mut cmd = sandboxed(&scratch, "{}");
+    cmd.env("SC_SANDBOX_BWRAP", &real);
+    let out = cmd.args(["--", "/bin/true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+fn bwrap_path() -> Result<PathBuf, String> {
+    let out = Command::new("sh")
+        .args(["-c", "command -v bwrap"])
+        .output()
+        .map_err(|err| err.to_string())?;
+    let path = text(&out.stdout).trim().to_owned();
+    if path.is_empty() {
+        return Err("no bwrap".into());
+    }
+    Ok(PathBuf::from(path))
+}
+
+#[test]
+fn a_unix_socket_in_the_home_or_the_root_cannot_be_connected_to() {
+    use std::os::unix::net::UnixListener;
+    let scratch = Scratch::new();
+    // Not under /tmp: the home is seen as it is, read-only (where a read-only mount alone does
+    // not stop connect()).
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let agent = home.path().join("agent.sock");
+    let in_root = scratch.path("service.sock");
+    let listeners: Vec<UnixListener> = [&agent, &in_root]
+        .iter()
+        .map(|path| UnixListener::bind(path).unwrap())
+        .collect();
+    // Positive control: from outside, both answer.
+    for (path, listener) in [&agent, &in_root].iter().zip(&listeners) {
+        std::os::unix::net::UnixStream::connect(path).unwrap();
+        listener.accept().unwrap();
+    }
+    let mut cmd = sandboxed(&scratch, "{}");
+    cmd.arg("--home").arg(home.path()).env("HOME", home.path());
+    let out = bash(
+        &mut cmd,
+        &format!(
+            r#"python3 - <<'EOF'
+import socket
+for path in ("{}", "{}"):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        s.send(b"leak")
+        print("connected", path)
+    except OSError as err:
+        print("refused", path, err)
+EOF
+ls -l ~/agent.sock service.sock"#,
+            agent.display(),
+            in_root.display()
+        ),
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("connected"), "{stdout}");
+    assert_eq!(stdout.matches("refused").count(), 2, "{stdout}");
+    for listener in &listeners {
+        listener.set_nonblocking(true).unwrap();
+        let accepted = listener.accept();
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a unix listener got a connection from inside: {accepted:?}"
+        );
+    }
+    // Outside, the socket files are as they were.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&agent)
+        .unwrap()
+        .file_type()
+        .is_socket());
+}

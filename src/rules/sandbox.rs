@@ -28,7 +28,9 @@ use super::keys::{one_of, KeyError, KeyProblem, Problem};
 use crate::sanitize::is_invisible;
 
 mod network;
-pub use network::{normal_host, HostPattern, HostPort, HostPortError, NetworkRules};
+pub use network::{
+    host_name_problem, normal_host, HostPattern, HostPort, HostPortError, NetworkRules,
+};
 
 /// The keys of the `sandbox` object.
 pub const KEYS: &[&str] = &["when", "readOnly", "hidden", "writable", "network"];
@@ -406,6 +408,10 @@ mod tests {
             (
                 json!({"network": {"allow": ["x"]}}),
                 "key `sandbox.network.allow[0]`: \"x\" has no port",
+            ),
+            (
+                json!({"network": {"allow": ["a.example:443", "*..example:443"]}}),
+                "key `sandbox.network.allow[1]`: \"*..example:443\" names a host with an empty label",
             ),
             (
                 json!({"network": []}),

@@ -68,20 +68,12 @@ impl HostPort {
             Some(domain) => HostPattern::Subdomains(domain.to_owned()),
             None => HostPattern::Exact(host.clone()),
         };
-        let name = match &pattern {
-            HostPattern::Exact(name) | HostPattern::Subdomains(name) => name,
-        };
-        if name.contains(':') {
+        match &pattern {
             // A bracketed IPv6 address: already checked.
-        } else if name.is_empty()
-            || name.split('.').any(str::is_empty)
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
-        {
-            return Err(malformed(
-                "does not name a host (letters, digits, `-`, `_` and `.`, with a leading `*.` for subdomains)",
-            ));
+            HostPattern::Exact(name) if name.contains(':') => {}
+            HostPattern::Exact(name) | HostPattern::Subdomains(name) => {
+                host_name_problem(name).map_or(Ok(()), |why| Err(malformed(why)))?
+            }
         }
         Ok(HostPort {
             host: pattern,
@@ -111,6 +103,33 @@ impl fmt::Display for HostPort {
             HostPattern::Exact(name) => write!(f, "{name}:{}", self.port),
             HostPattern::Subdomains(domain) => write!(f, "*.{domain}:{}", self.port),
         }
+    }
+}
+
+/// What is wrong with `name` as a host name (`None`: nothing): labels of letters, digits and
+/// `-` (not first or last), each 1 to 63 long, 253 in all, as DNS has them. An IPv4 address is
+/// such a name too.
+pub fn host_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("does not name a host")
+    } else if name.len() > 253 {
+        Some("names a host longer than 253 characters")
+    } else if name.split('.').any(str::is_empty) {
+        Some("names a host with an empty label (`..`, or a `.` first or last)")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    {
+        Some("does not name a host (letters, digits, `-` and `.`, with a leading `*.` for subdomains)")
+    } else if name.split('.').any(|label| label.len() > 63) {
+        Some("names a host with a label longer than 63 characters")
+    } else if name
+        .split('.')
+        .any(|label| label.starts_with('-') || label.ends_with('-'))
+    {
+        Some("names a host with a label that starts or ends with `-`")
+    } else {
+        None
     }
 }
 
@@ -167,6 +186,16 @@ mod tests {
         assert_eq!(wild.to_string(), "*.mirror.example:443");
         let ip = HostPort::parse("127.0.0.1:5000").unwrap();
         assert!(ip.allows("127.0.0.1", 5000));
+        let long_label = format!("{}.example:443", "a".repeat(64));
+        let err = HostPort::parse(&long_label).unwrap_err().to_string();
+        assert!(err.contains("longer than 63"), "{err}");
+        assert!(HostPort::parse(&format!("{}.example:443", "a".repeat(63))).is_ok());
+        let long_name = format!("{}a:443", "a.".repeat(127));
+        let err = HostPort::parse(&long_name).unwrap_err().to_string();
+        assert!(err.contains("longer than 253"), "{err}");
+        assert!(HostPort::parse(&format!("{}a:443", "a.".repeat(126))).is_ok());
+        assert!(HostPort::parse("Example.org.:443").is_ok());
+        assert!(HostPort::parse("xn--bcher-kva.example:443").is_ok());
         for (text, expected) in [
             ("registry.example", "has no port"),
             ("registry.example:0", "from 1 to 65535"),
@@ -177,7 +206,16 @@ mod tests {
             (":443", "does not name a host"),
             ("*:443", "does not name a host"),
             ("a.*.example:443", "does not name a host"),
-            ("a..example:443", "does not name a host"),
+            ("a..example:443", "an empty label"),
+            ("*.:443", "does not name a host"),
+            ("*..x:443", "an empty label"),
+            ("x..y:443", "an empty label"),
+            ("*.x..:443", "an empty label"),
+            (".x:443", "an empty label"),
+            ("a_b.example:443", "does not name a host"),
+            ("-a.example:443", "starts or ends with `-`"),
+            ("a-.example:443", "starts or ends with `-`"),
+            ("a b.example:443", "does not name a host"),
             ("https://registry.example:443", "is a URL"),
             ("::1:443", "in brackets"),
             ("[nope]:443", "no IPv6 address"),

@@ -15,8 +15,13 @@ use super::{SandboxError, INSIDE_DIR, INSIDE_HELPER};
 /// The environment variable naming the bubblewrap binary (else `bwrap` on PATH).
 pub const BWRAP_ENV: &str = "SC_SANDBOX_BWRAP";
 
-/// The bubblewrap binary: `$SC_SANDBOX_BWRAP`, else `bwrap` on PATH. The error names what is
-/// missing and how to get it.
+/// The bubblewrap binary: `$SC_SANDBOX_BWRAP`, else the first trusted `bwrap` on PATH. The
+/// error names what is missing and how to get it, or why a bwrap found is not trusted.
+///
+/// Only a bwrap that no one but root could have planted is run ([`trusted`]): owned by root and
+/// writable by no one else, in folders that are too, as sudo and ssh judge their files. A bwrap
+/// in a folder the agent can write (a `bin` in the home on PATH) would otherwise be the sandbox.
+/// The path returned is the canonical one checked, so no link is followed again.
 pub fn locate() -> Result<PathBuf, SandboxError> {
     locate_in(std::env::var_os(BWRAP_ENV), std::env::var_os("PATH"))
 }
@@ -25,30 +30,80 @@ pub fn locate() -> Result<PathBuf, SandboxError> {
 fn locate_in(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf, SandboxError> {
     if let Some(named) = named.filter(|v| !v.is_empty()) {
         let path = PathBuf::from(&named);
-        return if is_executable(&path) {
-            Ok(path)
-        } else {
-            Err(SandboxError::BwrapMissing(format!(
+        if !is_executable(&path) {
+            return Err(SandboxError::BwrapMissing(format!(
                 "{BWRAP_ENV} names {}, which is not an executable file",
                 path.display()
-            )))
-        };
+            )));
+        }
+        return trusted(&path).map_err(|why| {
+            SandboxError::BwrapUntrusted(format!("{BWRAP_ENV} names {}: {why}", path.display()))
+        });
     }
     let path = path.unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|folder| folder.join("bwrap"))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            SandboxError::BwrapMissing(
-                "no bwrap on PATH; install bubblewrap (Debian: apt-get install bubblewrap), or name it with SC_SANDBOX_BWRAP".to_owned(),
-            )
-        })
+    let mut untrusted = Vec::new();
+    for candidate in std::env::split_paths(&path).map(|folder| folder.join("bwrap")) {
+        if !is_executable(&candidate) {
+            continue;
+        }
+        match trusted(&candidate) {
+            Ok(canonical) => return Ok(canonical),
+            Err(why) => untrusted.push(format!("{}: {why}", candidate.display())),
+        }
+    }
+    if untrusted.is_empty() {
+        return Err(SandboxError::BwrapMissing(
+            "no bwrap on PATH; install bubblewrap (Debian: apt-get install bubblewrap), or name it with SC_SANDBOX_BWRAP".to_owned(),
+        ));
+    }
+    Err(SandboxError::BwrapUntrusted(format!(
+        "no trusted bwrap on PATH ({}); install bubblewrap (Debian: apt-get install bubblewrap), or name a trusted one with SC_SANDBOX_BWRAP",
+        untrusted.join("; ")
+    )))
 }
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The canonical path of `path` when it, and every folder above it, is owned by root and
+/// writable by neither group nor others; else what is wrong, naming the file or folder.
+pub fn trusted(path: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|err| format!("cannot be resolved: {err}"))?;
+    for (index, place) in canonical.ancestors().enumerate() {
+        let what = if index == 0 { "the file" } else { "the folder" };
+        let meta = std::fs::metadata(place)
+            .map_err(|err| format!("{what} {} cannot be examined: {err}", place.display()))?;
+        judge(what, place, meta.uid(), meta.mode())?;
+    }
+    Ok(canonical)
+}
+
+/// One file or folder on the way: owned by root, writable by neither group nor others.
+fn judge(what: &str, place: &Path, uid: u32, mode: u32) -> Result<(), String> {
+    if uid != 0 {
+        return Err(format!(
+            "{what} {} is owned by uid {uid}, not root",
+            place.display()
+        ));
+    }
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 {
+            "others"
+        } else {
+            "its group"
+        };
+        return Err(format!(
+            "{what} {} is writable by {who} (mode {:o})",
+            place.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 /// Files of one run on the host: sc-sandbox's private folder (the proxy's socket, and the mount
@@ -108,10 +163,23 @@ pub fn arguments(
         "--ro-bind".as_ref(),
         files.folder.as_os_str(),
         INSIDE_DIR.as_ref(),
-        "--ro-bind".as_ref(),
-        helper.as_os_str(),
-        INSIDE_HELPER.as_ref(),
     ]);
+    // The helper runs from where it is when the sandbox shows that file as the host has it (one
+    // mount fewer, each costing bubblewrap a read of the mount table); else it is mounted in.
+    let helper = match std::fs::canonicalize(helper) {
+        Ok(canonical) if sandbox.shows_host_file(&canonical) => canonical,
+        _ => {
+            push(&[
+                "--ro-bind".as_ref(),
+                helper.as_os_str(),
+                INSIDE_HELPER.as_ref(),
+            ]);
+            PathBuf::from(INSIDE_HELPER)
+        }
+    };
+    if sandbox.private_var_run() {
+        push(&["--tmpfs".as_ref(), super::plan::VAR_RUN.as_ref()]);
+    }
     let mut remount = Vec::new();
     for mount in sandbox.mounts() {
         let path = mount.path.as_os_str();
@@ -138,7 +206,7 @@ pub fn arguments(
         "--seccomp".as_ref(),
         &number(fds.seccomp),
         "--".as_ref(),
-        INSIDE_HELPER.as_ref(),
+        helper.as_os_str(),
         super::INSIDE_FLAG.as_ref(),
         &number(fds.status),
         &number(fds.control),
@@ -176,5 +244,42 @@ mod tests {
             locate_in(None, Some(dir.path().into())).is_err(),
             "not executable"
         );
+    }
+
+    #[test]
+    fn a_plantable_bwrap_is_refused_naming_why() {
+        use std::os::unix::fs::PermissionsExt;
+        // In a folder anyone can write.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = locate_in(Some(fake.clone().into()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SC_SANDBOX_BWRAP names"), "{err}");
+        assert!(
+            err.contains("writable by") || err.contains("not root"),
+            "{err}"
+        );
+        let err = locate_in(None, Some(dir.path().into()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no trusted bwrap on PATH"), "{err}");
+        assert!(err.contains(&fake.display().to_string()), "{err}");
+        // What the system installs is trusted, at its canonical path.
+        let shell = trusted(Path::new("/bin/sh")).unwrap();
+        assert_eq!(shell, std::fs::canonicalize("/bin/sh").unwrap());
+        // Each check alone.
+        let at = Path::new("/x/bwrap");
+        assert!(judge("the file", at, 0, 0o100755).is_ok());
+        assert!(judge("the folder", at, 0, 0o41755).is_ok());
+        let err = judge("the file", at, 1000, 0o100755).unwrap_err();
+        assert_eq!(err, "the file /x/bwrap is owned by uid 1000, not root");
+        let err = judge("the file", at, 0, 0o100775).unwrap_err();
+        assert_eq!(err, "the file /x/bwrap is writable by its group (mode 775)");
+        let err = judge("the folder", at, 0, 0o41777).unwrap_err();
+        assert_eq!(err, "the folder /x/bwrap is writable by others (mode 1777)");
     }
 }

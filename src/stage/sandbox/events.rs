@@ -28,12 +28,14 @@ pub struct Egress<'a> {
     pub method: &'a str,
     pub host: Option<&'a str>,
     pub port: Option<u16>,
-    /// The `network.allow` entry that allowed it; `None`: denied.
+    /// The `network.allow` entry that allowed its name; `None`: denied.
     pub rule: Option<String>,
     /// Where it connected, when it did.
     pub address: Option<String>,
     /// Why it was refused, or why an allowed connection failed.
     pub reason: Option<String>,
+    /// An entry allowed the name, but not the address it resolves to: denied.
+    pub refused: bool,
 }
 
 /// Writes a run's events; without a log, writes nothing.
@@ -116,7 +118,7 @@ impl Recorder {
         if let Some(port) = egress.port {
             line = line.field("port", &port);
         }
-        let decision = if egress.rule.is_some() {
+        let decision = if egress.rule.is_some() && !egress.refused {
             "allow"
         } else {
             "deny"

@@ -118,7 +118,10 @@ impl Placeholders {
                     .write(true)
                     .create_new(true)
                     .open(path)
-                    .map(drop)
+                    .and_then(|mut file| {
+                        use std::io::Write;
+                        file.write_all(placeholder.contents)
+                    })
             };
             created.map_err(SandboxError::io(format!(
                 "blocking the protected path {}",
@@ -133,18 +136,25 @@ impl Placeholders {
 impl Drop for Placeholders {
     fn drop(&mut self) {
         for placeholder in self.made.iter().rev() {
-            remove_if_empty(&placeholder.path, placeholder.dir);
+            remove_if_unchanged(placeholder);
         }
     }
 }
 
-fn remove_if_empty(path: &Path, dir: bool) {
+/// Removes a placeholder that is as it was made: a folder with nothing in it, a file holding
+/// what it was made with.
+fn remove_if_unchanged(placeholder: &Placeholder) {
+    let path = &placeholder.path;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return;
     };
-    if dir && meta.is_dir() {
+    if placeholder.dir && meta.is_dir() {
         let _ = std::fs::remove_dir(path);
-    } else if !dir && meta.is_file() && meta.len() == 0 {
+    } else if !placeholder.dir
+        && meta.is_file()
+        && meta.len() == placeholder.contents.len() as u64
+        && std::fs::read(path).is_ok_and(|held| held == placeholder.contents)
+    {
         let _ = std::fs::remove_file(path);
     }
 }
@@ -165,20 +175,30 @@ mod tests {
             Placeholder {
                 path: dir.path().join("a"),
                 dir: true,
+                contents: b"",
             },
             Placeholder {
                 path: dir.path().join("b"),
                 dir: false,
+                contents: b"",
             },
             Placeholder {
                 path: dir.path().join("c"),
                 dir: false,
+                contents: b"",
+            },
+            Placeholder {
+                path: dir.path().join("d"),
+                dir: false,
+                contents: b".\n",
             },
         ];
         let made = Placeholders::create(&wanted).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("d")).unwrap(), b".\n");
         std::fs::write(dir.path().join("c"), "written outside meanwhile").unwrap();
         drop(made);
         assert!(!dir.path().join("a").exists() && !dir.path().join("b").exists());
+        assert!(!dir.path().join("d").exists());
         assert!(
             dir.path().join("c").exists(),
             "a placeholder that is not empty stays"

@@ -3,15 +3,20 @@
 //!
 //! - bubblewrap (`bwrap`) makes the namespaces and the mounts ([`bwrap`]): `/` read-only, the root,
 //!   a private `/tmp` and the policy's `writable` folders writable, `readOnly` paths and the gate's
-//!   own files read-only again, `hidden` paths empty ([`plan`]); a new network namespace with
-//!   only `lo`, a new PID namespace with a fresh `/proc`, a new session, no capabilities;
+//!   own files read-only again, `hidden` paths empty ([`plan`]), every way git finds config and
+//!   hooks protected once a `.git` path is ([`git`]), the host's unix sockets covered
+//!   ([`sockets`]); a new network namespace with only `lo`, a new PID namespace with a fresh
+//!   `/proc`, a new session, no capabilities;
 //! - a seccomp filter ([`seccomp`]) refuses socket families other than `AF_UNIX`, `AF_INET` and
 //!   `AF_INET6`, and io_uring (which makes sockets without `socket()`); bwrap sets
 //!   `no_new_privs` with it;
 //! - the only way out is an HTTP proxy: inside, a loopback listener ([`bridge`], run by
 //!   sc-sandbox itself re-executed in the hidden mode of [`inside`]) forwards each connection
 //!   over a unix socket to sc-sandbox outside ([`proxy`]), which decides against
-//!   `sandbox.network.allow`, resolves the name, connects, and audits the attempt ([`events`]).
+//!   `sandbox.network.allow`, resolves the name, checks the addresses, connects, and audits the
+//!   attempt ([`events`]).
+//! - only a bubblewrap owned by root, in folders only root can write, is run
+//!   ([`bwrap::locate`]).
 //!
 //! Everything sc-sandbox itself fails at ends with [`EXIT_SANDBOX_FAILURE`] (125) before the
 //! program runs; it never runs a program unconfined. [`run`] is the outside: it is what the
@@ -23,6 +28,7 @@ pub mod bridge;
 pub mod bwrap;
 pub mod events;
 pub mod files;
+pub mod git;
 pub mod inside;
 pub mod invocation;
 pub mod plan;
@@ -32,6 +38,7 @@ pub mod relay;
 pub mod request;
 pub mod run;
 pub mod seccomp;
+pub mod sockets;
 pub mod walk;
 
 use std::path::PathBuf;
@@ -65,6 +72,8 @@ pub enum SandboxError {
     Policy(#[from] crate::error::PolicyError),
     #[error("bubblewrap is missing: {0}")]
     BwrapMissing(String),
+    #[error("bubblewrap is not trusted: {0}")]
+    BwrapUntrusted(String),
     #[error("{what} {}: {why}", path.display())]
     Place {
         what: String,

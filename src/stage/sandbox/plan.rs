@@ -16,12 +16,17 @@ use std::path::{Path, PathBuf};
 
 use super::walk::{resolve, Resolved};
 use super::SandboxError;
+use super::{git, sockets};
 use crate::rules::policy::Policy;
 use crate::rules::sandbox::{NetworkRules, SandboxPath, SandboxRules};
 
 /// Folders bubblewrap makes anew inside (a private `/tmp` and `/run`, `/dev`, `/proc`): what the
 /// host has there is not seen, so nothing there needs protecting.
 pub const PRIVATE: &[&str] = &["/tmp", "/run", "/dev", "/proc"];
+
+/// Made anew inside too when it is a folder of its own rather than the usual link to `/run`:
+/// services put their sockets there.
+pub const VAR_RUN: &str = "/var/run";
 
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,6 +61,8 @@ pub struct Mount {
 pub struct Placeholder {
     pub path: PathBuf,
     pub dir: bool,
+    /// What a file placeholder holds (empty, but for a git `commondir`: [`git::COMMONDIR_SELF`]).
+    pub contents: &'static [u8],
 }
 
 /// A sandbox worked out for one root: its mounts, in the order bubblewrap must make them, and its
@@ -66,6 +73,8 @@ pub struct Sandbox {
     network: NetworkRules,
     mounts: Vec<Mount>,
     placeholders: Vec<Placeholder>,
+    /// Whether `/var/run` is a folder (not a link to `/run`), made anew inside.
+    var_run: bool,
 }
 
 /// How writes to a place fare inside, judged by the deepest mount above it.
@@ -123,6 +132,10 @@ impl Sandbox {
             .iter()
             .map(|p| (PathBuf::from(p), State::Private))
             .collect();
+        let var_run = std::fs::symlink_metadata(VAR_RUN).is_ok_and(|meta| meta.is_dir());
+        if var_run {
+            entries.push((PathBuf::from(VAR_RUN), State::Private));
+        }
         let mut mounts = vec![Mount {
             kind: MountKind::Writable,
             path: root.clone(),
@@ -173,10 +186,26 @@ impl Sandbox {
                 mounts.push(Mount { kind, path });
             }
         }
+        // The host's unix sockets the program could still see: a read-only mount does not stop
+        // connect(); an empty file over each does.
+        for socket in sockets::host_sockets() {
+            if let Resolved::Exists(path) = resolve(&socket, &mut |_, _| Ok(()))? {
+                if state(&entries, &path, true) != State::Private {
+                    entries.push((path.clone(), State::Private));
+                    mounts.push(Mount {
+                        kind: MountKind::HiddenFile,
+                        path,
+                    });
+                }
+            }
+        }
         let mut protected = Vec::new();
         for entry in &rules.read_only {
             protected.push(place(entry, "readOnly")?);
         }
+        // A `readOnly` path under `.git`: every file by which git finds config and hooks too.
+        let git = git::protected(&protected);
+        protected.extend(git.paths);
         protected.extend(own);
         // First pass: where the protected paths are, so that the second judges every folder
         // with all read-only mounts known.
@@ -211,12 +240,20 @@ impl Sandbox {
                     if state(&entries, parent, true) != State::Writable {
                         continue;
                     }
+                    // git dies on an empty `commondir`: that one holds `.`, bound read-only
+                    // onto itself.
+                    let commondir = !more
+                        && git.commondirs.contains(path)
+                        && first.file_name() == path.file_name();
                     placeholders.push(Placeholder {
                         path: first.clone(),
                         dir: more,
+                        contents: if commondir { git::COMMONDIR_SELF } else { b"" },
                     });
                     let kind = if more {
                         MountKind::BlockDir
+                    } else if commondir {
+                        MountKind::ReadOnly
                     } else {
                         MountKind::BlockFile
                     };
@@ -240,6 +277,7 @@ impl Sandbox {
             network: rules.network.clone(),
             mounts: ordered(mounts),
             placeholders,
+            var_run,
         })
     }
 
@@ -259,6 +297,28 @@ impl Sandbox {
 
     pub fn placeholders(&self) -> &[Placeholder] {
         &self.placeholders
+    }
+
+    /// Whether the sandbox shows the host's file at `path` (canonical) as it is: not in a folder
+    /// made anew inside, nor under a hidden path or a block.
+    pub fn shows_host_file(&self, path: &Path) -> bool {
+        let private = PRIVATE
+            .iter()
+            .chain(self.var_run.then_some(&VAR_RUN))
+            .any(|folder| path.starts_with(folder));
+        let covered = self.mounts.iter().any(|mount| {
+            path.starts_with(&mount.path)
+                && !matches!(
+                    mount.kind,
+                    MountKind::Writable | MountKind::Pin | MountKind::ReadOnly
+                )
+        });
+        path.is_absolute() && !private && !covered
+    }
+
+    /// Whether `/var/run` is made anew inside (it is a folder, not a link to `/run`).
+    pub fn private_var_run(&self) -> bool {
+        self.var_run
     }
 }
 
@@ -300,9 +360,11 @@ mod tests {
     }
 
     fn kinds(sandbox: &Sandbox, root: &Path) -> Vec<(MountKind, String)> {
+        // Only what is under the root: the host's own sockets elsewhere are hidden too.
         sandbox
             .mounts()
             .iter()
+            .filter(|m| m.path.starts_with(root))
             .map(|m| {
                 let shown = m.path.strip_prefix(root).map_or_else(
                     |_| m.path.display().to_string(),
@@ -336,20 +398,28 @@ mod tests {
                 s(MountKind::Pin, "./.git"),
                 s(MountKind::BlockDir, "./.github"),
                 s(MountKind::BlockDir, "./logs"),
+                // A `.git` path is protected: so is every way git finds config and hooks.
+                s(MountKind::ReadOnly, "./.git/commondir"),
+                s(MountKind::BlockFile, "./.git/config"),
+                s(MountKind::BlockFile, "./.git/config.worktree"),
                 s(MountKind::ReadOnly, "./.git/hooks"),
+                s(MountKind::BlockDir, "./.git/info"),
             ]
         );
+        let placeholder = |path: &str, dir: bool, contents: &'static [u8]| Placeholder {
+            path: root.join(path),
+            dir,
+            contents,
+        };
         assert_eq!(
             sandbox.placeholders(),
             &[
-                Placeholder {
-                    path: root.join(".github"),
-                    dir: true
-                },
-                Placeholder {
-                    path: root.join("logs"),
-                    dir: true
-                },
+                placeholder(".github", true, b""),
+                placeholder(".git/config", false, b""),
+                placeholder(".git/config.worktree", false, b""),
+                placeholder(".git/commondir", false, b".\n"),
+                placeholder(".git/info", true, b""),
+                placeholder("logs", true, b""),
             ]
         );
     }
@@ -380,6 +450,23 @@ mod tests {
             kind: MountKind::BlockFile,
             path: root.join("dotfiles/bashrc")
         }));
+    }
+
+    #[test]
+    fn the_host_file_is_shown_unless_private_hidden_or_blocked() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let rules = rules(serde_json::json!({"hidden": ["secret"], "readOnly": ["bin"]}));
+        let sandbox = Sandbox::new(&rules, &root, None, &[]).unwrap();
+        assert!(sandbox.shows_host_file(Path::new("/usr/bin/env")));
+        assert!(sandbox.shows_host_file(&root.join("bin/sc-sandbox")));
+        assert!(sandbox.shows_host_file(&root.join("target/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(&root.join("secret/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("/tmp/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("/run/x/sc-sandbox")));
+        assert!(!sandbox.shows_host_file(Path::new("relative")));
     }
 
     #[test]

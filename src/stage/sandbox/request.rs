@@ -109,28 +109,86 @@ pub fn parse(head: &[u8]) -> Result<Request, Refusal> {
     } else {
         path.to_owned()
     };
-    let mut forward = format!("{method} {path} {version}\r\n").into_bytes();
-    for line in lines.filter(|line| !line.is_empty()) {
-        let name = line.split(':').next().unwrap_or_default().trim();
-        let hop = [
-            "proxy-connection",
-            "proxy-authorization",
-            "connection",
-            "keep-alive",
-        ];
-        if hop.iter().any(|h| name.eq_ignore_ascii_case(h)) {
-            continue;
-        }
-        forward.extend_from_slice(line.as_bytes());
-        forward.extend_from_slice(b"\r\n");
-    }
-    forward.extend_from_slice(b"Connection: close\r\n\r\n");
+    let forward = forward_head(method, &path, version, &host, port, lines)?;
     Ok(Request {
         method: method.to_owned(),
         host,
         port,
         forward: Some(forward),
     })
+}
+
+/// Request headers that concern one hop, not the origin: never forwarded (with the proxy's own,
+/// `Proxy-*`, and those the client's `Connection` names). `Transfer-Encoding` stays: the body is
+/// passed on as it is.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+];
+
+/// The head sent to the origin: the origin-form request line, `Host` naming the host and port
+/// the proxy decided on (whatever `Host` the client sent), the client's end-to-end headers, and
+/// `Connection: close`.
+fn forward_head<'h>(
+    method: &str,
+    path: &str,
+    version: &str,
+    host: &str,
+    port: u16,
+    lines: impl Iterator<Item = &'h str>,
+) -> Result<Vec<u8>, Refusal> {
+    let mut headers = Vec::new();
+    for line in lines.filter(|line| !line.is_empty()) {
+        if line.starts_with([' ', '\t']) {
+            return Err(bad("a folded header line is not proxied"));
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(bad("a header line without `:`"));
+        };
+        if name.is_empty() || !name.bytes().all(is_token_byte) {
+            return Err(bad("a header name that is not a token"));
+        }
+        headers.push((name, value));
+    }
+    // The headers the client's `Connection` names are this hop's too.
+    let named: Vec<String> = headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
+        .flat_map(|(_, value)| value.split(','))
+        .map(|token| token.trim().to_ascii_lowercase())
+        .filter(|token| !token.is_empty())
+        .collect();
+    let shown_host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    let mut forward = format!("{method} {path} {version}\r\nHost: {shown_host}");
+    if port != 80 {
+        forward.push_str(&format!(":{port}"));
+    }
+    forward.push_str("\r\n");
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&lower.as_str())
+            || lower.starts_with("proxy-")
+            || named.contains(&lower)
+        {
+            continue;
+        }
+        forward.push_str(&format!("{name}:{value}\r\n"));
+    }
+    forward.push_str("Connection: close\r\n\r\n");
+    Ok(forward.into_bytes())
+}
+
+/// A byte of an HTTP token (a header name).
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
@@ -165,12 +223,8 @@ fn host_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16)
     if v6 && host.parse::<std::net::Ipv6Addr>().is_err() {
         return Err(bad("the host in brackets is not an IPv6 address"));
     }
-    if host.is_empty()
-        || (!v6
-            && !host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)))
-    {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if host.is_empty() || (!v6 && crate::rules::sandbox::host_name_problem(name).is_some()) {
         return Err(bad("the host is not a name or an address"));
     }
     Ok((host.to_ascii_lowercase(), port))
@@ -199,6 +253,20 @@ mod tests {
             String::from_utf8(plain.forward.unwrap()).unwrap(),
             "GET /a/b?c=d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
+        // The origin is told the host the proxy decided on, never the client's own `Host`, and
+        // no header of this hop.
+        let spoofed = parse(
+            b"GET http://Allowed.Example/x HTTP/1.1\r\nHost: internal.example\r\nHOST: other\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nProxy-Authorization: Basic eA==\r\nProxy-Foo: 1\r\nTE: trailers\r\nUpgrade: websocket\r\nKeep-Alive: 5\r\nTrailer: x\r\nTransfer-Encoding: chunked\r\nUser-Agent: t\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(spoofed.forward.unwrap()).unwrap(),
+            "GET /x HTTP/1.1\r\nHost: allowed.example\r\nTransfer-Encoding: chunked\r\nUser-Agent: t\r\nConnection: close\r\n\r\n"
+        );
+        let v6 = parse(b"GET http://[::1]:8080/ HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert!(String::from_utf8(v6.forward.unwrap())
+            .unwrap()
+            .starts_with("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n"));
         let bare = parse(b"GET http://example.test HTTP/1.0\r\n\r\n").unwrap();
         assert_eq!(bare.port, 80);
         assert!(String::from_utf8(bare.forward.unwrap())
@@ -218,6 +286,12 @@ mod tests {
             b"CONNECT x y z HTTP/1.1\r\n\r\n",
             b"SSH-2.0-OpenSSH\r\n\r\n",
             b"CONNECT a/b:80 HTTP/1.1\r\n\r\n",
+            b"CONNECT ..x.test:443 HTTP/1.1\r\n\r\n",
+            b"CONNECT a_b.x.test:443 HTTP/1.1\r\n\r\n",
+            b"GET http://x..test/ HTTP/1.1\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n Host: y.test\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\r\nno colon here\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\r\nHost : y.test\r\n\r\n",
         ] {
             assert!(parse(head).is_err(), "{}", String::from_utf8_lossy(head));
         }
