@@ -1442,3 +1442,50 @@ fn the_card_reads_in_plain_words_and_fits_a_phone_and_a_desktop() {
     let statuses: Vec<&Value> = records.iter().map(|r| &r["outcome"]["status"]).collect();
     assert_eq!(statuses, [&json!("skipped"), &json!("skipped")]);
 }
+
+/// Issue 25 §3: with `--web`, the `--notify` command's JSON carries the card's address, with
+/// its token, beside what it carries without.
+#[test]
+fn with_web_the_notify_command_gets_the_cards_address() {
+    let mut pipeline = Pipeline::start(&["--timeout", "600", "--notify", "cat > notify.json"]);
+    pipeline.send(&payment("buyer", "acme-travel", 750));
+    let holds = pipeline.wait_pending(1);
+    let file = pipeline.scratch.path("notify.json");
+    let start = Instant::now();
+    let pushed: Value = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Ok(value) = serde_json::from_str(&text) {
+            break value;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no notify JSON in time: {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pushed["url"], pipeline.url.as_str());
+    assert_eq!(pushed["digest"], holds[0]["digest"]);
+    assert_eq!(pushed["args"], json!({"to": "acme-travel", "amount": 750}));
+    assert_eq!(pushed["reasons"], holds[0]["display"]["reasons"]);
+    assert_eq!(pushed["summary"], holds[0]["display"]["summary"]);
+    let pushed_at = humantime::parse_rfc3339(pushed["expiresAt"].as_str().unwrap()).unwrap();
+    let page_at = humantime::parse_rfc3339(holds[0]["expiresAt"].as_str().unwrap()).unwrap();
+    let apart = pushed_at
+        .duration_since(page_at)
+        .or_else(|_| page_at.duration_since(pushed_at))
+        .unwrap();
+    assert!(
+        apart <= Duration::from_secs(1),
+        "{pushed} vs {:?}",
+        holds[0]
+    );
+    assert_eq!(pipeline.answer(&holds[0], true).status, 200);
+    let events = {
+        let record = pipeline.next_record();
+        assert_eq!(record["outcome"]["status"], "executed", "{record}");
+        pipeline.audit_events("approve")
+    };
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].get("notifyFailed").is_none(), "{:?}", events[0]);
+    pipeline.finish();
+}

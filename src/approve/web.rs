@@ -736,7 +736,7 @@ const SUMMARY_ARGS: usize = 4;
 /// a long value is cut with `…`, and arguments after the first few are one `…`: the whole call
 /// is in the arguments box. Cut before escaping, so an escape ([`for_terminal`]) is never cut
 /// in half.
-fn summary(agent: &str, tool: &str, args: &str) -> String {
+pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
     let mut line = format!(
         "{} wants to run {}",
         for_terminal(agent),
