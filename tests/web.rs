@@ -1409,6 +1409,14 @@ fn the_card_reads_in_plain_words_and_fits_a_phone_and_a_desktop() {
         assert_card_layout(&page, 390, &holds);
         // The memo wraps at its spaces (and no word of it is broken: `broken` is empty).
         assert_eq!(page["cards"][1]["memoWraps"], true, "{page:#}");
+        // The picture without the phone's fading scrollbar, so that it is the same each run.
+        phone
+            .execute(
+                "document.documentElement.style.scrollbarWidth = 'none';",
+                vec![],
+            )
+            .await
+            .expect("hide the scrollbar");
         let screenshot = phone.screenshot().await.expect("a screenshot");
         std::fs::write(docs_screenshot_path("card-phone.png"), screenshot).expect("save it");
         // Opened, the details show the record's id and digest, and still nothing overflows:
