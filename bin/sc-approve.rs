@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use skeleton_crew::approve::notify::Notifier;
 use skeleton_crew::approve::{self as asking, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
@@ -34,6 +35,13 @@ struct Args {
     /// are answered in any order; records still leave in input order.
     #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr)]
     web: Option<SocketAddr>,
+    /// On every hold, run CMD through `sh -c` with one JSON object on its stdin (agent, tool,
+    /// args, reasons, digest, summary, expiresAt when there is a timeout, and with --web the
+    /// card's url with its token), to push the hold to a person (ntfy, a chat webhook, a desktop
+    /// notification). It runs beside the asking, is given 5 s, then killed; its failure is said
+    /// on stderr and in the audit event (`notifyFailed`) and never approves or declines.
+    #[arg(long, value_name = "CMD")]
+    notify: Option<String>,
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
     timeout: u64,
@@ -62,6 +70,9 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         max_line_bytes: args.max_line_bytes,
         timeout: asking::timeout_from_seconds(args.timeout),
         chain: chain.clone(),
+        notify: args
+            .notify
+            .map(|command| Notifier::new(command, "sc-approve")),
     };
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     if let Some(addr) = args.web {

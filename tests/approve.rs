@@ -733,3 +733,208 @@ fn answers_from_a_pipe_wait_only_after_what_was_decided_before_has_left() {
     assert_eq!(records.len(), 2, "{records:?}");
     assert_eq!(records[1]["approval"]["approved"], true, "{records:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// --notify CMD (issue 25 §3)
+
+/// The SHA-256 of a record line, as sc-approve binds an answer to it.
+fn digest_of(line: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(line.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+#[test]
+fn notify_gets_each_hold_as_one_json_object_on_stdin() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\nno\n");
+    let input = lines(&[hold("n-1"), allow("n-2"), hold("n-3")]);
+    let run = Approver::spawn(
+        &scratch,
+        Tty::None,
+        &[
+            "--notify",
+            "cat >> notify.jsonl",
+            "--answers",
+            answers.to_str().unwrap(),
+        ],
+        &input,
+        false,
+    );
+    let done = run.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(!done.stderr.contains("--notify failed"), "{}", done.stderr);
+    let got = std::fs::read_to_string(scratch.path("notify.jsonl")).expect("the command ran");
+    let pushed: Vec<Value> = got
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert_eq!(
+        pushed.len(),
+        2,
+        "one object a hold, nothing for the allow: {got}"
+    );
+    for (object, id) in pushed.iter().zip(["n-1", "n-3"]) {
+        let keys: Vec<&str> = object
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "agent",
+                "tool",
+                "args",
+                "reasons",
+                "digest",
+                "expiresAt",
+                "summary"
+            ],
+            "no card, so no url: {object}"
+        );
+        assert_eq!(object["agent"], "buyer");
+        assert_eq!(object["tool"], "send_payment");
+        assert_eq!(object["args"], json!({"to": "acme", "amount": 750}));
+        assert_eq!(
+            object["reasons"],
+            json!(["amount 750 is above the hold limit of 100"])
+        );
+        assert_eq!(object["digest"], digest_of(&hold(id)));
+        assert_eq!(
+            object["summary"],
+            "buyer wants to run send_payment: to acme, amount 750"
+        );
+        // The default timeout: five minutes from now, give or take the run.
+        let expires = humantime::parse_rfc3339(object["expiresAt"].as_str().unwrap()).unwrap();
+        let left = expires
+            .duration_since(std::time::SystemTime::now())
+            .expect("in the future");
+        assert!(
+            left > Duration::from_secs(240) && left <= Duration::from_secs(300),
+            "{left:?}"
+        );
+    }
+    // The answers stand as given.
+    let approved: Vec<Value> = done
+        .records()
+        .iter()
+        .filter(|r| r["decision"] == "hold")
+        .map(|r| approval(r)["approved"].clone())
+        .collect();
+    assert_eq!(approved, [json!(true), json!(false)]);
+    // No failure, so no word of it in the audit.
+    assert!(approve_events(&scratch)
+        .iter()
+        .all(|event| event.get("notifyFailed").is_none()));
+}
+
+#[test]
+fn a_notify_command_that_hangs_is_killed_and_holds_up_no_answer_past_its_five_seconds() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\n");
+    let start = Instant::now();
+    let run = Approver::spawn(
+        &scratch,
+        Tty::None,
+        &[
+            "--notify",
+            "echo $$ > notify.pid; sleep 60; echo late > notify.late",
+            "--answers",
+            answers.to_str().unwrap(),
+        ],
+        &lines(&[hold("s-1")]),
+        false,
+    );
+    let done = run.finish();
+    let took = start.elapsed();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(took < Duration::from_secs(15), "the answer waited {took:?}");
+    let records = done.records();
+    assert_eq!(approval(&records[0])["approved"], true, "{records:?}");
+    assert!(
+        done.stderr.contains(
+            "sc-approve: --notify failed for hold s-1 (buyer → send_payment): it ran over 5 s and was killed"
+        ),
+        "{}",
+        done.stderr
+    );
+    let events = approve_events(&scratch);
+    assert_eq!(events[0]["notifyFailed"], "it ran over 5 s and was killed");
+    // The shell led a process group of its own: it and its `sleep` are gone.
+    let pid: i32 = std::fs::read_to_string(scratch.path("notify.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nix::sys::signal::killpg(Pid::from_raw(pid), None).is_ok() {
+        assert!(Instant::now() < deadline, "the notify command still runs");
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!scratch.path("notify.late").exists());
+}
+
+#[test]
+fn a_failing_notify_command_is_logged_and_the_person_still_answers() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\nno\n");
+    let run = Approver::spawn(
+        &scratch,
+        Tty::None,
+        &["--notify", "exit 3", "--answers", answers.to_str().unwrap()],
+        &lines(&[hold("f-1"), hold("f-2")]),
+        false,
+    );
+    let done = run.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let records = done.records();
+    let answered: Vec<(Value, Value)> = records
+        .iter()
+        .map(|r| (approval(r)["approved"].clone(), approval(r)["by"].clone()))
+        .collect();
+    assert_eq!(
+        answered,
+        [
+            (json!(true), json!("answers")),
+            (json!(false), json!("answers"))
+        ]
+    );
+    for id in ["f-1", "f-2"] {
+        let said = format!(
+            "sc-approve: --notify failed for hold {id} (buyer → send_payment): it exited with status 3; the hold is asked all the same"
+        );
+        assert!(done.stderr.contains(&said), "{}", done.stderr);
+    }
+    let events = approve_events(&scratch);
+    assert_eq!(events.len(), 2, "{events:?}");
+    for (event, record) in events.iter().zip(&records) {
+        assert_eq!(event["notifyFailed"], "it exited with status 3", "{event}");
+        assert_eq!(event["approval"], record["approval"]);
+    }
+    // A command that cannot even start a shell's work is a failure the same way.
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\n");
+    let run = Approver::spawn(
+        &scratch,
+        Tty::None,
+        &[
+            "--notify",
+            "no-such-notify-command-here",
+            "--answers",
+            answers.to_str().unwrap(),
+        ],
+        &lines(&[hold("g-1")]),
+        false,
+    );
+    let done = run.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_eq!(approval(&done.records()[0])["approved"], true);
+    assert_eq!(
+        approve_events(&scratch)[0]["notifyFailed"],
+        "it exited with status 127"
+    );
+}

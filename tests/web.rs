@@ -150,6 +150,13 @@ impl Pipeline {
         input.flush().expect("flush");
     }
 
+    /// Sends one call into sc-gate as this exact line (numbers as written: `750.10`).
+    fn send_line(&mut self, line: &str) {
+        let input = self.gate_in.as_mut().expect("input still open");
+        writeln!(input, "{line}").expect("write a call");
+        input.flush().expect("flush");
+    }
+
     /// Ends the input: sc-approve stops once every hold is settled.
     fn close_input(&mut self) {
         self.gate_in = None;
@@ -484,6 +491,13 @@ pub(crate) fn screenshot_path(name: &str) -> PathBuf {
     let folder = target.join("screenshots");
     std::fs::create_dir_all(&folder).expect("a screenshots folder");
     folder.join(name)
+}
+
+/// Where the screenshots the docs show are written: `docs/screenshots/`.
+fn docs_screenshot_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/screenshots")
+        .join(name)
 }
 
 /// The hostile call: HTML, a closing script tag, and a direction override in its arguments.
@@ -1217,4 +1231,269 @@ fn opening_the_page_narrates_no_refused_favicon() {
         .collect();
     assert_eq!(refused.len(), 1, "{refused:#?}");
     assert!(refused[0].contains("/nothing-here"), "{refused:#?}");
+}
+
+/// The payment the card's first line is shown with: the amount as written.
+const PLAIN_PAYMENT: &str = r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme-travel","amount":750.10},"source":"user"}"#;
+/// A payment with long arguments: a memo that wraps at its spaces, and an address with none.
+const LONG_URL: &str = "https://billing.acme-travel.example/invoices/2026/11/INV-000482913?download=pdf&sig=9f2c1e7a4b5d6c8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70";
+const LONG_MEMO: &str = "Flights for the offsite in Lyon, two people, economy class, refundable fare, booked through the travel desk";
+
+/// What the page's layout is, measured in the browser: the viewport's width, the document's,
+/// every element wider than the viewport or out of it, every word drawn on more than one line
+/// (a token broken in the middle), and for each pending card its first line, its reasons and
+/// where they are, its disclosure, and its arguments box.
+const MEASURE: &str = r##"
+const width = window.innerWidth;
+const wide = [];
+// An element inside a box that scrolls (or clips) is seen through that box, which is measured
+// itself: a long word scrolling inside the arguments box is not wider than the screen.
+function clipped(el) {
+  for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+    if (getComputedStyle(up).overflowX !== "visible") { return true; }
+  }
+  return false;
+}
+for (const el of document.querySelectorAll("body, body *")) {
+  if (clipped(el)) { continue; }
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) { continue; }
+  if (r.left < -0.5 || r.right > width + 0.5 || r.width > width + 0.5) {
+    wide.push(el.tagName + "." + el.className + " " + r.left + ".." + r.right);
+  }
+}
+const broken = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  for (const match of node.data.matchAll(/\S+/g)) {
+    const range = document.createRange();
+    range.setStart(node, match.index);
+    range.setEnd(node, match.index + match[0].length);
+    const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+    if (lines.size > 1) { broken.push(match[0]); }
+  }
+}
+// On how many lines the word of the arguments box that contains `text` is drawn.
+function linesOf(pre, text) {
+  const word = [...pre.querySelectorAll(".word")].find((w) => w.textContent.includes(text));
+  if (!word) { return -1; }
+  return new Set([...word.getClientRects()].map((rect) => Math.round(rect.top))).size;
+}
+// Whether the arguments box shows `first` … `last` (two of its words) on more than one line.
+function wrapped(pre, first, last) {
+  const words = [...pre.querySelectorAll(".word")];
+  const top = (text) => words.find((w) => w.textContent.includes(text)).getBoundingClientRect().top;
+  return top(first) !== top(last);
+}
+const cards = [...document.querySelectorAll("#pending .card")].map((card) => {
+  const first = card.firstElementChild;
+  const reasons = first.nextElementSibling;
+  const details = card.querySelector("details");
+  const digest = card.querySelector(".field-digest");
+  const pre = card.querySelector(".field-args pre");
+  const style = getComputedStyle(pre);
+  return {
+    hold: card.dataset.hold,
+    first: first.tagName + "." + first.className + ": " + first.textContent,
+    reasons: reasons.className + ": " + [...reasons.children].map((li) => li.textContent).join(" | "),
+    reasonsUnder: reasons.getBoundingClientRect().top >= first.getBoundingClientRect().bottom - 0.5,
+    detailsClosed: details.open === false && details.querySelector("summary").textContent === "details",
+    digestInDetails: details.contains(digest) && details.contains(card.querySelector(".field-id")),
+    digestShown: digest.checkVisibility(),
+    digest: digest.textContent,
+    argsScroll: pre.scrollWidth > pre.clientWidth,
+    argsStyle: [style.overflowX, style.overflowWrap, style.wordBreak].join(" "),
+    urlLines: linesOf(pre, arguments[0]),
+    memoWraps: card.dataset.hold === "2" && wrapped(pre, "\"Flights", "desk\","),
+  };
+});
+return {
+  width: width,
+  scrollWidth: document.documentElement.scrollWidth,
+  wide: wide,
+  broken: broken,
+  cards: cards,
+};
+"##;
+
+async fn measure(browser: &Client) -> Value {
+    browser
+        .execute(MEASURE, vec![json!(LONG_URL)])
+        .await
+        .expect("measure the page")
+}
+
+/// Asserts what holds at every width: nothing wider than the viewport, no word broken, the
+/// first lines in plain words with the reasons under them, ids and digests behind a closed
+/// "details", the long address scrolling inside the arguments box, unbroken.
+fn assert_card_layout(page: &Value, width: u64, holds: &[Value]) {
+    assert_eq!(page["width"], width, "the viewport is {width} px wide");
+    assert!(
+        page["scrollWidth"].as_u64().unwrap() <= width,
+        "the page is wider than the screen: {page:#}"
+    );
+    assert_eq!(page["wide"], json!([]), "elements wider than the screen");
+    assert_eq!(page["broken"], json!([]), "words broken across lines");
+    let cards = page["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 2, "{page:#}");
+    assert_eq!(
+        cards[0]["first"],
+        "H3.summary: buyer wants to run send_payment: to acme-travel, amount 750.10"
+    );
+    assert_eq!(
+        cards[1]["first"],
+        "H3.summary: buyer wants to run send_payment: to acme-travel, amount 480, \
+         memo Flights for the offsite\u{2026}, invoice https://billing.acme-tr\u{2026}"
+    );
+    assert_eq!(
+        cards[0]["reasons"],
+        "reasons field-reasons: amount 750.1 is above the hold limit of 100"
+    );
+    for (card, hold) in cards.iter().zip(holds) {
+        assert_eq!(card["hold"], hold["hold"].to_string());
+        assert_eq!(card["reasonsUnder"], true, "{card:#}");
+        assert_eq!(card["detailsClosed"], true, "{card:#}");
+        assert_eq!(card["digestInDetails"], true, "{card:#}");
+        assert_eq!(card["digestShown"], false, "{card:#}");
+        assert_eq!(card["digest"], hold["digest"], "{card:#}");
+        assert_eq!(card["argsStyle"], "auto normal normal", "{card:#}");
+    }
+    // The address has no space: it stays on one line, and the box scrolls to show it.
+    assert_eq!(cards[1]["urlLines"], 1, "{:#}", cards[1]);
+    assert_eq!(cards[1]["argsScroll"], true, "{:#}", cards[1]);
+    assert_eq!(cards[0]["argsScroll"], false, "{:#}", cards[0]);
+}
+
+/// Issue 25 §4: the card as a person reads it on a desktop and on a phone, measured in a real
+/// browser at 1280 and 390 px wide.
+#[test]
+fn the_card_reads_in_plain_words_and_fits_a_phone_and_a_desktop() {
+    let driver = ChromeDriver::start();
+    let mut pipeline = Pipeline::start(&["--timeout", "0"]);
+    pipeline.send_line(PLAIN_PAYMENT);
+    let long = json!({
+        "agent": "buyer",
+        "tool": "send_payment",
+        "args": {"to": "acme-travel", "amount": 480, "memo": LONG_MEMO, "invoice": LONG_URL},
+        "source": "user"
+    });
+    pipeline.send(&long);
+    let holds = pipeline.wait_pending(2);
+    let url = pipeline.url.clone();
+
+    runtime().block_on(async {
+        let desktop = driver
+            .browser_with("--window-size=1280,900", json!({}), json!({}))
+            .await;
+        desktop.goto(&url).await.expect("open the page");
+        find(&desktop, "#pending .card[data-hold='2'] .field-args pre").await;
+        let page = measure(&desktop).await;
+        assert_card_layout(&page, 1280, &holds);
+        let screenshot = desktop.screenshot().await.expect("a screenshot");
+        std::fs::write(docs_screenshot_path("card-desktop.png"), screenshot).expect("save it");
+        desktop.close().await.expect("close the browser");
+
+        // A phone: 390 CSS px wide, as Chromium's device emulation shows a phone.
+        let phone = driver
+            .browser_with(
+                "--window-size=390,844",
+                json!({"mobileEmulation": {
+                    "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2, "touch": true},
+                }}),
+                json!({}),
+            )
+            .await;
+        phone.goto(&url).await.expect("open the page");
+        find(&phone, "#pending .card[data-hold='2'] .field-args pre").await;
+        let page = measure(&phone).await;
+        assert_card_layout(&page, 390, &holds);
+        // The memo wraps at its spaces (and no word of it is broken: `broken` is empty).
+        assert_eq!(page["cards"][1]["memoWraps"], true, "{page:#}");
+        // The picture without the phone's fading scrollbar, so that it is the same each run.
+        phone
+            .execute(
+                "document.documentElement.style.scrollbarWidth = 'none';",
+                vec![],
+            )
+            .await
+            .expect("hide the scrollbar");
+        let screenshot = phone.screenshot().await.expect("a screenshot");
+        std::fs::write(docs_screenshot_path("card-phone.png"), screenshot).expect("save it");
+        // Opened, the details show the record's id and digest, and still nothing overflows:
+        // the digest scrolls inside its own line.
+        find(&phone, "#pending .card[data-hold='1'] details summary")
+            .await
+            .click()
+            .await
+            .expect("open the details");
+        let opened = phone
+            .execute(
+                "const d = document.querySelector(\"#pending .card[data-hold='1'] details\"); \
+                 return [d.open, d.querySelector('.field-digest').checkVisibility(), \
+                 d.querySelector('.field-id').textContent];",
+                vec![],
+            )
+            .await
+            .expect("look at the details");
+        assert_eq!(opened, json!([true, true, holds[0]["record"]["id"]]));
+        let page = measure(&phone).await;
+        assert!(page["scrollWidth"].as_u64().unwrap() <= 390, "{page:#}");
+        assert_eq!(page["wide"], json!([]), "{page:#}");
+        assert_eq!(page["broken"], json!([]), "{page:#}");
+        phone.close().await.expect("close the browser");
+    });
+
+    for hold in &holds {
+        assert_eq!(pipeline.answer(hold, false).status, 200);
+    }
+    let records = pipeline.finish();
+    let statuses: Vec<&Value> = records.iter().map(|r| &r["outcome"]["status"]).collect();
+    assert_eq!(statuses, [&json!("skipped"), &json!("skipped")]);
+}
+
+/// Issue 25 §3: with `--web`, the `--notify` command's JSON carries the card's address, with
+/// its token, beside what it carries without.
+#[test]
+fn with_web_the_notify_command_gets_the_cards_address() {
+    let mut pipeline = Pipeline::start(&["--timeout", "600", "--notify", "cat > notify.json"]);
+    pipeline.send(&payment("buyer", "acme-travel", 750));
+    let holds = pipeline.wait_pending(1);
+    let file = pipeline.scratch.path("notify.json");
+    let start = Instant::now();
+    let pushed: Value = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Ok(value) = serde_json::from_str(&text) {
+            break value;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no notify JSON in time: {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pushed["url"], pipeline.url.as_str());
+    assert_eq!(pushed["digest"], holds[0]["digest"]);
+    assert_eq!(pushed["args"], json!({"to": "acme-travel", "amount": 750}));
+    assert_eq!(pushed["reasons"], holds[0]["display"]["reasons"]);
+    assert_eq!(pushed["summary"], holds[0]["display"]["summary"]);
+    let pushed_at = humantime::parse_rfc3339(pushed["expiresAt"].as_str().unwrap()).unwrap();
+    let page_at = humantime::parse_rfc3339(holds[0]["expiresAt"].as_str().unwrap()).unwrap();
+    let apart = pushed_at
+        .duration_since(page_at)
+        .or_else(|_| page_at.duration_since(pushed_at))
+        .unwrap();
+    assert!(
+        apart <= Duration::from_secs(1),
+        "{pushed} vs {:?}",
+        holds[0]
+    );
+    assert_eq!(pipeline.answer(&holds[0], true).status, 200);
+    let events = {
+        let record = pipeline.next_record();
+        assert_eq!(record["outcome"]["status"], "executed", "{record}");
+        pipeline.audit_events("approve")
+    };
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].get("notifyFailed").is_none(), "{:?}", events[0]);
+    pipeline.finish();
 }

@@ -9,6 +9,7 @@ pub mod answers;
 mod choose;
 pub mod elicitation;
 pub mod human;
+pub mod notify;
 pub mod prompt;
 mod reply;
 pub mod terminal;

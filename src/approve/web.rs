@@ -16,7 +16,8 @@
 //!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`.
 //!   `record` is the verdict record exactly as it came; `display` is the same hold as the
 //!   terminal shows it, agent-written text escaped ([`crate::sanitize::for_terminal`]) and the
-//!   arguments pretty-printed from their exact text.
+//!   arguments pretty-printed from their exact text, with `summary`, the call in plain words
+//!   (`buyer wants to run send_payment: to acme-travel, amount 750.10`), the card's first line.
 //! - `GET /api/history`: the holds that ended lately, newest first, each with `state`
 //!   (`approved`, `declined`, `expired`, or `withdrawn` when sc-mcp took it off the page).
 //! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX}`: 200 and `{"approved":bool}`.
@@ -650,6 +651,8 @@ fn record_json(line: &[u8]) -> Box<RawValue> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Display {
+    /// The call in plain words, one line: `AGENT wants to run TOOL: KEY VALUE, …` ([`summary`]).
+    summary: String,
     id: String,
     agent: String,
     tool: String,
@@ -701,6 +704,7 @@ fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
         ))
     });
     let display = Display {
+        summary: summary(&call.agent, &call.tool, call.args.text()),
         id: for_terminal(hold.id).into_owned(),
         agent: for_terminal(&call.agent).into_owned(),
         tool: for_terminal(&call.tool).into_owned(),
@@ -719,6 +723,72 @@ fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
         spent,
     };
     serde_json::value::to_raw_value(&display).expect("a display serializes")
+}
+
+/// How many characters of one argument's value the first line shows before it cuts it with `…`.
+const SUMMARY_VALUE_CHARS: usize = 24;
+/// How many arguments the first line names; more are `…`.
+const SUMMARY_ARGS: usize = 4;
+
+/// The call in plain words, the card's first line: `buyer wants to run send_payment: to
+/// acme-travel, amount 750.10`. Each argument is its key and its value (a string without its
+/// quotes, anything else as its JSON text, numbers as written, white space runs as one space);
+/// a long value is cut with `…`, and arguments after the first few are one `…`: the whole call
+/// is in the arguments box. Cut before escaping, so an escape ([`for_terminal`]) is never cut
+/// in half.
+pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
+    let mut line = format!(
+        "{} wants to run {}",
+        for_terminal(agent),
+        for_terminal(tool)
+    );
+    let args = args.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    let pairs: Vec<String> = match serde_json::from_str::<Members>(args) {
+        Ok(Members(members)) => {
+            let mut pairs: Vec<String> = members
+                .iter()
+                .take(SUMMARY_ARGS)
+                .map(|(key, value)| {
+                    format!(
+                        "{} {}",
+                        for_terminal(&cut(key)),
+                        for_terminal(&cut(&plain_value(value.get())))
+                    )
+                })
+                .collect();
+            if members.len() > SUMMARY_ARGS {
+                pairs.push("\u{2026}".to_owned());
+            }
+            pairs
+        }
+        // Arguments that are not an object (sc-gate takes only objects; a record may say else).
+        Err(_) if !args.is_empty() => vec![for_terminal(&cut(&plain_value(args))).into_owned()],
+        Err(_) => Vec::new(),
+    };
+    if !pairs.is_empty() {
+        line.push_str(": ");
+        line.push_str(&pairs.join(", "));
+    }
+    line
+}
+
+/// A JSON value as the first line shows it: a string's text, or the JSON text with each run of
+/// white space one space.
+fn plain_value(text: &str) -> String {
+    if let Ok(text) = serde_json::from_str::<String>(text) {
+        return text;
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The text, or its first characters and `…` when it is longer than [`SUMMARY_VALUE_CHARS`].
+fn cut(text: &str) -> String {
+    if text.chars().count() <= SUMMARY_VALUE_CHARS {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(SUMMARY_VALUE_CHARS - 1).collect();
+    out.push('\u{2026}');
+    out
 }
 
 /// JSON text indented two spaces a level, every number and string exactly as written (no float

@@ -460,3 +460,55 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
     drop(human);
     Arc::try_unwrap(web).unwrap().stop();
 }
+
+#[test]
+fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
+    assert_eq!(
+        summary(
+            "buyer",
+            "send_payment",
+            r#" {"to": "acme-travel", "amount": 750.10} "#
+        ),
+        "buyer wants to run send_payment: to acme-travel, amount 750.10"
+    );
+    assert_eq!(summary("a", "ping", "{}"), "a wants to run ping");
+    assert_eq!(summary("a", "ping", ""), "a wants to run ping");
+    // A long value is cut with an ellipsis; nested values are their JSON text on one line.
+    assert_eq!(
+        summary(
+            "a",
+            "t",
+            r#"{"url":"https://example.test/a/very/long/path?with=query","deep":{"k": [1,
+            2]}}"#
+        ),
+        "a wants to run t: url https://example.test/a/\u{2026}, deep {\"k\": [1, 2]}"
+    );
+    // After four arguments, one ellipsis.
+    assert_eq!(
+        summary("a", "t", r#"{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6}"#),
+        "a wants to run t: a 1, b 2, c 3, d 4, \u{2026}"
+    );
+    // Arguments that are not an object are shown as their text.
+    assert_eq!(summary("a", "t", "[1, 2]"), "a wants to run t: [1, 2]");
+    // Agent-written text is escaped as for the terminal; a cut never splits an escape.
+    let bidi = "pay \u{202e}\u{2066} now 0123456789012345678901234";
+    let args = serde_json::json!({ "memo": bidi, "k\u{1b}": "x" }).to_string();
+    assert_eq!(
+        summary("buyer\u{202e}", "send\npayment", &args),
+        "buyer\\u{202e} wants to run send\\u{a}payment: memo pay \\u{202e}\\u{2066} now 012345678901\u{2026}, k\\u{1b} x"
+    );
+    let (line, call) = hold_line();
+    let reasons = vec!["amount is above the hold limit".to_owned()];
+    let hold = Hold {
+        line: line.as_bytes(),
+        id: "h-1",
+        call: &call,
+        reasons: &reasons,
+        timeout: None,
+    };
+    let display: Value = serde_json::from_str(display_json(&hold).get()).unwrap();
+    assert_eq!(
+        display["summary"],
+        "buyer\\u{202e} wants to run send_payment: to <img src=x onerror=aler\u{2026}, amount 100.0000000000000001, deep [1,{\"k\":\"\\u001b[2J\"}], none {}, \u{2026}"
+    );
+}

@@ -40,6 +40,32 @@
     return node;
   }
 
+  // Text that wraps at its spaces only: each run of other characters is a span that never
+  // breaks (a browser would also break after a hyphen or a slash, inside an address or an
+  // amount); what is too long for the line scrolls inside its box. Very long text stays one
+  // text node, and scrolls.
+  const WORDS_UP_TO = 20000;
+
+  function wordsInto(node, text) {
+    text = String(text);
+    if (text.length > WORDS_UP_TO) {
+      node.classList.add("long");
+      node.textContent = text;
+      return node;
+    }
+    for (const part of text.split(/(\s+)/)) {
+      if (part === "") {
+        continue;
+      }
+      if (/^\s+$/.test(part)) {
+        node.append(document.createTextNode(part));
+      } else {
+        node.append(element("span", "word", part));
+      }
+    }
+    return node;
+  }
+
   function field(list, key, label, value) {
     if (value === undefined || value === null) {
       return;
@@ -47,37 +73,46 @@
     list.append(element("dt", null, label));
     const dd = element("dd", "field-" + key);
     if (key === "args") {
-      dd.append(element("pre", null, value));
-    } else if (Array.isArray(value)) {
-      const items = element("ul");
-      for (const item of value) {
-        items.append(element("li", null, item));
-      }
-      dd.append(items);
+      dd.append(wordsInto(element("pre"), value));
     } else {
-      dd.textContent = String(value);
+      wordsInto(dd, value);
     }
     list.append(dd);
   }
 
+  // The card: the call in plain words, why it is held, the call's fields, and its ids and
+  // digest behind a "details" disclosure, closed until opened.
   function cardFor(item, state) {
     const shown = item.display || {};
     const card = element("article", "card");
     card.dataset.hold = String(Number(item.hold));
     card.dataset.state = state;
-    card.append(element("h3", null, shown.agent + " \u2192 " + shown.tool));
+    card.append(
+      wordsInto(element("h3", "summary"), shown.summary || shown.agent + " wants to run " + shown.tool),
+    );
+    const reasons = element("ul", "reasons field-reasons");
+    for (const reason of shown.reasons || []) {
+      reasons.append(wordsInto(element("li"), reason));
+    }
+    card.append(reasons);
     const list = element("dl");
     field(list, "agent", "agent", shown.agent);
     field(list, "tool", "tool", shown.tool);
     field(list, "args", "arguments", shown.args);
     field(list, "source", "source", shown.source);
     field(list, "instruction", "instruction", shown.instruction === null ? "(none)" : shown.instruction);
-    field(list, "reasons", "held because", shown.reasons);
     field(list, "tainted-by", "tainted", shown.taintedBy);
     field(list, "spent", "spent so far", shown.spent);
-    field(list, "id", "record id", shown.id);
-    field(list, "digest", "record SHA-256", item.digest);
     card.append(list);
+    const details = element("details", "ids");
+    details.append(element("summary", null, "details"));
+    const ids = element("dl");
+    field(ids, "id", "record id", shown.id);
+    field(ids, "digest", "record SHA-256", item.digest);
+    field(ids, "hold", "hold", String(Number(item.hold)));
+    field(ids, "expires-at", "declines at", item.expiresAt);
+    details.append(ids);
+    card.append(details);
     return card;
   }
 

@@ -24,6 +24,7 @@ mod ordered;
 
 pub use ordered::run_web;
 
+use crate::approve::notify::{Notice, Notifier};
 use crate::approve::{approval_for, Hold, Human};
 use crate::audit::chain::Chain;
 use crate::audit::seal::approval_mac;
@@ -43,6 +44,8 @@ pub struct ApproveOptions {
     pub timeout: Option<Duration>,
     /// The audit key's chain: keyed, every approval is sealed with a MAC for sc-exec to check.
     pub chain: Chain,
+    /// `--notify CMD`: run on every hold, beside the asking ([`crate::approve::notify`]).
+    pub notify: Option<Notifier>,
 }
 
 /// Reads records, asks about each hold, writes every record on.
@@ -144,7 +147,7 @@ fn settle_hold<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
 ) {
-    let (approval, agent, tool) = match examine_hold(record) {
+    let (approval, agent, tool, notify_failed) = match examine_hold(record) {
         Examined::Ask { id, call, reasons } => {
             let hold = Hold {
                 line,
@@ -153,6 +156,11 @@ fn settle_hold<W: Write, E: Write>(
                 reasons: &reasons,
                 timeout: options.timeout,
             };
+            // The push goes out as the person is asked, not before.
+            let notice = options
+                .notify
+                .as_ref()
+                .map(|notifier| notifier.notify(&hold, None));
             let reply = human.ask_hold(&hold);
             let approval = approval_for(reply, human.kind());
             human.acknowledge(if approval.approved {
@@ -160,15 +168,29 @@ fn settle_hold<W: Write, E: Write>(
             } else {
                 "→ declined"
             });
-            (approval, call.agent.clone(), call.tool.clone())
+            let notify_failed = notice.and_then(Notice::finish).map(|f| f.to_string());
+            (
+                approval,
+                call.agent.clone(),
+                call.tool.clone(),
+                notify_failed,
+            )
         }
         Examined::Malformed {
             approval,
             agent,
             tool,
-        } => (approval, agent, tool),
+        } => (approval, agent, tool, None),
     };
-    let answered = answered(record, &approval, &agent, &tool, options, ids);
+    let answered = answered(
+        record,
+        &approval,
+        &agent,
+        &tool,
+        notify_failed.as_deref(),
+        options,
+        ids,
+    );
     output.emit(&answered.event, &answered.record);
     output.narrate(&answered.narration);
 }
@@ -231,7 +253,8 @@ fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
 }
 
 /// What an answered hold leaves behind: its audit event, its record with the approval (sealed
-/// with a MAC under the audit key), and a line of narration.
+/// with a MAC under the audit key), and a line of narration. The event says why the `--notify`
+/// command failed (`notifyFailed`), when it did.
 struct Answered {
     event: Vec<u8>,
     record: Vec<u8>,
@@ -243,6 +266,7 @@ fn answered(
     approval: &Approval,
     agent: &str,
     tool: &str,
+    notify_failed: Option<&str>,
     options: &ApproveOptions,
     ids: &mut IdMinter,
 ) -> Answered {
@@ -254,11 +278,14 @@ fn answered(
             .and_then(|call| approval_mac(&options.chain, &id, call, approval))
             .map(|mac| mac.to_string()),
     };
-    let event = audit::event(Stage::Approve, &id)
+    let mut event = audit::event(Stage::Approve, &id)
         .field("agent", agent)
         .field("tool", tool)
-        .field("approval", &sealed)
-        .finish();
+        .field("approval", &sealed);
+    if let Some(failed) = notify_failed {
+        event = event.field("notifyFailed", failed);
+    }
+    let event = event.finish();
     Answered {
         event,
         record: record.with_field("approval", &sealed),

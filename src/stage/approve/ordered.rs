@@ -23,6 +23,7 @@ use anyhow::{Context, Result};
 use super::{
     answered, examine_hold, needs_reading, removed_approval, too_long, ApproveOptions, Examined,
 };
+use crate::approve::notify::Notice;
 use crate::approve::web::{announce, Ticket, WebApprovals};
 use crate::approve::{approval_for, Hold};
 use crate::audit::IdMinter;
@@ -70,8 +71,13 @@ enum Slot {
         narration: Option<String>,
         cost: usize,
     },
-    /// A hold on the web page, waiting for its answer; `line` is the record as it arrived.
-    Waiting { line: Vec<u8>, ticket: Ticket },
+    /// A hold on the web page, waiting for its answer; `line` is the record as it arrived, and
+    /// `notice` the `--notify` command started for it.
+    Waiting {
+        line: Vec<u8>,
+        ticket: Ticket,
+        notice: Option<Notice>,
+    },
 }
 
 /// The bytes read but not yet written: the reader waits while there are too many.
@@ -319,13 +325,18 @@ impl InOrder<'_> {
                             timeout: self.options.timeout,
                         };
                         let ticket = self.web.submit(&hold);
+                        let notice = self
+                            .options
+                            .notify
+                            .as_ref()
+                            .map(|notifier| notifier.notify(&hold, Some(self.web.url())));
                         output.narrate(&format!(
                             "sc-approve: {} → {}: waiting on the web page (hold {})",
                             for_terminal(&call.agent),
                             for_terminal(&call.tool),
                             ticket.id()
                         ));
-                        Taken::Waiting(ticket)
+                        Taken::Waiting(ticket, notice)
                     }
                     Examined::Malformed {
                         approval,
@@ -337,6 +348,7 @@ impl InOrder<'_> {
                             &approval,
                             &agent,
                             &tool,
+                            None,
                             self.options,
                             &mut self.ids,
                         );
@@ -357,7 +369,11 @@ impl InOrder<'_> {
             _ => Taken::PassOn,
         };
         match taken {
-            Taken::Waiting(ticket) => self.slots.push_back(Slot::Waiting { line, ticket }),
+            Taken::Waiting(ticket, notice) => self.slots.push_back(Slot::Waiting {
+                line,
+                ticket,
+                notice,
+            }),
             Taken::Ready(record, event, narration) => self.ready(record, event, narration, cost),
             Taken::PassOn => {
                 line.push(b'\n');
@@ -419,13 +435,24 @@ impl InOrder<'_> {
         else {
             return;
         };
-        let Slot::Waiting { line, ticket } = slot else {
+        let Slot::Waiting {
+            line,
+            ticket,
+            notice,
+        } = slot
+        else {
             unreachable!("found a waiting slot")
         };
         let Some(reply) = self.web.poll(*ticket) else {
             return;
         };
         let approval = approval_for(reply, AnsweredBy::Web);
+        // Its `--notify` command has its few seconds to end, so that the event can say whether
+        // it failed (a person seldom answers that fast).
+        let notify_failed = notice
+            .take()
+            .and_then(Notice::finish)
+            .map(|failure| failure.to_string());
         let record = Record::parse(line).expect("a hold read once reads again");
         let (agent, tool) = match record.call() {
             Some(Ok(call)) => (call.agent.clone(), call.tool.clone()),
@@ -436,6 +463,7 @@ impl InOrder<'_> {
             &approval,
             &agent,
             &tool,
+            notify_failed.as_deref(),
             self.options,
             &mut self.ids,
         );
@@ -451,7 +479,7 @@ impl InOrder<'_> {
 
 /// What became of a line that had to be read.
 enum Taken {
-    Waiting(Ticket),
+    Waiting(Ticket, Option<Notice>),
     Ready(Vec<u8>, Option<Vec<u8>>, Option<String>),
     PassOn,
 }
