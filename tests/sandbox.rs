@@ -722,3 +722,25 @@ ls -l ~/agent.sock service.sock"#,
         .file_type()
         .is_socket());
 }
+
+#[test]
+fn a_project_without_git_runs_and_its_git_paths_cannot_be_made() {
+    // The pack protects `.git/hooks` and `.git/config`: where there is no `.git`, both are
+    // missing from the same component, which one placeholder blocks (two made the run fail).
+    let scratch = Scratch::new();
+    let policy =
+        r#"{"sandbox": {"readOnly": [".git/hooks", ".git/config", ".git/modules", ".claude"]}}"#;
+    let out = bash(
+        &mut sandboxed(&scratch, policy),
+        "echo ran; mkdir -p .git/hooks 2>/dev/null || echo refused; echo x > .git 2>/dev/null || echo refused",
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "ran\nrefused\nrefused\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // The placeholder is gone after the run.
+    assert!(!scratch.path(".git").exists());
+}

@@ -240,6 +240,12 @@ impl Sandbox {
                     if state(&entries, parent, true) != State::Writable {
                         continue;
                     }
+                    // Several protected paths may be missing from the same component
+                    // (`.git/hooks` and `.git/config` where there is no `.git`): one
+                    // placeholder blocks them all.
+                    if placeholders.iter().any(|p: &Placeholder| p.path == first) {
+                        continue;
+                    }
                     // git dies on an empty `commondir`: that one holds `.`, bound read-only
                     // onto itself.
                     let commondir = !more
