@@ -18,6 +18,7 @@ mod faults;
 mod forgery;
 mod gate;
 mod generate;
+mod grants;
 mod hook;
 mod hook_sandbox;
 mod mcp;

@@ -1,5 +1,6 @@
 //! What `sc-state` does with a store: show a crew's state (each agent's taint, with its cause,
-//! and its spend in the current window) and reset it, with an audit event per reset.
+//! and its spend in the current window) and reset it, with an audit event per reset; list a
+//! crew's grants ([`crate::store::grants`]) and end them.
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -9,6 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::json_write::JsonLine;
 use crate::rules::state::{AgentState, CrewState, TaintCause};
 use crate::sanitize::{for_terminal, quoted};
+use crate::store::grants::{self, Covers, Grant};
 use crate::store::{Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
 
 /// What a reset clears: a whole crew (or session), or one agent of it.
@@ -234,4 +236,123 @@ pub fn reset_event(
         .str_field("stateStore", store)
         .field("before", &before)
         .finish()
+}
+
+/// How many hex digits of a `call` grant's digest the text table shows (`--json` has all 64).
+const DIGEST_SHOWN: usize = 16;
+
+/// The text `sc-state grants` prints: the crew and store, then a table of its live grants, one a
+/// line, oldest first (agent-written text escaped for the terminal).
+pub fn grants_text(store: &str, crew: &str, grants: &[Grant]) -> String {
+    let mut text = format!(
+        "grants of crew {} in {}\n",
+        quoted(crew),
+        for_terminal(store)
+    );
+    if grants.is_empty() {
+        text.push_str("  none\n");
+        return text;
+    }
+    let header = [
+        "ID", "AGENT", "TOOL", "SCOPE", "BY", "GIVEN", "EXPIRES", "COVERS",
+    ];
+    let rows: Vec<[String; 8]> = grants
+        .iter()
+        .map(|grant| {
+            let covers = match &grant.covers {
+                Covers::Call { digest } => format!("digest {}…", &digest[..DIGEST_SHOWN]),
+                Covers::Value { values } => values
+                    .iter()
+                    .map(|value| {
+                        for_terminal(&Value::String(value.clone()).to_string()).into_owned()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            [
+                grant.id.clone(),
+                for_terminal(&grant.agent).into_owned(),
+                for_terminal(&grant.tool).into_owned(),
+                grant.covers.scope().to_owned(),
+                grant.by.as_str().to_owned(),
+                grants::time_text(grant.at),
+                grants::time_text(grant.expires_at),
+                covers,
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &[&str]| {
+        text.push_str("  ");
+        for (at, cell) in cells.iter().enumerate() {
+            if at + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let pad = widths[at] - cell.chars().count();
+                let _ = write!(text, "{cell}{}  ", " ".repeat(pad));
+            }
+        }
+        text.push('\n');
+    };
+    line(&header);
+    for row in &rows {
+        line(&row.each_ref().map(String::as_str));
+    }
+    text
+}
+
+/// The JSON `sc-state grants --json` prints: an array of [`Grant::to_json`] objects.
+pub fn grants_json(grants: &[Grant]) -> Value {
+    Value::Array(grants.iter().map(Grant::to_json).collect())
+}
+
+/// What `sc-state revoke ID` says on stderr when it ended the grant.
+pub fn revoked_text(store: &str, grant: &Grant) -> String {
+    format!(
+        "sc-state: revoked grant {} ({} scope, agent {}, tool {}) of crew {} in {}\n",
+        grant.id,
+        grant.covers.scope(),
+        quoted(&grant.agent),
+        quoted(&grant.tool),
+        quoted(&grant.crew),
+        for_terminal(store)
+    )
+}
+
+/// What `sc-state revoke --all` says on stderr: how many live grants it ended, and that stored
+/// grants it could not read were removed, when they were.
+pub fn revoked_all_text(store: &str, crew: &str, revoked: &grants::RevokedAll) -> String {
+    let mut text = String::new();
+    if let Some(why) = &revoked.unreadable {
+        let _ = writeln!(
+            text,
+            "sc-state: the stored grants of crew {} were not what this program writes, and are removed: {}",
+            quoted(crew),
+            for_terminal(&why.0)
+        );
+    }
+    let count = revoked.ended.len();
+    let _ = writeln!(
+        text,
+        "sc-state: revoked {count} grant{} of crew {} in {}",
+        if count == 1 { "" } else { "s" },
+        quoted(crew),
+        for_terminal(store)
+    );
+    text
+}
+
+/// The usage error of `sc-state revoke ID` for an id the crew has no grant of.
+pub fn unknown_grant(store: &str, crew: &str, id: &str) -> String {
+    format!(
+        "no grant {} in crew {} in {} (list them with `sc-state grants`)",
+        quoted(id),
+        quoted(crew),
+        for_terminal(store)
+    )
 }

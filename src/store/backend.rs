@@ -29,8 +29,9 @@ pub enum StoreError {
     },
     /// A stored value its reader refused: refused, never read as none.
     #[error(
-        "{store}: {} are not what this program writes, so they are refused rather than read as none (reset the session with `sc-state reset --session`): {why}",
-        .key.describe()
+        "{store}: {} are not what this program writes, so they are refused rather than read as none ({}): {why}",
+        .key.describe(),
+        .key.remedy()
     )]
     RefusedValue {
         store: String,

@@ -145,12 +145,15 @@ impl StateKey {
 }
 
 /// The name of a text value a store keeps beside the states, for a door that needs more than a
-/// [`CrewState`]: today sc-hook's links of one session (the calls awaiting their `PostToolUse`,
-/// by `tool_use_id`). The store keeps the text as it is given; its reader validates it.
+/// [`CrewState`]: sc-hook's links of one session (the calls awaiting their `PostToolUse`, by
+/// `tool_use_id`), and a crew's remembered approvals ([`crate::store::grants`]). The store keeps
+/// the text as it is given; its reader validates it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ValueKey {
     /// sc-hook's call links of a session (a safe name, as for [`StateKey::session`]).
     Links(String),
+    /// A crew's grants (a safe name, as for [`StateKey::crew`]).
+    Grants(String),
 }
 
 impl ValueKey {
@@ -158,10 +161,16 @@ impl ValueKey {
         ValueKey::Links(session_id.to_owned())
     }
 
-    /// `session/ID/links`: never a [`StateKey::path`], whose last part is `gate` or `exec`.
+    pub fn grants(crew: &str) -> ValueKey {
+        ValueKey::Grants(crew.to_owned())
+    }
+
+    /// `session/ID/links` or `crew/NAME/grants`: never a [`StateKey::path`], whose last part is
+    /// `gate` or `exec`.
     pub fn path(&self) -> String {
         match self {
             ValueKey::Links(id) => format!("session/{id}/links"),
+            ValueKey::Grants(crew) => format!("crew/{crew}/grants"),
         }
     }
 
@@ -169,14 +178,30 @@ impl ValueKey {
     pub fn parse(path: &str) -> Option<ValueKey> {
         let mut parts = path.split('/');
         let (kind, name, what) = (parts.next()?, parts.next()?, parts.next()?);
-        (parts.next().is_none() && kind == "session" && what == "links" && is_safe_name(name))
-            .then(|| ValueKey::Links(name.to_owned()))
+        if parts.next().is_some() || !is_safe_name(name) {
+            return None;
+        }
+        match (kind, what) {
+            ("session", "links") => Some(ValueKey::Links(name.to_owned())),
+            ("crew", "grants") => Some(ValueKey::Grants(name.to_owned())),
+            _ => None,
+        }
     }
 
-    /// How a person is told which value this is: `the call links of session "abc"`.
+    /// How a person is told which value this is: `the call links of session "abc"`, `the
+    /// grants of crew "payments"`.
     pub fn describe(&self) -> String {
         match self {
             ValueKey::Links(id) => format!("the call links of session {}", quoted(id)),
+            ValueKey::Grants(crew) => format!("the grants of crew {}", quoted(crew)),
+        }
+    }
+
+    /// What a person can do about a value that was refused.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            ValueKey::Links(_) => "reset the session with `sc-state reset --session`",
+            ValueKey::Grants(_) => "end them with `sc-state revoke --all`",
         }
     }
 }

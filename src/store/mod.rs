@@ -15,12 +15,15 @@
 //! session), read, changed and written as one atomic step the same way ([`Store::update_value`]);
 //! the store keeps the text as given, and its reader refuses what it did not write.
 //!
+//! A crew's remembered approvals ([`grants`]) are such a value, one per crew.
+//!
 //! A state is found by its [`StateKey`]: whose it is (a crew, or one sc-hook session) and which
 //! stage keeps it (the gate's decisions, or sc-exec's own re-check, which must not count a call
 //! a second time). A store that cannot be reached or written, or whose content is not what this
 //! program writes, is an error ([`StoreError`]); the doors then never allow the call.
 
 mod backend;
+pub mod grants;
 mod key;
 pub mod redis;
 mod shared;
