@@ -129,8 +129,8 @@ fuzz:
 .PHONY: bench
 bench: bubblewrap
 	@CARGO="$(CARGO)" scripts/bench.sh
-	@{ echo; echo "| start-up | median | |"; echo "|---|---|---|"; \
-	  CARGO="$(CARGO)" scripts/bench-sandbox.sh; CARGO="$(CARGO)" scripts/bench-hook.sh; } \
+	@{ echo; CARGO="$(CARGO)" scripts/bench-sandbox.sh; \
+	  echo; echo "| sc-hook | median | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-hook.sh; } \
 	  | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
 
 # What sc-sandbox adds to a command's start: the median of `sc-sandbox -- /bin/true` against
