@@ -208,8 +208,12 @@ pub struct Policy {
     provenance: Option<ProvenanceRules>,
     sandbox: Option<SandboxRules>,
     /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
-    /// which the sandbox does not confine ([`PathRules::for_sandbox`]).
-    sandbox_paths: Option<PathRules>,
+    /// which the sandbox does not confine ([`PathRules::for_sandbox`]), compiled when a call
+    /// first needs them: most calls of a process (sc-hook's one) never do, and the globs cost a
+    /// quarter of loading the claude-code pack.
+    sandbox_paths: std::sync::OnceLock<Option<PathRules>>,
+    /// The gate's own files given to [`Policy::protect`], for the sandbox's path rules.
+    own_files: Vec<(std::path::PathBuf, String)>,
 }
 
 /// The raw settings of a policy, before validation.
@@ -313,10 +317,8 @@ impl Policy {
             budget_window: settings.budget_window,
             agents,
             tool_args: settings.tool_args,
-            sandbox_paths: settings
-                .sandbox
-                .as_ref()
-                .map(|sandbox| PathRules::for_sandbox(sandbox, settings.paths.as_ref())),
+            sandbox_paths: std::sync::OnceLock::new(),
+            own_files: Vec::new(),
             commands: settings.commands,
             paths: settings.paths,
             places: Places::default(),
@@ -469,7 +471,8 @@ impl Policy {
         if let Some(paths) = &mut self.paths {
             paths.protect(path, what);
         }
-        if let Some(paths) = &mut self.sandbox_paths {
+        self.own_files.push((path.to_owned(), what.to_owned()));
+        if let Some(Some(paths)) = self.sandbox_paths.get_mut() {
             paths.protect(path, what);
         }
     }
@@ -477,7 +480,16 @@ impl Policy {
     /// The `sandbox` key's `readOnly` and `hidden` places (and the gate's own files) as path
     /// rules for the file tools, when the policy has a `sandbox` key.
     pub(crate) fn sandbox_paths(&self) -> Option<&PathRules> {
-        self.sandbox_paths.as_ref()
+        self.sandbox_paths
+            .get_or_init(|| {
+                let sandbox = self.sandbox.as_ref()?;
+                let mut rules = PathRules::for_sandbox(sandbox, self.paths.as_ref());
+                for (path, what) in &self.own_files {
+                    rules.protect(path, what);
+                }
+                Some(rules)
+            })
+            .as_ref()
     }
 }
 

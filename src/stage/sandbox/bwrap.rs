@@ -47,7 +47,13 @@ fn locate_in(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf,
             continue;
         }
         match trusted(&candidate) {
-            Ok(canonical) => return Ok(canonical),
+            Ok(canonical) if in_system_folder(&canonical) => return Ok(canonical),
+            Ok(canonical) => untrusted.push(format!(
+                "{}: {} is not in a system folder ({})",
+                candidate.display(),
+                canonical.display(),
+                SYSTEM_FOLDERS.join(", ")
+            )),
             Err(why) => untrusted.push(format!("{}: {why}", candidate.display())),
         }
     }
@@ -60,6 +66,31 @@ fn locate_in(named: Option<OsString>, path: Option<OsString>) -> Result<PathBuf,
         "no trusted bwrap on PATH ({}); install bubblewrap (Debian: apt-get install bubblewrap), or name a trusted one with SC_SANDBOX_BWRAP",
         untrusted.join("; ")
     )))
+}
+
+/// Where a bwrap found on PATH may be. Ownership alone proves nothing when the user is root (in a
+/// container, a devcontainer, CI): every file a confined program writes in its root is root's
+/// too, so a `bwrap` it left in a project folder on PATH (an activated `.venv/bin`,
+/// `node_modules/.bin`) would pass, and run the next call unconfined. A bwrap elsewhere is named
+/// with `SC_SANDBOX_BWRAP`, which the agent's commands do not set for sc-sandbox.
+pub const SYSTEM_FOLDERS: &[&str] = &[
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+];
+
+/// Whether a canonical path is a file directly in one of [`SYSTEM_FOLDERS`] (or where `/bin` and
+/// `/sbin` lead on a merged-/usr system).
+fn in_system_folder(canonical: &Path) -> bool {
+    canonical.parent().is_some_and(|folder| {
+        SYSTEM_FOLDERS.iter().any(|system| {
+            folder == Path::new(system)
+                || std::fs::canonicalize(system).is_ok_and(|real| folder == real)
+        })
+    })
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -268,6 +299,13 @@ mod tests {
             .to_string();
         assert!(err.contains("no trusted bwrap on PATH"), "{err}");
         assert!(err.contains(&fake.display().to_string()), "{err}");
+        // Owned by root and in a root-only folder, but not a system folder (a project's
+        // `.venv/bin` when the user is root): not taken from PATH.
+        assert!(!in_system_folder(Path::new("/srv/proj/.venv/bin/bwrap")));
+        assert!(!in_system_folder(Path::new("/usr/bin/x/bwrap")));
+        assert!(in_system_folder(Path::new("/usr/bin/bwrap")));
+        assert!(in_system_folder(Path::new("/usr/local/bin/bwrap")));
+        assert!(in_system_folder(&std::fs::canonicalize("/bin/sh").unwrap()));
         // What the system installs is trusted, at its canonical path.
         let shell = trusted(Path::new("/bin/sh")).unwrap();
         assert_eq!(shell, std::fs::canonicalize("/bin/sh").unwrap());
