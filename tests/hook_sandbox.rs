@@ -458,7 +458,7 @@ fn claude_codes_project_folder_roots_the_sandbox_and_a_home_kept_in_git_does_not
         let input = pre_tool_use_in(cwd, session, "Bash", json!({"command": "true"}));
         let out = cmd.write_stdin(input).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        answer(&out).expect("confined")
+        answer(&out).expect("an answer")
     };
     // Without the project folder: not the home (which git would give), the call's cwd.
     assert_eq!(
@@ -471,6 +471,16 @@ fn claude_codes_project_folder_roots_the_sandbox_and_a_home_kept_in_git_does_not
         rewritten_root(&run(&env, &sub, "s-2")),
         project.display().to_string()
     );
+    // Claude Code started in the home folder (or above it): the sandbox would make the home
+    // writable (~/.gitconfig, shell profiles), so the call is held, not confined there.
+    for root in [home.clone(), scratch.dir.path().to_path_buf()] {
+        let env = [("CLAUDE_PROJECT_DIR", root.to_str().unwrap())];
+        let held = run(&env, &sub, "s-3");
+        assert_eq!(held["permissionDecision"], "ask", "{held}");
+        assert!(held.get("updatedInput").is_none(), "{held}");
+        let reason = held["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains("holds the home folder"), "{reason}");
+    }
 }
 
 #[test]

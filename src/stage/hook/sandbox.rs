@@ -181,6 +181,15 @@ fn invocation(
         return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
     };
     let home = places.home.clone();
+    if let Some(home) = &home {
+        if crate::rules::paths::normalized(home).starts_with(&root) {
+            return Err(format!(
+                "its root would be {}, which holds the home folder {}, and the whole home would be writable (shell profiles, ~/.gitconfig, ~/.claude.json); start Claude Code in a project folder, or give sc-hook --root",
+                root.display(),
+                home.display()
+            ));
+        }
+    }
     let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
     let door = absolute_door(&options.sandbox);
     let door = &door;
