@@ -744,3 +744,27 @@ fn a_project_without_git_runs_and_its_git_paths_cannot_be_made() {
     // The placeholder is gone after the run.
     assert!(!scratch.path(".git").exists());
 }
+
+#[test]
+fn the_audit_key_reads_empty_and_cannot_be_written() {
+    // The key seals the log, verdicts and approvals: a program that read it could forge them.
+    let scratch = Scratch::new();
+    let home = scratch.path("home");
+    std::fs::create_dir_all(home.join(".config/skeleton-crew")).unwrap();
+    let key = home.join(".config/skeleton-crew/audit.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut cmd = sandboxed(&scratch, r#"{"sandbox": {}}"#);
+    cmd.arg("--audit-key").arg(&key).arg("--home").arg(&home);
+    let script = format!(
+        "echo \"[$(cat '{0}')]\"; echo x > '{0}' 2>/dev/null || echo refused",
+        key.display()
+    );
+    let out = bash(&mut cmd, &script);
+    assert_eq!(text(&out.stdout), "[]\nrefused\n", "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&key).unwrap(),
+        "0123456789abcdef0123456789abcdef"
+    );
+}

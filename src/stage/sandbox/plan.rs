@@ -28,6 +28,10 @@ pub const PRIVATE: &[&str] = &["/tmp", "/run", "/dev", "/proc"];
 /// services put their sockets there.
 pub const VAR_RUN: &str = "/var/run";
 
+/// What the gate's own file that is hidden as well as read-only is called (the `what` of
+/// [`super::run::own_files`]).
+pub const SECRET_OWN_FILE: &str = "audit key";
+
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MountKind {
@@ -127,6 +131,13 @@ impl Sandbox {
                     entry: format!("{key} entry \"{entry}\""),
                 })
         };
+        // The audit key seals the log, verdicts and approvals: the program must not read it
+        // either, so it is hidden, not only read-only.
+        let secret_own: Vec<PathBuf> = own
+            .iter()
+            .filter(|(_, what)| what == SECRET_OWN_FILE)
+            .map(|(path, _)| absolute(path))
+            .collect();
         let own: Vec<PathBuf> = own.iter().map(|(path, _)| absolute(path)).collect();
         let mut entries: Vec<(PathBuf, State)> = PRIVATE
             .iter()
@@ -172,8 +183,14 @@ impl Sandbox {
                 });
             }
         }
-        for entry in &rules.hidden {
-            if let Resolved::Exists(path) = resolve(&place(entry, "hidden")?, &mut |_, _| Ok(()))? {
+        let hidden = rules
+            .hidden
+            .iter()
+            .map(|entry| place(entry, "hidden"))
+            .chain(secret_own.into_iter().map(Ok))
+            .collect::<Result<Vec<_>, _>>()?;
+        for path in &hidden {
+            if let Resolved::Exists(path) = resolve(path, &mut |_, _| Ok(()))? {
                 if state(&entries, &path, true) == State::Private {
                     continue;
                 }

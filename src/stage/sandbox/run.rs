@@ -84,7 +84,7 @@ pub fn own_files(options: &RunOptions) -> Vec<(PathBuf, String)> {
             .map(PathBuf::from)
     });
     if let Some(key) = key {
-        add(&key, "audit key");
+        add(&key, super::plan::SECRET_OWN_FILE);
     }
     let state = match (&options.state, &options.audit) {
         (Some(state), _) => Some(state.clone()),
