@@ -193,7 +193,7 @@ fn the_corpus_gets_the_decisions_it_expects_under_the_pack() {
         };
         let context = CallContext {
             confined: corpus_confined(line),
-            project: None,
+            ..CallContext::default()
         };
         let judged = evaluate_in(&call, &policy, state, context);
         failures.extend(
@@ -587,7 +587,7 @@ fn confinement_share_of_the_corpus_a_tainted_session_runs_without_a_person() {
         );
         let context = CallContext {
             confined: true,
-            project: None,
+            ..CallContext::default()
         };
         let sandboxed = evaluate_in(&call, &confined, &tainted_state(&confined), context);
         before += usize::from(plain.decision == Decision::Allow);

@@ -386,6 +386,17 @@ fn where_the_sandbox_applies_file_tools_cannot_write_its_read_only_places() {
             .contains("sandbox.hidden[0]"),
         "{specific}"
     );
+    // Through symbolic links a confined call could make: to the folder, and to the file.
+    std::fs::create_dir_all(scratch.path(".claude")).unwrap();
+    std::fs::write(scratch.path(".claude/settings.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(".claude", scratch.path("cl")).unwrap();
+    std::os::unix::fs::symlink(".mcp.json", scratch.path("innocent.json")).unwrap();
+    for path in ["cl/settings.json", "cl/new.json", "innocent.json"] {
+        let specific = answer(&hook(&scratch, &policy, &[], &write("s-1", path))).unwrap();
+        assert_eq!(specific["permissionDecision"], "deny", "{path}: {specific}");
+        let reason = specific["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains("sandbox.readOnly["), "{path}: {reason}");
+    }
     // Another file is written as before.
     assert_eq!(
         answer(&hook(&scratch, &policy, &[], &write("s-1", "src/x.rs"))),

@@ -40,37 +40,40 @@ pub(crate) fn coding_agent_findings(
             });
         }
     }
-    if let Some(paths) = policy.paths() {
-        if let Some(judged) = paths.decide_call(&call.tool, call.args.map(), context) {
-            if judged.decision > Decision::Allow {
-                findings.push(CodingFinding {
-                    decision: judged.decision,
-                    reasons: judged.reasons,
-                    by_taint: false,
-                });
+    // The path as written, and where it leads when a symbolic link makes that another place.
+    let written = call.args.map();
+    let all_args = std::iter::once(written).chain(judging.resolved);
+    for args in all_args {
+        if let Some(paths) = policy.paths() {
+            if let Some(judged) = paths.decide_call(&call.tool, args, context) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
-    }
-    if let (true, Some(sandbox)) = (judging.sandboxed, policy.sandbox_paths()) {
-        let mut placed = context;
-        if let Some(project) = judging.project {
-            placed.root = Some(project);
-        }
-        if let Some(judged) = sandbox.decide_call(&call.tool, call.args.map(), placed) {
-            // A malformed path is said once, by the `paths` key when it maps the tool too.
-            let said = findings
-                .iter()
-                .any(|found: &CodingFinding| found.reasons == judged.reasons);
-            if judged.decision > Decision::Allow && !said {
-                findings.push(CodingFinding {
-                    decision: judged.decision,
-                    reasons: judged.reasons,
-                    by_taint: false,
-                });
+        if let (true, Some(sandbox)) = (judging.sandboxed, policy.sandbox_paths()) {
+            let mut placed = context;
+            if let Some(project) = judging.project {
+                placed.root = Some(project);
+            }
+            if let Some(judged) = sandbox.decide_call(&call.tool, args, placed) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
     }
     findings
+}
+
+/// Adds a path finding stricter than allow, unless the same reasons were said already (a
+/// malformed path is said once, by the `paths` key when it maps the tool too; a path that
+/// leads where it is written is judged once).
+fn push_stricter(findings: &mut Vec<CodingFinding>, decision: Decision, reasons: Vec<String>) {
+    let said = findings.iter().any(|found| found.reasons == reasons);
+    if decision > Decision::Allow && !said {
+        findings.push(CodingFinding {
+            decision,
+            reasons,
+            by_taint: false,
+        });
+    }
 }
 
 /// How a call is judged: whether the taint rule would hold it, whether it runs confined, and
@@ -85,6 +88,9 @@ pub(crate) struct Judging<'a> {
     pub sandboxed: bool,
     /// The project's folder, where the sandbox's relative places are; `None`: the root.
     pub project: Option<&'a std::path::Path>,
+    /// The arguments with a file tool's path resolved through its symbolic links, when that
+    /// leads elsewhere ([`super::decision::CallContext::resolved`]).
+    pub resolved: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A decision of the `commands` or `paths` key on a call, with its reasons, and whether it is a

@@ -100,6 +100,11 @@ pub struct CallContext<'a> {
     /// `hidden` places are placed there for the file tools. `None`: `--root`, else the call's
     /// `cwd`.
     pub project: Option<&'a std::path::Path>,
+    /// The call's arguments with a file tool's path replaced by where it leads on the file
+    /// system (its symbolic links resolved), when that differs from the path as written: the
+    /// `paths` rules and the sandbox's places judge both, so a link to `.claude` does not carry
+    /// a write past them. Only a door that sees the file system gives it (sc-hook).
+    pub resolved: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
@@ -321,6 +326,7 @@ fn coding_agent_rules(
         confined: context.confined,
         sandboxed,
         project: context.project,
+        resolved: context.resolved,
     };
     let mut findings = Vec::new();
     for found in super::coding::coding_agent_findings(call, policy, judging) {
@@ -787,8 +793,20 @@ mod coding_agent_tests {
         let context = CallContext {
             confined: false,
             project: Some(std::path::Path::new("/w/proj")),
+            ..CallContext::default()
         };
         let judged = evaluate_in(&write, &policy, &state, context);
+        assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+        // A path through a link is judged where it leads too (sc-hook resolves it).
+        let linked = file_call("Write", "/w/proj/cl/settings.json", "/w/proj");
+        let judged = evaluate_in(&linked, &policy, &state, context);
+        assert_eq!(judged.decision, Decision::Allow, "as written: {judged:?}");
+        let leads = serde_json::json!({"file_path": "/w/proj/.claude/settings.json"});
+        let through = CallContext {
+            resolved: leads.as_object(),
+            ..context
+        };
+        let judged = evaluate_in(&linked, &policy, &state, through);
         assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
         // The gate's own files, with no `paths` key.
         policy.protect(std::path::Path::new("/etc/sc/audit.jsonl"), "audit log");
@@ -810,7 +828,7 @@ mod coding_agent_tests {
         let state = tainted(&policy);
         let confined = CallContext {
             confined: true,
-            project: None,
+            ..CallContext::default()
         };
         for command in ["python3 x.py", "./build.sh", "target/debug/tool --x"] {
             let held = evaluate_with_state(&bash(command), &policy, &state);

@@ -59,6 +59,7 @@ mod output;
 mod post_tool_use;
 mod pre_tool_use;
 mod provenance;
+mod resolved;
 mod run;
 mod sandbox;
 

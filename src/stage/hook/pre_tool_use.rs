@@ -54,6 +54,13 @@ pub(super) fn decide(
     // decision, so that it knows whether the call will run confined; and only where the sandbox
     // applies, so that a session it does not apply to pays nothing for it.
     let mut prepared = None;
+    // Where a file tool's path leads, links resolved (read before the decision: it reads the
+    // file system, not the state).
+    let resolved = if call.tool == "Bash" {
+        None
+    } else {
+        super::resolved::resolved_args(&hook.tool_input, hook.cwd.as_deref())
+    };
     // Read, decide and write in one atomic update: concurrent hooks never lose one.
     let mut decided = None;
     shared
@@ -69,6 +76,7 @@ pub(super) fn decide(
             let context = CallContext {
                 confined: can_confine,
                 project: project.as_deref(),
+                resolved: resolved.as_ref(),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));
