@@ -249,6 +249,48 @@ fn same_decimal(a: &str, b: &str) -> bool {
     decimal_cmp(a, b) == Some(Ordering::Equal) && (a_negative == b_negative || zero)
 }
 
+/// Whether every number token of a JSON text (outside its strings) is read exactly
+/// ([`read_exactly`]): a token is taken whole, sign, digits, fraction and exponent, as the walk of
+/// [`first_inexact_number`] would meet it.
+fn every_number_exact(json: &str) -> bool {
+    let bytes = json.as_bytes();
+    let mut at = 0;
+    let mut in_string = false;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if in_string {
+            match byte {
+                b'\\' => at += 2,
+                b'"' => {
+                    in_string = false;
+                    at += 1;
+                }
+                _ => at += 1,
+            }
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = true;
+                at += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    at += 1;
+                }
+                if read_exactly(&json[start..at]).is_err() {
+                    return false;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    true
+}
+
 /// The first number in a JSON document (already checked strictly) that is not read exactly
 /// ([`read_exactly`]): in object keys' order, depth first. A document that cannot be walked
 /// again counts as one such number at the root, so that nothing unread passes.
@@ -296,6 +338,10 @@ pub(crate) fn first_inexact_number(json: &str) -> Option<InexactNumber> {
         }
     }
     match serde_json::from_str::<&RawValue>(json) {
+        // Most documents have only exact numbers: one pass over the text says so, and only a
+        // document with an inexact one is walked for its key path (the walk parses each
+        // subtree again, which cost a sixth of loading the claude-code pack).
+        Ok(_) if every_number_exact(json) => None,
         Ok(root) => walk(root, &mut Vec::new()),
         Err(_) => Some(InexactNumber {
             path: Vec::new(),
@@ -516,6 +562,20 @@ mod tests {
         );
         assert_eq!(first_inexact_number("7e1").map(|f| f.path), None);
         assert!(first_inexact_number("{").is_some());
+        // The one-pass check skips strings (escaped quotes and backslashes included) and takes
+        // each number whole, as the walk does.
+        let in_strings =
+            r#"{"k\"0.10000000000000000000001": "\"9007199254740993", "n": [-0, 1.5e3]}"#;
+        assert_eq!(first_inexact_number(in_strings), None);
+        let after_backslash = r#"{"a": "x\\", "b": 0.10000000000000000000001}"#;
+        assert_eq!(first_inexact_number(after_backslash).unwrap().path, ["b"]);
+        let big = r#"{"a": 9007199254740993}"#;
+        assert_eq!(
+            first_inexact_number(big).map(|f| f.path),
+            read_exactly("9007199254740993")
+                .err()
+                .map(|_| vec!["a".to_owned()])
+        );
     }
 
     #[test]
