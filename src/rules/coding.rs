@@ -49,7 +49,8 @@ pub(crate) fn coding_agent_findings(
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
-        if let (true, Some(sandbox)) = (judging.sandboxed, policy.sandbox_paths()) {
+        // Only where the sandbox applies: its path rules are compiled on first use.
+        if let Some(sandbox) = judging.sandboxed.then(|| policy.sandbox_paths()).flatten() {
             let mut placed = context;
             if let Some(project) = judging.project {
                 placed.root = Some(project);
