@@ -761,3 +761,45 @@ fn under_the_pack_a_tainted_sessions_python_script_is_allowed_confined() {
     assert_eq!(specific["permissionDecision"], "ask", "{specific}");
     assert_eq!(pack.last_gate_event()["decision"], "hold");
 }
+
+#[test]
+fn approve_confined_lets_an_allowed_confined_call_run_without_the_prompt() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        json!({
+            "sensitiveTools": [],
+            "sandbox": {"when": "always", "readOnly": ["protected.txt"], "approveConfined": true},
+        })
+        .to_string(),
+    );
+    let specific = answer(&hook(
+        &scratch,
+        &policy,
+        &[],
+        &bash_input(&scratch, "s-1", "echo hi"),
+    ))
+    .expect("confined");
+    assert_eq!(specific["permissionDecision"], "allow", "{specific}");
+    let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    let ran = run_bash(&scratch, rewritten);
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "hi\n");
+    // Without the key (the default), the same call is asked.
+    let plain = policy_without_approve(&scratch);
+    let specific = answer(&hook(
+        &scratch,
+        &plain,
+        &[],
+        &bash_input(&scratch, "s-2", "echo hi"),
+    ))
+    .expect("confined");
+    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+}
+
+fn policy_without_approve(scratch: &Scratch) -> PathBuf {
+    scratch.write(
+        "plain.json",
+        json!({"sensitiveTools": [], "sandbox": {"when": "always", "readOnly": ["protected.txt"]}})
+            .to_string(),
+    )
+}

@@ -33,7 +33,14 @@ pub use network::{
 };
 
 /// The keys of the `sandbox` object.
-pub const KEYS: &[&str] = &["when", "readOnly", "hidden", "writable", "network"];
+pub const KEYS: &[&str] = &[
+    "when",
+    "readOnly",
+    "hidden",
+    "writable",
+    "network",
+    "approveConfined",
+];
 /// The keys of `sandbox.network`.
 pub const NETWORK_KEYS: &[&str] = &["allow"];
 
@@ -168,6 +175,10 @@ pub struct SandboxRules {
     pub hidden: Vec<SandboxPath>,
     pub writable: Vec<SandboxPath>,
     pub network: NetworkRules,
+    /// `approveConfined`: sc-hook answers a call the gate allows and confines with `allow`, so
+    /// Claude Code runs it without its permission prompt. Off by default: the confined call is
+    /// answered `ask`, and the user's own permission rules still decide.
+    pub approve_confined: bool,
 }
 
 /// Why a sandbox path is refused (the caller names the key); the path as shown.
@@ -235,6 +246,12 @@ pub fn from_json(key: &str, value: &Value) -> Result<SandboxRules, SandboxError>
                         ("never", When::Never),
                     ],
                 )?
+            }
+            "approveConfined" => {
+                rules.approve_confined = match value {
+                    Value::Bool(yes) => *yes,
+                    other => return Err(keys::wrong_type("true or false", other).at(path).into()),
+                }
             }
             "readOnly" => rules.read_only = paths(&path, value)?,
             "hidden" => rules.hidden = paths(&path, value)?,
@@ -306,6 +323,12 @@ mod tests {
         assert_eq!(rules.hidden[0].place(root, None), None);
         assert_eq!(load(json!({})).unwrap(), SandboxRules::default());
         assert_eq!(SandboxRules::default().when, When::Never);
+        assert!(!rules.approve_confined, "off unless the policy says so");
+        assert!(
+            load(json!({"approveConfined": true}))
+                .unwrap()
+                .approve_confined
+        );
     }
 
     #[test]
@@ -375,6 +398,10 @@ mod tests {
     fn errors_name_the_key() {
         for (value, expected) in [
             (json!([]), "key `sandbox`: expected an object"),
+            (
+                json!({"approveConfined": "yes"}),
+                "key `sandbox.approveConfined`: expected true or false, found a string",
+            ),
             (
                 json!({"readonly": []}),
                 "key `sandbox`: unknown key `readonly`; did you mean `readOnly`?",

@@ -24,14 +24,22 @@ const NO_PROMPT_MODE: &str = "bypassPermissions";
 ///   the modified input), and an answer without one could run the original unconfined. So
 ///   `ask`, which never lets a call past the user's rules, except in the `bypassPermissions`
 ///   mode, where the user's rules would run it without asking anyway: there, `allow`.
+///
+/// `approve_confined` (the policy's `sandbox.approveConfined`): the user chose to let a confined
+/// call the gate allows run without the prompt, in every mode.
 pub(crate) fn hook_answer(
     judgement: &Judgement,
     updated_input: Option<&Map<String, Value>>,
     permission_mode: Option<&str>,
+    approve_confined: bool,
 ) -> Option<String> {
     let decision = match (judgement.decision, updated_input) {
         (Decision::Allow, None) => return None,
-        (Decision::Allow, Some(_)) if permission_mode == Some(NO_PROMPT_MODE) => "allow",
+        (Decision::Allow, Some(_))
+            if approve_confined || permission_mode == Some(NO_PROMPT_MODE) =>
+        {
+            "allow"
+        }
         (Decision::Allow | Decision::Hold, _) => "ask",
         (Decision::Deny, _) => "deny",
     };
@@ -66,17 +74,22 @@ mod tests {
             decision,
             reasons: vec!["r1".into(), "r2".into()],
         };
-        assert_eq!(hook_answer(&judgement(Decision::Allow), None, None), None);
-        let deny: Value =
-            serde_json::from_str(&hook_answer(&judgement(Decision::Deny), None, None).unwrap())
-                .unwrap();
+        assert_eq!(
+            hook_answer(&judgement(Decision::Allow), None, None, false),
+            None
+        );
+        let deny: Value = serde_json::from_str(
+            &hook_answer(&judgement(Decision::Deny), None, None, false).unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             deny,
             json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Skeleton Crew: r1; r2"}})
         );
-        let ask: Value =
-            serde_json::from_str(&hook_answer(&judgement(Decision::Hold), None, None).unwrap())
-                .unwrap();
+        let ask: Value = serde_json::from_str(
+            &hook_answer(&judgement(Decision::Hold), None, None, false).unwrap(),
+        )
+        .unwrap();
         assert_eq!(ask["hookSpecificOutput"]["permissionDecision"], "ask");
     }
 
@@ -88,10 +101,27 @@ mod tests {
         };
         let input: Map<String, Value> =
             serde_json::from_str(r#"{"command":"confined","timeout":5}"#).unwrap();
-        let answer = |decision, mode| -> Value {
-            serde_json::from_str(&hook_answer(&judgement(decision), Some(&input), mode).unwrap())
-                .unwrap()
+        let answer_with = |decision, mode, approve| -> Value {
+            serde_json::from_str(
+                &hook_answer(&judgement(decision), Some(&input), mode, approve).unwrap(),
+            )
+            .unwrap()
         };
+        let answer = |decision, mode| answer_with(decision, mode, false);
+        // The policy's `sandbox.approveConfined`: an allowed confined call runs without the
+        // prompt in every mode; a held one is still asked, a denied one denied.
+        for mode in [None, Some("default"), Some("plan")] {
+            let allow = answer_with(Decision::Allow, mode, true);
+            assert_eq!(allow["hookSpecificOutput"]["permissionDecision"], "allow");
+            assert_eq!(
+                allow["hookSpecificOutput"]["updatedInput"]["command"],
+                "confined"
+            );
+            let hold = answer_with(Decision::Hold, mode, true);
+            assert_eq!(hold["hookSpecificOutput"]["permissionDecision"], "ask");
+            let deny = answer_with(Decision::Deny, mode, true);
+            assert_eq!(deny["hookSpecificOutput"]["permissionDecision"], "deny");
+        }
         for mode in [None, Some("default"), Some("acceptEdits"), Some("plan")] {
             let allow = answer(Decision::Allow, mode);
             assert_eq!(allow["hookSpecificOutput"]["permissionDecision"], "ask");

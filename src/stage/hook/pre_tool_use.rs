@@ -141,10 +141,15 @@ pub(super) fn decide(
         })
         .context("state store unavailable")?;
     }
+    let approve_confined = options
+        .policy
+        .sandbox()
+        .is_some_and(|sandbox| sandbox.approve_confined);
     if let Some(line) = hook_answer(
         &judgement,
         updated_input.as_ref(),
         hook.permission_mode.as_deref(),
+        approve_confined,
     ) {
         write_answer(out, &line)?;
     }
