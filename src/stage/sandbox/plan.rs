@@ -325,18 +325,32 @@ impl Sandbox {
     /// Whether the sandbox shows the host's file at `path` (canonical) as it is: not in a folder
     /// made anew inside, nor under a hidden path or a block.
     pub fn shows_host_file(&self, path: &Path) -> bool {
+        if !path.is_absolute() {
+            return false;
+        }
+        // The deepest place that decides what is at `path` inside: a folder made anew, or a
+        // mount (a deeper one lands on top; at one depth, a mount is made after the folder).
+        let depth = |place: &Path| place.components().count();
         let private = PRIVATE
             .iter()
             .chain(self.var_run.then_some(&VAR_RUN))
-            .any(|folder| path.starts_with(folder));
-        let covered = self.mounts.iter().any(|mount| {
-            path.starts_with(&mount.path)
-                && !matches!(
-                    mount.kind,
-                    MountKind::Writable | MountKind::Pin | MountKind::ReadOnly
-                )
-        });
-        path.is_absolute() && !private && !covered
+            .map(Path::new)
+            .filter(|folder| path.starts_with(folder))
+            .map(depth)
+            .max();
+        let mount = self
+            .mounts
+            .iter()
+            .filter(|mount| path.starts_with(&mount.path))
+            .max_by_key(|mount| depth(&mount.path));
+        match (mount, private) {
+            (Some(mount), Some(private)) if depth(&mount.path) < private => false,
+            (Some(mount), _) => matches!(
+                mount.kind,
+                MountKind::Writable | MountKind::Pin | MountKind::ReadOnly
+            ),
+            (None, private) => private.is_none(),
+        }
     }
 
     /// Whether `/var/run` is made anew inside (it is a folder, not a link to `/run`).
@@ -490,6 +504,19 @@ mod tests {
         assert!(!sandbox.shows_host_file(Path::new("/tmp/sc-sandbox")));
         assert!(!sandbox.shows_host_file(Path::new("/run/x/sc-sandbox")));
         assert!(!sandbox.shows_host_file(Path::new("relative")));
+        // A root under /tmp (which is made anew) is bound in: its files are shown, and its
+        // hidden places are not.
+        let under_tmp = tempfile::tempdir().unwrap();
+        let tmp_root = std::fs::canonicalize(under_tmp.path()).unwrap();
+        std::fs::create_dir_all(tmp_root.join("secret")).unwrap();
+        std::fs::create_dir_all(tmp_root.join("bin")).unwrap();
+        if tmp_root.starts_with("/tmp") {
+            let sandbox = Sandbox::new(&rules, &tmp_root, None, &[]).unwrap();
+            assert!(sandbox.shows_host_file(&tmp_root.join("bin/sc-sandbox")));
+            assert!(sandbox.shows_host_file(&tmp_root.join("x/sc-sandbox")));
+            assert!(!sandbox.shows_host_file(&tmp_root.join("secret/sc-sandbox")));
+            assert!(!sandbox.shows_host_file(Path::new("/tmp/elsewhere/sc-sandbox")));
+        }
     }
 
     #[test]
