@@ -492,6 +492,25 @@ fn claude_codes_project_folder_roots_the_sandbox_and_a_home_kept_in_git_does_not
         let reason = held["permissionDecisionReason"].as_str().unwrap();
         assert!(reason.contains("holds the home folder"), "{reason}");
     }
+    // The home named through a link (`/home -> var/home`), the project named by its real path.
+    std::os::unix::fs::symlink(&home, scratch.path("homelink")).unwrap();
+    let mut cmd = scratch.cmd("sc-hook");
+    cmd.arg("--policy")
+        .arg(&policy)
+        .arg("--home")
+        .arg(scratch.path("homelink"))
+        .env("CLAUDE_PROJECT_DIR", &home);
+    let input = pre_tool_use_in(&sub, "s-4", "Bash", json!({"command": "true"}));
+    let out = cmd.write_stdin(input).output().unwrap();
+    let held = answer(&out).expect("an answer");
+    assert!(held.get("updatedInput").is_none(), "{held}");
+    assert!(
+        held["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("holds the home folder"),
+        "{held}"
+    );
 }
 
 #[test]

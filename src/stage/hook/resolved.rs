@@ -35,7 +35,10 @@ pub(super) fn resolved_args(
 }
 
 /// Where `path` leads when a symbolic link on its way (or at its end) makes that another place
-/// than its text: the longest part of it that exists, canonicalized, with the rest after it.
+/// than its text: resolved as the kernel does, one component at a time, a link's target put in
+/// its place before what follows it, and `..` taken after the links before it are followed (so
+/// `a/s/../x`, with `a/s` a link, is the folder above where `a/s` leads, not `a/x`). A dangling
+/// link is followed too: writing through it makes the file it names.
 fn leads_to(path: &Path, cwd: Option<&Path>) -> Option<PathBuf> {
     let absolute = if path.is_absolute() {
         path.to_owned()
@@ -44,35 +47,49 @@ fn leads_to(path: &Path, cwd: Option<&Path>) -> Option<PathBuf> {
         cwd.join(path)
     };
     let written = crate::rules::paths::normalized(&absolute);
-    let leads = follow(&written, 40)?;
+    let leads = follow(&absolute, 40)?;
     (leads != written).then_some(leads)
 }
 
-/// `written` (absolute, normalized) with its links resolved; `links` bounds how many dangling
-/// links are followed by hand (a loop of them leads nowhere: `None`).
-fn follow(written: &Path, links: usize) -> Option<PathBuf> {
-    let existing = written
-        .ancestors()
-        .find(|part| part.symlink_metadata().is_ok())?;
-    let rest = written.strip_prefix(existing).ok()?;
-    let canonical = match std::fs::canonicalize(existing) {
-        Ok(canonical) => canonical,
-        // A dangling link (to a file not made yet: writing through it makes the file): where
-        // it points, followed by hand.
-        Err(_) if links > 0 => {
-            let target = std::fs::read_link(existing).ok()?;
-            let folder = existing.parent().unwrap_or(Path::new("/"));
-            let target = crate::rules::paths::normalized(&folder.join(target));
-            follow(&target, links - 1)?
+/// `path` (absolute) with every symbolic link on it resolved; `links` bounds how many are
+/// followed (a loop leads nowhere: `None`). A part that does not exist is kept as written.
+fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    let mut todo: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let push_front = |todo: &mut VecDeque<std::ffi::OsString>, path: &Path| {
+        for part in path.components().rev() {
+            match part {
+                Component::RootDir => todo.push_front("/".into()),
+                Component::CurDir | Component::Prefix(_) => {}
+                Component::ParentDir => todo.push_front("..".into()),
+                Component::Normal(name) => todo.push_front(name.to_owned()),
+            }
         }
-        Err(_) => return None,
     };
-    // `join("")` would end the path with a `/`.
-    Some(if rest.as_os_str().is_empty() {
-        canonical
-    } else {
-        canonical.join(rest)
-    })
+    push_front(&mut todo, path);
+    while let Some(part) = todo.pop_front() {
+        if part == "/" {
+            out = PathBuf::from("/");
+            continue;
+        }
+        if part == ".." {
+            // `out` holds no links, so its parent is where `..` leads.
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links = links.checked_sub(1)?;
+                let target = std::fs::read_link(&next).ok()?;
+                push_front(&mut todo, &target);
+            }
+            _ => out = next,
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -113,6 +130,21 @@ mod tests {
         assert_eq!(dangling["file_path"], json!(root.join(".mcp.json")));
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
         assert!(resolved_args(&input("loop"), Some(cwd)).is_none());
+        // `..` after a link is taken where the link leads, as the kernel does.
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::os::unix::fs::symlink("../src", root.join("a/s")).unwrap();
+        std::os::unix::fs::symlink("a/s/../cl/settings.local.json", root.join("x")).unwrap();
+        let dotdot = resolved_args(&input("x"), Some(cwd)).unwrap();
+        assert_eq!(
+            dotdot["file_path"],
+            json!(root.join(".claude/settings.local.json"))
+        );
+        let written = resolved_args(&input("a/s/../cl/settings.local.json"), Some(cwd)).unwrap();
+        assert_eq!(
+            written["file_path"],
+            json!(root.join(".claude/settings.local.json"))
+        );
         // Paths with no link on the way are judged as written only.
         assert!(resolved_args(&input("src/main.rs"), Some(cwd)).is_none());
         assert!(resolved_args(&input(".claude/settings.json"), Some(cwd)).is_none());

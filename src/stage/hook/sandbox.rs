@@ -160,13 +160,41 @@ pub(super) fn project_root(options: &HookOptions, cwd: Option<&str>) -> Option<P
         return None;
     }
     let cwd = crate::rules::paths::normalized(cwd);
-    let home = places.home.as_deref().map(crate::rules::paths::normalized);
+    let homes = homes(places.home.as_deref());
     let top = cwd
         .ancestors()
         .find(|folder| folder.join(".git").symlink_metadata().is_ok())
-        .filter(|top| home.as_deref().is_none_or(|home| !home.starts_with(top)))
+        .filter(|top| !holds_a_home(top, &homes))
         .unwrap_or(&cwd);
     Some(top.to_path_buf())
+}
+
+/// The home folders a root must not hold: the one the paths are placed with (`--home`, else
+/// `$HOME`) and `$HOME` itself, each as written and where its links lead (`/home` may be a link
+/// to `/var/home`, while the call's `cwd` is the real path).
+fn homes(home: Option<&Path>) -> Vec<PathBuf> {
+    let env_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute());
+    let mut homes = Vec::new();
+    for home in home.map(Path::to_path_buf).into_iter().chain(env_home) {
+        homes.push(crate::rules::paths::normalized(&home));
+        if let Ok(real) = std::fs::canonicalize(&home) {
+            homes.push(real);
+        }
+    }
+    homes
+}
+
+/// Whether `root` (as written, and where its links lead) is one of `homes` or above one.
+fn holds_a_home(root: &Path, homes: &[PathBuf]) -> bool {
+    let mut roots = vec![crate::rules::paths::normalized(root)];
+    if let Ok(real) = std::fs::canonicalize(root) {
+        roots.push(real);
+    }
+    roots
+        .iter()
+        .any(|root| homes.iter().any(|home| home.starts_with(root)))
 }
 
 /// sc-sandbox's command line for the call, once everything it needs is known to be there.
@@ -181,14 +209,17 @@ fn invocation(
         return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
     };
     let home = places.home.clone();
-    if let Some(home) = &home {
-        if crate::rules::paths::normalized(home).starts_with(&root) {
-            return Err(format!(
-                "its root would be {}, which holds the home folder {}, and the whole home would be writable (shell profiles, ~/.gitconfig, ~/.claude.json); start Claude Code in a project folder, or give sc-hook --root",
-                root.display(),
-                home.display()
-            ));
-        }
+    let homes = homes(home.as_deref());
+    if holds_a_home(&root, &homes) {
+        return Err(format!(
+            "its root would be {}, which holds the home folder ({}), and the whole home would be writable (shell profiles, ~/.gitconfig, ~/.claude.json); start Claude Code in a project folder, or give sc-hook --root",
+            root.display(),
+            homes
+                .iter()
+                .map(|home| home.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
     let door = absolute_door(&options.sandbox);
