@@ -129,8 +129,18 @@ fn exec(
     parse_stdout(&out.stdout)
 }
 
-fn try_escape() -> Value {
-    json!([testdata("tools/try-escape")])
+/// A copy of the test file `name` in `folder` (the sandbox's root), with its permissions: the
+/// sandbox makes its own `/tmp`, so a checkout under `/tmp` (as CI may place it) is not seen
+/// inside, while the root is.
+fn inside_copy(folder: &Path, name: &str) -> PathBuf {
+    let copy = folder.join(".testdata").join(name);
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(testdata(name), &copy).unwrap();
+    copy
+}
+
+fn try_escape(scratch: &Scratch) -> Value {
+    json!([inside_copy(scratch.dir.path(), "tools/try-escape")])
 }
 
 #[test]
@@ -138,8 +148,8 @@ fn a_sandboxed_backend_reaches_no_listener_and_writes_no_protected_file() {
     let (scratch, policy) = root_with_policy();
     let (listener, port) = listen();
     let tools = json!({
-        "escape": entry(try_escape(), true),
-        "escape_unconfined": entry(try_escape(), false),
+        "escape": entry(try_escape(&scratch), true),
+        "escape_unconfined": entry(try_escape(&scratch), false),
     });
     let records = exec(
         &scratch,
@@ -359,10 +369,12 @@ fn without_sc_sandbox_beside_sc_exec_a_sandboxed_backend_is_not_run() {
     assert!(!scratch.path("ran.txt").exists());
 }
 
+/// The escape server's command line, its script copied beside `marker` (in the scratch folder,
+/// the sandbox's root).
 fn escape_server(marker: &Path) -> Vec<OsString> {
     vec![
         "python3".into(),
-        testdata("mcp/escape-server.py").into_os_string(),
+        inside_copy(marker.parent().unwrap(), "mcp/escape-server.py").into_os_string(),
         marker.as_os_str().to_owned(),
     ]
 }
