@@ -14,23 +14,19 @@
 //! sc-sandbox ends that with its own status 125, the sandbox cannot be made here either.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::rules::policy::Policy;
 use crate::stage::sandbox::bwrap::{self, BWRAP_ENV};
 use crate::stage::sandbox::run::{own_files, RunOptions};
-use crate::stage::sandbox::{Invocation, Sandbox, EXIT_SANDBOX_FAILURE};
+use crate::stage::sandbox::{probe, Invocation, Sandbox, EXIT_SANDBOX_FAILURE};
 use crate::store::StateUrl;
 
 /// How long [`Confined::trial`] waits for sc-sandbox's trial run before taking the sandbox as one
 /// that cannot be made.
 const TRIAL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How much of the trial run's stderr is kept: its end, where sc-sandbox says why it failed.
-const TRIAL_STDERR_KEPT: usize = 16 * 1024;
 
 /// The gate's own files as the door was given them, for sc-sandbox's command line.
 #[derive(Debug, Clone)]
@@ -84,62 +80,26 @@ impl Confined {
         invocation.protect.extend(invocation.audit.take());
         invocation.protect.extend(invocation.audit_key.take());
         invocation.id = None;
-        let mut child = invocation
-            .command(OsStr::new("true"), &[])
-            .env(BWRAP_ENV, &self.bwrap)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|err| {
-                format!(
-                    "sc-sandbox ({}) cannot be started: {err}",
-                    invocation.exe.display()
-                )
-            })?;
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let reader = std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                match stderr.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        kept.extend_from_slice(&chunk[..n]);
-                        let over = kept.len().saturating_sub(TRIAL_STDERR_KEPT);
-                        kept.drain(..over);
-                    }
-                }
-            }
-            kept
-        });
-        let deadline = Instant::now() + TRIAL_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok(None) => {
-                    // bubblewrap's --die-with-parent ends what sc-sandbox started.
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "sc-sandbox's trial run did not end within {} seconds",
-                        TRIAL_TIMEOUT.as_secs()
-                    ));
-                }
-                Err(err) => return Err(format!("cannot wait for sc-sandbox's trial run: {err}")),
-            }
-        };
+        let trial = probe::trial_run(
+            invocation
+                .command(OsStr::new("true"), &[])
+                .env(BWRAP_ENV, &self.bwrap),
+            TRIAL_TIMEOUT,
+        )
+        .map_err(|why| match why.strip_prefix("cannot be started") {
+            Some(rest) => format!(
+                "sc-sandbox ({}) cannot be started{rest}",
+                invocation.exe.display()
+            ),
+            None => format!("sc-sandbox's trial run {why}"),
+        })?;
+        let status = trial.status;
         if status.code() != Some(i32::from(EXIT_SANDBOX_FAILURE)) {
             return Ok(());
         }
-        let stderr = reader.join().unwrap_or_default();
-        let stderr = String::from_utf8_lossy(&stderr);
         Err(format!(
             "sc-sandbox could not make the sandbox (status 125): {}",
-            sandbox_failure(&stderr).unwrap_or("it gave no reason")
+            sandbox_failure(&trial.stderr).unwrap_or("it gave no reason")
         ))
     }
 }

@@ -13,13 +13,76 @@
 //! call, and sc-sandbox then fails with 125 and the program does not run.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// The file a success is remembered in, inside the state folder.
 pub const PROBE_FILE: &str = "sandbox-probe";
+
+/// How long sc-hook's trial may take: a hook that runs past Claude Code's own timeout lets the
+/// tool run, so a trial that hangs must end well before, as a failure.
+pub const PROBE_LIMIT: Duration = Duration::from_secs(10);
+
+/// How much of a trial run's stderr is kept: its end, where sc-sandbox says why it failed.
+const STDERR_KEPT: usize = 16 * 1024;
+
+/// How a trial run ended: its status, and the end of what it wrote on stderr.
+#[derive(Debug)]
+pub struct Trial {
+    pub status: ExitStatus,
+    pub stderr: String,
+}
+
+/// Runs `command` (stdin and stdout null, stderr kept) and waits for it at most `limit`: past
+/// it, the command is killed (bubblewrap's `--die-with-parent` ends what sc-sandbox started) and
+/// the trial is an error, as a command that cannot be started is.
+pub fn trial_run(command: &mut Command, limit: Duration) -> Result<Trial, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot be started: {err}"))?;
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stderr.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    kept.extend_from_slice(&chunk[..n]);
+                    let over = kept.len().saturating_sub(STDERR_KEPT);
+                    kept.drain(..over);
+                }
+            }
+        }
+        kept
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("did not end within {} seconds", limit.as_secs()));
+            }
+            Err(err) => return Err(format!("cannot be waited for: {err}")),
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    Ok(Trial {
+        status,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    })
+}
 
 /// Whether `exe` (sc-sandbox) can run a program confined here, using bubblewrap at `bwrap`.
 /// `cache`: the state folder to remember a success in (`None`: probe every time).
@@ -32,7 +95,7 @@ pub fn can_confine(exe: &Path, bwrap: &Path, cache: Option<&Path>) -> Result<(),
             return Ok(());
         }
     }
-    probe(exe, bwrap)?;
+    probe(exe, bwrap, PROBE_LIMIT)?;
     if let (Some(key), Some(file)) = (key, file) {
         // Best effort: a folder that cannot be written only means probing again next time.
         let _ = remember(&file, &key);
@@ -41,34 +104,38 @@ pub fn can_confine(exe: &Path, bwrap: &Path, cache: Option<&Path>) -> Result<(),
 }
 
 /// Runs `sc-sandbox --root EMPTY -- true`, with `SC_SANDBOX_BWRAP` naming the bubblewrap found.
-fn probe(exe: &Path, bwrap: &Path) -> Result<(), String> {
+fn probe(exe: &Path, bwrap: &Path, limit: Duration) -> Result<(), String> {
     let root = empty_folder()
         .map_err(|err| format!("cannot make an empty folder to try the sandbox in: {err}"))?;
-    let output = Command::new(exe)
-        .arg("--root")
-        .arg(&root)
-        .arg("--")
-        .arg("true")
-        .env("SC_SANDBOX_BWRAP", bwrap)
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
+    let trial = trial_run(
+        Command::new(exe)
+            .arg("--root")
+            .arg(&root)
+            .arg("--")
+            .arg("true")
+            .env("SC_SANDBOX_BWRAP", bwrap)
+            .current_dir(&root),
+        limit,
+    );
     let _ = fs::remove_dir(&root);
-    let output = output.map_err(|err| format!("cannot start {}: {err}", exe.display()))?;
-    if output.status.success() {
+    let trial = trial.map_err(|why| {
+        format!(
+            "this machine cannot make the sandbox: a trial run of {} {why}",
+            exe.display()
+        )
+    })?;
+    if trial.status.success() {
         return Ok(());
     }
-    let said = String::from_utf8_lossy(&output.stderr);
-    let said: Vec<&str> = said
+    let said: Vec<&str> = trial
+        .stderr
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
     Err(format!(
         "this machine cannot make the sandbox: a trial run of sc-sandbox ended with {}{}",
-        output.status,
+        trial.status,
         if said.is_empty() {
             String::new()
         } else {
@@ -187,6 +254,17 @@ mod tests {
         can_confine(&exe, &bwrap, None).unwrap();
         can_confine(&exe, &bwrap, None).unwrap();
         assert_eq!(fs::read_to_string(&count).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn a_trial_that_hangs_ends_as_a_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = script(dir.path(), "sc-sandbox", "exec sleep 60");
+        let bwrap = script(dir.path(), "bwrap", "exit 0");
+        let started = Instant::now();
+        let err = probe(&exe, &bwrap, Duration::from_secs(1)).unwrap_err();
+        assert!(err.contains("did not end within 1 seconds"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30), "it was killed");
     }
 
     #[test]
