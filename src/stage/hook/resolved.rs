@@ -82,6 +82,14 @@ fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
         let next = out.join(&part);
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.file_type().is_symlink() => {
+                // `/proc/self/cwd`, `/dev/fd/N` and the like lead somewhere else in the process
+                // that writes than in this one: not followed, the path is judged from there
+                // (outside the root, which the pack holds).
+                if next.starts_with("/proc") || next.starts_with("/dev/fd") {
+                    let mut rest = next;
+                    rest.extend(todo.iter().filter(|part| *part != "/"));
+                    return Some(rest);
+                }
                 links = links.checked_sub(1)?;
                 let target = std::fs::read_link(&next).ok()?;
                 push_front(&mut todo, &target);
@@ -144,6 +152,13 @@ mod tests {
         assert_eq!(
             written["file_path"],
             json!(root.join(".claude/settings.local.json"))
+        );
+        // A link through /proc/self is not followed in this process: judged from there.
+        std::os::unix::fs::symlink("/proc/self/cwd/cl/settings.json", root.join("w")).unwrap();
+        let proc_self = resolved_args(&input("w"), Some(cwd)).unwrap();
+        assert_eq!(
+            proc_self["file_path"],
+            json!("/proc/self/cwd/cl/settings.json")
         );
         // Paths with no link on the way are judged as written only.
         assert!(resolved_args(&input("src/main.rs"), Some(cwd)).is_none());
