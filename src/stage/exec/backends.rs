@@ -46,7 +46,6 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -935,7 +934,7 @@ impl Backend {
                 .split(':')
                 .filter(|folder| !folder.is_empty())
                 .map(|folder| Path::new(folder).join(name))
-                .find(|candidate| is_executable(candidate))
+                .find(|candidate| crate::stage::sandbox::bwrap::is_executable(candidate))
                 .ok_or_else(|| BackendFailure::NotOnPath {
                     name: name.clone(),
                     path: path.clone(),
@@ -964,11 +963,6 @@ impl Backend {
             }),
         }
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// Kills every process in the group. A group already gone (ESRCH) is what was wanted; EPERM can

@@ -132,7 +132,7 @@ impl SandboxDoor {
             None => Invocation::beside_current_exe()
                 .map_err(|err| format!("cannot find {}'s own binary: {err}", self.door))?,
         };
-        if !is_executable(&exe) {
+        if !bwrap::is_executable(&exe) {
             return Err(format!(
                 "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside {})",
                 exe.display(),
@@ -178,12 +178,6 @@ impl SandboxDoor {
             bwrap,
         })
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// The last line sc-sandbox wrote about its own failure (`sc-sandbox: …`) in `stderr`, if any:

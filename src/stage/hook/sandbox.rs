@@ -229,7 +229,7 @@ fn invocation(
         None => Invocation::beside_current_exe()
             .map_err(|err| format!("cannot find sc-hook's own binary: {err}"))?,
     };
-    if !is_executable(&exe) {
+    if !bwrap::is_executable(&exe) {
         return Err(format!(
             "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside sc-hook)",
             exe.display()
@@ -279,10 +279,4 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
         project: door.project.clone(),
         probe_cache: door.probe_cache.clone(),
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }

@@ -93,7 +93,9 @@ fn in_system_folder(canonical: &Path) -> bool {
     })
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Whether `path` is a file with an execute bit (following links): what a door checks before
+/// it starts a program or sc-sandbox.
+pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
