@@ -511,6 +511,26 @@ fn claude_codes_project_folder_roots_the_sandbox_and_a_home_kept_in_git_does_not
             .contains("holds the home folder"),
         "{held}"
     );
+    // No HOME and no --home (the clean environment): the user's home in the password
+    // database still counts.
+    let passwd_home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .expect("the test's user has an entry")
+        .dir;
+    let mut cmd = scratch.cmd("sc-hook");
+    cmd.arg("--policy")
+        .arg(&policy)
+        .env("CLAUDE_PROJECT_DIR", &passwd_home);
+    let input = pre_tool_use_in(&sub, "s-5", "Bash", json!({"command": "true"}));
+    let held = answer(&cmd.write_stdin(input).output().unwrap()).expect("an answer");
+    assert!(held.get("updatedInput").is_none(), "{held}");
+    assert!(
+        held["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("holds the home folder"),
+        "{held}"
+    );
 }
 
 #[test]

@@ -170,14 +170,25 @@ pub(super) fn project_root(options: &HookOptions, cwd: Option<&str>) -> Option<P
 }
 
 /// The home folders a root must not hold: the one the paths are placed with (`--home`, else
-/// `$HOME`) and `$HOME` itself, each as written and where its links lead (`/home` may be a link
-/// to `/var/home`, while the call's `cwd` is the real path).
+/// `$HOME`), `$HOME` itself and the user's home in the password database (when `HOME` is unset),
+/// each as written and where its links lead (`/home` may be a link to `/var/home`, while the
+/// call's `cwd` is the real path).
 fn homes(home: Option<&Path>) -> Vec<PathBuf> {
     let env_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|home| home.is_absolute());
+    let passwd_home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+        .filter(|home| home.is_absolute());
     let mut homes = Vec::new();
-    for home in home.map(Path::to_path_buf).into_iter().chain(env_home) {
+    for home in home
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(env_home)
+        .chain(passwd_home)
+    {
         homes.push(crate::rules::paths::normalized(&home));
         if let Ok(real) = std::fs::canonicalize(&home) {
             homes.push(real);
