@@ -18,7 +18,10 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// asks its user), and an allowed one no decision at all, so Claude Code's own permission rules
 /// still apply. A Bash call the policy's `sandbox` key confines (and not denied) is answered
 /// with `updatedInput`, the command run under sc-sandbox (installed beside sc-hook), and "ask"
-/// ("allow" only in the bypassPermissions mode); where no sandbox can be made, it is held.
+/// ("allow" only in the bypassPermissions mode, or with the policy's sandbox.approveConfined);
+/// its root is --root, else CLAUDE_PROJECT_DIR, else the git work tree, never a folder that
+/// holds the home folder; where no sandbox can be made (tried once, a success remembered in the
+/// state folder), it is held.
 /// PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the

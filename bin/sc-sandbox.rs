@@ -20,7 +20,8 @@ use skeleton_crew::store::{self, StateUrl};
 /// `network.allow` alone; with --audit, every connection attempt is an audit event, as are the
 /// start and end of the run. Processes: new PID, network, IPC and user namespaces, no
 /// capabilities, no_new_privs, a seccomp filter on socket families; nothing started inside
-/// outlives the run. Needs bubblewrap (`bwrap` on PATH, or SC_SANDBOX_BWRAP).
+/// outlives the run. Needs bubblewrap (`bwrap` on PATH in a system folder such as /usr/bin, or
+/// SC_SANDBOX_BWRAP), owned by root and writable by no one else.
 /// Exit status: the program's (128+N when signal N killed it; 127 not found, 126 not runnable),
 /// or 125 when sc-sandbox itself fails (a bad flag, a policy that does not load, no bubblewrap,
 /// a kernel that refuses a namespace); then the program did not run.
