@@ -98,6 +98,65 @@ pub enum AnsweredBy {
     None,
 }
 
+/// How far a person's yes reaches: this call only (`once`, the default), the same agent's later
+/// calls of the same tool with exactly the same arguments (`call`), or the untrusted values a
+/// value-provenance hold named (`value`). A wider scope is kept as a grant
+/// ([`crate::store::grants`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    #[default]
+    Once,
+    Call,
+    Value,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 3] = [Scope::Once, Scope::Call, Scope::Value];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Call => "call",
+            Scope::Value => "value",
+        }
+    }
+
+    /// `once`, `call` or `value`, exactly; anything else is none.
+    pub fn parse(text: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.as_str() == text)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a hold record says a person's yes may be remembered for (`"grantable"`, written by the
+/// deciding door on a hold): the scopes that apply (`once` always first), the kinds of the rules
+/// that held it (a `call` grant covers only these), and the untrusted values that a
+/// value-provenance hold named (a `value` grant endorses these).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grantable {
+    pub scopes: Vec<Scope>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+impl Grantable {
+    /// Whether `scope` applies: `once` always does.
+    pub fn offers(&self, scope: Scope) -> bool {
+        scope == Scope::Once || self.scopes.contains(&scope)
+    }
+}
+
 /// A person's answer to a hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Approval {
@@ -110,6 +169,12 @@ pub struct Approval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
     pub reason: String,
+    /// How far an approval reaches ([`Scope`]); on every approval that approves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// The id of the grant a `call` or `value` approval was kept as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
 }
 
 /// Adds `"seal":"…"` to the record line at the end of `batch` (which ends with `}` and a newline).
@@ -176,6 +241,7 @@ struct Members<'a> {
     approval: Option<&'a RawValue>,
     outcome: Option<&'a RawValue>,
     seal: Option<&'a RawValue>,
+    grantable: Option<&'a RawValue>,
     /// A `task` or `result` record's `kind` (value provenance): such a line is no verdict.
     kind: Option<&'a RawValue>,
     read_call: Option<Result<Call, Malformed>>,
@@ -210,6 +276,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                         "approval" => &mut members.approval,
                         "outcome" => &mut members.outcome,
                         "seal" => &mut members.seal,
+                        "grantable" => &mut members.grantable,
                         "kind" => &mut members.kind,
                         _ => {
                             map.next_value::<Checked>()?;
@@ -304,6 +371,18 @@ impl<'a> Record<'a> {
                 .collect(),
             Err(_) => Vec::new(),
         }
+    }
+
+    /// What a person's yes to this hold may be remembered for: the record's `grantable` when it
+    /// reads as one, else `once` only (nothing wider is offered for a record that does not say).
+    pub fn grantable(&self) -> Grantable {
+        self.members
+            .grantable
+            .and_then(|raw| serde_json::from_str::<Grantable>(raw.get()).ok())
+            .unwrap_or_else(|| Grantable {
+                scopes: vec![Scope::Once],
+                ..Grantable::default()
+            })
     }
 
     /// The record's `call`, read as sc-gate reads a call; `None` when there is none.

@@ -78,7 +78,7 @@ pub(crate) fn requested_schema() -> Value {
 /// The text the person reads: the terminal's prompt (agent-written text escaped), ending with
 /// what the form's answer does instead of what to type.
 pub fn message(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
-    let prompt = render_prompt(call, reasons, None);
+    let prompt = render_prompt(call, reasons, None, &[]);
     // The prompt's last line tells a terminal user what to type; the form asks its own question.
     let body = prompt
         .rsplit_once('\n')
@@ -122,6 +122,8 @@ pub fn cancellation(id: &str, reason: &str) -> Vec<u8> {
 /// A hold settled without the person's yes: the timeout, a cancellation, the end of the session.
 pub fn declined(reason: impl Into<String>) -> Approval {
     Approval {
+        scope: None,
+        grant: None,
         approved: false,
         by: AnsweredBy::Elicitation,
         answer: None,
@@ -161,6 +163,8 @@ pub(crate) fn approval_for_answer(response: &Map<String, Value>) -> Approval {
         None => return malformed("its result has no `action`".to_owned()),
     };
     let answered = |action: &str, approved: bool, reason: String| Approval {
+        scope: None,
+        grant: None,
         approved,
         by: AnsweredBy::Elicitation,
         answer: Some(action.to_owned()),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::prompt::{record_digest, render_prompt};
 pub(crate) use super::reply::Reply;
 use crate::call::Call;
-use crate::record::AnsweredBy;
+use crate::record::{AnsweredBy, Scope};
 
 /// A held call, whole, as a way of asking may show it: the record line exactly as it arrived,
 /// and what was read from it.
@@ -22,12 +22,15 @@ pub struct Hold<'a> {
     pub reasons: &'a [String],
     /// How long the person has before the hold declines by itself; `None` waits forever.
     pub timeout: Option<Duration>,
+    /// The scopes a yes may take ([`Scope`]): `once` first, and `call` or `value` where the
+    /// deciding door offered them (the record's `grantable`).
+    pub scopes: &'a [Scope],
 }
 
 impl Hold<'_> {
     /// The text a person reads at a terminal ([`render_prompt`]).
     pub fn prompt(&self) -> String {
-        render_prompt(self.call, self.reasons, self.timeout)
+        render_prompt(self.call, self.reasons, self.timeout, self.scopes)
     }
 
     /// The SHA-256 (lowercase hex) of the record line: what an answer on the web page is

@@ -25,6 +25,7 @@ fn reasons() -> Vec<String> {
 
 fn hold<'a>(call: &'a Call, reasons: &'a [String], timeout: Option<Duration>) -> Hold<'a> {
     Hold {
+        scopes: &[crate::record::Scope::Once],
         line: LINE.as_bytes(),
         id: "h-1",
         call,

@@ -5,12 +5,31 @@ use std::time::Duration;
 
 use super::reply::Reply;
 use crate::call::Call;
-use crate::record::{AnsweredBy, Approval};
+use crate::record::{AnsweredBy, Approval, Scope};
 use crate::sanitize::for_terminal;
 
-/// Whether an answer approves: `yes`, trimmed, in any case; nothing else.
+/// Whether an answer approves: `yes`, trimmed, in any case, with or without a scope
+/// ([`yes_scope`]); nothing else.
 pub(crate) fn is_yes(answer: &str) -> bool {
-    answer.trim().eq_ignore_ascii_case("yes")
+    yes_scope(answer).is_some()
+}
+
+/// What a typed answer approves with: `yes` (or `yes once`) is [`Scope::Once`], `yes call` and
+/// `yes value` the wider scopes (words separated by spaces or tabs, any case, trimmed). Anything
+/// else approves nothing.
+pub(crate) fn yes_scope(answer: &str) -> Option<Scope> {
+    let mut words = answer.split([' ', '\t']).filter(|word| !word.is_empty());
+    let first = words.next()?;
+    if !first.eq_ignore_ascii_case("yes") {
+        return None;
+    }
+    let scope = match words.next() {
+        None => Scope::Once,
+        Some(word) => Scope::ALL
+            .into_iter()
+            .find(|scope| word.eq_ignore_ascii_case(scope.as_str()))?,
+    };
+    words.next().is_none().then_some(scope)
 }
 
 /// The SHA-256 (lowercase hex) of a record line exactly as it arrived, without its newline:
@@ -43,6 +62,8 @@ pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
         answer,
         digest: None,
         reason,
+        scope: None,
+        grant: None,
     };
     match reply {
         Reply::Answer(answer) if is_yes(&answer) => Approval {
@@ -52,10 +73,16 @@ pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
                 AnsweredBy::Answers => "approved: the answers file said yes".to_owned(),
                 _ => "approved: the person typed yes".to_owned(),
             },
+            scope: yes_scope(&answer),
             answer: Some(answer),
             digest: None,
+            grant: None,
         },
-        Reply::Decision { approve, digest } => Approval {
+        Reply::Decision {
+            approve,
+            digest,
+            scope,
+        } => Approval {
             approved: approve,
             by,
             answer: Some(if approve { "approve" } else { "decline" }.to_owned()),
@@ -65,6 +92,8 @@ pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
                 if approve { "approved" } else { "declined" },
                 where_answered(by)
             ),
+            scope: approve.then_some(scope),
+            grant: None,
         },
         Reply::Answer(answer) => {
             let reason = format!(
@@ -102,7 +131,12 @@ pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
 }
 
 /// The prompt a person sees for a held call. All agent-written text is escaped.
-pub(crate) fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+pub(crate) fn render_prompt(
+    call: &Call,
+    reasons: &[String],
+    timeout: Option<Duration>,
+    scopes: &[Scope],
+) -> String {
     let args = serde_json::to_string(call.args.map()).expect("args serialize");
     let instruction = call
         .instruction
@@ -124,8 +158,23 @@ pub(crate) fn render_prompt(call: &Call, reasons: &[String], timeout: Option<Dur
         Some(timeout) => format!(" (declines by itself after {} s)", timeout.as_secs()),
         None => String::new(),
     };
+    let wider = |scope| scopes.contains(&scope);
+    if wider(Scope::Call) {
+        prompt.push_str("  yes call:     also allow this agent's later calls of this tool with exactly these arguments\n");
+    }
+    if wider(Scope::Value) {
+        prompt.push_str(
+            "  yes value:    also trust, for this agent, the untrusted values named above\n",
+        );
+    }
+    let more = match (wider(Scope::Call), wider(Scope::Value)) {
+        (true, true) => " (or yes call, yes value)",
+        (true, false) => " (or yes call)",
+        (false, true) => " (or yes value)",
+        (false, false) => "",
+    };
     prompt.push_str(&format!(
-        "Type yes to approve; anything else declines{wait}: "
+        "Type yes to approve{more}; anything else declines{wait}: "
     ));
     prompt
 }
@@ -165,6 +214,7 @@ mod tests {
             Reply::Decision {
                 approve: false,
                 digest: Some("ab".into()),
+                scope: Scope::Call,
             },
         ] {
             let approval = approval_for(reply.clone(), AnsweredBy::Tty);
@@ -198,6 +248,7 @@ mod tests {
             Reply::Decision {
                 approve: true,
                 digest: Some(digest.clone()),
+                scope: Scope::Once,
             },
             AnsweredBy::Web,
         );
@@ -208,13 +259,15 @@ mod tests {
                 "by": "web",
                 "answer": "approve",
                 "digest": digest,
-                "reason": "approved on the web page"
+                "reason": "approved on the web page",
+                "scope": "once"
             })
         );
         let declined = approval_for(
             Reply::Decision {
                 approve: false,
                 digest: Some(digest),
+                scope: Scope::Once,
             },
             AnsweredBy::Web,
         );
@@ -242,6 +295,7 @@ mod tests {
             &call,
             &["amount 750 is above the hold limit of 100".into()],
             Some(Duration::from_secs(300)),
+            &[Scope::Once],
         );
         for expected in [
             "buyer",

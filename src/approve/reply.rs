@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::record::Scope;
+
 /// What a person (or the stand-in for one) said to a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
@@ -12,6 +14,8 @@ pub enum Reply {
     Decision {
         approve: bool,
         digest: Option<String>,
+        /// How far a yes reaches (`once` for a no).
+        scope: Scope,
     },
     Eof,
     TimedOut(Duration),

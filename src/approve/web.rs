@@ -20,9 +20,10 @@
 //!   (`buyer wants to run send_payment: to acme-travel, amount 750.10`), the card's first line.
 //! - `GET /api/history`: the holds that ended lately, newest first, each with `state`
 //!   (`approved`, `declined`, `expired`, or `withdrawn` when sc-mcp took it off the page).
-//! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX}`: 200 and `{"approved":bool}`.
-//!   `digest` is the SHA-256 of the record line exactly as it arrived, so an answer is bound to
-//!   the record the person was shown.
+//! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX,"scope":"once"|"call"|"value"}`:
+//!   200 and `{"approved":bool}`. `digest` is the SHA-256 of the record line exactly as it
+//!   arrived, so an answer is bound to the record the person was shown. A missing `scope` is
+//!   `once`; an unknown one is 400. Each pending hold lists its `scopes`, the ones that apply.
 //!
 //! Every request must name the bound address and port as its `Host` (DNS rebinding), and any
 //! `Origin` must be the page's own (cross-site requests); every API request must carry
@@ -55,7 +56,7 @@ use subtle::ConstantTimeEq;
 use super::prompt::lower_hex;
 use super::{Hold, Human, Reply};
 use crate::error::UsageError;
-use crate::record::AnsweredBy;
+use crate::record::{AnsweredBy, Scope};
 use crate::sanitize::{for_terminal, quoted};
 use crate::strict_json;
 
@@ -189,6 +190,8 @@ impl WebApprovals {
             state: HoldState::Pending,
             withdrawn: None,
             collected: false,
+            scopes: hold.scopes.to_vec(),
+            scope: Scope::Once,
         };
         let mut holds = self.shared.lock();
         holds.next += 1;
@@ -417,6 +420,10 @@ struct Entry {
     withdrawn: Option<String>,
     /// Whether the program that submitted it has taken its reply (it is kept until then).
     collected: bool,
+    /// The scopes a yes may take, as the deciding door offered them.
+    scopes: Vec<Scope>,
+    /// The scope the person approved with.
+    scope: Scope,
 }
 
 impl Entry {
@@ -470,10 +477,12 @@ impl Holds {
             HoldState::Approved => Reply::Decision {
                 approve: true,
                 digest,
+                scope: entry.scope,
             },
             HoldState::Declined => Reply::Decision {
                 approve: false,
                 digest,
+                scope: Scope::Once,
             },
             HoldState::Expired => Reply::TimedOut(entry.timeout.unwrap_or_default()),
             HoldState::Withdrawn => Reply::NobodyToAsk(format!(
@@ -521,6 +530,8 @@ impl Holds {
             expires_at: Option<String>,
             seconds_left: Option<u64>,
             display: &'a RawValue,
+            /// The scopes a yes may take: `once`, and `call` or `value` where they apply.
+            scopes: &'a [Scope],
         }
         let pending: Vec<Pending> = self
             .entries
@@ -538,6 +549,7 @@ impl Holds {
                     left.as_secs() + u64::from(left.subsec_nanos() > 0)
                 }),
                 display: &entry.display,
+                scopes: &entry.scopes,
             })
             .collect();
         serde_json::to_string(&pending).expect("holds serialize")
@@ -597,7 +609,13 @@ impl Holds {
 
     /// Settles a pending hold with the person's answer, if it is still pending and the digest
     /// is its record's.
-    fn answer(&mut self, id: u64, approve: bool, digest: &str) -> Result<Ticket, Refusal> {
+    fn answer(
+        &mut self,
+        id: u64,
+        approve: bool,
+        digest: &str,
+        scope: Scope,
+    ) -> Result<Ticket, Refusal> {
         let Some(entry) = self.entries.get_mut(&id) else {
             return Err(Refusal::new(StatusCode::NOT_FOUND, "no such hold"));
         };
@@ -633,6 +651,7 @@ impl Holds {
         } else {
             HoldState::Declined
         };
+        entry.scope = scope;
         Ok(entry.ticket(id))
     }
 }
@@ -1140,6 +1159,10 @@ fn canonical_hold_id(text: &str) -> Option<u64> {
 struct Answer {
     approve: bool,
     digest: String,
+    /// `once` (when missing), `call` or `value`; anything else is refused with 400. A scope
+    /// that does not apply to the hold is taken as `once` by the door, which says so.
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 async fn answer_hold(
@@ -1167,12 +1190,21 @@ async fn answer_hold(
         .ok_or_else(|| {
             Refusal::new(
                 StatusCode::BAD_REQUEST,
-                r#"the body is not {"approve": true|false, "digest": HEX}"#,
+                r#"the body is not {"approve": true|false, "digest": HEX, "scope": "once"|"call"|"value"}"#,
             )
         })?;
+    let scope = match answer.scope.as_deref() {
+        None => Scope::Once,
+        Some(text) => Scope::parse(text).ok_or_else(|| {
+            Refusal::new(
+                StatusCode::BAD_REQUEST,
+                r#"the scope is not "once", "call" or "value""#,
+            )
+        })?,
+    };
     let mut holds = shared.lock();
     let mut settled = holds.expire_due(Instant::now());
-    let answered = holds.answer(id, answer.approve, &answer.digest);
+    let answered = holds.answer(id, answer.approve, &answer.digest, scope);
     drop(holds);
     if let Ok(ticket) = answered {
         settled.push(ticket);

@@ -151,6 +151,7 @@ fn the_display_shows_the_exact_arguments_and_escapes_agent_text() {
     let (line, call) = hold_line();
     let reasons = vec!["amount is above the hold limit".to_owned()];
     let hold = Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,
@@ -178,6 +179,7 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
     let (line, call) = hold_line();
     let reasons = vec!["r".to_owned()];
     let web_hold = |timeout| Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,
@@ -192,6 +194,8 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
         holds.entries.insert(
             holds.next,
             Entry {
+                scopes: vec![],
+                scope: crate::record::Scope::Once,
                 digest: hold.digest(),
                 record: record_json(hold.line),
                 display: display_json(hold),
@@ -207,16 +211,29 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
     let one = submit(&mut holds, &web_hold(Some(Duration::from_secs(600))));
     let digest = web_hold(None).digest();
     assert_eq!(holds.collect(one), None);
-    let refused = holds.answer(one, true, &"0".repeat(64)).unwrap_err();
+    let refused = holds
+        .answer(one, true, &"0".repeat(64), crate::record::Scope::Once)
+        .unwrap_err();
     assert_eq!(refused.status, StatusCode::CONFLICT);
-    assert_eq!(holds.answer(99, true, &digest).unwrap_err().status, 404);
+    assert_eq!(
+        holds
+            .answer(99, true, &digest, crate::record::Scope::Once)
+            .unwrap_err()
+            .status,
+        404
+    );
     assert_eq!(holds.collect(one), None, "refusals change nothing");
-    holds.answer(one, true, &digest).unwrap();
-    let again = holds.answer(one, false, &digest).unwrap_err();
+    holds
+        .answer(one, true, &digest, crate::record::Scope::Once)
+        .unwrap();
+    let again = holds
+        .answer(one, false, &digest, crate::record::Scope::Once)
+        .unwrap_err();
     assert_eq!(again.status, StatusCode::CONFLICT);
     assert_eq!(
         holds.collect(one),
         Some(Reply::Decision {
+            scope: crate::record::Scope::Once,
             approve: true,
             digest: Some(digest.clone())
         })
@@ -225,7 +242,13 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
     let later = Instant::now() + Duration::from_secs(6);
     let expired = holds.expire_due(later);
     assert_eq!(expired.iter().map(Ticket::id).collect::<Vec<_>>(), [two]);
-    assert_eq!(holds.answer(two, true, &digest).unwrap_err().status, 409);
+    assert_eq!(
+        holds
+            .answer(two, true, &digest, crate::record::Scope::Once)
+            .unwrap_err()
+            .status,
+        409
+    );
     assert_eq!(
         holds.collect(two),
         Some(Reply::TimedOut(Duration::from_secs(5)))
@@ -257,6 +280,7 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
     let (line, call) = hold_line();
     let reasons = vec!["r".to_owned()];
     let hold = Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,
@@ -270,6 +294,8 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
         holds.entries.insert(
             id,
             Entry {
+                scopes: vec![],
+                scope: crate::record::Scope::Once,
                 digest: digest.clone(),
                 record: record_json(hold.line),
                 display: display_json(&hold),
@@ -282,16 +308,21 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
         );
     }
     assert!(holds.withdraw(1, "the client cancelled the call"));
-    let refused = holds.answer(1, true, &digest).unwrap_err();
+    let refused = holds
+        .answer(1, true, &digest, crate::record::Scope::Once)
+        .unwrap_err();
     assert_eq!(refused.status, StatusCode::CONFLICT);
     assert!(refused.why.contains("withdrawn"), "{}", refused.why);
     // An answer given first stands.
-    holds.answer(2, true, &digest).unwrap();
+    holds
+        .answer(2, true, &digest, crate::record::Scope::Once)
+        .unwrap();
     assert!(!holds.withdraw(2, "too late"));
     assert!(!holds.withdraw(3, "no such hold"));
     assert_eq!(
         holds.collect(2),
         Some(Reply::Decision {
+            scope: crate::record::Scope::Once,
             approve: true,
             digest: Some(digest.clone())
         })
@@ -309,6 +340,7 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
     let (line, call) = hold_line();
     let reasons = vec!["r".to_owned()];
     let hold = Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,
@@ -322,6 +354,8 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
         holds.entries.insert(
             id,
             Entry {
+                scopes: vec![],
+                scope: crate::record::Scope::Once,
                 digest: digest.clone(),
                 record: record_json(hold.line),
                 display: display_json(&hold),
@@ -332,7 +366,9 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
                 collected: false,
             },
         );
-        holds.answer(id, false, &digest).unwrap();
+        holds
+            .answer(id, false, &digest, crate::record::Scope::Once)
+            .unwrap();
     }
     // Not yet collected: all kept, however many.
     assert_eq!(holds.entries.len(), HISTORY_HOLDS + 10);
@@ -395,6 +431,7 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
         std::thread::spawn(move || {
             let reasons = vec!["amount is above the hold limit".to_owned()];
             let hold = Hold {
+                scopes: &[crate::record::Scope::Once],
                 line: line.as_bytes(),
                 id: "h-1",
                 call: &call,
@@ -428,6 +465,7 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
     assert_eq!(
         asking.join().unwrap(),
         Reply::Decision {
+            scope: crate::record::Scope::Once,
             approve: true,
             digest: Some(digest.clone())
         }
@@ -437,6 +475,7 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
     // Nobody answers the next one: it declines when its time is up.
     let reasons = vec!["r".to_owned()];
     let hold = Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,
@@ -500,6 +539,7 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
     let (line, call) = hold_line();
     let reasons = vec!["amount is above the hold limit".to_owned()];
     let hold = Hold {
+        scopes: &[crate::record::Scope::Once],
         line: line.as_bytes(),
         id: "h-1",
         call: &call,

@@ -32,7 +32,7 @@ use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, Line, StageOutput};
-use crate::record::{AnsweredBy, Approval, Record, SealedApproval};
+use crate::record::{AnsweredBy, Approval, Grantable, Record, SealedApproval};
 use crate::sanitize::for_terminal;
 use crate::verdict::Decision;
 
@@ -148,8 +148,14 @@ fn settle_hold<W: Write, E: Write>(
     ids: &mut IdMinter,
 ) {
     let (approval, agent, tool, notify_failed) = match examine_hold(record) {
-        Examined::Ask { id, call, reasons } => {
+        Examined::Ask {
+            id,
+            call,
+            reasons,
+            grantable,
+        } => {
             let hold = Hold {
+                scopes: &grantable.scopes,
                 line,
                 id: &id,
                 call,
@@ -201,6 +207,8 @@ enum Examined<'r> {
         id: Cow<'r, str>,
         call: &'r Call,
         reasons: Vec<String>,
+        /// What a yes may be remembered for, as the deciding door wrote it.
+        grantable: Grantable,
     },
     /// Declined without asking, with the agent and tool to name it by.
     Malformed {
@@ -219,7 +227,12 @@ fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
         .ok_or_else(|| "it has no `call`".to_owned())
         .and_then(|call| call.as_ref().map_err(|m| m.to_string()));
     match (call, record.id()) {
-        (Ok(call), Some(id)) if !reasons.is_empty() => Examined::Ask { id, call, reasons },
+        (Ok(call), Some(id)) if !reasons.is_empty() => Examined::Ask {
+            id,
+            call,
+            reasons,
+            grantable: record.grantable(),
+        },
         (call, id) => {
             let why = match (call, id) {
                 (Err(why), _) => why,
@@ -227,6 +240,8 @@ fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
                 _ => "it has no reasons".to_owned(),
             };
             let approval = Approval {
+                scope: None,
+                grant: None,
                 approved: false,
                 by: AnsweredBy::None,
                 answer: None,

@@ -316,8 +316,14 @@ impl InOrder<'_> {
         let taken = match Record::parse(&line) {
             Ok(record) if record.decision() == Some(Decision::Hold) => {
                 match examine_hold(&record) {
-                    Examined::Ask { id, call, reasons } => {
+                    Examined::Ask {
+                        id,
+                        call,
+                        reasons,
+                        grantable,
+                    } => {
                         let hold = Hold {
+                            scopes: &grantable.scopes,
                             line: &line,
                             id: &id,
                             call,

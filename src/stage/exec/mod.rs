@@ -210,6 +210,8 @@ pub(crate) fn approval_to_act_on(
         return Some(approval);
     }
     let refusal = |why: &str| Approval {
+        scope: None,
+        grant: None,
         approved: false,
         by: approval.by,
         answer: approval.answer.clone(),
@@ -957,6 +959,8 @@ mod tests {
             r#"{"agent":"b","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"}"#,
         );
         let approved = Approval {
+            scope: None,
+            grant: None,
             approved: true,
             by: AnsweredBy::Tty,
             answer: Some("yes".into()),
@@ -964,6 +968,8 @@ mod tests {
             reason: "approved: the person typed yes".into(),
         };
         let declined = Approval {
+            scope: None,
+            grant: None,
             approved: false,
             ..approved.clone()
         };

@@ -154,6 +154,7 @@ fn plan_run(
                     // no answer: sc-hook never sees which of Claude Code's choices was taken.
                     let mut approval = approval_for(
                         Reply::Decision {
+                            scope: crate::record::Scope::Once,
                             approve: true,
                             digest: None,
                         },

@@ -426,6 +426,8 @@ impl ClientSide<'_> {
         if session.no_server.is_some() {
             // Nobody is asked: approved, it would have no server to run on.
             let approval = Approval {
+                scope: None,
+                grant: None,
                 approved: false,
                 by: AnsweredBy::None,
                 answer: None,
@@ -444,7 +446,12 @@ impl ClientSide<'_> {
             }
             Surface::Human => {}
         }
-        let prompt = render_prompt(&call, &judgement.reasons, self.timeout);
+        let prompt = render_prompt(
+            &call,
+            &judgement.reasons,
+            self.timeout,
+            &[crate::record::Scope::Once],
+        );
         let reply = self.human.ask(&prompt);
         let approval = approval_for(reply, self.human.kind());
         self.human.acknowledge(if approval.approved {
@@ -517,6 +524,7 @@ impl ClientSide<'_> {
             return self.decline_unasked(&id, &ticket, &reasons);
         }
         let card = page.web.submit(&Hold {
+            scopes: &[crate::record::Scope::Once],
             line: &verdict.line,
             id: &ticket.call_id,
             call,
@@ -546,6 +554,8 @@ impl ClientSide<'_> {
     /// Declines a held call without asking: too many are waiting for the person already.
     fn decline_unasked(&self, id: &RequestId, ticket: &Ticket, reasons: &[String]) -> Result<()> {
         let approval = Approval {
+            scope: None,
+            grant: None,
             approved: false,
             by: AnsweredBy::None,
             answer: None,

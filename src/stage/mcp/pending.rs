@@ -79,6 +79,8 @@ impl Asked {
     /// cancellation, the end of the session.
     pub(super) fn declined(&self, reason: impl Into<String>) -> Approval {
         Approval {
+            scope: None,
+            grant: None,
             approved: false,
             by: match self {
                 Asked::Client(_) => AnsweredBy::Elicitation,
