@@ -7,11 +7,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::approve::notify::Notifier;
+use skeleton_crew::approve::remember::Grants;
 use skeleton_crew::approve::{self as asking, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, StreamArgs};
+use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, GrantArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 use skeleton_crew::stage::approve::{self, ApproveOptions};
+use std::sync::{Arc, Mutex};
 
 /// Ask a person about every held call.
 ///
@@ -21,6 +23,10 @@ use skeleton_crew::stage::approve::{self, ApproveOptions};
 /// the timeout or no terminal declines. With --web, the holds are cards on a web page instead,
 /// each approved or declined by a button. Records that are not holds pass through byte for byte
 /// (an `approval` on them, which sc-approve did not give, is removed).
+/// A person may answer `yes call` (also allow this agent's later calls of this tool with exactly
+/// these arguments) or `yes value` (also trust the untrusted values the hold named), where the
+/// gate offers it: with --state/--crew, such an answer is kept as a grant that every door of the
+/// crew honours for --grant-ttl (`sc-state grants` lists them, `sc-state revoke` ends them).
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage error.
 #[derive(Parser)]
 #[command(name = "sc-approve", version)]
@@ -45,6 +51,8 @@ struct Args {
     /// Seconds to wait for each answer before declining; 0 waits forever.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECONDS)]
     timeout: u64,
+    #[command(flatten)]
+    grants: GrantArgs,
     #[command(flatten)]
     audit: AuditArgs,
     /// Longest record line in bytes.
@@ -73,6 +81,16 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         notify: args
             .notify
             .map(|command| Notifier::new(command, "sc-approve")),
+        grants: Grants {
+            store: args
+                .grants
+                .open(&args.audit)?
+                .map(|shared| Arc::new(Mutex::new(shared))),
+            crew: args.grants.crew(),
+            ttl: args.grants.ttl.grant_ttl,
+            program: "sc-approve",
+            local: None,
+        },
     };
     let mut output = args.stream.output(args.audit.open_with_chain(chain)?);
     if let Some(addr) = args.web {

@@ -7,14 +7,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use skeleton_crew::approve::remember::Grants;
 use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
-use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
+use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, GrantTtlArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
 use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
+use std::sync::{Arc, Mutex};
 
 /// Put the gate in front of an MCP server.
 ///
@@ -89,6 +91,8 @@ struct Args {
     /// died (exit 1).
     #[arg(long)]
     sandbox: bool,
+    #[command(flatten)]
+    grant_ttl: GrantTtlArgs,
     /// Don't narrate decisions on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -129,8 +133,33 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .into());
     }
     let audit = args.audit.resolve()?;
+    let policy = args.policy.load_guarding(&audit, &args.state, &[])?;
+    // A `call` or `value` answer is kept as a grant in the crew's store (a connection of its
+    // own: the page's thread keeps them too), else in this process's memory.
+    let grants = Grants {
+        store: match &args.state.crew {
+            Some(crew) => Some(Arc::new(Mutex::new(StateArgs::open(
+                &args.state.url_or_beside(&audit.audit),
+                StateKey::crew(crew, View::Gate),
+                audit.fsync,
+            )?))),
+            None => None,
+        },
+        crew: args
+            .state
+            .crew
+            .clone()
+            .unwrap_or_else(|| skeleton_crew::store::DEFAULT_CREW.to_owned()),
+        // The policy's `grantTtl` lowers it (and the decision holds to it as well).
+        ttl: policy.grant_ttl().map_or(args.grant_ttl.grant_ttl, |ttl| {
+            ttl.min(args.grant_ttl.grant_ttl)
+        }),
+        program: "sc-mcp",
+        local: Some(Arc::new(Mutex::new(Vec::new()))),
+    };
     let options = McpOptions {
-        policy: args.policy.load_guarding(&audit, &args.state, &[])?,
+        policy,
+        grants,
         timing: args.state.timing(),
         agent: args
             .agent

@@ -290,6 +290,51 @@ impl StateArgs {
     }
 }
 
+/// `--grant-ttl DURATION`: how long a remembered approval lasts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GrantTtlArgs {
+    /// How long an approval answered with the scope `call` or `value` is remembered (such as
+    /// 30m, 8h, 1d); the policy's `grantTtl` may lower it.
+    #[arg(long, value_name = "DURATION", default_value = "8h", value_parser = crate::store::grants::parse_ttl)]
+    pub grant_ttl: Duration,
+}
+
+/// `--state URL`, `--crew NAME` and `--grant-ttl DURATION` for sc-approve: where the approvals a
+/// person gives with a wider scope are kept as grants, for every door of the crew.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GrantArgs {
+    /// Keep remembered approvals (grants) in the crew's shared store: a SQLite file, or
+    /// redis://HOST:PORT/DB (rediss:// for TLS). Without --state and --crew, an answer of
+    /// `yes call` or `yes value` is taken as once.
+    #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
+    pub state: Option<StateUrl>,
+    /// The crew whose doors honour the grants (letters, digits, `.`, `_`, `-`) [default: default].
+    #[arg(long, value_name = "NAME", value_parser = store::crew_name)]
+    pub crew: Option<String>,
+    #[command(flatten)]
+    pub ttl: GrantTtlArgs,
+}
+
+impl GrantArgs {
+    /// The crew's store with `--state` or `--crew` (the store defaults to `state.sqlite` beside
+    /// the audit log), else `None`.
+    pub fn open(&self, audit: &AuditArgs) -> Result<Option<Shared>> {
+        let state = StateArgs {
+            state: self.state.clone(),
+            crew: self.crew.clone(),
+            taint_ttl: None,
+        };
+        state.open_for_stream(audit, View::Gate)
+    }
+
+    /// The crew's name: `--crew`, else `default`.
+    pub fn crew(&self) -> String {
+        self.crew
+            .clone()
+            .unwrap_or_else(|| store::DEFAULT_CREW.to_owned())
+    }
+}
+
 /// `--quiet` and the input FILEs of a stage.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StreamArgs {

@@ -3,7 +3,9 @@
 //! ## Wire format
 //! - **Verdict** (written by `sc-gate`): `{"id":…,"call":{…},"decision":"allow"|"hold"|"deny","reasons":[…]}`.
 //!   `call` is the input line's JSON exactly as it came; a malformed line has `raw` (the line,
-//!   bounded to 1 KiB) instead.
+//!   bounded to 1 KiB) instead. A hold has `"grantable":{"scopes":[…],"kinds":[…],"values":[…]}`
+//!   ([`Grantable`]): what a yes may be remembered for; a call allowed by remembered approvals
+//!   has `"grants":[ID,…]`.
 //! - **Approval** (added by `sc-approve` to holds only):
 //!   `"approval":{"approved":false,"by":"tty"|"answers"|"web"|"none","answer":"no","reason":"…"}`
 //!   (from the web page also `"digest"`: the SHA-256 of the record line the person was shown),
@@ -29,7 +31,8 @@ use serde_json::Value;
 use crate::call::{deeper_than, Call, Malformed, MAX_CALL_DEPTH};
 use crate::jsonl::JsonLine;
 use crate::strict_json::{self, Checked, Key, KeySet};
-use crate::verdict::{Decision, Judgement};
+use crate::verdict::{Decision, Granting, Judgement};
+pub use crate::verdict::{Grantable, Scope};
 
 /// How a call came into the gate: as JSON text to carry untouched, or as a bounded raw excerpt.
 #[derive(Debug, Clone, Copy)]
@@ -70,11 +73,19 @@ pub(crate) fn write_verdict(
 ) -> (Vec<u8>, Range<usize>) {
     let line = JsonLine::append_to(batch).str_field("id", id);
     let after_id = line.len() + 1;
-    let batch = call
+    let line = call
         .add_to(line)
         .str_field("decision", judgement.decision.as_str())
-        .strs_field("reasons", &judgement.reasons)
-        .finish();
+        .strs_field("reasons", &judgement.reasons);
+    let batch = match &judgement.granting {
+        Granting::Nothing => line,
+        Granting::Offers(grantable) => line.raw_field(
+            "grantable",
+            &serde_json::to_string(grantable).expect("a grantable serializes"),
+        ),
+        Granting::AllowedBy(grants) => line.strs_field("grants", grants),
+    }
+    .finish();
     let before_close = batch.len() - b"}\n".len();
     (batch, after_id..before_close)
 }
@@ -96,65 +107,6 @@ pub enum AnsweredBy {
     ClaudeCode,
     /// Nobody could be asked.
     None,
-}
-
-/// How far a person's yes reaches: this call only (`once`, the default), the same agent's later
-/// calls of the same tool with exactly the same arguments (`call`), or the untrusted values a
-/// value-provenance hold named (`value`). A wider scope is kept as a grant
-/// ([`crate::store::grants`]).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    #[default]
-    Once,
-    Call,
-    Value,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Once, Scope::Call, Scope::Value];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Once => "once",
-            Scope::Call => "call",
-            Scope::Value => "value",
-        }
-    }
-
-    /// `once`, `call` or `value`, exactly; anything else is none.
-    pub fn parse(text: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|scope| scope.as_str() == text)
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a hold record says a person's yes may be remembered for (`"grantable"`, written by the
-/// deciding door on a hold): the scopes that apply (`once` always first), the kinds of the rules
-/// that held it (a `call` grant covers only these), and the untrusted values that a
-/// value-provenance hold named (a `value` grant endorses these).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Grantable {
-    pub scopes: Vec<Scope>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kinds: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub values: Vec<String>,
-}
-
-impl Grantable {
-    /// Whether `scope` applies: `once` always does.
-    pub fn offers(&self, scope: Scope) -> bool {
-        scope == Scope::Once || self.scopes.contains(&scope)
-    }
 }
 
 /// A person's answer to a hold.
@@ -637,6 +589,7 @@ mod tests {
     fn a_verdict_carries_the_call_untouched() {
         let call = r#"{"agent":"a",  "tool":"t","args":{"amount":1.50}}"#;
         let judgement = Judgement {
+            granting: Default::default(),
             decision: Decision::Allow,
             reasons: vec!["ok".into()],
         };

@@ -45,4 +45,76 @@ impl fmt::Display for Decision {
 pub struct Judgement {
     pub decision: Decision,
     pub reasons: Vec<String>,
+    /// What the judgement says of remembered approvals (grants).
+    pub granting: Granting,
+}
+
+/// What a judgement says of remembered approvals: a hold offers what a person's yes may be
+/// remembered for (the record's `grantable`); an allow given by grants names them (the record's
+/// `grants`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Granting {
+    #[default]
+    Nothing,
+    Offers(Box<Grantable>),
+    AllowedBy(Vec<String>),
+}
+
+/// How far a person's yes reaches: this call only (`once`, the default), the same agent's later
+/// calls of the same tool with exactly the same arguments (`call`), or the untrusted values a
+/// value-provenance hold named (`value`). A wider scope is kept as a grant
+/// ([`crate::store::grants`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    #[default]
+    Once,
+    Call,
+    Value,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 3] = [Scope::Once, Scope::Call, Scope::Value];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Call => "call",
+            Scope::Value => "value",
+        }
+    }
+
+    /// `once`, `call` or `value`, exactly; anything else is none.
+    pub fn parse(text: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.as_str() == text)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a hold record says a person's yes may be remembered for (`"grantable"`, written by the
+/// deciding door on a hold): the scopes that apply (`once` always first), the kinds of the rules
+/// that held it (a `call` grant covers only these), and the untrusted values that a
+/// value-provenance hold named (a `value` grant endorses these).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grantable {
+    pub scopes: Vec<Scope>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+impl Grantable {
+    /// Whether `scope` applies: `once` always does.
+    pub fn offers(&self, scope: Scope) -> bool {
+        scope == Scope::Once || self.scopes.contains(&scope)
+    }
 }

@@ -25,6 +25,7 @@ fn call(crew: &str, agent: &str, args: &str) -> NewGrant {
         tool: "send_payment".into(),
         covers: Covers::Call {
             digest: grants::args_digest(args).unwrap(),
+            kinds: vec!["amount".into()],
         },
         by: GivenBy::Answers,
         approval: "0123456789abcdef-1".into(),

@@ -11,6 +11,7 @@ pub mod elicitation;
 pub mod human;
 pub mod notify;
 pub mod prompt;
+pub mod remember;
 mod reply;
 pub mod terminal;
 pub mod tty;

@@ -34,6 +34,7 @@
 //! so the stateful rules can only make a decision stronger than the stateless ones.
 
 use super::argrules::{self, Violation, WhenTainted};
+use super::grant::{Endorsed, Granted};
 use super::policy::{BudgetScope, Policy};
 use super::state::{CrewState, Span, TaintCause};
 use crate::amount::Amount;
@@ -54,6 +55,7 @@ impl Judgement {
             reasons.push("malformed call".to_owned());
         }
         Judgement {
+            granting: Default::default(),
             decision: Decision::Deny,
             reasons,
         }
@@ -66,20 +68,21 @@ struct Finding {
     reason: String,
 }
 
-type Rule = fn(&Call, &Policy, &CrewState) -> Option<Finding>;
+type Rule = fn(&Call, &Policy, &CrewState, &Endorsed) -> Option<Finding>;
 
-/// Rules 2 to 9. Rule 1 is [`Judgement::malformed`]; rule 10 is the fallback in
-/// [`evaluate_with_state`].
-const RULES: &[Rule] = &[
-    deny_listed_tool,
-    tool_not_allowed_for_agent,
-    sensitive_tool_from_untrusted_source,
-    sensitive_tool_from_tainted_agent,
-    amount_rules,
-    amount_spelt_another_way,
-    spend_budget,
-    args_outside_schema,
-    args_keys_spelt_alike,
+/// Rules 2 to 9, each with its kind (what a `call` grant names as the reasons it covers).
+/// Rule 1 is [`Judgement::malformed`]; rule 10 is the fallback in [`evaluate_with_state`]; the
+/// `commands`, `paths` and `sandbox` findings are of kind `coding`.
+const RULES: &[(&str, Rule)] = &[
+    ("deny-list", deny_listed_tool),
+    ("agents", tool_not_allowed_for_agent),
+    ("untrusted-source", sensitive_tool_from_untrusted_source),
+    ("taint", sensitive_tool_from_tainted_agent),
+    ("amount", amount_rules),
+    ("amount-spelling", amount_spelt_another_way),
+    ("budget", spend_budget),
+    ("schema", args_outside_schema),
+    ("keys", args_keys_spelt_alike),
 ];
 
 /// Decides a well-formed call under a policy, as the first call of a stream.
@@ -105,6 +108,9 @@ pub struct CallContext<'a> {
     /// `paths` rules and the sandbox's places judge both, so a link to `.claude` does not carry
     /// a write past them. Only a door that sees the file system gives it (sc-hook).
     pub resolved: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// The crew's remembered approvals, as the door read them ([`super::grant`]); `None`: the
+    /// door keeps none.
+    pub grants: Option<Granted<'a>>,
 }
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
@@ -119,25 +125,19 @@ pub fn evaluate_in(
     state: &CrewState,
     context: CallContext,
 ) -> Judgement {
-    let mut findings: Vec<Finding> = RULES
+    let endorsed = Endorsed::new(call, policy, context.grants);
+    let mut findings: Vec<(&'static str, Decision, String)> = RULES
         .iter()
-        .filter_map(|rule| rule(call, policy, state))
+        .filter_map(|(kind, rule)| {
+            rule(call, policy, state, &endorsed).map(|f| (*kind, f.decision, f.reason))
+        })
         .collect();
-    findings.extend(coding_agent_rules(call, policy, state, context));
-    let Some(strongest) = findings.iter().map(|f| f.decision).max() else {
-        return Judgement {
-            decision: Decision::Allow,
-            reasons: vec![allow_reason(call)],
-        };
-    };
-    Judgement {
-        decision: strongest,
-        reasons: findings
+    findings.extend(
+        coding_agent_rules(call, policy, state, context)
             .into_iter()
-            .filter(|finding| finding.decision == strongest)
-            .map(|finding| finding.reason)
-            .collect(),
-    }
+            .map(|f| ("coding", f.decision, f.reason)),
+    );
+    super::grant::settle(call, policy, &endorsed, findings, || allow_reason(call))
 }
 
 /// Decides a line's outcome: the call's judgement, or a deny for a malformed one.
@@ -182,14 +182,19 @@ pub fn evaluate_parsed(
     }
 }
 
-fn deny_listed_tool(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+fn deny_listed_tool(call: &Call, policy: &Policy, _: &CrewState, _: &Endorsed) -> Option<Finding> {
     policy.is_denied(&call.tool).then(|| Finding {
         decision: Decision::Deny,
         reason: format!("{} is on the policy's deny list", quoted(&call.tool)),
     })
 }
 
-fn tool_not_allowed_for_agent(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+fn tool_not_allowed_for_agent(
+    call: &Call,
+    policy: &Policy,
+    _: &CrewState,
+    _: &Endorsed,
+) -> Option<Finding> {
     let allowed = policy.allowed_tools(&call.agent)?;
     (!allowed.matches(&call.tool)).then(|| Finding {
         decision: Decision::Deny,
@@ -210,6 +215,7 @@ fn sensitive_tool_from_untrusted_source(
     call: &Call,
     policy: &Policy,
     _: &CrewState,
+    _: &Endorsed,
 ) -> Option<Finding> {
     (policy.is_sensitive(&call.tool) && !call.provenance.is_trusted()).then(|| Finding {
         decision: Decision::Deny,
@@ -225,6 +231,7 @@ fn sensitive_tool_from_tainted_agent(
     call: &Call,
     policy: &Policy,
     state: &CrewState,
+    endorsed: &Endorsed,
 ) -> Option<Finding> {
     if !policy.is_sensitive(&call.tool)
         || call.provenance.source() == Source::User
@@ -260,7 +267,7 @@ fn sensitive_tool_from_tainted_agent(
     let (decision, reason) = match policy.provenance() {
         Some(rules) => {
             let ledger = state.provenance.ledger(&call.agent, policy);
-            super::provenance::judge(call, policy, rules, ledger, reason)
+            super::provenance::judge(call, policy, rules, ledger, reason, endorsed)
         }
         None => (Decision::Hold, reason),
     };
@@ -347,7 +354,7 @@ fn coding_agent_rules(
     findings
 }
 
-fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Finding> {
+fn spend_budget(call: &Call, policy: &Policy, state: &CrewState, _: &Endorsed) -> Option<Finding> {
     let budget = policy.hold_above_total()?;
     let amount = Amount::from_json_exact(call.args.get("amount")?, call.amount_text.as_deref());
     let Amount::Understood { value, .. } = amount else {
@@ -396,7 +403,12 @@ fn spend_budget(call: &Call, policy: &Policy, state: &CrewState) -> Option<Findi
     })
 }
 
-fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+fn args_outside_schema(
+    call: &Call,
+    policy: &Policy,
+    _: &CrewState,
+    _: &Endorsed,
+) -> Option<Finding> {
     let Violation(reason) =
         argrules::check_all(policy.arg_rules_for(&call.tool), &call.tool, &call.args)?;
     Some(Finding {
@@ -405,7 +417,7 @@ fn args_outside_schema(call: &Call, policy: &Policy, _: &CrewState) -> Option<Fi
     })
 }
 
-fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
+fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState, _: &Endorsed) -> Option<Finding> {
     if !call.args.keys_may_fold() {
         return None;
     }
@@ -426,7 +438,12 @@ fn args_keys_spelt_alike(call: &Call, _: &Policy, _: &CrewState) -> Option<Findi
     })
 }
 
-fn amount_spelt_another_way(call: &Call, _: &Policy, _: &CrewState) -> Option<Finding> {
+fn amount_spelt_another_way(
+    call: &Call,
+    _: &Policy,
+    _: &CrewState,
+    _: &Endorsed,
+) -> Option<Finding> {
     if call.args.amount().is_some() || !call.args.keys_may_fold() {
         return None;
     }
@@ -444,7 +461,7 @@ fn amount_spelt_another_way(call: &Call, _: &Policy, _: &CrewState) -> Option<Fi
     })
 }
 
-fn amount_rules(call: &Call, policy: &Policy, _: &CrewState) -> Option<Finding> {
+fn amount_rules(call: &Call, policy: &Policy, _: &CrewState, _: &Endorsed) -> Option<Finding> {
     let limit = policy.hold_above_amount();
     let amount = Amount::from_json_exact(call.args.get("amount")?, call.amount_text.as_deref());
     let above = amount.is_above(limit);

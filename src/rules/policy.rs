@@ -56,6 +56,8 @@ pub const KEYS: &[&str] = &[
     "paths",
     "provenance",
     "sandbox",
+    "neverRemember",
+    "grantTtl",
 ];
 
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
@@ -83,6 +85,8 @@ enum PolicyProblem {
     /// A number that a float does not hold as written, and the float it would be read as.
     #[error("the number {} is not one a float holds as written (it would be read as {read_as}); write the number a float holds, so that what is compared is what the policy says", crate::sanitize::quoted(.text))]
     Inexact { text: String, read_as: f64 },
+    #[error("expected a duration such as \"30m\", \"8h\" or \"1d\" (at least 1s): {0}")]
+    GrantTtl(String),
 }
 
 impl KeyProblem for PolicyProblem {
@@ -207,6 +211,8 @@ pub struct Policy {
     places: Places,
     provenance: Option<ProvenanceRules>,
     sandbox: Option<SandboxRules>,
+    never_remember: ToolList,
+    grant_ttl: Option<std::time::Duration>,
     /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
     /// which the sandbox does not confine ([`PathRules::for_sandbox`]), compiled when a call
     /// first needs them: most calls of a process (sc-hook's one) never do, and the globs cost a
@@ -241,6 +247,11 @@ pub struct PolicySettings {
     pub provenance: Option<ProvenanceRules>,
     /// `sandbox`: how sc-sandbox confines a run ([`crate::rules::sandbox`]).
     pub sandbox: Option<SandboxRules>,
+    /// `neverRemember`: tools (names and prefix patterns) whose approvals are never remembered
+    /// ([`crate::rules::grant`]).
+    pub never_remember: Vec<String>,
+    /// `grantTtl`: the longest a remembered approval lasts; `None`: as long as it was given for.
+    pub grant_ttl: Option<std::time::Duration>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -264,6 +275,8 @@ impl Default for PolicySettings {
             paths: None,
             provenance: None,
             sandbox: None,
+            never_remember: Vec::new(),
+            grant_ttl: None,
         }
     }
 }
@@ -324,6 +337,8 @@ impl Policy {
             places: Places::default(),
             provenance: settings.provenance,
             sandbox: settings.sandbox,
+            never_remember: list("neverRemember", &settings.never_remember)?,
+            grant_ttl: settings.grant_ttl,
         })
     }
 
@@ -406,6 +421,16 @@ impl Policy {
 
     pub fn is_denied(&self, tool: &str) -> bool {
         self.deny_tools.matches(tool)
+    }
+
+    /// Whether the tool's approvals are never remembered (`neverRemember`).
+    pub fn never_remembers(&self, tool: &str) -> bool {
+        self.never_remember.matches(tool)
+    }
+
+    /// `grantTtl`: the longest a remembered approval lasts under this policy.
+    pub fn grant_ttl(&self) -> Option<std::time::Duration> {
+        self.grant_ttl
     }
 
     pub fn is_sensitive(&self, tool: &str) -> bool {
@@ -534,10 +559,19 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, P
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
             "sandbox" => settings.sandbox = Some(sandbox::from_json(key, value)?),
+            "neverRemember" => settings.never_remember = tool_names(key, value)?,
+            "grantTtl" => settings.grant_ttl = Some(grant_ttl(key, value)?),
             unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
     }
     Ok(settings)
+}
+
+fn grant_ttl(key: &str, value: &Value) -> Result<std::time::Duration, KeyError<PolicyProblem>> {
+    let Value::String(text) = value else {
+        return Err(PolicyProblem::Key(wrong_type("a duration string", value)).at(key));
+    };
+    super::grant::parse_ttl(text).map_err(|err| PolicyProblem::GrantTtl(err.to_string()).at(key))
 }
 
 fn limit(key: &str, value: &Value) -> Result<f64, KeyError<PolicyProblem>> {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::grant::{Endorsed, MAX_NAMED};
 use super::policy::{Policy, TaintScope};
 use super::tokens::{self, Kind, TokenIndex};
 use crate::call::Call;
@@ -334,6 +335,7 @@ pub(crate) fn judge(
     rules: &ProvenanceRules,
     ledger: Option<&Ledger>,
     taint: String,
+    endorsed: &Endorsed,
 ) -> (Decision, String) {
     if rules.action_tools.matches(&call.tool) {
         return (
@@ -353,7 +355,20 @@ pub(crate) fn judge(
     if let Some(why) = ledger.incomplete() {
         return (Decision::Hold, format!("{taint}; {why}"));
     }
-    match carried(call, policy, rules, ledger) {
+    // Every untrusted value the call carries (up to [`MAX_NAMED`]), the first named in the
+    // reason; values a `value` grant endorsed are skipped.
+    let mut named: Vec<String> = Vec::new();
+    let mut first = None;
+    while named.len() < MAX_NAMED {
+        let skip = |value: &str| named.iter().any(|n| n == value) || endorsed.skips(value);
+        let Some(found) = carried(call, policy, rules, ledger, &skip) else {
+            break;
+        };
+        named.push(found.value.clone());
+        first.get_or_insert(found);
+    }
+    endorsed.name(named);
+    match first {
         Some(carried) => {
             let origin = &ledger.origins[carried.origin as usize];
             let kind = carried
@@ -395,12 +410,17 @@ fn carried(
     policy: &Policy,
     rules: &ProvenanceRules,
     ledger: &Ledger,
+    skip: &dyn Fn(&str) -> bool,
 ) -> Option<Carried> {
     let schemas: Vec<&Value> = policy
         .arg_rules_for(&call.tool)
         .map(|rule| &rule.schema)
         .collect();
-    let check = Check { rules, ledger };
+    let check = Check {
+        rules,
+        ledger,
+        skip,
+    };
     for (key, value) in call.args.map() {
         if key == "amount" {
             continue;
@@ -416,6 +436,8 @@ fn carried(
 struct Check<'a> {
     rules: &'a ProvenanceRules,
     ledger: &'a Ledger,
+    /// Values not to name: named already, or endorsed by a `value` grant.
+    skip: &'a dyn Fn(&str) -> bool,
 }
 
 fn property_schemas<'s>(schemas: &[&'s Value], key: &str) -> Vec<&'s Value> {
@@ -480,7 +502,7 @@ impl Check<'_> {
             return None;
         }
         let origin = self.ledger.untrusted.phrase_source(text)?;
-        if self.ledger.trusted.phrase_source(text).is_some() {
+        if self.ledger.trusted.phrase_source(text).is_some() || (self.skip)(text) {
             return None;
         }
         Some(Carried {
@@ -500,7 +522,7 @@ impl Check<'_> {
                 return;
             }
             if let Some(origin) = self.ledger.untrusted.source_of(kind, token) {
-                if !self.ledger.trusted.contains(kind, token) {
+                if !self.ledger.trusted.contains(kind, token) && !(self.skip)(token) {
                     found = Some(Carried {
                         argument: path.to_owned(),
                         value: token.to_owned(),

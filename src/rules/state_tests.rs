@@ -6,6 +6,7 @@ fn call(line: &str) -> Call {
 
 fn allow() -> Judgement {
     Judgement {
+        granting: Default::default(),
         decision: Decision::Allow,
         reasons: vec!["ok".into()],
     }
@@ -32,6 +33,7 @@ fn a_denied_call_neither_taints_nor_spends() {
     let policy = Policy::default();
     let mut state = CrewState::new();
     let deny = Judgement {
+        granting: Default::default(),
         decision: Decision::Deny,
         reasons: vec!["no".into()],
     };

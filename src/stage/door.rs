@@ -1,12 +1,17 @@
 //! What every door does with one call: the one decision ([`crate::rules::decision::decide`]) on the
 //! door's state, in memory or in the crew's store, as one atomic update; a store that fails makes
-//! the call a deny.
+//! the call a deny. The crew's remembered approvals ([`crate::rules::grant`]) are read from the
+//! store first and given to the decision.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
 
 use crate::call::Call;
-use crate::rules::decision::decide;
+use crate::rules::decision::{decide_in, CallContext};
+use crate::rules::grant::{Grant, Granted};
 use crate::rules::policy::Policy;
 use crate::rules::state::AgentState;
-use crate::store::{unavailable, StateHandle, Timing};
+use crate::store::{grants, unavailable, Owner, Shared, StateHandle, Timing};
 use crate::verdict::Judgement;
 
 /// A call's judgement and the agent's state after it.
@@ -19,7 +24,8 @@ pub struct Decided {
 
 /// Decides one call on the door's state and records what it changes; a store that fails makes
 /// it a deny ([`unavailable`]). `keep_agent`: copy out the agent's state after the call (a stage
-/// that needs only the judgement, as sc-exec's re-check, does not).
+/// that needs only the judgement, as sc-exec's re-check, does not). The grants are the crew's
+/// in the store when the state is a crew's there, else `local` (a door's own, in memory).
 pub(crate) fn decide_on(
     state: &mut StateHandle,
     call: &Call,
@@ -27,9 +33,23 @@ pub(crate) fn decide_on(
     policy: &Policy,
     timing: &Timing,
     keep_agent: bool,
+    local: &[Grant],
 ) -> Decided {
+    let now = timing.clock.now();
+    let stored;
+    let grants = match state {
+        StateHandle::Shared(shared) => {
+            stored = crew_grants(shared, now);
+            &stored[..]
+        }
+        StateHandle::Memory(_) => local,
+    };
     let decided = state.update(policy, timing, &mut |state, at| {
-        let judgement = decide(call, id, policy, state, at);
+        let context = CallContext {
+            grants: Some(Granted { grants, now }),
+            ..CallContext::default()
+        };
+        let judgement = decide_in(call, id, policy, state, at, context);
         let agent = keep_agent
             .then(|| state.agent(&call.agent).cloned())
             .flatten();
@@ -39,4 +59,26 @@ pub(crate) fn decide_on(
         judgement: unavailable(&err),
         agent: None,
     })
+}
+
+/// The live grants of the crew whose state `shared` keeps (none for an sc-hook session without a
+/// crew). Grants that cannot be read are none, so every call they would have let through is
+/// asked about again; that is said once on stderr.
+pub(crate) fn crew_grants(shared: &mut Shared, now: SystemTime) -> Vec<Grant> {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let Owner::Crew(crew) = &shared.key().owner else {
+        return Vec::new();
+    };
+    let crew = crew.clone();
+    match grants::list(shared.store(), &crew, now) {
+        Ok(grants) => grants,
+        Err(err) => {
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "skeleton-crew: the grants of crew {crew:?} could not be read, so none applies and every held call is asked again: {err}"
+                );
+            }
+            Vec::new()
+        }
+    }
 }

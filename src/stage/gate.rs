@@ -18,7 +18,8 @@ use crate::call::{Call, Malformed};
 use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::record::{self, CallText};
-use crate::rules::decision::decide;
+use crate::rules::decision::{decide, decide_in, CallContext};
+use crate::rules::grant::Granted;
 use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ValueRecord};
 use crate::rules::state::{AgentState, CrewState};
@@ -390,6 +391,8 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
         return;
     }
     let policy = &options.policy;
+    // The crew's remembered approvals, read once a batch, before its update.
+    let grants = crate::stage::door::crew_grants(shared, options.timing.clock.now());
     let result = shared.transact(policy, &options.timing, &mut |state, now| {
         for pending in batch.iter_mut() {
             if let Some((record, values)) = &mut pending.record {
@@ -398,7 +401,14 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
             let Some(call) = &pending.call else {
                 continue;
             };
-            pending.judgement = decide(call, &pending.id, policy, state, Some(now));
+            let context = CallContext {
+                grants: Some(Granted {
+                    grants: &grants,
+                    now,
+                }),
+                ..CallContext::default()
+            };
+            pending.judgement = decide_in(call, &pending.id, policy, state, Some(now), context);
             pending.agent = state.agent(&call.agent).cloned();
         }
     });

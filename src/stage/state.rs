@@ -260,7 +260,7 @@ pub fn grants_text(store: &str, crew: &str, grants: &[Grant]) -> String {
         .iter()
         .map(|grant| {
             let covers = match &grant.covers {
-                Covers::Call { digest } => format!("digest {}…", &digest[..DIGEST_SHOWN]),
+                Covers::Call { digest, .. } => format!("digest {}…", &digest[..DIGEST_SHOWN]),
                 Covers::Value { values } => values
                     .iter()
                     .map(|value| {

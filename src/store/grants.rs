@@ -13,16 +13,18 @@
 //!
 //! This module keeps grants; deciding a call by them is the doors' work.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use super::backend::{Store, StoreError, ValueRefused};
 use super::key::{is_safe_name, ValueKey};
 use super::ValueChange;
-use crate::rules::state::{rfc3339_seconds, unix_seconds};
+pub use crate::rules::grant::{
+    args_digest, parse_ttl, time_text, Covers, GivenBy, Grant, GrantTtlError,
+};
+use crate::rules::state::unix_seconds;
 
 /// What the stored value starts with: the format of a crew's grants.
 pub const FORMAT: &str = "skeleton-crew grants 1";
@@ -34,117 +36,6 @@ pub const MAX_GRANTS: usize = 4096;
 pub const MAX_VALUES: usize = 256;
 /// The longest agent or tool name, endorsed value or approval id a grant holds, in bytes.
 pub const MAX_TEXT: usize = 4096;
-
-/// What a grant covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Covers {
-    /// The same tool called with exactly these arguments ([`args_digest`]).
-    Call { digest: String },
-    /// These untrusted values, endorsed (sorted, none twice).
-    Value { values: Vec<String> },
-}
-
-impl Covers {
-    /// `call` or `value`.
-    pub fn scope(&self) -> &'static str {
-        match self {
-            Covers::Call { .. } => "call",
-            Covers::Value { .. } => "value",
-        }
-    }
-}
-
-/// Who gave a grant: the way the approval was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GivenBy {
-    Tty,
-    Answers,
-    Web,
-    Elicitation,
-}
-
-impl GivenBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GivenBy::Tty => "tty",
-            GivenBy::Answers => "answers",
-            GivenBy::Web => "web",
-            GivenBy::Elicitation => "elicitation",
-        }
-    }
-}
-
-/// A remembered approval.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grant {
-    /// 32 lowercase hex digits (128 random bits).
-    pub id: String,
-    pub crew: String,
-    pub agent: String,
-    /// The tool of the call that was approved. A `call` grant covers only this tool; a `value`
-    /// grant endorses its values for the agent, whatever the tool.
-    pub tool: String,
-    pub covers: Covers,
-    pub by: GivenBy,
-    /// When it was given (whole seconds).
-    pub at: SystemTime,
-    /// When it ends (whole seconds): from then on it never matches.
-    pub expires_at: SystemTime,
-    /// The audit id of the approval that gave it.
-    pub approval: String,
-}
-
-impl Grant {
-    /// Whether it still applies at `now`.
-    pub fn is_live(&self, now: SystemTime) -> bool {
-        now < self.expires_at
-    }
-
-    /// Whether it covers a call of `agent` to `tool` with arguments of `digest` (`None` when
-    /// the arguments could not be read) carrying the untrusted `values`: a `call` grant when the
-    /// agent, the tool and the digest are the same; a `value` grant when the agent is the same
-    /// and the call carries at least one value, every one of them endorsed by this grant.
-    /// Liveness is not looked at here ([`Grant::is_live`]).
-    pub fn covers(&self, agent: &str, tool: &str, digest: Option<&str>, values: &[&str]) -> bool {
-        if self.agent != agent {
-            return false;
-        }
-        match &self.covers {
-            Covers::Call { digest: granted } => self.tool == tool && digest == Some(granted),
-            Covers::Value { values: endorsed } => {
-                !values.is_empty()
-                    && values
-                        .iter()
-                        .all(|value| endorsed.binary_search_by(|e| e.as_str().cmp(value)).is_ok())
-            }
-        }
-    }
-
-    /// The object `sc-state grants --json` prints: `id`, `crew`, `agent`, `tool`, `scope`,
-    /// `digest` or `values`, `by`, `at`, `expiresAt`.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut object = serde_json::Map::new();
-        object.insert("id".into(), self.id.clone().into());
-        object.insert("crew".into(), self.crew.clone().into());
-        object.insert("agent".into(), self.agent.clone().into());
-        object.insert("tool".into(), self.tool.clone().into());
-        object.insert("scope".into(), self.covers.scope().into());
-        match &self.covers {
-            Covers::Call { digest } => object.insert("digest".into(), digest.clone().into()),
-            Covers::Value { values } => object.insert("values".into(), values.clone().into()),
-        };
-        object.insert("by".into(), self.by.as_str().into());
-        object.insert("at".into(), time_text(self.at).into());
-        object.insert("expiresAt".into(), time_text(self.expires_at).into());
-        serde_json::Value::Object(object)
-    }
-}
-
-/// A time as grants store it: RFC 3339 in UTC, to the second.
-pub fn time_text(time: SystemTime) -> String {
-    rfc3339_seconds(unix_seconds(time))
-}
 
 /// What a new grant is for ([`add`]).
 #[derive(Debug, Clone)]
@@ -206,10 +97,19 @@ struct StoredGrant {
     digest: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     values: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kinds: Option<Vec<String>>,
     by: GivenBy,
     at: String,
     expires_at: String,
     approval: String,
+}
+
+/// Whether a text may name a kind of rule: 1 to 32 of `[a-z-]`.
+fn is_kind(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 32
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
 fn is_lower_hex(text: &str, len: usize) -> bool {
@@ -247,7 +147,18 @@ fn check(grant: &Grant) -> Result<(), Refusal> {
         }
     }
     match &grant.covers {
-        Covers::Call { digest } if !is_lower_hex(digest, 64) => fail(format!(
+        Covers::Call { kinds, .. }
+            if kinds.is_empty()
+                || kinds.len() > MAX_VALUES
+                || kinds.windows(2).any(|pair| pair[0] >= pair[1])
+                || kinds.iter().any(|kind| !is_kind(kind)) =>
+        {
+            fail(format!(
+                "grant {}: its kinds are none, not sorted, repeated, or not rule kinds",
+                grant.id
+            ))
+        }
+        Covers::Call { digest, .. } if !is_lower_hex(digest, 64) => fail(format!(
             "grant {}: its digest is not 64 lowercase hex digits",
             grant.id
         )),
@@ -274,9 +185,9 @@ fn check(grant: &Grant) -> Result<(), Refusal> {
 
 impl StoredGrant {
     fn from_grant(grant: &Grant) -> StoredGrant {
-        let (digest, values) = match &grant.covers {
-            Covers::Call { digest } => (Some(digest.clone()), None),
-            Covers::Value { values } => (None, Some(values.clone())),
+        let (digest, values, kinds) = match &grant.covers {
+            Covers::Call { digest, kinds } => (Some(digest.clone()), None, Some(kinds.clone())),
+            Covers::Value { values } => (None, Some(values.clone()), None),
         };
         StoredGrant {
             id: grant.id.clone(),
@@ -286,6 +197,7 @@ impl StoredGrant {
             scope: grant.covers.scope().to_owned(),
             digest,
             values,
+            kinds,
             by: grant.by,
             at: time_text(grant.at),
             expires_at: time_text(grant.expires_at),
@@ -295,12 +207,12 @@ impl StoredGrant {
 
     fn into_grant(self, crew: &str) -> Result<Grant, Refusal> {
         let id = self.id;
-        let covers = match (self.scope.as_str(), self.digest, self.values) {
-            ("call", Some(digest), None) => Covers::Call { digest },
-            ("value", None, Some(values)) => Covers::Value { values },
+        let covers = match (self.scope.as_str(), self.digest, self.values, self.kinds) {
+            ("call", Some(digest), None, Some(kinds)) => Covers::Call { digest, kinds },
+            ("value", None, Some(values), None) => Covers::Value { values },
             _ => {
                 return Err(Refusal(format!(
-                    "grant {id:?}: a `call` grant has a digest and a `value` grant values, and nothing else"
+                    "grant {id:?}: a `call` grant has a digest and kinds, a `value` grant values, and nothing else"
                 )))
             }
         };
@@ -448,13 +360,33 @@ fn new_id() -> Result<String, GrantError> {
 }
 
 /// Keeps a new grant, given at `now` and lasting `ttl`, with an id no grant of the crew has;
-/// expired grants are removed on the way. `value` grants' values are kept sorted, each once.
+/// expired grants are removed on the way. `value` grants' values and `call` grants' kinds are
+/// kept sorted, each once.
 pub fn add(
     store: &mut dyn Store,
     new: NewGrant,
     now: SystemTime,
     ttl: Duration,
 ) -> Result<Grant, GrantError> {
+    let mut grant = build(new, now, ttl)?;
+    let crew = grant.crew.clone();
+    update(store, &crew, &mut |grants| keep(grants, &mut grant, now))
+}
+
+/// Keeps a new grant in a process's own list, as [`add`] keeps it in a store: for a door that
+/// has no store, whose grants end with it.
+pub fn in_memory(
+    grants: &mut Vec<Grant>,
+    new: NewGrant,
+    now: SystemTime,
+    ttl: Duration,
+) -> Result<Grant, GrantError> {
+    let mut grant = build(new, now, ttl)?;
+    keep(grants, &mut grant, now).map(|(grant, _)| grant)
+}
+
+/// A new grant, checked, with a fresh id.
+fn build(new: NewGrant, now: SystemTime, ttl: Duration) -> Result<Grant, GrantError> {
     let at = SystemTime::UNIX_EPOCH + Duration::from_secs(unix_seconds(now));
     let covers = match new.covers {
         Covers::Value { values } => Covers::Value {
@@ -464,9 +396,16 @@ pub fn add(
                 .into_iter()
                 .collect(),
         },
-        call => call,
+        Covers::Call { digest, kinds } => Covers::Call {
+            digest,
+            kinds: kinds
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        },
     };
-    let mut grant = Grant {
+    let grant = Grant {
         id: new_id()?,
         crew: new.crew,
         agent: new.agent,
@@ -479,18 +418,26 @@ pub fn add(
         approval: new.approval,
     };
     check(&grant).map_err(GrantError::Invalid)?;
-    let crew = grant.crew.clone();
-    update(store, &crew, &mut |grants| {
-        grants.retain(|g| g.is_live(now));
-        if grants.len() >= MAX_GRANTS {
-            return Err(GrantError::Full { crew: crew.clone() });
-        }
-        while grants.iter().any(|g| g.id == grant.id) {
-            grant.id = new_id()?;
-        }
-        grants.push(grant.clone());
-        Ok((grant.clone(), true))
-    })
+    Ok(grant)
+}
+
+/// Adds `grant` to a crew's grants (expired ones removed), with an id none of them has.
+fn keep(
+    grants: &mut Vec<Grant>,
+    grant: &mut Grant,
+    now: SystemTime,
+) -> Result<(Grant, bool), GrantError> {
+    grants.retain(|g| g.is_live(now));
+    if grants.len() >= MAX_GRANTS {
+        return Err(GrantError::Full {
+            crew: grant.crew.clone(),
+        });
+    }
+    while grants.iter().any(|g| g.id == grant.id) {
+        grant.id = new_id()?;
+    }
+    grants.push(grant.clone());
+    Ok((grant.clone(), true))
 }
 
 /// A crew's live grants at `now`, oldest first (nothing is written).
@@ -565,75 +512,6 @@ pub fn matching(
             .cloned();
         Ok((found, grants.len() != before))
     })
-}
-
-/// The SHA-256 (lowercase hex) of a call's arguments in canonical JSON: object keys sorted (by
-/// their UTF-8 bytes) at every depth, no whitespace, strings written as `serde_json` writes
-/// them, and numbers exactly as they were written (so `1` and `1.0` differ: a grant covers the
-/// same arguments only). `None` when the text is not strict JSON.
-pub fn args_digest(args: &str) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    crate::strict_json::validate(args).ok()?;
-    let raw: &RawValue = serde_json::from_str(args).ok()?;
-    let mut canonical = String::with_capacity(args.len());
-    canonicalize(raw, &mut canonical)?;
-    Some(lower_hex(&Sha256::digest(canonical.as_bytes())))
-}
-
-/// Writes one JSON value canonically ([`args_digest`]).
-fn canonicalize(raw: &RawValue, out: &mut String) -> Option<()> {
-    let text = raw.get().trim();
-    match text.as_bytes().first()? {
-        b'{' => {
-            let map: BTreeMap<String, &RawValue> = serde_json::from_str(text).ok()?;
-            out.push('{');
-            for (at, (key, value)) in map.iter().enumerate() {
-                if at > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::to_string(key).ok()?);
-                out.push(':');
-                canonicalize(value, out)?;
-            }
-            out.push('}');
-        }
-        b'[' => {
-            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-            out.push('[');
-            for (at, item) in items.iter().enumerate() {
-                if at > 0 {
-                    out.push(',');
-                }
-                canonicalize(item, out)?;
-            }
-            out.push(']');
-        }
-        b'"' => {
-            let string: String = serde_json::from_str(text).ok()?;
-            out.push_str(&serde_json::to_string(&string).ok()?);
-        }
-        // A number, `true`, `false` or `null`, as written.
-        _ => out.push_str(text),
-    }
-    Some(())
-}
-
-/// Why a grant TTL is refused (a usage error).
-#[derive(Debug, thiserror::Error)]
-pub enum GrantTtlError {
-    #[error("not a duration such as 30m, 8h or 1d: {0}")]
-    NotADuration(humantime::DurationError),
-    #[error("a grant TTL is at least 1s")]
-    TooShort,
-}
-
-/// Reads a `--grant-ttl` (`30m`, `8h`, `1d`): at least one second.
-pub fn parse_ttl(text: &str) -> Result<Duration, GrantTtlError> {
-    let ttl = humantime::parse_duration(text).map_err(GrantTtlError::NotADuration)?;
-    if ttl < Duration::from_secs(1) {
-        return Err(GrantTtlError::TooShort);
-    }
-    Ok(ttl)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ fn call_grant(agent: &str, tool: &str, args: &str) -> NewGrant {
         tool: tool.into(),
         covers: Covers::Call {
             digest: args_digest(args).unwrap(),
+            kinds: vec!["amount".into()],
         },
         by: GivenBy::Web,
         approval: "a1".into(),
@@ -250,6 +251,7 @@ fn a_grant_this_program_would_not_write_is_not_kept() {
     let mut bad = call_grant("a", "t", "{}");
     bad.covers = Covers::Call {
         digest: "ABC".into(),
+        kinds: vec!["amount".into()],
     };
     assert!(matches!(
         add(store.as_mut(), bad, at(NOW), DEFAULT_TTL),

@@ -84,6 +84,7 @@ impl Shared {
 /// The judgement for a call whose state could not be read or written: never allowed.
 pub fn unavailable(err: &StoreError) -> Judgement {
     Judgement {
+        granting: Default::default(),
         decision: Decision::Deny,
         reasons: vec![format!("state store unavailable: {err}")],
     }

@@ -25,6 +25,7 @@ mod ordered;
 pub use ordered::run_web;
 
 use crate::approve::notify::{Notice, Notifier};
+use crate::approve::remember::Grants;
 use crate::approve::{approval_for, Hold, Human};
 use crate::audit::chain::Chain;
 use crate::audit::seal::approval_mac;
@@ -46,6 +47,8 @@ pub struct ApproveOptions {
     pub chain: Chain,
     /// `--notify CMD`: run on every hold, beside the asking ([`crate::approve::notify`]).
     pub notify: Option<Notifier>,
+    /// Where a `call` or `value` answer is kept as a grant ([`crate::approve::remember`]).
+    pub grants: Grants,
 }
 
 /// Reads records, asks about each hold, writes every record on.
@@ -286,6 +289,13 @@ fn answered(
     ids: &mut IdMinter,
 ) -> Answered {
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
+    let mut approval = approval.clone();
+    if let Some(Ok(call)) = record.call() {
+        options
+            .grants
+            .keep(&mut approval, call, &record.grantable(), &id);
+    }
+    let approval = &approval;
     let sealed = SealedApproval {
         approval,
         mac: record
@@ -305,10 +315,18 @@ fn answered(
         event,
         record: record.with_field("approval", &sealed),
         narration: format!(
-            "sc-approve: {} → {}: {}",
+            "sc-approve: {} → {}: {}{}",
             for_terminal(agent),
             for_terminal(tool),
-            for_terminal(&approval.reason)
+            for_terminal(&approval.reason),
+            approval
+                .grant
+                .as_ref()
+                .map(|grant| format!(
+                    " (remembered: scope {}, grant {grant})",
+                    approval.scope.unwrap_or_default()
+                ))
+                .unwrap_or_default()
         ),
     }
 }

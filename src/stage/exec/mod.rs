@@ -772,8 +772,16 @@ fn prepare<'t>(
     // decisions.
     let own = match &call {
         Ok(call) => {
-            crate::stage::door::decide_on(state, call, &id, &options.policy, &options.timing, false)
-                .judgement
+            crate::stage::door::decide_on(
+                state,
+                call,
+                &id,
+                &options.policy,
+                &options.timing,
+                false,
+                &[],
+            )
+            .judgement
         }
         Err(malformed) => Judgement::malformed(malformed),
     };
@@ -931,6 +939,7 @@ mod tests {
 
     fn judged(decision: Decision) -> Judgement {
         Judgement {
+            granting: Default::default(),
             decision,
             reasons: vec![format!("own {decision}")],
         }

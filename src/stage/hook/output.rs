@@ -71,6 +71,7 @@ mod tests {
     #[test]
     fn allow_says_nothing_and_the_others_say_why() {
         let judgement = |decision| Judgement {
+            granting: Default::default(),
             decision,
             reasons: vec!["r1".into(), "r2".into()],
         };
@@ -96,6 +97,7 @@ mod tests {
     #[test]
     fn a_confined_call_is_asked_unless_the_user_never_is() {
         let judgement = |decision| Judgement {
+            granting: Default::default(),
             decision,
             reasons: vec!["r".into()],
         };

@@ -61,6 +61,10 @@ pub(super) fn decide(
     } else {
         super::resolved::resolved_args(&hook.tool_input, hook.cwd.as_deref())
     };
+    // The crew's remembered approvals, read before the update (a grant given meanwhile is
+    // asked about once more).
+    let now = options.timing.clock.now();
+    let grants = crate::stage::door::crew_grants(&mut shared, now);
     // Read, decide and write in one atomic update: concurrent hooks never lose one.
     let mut decided = None;
     shared
@@ -77,6 +81,10 @@ pub(super) fn decide(
                 confined: can_confine,
                 project: project.as_deref(),
                 resolved: resolved.as_ref(),
+                grants: Some(crate::rules::grant::Granted {
+                    grants: &grants,
+                    now,
+                }),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));

@@ -23,7 +23,8 @@ use crate::jsonl;
 use crate::record::{AnsweredBy, Approval, Outcome, Status};
 use crate::sanitize::for_terminal;
 use crate::store::{Owner, StateHandle, Timing};
-use crate::verdict::{Decision, Judgement};
+use crate::verdict::{Decision, Granting, Judgement};
+use std::sync::Arc;
 
 pub(super) struct ClientSide<'a> {
     pub(super) session: &'a Session,
@@ -255,6 +256,7 @@ impl ClientSide<'_> {
         reason: &str,
     ) -> Result<()> {
         let judgement = Judgement {
+            granting: Default::default(),
             decision: Decision::Deny,
             reasons: vec![format!("malformed message: {reason}")],
         };
@@ -334,6 +336,7 @@ impl ClientSide<'_> {
         let mut agent_state = None;
         let judgement = match (&parsed, in_use_by) {
             (_, Some(user)) => Judgement {
+                granting: Default::default(),
                 decision: Decision::Deny,
                 reasons: vec![format!(
                     "the request id {id} is already in use by {user}, so this call's answer could not be told apart from that one's"
@@ -342,6 +345,7 @@ impl ClientSide<'_> {
             // No server was started: the call is held with the reason, and not recorded in the
             // state (nothing runs).
             (Ok(_), None) if session.no_server.is_some() => Judgement {
+                granting: Default::default(),
                 decision: Decision::Hold,
                 reasons: session.no_server.iter().cloned().collect(),
             },
@@ -361,6 +365,7 @@ impl ClientSide<'_> {
                     &session.policy,
                     &self.timing,
                     true,
+                    &session.grants.local(),
                 );
                 agent_state = decided.agent;
                 decided.judgement
@@ -389,6 +394,12 @@ impl ClientSide<'_> {
             tool: name,
             decision: judgement.decision,
             approval: None,
+            held_for: match (&judgement.granting, &parsed) {
+                (Granting::Offers(grantable), Ok(call)) => {
+                    Some(Arc::new((call.clone(), (**grantable).clone())))
+                }
+                _ => None,
+            },
         };
         let call = match (judgement.decision, parsed) {
             (Decision::Deny, _) | (_, Err(_)) if id_in_use => {
@@ -446,12 +457,7 @@ impl ClientSide<'_> {
             }
             Surface::Human => {}
         }
-        let prompt = render_prompt(
-            &call,
-            &judgement.reasons,
-            self.timeout,
-            &[crate::record::Scope::Once],
-        );
+        let prompt = render_prompt(&call, &judgement.reasons, self.timeout, ticket.scopes());
         let reply = self.human.ask(&prompt);
         let approval = approval_for(reply, self.human.kind());
         self.human.acknowledge(if approval.approved {
@@ -524,7 +530,7 @@ impl ClientSide<'_> {
             return self.decline_unasked(&id, &ticket, &reasons);
         }
         let card = page.web.submit(&Hold {
-            scopes: &[crate::record::Scope::Once],
+            scopes: ticket.scopes(),
             line: &verdict.line,
             id: &ticket.call_id,
             call,

@@ -90,6 +90,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use self::proxy::{run, run_with_state};
+use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
 use crate::rules::policy::Policy;
@@ -120,6 +121,9 @@ pub struct McpOptions {
     pub asking: Asking,
     /// With `--sandbox`: the server runs under sc-sandbox with these files, or does not start.
     pub sandbox: Option<SandboxDoor>,
+    /// Where a `call` or `value` answer is kept as a grant: the crew's store, else this
+    /// process's memory ([`crate::approve::remember`]).
+    pub grants: Grants,
 }
 
 /// Which ways a held call may be put to the person. The first that applies is used

@@ -8,8 +8,10 @@ use indexmap::IndexSet;
 
 use super::protocol::{IdKey, RequestId};
 use crate::approve::web;
-use crate::record::{AnsweredBy, Approval};
+use crate::call::Call;
+use crate::record::{AnsweredBy, Approval, Grantable, Scope};
 use crate::verdict::Decision;
+use std::sync::Arc;
 
 /// How many cancelled requests are remembered, so a late answer to one is dropped and its id is
 /// not reused while the server may still answer it; past that, the oldest is forgotten (a late
@@ -26,6 +28,18 @@ pub(super) struct Ticket {
     /// The decision acted on: allow, or an approved hold.
     pub(super) decision: Decision,
     pub(super) approval: Option<Approval>,
+    /// A held call, and what a yes to it may be remembered for.
+    pub(super) held_for: Option<Arc<(Call, Grantable)>>,
+}
+
+impl Ticket {
+    /// The scopes a yes to this held call may take: `once`, and what the decision offered.
+    pub(super) fn scopes(&self) -> &[Scope] {
+        match &self.held_for {
+            Some(held) => &held.1.scopes,
+            None => &[Scope::Once],
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -284,6 +298,7 @@ mod tests {
                 tool: "t".into(),
                 decision: Decision::Hold,
                 approval: None,
+                held_for: None,
             },
             reasons: vec!["r".into()],
             bytes: b"{}".to_vec(),

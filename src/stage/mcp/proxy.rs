@@ -357,6 +357,7 @@ fn new_session(
         no_server,
         killed_by_us: AtomicBool::new(false),
         taken: Mutex::new(Vec::new()),
+        grants: options.grants.clone(),
     }
 }
 

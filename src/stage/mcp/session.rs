@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::pending::{Asked, Awaiting, HeldCall, Pending, PendingRequest, Ticket};
 use super::protocol::{error_response, refusal_response, RequestId, INTERNAL_ERROR};
 use crate::approve::elicitation;
+use crate::approve::remember::Grants;
 use crate::audit::{self, AuditLog, Stage};
 use crate::record::{Approval, Outcome, Status};
 use crate::rules::policy::Policy;
@@ -60,6 +61,8 @@ pub(super) struct Session {
     /// leaves for the client, and taken into the state before the next call is decided (value
     /// provenance).
     pub(super) taken: Mutex<Vec<ResultRecord>>,
+    /// Where the person's `call` and `value` answers are kept.
+    pub(super) grants: Grants,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -215,8 +218,13 @@ impl Session {
         bytes: &[u8],
         mut ticket: Ticket,
         reasons: &[String],
-        approval: Approval,
+        mut approval: Approval,
     ) -> Result<()> {
+        if let Some(held) = &ticket.held_for {
+            let (call, grantable) = &**held;
+            self.grants
+                .keep(&mut approval, call, grantable, &ticket.call_id);
+        }
         if !approval.approved {
             return self.decline_held(&id.value, &ticket, reasons, &approval, true);
         }

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::json_write::JsonLine;
 use crate::rules::state::AgentState;
-use crate::verdict::Judgement;
+use crate::verdict::{Granting, Judgement};
 
 /// The verdict record sc-mcp makes of a well-formed call, as sc-gate writes one, with the agent's
 /// state after the call: `{"id":…,"call":{…},"decision":…,"reasons":[…],"agentState":{…}}`.
@@ -33,6 +33,11 @@ impl Verdict {
             .field("call", call)
             .str_field("decision", judgement.decision.as_str())
             .strs_field("reasons", &judgement.reasons);
+        match &judgement.granting {
+            Granting::Nothing => {}
+            Granting::Offers(grantable) => line = line.field("grantable", grantable),
+            Granting::AllowedBy(grants) => line = line.strs_field("grants", grants),
+        }
         if let Some(state) = state {
             line = line.field("agentState", state);
         }
@@ -57,6 +62,7 @@ mod tests {
     #[test]
     fn the_verdict_line_is_what_the_gate_event_repeats() {
         let judgement = Judgement {
+            granting: Default::default(),
             decision: Decision::Hold,
             reasons: vec!["amount 750 is above the hold limit of 100".into()],
         };

@@ -1,0 +1,408 @@
+//! Remembered approvals as the decision sees them ([`Grant`]): a person who approved a held call
+//! let the same agent's later calls through without asking again, for a while. A `call` grant
+//! covers the same tool with exactly the same arguments (their [`args_digest`]), and only the
+//! kinds of rule that held the call it was given for; a `value` grant endorses the untrusted
+//! values the hold named, for the agent. [`apply`] is the decision's part: it runs inside the one
+//! decision ([`super::decision::evaluate_in`]); keeping grants is the store's
+//! (`crate::store::grants`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::policy::{Policy, TaintScope};
+use super::state::{rfc3339_seconds, unix_seconds};
+use crate::call::Call;
+use crate::verdict::{Decision, Grantable, Granting, Judgement, Scope};
+
+/// What a grant covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Covers {
+    /// The same tool called with exactly these arguments ([`args_digest`]), held for no other
+    /// kinds of rule than these (sorted, each once: `taint`, `amount`, `budget`, `coding`, …).
+    Call { digest: String, kinds: Vec<String> },
+    /// These untrusted values, endorsed (sorted, none twice).
+    Value { values: Vec<String> },
+}
+
+impl Covers {
+    /// `call` or `value`.
+    pub fn scope(&self) -> &'static str {
+        match self {
+            Covers::Call { .. } => "call",
+            Covers::Value { .. } => "value",
+        }
+    }
+}
+
+/// Who gave a grant: the way the approval was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GivenBy {
+    Tty,
+    Answers,
+    Web,
+    Elicitation,
+}
+
+impl GivenBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GivenBy::Tty => "tty",
+            GivenBy::Answers => "answers",
+            GivenBy::Web => "web",
+            GivenBy::Elicitation => "elicitation",
+        }
+    }
+}
+
+/// A remembered approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// 32 lowercase hex digits (128 random bits).
+    pub id: String,
+    pub crew: String,
+    pub agent: String,
+    /// The tool of the call that was approved. A `call` grant covers only this tool; a `value`
+    /// grant endorses its values for the agent, whatever the tool.
+    pub tool: String,
+    pub covers: Covers,
+    pub by: GivenBy,
+    /// When it was given (whole seconds).
+    pub at: SystemTime,
+    /// When it ends (whole seconds): from then on it never matches.
+    pub expires_at: SystemTime,
+    /// The audit id of the approval that gave it.
+    pub approval: String,
+}
+
+impl Grant {
+    /// Whether it still applies at `now`.
+    pub fn is_live(&self, now: SystemTime) -> bool {
+        now < self.expires_at
+    }
+
+    /// Whether it covers a call of `agent` to `tool` with arguments of `digest` (`None` when
+    /// the arguments could not be read) carrying the untrusted `values`: a `call` grant when the
+    /// agent, the tool and the digest are the same; a `value` grant when the agent is the same
+    /// and the call carries at least one value, every one of them endorsed by this grant.
+    /// Liveness is not looked at here ([`Grant::is_live`]).
+    pub fn covers(&self, agent: &str, tool: &str, digest: Option<&str>, values: &[&str]) -> bool {
+        if self.agent != agent {
+            return false;
+        }
+        match &self.covers {
+            Covers::Call {
+                digest: granted, ..
+            } => self.tool == tool && digest == Some(granted),
+            Covers::Value { values: endorsed } => {
+                !values.is_empty()
+                    && values
+                        .iter()
+                        .all(|value| endorsed.binary_search_by(|e| e.as_str().cmp(value)).is_ok())
+            }
+        }
+    }
+
+    /// The object `sc-state grants --json` prints: `id`, `crew`, `agent`, `tool`, `scope`,
+    /// `digest` or `values`, `by`, `at`, `expiresAt`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut object = serde_json::Map::new();
+        object.insert("id".into(), self.id.clone().into());
+        object.insert("crew".into(), self.crew.clone().into());
+        object.insert("agent".into(), self.agent.clone().into());
+        object.insert("tool".into(), self.tool.clone().into());
+        object.insert("scope".into(), self.covers.scope().into());
+        match &self.covers {
+            Covers::Call { digest, .. } => object.insert("digest".into(), digest.clone().into()),
+            Covers::Value { values } => object.insert("values".into(), values.clone().into()),
+        };
+        object.insert("by".into(), self.by.as_str().into());
+        object.insert("at".into(), time_text(self.at).into());
+        object.insert("expiresAt".into(), time_text(self.expires_at).into());
+        serde_json::Value::Object(object)
+    }
+}
+
+/// A time as grants show it: RFC 3339 in UTC, to the second.
+pub fn time_text(time: SystemTime) -> String {
+    rfc3339_seconds(unix_seconds(time))
+}
+
+fn lower_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The SHA-256 (lowercase hex) of a call's arguments in canonical JSON: object keys sorted (by
+/// their UTF-8 bytes) at every depth, no whitespace, strings written as `serde_json` writes
+/// them, and numbers exactly as they were written (so `1` and `1.0` differ: a grant covers the
+/// same arguments only). `None` when the text is not strict JSON.
+pub fn args_digest(args: &str) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    crate::strict_json::validate(args).ok()?;
+    let raw: &RawValue = serde_json::from_str(args).ok()?;
+    let mut canonical = String::with_capacity(args.len());
+    canonicalize(raw, &mut canonical)?;
+    Some(lower_hex(&Sha256::digest(canonical.as_bytes())))
+}
+
+/// Writes one JSON value canonically ([`args_digest`]).
+fn canonicalize(raw: &RawValue, out: &mut String) -> Option<()> {
+    let text = raw.get().trim();
+    match text.as_bytes().first()? {
+        b'{' => {
+            let map: BTreeMap<String, &RawValue> = serde_json::from_str(text).ok()?;
+            out.push('{');
+            for (at, (key, value)) in map.iter().enumerate() {
+                if at > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(key).ok()?);
+                out.push(':');
+                canonicalize(value, out)?;
+            }
+            out.push('}');
+        }
+        b'[' => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+            out.push('[');
+            for (at, item) in items.iter().enumerate() {
+                if at > 0 {
+                    out.push(',');
+                }
+                canonicalize(item, out)?;
+            }
+            out.push(']');
+        }
+        b'"' => {
+            let string: String = serde_json::from_str(text).ok()?;
+            out.push_str(&serde_json::to_string(&string).ok()?);
+        }
+        // A number, `true`, `false` or `null`, as written.
+        _ => out.push_str(text),
+    }
+    Some(())
+}
+
+/// Why a grant TTL is refused (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum GrantTtlError {
+    #[error("not a duration such as 30m, 8h or 1d: {0}")]
+    NotADuration(humantime::DurationError),
+    #[error("a grant TTL is at least 1s")]
+    TooShort,
+}
+
+/// Reads a `--grant-ttl` (`30m`, `8h`, `1d`): at least one second.
+pub fn parse_ttl(text: &str) -> Result<Duration, GrantTtlError> {
+    let ttl = humantime::parse_duration(text).map_err(GrantTtlError::NotADuration)?;
+    if ttl < Duration::from_secs(1) {
+        return Err(GrantTtlError::TooShort);
+    }
+    Ok(ttl)
+}
+
+/// The grants a door read for one call, and the time it decides at: what [`CallContext`]
+/// carries to the decision.
+///
+/// [`CallContext`]: super::decision::CallContext
+#[derive(Debug, Clone, Copy)]
+pub struct Granted<'a> {
+    pub grants: &'a [Grant],
+    pub now: SystemTime,
+}
+
+/// The grants that may apply to one call, as the decision uses them: the agent's own (a `value`
+/// grant: every agent's under `taintScope: "crew"`), live at the time of the decision and no
+/// older than the policy's `grantTtl`; none for a tool in `neverRemember`. It remembers which
+/// endorsed values the value-provenance rule skipped, and which untrusted values it named.
+pub(crate) struct Endorsed<'a> {
+    usable: Vec<&'a Grant>,
+    digest: std::cell::OnceCell<Option<String>>,
+    used: std::cell::RefCell<Vec<String>>,
+    named: std::cell::RefCell<Vec<String>>,
+}
+
+/// The most untrusted values a hold names for a `value` grant.
+pub(crate) const MAX_NAMED: usize = 16;
+
+impl<'a> Endorsed<'a> {
+    pub(crate) fn new(call: &Call, policy: &Policy, granted: Option<Granted<'a>>) -> Self {
+        let crew_taint = policy.taint_scope() == TaintScope::Crew;
+        let usable = match granted {
+            Some(granted) if !policy.never_remembers(&call.tool) => granted
+                .grants
+                .iter()
+                .filter(|grant| {
+                    let whose = grant.agent == call.agent
+                        || (crew_taint && matches!(grant.covers, Covers::Value { .. }));
+                    let young = policy
+                        .grant_ttl()
+                        .is_none_or(|ttl| granted.now < grant.at + ttl);
+                    whose && young && grant.is_live(granted.now)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Endorsed {
+            usable,
+            digest: std::cell::OnceCell::new(),
+            used: Default::default(),
+            named: Default::default(),
+        }
+    }
+
+    /// Whether an untrusted value is endorsed by a `value` grant (and so not named): noted as
+    /// used.
+    pub(crate) fn skips(&self, value: &str) -> bool {
+        let endorsed = self.usable.iter().any(|grant| match &grant.covers {
+            Covers::Value { values } => values.binary_search_by(|v| v.as_str().cmp(value)).is_ok(),
+            Covers::Call { .. } => false,
+        });
+        if endorsed {
+            self.used.borrow_mut().push(value.to_owned());
+        }
+        endorsed
+    }
+
+    /// Notes the untrusted values a value-provenance hold named.
+    pub(crate) fn name(&self, values: Vec<String>) {
+        *self.named.borrow_mut() = values;
+    }
+
+    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments.
+    fn covering(&self, call: &Call, kind: &str) -> Option<&'a Grant> {
+        let digest = self
+            .digest
+            .get_or_init(|| args_digest(&serde_json::to_string(call.args.map()).ok()?));
+        let digest = digest.as_deref()?;
+        self.usable
+            .iter()
+            .copied()
+            .find(|grant| match &grant.covers {
+                Covers::Call {
+                    digest: granted,
+                    kinds,
+                } => {
+                    grant.tool == call.tool
+                        && granted == digest
+                        && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
+                }
+                Covers::Value { .. } => false,
+            })
+    }
+
+    /// The `value` grants whose endorsed values the decision skipped.
+    fn value_grants_used(&self) -> Vec<&'a Grant> {
+        let used = self.used.borrow();
+        self.usable
+            .iter()
+            .copied()
+            .filter(|grant| match &grant.covers {
+                Covers::Value { values } => values.iter().any(|v| used.contains(v)),
+                Covers::Call { .. } => false,
+            })
+            .collect()
+    }
+}
+
+/// `allowed by grant ID (given by BY at TIME)`.
+pub fn reason(grant: &Grant) -> String {
+    format!(
+        "allowed by grant {} (given by {} at {})",
+        grant.id,
+        grant.by.as_str(),
+        time_text(grant.at)
+    )
+}
+
+/// The decision's last step, after every rule: `findings` are the rules' (kind, decision,
+/// reason), and the judgement without grants is their strongest. A deny stays a deny. A hold
+/// whose every held finding a `call` grant covers (same agent, tool, arguments and kind) is
+/// allowed, by those grants (and the `value` grants that let a value through). An allow that
+/// only `value` grants made names them. Otherwise a hold offers the scopes that apply: `once`;
+/// `call` unless the tool is in `neverRemember`; `value` when value provenance named untrusted
+/// values and the tool is not in `neverRemember`.
+pub(crate) fn settle(
+    call: &Call,
+    policy: &Policy,
+    endorsed: &Endorsed,
+    findings: Vec<(&'static str, Decision, String)>,
+    allow_reason: impl FnOnce() -> String,
+) -> Judgement {
+    let strongest = findings.iter().map(|(_, decision, _)| *decision).max();
+    let by_values = endorsed.value_grants_used();
+    match strongest {
+        Some(Decision::Deny) => Judgement {
+            decision: Decision::Deny,
+            reasons: findings
+                .into_iter()
+                .filter(|(_, decision, _)| *decision == Decision::Deny)
+                .map(|(_, _, reason)| reason)
+                .collect(),
+            granting: Granting::Nothing,
+        },
+        Some(Decision::Hold) => {
+            let mut by = by_values;
+            let mut held = Vec::new();
+            for (kind, decision, reason) in findings {
+                if decision != Decision::Hold {
+                    continue;
+                }
+                match endorsed.covering(call, kind) {
+                    Some(grant) => {
+                        if !by.iter().any(|g| g.id == grant.id) {
+                            by.push(grant);
+                        }
+                    }
+                    None => held.push((kind, reason)),
+                }
+            }
+            if held.is_empty() {
+                return allowed_by(&by);
+            }
+            let remember = !policy.never_remembers(&call.tool);
+            let named = endorsed.named.borrow().clone();
+            let mut scopes = vec![Scope::Once];
+            if remember {
+                scopes.push(Scope::Call);
+                if !named.is_empty() {
+                    scopes.push(Scope::Value);
+                }
+            }
+            let mut kinds: Vec<String> = held.iter().map(|(kind, _)| kind.to_string()).collect();
+            kinds.sort();
+            kinds.dedup();
+            Judgement {
+                decision: Decision::Hold,
+                reasons: held.into_iter().map(|(_, reason)| reason).collect(),
+                granting: Granting::Offers(Box::new(Grantable {
+                    scopes,
+                    kinds,
+                    values: if remember { named } else { Vec::new() },
+                })),
+            }
+        }
+        Some(Decision::Allow) | None if !by_values.is_empty() => allowed_by(&by_values),
+        Some(Decision::Allow) => Judgement {
+            decision: Decision::Allow,
+            reasons: findings.into_iter().map(|(_, _, reason)| reason).collect(),
+            granting: Granting::Nothing,
+        },
+        None => Judgement {
+            decision: Decision::Allow,
+            reasons: vec![allow_reason()],
+            granting: Granting::Nothing,
+        },
+    }
+}
+
+fn allowed_by(grants: &[&Grant]) -> Judgement {
+    Judgement {
+        decision: Decision::Allow,
+        reasons: grants.iter().map(|grant| reason(grant)).collect(),
+        granting: Granting::AllowedBy(grants.iter().map(|grant| grant.id.clone()).collect()),
+    }
+}
