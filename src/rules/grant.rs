@@ -232,7 +232,7 @@ impl<'a> Endorsed<'a> {
     pub(crate) fn new(call: &Call, policy: &Policy, granted: Option<Granted<'a>>) -> Self {
         let crew_taint = policy.taint_scope() == TaintScope::Crew;
         let usable = match granted {
-            Some(granted) if !policy.never_remembers(&call.tool) => granted
+            Some(granted) if !policy.never_remembers(call) => granted
                 .grants
                 .iter()
                 .filter(|grant| {
@@ -363,7 +363,7 @@ pub(crate) fn settle(
             if held.is_empty() {
                 return allowed_by(&by);
             }
-            let remember = !policy.never_remembers(&call.tool);
+            let remember = !policy.never_remembers(call);
             let named = endorsed.named.borrow().clone();
             let mut scopes = vec![Scope::Once];
             if remember {

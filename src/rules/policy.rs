@@ -212,6 +212,8 @@ pub struct Policy {
     provenance: Option<ProvenanceRules>,
     sandbox: Option<SandboxRules>,
     never_remember: ToolList,
+    /// `neverRemember`'s `TOOL(PROGRAM)` entries: a shell tool's command that runs PROGRAM.
+    never_remember_programs: Vec<(ToolPattern, String)>,
     grant_ttl: Option<std::time::Duration>,
     /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
     /// which the sandbox does not confine ([`PathRules::for_sandbox`]), compiled when a call
@@ -337,7 +339,27 @@ impl Policy {
             places: Places::default(),
             provenance: settings.provenance,
             sandbox: settings.sandbox,
-            never_remember: list("neverRemember", &settings.never_remember)?,
+            never_remember: list(
+                "neverRemember",
+                &settings
+                    .never_remember
+                    .iter()
+                    .filter(|entry| split_program(entry).is_none())
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            )?,
+            never_remember_programs: settings
+                .never_remember
+                .iter()
+                .filter_map(|entry| split_program(entry))
+                .map(|(tool, program)| {
+                    ToolPattern::parse(tool)
+                        .map(|tool| (tool, program.to_owned()))
+                        .map_err(|problem| {
+                            Problem::ToolItem(ItemError { index: 0, problem }).at("neverRemember")
+                        })
+                })
+                .collect::<Result<_, _>>()?,
             grant_ttl: settings.grant_ttl,
         })
     }
@@ -423,9 +445,43 @@ impl Policy {
         self.deny_tools.matches(tool)
     }
 
-    /// Whether the tool's approvals are never remembered (`neverRemember`).
-    pub fn never_remembers(&self, tool: &str) -> bool {
-        self.never_remember.matches(tool)
+    /// Whether a call's approvals are never remembered (`neverRemember`): its tool is listed, or
+    /// it is a shell tool (`commands.tools`) whose command runs a listed `TOOL(PROGRAM)`'s
+    /// program: any word of any simple command whose file name is PROGRAM, so `env curl …` and
+    /// `grep curl x` count too (the list only ever narrows what is remembered), or any network
+    /// redirection (`/dev/tcp/…`).
+    pub fn never_remembers(&self, call: &crate::call::Call) -> bool {
+        if self.never_remember.matches(&call.tool) {
+            return true;
+        }
+        let listed: Vec<&str> = self
+            .never_remember_programs
+            .iter()
+            .filter(|(tool, _)| tool.matches(&call.tool))
+            .map(|(_, program)| program.as_str())
+            .collect();
+        if listed.is_empty() {
+            return false;
+        }
+        let Some(command) = self
+            .commands
+            .as_ref()
+            .and_then(|commands| commands.arg_key(&call.tool))
+            .and_then(|key| call.args.get(key))
+            .and_then(|value| value.as_str())
+        else {
+            // Not a command this policy reads: nothing can show it does not run the program.
+            return true;
+        };
+        let analysis = super::shell::analyse(command);
+        !analysis.network.is_empty()
+            || !analysis.dynamic.is_empty()
+            || analysis.commands.iter().any(|simple| {
+                simple.words.iter().any(|word| {
+                    let name = word.rsplit('/').next().unwrap_or(word);
+                    listed.contains(&name)
+                })
+            })
     }
 
     /// `grantTtl`: the longest a remembered approval lasts under this policy.
@@ -559,7 +615,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, P
             "paths" => settings.paths = Some(PathRules::from_json(key, value)?),
             "provenance" => settings.provenance = Some(provenance_rules::from_json(key, value)?),
             "sandbox" => settings.sandbox = Some(sandbox::from_json(key, value)?),
-            "neverRemember" => settings.never_remember = tool_names(key, value)?,
+            "neverRemember" => settings.never_remember = never_remember(key, value)?,
             "grantTtl" => settings.grant_ttl = Some(grant_ttl(key, value)?),
             unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
@@ -593,6 +649,35 @@ fn agents(
         .iter()
         .map(|(agent, tools)| Ok((agent.clone(), tool_names(&format!("{key}.{agent}"), tools)?)))
         .collect()
+}
+
+/// A `neverRemember` entry `TOOL(PROGRAM)`: the tool pattern and the program.
+fn split_program(entry: &str) -> Option<(&str, &str)> {
+    let (tool, rest) = entry.split_once('(')?;
+    let program = rest.strip_suffix(')')?;
+    (!tool.is_empty()
+        && !program.is_empty()
+        && !program.contains(['(', ')', '/', ' ']))
+    .then_some((tool, program))
+}
+
+/// `neverRemember`: tool names and patterns, and `TOOL(PROGRAM)` entries.
+fn never_remember(key: &str, value: &Value) -> Result<Vec<String>, KeyError<PolicyProblem>> {
+    let Value::Array(items) = value else {
+        return Err(PolicyProblem::Key(wrong_type("an array of tool names", value)).at(key));
+    };
+    let plain: Vec<Value> = items
+        .iter()
+        .map(|item| match item.as_str().and_then(split_program) {
+            Some((tool, _)) => Value::String(tool.to_owned()),
+            None => item.clone(),
+        })
+        .collect();
+    tool_names(key, &Value::Array(plain))?;
+    Ok(items
+        .iter()
+        .filter_map(|item| item.as_str().map(str::to_owned))
+        .collect())
 }
 
 fn tool_names(key: &str, value: &Value) -> Result<Vec<String>, KeyError<PolicyProblem>> {
