@@ -19,6 +19,7 @@ mod forgery;
 mod gate;
 mod generate;
 mod grants;
+mod grants_doors;
 mod hook;
 mod hook_sandbox;
 mod mcp;

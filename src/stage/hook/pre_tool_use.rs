@@ -118,6 +118,9 @@ pub(super) fn decide(
         .field("decision", &judgement.decision)
         .field("reasons", &judgement.reasons)
         .field("call", &call_value);
+    if let crate::verdict::Granting::AllowedBy(grants) = &judgement.granting {
+        event = event.field("grants", grants);
+    }
     if let Some(agent) = &agent {
         event = event.field("agentState", agent);
     }
