@@ -159,7 +159,10 @@ fn a_call_grant_allows_the_identical_call_in_a_later_run_and_nothing_else(state:
     assert_eq!(denied[0]["decision"], "deny", "{}", denied[0]);
 
     // Revoked, it asks again.
-    let (ok, _) = sc_state(&scratch, &["revoke", &grant, "--state", state, "--crew", "travel"]);
+    let (ok, _) = sc_state(
+        &scratch,
+        &["revoke", &grant, "--state", state, "--crew", "travel"],
+    );
     assert!(ok);
     let revoked = run(
         &scratch,
@@ -380,7 +383,10 @@ fn sc_mcp_keeps_a_call_grant_that_a_later_sc_mcp_honours() {
     let same = later.call(2, "echo", json!({"text": "pay", "amount": 750}));
     assert!(!is_error(&same), "allowed by the grant: {same}");
     let other = later.call(3, "echo", json!({"text": "pay", "amount": 751}));
-    assert!(is_error(&other), "other arguments ask, and nobody answers: {other}");
+    assert!(
+        is_error(&other),
+        "other arguments ask, and nobody answers: {other}"
+    );
     let done = later.finish();
     assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     let events = scratch.audit_events();

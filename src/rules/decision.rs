@@ -34,7 +34,7 @@
 //! so the stateful rules can only make a decision stronger than the stateless ones.
 
 use super::argrules::{self, Violation, WhenTainted};
-use super::grant::{Endorsed, Granted};
+use super::granting::{Endorsed, Granted};
 use super::policy::{BudgetScope, Policy};
 use super::state::{CrewState, Span, TaintCause};
 use crate::amount::Amount;
@@ -137,7 +137,7 @@ pub fn evaluate_in(
             .into_iter()
             .map(|f| ("coding", f.decision, f.reason)),
     );
-    super::grant::settle(call, policy, &endorsed, findings, || allow_reason(call))
+    super::granting::settle(call, policy, &endorsed, findings, || allow_reason(call))
 }
 
 /// Decides a line's outcome: the call's judgement, or a deny for a malformed one.

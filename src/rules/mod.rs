@@ -14,6 +14,7 @@ pub mod argrules;
 pub mod coding;
 pub mod decision;
 pub mod grant;
+pub mod granting;
 pub mod names;
 pub mod policy;
 pub mod provenance;

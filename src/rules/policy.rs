@@ -655,10 +655,8 @@ fn agents(
 fn split_program(entry: &str) -> Option<(&str, &str)> {
     let (tool, rest) = entry.split_once('(')?;
     let program = rest.strip_suffix(')')?;
-    (!tool.is_empty()
-        && !program.is_empty()
-        && !program.contains(['(', ')', '/', ' ']))
-    .then_some((tool, program))
+    (!tool.is_empty() && !program.is_empty() && !program.contains(['(', ')', '/', ' ']))
+        .then_some((tool, program))
 }
 
 /// `neverRemember`: tool names and patterns, and `TOOL(PROGRAM)` entries.

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::grant::{Endorsed, MAX_NAMED};
+use super::granting::{Endorsed, MAX_NAMED};
 use super::policy::{Policy, TaintScope};
 use super::tokens::{self, Kind, TokenIndex};
 use crate::call::Call;

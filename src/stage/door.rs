@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use crate::call::Call;
 use crate::rules::decision::{decide_in, CallContext};
-use crate::rules::grant::{Grant, Granted};
+use crate::rules::grant::Grant;
+use crate::rules::granting::Granted;
 use crate::rules::policy::Policy;
 use crate::rules::state::AgentState;
 use crate::store::{grants, unavailable, Owner, Shared, StateHandle, Timing};

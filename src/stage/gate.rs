@@ -19,7 +19,7 @@ use crate::exit::Completion;
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::record::{self, CallText};
 use crate::rules::decision::{decide, decide_in, CallContext};
-use crate::rules::grant::Granted;
+use crate::rules::granting::Granted;
 use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ValueRecord};
 use crate::rules::state::{AgentState, CrewState};

@@ -81,7 +81,7 @@ pub(super) fn decide(
                 confined: can_confine,
                 project: project.as_deref(),
                 resolved: resolved.as_ref(),
-                grants: Some(crate::rules::grant::Granted {
+                grants: Some(crate::rules::granting::Granted {
                     grants: &grants,
                     now,
                 }),

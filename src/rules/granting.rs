@@ -1,0 +1,204 @@
+//! The decision's part of remembered approvals ([`super::grant`]): which of the crew's grants may
+//! apply to a call ([`Endorsed`]), the values a `value` grant lets value provenance skip, and the
+//! decision's last step ([`settle`]): a hold whose every held finding a grant covers is allowed,
+//! naming the grants; a deny never is.
+
+use std::time::SystemTime;
+
+use super::grant::{args_digest, reason, Covers, Grant};
+use super::policy::{Policy, TaintScope};
+use crate::call::Call;
+use crate::verdict::{Decision, Grantable, Granting, Judgement, Scope};
+
+/// The grants a door read for one call, and the time it decides at: what [`CallContext`]
+/// carries to the decision.
+///
+/// [`CallContext`]: super::decision::CallContext
+#[derive(Debug, Clone, Copy)]
+pub struct Granted<'a> {
+    pub grants: &'a [Grant],
+    pub now: SystemTime,
+}
+
+/// The grants that may apply to one call, as the decision uses them: the agent's own (a `value`
+/// grant: every agent's under `taintScope: "crew"`), live at the time of the decision and no
+/// older than the policy's `grantTtl`; none for a tool in `neverRemember`. It remembers which
+/// endorsed values the value-provenance rule skipped, and which untrusted values it named.
+pub(crate) struct Endorsed<'a> {
+    usable: Vec<&'a Grant>,
+    digest: std::cell::OnceCell<Option<String>>,
+    used: std::cell::RefCell<Vec<String>>,
+    named: std::cell::RefCell<Vec<String>>,
+}
+
+/// The most untrusted values a hold names for a `value` grant.
+pub(crate) const MAX_NAMED: usize = 16;
+
+impl<'a> Endorsed<'a> {
+    pub(crate) fn new(call: &Call, policy: &Policy, granted: Option<Granted<'a>>) -> Self {
+        let crew_taint = policy.taint_scope() == TaintScope::Crew;
+        let usable = match granted {
+            Some(granted) if !policy.never_remembers(call) => granted
+                .grants
+                .iter()
+                .filter(|grant| {
+                    let whose = grant.agent == call.agent
+                        || (crew_taint && matches!(grant.covers, Covers::Value { .. }));
+                    let young = policy
+                        .grant_ttl()
+                        .is_none_or(|ttl| granted.now < grant.at + ttl);
+                    whose && young && grant.is_live(granted.now)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Endorsed {
+            usable,
+            digest: std::cell::OnceCell::new(),
+            used: Default::default(),
+            named: Default::default(),
+        }
+    }
+
+    /// Whether an untrusted value is endorsed by a `value` grant (and so not named): noted as
+    /// used.
+    pub(crate) fn skips(&self, value: &str) -> bool {
+        let endorsed = self.usable.iter().any(|grant| match &grant.covers {
+            Covers::Value { values } => values.binary_search_by(|v| v.as_str().cmp(value)).is_ok(),
+            Covers::Call { .. } => false,
+        });
+        if endorsed {
+            self.used.borrow_mut().push(value.to_owned());
+        }
+        endorsed
+    }
+
+    /// Notes the untrusted values a value-provenance hold named.
+    pub(crate) fn name(&self, values: Vec<String>) {
+        *self.named.borrow_mut() = values;
+    }
+
+    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments.
+    fn covering(&self, call: &Call, kind: &str) -> Option<&'a Grant> {
+        let digest = self
+            .digest
+            .get_or_init(|| args_digest(&serde_json::to_string(call.args.map()).ok()?));
+        let digest = digest.as_deref()?;
+        self.usable
+            .iter()
+            .copied()
+            .find(|grant| match &grant.covers {
+                Covers::Call {
+                    digest: granted,
+                    kinds,
+                } => {
+                    grant.tool == call.tool
+                        && granted == digest
+                        && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
+                }
+                Covers::Value { .. } => false,
+            })
+    }
+
+    /// The `value` grants whose endorsed values the decision skipped.
+    fn value_grants_used(&self) -> Vec<&'a Grant> {
+        let used = self.used.borrow();
+        self.usable
+            .iter()
+            .copied()
+            .filter(|grant| match &grant.covers {
+                Covers::Value { values } => values.iter().any(|v| used.contains(v)),
+                Covers::Call { .. } => false,
+            })
+            .collect()
+    }
+}
+
+/// The decision's last step, after every rule: `findings` are the rules' (kind, decision,
+/// reason), and the judgement without grants is their strongest. A deny stays a deny. A hold
+/// whose every held finding a `call` grant covers (same agent, tool, arguments and kind) is
+/// allowed, by those grants (and the `value` grants that let a value through). An allow that
+/// only `value` grants made names them. Otherwise a hold offers the scopes that apply: `once`;
+/// `call` unless the tool is in `neverRemember`; `value` when value provenance named untrusted
+/// values and the tool is not in `neverRemember`.
+pub(crate) fn settle(
+    call: &Call,
+    policy: &Policy,
+    endorsed: &Endorsed,
+    findings: Vec<(&'static str, Decision, String)>,
+    allow_reason: impl FnOnce() -> String,
+) -> Judgement {
+    let strongest = findings.iter().map(|(_, decision, _)| *decision).max();
+    let by_values = endorsed.value_grants_used();
+    match strongest {
+        Some(Decision::Deny) => Judgement {
+            decision: Decision::Deny,
+            reasons: findings
+                .into_iter()
+                .filter(|(_, decision, _)| *decision == Decision::Deny)
+                .map(|(_, _, reason)| reason)
+                .collect(),
+            granting: Granting::Nothing,
+        },
+        Some(Decision::Hold) => {
+            let mut by = by_values;
+            let mut held = Vec::new();
+            for (kind, decision, reason) in findings {
+                if decision != Decision::Hold {
+                    continue;
+                }
+                match endorsed.covering(call, kind) {
+                    Some(grant) => {
+                        if !by.iter().any(|g| g.id == grant.id) {
+                            by.push(grant);
+                        }
+                    }
+                    None => held.push((kind, reason)),
+                }
+            }
+            if held.is_empty() {
+                return allowed_by(&by);
+            }
+            let remember = !policy.never_remembers(call);
+            let named = endorsed.named.borrow().clone();
+            let mut scopes = vec![Scope::Once];
+            if remember {
+                scopes.push(Scope::Call);
+                if !named.is_empty() {
+                    scopes.push(Scope::Value);
+                }
+            }
+            let mut kinds: Vec<String> = held.iter().map(|(kind, _)| kind.to_string()).collect();
+            kinds.sort();
+            kinds.dedup();
+            Judgement {
+                decision: Decision::Hold,
+                reasons: held.into_iter().map(|(_, reason)| reason).collect(),
+                granting: Granting::Offers(Box::new(Grantable {
+                    scopes,
+                    kinds,
+                    values: if remember { named } else { Vec::new() },
+                })),
+            }
+        }
+        Some(Decision::Allow) | None if !by_values.is_empty() => allowed_by(&by_values),
+        Some(Decision::Allow) => Judgement {
+            decision: Decision::Allow,
+            reasons: findings.into_iter().map(|(_, _, reason)| reason).collect(),
+            granting: Granting::Nothing,
+        },
+        None => Judgement {
+            decision: Decision::Allow,
+            reasons: vec![allow_reason()],
+            granting: Granting::Nothing,
+        },
+    }
+}
+
+fn allowed_by(grants: &[&Grant]) -> Judgement {
+    Judgement {
+        decision: Decision::Allow,
+        reasons: grants.iter().map(|grant| reason(grant)).collect(),
+        granting: Granting::AllowedBy(grants.iter().map(|grant| grant.id.clone()).collect()),
+    }
+}
