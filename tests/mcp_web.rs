@@ -325,16 +325,18 @@ fn cards_are_approved_and_declined_on_the_page_while_the_published_server_keeps_
         let verdict = verdict_from_log(&scratch, id);
         assert_eq!(verdict, card["record"]);
         assert_eq!(sha256_hex(&verdict.to_string()), card["digest"]);
-        assert_eq!(
-            approval["approval"],
-            json!({
-                "approved": approved,
-                "by": "web",
-                "answer": if approved { "approve" } else { "decline" },
-                "digest": card["digest"],
-                "reason": if approved { "approved on the web page" } else { "declined on the web page" },
-            })
-        );
+        let mut expected = json!({
+            "approved": approved,
+            "by": "web",
+            "answer": if approved { "approve" } else { "decline" },
+            "digest": card["digest"],
+            "reason": if approved { "approved on the web page" } else { "declined on the web page" },
+        });
+        if approved {
+            // A yes says how far it reaches: the page's Approve once.
+            expected["scope"] = json!("once");
+        }
+        assert_eq!(approval["approval"], expected);
     }
     assert_eq!(
         outcomes(&scratch),
