@@ -403,6 +403,7 @@ mod tests {
             tool: "t".into(),
             decision: Decision::Allow,
             approval: None,
+            notify_failed: None,
         };
         let answer = |value: Value| value.as_object().unwrap().clone();
         let ok = outcome_of_answer(
