@@ -263,11 +263,8 @@ fn tiles(page: &mut String, summary: &Summary) {
             &[
                 ("calls", "calls", summary.calls),
                 ("allow", "allow", d.allow),
-                (
-                    "by-grant",
-                    "allowed by an earlier approval",
-                    summary.allowed_by_grant,
-                ),
+                // Of the allows, those an earlier approval (a grant) allowed.
+                ("by-grant", "by grant", summary.allowed_by_grant),
                 ("hold", "hold", d.hold),
                 ("deny", "deny", d.deny),
             ],
