@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use skeleton_crew::approve::notify::Notifier;
 use skeleton_crew::approve::remember::Grants;
 use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
@@ -71,6 +72,15 @@ struct Args {
         conflicts_with_all = ["answers", "no_prompt"]
     )]
     web: Option<SocketAddr>,
+    /// Whenever a held call is put to the person (through the client, on the web page, or on
+    /// the terminal), run CMD through `sh -c` with one JSON object on its stdin (agent, tool, args,
+    /// reasons, digest, summary, expiresAt when there is a timeout, and on the web page the card's
+    /// url with its token), to push the hold to a person (ntfy, a chat webhook, a desktop
+    /// notification). It runs beside the asking, is given 5 s, then killed; its failure is said on
+    /// stderr and in the audit event (`notifyFailed`) and never approves or declines. Not run with
+    /// --no-prompt, which asks nobody.
+    #[arg(long, value_name = "CMD")]
+    notify: Option<String>,
     /// Decline every held call without asking anyone (for clients that own the terminal).
     #[arg(long)]
     no_prompt: bool,
@@ -191,6 +201,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
             crew: args.state.crew.clone(),
             exe: None,
         }),
+        notify: args.notify.map(|command| Notifier::new(command, "sc-mcp")),
     };
     let mut human: Box<dyn Human> = if args.no_prompt {
         Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))

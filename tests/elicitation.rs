@@ -242,7 +242,11 @@ fn the_person_approves_through_the_client_and_the_published_server_runs_the_call
     assert!(!message.contains("Type yes"), "{message}");
     assert_eq!(
         asked["requestedSchema"],
-        json!({"type":"object","properties":{"approve":{"type":"boolean","title":"Run this call?"}},"required":["approve"]})
+        json!({"type":"object","properties":{
+            "approve":{"type":"boolean","title":"Run this call?"},
+            "scope":{"type":"string","title":"If yes, for how long?",
+                     "description":"once: this call only; call: also this agent's later calls of this tool with exactly these arguments.","enum":["once","call"],"default":"once"}
+        },"required":["approve"]})
     );
     let listed = &run.report["whileAsked"][0];
     assert!(!tool_failed(listed), "{listed}");
@@ -260,7 +264,8 @@ fn the_person_approves_through_the_client_and_the_published_server_runs_the_call
     assert_eq!(
         approvals[0]["approval"],
         json!({"approved": true, "by": "elicitation", "answer": "accept",
-               "reason": "approved: the person answered yes to \"Run this call?\" in the MCP client"})
+               "reason": "approved: the person answered yes to \"Run this call?\" in the MCP client",
+               "scope": "once"})
     );
     assert_eq!(
         outcomes(&scratch),
@@ -768,4 +773,80 @@ fn a_url_only_client_cannot_show_the_form_and_is_not_asked() {
     let done = proxy.finish();
     assert!(done.status.success(), "{}", done.stderr);
     assert!(done.received.iter().all(|line| !line.contains(ELICITATION)));
+}
+
+/// Issue 25: the form asks how far a yes reaches (`scope`, one of those the hold offers, `once`
+/// by default). The SDK client answers with a scope: `once` approves once, and the approval says
+/// so; a scope the form did not offer declines, and the call never reaches the server.
+#[test]
+fn a_yes_carries_its_scope_and_a_scope_not_offered_declines() {
+    let scratch = Scratch::new();
+    let run = run_client(
+        &scratch,
+        json!({"declare": true, "answer": "accept-scope", "scope": "once"}),
+        &[],
+    );
+    assert!(
+        run.root.join("made-by-the-agent").is_dir(),
+        "the approved call did not run: {}",
+        run.report
+    );
+    let asked = &run.report["elicitations"][0];
+    assert_eq!(
+        asked["requestedSchema"]["properties"]["scope"]["enum"],
+        json!(["once", "call"]),
+        "{asked}"
+    );
+    assert_eq!(
+        asked["requestedSchema"]["properties"]["scope"]["default"],
+        "once"
+    );
+    let approved = approvals(&scratch);
+    assert_eq!(approved.len(), 1, "{approved:#?}");
+    assert_eq!(approved[0]["approval"]["approved"], true);
+    assert_eq!(approved[0]["approval"]["scope"], "once");
+
+    // `call`: the approval is kept as a grant (in sc-mcp's memory: it has no crew here), named
+    // on the approval.
+    let scratch = Scratch::new();
+    let run = run_client(
+        &scratch,
+        json!({"declare": true, "answer": "accept-scope", "scope": "call"}),
+        &[],
+    );
+    assert!(run.root.join("made-by-the-agent").is_dir(), "{}", run.report);
+    let approved = approvals(&scratch);
+    assert_eq!(approved[0]["approval"]["by"], "elicitation");
+    assert_eq!(approved[0]["approval"]["scope"], "call", "{:#}", approved[0]);
+    assert!(approved[0]["approval"]["grant"].is_string(), "{:#}", approved[0]);
+
+    let scratch = Scratch::new();
+    let run = run_client(
+        &scratch,
+        json!({"declare": true, "answer": "accept-scope", "scope": "forever"}),
+        &[],
+    );
+    let refused = run.result(1);
+    assert!(tool_failed(refused), "{refused}");
+    assert!(!run.root.join("made-by-the-agent").exists());
+    assert_eq!(run.server_ran(), ["read_text_file"]);
+    let approvals = approvals(&scratch);
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    let approval = &approvals[0]["approval"];
+    assert_eq!(approval["approved"], false, "{approval}");
+    assert_eq!(approval["answer"], "accept", "{approval}");
+    assert!(approval.get("scope").is_none(), "{approval}");
+    assert!(
+        approval["reason"].as_str().unwrap().contains(
+            "`scope` in the MCP client's answer is \"forever\", not one of those offered (once, call)"
+        ),
+        "{approval}"
+    );
+    assert_eq!(
+        outcomes(&scratch),
+        [
+            ("read_text_file".into(), "executed".into()),
+            ("create_directory".into(), "skipped".into()),
+        ]
+    );
 }

@@ -325,16 +325,18 @@ fn cards_are_approved_and_declined_on_the_page_while_the_published_server_keeps_
         let verdict = verdict_from_log(&scratch, id);
         assert_eq!(verdict, card["record"]);
         assert_eq!(sha256_hex(&verdict.to_string()), card["digest"]);
-        assert_eq!(
-            approval["approval"],
-            json!({
-                "approved": approved,
-                "by": "web",
-                "answer": if approved { "approve" } else { "decline" },
-                "digest": card["digest"],
-                "reason": if approved { "approved on the web page" } else { "declined on the web page" },
-            })
-        );
+        let mut expected = json!({
+            "approved": approved,
+            "by": "web",
+            "answer": if approved { "approve" } else { "decline" },
+            "digest": card["digest"],
+            "reason": if approved { "approved on the web page" } else { "declined on the web page" },
+        });
+        if approved {
+            // A yes says how far it reaches: the page's Approve once.
+            expected["scope"] = json!("once");
+        }
+        assert_eq!(approval["approval"], expected);
     }
     assert_eq!(
         outcomes(&scratch),
@@ -934,4 +936,159 @@ fn a_person_approves_a_card_in_a_real_browser_and_the_call_runs() {
     let approval = &approvals(&scratch)[0]["approval"];
     assert_eq!(approval["by"], "web");
     assert_eq!(approval["answer"], "approve");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--notify CMD`: a push to the person whenever a held call is put to them
+
+/// The JSON the `--notify` command wrote to `notify.json` in the scratch folder (its working
+/// folder, sc-mcp's), once it is whole.
+fn notified(scratch: &Scratch, name: &str) -> Value {
+    let file = scratch.path(name);
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Ok(value) = serde_json::from_str(&text) {
+            return value;
+        }
+        assert!(
+            start.elapsed() < crate::web::DEADLINE,
+            "no notify JSON in {name} in time: {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// On the web page: the command gets the hold (agent, tool, exact arguments, reasons, the digest
+/// the card is bound to, when it declines) and the card's address with its token.
+#[test]
+fn with_web_the_notify_command_gets_the_hold_and_the_cards_address() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(
+        &scratch,
+        &[
+            "--web",
+            "127.0.0.1:0",
+            "--timeout",
+            "600",
+            "--notify",
+            "cat > notify.json",
+        ],
+    );
+    let page = Page::announced_by(&proxy);
+    proxy.initialize();
+    proxy.send_value(&payment(json!(1), 750, "acme-travel"));
+    let cards = page.after_cards(&proxy, 1);
+    let pushed = notified(&scratch, "notify.json");
+    assert_eq!(pushed["url"], page.url.as_str());
+    assert_eq!(pushed["agent"], "crew");
+    assert_eq!(pushed["tool"], "echo");
+    assert_eq!(pushed["args"], json!({"amount": 750, "to": "acme-travel"}));
+    assert_eq!(pushed["reasons"], cards[0]["record"]["reasons"]);
+    assert_eq!(pushed["digest"], cards[0]["digest"]);
+    assert_eq!(pushed["summary"], cards[0]["display"]["summary"]);
+    let pushed_at = humantime::parse_rfc3339(pushed["expiresAt"].as_str().unwrap()).unwrap();
+    let card_at = humantime::parse_rfc3339(cards[0]["expiresAt"].as_str().unwrap()).unwrap();
+    let apart = pushed_at
+        .duration_since(card_at)
+        .or_else(|_| card_at.duration_since(pushed_at))
+        .unwrap();
+    assert!(apart <= std::time::Duration::from_secs(1), "{pushed}");
+    assert_eq!(page.answer(&cards[0], true).status, 200);
+    let ran = proxy.answer(&json!(1));
+    assert!(!is_error(&ran), "{ran}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let approvals = approvals(&scratch);
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["approval"]["approved"], true);
+    assert!(
+        approvals[0].get("notifyFailed").is_none(),
+        "{:#}",
+        approvals[0]
+    );
+}
+
+/// Through the client: the command gets the hold, without an address; a command that fails is
+/// said on stderr and in the approve event, and the person's answer stands all the same.
+#[test]
+fn through_the_client_the_notify_command_runs_and_its_failure_is_audited() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(
+        &scratch,
+        &["--notify", "cat > notify.json; exit 3", "--timeout", "600"],
+    );
+    proxy.initialize_with(json!({"elicitation": {}}));
+    proxy.send_value(&held_call(json!(1)));
+    question(&mut proxy, 1);
+    let pushed = notified(&scratch, "notify.json");
+    assert_eq!(pushed["tool"], "echo");
+    assert_eq!(pushed["args"], json!({"amount": 750, "to": "acme"}));
+    assert!(pushed.get("url").is_none(), "{pushed}");
+    assert!(pushed["expiresAt"].is_string(), "{pushed}");
+    assert_eq!(pushed["digest"].as_str().unwrap().len(), 64, "{pushed}");
+    proxy.wait_for_stderr("sc-mcp: --notify failed for hold");
+    answer_question(&mut proxy, 1, YES());
+    let ran = proxy.answer(&json!(1));
+    assert!(!is_error(&ran), "{ran}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("it exited with status 3; the hold is asked all the same"),
+        "{}",
+        done.stderr
+    );
+    let approvals = approvals(&scratch);
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["approval"]["approved"], true);
+    assert_eq!(approvals[0]["approval"]["by"], "elicitation");
+    assert_eq!(approvals[0]["notifyFailed"], "it exited with status 3");
+    assert_eq!(outcomes(&scratch), [("echo".into(), "executed".into())]);
+}
+
+/// Asked by the answers file (as on the terminal, while sc-mcp waits), the command runs too; with
+/// --no-prompt nobody is asked, and nobody is told.
+#[test]
+fn asked_in_turn_the_notify_command_runs_and_with_no_prompt_it_does_not() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "no\n");
+    let mut proxy = fake_proxy(
+        &scratch,
+        &[
+            "--answers",
+            answers.to_str().unwrap(),
+            "--timeout",
+            "0",
+            "--notify",
+            "cat > notify.json",
+        ],
+    );
+    proxy.initialize();
+    proxy.send_value(&held_call(json!(1)));
+    let refused = proxy.answer(&json!(1));
+    assert!(is_error(&refused), "{refused}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let pushed = notified(&scratch, "notify.json");
+    assert_eq!(pushed["agent"], "crew");
+    assert_eq!(pushed["tool"], "echo");
+    assert!(pushed.get("url").is_none(), "{pushed}");
+    assert!(pushed.get("expiresAt").is_none(), "--timeout 0: {pushed}");
+    let approvals = approvals(&scratch);
+    assert_eq!(approvals[0]["approval"]["by"], "answers");
+    assert!(approvals[0].get("notifyFailed").is_none());
+
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &["--no-prompt", "--notify", "cat > notify.json"]);
+    proxy.initialize();
+    proxy.send_value(&held_call(json!(1)));
+    let refused = proxy.answer(&json!(1));
+    assert!(is_error(&refused), "{refused}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        !scratch.path("notify.json").exists(),
+        "nobody asked, nobody told"
+    );
 }

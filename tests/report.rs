@@ -201,10 +201,10 @@ fn text_report_counts_holds_vetoes_and_agents() {
     // Approved and unanswered holds are not vetoes.
     assert!(!text.contains("run-2") && !text.contains("run-5"), "{text}");
 
-    // calls, allow, hold, deny, approved, declined, unanswered, executed
-    assert_eq!(agent_row(&text, "buyer"), [3, 0, 3, 0, 1, 1, 1, 1]);
-    assert_eq!(agent_row(&text, "helper"), [1, 0, 0, 1, 0, 0, 0, 0]);
-    assert_eq!(agent_row(&text, "scout"), [2, 2, 0, 0, 0, 0, 0, 1]);
+    // calls, allow, hold, deny, approved, declined, unanswered, executed, by grant
+    assert_eq!(agent_row(&text, "buyer"), [3, 0, 3, 0, 1, 1, 1, 1, 0]);
+    assert_eq!(agent_row(&text, "helper"), [1, 0, 0, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(agent_row(&text, "scout"), [2, 2, 0, 0, 0, 0, 0, 1, 0]);
     assert!(!text.contains("Problems"), "{text}");
 }
 
@@ -575,4 +575,96 @@ fn the_agent_filter_counts_the_agents_events_in_the_header() {
     );
     let markdown = run_with(&["--format", "markdown", "--agent", "helper"]);
     assert!(markdown.contains("(2 events)"), "{markdown}");
+}
+
+/// Calls an earlier approval allowed (issue 25's grants): their decision events (sc-gate's, and
+/// sc-mcp's and sc-hook's, all `gate` events) are an `allow` with a reason `allowed by grant ID
+/// (given by BY at TIME)` and the grants' ids in `grants`. Each such call is counted per agent,
+/// in every format, beside the other allows.
+pub(crate) fn granted_log() -> String {
+    let mut granted = gate(
+        "k-1",
+        "buyer",
+        "send_payment",
+        "allow",
+        &["allowed by grant gr-7 (given by web at 2026-11-30T16:40:00Z)"],
+    );
+    granted["grants"] = json!(["gr-7"]);
+    // As sc-mcp writes it: the call carries its JSON-RPC id.
+    let mut through_mcp = gate(
+        "k-2",
+        "fs",
+        "create_directory",
+        "allow",
+        &["allowed by grant gr-8 (given by elicitation at 2026-11-30T16:40:30Z)"],
+    );
+    through_mcp["grants"] = json!(["gr-8"]);
+    through_mcp["call"]["jsonrpcId"] = json!(4);
+    // A log written before `grants`: the reason alone says it.
+    let by_reason = gate(
+        "k-3",
+        "buyer",
+        "send_payment",
+        "allow",
+        &["allowed by grant gr-7 (given by web at 2026-11-30T16:40:00Z)"],
+    );
+    log(&[
+        granted,
+        through_mcp,
+        by_reason,
+        gate(
+            "k-4",
+            "buyer",
+            "search_web",
+            "allow",
+            &["trusted source user; within policy"],
+        ),
+        gate("k-5", "buyer", "send_payment", "hold", &[HELD]),
+        exec("k-1", "buyer", "send_payment", "allow", "executed"),
+        exec("k-2", "fs", "create_directory", "allow", "executed"),
+        exec("k-3", "buyer", "send_payment", "allow", "executed"),
+        exec("k-4", "buyer", "search_web", "allow", "executed"),
+    ])
+}
+
+#[test]
+fn calls_allowed_by_an_earlier_approval_are_counted_per_agent_in_every_format() {
+    let scratch = Scratch::new();
+    let mut text = granted_log();
+    text.push_str(&crew_log("c"));
+    scratch.write("audit.jsonl", text);
+
+    let report = report_json(&scratch, &["audit.jsonl"]);
+    assert_eq!(report["allowedByGrant"], 3, "{report}");
+    assert_eq!(report["decisions"]["allow"], 6, "{report}");
+    assert_eq!(agent(&report, "buyer")["allowedByGrant"], 2);
+    assert_eq!(agent(&report, "buyer")["allow"], 3);
+    assert_eq!(agent(&report, "fs")["allowedByGrant"], 1);
+    assert_eq!(agent(&report, "scout")["allowedByGrant"], 0);
+
+    let text = report_text(&scratch, &["audit.jsonl"]);
+    assert_eq!(
+        line_starting(&text, "Grants"),
+        "Grants     3 allowed by an earlier approval"
+    );
+    // calls, allow, hold, deny, approved, declined, unanswered, executed, by grant
+    assert_eq!(agent_row(&text, "buyer"), [7, 3, 4, 0, 1, 1, 2, 4, 2]);
+    assert_eq!(agent_row(&text, "fs"), [1, 1, 0, 0, 0, 0, 0, 1, 1]);
+    assert_eq!(agent_row(&text, "scout"), [2, 2, 0, 0, 0, 0, 0, 1, 0]);
+
+    let mut cmd = bare_cmd("sc-report");
+    cmd.current_dir(scratch.dir.path())
+        .args(["--format", "markdown", "audit.jsonl"]);
+    let output = run(&mut cmd);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_text(&output));
+    let markdown = stdout_text(&output);
+    for row in [
+        "| calls | allow | by grant | hold |",
+        "| 11 | 6 | 3 | 4 | 1 |",
+        "| executed | by grant | tainted by |",
+        "| buyer | 7 | 3 | 4 | 0 | 1 | 1 | 2 | 4 | 2 |  |",
+        "| fs | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 1 |  |",
+    ] {
+        assert!(markdown.contains(row), "{row:?} not in:\n{markdown}");
+    }
 }

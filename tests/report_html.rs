@@ -69,6 +69,7 @@ fn the_demo_page_shows_the_json_reports_numbers_with_a_timeline_and_agent_bars()
 
     // The tiles are the JSON report's numbers.
     assert_eq!(tile(&page, "calls"), json["calls"]);
+    assert_eq!(tile(&page, "by-grant"), json["allowedByGrant"]);
     for (key, group, field) in [
         ("allow", "decisions", "allow"),
         ("hold", "decisions", "hold"),
@@ -144,6 +145,7 @@ fn the_demo_page_shows_the_json_reports_numbers_with_a_timeline_and_agent_bars()
             "declined",
             "unanswered",
             "executed",
+            "allowedByGrant",
         ]
         .iter()
         .map(|k| agent[k].as_u64().unwrap())
@@ -751,4 +753,42 @@ fn the_page_in_a_real_browser_with_javascript_off_and_on_loads_nothing_and_break
             browser.close().await.expect("close the browser");
         }
     });
+}
+
+/// Calls an earlier approval allowed are counted on the page as in the JSON report: a tile, and
+/// a column of the agents' table.
+#[test]
+fn the_page_counts_the_calls_an_earlier_approval_allowed() {
+    let scratch = Scratch::new();
+    scratch.write("logs/audit.jsonl", crate::report::granted_log());
+    let (code, json, stderr) = report(&scratch, &["--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let (code, html, stderr) = report(&scratch, &["--format", "html"]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = Html::parse_document(&html);
+    assert!(page.errors.is_empty(), "{:?}", page.errors);
+    assert_eq!(json["allowedByGrant"], 3);
+    assert_eq!(tile(&page, "by-grant"), 3);
+    assert_eq!(text(&select(&page, "#tile-by-grant dt")[0]), "by grant");
+    let headers: Vec<String> = select(&page, "#agent-table thead th")
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(headers.last().map(String::as_str), Some("by grant"));
+    let rows: Vec<Vec<String>> = select(&page, "#agent-table tbody tr")
+        .iter()
+        .map(|row| {
+            row.select(&Selector::parse("td").unwrap())
+                .map(|td| text(&td))
+                .collect()
+        })
+        .collect();
+    let by_grant: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|row| (row[0].as_str(), row.last().unwrap().as_str()))
+        .collect();
+    assert_eq!(by_grant, [("buyer", "2"), ("fs", "1")]);
+    assert_eq!(embedded(&page)["allowedByGrant"], 3);
+    assert_eq!(embedded(&page)["agents"][0]["allowedByGrant"], 2);
 }

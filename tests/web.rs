@@ -53,6 +53,16 @@ struct Pipeline {
 
 impl Pipeline {
     fn start(approve_args: &[&str]) -> Pipeline {
+        Pipeline::start_with(true, approve_args)
+    }
+
+    /// `sc-approve --web 127.0.0.1:0 … | sc-exec`, without sc-gate: the test writes the verdict
+    /// records itself (a hold's `grantable`, which sc-gate writes only with grants).
+    fn start_without_gate(approve_args: &[&str]) -> Pipeline {
+        Pipeline::start_with(false, approve_args)
+    }
+
+    fn start_with(through_gate: bool, approve_args: &[&str]) -> Pipeline {
         let scratch = Scratch::new();
         let stage = |bin: &str| {
             let mut cmd = Command::new(bin_path(bin));
@@ -65,11 +75,13 @@ impl Pipeline {
                 .stderr(Stdio::piped());
             cmd
         };
-        let mut gate = stage("sc-gate")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn sc-gate");
+        let mut gate = through_gate.then(|| {
+            stage("sc-gate")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn sc-gate")
+        });
         let mut approve = stage("sc-approve");
         approve.args(["--web", "127.0.0.1:0"]).args(approve_args);
         // SAFETY: setsid is async-signal-safe and touches no memory of the parent. In a session
@@ -81,7 +93,10 @@ impl Pipeline {
             });
         }
         let mut approve = approve
-            .stdin(Stdio::from(gate.stdout.take().unwrap()))
+            .stdin(match &mut gate {
+                Some(gate) => Stdio::from(gate.stdout.take().unwrap()),
+                None => Stdio::piped(),
+            })
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn sc-approve");
@@ -91,7 +106,10 @@ impl Pipeline {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn sc-exec");
-        let gate_in = gate.stdin.take();
+        let gate_in = match &mut gate {
+            Some(gate) => gate.stdin.take(),
+            None => approve.stdin.take(),
+        };
         let (sender, records) = mpsc::channel();
         let exec_out = exec.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -115,16 +133,17 @@ impl Pipeline {
                 }
             });
         }
-        let gate_err = gate.stderr.take().unwrap();
-        std::thread::spawn(move || std::io::copy(&mut { gate_err }, &mut std::io::sink()));
+        let mut children = Vec::new();
+        if let Some(mut gate) = gate {
+            let gate_err = gate.stderr.take().unwrap();
+            std::thread::spawn(move || std::io::copy(&mut { gate_err }, &mut std::io::sink()));
+            children.push(("sc-gate", gate));
+        }
+        children.extend([("sc-approve", approve), ("sc-exec", exec)]);
         let mut pipeline = Pipeline {
             scratch,
             gate_in,
-            children: vec![
-                ("sc-gate", gate),
-                ("sc-approve", approve),
-                ("sc-exec", exec),
-            ],
+            children,
             records,
             approve_stderr,
             url: String::new(),
@@ -150,7 +169,8 @@ impl Pipeline {
         input.flush().expect("flush");
     }
 
-    /// Sends one call into sc-gate as this exact line (numbers as written: `750.10`).
+    /// Sends one call into sc-gate as this exact line (numbers as written: `750.10`); without
+    /// sc-gate, one verdict record into sc-approve.
     fn send_line(&mut self, line: &str) {
         let input = self.gate_in.as_mut().expect("input still open");
         writeln!(input, "{line}").expect("write a call");
@@ -672,7 +692,8 @@ fn a_person_approves_one_card_and_declines_others_in_a_real_browser() {
             "by": "web",
             "answer": "approve",
             "digest": digest_of_verdict(approved),
-            "reason": "approved on the web page"
+            "reason": "approved on the web page",
+            "scope": "once"
         })
     );
     let declined = &records[2]["approval"];
@@ -1282,7 +1303,9 @@ function linesOf(pre, text) {
 // Whether the arguments box shows `first` … `last` (two of its words) on more than one line.
 function wrapped(pre, first, last) {
   const words = [...pre.querySelectorAll(".word")];
-  const top = (text) => words.find((w) => w.textContent.includes(text)).getBoundingClientRect().top;
+  const word = (text) => words.find((w) => w.textContent.includes(text));
+  if (!word(first) || !word(last)) { return false; }
+  const top = (text) => word(text).getBoundingClientRect().top;
   return top(first) !== top(last);
 }
 const cards = [...document.querySelectorAll("#pending .card")].map((card) => {
@@ -1449,6 +1472,245 @@ fn the_card_reads_in_plain_words_and_fits_a_phone_and_a_desktop() {
     let records = pipeline.finish();
     let statuses: Vec<&Value> = records.iter().map(|r| &r["outcome"]["status"]).collect();
     assert_eq!(statuses, [&json!("skipped"), &json!("skipped")]);
+}
+
+/// A verdict record that holds a payment, as sc-gate writes one, with what a yes to it may be
+/// remembered for (`grantable`), when given.
+fn held_payment(id: &str, to: &str, grantable: Option<Value>) -> String {
+    let mut record = json!({
+        "id": id,
+        "call": payment("buyer", to, 750),
+        "decision": "hold",
+        "reasons": ["amount 750 is above the hold limit of 100"],
+    });
+    if let Some(grantable) = grantable {
+        record["grantable"] = grantable;
+    }
+    record.to_string()
+}
+
+/// Records what the page POSTs, in the page: `window.scSent`, each body as sent.
+const CAPTURE_POSTS: &str = r#"
+window.scSent = [];
+const send = window.fetch;
+window.fetch = (path, init) => {
+  if (init && init.method === "POST") { window.scSent.push(JSON.parse(init.body)); }
+  return send(path, init);
+};
+"#;
+
+/// The buttons of each pending card, as `[hold, [class: text, …]]`.
+const BUTTONS: &str = r##"
+return [...document.querySelectorAll("#pending .card")].map((card) => [
+  card.dataset.hold,
+  [...card.querySelectorAll("footer button")].map((b) => b.className + ": " + b.textContent),
+]);
+"##;
+
+/// Issue 25: a yes that reaches further than the one call. A card shows a button for each scope
+/// its hold offers (the record's `grantable`); a wider one asks for a confirmation on the card
+/// first, saying what will be remembered and for how long, and the answer the page sends carries
+/// the scope. All of it fits a phone.
+#[test]
+fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
+    let driver = ChromeDriver::start();
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600"]);
+    pipeline.send_line(&held_payment(
+        "g-1",
+        "acme-travel",
+        Some(json!({"scopes": ["once", "call"], "kinds": ["amount"]})),
+    ));
+    pipeline.send_line(&held_payment(
+        "g-2",
+        "acme-hotels",
+        Some(json!({
+            "scopes": ["once", "call", "value"],
+            "values": ["https://billing.acme-hotels.example/pay?invoice=482913"],
+        })),
+    ));
+    pipeline.send_line(&held_payment("g-3", "acme-cars", None));
+    let holds = pipeline.wait_pending(3);
+    let scopes: Vec<&Value> = holds.iter().map(|hold| &hold["scopes"]).collect();
+    assert_eq!(
+        scopes,
+        [
+            &json!(["once", "call"]),
+            &json!(["once", "call", "value"]),
+            &json!(["once"])
+        ]
+    );
+    let url = pipeline.url.clone();
+
+    let (sent, pipeline) = runtime().block_on(async move {
+        let phone = driver
+            .browser_with(
+                "--window-size=390,844",
+                json!({"mobileEmulation": {
+                    "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2, "touch": true},
+                }}),
+                json!({}),
+            )
+            .await;
+        phone.goto(&url).await.expect("open the page");
+        find(&phone, "#pending .card[data-hold='3'] button.decline").await;
+        phone
+            .execute(CAPTURE_POSTS, vec![])
+            .await
+            .expect("watch what the page sends");
+        let buttons = phone.execute(BUTTONS, vec![]).await.expect("the buttons");
+        assert_eq!(
+            buttons,
+            json!([
+                [
+                    "1",
+                    [
+                        "approve: Approve once",
+                        "approve-wide approve-call: Approve and remember this call",
+                        "decline: Decline",
+                    ]
+                ],
+                [
+                    "2",
+                    [
+                        "approve: Approve once",
+                        "approve-wide approve-call: Approve and remember this call",
+                        "approve-wide approve-value: Approve and trust these values",
+                        "decline: Decline",
+                    ]
+                ],
+                ["3", ["approve: Approve once", "decline: Decline"]],
+            ])
+        );
+
+        // Trusting the values asks first, and says which values, for whom, and for how long.
+        let card = "#pending .card[data-hold='2']";
+        find(&phone, &format!("{card} button.approve-value"))
+            .await
+            .click()
+            .await
+            .expect("click Approve and trust these values");
+        let confirm = text_of(&phone, &format!("{card} .confirm[data-scope='value']")).await;
+        for expected in [
+            "Trust these values?",
+            "become trusted for buyer",
+            "https://billing.acme-hotels.example/pay?invoice=482913",
+            "For this agent, until it expires or is revoked with sc-state revoke.",
+        ] {
+            assert!(
+                confirm.contains(expected),
+                "{expected:?} not in {confirm:?}"
+            );
+        }
+        let page = measure(&phone).await;
+        assert!(page["scrollWidth"].as_u64().unwrap() <= 390, "{page:#}");
+        assert_eq!(page["wide"], json!([]), "{page:#}");
+        assert_eq!(page["broken"], json!([]), "{page:#}");
+        phone
+            .execute(
+                "document.documentElement.style.scrollbarWidth = 'none';",
+                vec![],
+            )
+            .await
+            .expect("hide the scrollbar");
+        let screenshot = phone.screenshot().await.expect("a screenshot");
+        std::fs::write(screenshot_path("card-scopes-phone.png"), screenshot).expect("save it");
+        // Cancel takes the question back, and nothing is sent.
+        find(&phone, &format!("{card} .confirm button.confirm-no"))
+            .await
+            .click()
+            .await
+            .expect("click Cancel");
+        let left = phone
+            .execute(
+                "return [document.querySelectorAll('.confirm').length, window.scSent.length];",
+                vec![],
+            )
+            .await
+            .expect("look at the page");
+        assert_eq!(left, json!([0, 0]));
+
+        // Remembering the call: confirmed, then sent with its scope.
+        let card = "#pending .card[data-hold='1']";
+        find(&phone, &format!("{card} button.approve-call"))
+            .await
+            .click()
+            .await
+            .expect("click Approve and remember this call");
+        let confirm = text_of(&phone, &format!("{card} .confirm[data-scope='call']")).await;
+        for expected in [
+            "Remember this call?",
+            "Later calls by buyer of send_payment with exactly these arguments",
+            "For this agent, until it expires or is revoked with sc-state revoke.",
+        ] {
+            assert!(
+                confirm.contains(expected),
+                "{expected:?} not in {confirm:?}"
+            );
+        }
+        let sent = phone
+            .execute("return window.scSent.length;", vec![])
+            .await
+            .expect("look at the page");
+        assert_eq!(sent, json!(0), "nothing is sent before the confirmation");
+        find(&phone, &format!("{card} .confirm button.confirm-yes"))
+            .await
+            .click()
+            .await
+            .expect("confirm");
+        find(&phone, "#ended .card[data-hold='1'][data-state='approved']").await;
+        for hold in [2, 3] {
+            find(
+                &phone,
+                &format!("#pending .card[data-hold='{hold}'] button.decline"),
+            )
+            .await
+            .click()
+            .await
+            .expect("click Decline");
+            find(
+                &phone,
+                &format!("#ended .card[data-hold='{hold}'][data-state='declined']"),
+            )
+            .await;
+        }
+        let sent = phone
+            .execute("return window.scSent;", vec![])
+            .await
+            .expect("what the page sent");
+        phone.close().await.expect("close the browser");
+        (sent, pipeline)
+    });
+
+    assert_eq!(
+        sent,
+        json!([
+            {"approve": true, "digest": holds[0]["digest"], "scope": "call"},
+            {"approve": false, "digest": holds[1]["digest"], "scope": "once"},
+            {"approve": false, "digest": holds[2]["digest"], "scope": "once"},
+        ])
+    );
+    let events = pipeline.audit_events("approve");
+    pipeline.finish();
+    let approvals: Vec<&Value> = events.iter().map(|event| &event["approval"]).collect();
+    assert_eq!(approvals.len(), 3, "{events:#?}");
+    assert_eq!(approvals[0]["approved"], true);
+    assert_eq!(approvals[0]["answer"], "approve");
+    assert_eq!(approvals[0]["digest"], holds[0]["digest"]);
+    // sc-approve here keeps no grants (no --state): the page's `call` is taken as once, and
+    // the approval says why.
+    assert_eq!(approvals[0]["scope"], "once", "{:#}", approvals[0]);
+    assert!(
+        approvals[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("scope call taken as once"),
+        "{:#}",
+        approvals[0]
+    );
+    for declined in &approvals[1..] {
+        assert_eq!(declined["approved"], false);
+        assert!(declined.get("scope").is_none(), "{declined:#}");
+    }
 }
 
 /// Issue 25 §3: with `--web`, the `--notify` command's JSON carries the card's address, with

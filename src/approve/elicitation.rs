@@ -4,9 +4,12 @@
 //! hold to the person through the client, which shows it wherever the person is (a desktop
 //! client's dialog). The request's `message` is the prompt every surface shows
 //! ([`render_prompt`]: agent, tool, exact arguments, source, instruction, reasons, agent-written
-//! text escaped), and its form asks one boolean, [`requested_schema`]. Only `"action": "accept"`
-//! with `content.approve` exactly `true` approves; every other answer declines, with a reason that
-//! says which ([`approval_for_answer`]).
+//! text escaped), and its form asks one boolean and how far a yes reaches, [`requested_schema`]:
+//! `approve`, and `scope`, one of the scopes the hold offers (`once`, the default, and `call` or
+//! `value` where a grant may be given). Only `"action": "accept"` with `content.approve` exactly
+//! `true` approves; every other answer declines, with a reason that says which
+//! ([`approval_for_answer`]). A yes without a `scope` is `once`; one whose `scope` is not among
+//! those offered declines (it reaches further than the person was offered, or is not a scope).
 //!
 //! This is not a [`Human`](super::Human): a `Human` answers while its caller waits, but the
 //! answer to an elicitation comes back on the client's input, which sc-mcp must go on reading
@@ -24,7 +27,7 @@ use serde_json::{json, Map, Value};
 use super::render_prompt;
 use crate::call::Call;
 use crate::json_write::JsonLine;
-use crate::record::{AnsweredBy, Approval};
+use crate::record::{AnsweredBy, Approval, Scope};
 use crate::sanitize::quoted;
 use crate::strict_json::type_name;
 
@@ -66,18 +69,57 @@ pub(crate) fn declares_form_elicitation(params: Option<&Value>) -> bool {
     }
 }
 
-/// The form: one required boolean, `approve`.
-pub(crate) fn requested_schema() -> Value {
+/// The scope field's title.
+pub(crate) const SCOPE_TITLE: &str = "If yes, for how long?";
+
+/// What a scope means, in plain words, as the form and the message say it.
+fn scope_in_words(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Once => "once: this call only",
+        Scope::Call => {
+            "call: also this agent's later calls of this tool with exactly these arguments"
+        }
+        Scope::Value => "value: also trust, for this agent, the untrusted values named above",
+    }
+}
+
+/// The scopes offered, `once` first and always, each once, in their order.
+fn offered(scopes: &[Scope]) -> Vec<Scope> {
+    Scope::ALL
+        .into_iter()
+        .filter(|scope| *scope == Scope::Once || scopes.contains(scope))
+        .collect()
+}
+
+/// The form: one required boolean, `approve`, and `scope`, one of the scopes offered (`once`
+/// by default).
+pub(crate) fn requested_schema(scopes: &[Scope]) -> Value {
+    let offered = offered(scopes);
+    let words: Vec<&str> = offered.iter().map(|scope| scope_in_words(*scope)).collect();
     json!({
         "type": "object",
-        "properties": {"approve": {"type": "boolean", "title": QUESTION}},
+        "properties": {
+            "approve": {"type": "boolean", "title": QUESTION},
+            "scope": {
+                "type": "string",
+                "title": SCOPE_TITLE,
+                "description": format!("{}.", words.join("; ")),
+                "enum": offered,
+                "default": Scope::Once,
+            }
+        },
         "required": ["approve"]
     })
 }
 
 /// The text the person reads: the terminal's prompt (agent-written text escaped), ending with
 /// what the form's answer does instead of what to type.
-pub fn message(call: &Call, reasons: &[String], timeout: Option<Duration>) -> String {
+pub fn message(
+    call: &Call,
+    reasons: &[String],
+    timeout: Option<Duration>,
+    scopes: &[Scope],
+) -> String {
     let prompt = render_prompt(call, reasons, None, &[]);
     // The prompt's last line tells a terminal user what to type; the form asks its own question.
     let body = prompt
@@ -90,21 +132,31 @@ pub fn message(call: &Call, reasons: &[String], timeout: Option<Duration>) -> St
         ),
         None => "no, decline or cancel".to_owned(),
     };
+    let offered = offered(scopes);
+    let wider = if offered.len() > 1 {
+        let words: Vec<&str> = offered.iter().map(|scope| scope_in_words(*scope)).collect();
+        format!(
+            "\n{SCOPE_TITLE} {}. A yes wider than once is kept for this agent until it expires or sc-state revoke takes it back.",
+            words.join("; ")
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{}\n{QUESTION} Only yes runs it; {refusals} refuses it.",
+        "{}\n{QUESTION} Only yes runs it; {refusals} refuses it.{wider}",
         body.trim_start_matches('\n')
     )
 }
 
 /// The `elicitation/create` request, as a line for the client.
-pub fn request(id: &str, message: &str) -> Vec<u8> {
+pub fn request(id: &str, message: &str, scopes: &[Scope]) -> Vec<u8> {
     JsonLine::new()
         .field("jsonrpc", "2.0")
         .field("id", id)
         .field("method", "elicitation/create")
         .field(
             "params",
-            &json!({"message": message, "requestedSchema": requested_schema()}),
+            &json!({"message": message, "requestedSchema": requested_schema(scopes)}),
         )
         .finish()
 }
@@ -132,9 +184,11 @@ pub fn declined(reason: impl Into<String>) -> Approval {
     }
 }
 
-/// The approval a client's answer to `elicitation/create` becomes (the whole JSON-RPC response).
-/// `answer` is the action the person took, when it is one of the three; `null` otherwise.
-pub(crate) fn approval_for_answer(response: &Map<String, Value>) -> Approval {
+/// The approval a client's answer to `elicitation/create` becomes (the whole JSON-RPC response),
+/// to a question that offered `scopes`. `answer` is the action the person took, when it is one of
+/// the three; `null` otherwise. A yes carries its scope: `content.scope` when it is one of those
+/// offered, `once` when there is none; any other scope declines.
+pub(crate) fn approval_for_answer(response: &Map<String, Value>, scopes: &[Scope]) -> Approval {
     let malformed = |why: String| {
         declined(format!(
             "declined: the MCP client's answer is malformed ({why})"
@@ -194,19 +248,59 @@ pub(crate) fn approval_for_answer(response: &Map<String, Value>) -> Approval {
             ))
         }
     }
-    let approve = match result.get("content") {
-        Some(Value::Object(content)) => content.get("approve"),
-        None | Some(Value::Null) => None,
+    let (approve, scope) = match result.get("content") {
+        Some(Value::Object(content)) => (content.get("approve"), content.get("scope")),
+        None | Some(Value::Null) => (None, None),
         Some(other) => {
             return malformed(format!("`content` is {}, not an object", type_name(other)))
         }
     };
     match approve {
-        Some(Value::Bool(true)) => answered(
-            action,
-            true,
-            format!("approved: the person answered yes to \"{QUESTION}\" in the MCP client"),
-        ),
+        Some(Value::Bool(true)) => {
+            let offered = offered(scopes);
+            let scope = match scope {
+                None | Some(Value::Null) => Scope::Once,
+                Some(Value::String(text)) => match Scope::parse(text) {
+                    Some(scope) if offered.contains(&scope) => scope,
+                    _ => {
+                        let names: Vec<&str> = offered.iter().map(|scope| scope.as_str()).collect();
+                        return answered(
+                            action,
+                            false,
+                            format!(
+                                "declined: `scope` in the MCP client's answer is {}, not one of those offered ({})",
+                                quoted(&Value::String(text.clone()).to_string()),
+                                names.join(", ")
+                            ),
+                        );
+                    }
+                },
+                Some(other) => {
+                    return answered(
+                        action,
+                        false,
+                        format!(
+                            "declined: `scope` in the MCP client's answer is {}, not a string",
+                            type_name(other)
+                        ),
+                    )
+                }
+            };
+            Approval {
+                scope: Some(scope),
+                ..answered(
+                    action,
+                    true,
+                    format!(
+                        "approved: the person answered yes to \"{QUESTION}\" in the MCP client{}",
+                        match scope {
+                            Scope::Once => String::new(),
+                            wider => format!(" ({})", scope_in_words(wider)),
+                        }
+                    ),
+                )
+            }
+        }
         Some(Value::Bool(false)) => answered(
             action,
             false,
@@ -233,7 +327,7 @@ mod tests {
     use super::*;
 
     fn approval(response: Value) -> Approval {
-        approval_for_answer(response.as_object().unwrap())
+        approval_for_answer(response.as_object().unwrap(), &[Scope::Once])
     }
 
     #[test]
@@ -369,6 +463,7 @@ mod tests {
             &call,
             &["the agent is tainted".to_owned()],
             Some(Duration::from_secs(300)),
+            &[Scope::Once],
         );
         for expected in [
             "a call is held for your approval",
@@ -387,19 +482,137 @@ mod tests {
             !text.contains('\u{202e}') && !text.starts_with('\n'),
             "{text:?}"
         );
-        let line = request("sc-mcp-elicit-7", &text);
+        assert!(!text.contains(SCOPE_TITLE), "once only: {text}");
+        let line = request("sc-mcp-elicit-7", &text, &[Scope::Once]);
         assert!(line.ends_with(b"}\n"));
         let value: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(value["id"], "sc-mcp-elicit-7");
         assert_eq!(value["method"], "elicitation/create");
         assert_eq!(value["params"]["message"], text);
         let exact: Value = serde_json::from_str(
-            r#"{"type":"object","properties":{"approve":{"type":"boolean","title":"Run this call?"}},"required":["approve"]}"#,
+            r#"{"type":"object","properties":{"approve":{"type":"boolean","title":"Run this call?"},"scope":{"type":"string","title":"If yes, for how long?","description":"once: this call only.","enum":["once"],"default":"once"}},"required":["approve"]}"#,
         )
         .unwrap();
         assert_eq!(value["params"]["requestedSchema"], exact);
         assert_eq!(value.as_object().unwrap().len(), 4, "{value}");
         assert_eq!(value["params"].as_object().unwrap().len(), 2, "{value}");
+    }
+
+    #[test]
+    fn the_form_offers_the_scopes_that_apply_and_the_message_says_what_they_mean() {
+        let (call, _) = Call::parse_line(
+            br#"{"agent":"fs","tool":"create_directory","args":{"path":"/srv/x"},"source":"agent"}"#,
+        )
+        .unwrap();
+        let reasons = ["the agent is tainted".to_owned()];
+        // Asked in any order, each offered once, `once` first and always.
+        let scopes = [Scope::Value, Scope::Call, Scope::Call];
+        let schema = requested_schema(&scopes);
+        assert_eq!(
+            schema["properties"]["scope"],
+            json!({
+                "type": "string",
+                "title": "If yes, for how long?",
+                "description": "once: this call only; call: also this agent's later calls of this tool with exactly these arguments; value: also trust, for this agent, the untrusted values named above.",
+                "enum": ["once", "call", "value"],
+                "default": "once"
+            })
+        );
+        assert_eq!(
+            schema["required"],
+            json!(["approve"]),
+            "a scope may be left out"
+        );
+        assert_eq!(
+            requested_schema(&[Scope::Call])["properties"]["scope"]["enum"],
+            json!(["once", "call"])
+        );
+        let text = message(&call, &reasons, None, &[Scope::Once, Scope::Call]);
+        for expected in [
+            "Run this call? Only yes runs it; no, decline or cancel refuses it.",
+            "If yes, for how long? once: this call only; call: also this agent's later calls of this tool with exactly these arguments.",
+            "until it expires or sc-state revoke takes it back",
+        ] {
+            assert!(text.contains(expected), "{expected:?} not in {text}");
+        }
+        assert!(!text.contains("value:"), "{text}");
+        let line: Value = serde_json::from_slice(&request("q", &text, &[Scope::Call])).unwrap();
+        assert_eq!(
+            line["params"]["requestedSchema"]["properties"]["scope"]["enum"],
+            json!(["once", "call"])
+        );
+    }
+
+    #[test]
+    fn a_yes_carries_the_scope_answered_and_one_not_offered_declines() {
+        let answer = |content: Value, scopes: &[Scope]| {
+            approval_for_answer(
+                json!({"result": {"action": "accept", "content": content}})
+                    .as_object()
+                    .unwrap(),
+                scopes,
+            )
+        };
+        let offered = [Scope::Once, Scope::Call];
+        for (content, scope) in [
+            (json!({"approve": true}), Scope::Once),
+            (json!({"approve": true, "scope": null}), Scope::Once),
+            (json!({"approve": true, "scope": "once"}), Scope::Once),
+            (json!({"approve": true, "scope": "call"}), Scope::Call),
+        ] {
+            let approval = answer(content.clone(), &offered);
+            assert!(approval.approved, "{content}: {}", approval.reason);
+            assert_eq!(approval.scope, Some(scope), "{content}");
+            assert_eq!(approval.answer.as_deref(), Some("accept"));
+        }
+        let call = answer(json!({"approve": true, "scope": "call"}), &offered);
+        assert!(
+            call.reason.ends_with("in the MCP client (call: also this agent's later calls of this tool with exactly these arguments)"),
+            "{}",
+            call.reason
+        );
+        for (content, scopes, expected) in [
+            (
+                json!({"approve": true, "scope": "value"}),
+                &offered[..],
+                "`scope` in the MCP client's answer is \"value\", not one of those offered (once, call)",
+            ),
+            (
+                json!({"approve": true, "scope": "call"}),
+                &[Scope::Once][..],
+                "is \"call\", not one of those offered (once)",
+            ),
+            (
+                json!({"approve": true, "scope": "CALL"}),
+                &offered[..],
+                "is \"CALL\", not one of those offered",
+            ),
+            (
+                json!({"approve": true, "scope": "forever\u{1b}[2J"}),
+                &offered[..],
+                "is \"forever\\u001b[2J\", not one of those offered",
+            ),
+            (
+                json!({"approve": true, "scope": ["call"]}),
+                &offered[..],
+                "`scope` in the MCP client's answer is an array, not a string",
+            ),
+            (
+                json!({"approve": false, "scope": "call"}),
+                &offered[..],
+                "answered no",
+            ),
+        ] {
+            let approval = answer(content.clone(), scopes);
+            assert!(!approval.approved, "{content}");
+            assert_eq!(approval.scope, None, "{content}");
+            assert!(
+                approval.reason.starts_with("declined: ") && approval.reason.contains(expected),
+                "{content}: {} lacks {expected:?}",
+                approval.reason
+            );
+            assert!(!approval.reason.contains('\u{1b}'), "{}", approval.reason);
+        }
     }
 
     #[test]

@@ -552,3 +552,134 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
         "buyer\\u{202e} wants to run send_payment: to <img src=x onerror=aler\u{2026}, amount 100.0000000000000001, deep [1,{\"k\":\"\\u001b[2J\"}], none {}, \u{2026}"
     );
 }
+
+/// Issue 25: the scope of a yes on the page. The API lists the scopes each pending hold offers;
+/// a missing `scope` is `once`, `call` is kept, and one it does not know is refused with 400
+/// and changes nothing.
+#[test]
+fn an_answer_carries_its_scope_and_an_unknown_scope_is_refused() {
+    use crate::record::Scope;
+    let web = Arc::new(WebApprovals::start("127.0.0.1:0".parse().unwrap(), "test", None).unwrap());
+    let (line, call) = hold_line();
+    let digest = crate::approve::prompt::record_digest(line.as_bytes());
+    // Asks one hold that offers `once` and `call`, on a thread, and returns its reply.
+    let ask = |scopes: &'static [Scope]| {
+        let web = Arc::clone(&web);
+        let call = call.clone();
+        std::thread::spawn(move || {
+            let reasons = vec!["amount is above the hold limit".to_owned()];
+            let hold = Hold {
+                scopes,
+                line: line.as_bytes(),
+                id: "h-1",
+                call: &call,
+                reasons: &reasons,
+                timeout: Some(Duration::from_secs(600)),
+            };
+            WebHuman::new(web).ask_hold(&hold)
+        })
+    };
+    let pending_one = || loop {
+        let (status, body) = http(&web, "GET", "/api/holds", String::new());
+        assert_eq!(status, 200);
+        let pending: Vec<Value> = serde_json::from_str(&body).unwrap();
+        if let Some(hold) = pending.into_iter().next() {
+            break hold;
+        }
+        std::thread::yield_now();
+    };
+    let post = |hold: &Value, body: Value| {
+        http(
+            &web,
+            "POST",
+            &format!("/api/holds/{}", hold["hold"]),
+            body.to_string(),
+        )
+    };
+
+    // `call` offered, and given.
+    let asking = ask(&[Scope::Once, Scope::Call]);
+    let hold = pending_one();
+    assert_eq!(hold["scopes"], serde_json::json!(["once", "call"]));
+    for bogus in [
+        serde_json::json!("bogus"),
+        serde_json::json!("CALL"),
+        serde_json::json!(""),
+        serde_json::json!(1),
+    ] {
+        let (status, body) = post(
+            &hold,
+            serde_json::json!({"approve": true, "digest": digest, "scope": bogus}),
+        );
+        assert_eq!(status, 400, "{bogus}: {body}");
+        assert!(!asking.is_finished(), "a refusal settles nothing");
+    }
+    let (_, still) = http(&web, "GET", "/api/holds", String::new());
+    let still: Vec<Value> = serde_json::from_str(&still).unwrap();
+    assert_eq!(
+        still.len(),
+        1,
+        "still pending after the refusals: {still:?}"
+    );
+    assert_eq!(
+        post(
+            &hold,
+            serde_json::json!({"approve": true, "digest": digest, "scope": "call"})
+        ),
+        (200, r#"{"approved":true}"#.to_owned())
+    );
+    assert_eq!(
+        asking.join().unwrap(),
+        Reply::Decision {
+            approve: true,
+            digest: Some(digest.clone()),
+            scope: Scope::Call,
+        }
+    );
+
+    // No `scope`: once. Only `once` offered: the list says so.
+    let asking = ask(&[Scope::Once]);
+    let hold = pending_one();
+    assert_eq!(hold["scopes"], serde_json::json!(["once"]));
+    assert_eq!(
+        post(
+            &hold,
+            serde_json::json!({"approve": true, "digest": digest})
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        asking.join().unwrap(),
+        Reply::Decision {
+            approve: true,
+            digest: Some(digest.clone()),
+            scope: Scope::Once,
+        }
+    );
+
+    // A no with a wider scope is a no: it reaches nothing.
+    let asking = ask(&[Scope::Once, Scope::Value]);
+    let hold = pending_one();
+    assert_eq!(hold["scopes"], serde_json::json!(["once", "value"]));
+    assert_eq!(
+        post(
+            &hold,
+            serde_json::json!({"approve": false, "digest": digest, "scope": "value"})
+        ),
+        (200, r#"{"approved":false}"#.to_owned())
+    );
+    let reply = asking.join().unwrap();
+    assert_eq!(
+        reply,
+        Reply::Decision {
+            approve: false,
+            digest: Some(digest.clone()),
+            scope: Scope::Once,
+        }
+    );
+    let approval = crate::approve::approval_for(reply, AnsweredBy::Web);
+    assert!(!approval.approved);
+    assert_eq!(approval.scope, None);
+    Arc::try_unwrap(web).unwrap().stop();
+}

@@ -30,6 +30,8 @@ pub(crate) enum Known {
     Outcome,
     Seq,
     Prev,
+    /// The grants that allowed a call (a decision event's `grants`).
+    Grants,
 }
 
 impl Known {
@@ -50,6 +52,7 @@ impl Known {
             "outcome" => Known::Outcome,
             "seq" => Known::Seq,
             "prev" => Known::Prev,
+            "grants" => Known::Grants,
             _ => return None,
         })
     }

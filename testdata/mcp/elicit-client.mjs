@@ -9,11 +9,13 @@
 //   declare      whether `initialize` declares the elicitation capability (and a handler is set)
 //   answer       how the person answers each `elicitation/create`:
 //                  accept-true, accept-false, accept-string (approve "true", not a boolean),
+//                  accept-scope (approve true, with the plan's `scope` as how far it reaches),
 //                  accept-no-content, decline, cancel,
 //                  error      (the handler throws: the client answers with a JSON-RPC error),
 //                  both       (a malformed response, written past the SDK: `result` accepting with
 //                              approve true, and an `error` as well),
 //                  silent     (no answer until sc-mcp withdraws the question)
+//   scope        with accept-scope: the `scope` answered (any JSON value)
 //   calls        [{name, arguments}], called in order
 //   whileAsked   optional {name, arguments}: called from inside the handler, and awaited, before
 //                the answer is given (the proxy must keep relaying while the person is asked)
@@ -45,6 +47,8 @@ function answer(extra) {
       return { action: "accept", content: { approve: true } };
     case "accept-false":
       return { action: "accept", content: { approve: false } };
+    case "accept-scope":
+      return { action: "accept", content: { approve: true, scope: plan.scope } };
     case "accept-string":
       return { action: "accept", content: { approve: "true" } };
     case "accept-no-content":

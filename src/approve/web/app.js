@@ -128,30 +128,116 @@
     return window.fetch(path, init);
   }
 
+  // What a yes may be remembered for, beyond this call: the button's words, and what the
+  // confirmation says will be remembered. The gate decides how long (a grant's lifetime).
+  const WIDER = {
+    call: {
+      button: "Approve and remember this call",
+      className: "approve-call",
+      remembered: (shown) =>
+        "Remember this call? Later calls by " + String(shown.agent) + " of " + String(shown.tool) +
+        " with exactly these arguments will run without asking you again.",
+    },
+    value: {
+      button: "Approve and trust these values",
+      className: "approve-value",
+      remembered: (shown) =>
+        "Trust these values? The untrusted values this call was held for become trusted for " +
+        String(shown.agent) + ": its later calls are not held again because of them.",
+    },
+  };
+  const HOW_LONG = "For this agent, until it expires or is revoked with sc-state revoke.";
+
+  // The scopes a yes may take, as the API lists them; `once` always, whatever else it says.
+  function scopesOf(item) {
+    const listed = Array.isArray(item.scopes) ? item.scopes : [];
+    return ["once"].concat(Object.keys(WIDER).filter((scope) => listed.includes(scope)));
+  }
+
   function pendingCard(item) {
     const card = cardFor(item, "pending");
+    const shown = item.display || {};
     const footer = element("footer");
     const timeLeft = element("span", "time-left");
     const outcome = element("span", "outcome");
-    const approve = element("button", "approve", "Approve");
-    const decline = element("button", "decline", "Decline");
-    approve.type = "button";
-    decline.type = "button";
-    footer.append(timeLeft, outcome, approve, decline);
-    card.append(footer);
+    footer.append(timeLeft, outcome);
     const entry = {
       card: card,
       deadline: item.secondsLeft === null ? null : performance.now() + item.secondsLeft * 1000,
       timeLeft: timeLeft,
       outcome: outcome,
-      buttons: [approve, decline],
+      buttons: [],
+      confirm: null,
     };
-    approve.addEventListener("click", () => answer(entry, item, true));
-    decline.addEventListener("click", () => answer(entry, item, false));
+    for (const scope of scopesOf(item)) {
+      const wider = WIDER[scope];
+      const button = element(
+        "button",
+        wider ? "approve-wide " + wider.className : "approve",
+        wider ? wider.button : "Approve once",
+      );
+      button.type = "button";
+      button.dataset.scope = scope;
+      button.addEventListener("click", () =>
+        wider ? askToConfirm(entry, item, scope) : answer(entry, item, true, scope),
+      );
+      entry.buttons.push(button);
+    }
+    const decline = element("button", "decline", "Decline");
+    decline.type = "button";
+    decline.addEventListener("click", () => answer(entry, item, false, "once"));
+    entry.buttons.push(decline);
+    footer.append(...entry.buttons);
+    card.append(footer);
     return entry;
   }
 
-  async function answer(entry, item, approve) {
+  // A yes that reaches further than this call is confirmed on the card first: what will be
+  // remembered, and for how long.
+  function askToConfirm(entry, item, scope) {
+    if (entry.confirm) {
+      entry.confirm.remove();
+    }
+    const shown = item.display || {};
+    const box = element("div", "confirm");
+    box.dataset.scope = scope;
+    box.setAttribute("role", "alertdialog");
+    box.append(wordsInto(element("p", "remembered"), WIDER[scope].remembered(shown)));
+    const values = (item.record && item.record.grantable && item.record.grantable.values) || [];
+    if (scope === "value" && Array.isArray(values) && values.length > 0) {
+      const list = element("ul", "values");
+      for (const value of values) {
+        list.append(wordsInto(element("li"), value));
+      }
+      box.append(list);
+    }
+    box.append(wordsInto(element("p", "how-long"), HOW_LONG));
+    const yes = element("button", "confirm-yes", WIDER[scope].button);
+    const no = element("button", "confirm-no", "Cancel");
+    yes.type = "button";
+    no.type = "button";
+    yes.addEventListener("click", () => {
+      box.remove();
+      entry.confirm = null;
+      answer(entry, item, true, scope);
+    });
+    no.addEventListener("click", () => {
+      box.remove();
+      entry.confirm = null;
+    });
+    const choices = element("div", "confirm-choices");
+    choices.append(yes, no);
+    box.append(choices);
+    entry.confirm = box;
+    entry.card.append(box);
+    yes.focus();
+  }
+
+  async function answer(entry, item, approve, scope) {
+    if (entry.confirm) {
+      entry.confirm.remove();
+      entry.confirm = null;
+    }
     for (const button of entry.buttons) {
       button.disabled = true;
     }
@@ -159,7 +245,7 @@
     try {
       const response = await api("/api/holds/" + String(Number(item.hold)), {
         method: "POST",
-        body: JSON.stringify({ approve: approve, digest: item.digest }),
+        body: JSON.stringify({ approve: approve, digest: item.digest, scope: scope }),
       });
       const body = await response.json().catch(() => ({}));
       if (response.ok) {

@@ -16,11 +16,12 @@ use super::session::{lock, Session};
 use super::verdict::Verdict;
 use super::{Asking, MAX_HELD_CALLS};
 use crate::approve::elicitation::{self, Questions};
+use crate::approve::notify::{Notice, Notifier};
 use crate::approve::{approval_for, render_prompt, Hold, Human};
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::Call;
 use crate::jsonl;
-use crate::record::{AnsweredBy, Approval, Outcome, Status};
+use crate::record::{AnsweredBy, Approval, Outcome, Scope, Status};
 use crate::sanitize::for_terminal;
 use crate::store::{Owner, StateHandle, Timing};
 use crate::verdict::{Decision, Granting, Judgement};
@@ -39,6 +40,8 @@ pub(super) struct ClientSide<'a> {
     pub(super) state: StateHandle,
     pub(super) timing: Timing,
     pub(super) ids: IdMinter,
+    /// `--notify CMD`: run whenever a held call is put to the person.
+    pub(super) notifier: Option<Notifier>,
 }
 
 /// A way of putting a held call to the person.
@@ -144,7 +147,8 @@ impl ClientSide<'_> {
                 let held = lock(&self.session.pending).take_held(&HoldKey::Question(id.clone()));
                 match held {
                     Some(call) => {
-                        let approval = elicitation::approval_for_answer(&answer);
+                        let call = call.noticed();
+                        let approval = elicitation::approval_for_answer(&answer, &call.scopes);
                         self.settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
                     }
                     None => {
@@ -214,6 +218,7 @@ impl ClientSide<'_> {
     /// The client cancelled a call that waits for the person: the question (or the card) is
     /// withdrawn and the call declined, unanswered.
     fn withdraw_question(&mut self, call: HeldCall) -> Result<()> {
+        let call = call.noticed();
         let reason = "declined: the client cancelled the call before the person answered";
         self.withdraw(&call.asked, reason);
         self.session.decline_held(
@@ -277,6 +282,7 @@ impl ClientSide<'_> {
             let held =
                 lock(&self.session.pending).take_held(&HoldKey::Question(question.to_owned()));
             if let Some(call) = held {
+                let call = call.noticed();
                 let approval = elicitation::declined(format!(
                     "declined: the MCP client's answer is malformed ({reason})"
                 ));
@@ -400,6 +406,7 @@ impl ClientSide<'_> {
                 }
                 _ => None,
             },
+            notify_failed: None,
         };
         let call = match (judgement.decision, parsed) {
             (Decision::Deny, _) | (_, Err(_)) if id_in_use => {
@@ -448,16 +455,60 @@ impl ClientSide<'_> {
             };
             return session.decline_held(&id.value, &ticket, &judgement.reasons, &approval, true);
         }
+        // The scopes a yes to this call may take, on every surface: `once` first, and `call`
+        // or `value` where a grant may be given for it.
+        let scopes = ticket.scopes().to_vec();
+        let asked = Question {
+            bytes,
+            id,
+            ticket,
+            call: &call,
+            reasons: judgement.reasons,
+            verdict: &verdict,
+            scopes,
+        };
         match self.surface() {
-            Surface::Elicitation => {
-                return self.ask_through_client(bytes, id, ticket, &call, judgement.reasons)
-            }
-            Surface::Page => {
-                return self.ask_on_the_page(bytes, id, ticket, &call, judgement.reasons, &verdict)
-            }
-            Surface::Human => {}
+            Surface::Elicitation => self.ask_through_client(asked),
+            Surface::Page => self.ask_on_the_page(asked),
+            Surface::Human => self.ask_the_human(asked),
         }
-        let prompt = render_prompt(&call, &judgement.reasons, self.timeout, ticket.scopes());
+    }
+
+    /// Starts the `--notify` command for a hold as it is put to the person (`url`: the card's
+    /// address), unless nobody is asked.
+    fn notify(&self, hold: &Hold<'_>, url: Option<&str>) -> Option<Notice> {
+        self.notifier
+            .as_ref()
+            .map(|notifier| notifier.notify(hold, url))
+    }
+
+    /// Asks the human given to the session (the terminal, the answers file, or nobody), while the
+    /// calling thread waits.
+    fn ask_the_human(&mut self, asked: Question<'_>) -> Result<()> {
+        let Question {
+            bytes,
+            id,
+            mut ticket,
+            call,
+            reasons,
+            verdict,
+            scopes,
+        } = asked;
+        let hold = Hold {
+            scopes: &scopes,
+            line: &verdict.line,
+            id: &ticket.call_id,
+            call,
+            reasons: &reasons,
+            timeout: self.timeout,
+        };
+        // Nobody is told of a hold nobody is asked (`--no-prompt`).
+        let notice = if self.human.kind() == AnsweredBy::None {
+            None
+        } else {
+            self.notify(&hold, None)
+        };
+        let prompt = render_prompt(call, &reasons, self.timeout, &scopes);
         let reply = self.human.ask(&prompt);
         let approval = approval_for(reply, self.human.kind());
         self.human.acknowledge(if approval.approved {
@@ -465,19 +516,24 @@ impl ClientSide<'_> {
         } else {
             "→ declined"
         });
-        self.settle(id, bytes, ticket, &judgement.reasons, approval)
+        ticket.notify_failed = notice
+            .and_then(Notice::finish)
+            .map(|failure| failure.to_string());
+        self.settle(id, bytes, ticket, &reasons, approval)
     }
 
     /// Puts a held call to the person through the client, and keeps it until the answer, the
     /// timeout, a cancellation or the end of the session settles it.
-    fn ask_through_client(
-        &mut self,
-        bytes: &[u8],
-        id: RequestId,
-        ticket: Ticket,
-        call: &Call,
-        reasons: Vec<String>,
-    ) -> Result<()> {
+    fn ask_through_client(&mut self, asked: Question<'_>) -> Result<()> {
+        let Question {
+            bytes,
+            id,
+            ticket,
+            call,
+            reasons,
+            verdict,
+            scopes,
+        } = asked;
         let session = self.session;
         let mut pending = lock(&session.pending);
         if pending.held.len() >= MAX_HELD_CALLS {
@@ -485,7 +541,18 @@ impl ClientSide<'_> {
             return self.decline_unasked(&id, &ticket, &reasons);
         }
         let question = self.questions.mint();
-        let message = elicitation::message(call, &reasons, self.timeout);
+        let message = elicitation::message(call, &reasons, self.timeout, &scopes);
+        let notice = self.notify(
+            &Hold {
+                scopes: &scopes,
+                line: &verdict.line,
+                id: &ticket.call_id,
+                call,
+                reasons: &reasons,
+                timeout: self.timeout,
+            },
+            None,
+        );
         session.narrate(&format!(
             "sc-mcp: {} → {}: asking the person through the MCP client ({question})",
             for_terminal(&ticket.agent),
@@ -498,10 +565,12 @@ impl ClientSide<'_> {
             reasons,
             bytes: bytes.to_vec(),
             deadline: self.timeout.map(|timeout| Instant::now() + timeout),
+            scopes: scopes.clone(),
+            notice,
         });
         drop(pending);
         session.holds_changed.notify_all();
-        session.to_client(&elicitation::request(&question, &message));
+        session.to_client(&elicitation::request(&question, &message, &scopes));
         Ok(())
     }
 
@@ -509,15 +578,16 @@ impl ClientSide<'_> {
     /// the person's answer there, the card's expiry, a cancellation or the end of the session
     /// settles it (the page's thread,
     /// [`settle_page_holds`](super::holds::settle_page_holds), settles the first two).
-    fn ask_on_the_page(
-        &mut self,
-        bytes: &[u8],
-        id: RequestId,
-        ticket: Ticket,
-        call: &Call,
-        reasons: Vec<String>,
-        verdict: &Verdict,
-    ) -> Result<()> {
+    fn ask_on_the_page(&mut self, asked: Question<'_>) -> Result<()> {
+        let Question {
+            bytes,
+            id,
+            ticket,
+            call,
+            reasons,
+            verdict,
+            scopes,
+        } = asked;
         let session = self.session;
         let Some(page) = &self.page else {
             unreachable!("a call is put on the page only when there is one");
@@ -529,14 +599,16 @@ impl ClientSide<'_> {
             drop(pending);
             return self.decline_unasked(&id, &ticket, &reasons);
         }
-        let card = page.web.submit(&Hold {
-            scopes: ticket.scopes(),
+        let hold = Hold {
+            scopes: &scopes,
             line: &verdict.line,
             id: &ticket.call_id,
             call,
             reasons: &reasons,
             timeout: self.timeout,
-        });
+        };
+        let card = page.web.submit(&hold);
+        let notice = self.notify(&hold, Some(page.web.url()));
         session.narrate(&format!(
             "sc-mcp: {} → {}: waiting for the person on the web page (card {})",
             for_terminal(&ticket.agent),
@@ -550,6 +622,8 @@ impl ClientSide<'_> {
             reasons,
             bytes: bytes.to_vec(),
             deadline: None,
+            scopes,
+            notice,
         });
         drop(pending);
         // The page's thread waits for this card's expiry too.
@@ -600,4 +674,20 @@ impl ClientSide<'_> {
     fn answer_audit_failure(&mut self, id: &Value) {
         self.session.answer_audit_failure(id);
     }
+}
+
+/// A held call as it is put to the person, on whichever surface.
+struct Question<'a> {
+    /// The client's message, forwarded as it came if the person approves.
+    bytes: &'a [u8],
+    /// The client's `tools/call` id.
+    id: RequestId,
+    ticket: Ticket,
+    call: &'a Call,
+    /// Why the gate held it.
+    reasons: Vec<String>,
+    /// The verdict record a card shows, whose digest an answer is bound to.
+    verdict: &'a Verdict,
+    /// The scopes a yes may take: `once` first.
+    scopes: Vec<Scope>,
 }

@@ -84,6 +84,7 @@ pub(super) fn settle_page_holds(
             // person's answer comes too late to act on.
             let held = lock(&session.pending).take_held(&HoldKey::Card(card.id()));
             if let Some(call) = held {
+                let call = call.noticed();
                 let approval = approval_for(reply, AnsweredBy::Web);
                 if session
                     .settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)

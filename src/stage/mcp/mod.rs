@@ -13,7 +13,10 @@
 //!   a deny. The person is asked, first that applies: by `--answers`; through the client, when
 //!   its `initialize` declared elicitation ([`crate::approve::elicitation`]; not with
 //!   `--no-elicitation`); on the web page, with `--web` ([`crate::approve::web`]); on /dev/tty;
-//!   else nobody is asked and the call is declined;
+//!   else nobody is asked and the call is declined. Every surface offers the same scopes for a
+//!   yes (`once`, and `call` or `value` where a grant may be given). With `--notify CMD`, the
+//!   command is run whenever the person is asked, on any surface ([`crate::approve::notify`]);
+//!   its failure is said in the `approve` event (`notifyFailed`);
 //! - sc-mcp's own requests to the client (`elicitation/create`) have string ids that start with
 //!   `sc-mcp-elicit-`. The client's answers to them are read by sc-mcp and never forwarded; a
 //!   server message that uses such an id (a request, or a cancellation naming one) is dropped, so
@@ -90,6 +93,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use self::proxy::{run, run_with_state};
+use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
@@ -124,6 +128,9 @@ pub struct McpOptions {
     /// Where a `call` or `value` answer is kept as a grant: the crew's store, else this
     /// process's memory ([`crate::approve::remember`]).
     pub grants: Grants,
+    /// `--notify CMD`: run whenever a held call is put to the person, on any surface
+    /// ([`crate::approve::notify`]).
+    pub notify: Option<Notifier>,
 }
 
 /// Which ways a held call may be put to the person. The first that applies is used

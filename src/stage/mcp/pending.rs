@@ -7,6 +7,7 @@ use std::time::Instant;
 use indexmap::IndexSet;
 
 use super::protocol::{IdKey, RequestId};
+use crate::approve::notify::Notice;
 use crate::approve::web;
 use crate::call::Call;
 use crate::record::{AnsweredBy, Approval, Grantable, Scope};
@@ -30,6 +31,9 @@ pub(super) struct Ticket {
     pub(super) approval: Option<Approval>,
     /// A held call, and what a yes to it may be remembered for.
     pub(super) held_for: Option<Arc<(Call, Grantable)>>,
+    /// Why the `--notify` command run when the person was asked failed, if it did: said in the
+    /// `approve` event (`notifyFailed`).
+    pub(super) notify_failed: Option<String>,
 }
 
 impl Ticket {
@@ -122,6 +126,22 @@ pub(super) struct HeldCall {
     /// When no answer through the client declines it; `None` waits forever (`--timeout 0`),
     /// or for the page, which expires its cards itself.
     pub(super) deadline: Option<Instant>,
+    /// The scopes a yes may take, as the person was offered them (`once` first).
+    pub(super) scopes: Vec<Scope>,
+    /// The `--notify` command started when the person was asked, if any.
+    pub(super) notice: Option<Notice>,
+}
+
+impl HeldCall {
+    /// Waits for the `--notify` command started when the call was asked (at most its time
+    /// limit), and notes its failure on the ticket for the `approve` event. Called when the call
+    /// is settled, outside the lock of what is pending.
+    pub(super) fn noticed(mut self) -> HeldCall {
+        if let Some(notice) = self.notice.take() {
+            self.ticket.notify_failed = notice.finish().map(|failure| failure.to_string());
+        }
+        self
+    }
 }
 
 #[derive(Debug, Default)]
@@ -299,10 +319,13 @@ mod tests {
                 decision: Decision::Hold,
                 approval: None,
                 held_for: None,
+                notify_failed: None,
             },
             reasons: vec!["r".into()],
             bytes: b"{}".to_vec(),
             deadline,
+            scopes: vec![Scope::Once],
+            notice: None,
         };
         let now = Instant::now();
         pending.hold(held(1, Some(now)));

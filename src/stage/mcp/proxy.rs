@@ -236,6 +236,7 @@ pub fn run_with_state(
         state,
         timing: options.timing.clone(),
         ids: IdMinter::new(),
+        notifier: options.notify.clone(),
     };
     relay_client(&session, &mut client, input, options.max_message_bytes);
     let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
@@ -264,6 +265,7 @@ pub fn run_with_state(
         let _ = thread.join();
     }
     for call in unanswered {
+        let call = call.noticed();
         let reason = format!("declined: {why} before the person answered");
         if let Asked::Page(_) = call.asked {
             client.withdraw(&call.asked, &reason);
@@ -423,6 +425,7 @@ fn run_without_server(
         state,
         timing: options.timing.clone(),
         ids: IdMinter::new(),
+        notifier: options.notify.clone(),
     };
     relay_client(
         &session,

@@ -404,6 +404,7 @@ mod tests {
             decision: Decision::Allow,
             approval: None,
             held_for: None,
+            notify_failed: None,
         };
         let answer = |value: Value| value.as_object().unwrap().clone();
         let ok = outcome_of_answer(

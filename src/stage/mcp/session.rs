@@ -250,13 +250,17 @@ impl Session {
         lock(&self.pending).in_use(&id.key)
     }
 
-    /// Audits the person's answer to a held call (the `approve` event) and narrates it.
+    /// Audits the person's answer to a held call (the `approve` event, with `notifyFailed` when
+    /// the `--notify` command failed) and narrates it.
     pub(super) fn audit_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
-        let event = audit::event(Stage::Approve, &ticket.call_id)
+        let mut event = audit::event(Stage::Approve, &ticket.call_id)
             .field("agent", &ticket.agent)
             .field("tool", &ticket.tool)
-            .field("approval", approval)
-            .finish();
+            .field("approval", approval);
+        if let Some(failed) = &ticket.notify_failed {
+            event = event.field("notifyFailed", failed);
+        }
+        let event = event.finish();
         self.audit(&event)?;
         self.narrate(&format!(
             "sc-mcp: {} → {}: {}",
@@ -303,6 +307,7 @@ impl Session {
 
     /// Declines a held call nobody answered in time, and tells the client to close the question.
     pub(super) fn expire(&self, call: HeldCall) {
+        let call = call.noticed();
         let after = self.hold_timeout.unwrap_or_default().as_secs();
         let reason = format!("declined: no answer within {after} seconds");
         if let Asked::Client(question) = &call.asked {

@@ -51,6 +51,7 @@ pub(super) struct Packed {
     status: Option<Status>,
     agent: Option<Span>,
     tool: Option<Span>,
+    grants: Option<bool>,
 }
 
 enum PackedReasons {
@@ -110,6 +111,7 @@ impl Batch {
             status: view.status,
             agent: self.put_some(&view.agent),
             tool: self.put_some(&view.tool),
+            grants: view.grants,
         }
     }
 
@@ -141,6 +143,7 @@ impl Batch {
             status: packed.status,
             agent: text(packed.agent),
             tool: text(packed.tool),
+            grants: packed.grants,
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct AgentSummary {
     pub declined: u64,
     pub unanswered: u64,
     pub executed: u64,
+    /// Of the calls allowed, those an earlier approval allowed (a grant).
+    #[serde(rename = "allowedByGrant")]
+    pub allowed_by_grant: u64,
     /// What first tainted the agent (from sc-gate's `agentState`), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tainted_by: Option<String>,

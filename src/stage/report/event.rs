@@ -51,6 +51,9 @@ pub(super) struct EventView<'a> {
     pub(super) status: Option<Status>,
     pub(super) agent: Option<Cow<'a, str>>,
     pub(super) tool: Option<Cow<'a, str>>,
+    /// A decision event's `grants` (the grants that allowed the call), when it is an array:
+    /// whether it names any.
+    pub(super) grants: Option<bool>,
 }
 
 impl<'a> EventView<'a> {
@@ -90,8 +93,42 @@ impl<'a> EventView<'a> {
                 .and_then(|s| serde_json::from_value::<Status>(s).ok()),
             agent: text("agent"),
             tool: text("tool"),
+            grants: match event.get("grants") {
+                Some(Value::Array(grants)) => Some(!grants.is_empty()),
+                _ => None,
+            },
         }
     }
+
+    /// Whether a decision event says its call was allowed by an earlier approval (a grant): by
+    /// its `grants` when it has them, else by a reason `allowed by grant ID (given by BY at
+    /// TIME)`. Only an `allow` is.
+    pub(super) fn allowed_by_grant(&self) -> bool {
+        if self.decision.as_deref() != Some("allow") {
+            return false;
+        }
+        if let Some(named) = self.grants {
+            return named;
+        }
+        match &self.reasons {
+            // The text is read only when it may hold such a reason.
+            Reasons::Text(text) => {
+                text.contains(GRANT_REASON)
+                    && serde_json::from_str::<Value>(text)
+                        .is_ok_and(|reasons| is_grant_reason(strings(Some(&reasons))))
+            }
+            Reasons::List(list) => is_grant_reason(list.iter().cloned()),
+        }
+    }
+}
+
+/// How a reason that a grant allowed the call starts.
+pub(super) const GRANT_REASON: &str = "allowed by grant ";
+
+fn is_grant_reason(reasons: impl IntoIterator<Item = String>) -> bool {
+    reasons
+        .into_iter()
+        .any(|reason| reason.starts_with(GRANT_REASON))
 }
 
 pub(super) fn strings(value: Option<&Value>) -> Vec<String> {

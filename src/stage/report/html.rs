@@ -263,6 +263,8 @@ fn tiles(page: &mut String, summary: &Summary) {
             &[
                 ("calls", "calls", summary.calls),
                 ("allow", "allow", d.allow),
+                // Of the allows, those an earlier approval (a grant) allowed.
+                ("by-grant", "by grant", summary.allowed_by_grant),
                 ("hold", "hold", d.hold),
                 ("deny", "deny", d.deny),
             ],
@@ -545,6 +547,7 @@ fn agents(page: &mut String, summary: &Summary) -> io::Result<()> {
             a.declined,
             a.unanswered,
             a.executed,
+            a.allowed_by_grant,
         ] {
             let _ = write!(page, "<td class=\"n\">{}</td>", count(value));
         }
@@ -727,6 +730,7 @@ struct Embedded<'a> {
     events: u64,
     calls: u64,
     decisions: &'a DecisionCounts,
+    allowed_by_grant: u64,
     holds: &'a HoldCounts,
     outcomes: &'a OutcomeCounts,
     veto_count: u64,
@@ -767,6 +771,7 @@ fn embedded<'a>(
         events: summary.events,
         calls: summary.calls,
         decisions: &summary.decisions,
+        allowed_by_grant: summary.allowed_by_grant,
         holds: &summary.holds,
         outcomes: &summary.outcomes,
         veto_count: summary.veto_count,

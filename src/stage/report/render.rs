@@ -65,6 +65,11 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
     );
     let _ = writeln!(
         out,
+        "Grants     {} allowed by an earlier approval",
+        summary.allowed_by_grant
+    );
+    let _ = writeln!(
+        out,
         "Holds      {} approved, {} declined, {} never answered",
         h.approved, h.declined, h.unanswered
     );
@@ -139,6 +144,7 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
             agent.declined,
             agent.unanswered,
             agent.executed,
+            agent.allowed_by_grant,
         ];
         for (header, value) in headers.iter().zip(values) {
             let _ = write!(out, "  {value:>w$}", w = header.len());
@@ -224,13 +230,17 @@ pub fn render_markdown(summary: &Summary) -> String {
         .collect();
     let _ = writeln!(out, "## Skeleton Crew audit report\n");
     let _ = writeln!(out, "{} ({} events)\n", logs.join(", "), summary.events);
-    let _ = writeln!(out, "| calls | allow | hold | deny | approved | declined | never answered | executed | skipped | failed |");
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "| calls | allow | by grant | hold | deny | approved | declined | never answered | executed | skipped | failed |");
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
         summary.calls,
         d.allow,
+        summary.allowed_by_grant,
         d.hold,
         d.deny,
         h.approved,
@@ -268,12 +278,15 @@ pub fn render_markdown(summary: &Summary) -> String {
         }
     }
     let _ = writeln!(out, "### By agent\n");
-    let _ = writeln!(out, "| agent | calls | allow | hold | deny | approved | declined | never answered | executed | tainted by |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "| agent | calls | allow | hold | deny | approved | declined | never answered | executed | by grant | tainted by |");
+    let _ = writeln!(
+        out,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for a in &summary.agents {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&a.agent),
             a.calls,
             a.allow,
@@ -283,6 +296,7 @@ pub fn render_markdown(summary: &Summary) -> String {
             a.declined,
             a.unanswered,
             a.executed,
+            a.allowed_by_grant,
             a.tainted_by.as_deref().map(cell).unwrap_or_default()
         );
     }
@@ -359,11 +373,12 @@ pub fn render_json(summary: &Summary) -> String {
 
 impl Serialize for Summary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("Summary", 11)?;
+        let mut out = serializer.serialize_struct("Summary", 12)?;
         out.serialize_field("logs", &self.logs)?;
         out.serialize_field("events", &self.events)?;
         out.serialize_field("calls", &self.calls)?;
         out.serialize_field("decisions", &self.decisions)?;
+        out.serialize_field("allowedByGrant", &self.allowed_by_grant)?;
         out.serialize_field("holds", &self.holds)?;
         out.serialize_field("outcomes", &self.outcomes)?;
         let vetoes = Every {
@@ -414,8 +429,9 @@ impl<T: Serialize + Record> Serialize for Every<'_, T> {
     }
 }
 
-/// The counted columns of the per-agent table, after the agent's name, in every format.
-pub(super) const AGENT_COLUMNS: [&str; 8] = [
+/// The counted columns of the per-agent table, after the agent's name, in every format (`by
+/// grant`: allowed by an earlier approval).
+pub(super) const AGENT_COLUMNS: [&str; 9] = [
     "calls",
     "allow",
     "hold",
@@ -424,4 +440,5 @@ pub(super) const AGENT_COLUMNS: [&str; 8] = [
     "declined",
     "unanswered",
     "executed",
+    "by grant",
 ];

@@ -548,6 +548,7 @@ fn json_is_written_as_a_derived_serialization_would_write_it() {
             "events": s.events,
             "calls": s.calls,
             "decisions": s.decisions,
+            "allowedByGrant": s.allowed_by_grant,
             "holds": s.holds,
             "outcomes": s.outcomes,
             "vetoes": s.vetoes,
@@ -561,12 +562,16 @@ fn json_is_written_as_a_derived_serialization_would_write_it() {
 
 #[test]
 fn the_scanner_reads_the_events_the_stages_write() {
+    let granted: Vec<String> = GRANTED.lines().map(str::to_owned).collect();
     for line in [
         gate("g", "buyer", "hold"),
         approve("g", "buyer", true),
         exec("g", "buyer", "executed"),
         LOG.lines().nth(2).unwrap().to_owned(),
-    ] {
+    ]
+    .into_iter()
+    .chain(granted)
+    {
         let view = scan::event(&line).unwrap_or_else(|| panic!("{line}"));
         assert_eq!(seen(&view), seen(&reference(&line).unwrap()));
         assert!(chain_fields(&line).is_some(), "{line}");
@@ -625,6 +630,7 @@ fn seen(
     Option<Approval>,
     Option<Status>,
     Option<Value>,
+    (Option<bool>, bool),
 ) {
     let text = |t: &Option<Cow<str>>| t.as_deref().map(str::to_owned);
     (
@@ -650,6 +656,7 @@ fn seen(
         view.args
             .as_deref()
             .map(|args| serde_json::from_str(args).expect("arguments are JSON")),
+        (view.grants, view.allowed_by_grant()),
     )
 }
 
@@ -779,5 +786,96 @@ proptest::proptest! {
         let windowed = run_with(&lines, Summariser::with_filter(filter()).with_window(16));
         let whole = run_with(&lines, Summariser::with_filter(filter()).with_window(u64::MAX));
         proptest::prop_assert_eq!(shown(&windowed), shown(&whole));
+    }
+}
+
+/// Decision events of calls an earlier approval allowed (a grant), and of calls that only look
+/// like one: sc-gate's, sc-mcp's and sc-hook's decisions are all `gate` events.
+const GRANTED: &str = concat!(
+    // Allowed by a grant: its `grants`, and its reason.
+    r#"{"ts":"t","stage":"gate","id":"g1","decision":"allow","reasons":["allowed by grant gr-1 (given by web at 2026-12-01T17:00:00Z)"],"grants":["gr-1"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+    "\n",
+    // An older event with the reason only, its quotes escaped, among other reasons.
+    r#"{"ts":"t","stage":"gate","id":"g2","decision":"allow","reasons":["within policy","allowed by grant gr-2 (given by \"tty\" at 2026-12-01T17:01:00Z)"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+    "\n",
+    // Its `grants` name the grant; its reasons do not say it (whitespace in the array).
+    r#"{"ts":"t","stage":"gate","id":"g3","decision":"allow","reasons":["ok"],"grants":[ "gr-3" ],"call":{"agent":"scout","tool":"fetch_page"}}"#,
+    "\n",
+    // Not by a grant: `grants` is there and empty, whatever a reason says.
+    r#"{"ts":"t","stage":"gate","id":"n1","decision":"allow","reasons":["allowed by grant gr-9 (given by web at t)"],"grants":[ ],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+    "\n",
+    // Not by a grant: the words are not at the reason's start.
+    r#"{"ts":"t","stage":"gate","id":"n2","decision":"allow","reasons":["note: allowed by grant gr-1 (given by web at t)"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+    "\n",
+    // Not allowed: a hold, whatever it carries.
+    r#"{"ts":"t","stage":"gate","id":"n3","decision":"hold","reasons":["allowed by grant gr-1 (given by web at t)"],"grants":["gr-1"],"call":{"agent":"buyer","tool":"send_payment"}}"#,
+    "\n",
+    // A plain allow.
+    r#"{"ts":"t","stage":"gate","id":"n4","decision":"allow","reasons":["within policy"],"call":{"agent":"scout","tool":"search_web"}}"#,
+    "\n",
+);
+
+#[test]
+fn calls_allowed_by_an_earlier_approval_are_counted_per_agent_in_every_format() {
+    let lines: Vec<String> = GRANTED.lines().map(str::to_owned).collect();
+    for s in [
+        run(&lines, 100),
+        // Left alone by the scanner (a key escaped), read by the strict reader: the same.
+        run(
+            &lines
+                .iter()
+                .map(|line| line.replacen("\"ts\"", "\"\\u0074s\"", 1))
+                .collect::<Vec<_>>(),
+            100,
+        ),
+    ] {
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!((s.calls, s.decisions.allow), (7, 6));
+        assert_eq!(s.allowed_by_grant, 3);
+        let by_agent: Vec<(&str, u64, u64)> = s
+            .agents
+            .iter()
+            .map(|a| (a.agent.as_str(), a.allow, a.allowed_by_grant))
+            .collect();
+        assert_eq!(by_agent, [("buyer", 4, 2), ("scout", 2, 1)]);
+
+        let text = render_text(&s);
+        assert!(
+            text.contains("Grants     3 allowed by an earlier approval"),
+            "{text}"
+        );
+        let table = text.split("By agent").nth(1).unwrap();
+        let header = table.lines().nth(1).unwrap();
+        assert!(
+            header.trim_end().ends_with("executed  by grant"),
+            "{header}"
+        );
+        let buyer = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("buyer"))
+            .unwrap();
+        let numbers: Vec<&str> = buyer.split_whitespace().skip(1).collect();
+        assert_eq!(
+            numbers,
+            ["5", "4", "1", "0", "0", "0", "1", "0", "2"],
+            "{buyer}"
+        );
+
+        let json: Value = serde_json::from_str(&render_json(&s)).unwrap();
+        assert_eq!(json["allowedByGrant"], 3);
+        assert_eq!(json["agents"][0]["allowedByGrant"], 2);
+        assert_eq!(json["agents"][1]["allowedByGrant"], 1);
+
+        let markdown = render_markdown(&s);
+        assert!(
+            markdown.contains("| calls | allow | by grant | hold |")
+                && markdown.contains("| 7 | 6 | 3 | 1 | 0 |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| executed | by grant | tainted by |")
+                && markdown.contains("| buyer | 5 | 4 | 1 | 0 | 0 | 0 | 1 | 0 | 2 |  |"),
+            "{markdown}"
+        );
     }
 }

@@ -69,6 +69,16 @@ pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<(
                 view.approval = serde_json::from_str(lexer.since(start)).ok();
             }
             Some(Known::Outcome) => view.status = outcome_status(lexer)?,
+            Some(Known::Grants) => {
+                let start = lexer.at();
+                let is_array = lexer.peek() == Some(b'[');
+                lexer.value()?;
+                // `[` then `]` with nothing but white space between is an empty array.
+                view.grants = is_array.then(|| {
+                    let text = lexer.since(start);
+                    !text[1..text.len() - 1].trim().is_empty()
+                });
+            }
             _ => lexer.value()?,
         }
         Some(())

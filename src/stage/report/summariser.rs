@@ -124,6 +124,8 @@ pub(super) struct Trail {
     pub(super) at: Option<u64>,
     pub(super) approval: Option<Answer>,
     pub(super) status: Option<Status>,
+    /// Allowed by an earlier approval (a grant).
+    pub(super) by_grant: bool,
 }
 
 /// What an approval said, as far as the report needs it.
@@ -365,8 +367,10 @@ impl Summariser {
                     Some(args) if shown && self.timeline.is_some() => Some(kept_args(args)),
                     _ => None,
                 };
+                let by_grant = event.allowed_by_grant();
                 let trail = self.trail(open, id);
                 trail.decision = Some(decision);
+                trail.by_grant = by_grant;
                 trail.reasons = reasons;
                 trail.args = args;
                 trail.at = at;
@@ -455,6 +459,7 @@ impl Summariser {
                     at: None,
                     approval: None,
                     status: None,
+                    by_grant: false,
                 });
                 number
             }
@@ -586,6 +591,10 @@ impl Summariser {
             Decision::Allow => {
                 summary.decisions.allow += 1;
                 agent.allow += 1;
+                if trail.by_grant {
+                    summary.allowed_by_grant += 1;
+                    agent.allowed_by_grant += 1;
+                }
                 None
             }
             Decision::Deny => {

@@ -16,6 +16,8 @@ pub struct Summary {
     pub events: u64,
     pub calls: u64,
     pub decisions: DecisionCounts,
+    /// Of the calls allowed, those an earlier approval allowed (a grant).
+    pub allowed_by_grant: u64,
     pub holds: HoldCounts,
     pub outcomes: OutcomeCounts,
     /// The first [`LISTED`] vetoes, in the order their calls were first seen.
