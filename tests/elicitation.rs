@@ -814,11 +814,23 @@ fn a_yes_carries_its_scope_and_a_scope_not_offered_declines() {
         json!({"declare": true, "answer": "accept-scope", "scope": "call"}),
         &[],
     );
-    assert!(run.root.join("made-by-the-agent").is_dir(), "{}", run.report);
+    assert!(
+        run.root.join("made-by-the-agent").is_dir(),
+        "{}",
+        run.report
+    );
     let approved = approvals(&scratch);
     assert_eq!(approved[0]["approval"]["by"], "elicitation");
-    assert_eq!(approved[0]["approval"]["scope"], "call", "{:#}", approved[0]);
-    assert!(approved[0]["approval"]["grant"].is_string(), "{:#}", approved[0]);
+    assert_eq!(
+        approved[0]["approval"]["scope"], "call",
+        "{:#}",
+        approved[0]
+    );
+    assert!(
+        approved[0]["approval"]["grant"].is_string(),
+        "{:#}",
+        approved[0]
+    );
 
     let scratch = Scratch::new();
     let run = run_client(
