@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use skeleton_crew::approve::inbox::{InboxDoor, InboxHuman};
 use skeleton_crew::approve::notify::Notifier;
 use skeleton_crew::approve::{self as asking, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 use skeleton_crew::stage::approve::{self, ApproveOptions};
+use skeleton_crew::store::{self, inbox::Door, OpenOptions, StateUrl};
 
 /// Ask a person about every held call.
 ///
@@ -19,7 +21,8 @@ use skeleton_crew::stage::approve::{self, ApproveOptions};
 /// order. For each `hold` it shows the agent, tool, exact arguments, source, instruction and
 /// reasons on /dev/tty and reads one line: only `yes` (any case) approves. Anything else, Ctrl-D,
 /// the timeout or no terminal declines. With --web, the holds are cards on a web page instead,
-/// each approved or declined by a button. Records that are not holds pass through byte for byte
+/// each approved or declined by a button; with --inbox, they wait in the crew's inbox, answered on
+/// `sc-inbox`'s page. Records that are not holds pass through byte for byte
 /// (an `approval` on them, which sc-approve did not give, is removed).
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log), 2 usage error.
 #[derive(Parser)]
@@ -27,14 +30,26 @@ use skeleton_crew::stage::approve::{self, ApproveOptions};
 struct Args {
     /// Take the answers from FILE, one per line, in order, instead of the terminal (the scripted
     /// human); holds after the last answer decline.
-    #[arg(long, value_name = "FILE", conflicts_with = "web")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["web", "inbox"])]
     answers: Option<PathBuf>,
     /// Serve the holds as cards on a web page at ADDR, a loopback address and port
     /// (127.0.0.1:0 takes any free port; [::1]:8080), instead of the terminal. The page's
     /// address, with its token, is printed on stderr and the terminal. Holds wait side by side and
     /// are answered in any order; records still leave in input order.
-    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr, conflicts_with = "inbox")]
     web: Option<SocketAddr>,
+    /// Put each hold in the crew's inbox (--state, --crew) and wait there for the answer given on
+    /// `sc-inbox`'s page, instead of asking here. A store that fails, a hold the inbox expires or
+    /// withdraws, and no answer within --timeout decline, and the approval's reason says which.
+    #[arg(long, requires_all = ["state", "crew"])]
+    inbox: bool,
+    /// The crew's state store, with --inbox: a SQLite file, or redis://HOST:PORT/DB (rediss://
+    /// for TLS).
+    #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
+    state: Option<StateUrl>,
+    /// The crew whose inbox --inbox uses (letters, digits, `.`, `_`, `-`).
+    #[arg(long, value_name = "NAME", value_parser = store::crew_name)]
+    crew: Option<String>,
     /// On every hold, run CMD through `sh -c` with one JSON object on its stdin (agent, tool,
     /// args, reasons, digest, summary, expiresAt when there is a timeout, and with --web the
     /// card's url with its token), to push the hold to a person (ntfy, a chat webhook, a desktop
@@ -78,7 +93,20 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     if let Some(addr) = args.web {
         return approve::run_web(&args.stream.inputs(), &options, addr, &mut output);
     }
-    let mut human = asking::human_for(args.answers.as_deref(), options.timeout)?;
+    let mut human = match (args.inbox, &args.state, &args.crew) {
+        (true, Some(url), Some(crew)) => {
+            use anyhow::Context;
+            let store = url
+                .open(OpenOptions {
+                    create: true,
+                    fsync: args.audit.fsync,
+                })
+                .context("the crew's inbox is unavailable")?;
+            let door = InboxDoor::new(store, crew.clone(), Door::Approve);
+            Box::new(InboxHuman::new(door))
+        }
+        _ => asking::human_for(args.answers.as_deref(), options.timeout)?,
+    };
     approve::run(
         &args.stream.inputs(),
         &options,

@@ -13,7 +13,8 @@
 //!   (`#token=…`, never sent in a request line, a log or a Referer) and writes every string as
 //!   text, never as HTML.
 //! - `GET /api/holds`: the pending holds,
-//!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`.
+//!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`,
+//!   and, for a hold from a door elsewhere (`sc-inbox`), its `door` and `pid`.
 //!   `record` is the verdict record exactly as it came; `display` is the same hold as the
 //!   terminal shows it, agent-written text escaped ([`crate::sanitize::for_terminal`]) and the
 //!   arguments pretty-printed from their exact text, with `summary`, the call in plain words
@@ -100,6 +101,33 @@ impl Ticket {
 /// Called (on the server's thread) whenever a hold is settled there: answered, or found expired.
 pub(crate) type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
 
+/// Where a hold on the page came from, when it came from another process (`sc-inbox`): `GET
+/// /api/holds` shows its `door` and `pid`, and an answer to it is first committed through the
+/// page's [`OnAnswer`], which is given `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `sc-approve` or `sc-mcp`.
+    pub door: String,
+    pub pid: u32,
+    /// What the program that submitted the hold knows it by (the inbox's hold id).
+    pub key: String,
+}
+
+/// An answer given on the page, as [`OnAnswer`] is shown it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Given<'a> {
+    pub approve: bool,
+    pub digest: &'a str,
+    pub scope: Scope,
+}
+
+/// Called (on the server's thread, the holds locked) with a valid answer to a hold that has an
+/// [`Origin`], before the page takes it: an `Err` refuses the answer with 409 and its reason, and
+/// the hold stays pending on the page (`sc-inbox`: the answer is committed to the store first,
+/// and one given in another inbox wins).
+pub(crate) type OnAnswer =
+    Box<dyn Fn(&Origin, Given<'_>) -> std::result::Result<(), String> + Send + Sync>;
+
 /// The web approval page and its API, serving on a thread of its own until dropped.
 pub struct WebApprovals {
     shared: Arc<Shared>,
@@ -126,6 +154,17 @@ impl WebApprovals {
         program: &'static str,
         on_settle: Option<OnSettle>,
     ) -> Result<WebApprovals> {
+        Self::start_with(addr, program, on_settle, None)
+    }
+
+    /// [`WebApprovals::start`], with a hook every answer to a hold with an [`Origin`] goes through
+    /// first ([`OnAnswer`]).
+    pub(crate) fn start_with(
+        addr: SocketAddr,
+        program: &'static str,
+        on_settle: Option<OnSettle>,
+        on_answer: Option<OnAnswer>,
+    ) -> Result<WebApprovals> {
         check_loopback(addr)?;
         let listener = std::net::TcpListener::bind(addr)
             .with_context(|| format!("cannot listen on {addr} for the web approval page"))?;
@@ -141,7 +180,10 @@ impl WebApprovals {
             host: bound.to_string(),
             origin: format!("http://{bound}"),
             token: token.clone(),
-            holds: Mutex::new(Holds::default()),
+            holds: Mutex::new(Holds {
+                on_answer,
+                ..Holds::default()
+            }),
             settled: Condvar::new(),
             on_settle,
         });
@@ -177,6 +219,11 @@ impl WebApprovals {
 
     /// Puts a hold on the page; it declines by itself after `hold.timeout`.
     pub(crate) fn submit(&self, hold: &Hold<'_>) -> Ticket {
+        self.submit_from(hold, None)
+    }
+
+    /// Puts a hold that came from elsewhere on the page ([`Origin`]).
+    pub(crate) fn submit_from(&self, hold: &Hold<'_>, origin: Option<Origin>) -> Ticket {
         let now = Instant::now();
         let expires = hold
             .timeout
@@ -192,6 +239,7 @@ impl WebApprovals {
             collected: false,
             scopes: hold.scopes.to_vec(),
             scope: Scope::Once,
+            origin,
         };
         let mut holds = self.shared.lock();
         holds.next += 1;
@@ -405,6 +453,8 @@ struct Holds {
     /// How many entries have ended and been collected, and their bytes.
     history: usize,
     history_bytes: usize,
+    /// What an answer to a hold with an [`Origin`] goes through first.
+    on_answer: Option<OnAnswer>,
 }
 
 struct Entry {
@@ -424,6 +474,8 @@ struct Entry {
     scopes: Vec<Scope>,
     /// The scope the person approved with.
     scope: Scope,
+    /// Where it came from, when from elsewhere.
+    origin: Option<Origin>,
 }
 
 impl Entry {
@@ -532,6 +584,11 @@ impl Holds {
             display: &'a RawValue,
             /// The scopes a yes may take: `once`, and `call` or `value` where they apply.
             scopes: &'a [Scope],
+            /// The door that holds it and its process id, for a hold from elsewhere.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            door: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pid: Option<u32>,
         }
         let pending: Vec<Pending> = self
             .entries
@@ -550,6 +607,8 @@ impl Holds {
                 }),
                 display: &entry.display,
                 scopes: &entry.scopes,
+                door: entry.origin.as_ref().map(|origin| origin.door.as_str()),
+                pid: entry.origin.as_ref().map(|origin| origin.pid),
             })
             .collect();
         serde_json::to_string(&pending).expect("holds serialize")
@@ -645,6 +704,14 @@ impl Holds {
                 StatusCode::CONFLICT,
                 "the digest is not that of this hold's record",
             ));
+        }
+        if let (Some(origin), Some(on_answer)) = (&entry.origin, &self.on_answer) {
+            let given = Given {
+                approve,
+                digest,
+                scope,
+            };
+            on_answer(origin, given).map_err(|why| Refusal::new(StatusCode::CONFLICT, why))?;
         }
         entry.state = if approve {
             HoldState::Approved
