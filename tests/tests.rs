@@ -21,6 +21,7 @@ mod generate;
 mod grants;
 mod hook;
 mod hook_sandbox;
+mod inbox;
 mod mcp;
 mod mcp_web;
 mod pipeline;
