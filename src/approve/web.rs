@@ -239,12 +239,14 @@ impl WebApprovals {
             collected: false,
             scopes: hold.scopes.to_vec(),
             scope: Scope::Once,
-            origin,
         };
         let mut holds = self.shared.lock();
         holds.next += 1;
         let id = holds.next;
         holds.entries.insert(id, entry);
+        if let Some(origin) = origin {
+            holds.origins.insert(id, origin);
+        }
         Ticket {
             id,
             expires: expires.map(|(at, _)| at),
@@ -453,6 +455,8 @@ struct Holds {
     /// How many entries have ended and been collected, and their bytes.
     history: usize,
     history_bytes: usize,
+    /// Where the holds that came from elsewhere came from, by number.
+    origins: BTreeMap<u64, Origin>,
     /// What an answer to a hold with an [`Origin`] goes through first.
     on_answer: Option<OnAnswer>,
 }
@@ -474,8 +478,6 @@ struct Entry {
     scopes: Vec<Scope>,
     /// The scope the person approved with.
     scope: Scope,
-    /// Where it came from, when from elsewhere.
-    origin: Option<Origin>,
 }
 
 impl Entry {
@@ -569,6 +571,7 @@ impl Holds {
         }
         for id in gone {
             self.entries.remove(&id);
+            self.origins.remove(&id);
         }
     }
 
@@ -607,8 +610,8 @@ impl Holds {
                 }),
                 display: &entry.display,
                 scopes: &entry.scopes,
-                door: entry.origin.as_ref().map(|origin| origin.door.as_str()),
-                pid: entry.origin.as_ref().map(|origin| origin.pid),
+                door: self.origins.get(&hold).map(|origin| origin.door.as_str()),
+                pid: self.origins.get(&hold).map(|origin| origin.pid),
             })
             .collect();
         serde_json::to_string(&pending).expect("holds serialize")
@@ -705,7 +708,7 @@ impl Holds {
                 "the digest is not that of this hold's record",
             ));
         }
-        if let (Some(origin), Some(on_answer)) = (&entry.origin, &self.on_answer) {
+        if let (Some(origin), Some(on_answer)) = (self.origins.get(&id), &self.on_answer) {
             let given = Given {
                 approve,
                 digest,
