@@ -501,3 +501,67 @@ fn the_inboxs_notify_command_gets_the_hold_with_the_pages_url() {
     assert_eq!(record["approval"]["reason"], "declined on the web page");
     door.finish();
 }
+
+#[test]
+fn sc_mcp_puts_a_held_call_in_the_crews_inbox_and_runs_it_once_approved_there() {
+    use crate::mcp::{events, fake_proxy, is_error, server_received};
+    let scratch = Scratch::new();
+    let state = sqlite_state(&scratch);
+    let mut proxy = fake_proxy(
+        &scratch,
+        &[
+            "--inbox",
+            "--state",
+            &state,
+            "--crew",
+            "pay",
+            "--timeout",
+            "600",
+        ],
+    );
+    let inbox = Inbox::start(&state, "pay", &[]);
+    proxy.initialize();
+    let held = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"amount": 750, "to": "acme-held"}}});
+    let declined = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"amount": 480, "to": "acme-no"}}});
+    proxy.send_value(&held);
+    proxy.send_value(&declined);
+    // Both wait side by side in the inbox.
+    let pending = inbox.wait_pending(2);
+    let of = |to: &str| {
+        pending
+            .iter()
+            .find(|hold| hold["record"]["call"]["args"]["to"] == to)
+            .unwrap_or_else(|| panic!("no hold to {to} in {pending:#?}"))
+    };
+    for hold in &pending {
+        assert_eq!(hold["door"], "sc-mcp", "{hold}");
+        assert!(hold["pid"].as_u64().is_some_and(|pid| pid > 0), "{hold}");
+    }
+    let no = inbox.answer(of("acme-no"), false);
+    assert_eq!(no.status, 200, "{}", no.text());
+    let refused = proxy.answer(&json!(2));
+    assert!(is_error(&refused), "{refused}");
+    let yes = inbox.answer(of("acme-held"), true);
+    assert_eq!(yes.status, 200, "{}", yes.text());
+    let ran = proxy.answer(&json!(1));
+    assert!(!is_error(&ran), "{ran}");
+    let received = server_received(&scratch);
+    assert!(received.contains("acme-held"), "{received}");
+    assert!(!received.contains("acme-no"), "{received}");
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
+    let all = scratch.audit_events();
+    let approvals = events(&all, "approve");
+    assert_eq!(approvals.len(), 2, "{approvals:#?}");
+    for approval in approvals {
+        assert_eq!(approval["approval"]["by"], "web", "{approval}");
+        let digest = approval["approval"]["digest"].as_str().unwrap();
+        assert!(
+            pending.iter().any(|hold| hold["digest"] == digest),
+            "{approval}"
+        );
+    }
+    inbox.wait_pending(0);
+}

@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde_json::{json, Map, Value};
 
 use super::holds::{Page, PageEvent};
+use super::inbox::InboxLink;
 use super::pending::{Asked, Awaiting, HeldCall, HoldKey, PendingRequest, Ticket};
 use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
@@ -35,6 +36,8 @@ pub(super) struct ClientSide<'a> {
     pub(super) questions: Questions,
     /// The web page, with `--web`.
     pub(super) page: Option<Page>,
+    /// The crew's inbox, with `--inbox`.
+    pub(super) inbox: Option<InboxLink>,
     pub(super) state: StateHandle,
     pub(super) timing: Timing,
     pub(super) ids: IdMinter,
@@ -50,11 +53,16 @@ enum Surface {
     Elicitation,
     /// The person, on the web page (`--web`).
     Page,
+    /// The person, in the crew's inbox (`--inbox`).
+    Inbox,
 }
 
 impl ClientSide<'_> {
     /// Which way a held call is put to the person: the first that applies.
     fn surface(&self) -> Surface {
+        if self.inbox.is_some() {
+            return Surface::Inbox;
+        }
         match self.asking {
             // 1. `--answers`; `--no-prompt` asks nobody and declines everything.
             Asking::OnlyTheHuman => Surface::Human,
@@ -234,6 +242,11 @@ impl ClientSide<'_> {
             Asked::Page(card) => {
                 if let Some(page) = &self.page {
                     page.web.withdraw(*card, reason);
+                }
+            }
+            Asked::Inbox(key) => {
+                if let Some(inbox) = &self.inbox {
+                    inbox.withdraw(key, reason);
                 }
             }
         }
@@ -444,6 +457,9 @@ impl ClientSide<'_> {
             Surface::Page => {
                 return self.ask_on_the_page(bytes, id, ticket, &call, judgement.reasons, &verdict)
             }
+            Surface::Inbox => {
+                return self.ask_in_the_inbox(bytes, id, ticket, &call, judgement.reasons, &verdict)
+            }
             Surface::Human => {}
         }
         let prompt = render_prompt(
@@ -552,7 +568,12 @@ impl ClientSide<'_> {
     }
 
     /// Declines a held call without asking: too many are waiting for the person already.
-    fn decline_unasked(&self, id: &RequestId, ticket: &Ticket, reasons: &[String]) -> Result<()> {
+    pub(super) fn decline_unasked(
+        &self,
+        id: &RequestId,
+        ticket: &Ticket,
+        reasons: &[String],
+    ) -> Result<()> {
         let approval = Approval {
             scope: None,
             grant: None,

@@ -13,7 +13,8 @@
 //!   a deny. The person is asked, first that applies: by `--answers`; through the client, when
 //!   its `initialize` declared elicitation ([`crate::approve::elicitation`]; not with
 //!   `--no-elicitation`); on the web page, with `--web` ([`crate::approve::web`]); on /dev/tty;
-//!   else nobody is asked and the call is declined;
+//!   else nobody is asked and the call is declined. With `--inbox`, every held call waits in the
+//!   crew's inbox instead, answered on `sc-inbox`'s page ([`crate::approve::inbox`]);
 //! - sc-mcp's own requests to the client (`elicitation/create`) have string ids that start with
 //!   `sc-mcp-elicit-`. The client's answers to them are read by sc-mcp and never forwarded; a
 //!   server message that uses such an id (a request, or a cancellation naming one) is dropped, so
@@ -77,6 +78,7 @@
 
 mod client;
 mod holds;
+mod inbox;
 mod pending;
 mod protocol;
 mod proxy;
@@ -120,6 +122,17 @@ pub struct McpOptions {
     pub asking: Asking,
     /// With `--sandbox`: the server runs under sc-sandbox with these files, or does not start.
     pub sandbox: Option<SandboxDoor>,
+    /// With `--inbox`: every held call waits in this crew's inbox, answered by `sc-inbox`.
+    pub inbox: Option<InboxAt>,
+}
+
+/// The crew's inbox a door puts its holds in (`--inbox`).
+#[derive(Debug, Clone)]
+pub struct InboxAt {
+    pub state: crate::store::StateUrl,
+    pub crew: String,
+    /// Make each SQLite commit durable on disk.
+    pub fsync: bool,
 }
 
 /// Which ways a held call may be put to the person. The first that applies is used
