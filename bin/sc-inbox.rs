@@ -33,15 +33,30 @@ use skeleton_crew::store::{self, OpenOptions, StateUrl};
 struct Args {
     /// Serve the page at ADDR, a loopback address and port (127.0.0.1:0 takes any free port;
     /// [::1]:8080); reach it from another machine through `ssh -L`.
-    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr)]
-    web: SocketAddr,
+    #[arg(
+        long,
+        value_name = "ADDR",
+        value_parser = asking::web::loopback_addr,
+        required_unless_present = "generate"
+    )]
+    web: Option<SocketAddr>,
     /// The crew's state store, where its doors put their holds: a SQLite file, or
     /// redis://HOST:PORT/DB (rediss:// for TLS).
-    #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
-    state: StateUrl,
+    #[arg(
+        long,
+        value_name = "URL",
+        value_parser = StateUrl::parse,
+        required_unless_present = "generate"
+    )]
+    state: Option<StateUrl>,
     /// The crew whose inbox to serve (letters, digits, `.`, `_`, `-`).
-    #[arg(long, value_name = "NAME", value_parser = store::crew_name)]
-    crew: String,
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_parser = store::crew_name,
+        required_unless_present = "generate"
+    )]
+    crew: Option<String>,
     /// On every hold shown, run CMD through `sh -c` with one JSON object on its stdin (agent,
     /// tool, args, reasons, digest, summary, expiresAt when the hold expires, and the page's url
     /// with its token). It runs beside the asking, is given 5 s, then killed; its failure is said
@@ -67,9 +82,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<Completion> {
+    let (Some(addr), Some(state), Some(crew)) = (args.web, &args.state, &args.crew) else {
+        unreachable!("clap requires --web, --state and --crew without --generate");
+    };
     let log = args.audit.open()?;
     let open = || {
-        args.state
+        state
             .open(OpenOptions {
                 create: true,
                 fsync: args.audit.fsync,
@@ -77,8 +95,8 @@ fn run(args: Args) -> anyhow::Result<Completion> {
             .context("the crew's inbox is unavailable")
     };
     let options = InboxOptions {
-        addr: args.web,
-        crew: args.crew.clone(),
+        addr,
+        crew: crew.clone(),
         timeout: asking::timeout_from_seconds(args.timeout),
         notify: args
             .notify

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::{json, Map, Value};
 
 use super::holds::{Page, PageEvent};
-use super::inbox::InboxLink;
+use super::inbox::{ask_in_the_inbox, InboxLink, ToAsk};
 use super::pending::{Asked, Awaiting, HeldCall, HoldKey, PendingRequest, Ticket};
 use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
@@ -458,7 +458,22 @@ impl ClientSide<'_> {
                 return self.ask_on_the_page(bytes, id, ticket, &call, judgement.reasons, &verdict)
             }
             Surface::Inbox => {
-                return self.ask_in_the_inbox(bytes, id, ticket, &call, judgement.reasons, &verdict)
+                if lock(&session.pending).held.len() >= MAX_HELD_CALLS {
+                    return self.decline_unasked(&id, &ticket, &judgement.reasons);
+                }
+                let Some(inbox) = &self.inbox else {
+                    unreachable!("a call is put in the inbox only when there is one");
+                };
+                let asked = ToAsk {
+                    bytes,
+                    id,
+                    ticket,
+                    call: &call,
+                    reasons: judgement.reasons,
+                    verdict: &verdict,
+                    timeout: self.timeout,
+                };
+                return ask_in_the_inbox(session, inbox, asked);
             }
             Surface::Human => {}
         }
@@ -568,12 +583,7 @@ impl ClientSide<'_> {
     }
 
     /// Declines a held call without asking: too many are waiting for the person already.
-    pub(super) fn decline_unasked(
-        &self,
-        id: &RequestId,
-        ticket: &Ticket,
-        reasons: &[String],
-    ) -> Result<()> {
+    fn decline_unasked(&self, id: &RequestId, ticket: &Ticket, reasons: &[String]) -> Result<()> {
         let approval = Approval {
             scope: None,
             grant: None,

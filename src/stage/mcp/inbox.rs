@@ -11,12 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::client::ClientSide;
 use super::pending::{Asked, HeldCall, HoldKey, Ticket};
 use super::protocol::RequestId;
 use super::session::{lock, Session};
 use super::verdict::Verdict;
-use super::MAX_HELD_CALLS;
 use crate::approve::inbox::{InboxDoor, POLL_EVERY};
 use crate::approve::{approval_for, Hold};
 use crate::call::Call;
@@ -57,37 +55,46 @@ impl InboxLink {
     }
 }
 
-impl ClientSide<'_> {
-    /// Puts a held call in the crew's inbox, showing its verdict record, and keeps it until the
-    /// answer there, `--timeout`, a cancellation or the end of the session settles it (the
-    /// inbox's thread, [`settle_inbox_holds`], settles the first two). A hold the inbox cannot
-    /// take (its store fails, it is full) is declined at once, with the reason.
-    pub(super) fn ask_in_the_inbox(
-        &mut self,
-        bytes: &[u8],
-        id: RequestId,
-        ticket: Ticket,
-        call: &Call,
-        reasons: Vec<String>,
-        verdict: &Verdict,
-    ) -> Result<()> {
-        let session = self.session;
-        let Some(inbox) = &self.inbox else {
-            unreachable!("a call is put in the inbox only when there is one");
-        };
+/// A held call to put in the crew's inbox ([`ask_in_the_inbox`]).
+pub(super) struct ToAsk<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) id: RequestId,
+    pub(super) ticket: Ticket,
+    pub(super) call: &'a Call,
+    pub(super) reasons: Vec<String>,
+    pub(super) verdict: &'a Verdict,
+    /// `--timeout`.
+    pub(super) timeout: Option<Duration>,
+}
+
+/// Puts a held call in the crew's inbox, showing its verdict record, and keeps it until the
+/// answer there, `--timeout`, a cancellation or the end of the session settles it (the inbox's
+/// thread, [`settle_inbox_holds`], settles the first two). A hold the inbox cannot take (its
+/// store fails, it is full) is declined at once, with the reason.
+pub(super) fn ask_in_the_inbox(
+    session: &Session,
+    inbox: &InboxLink,
+    asked: ToAsk<'_>,
+) -> Result<()> {
+    let ToAsk {
+        bytes,
+        id,
+        ticket,
+        call,
+        reasons,
+        verdict,
+        timeout,
+    } = asked;
+    {
         // Locked while the hold is put, so the inbox's thread finds the call waiting.
         let mut pending = lock(&session.pending);
-        if pending.held.len() >= MAX_HELD_CALLS {
-            drop(pending);
-            return self.decline_unasked(&id, &ticket, &reasons);
-        }
         let hold = Hold {
             scopes: &[Scope::Once],
             line: &verdict.line,
             id: &ticket.call_id,
             call,
             reasons: &reasons,
-            timeout: self.timeout,
+            timeout,
         };
         let put = inbox.door().put(&hold);
         let key = match put {
@@ -103,7 +110,7 @@ impl ClientSide<'_> {
             for_terminal(&ticket.agent),
             for_terminal(&ticket.tool),
         ));
-        if let Some(timeout) = self.timeout {
+        if let Some(timeout) = timeout {
             inbox
                 .deadlines
                 .lock()
