@@ -40,7 +40,7 @@ struct Args {
     web: Option<SocketAddr>,
     /// Put each hold in the crew's inbox (--state, --crew) and wait there for the answer given on
     /// `sc-inbox`'s page, instead of asking here. A store that fails, a hold the inbox expires or
-    /// withdraws, and no answer within --timeout decline, and the approval's reason says which.
+    /// withdraws, and no answer in time decline, and the approval's reason says which.
     #[arg(long, requires_all = ["state", "crew"])]
     inbox: bool,
     /// The crew's state store, with --inbox: a SQLite file, or redis://HOST:PORT/DB (rediss://
