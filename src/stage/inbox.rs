@@ -51,6 +51,9 @@ struct Shown {
     ticket: Ticket,
     hold: InboxHold,
     notice: Option<Notice>,
+    /// Whether the card expires at this inbox's `--timeout` (else at its door's, which then
+    /// gives up by itself).
+    ours: bool,
 }
 
 /// Who this inbox is, as an answer it gives names it.
@@ -200,8 +203,21 @@ pub fn run(
                     if hold.state != HoldState::Pending || shown.contains_key(&hold.id) {
                         continue;
                     }
-                    if !hold.door_alive(now) || hold.is_due(now) {
-                        // Its door is gone, or gives up now: not shown.
+                    if !hold.door_alive(now) {
+                        let why = "the door is gone";
+                        end(
+                            store.as_mut(),
+                            &crew,
+                            &audit,
+                            hold,
+                            HoldState::Withdrawn,
+                            &by,
+                            why,
+                        );
+                        continue;
+                    }
+                    if hold.is_due(now) {
+                        // Its door gives up on it now: not shown.
                         continue;
                     }
                     if let Some(card) = show(&web, hold, &options, now) {
@@ -246,7 +262,7 @@ pub fn run(
                     }
                     match web.poll(card.ticket) {
                         None => {}
-                        Some(Reply::TimedOut(after)) => {
+                        Some(Reply::TimedOut(after)) if card.ours => {
                             let why = format!(
                                 "no answer in the crew's inbox within {} seconds",
                                 after.as_secs()
@@ -299,10 +315,11 @@ fn show(web: &WebApprovals, hold: &InboxHold, options: &InboxOptions, now: u64) 
     let door_left = hold
         .expires
         .map(|at| Duration::from_millis(at.saturating_sub(now)));
-    let timeout = match (door_left, options.timeout) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    let ours = match (door_left, options.timeout) {
+        (Some(door), Some(inbox)) => inbox < door,
+        (door, inbox) => door.is_none() && inbox.is_some(),
     };
+    let timeout = if ours { options.timeout } else { door_left };
     let asked = Hold {
         line: hold.line.as_bytes(),
         id: &id,
@@ -335,6 +352,7 @@ fn show(web: &WebApprovals, hold: &InboxHold, options: &InboxOptions, now: u64) 
         ticket,
         hold: hold.clone(),
         notice,
+        ours,
     })
 }
 
