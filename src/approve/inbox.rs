@@ -48,8 +48,17 @@ fn reply_of(hold: &InboxHold) -> Reply {
     }
 }
 
+/// The reply of a hold the inbox could not keep: its store failed or refused it, or the hold does
+/// not fit (the inbox is full, the record line too long).
 fn store_failed(err: &inbox::InboxError) -> Reply {
-    Reply::Unanswered(format!("the inbox's store failed: {err}"))
+    match err {
+        inbox::InboxError::Store(_) | inbox::InboxError::Refused { .. } => {
+            Reply::Unanswered(format!("the inbox's store failed: {err}"))
+        }
+        inbox::InboxError::Invalid(_) | inbox::InboxError::Full { .. } => {
+            Reply::Unanswered(err.to_string())
+        }
+    }
 }
 
 /// A door's way to the crew's inbox: its store, the crew, and who the door is.
@@ -182,5 +191,116 @@ impl Human for InboxHuman {
 
     fn kind(&self) -> AnsweredBy {
         AnsweredBy::Web
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant, SystemTime};
+
+    use super::*;
+    use crate::call::Call;
+    use crate::record::{Record, Scope};
+    use crate::store::inbox::Answer;
+    use crate::store::{OpenOptions, StateUrl, ValueChange, ValueKey};
+
+    const LINE: &str = r#"{"id":"h-1","call":{"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":750},"source":"user"},"decision":"hold","reasons":["over 100"]}"#;
+
+    fn open(path: &Path) -> Box<dyn Store> {
+        StateUrl::Sqlite(path.to_owned())
+            .open(OpenOptions {
+                create: true,
+                fsync: false,
+            })
+            .unwrap()
+    }
+
+    fn call() -> Call {
+        Record::parse(LINE.as_bytes())
+            .unwrap()
+            .call()
+            .unwrap()
+            .clone()
+            .unwrap()
+    }
+
+    fn ask(human: &mut InboxHuman, timeout: Option<Duration>) -> Reply {
+        let (call, reasons) = (call(), vec!["over 100".to_owned()]);
+        human.ask_hold(&Hold {
+            scopes: &[Scope::Once, Scope::Call],
+            line: LINE.as_bytes(),
+            id: "h-1",
+            call: &call,
+            reasons: &reasons,
+            timeout,
+        })
+    }
+
+    /// Answers the first pending hold of crew `c` as an inbox does, once there is one.
+    fn answer_when_put(path: &Path, approve: bool) -> std::thread::JoinHandle<()> {
+        let mut store = open(path);
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let holds = inbox::list(store.as_mut(), "c").unwrap();
+                if let Some(hold) = holds.first() {
+                    let answer = Answer {
+                        approve,
+                        digest: &hold.digest,
+                        scope: Scope::Call,
+                        by: "test",
+                    };
+                    inbox::answer(store.as_mut(), "c", &hold.id, &answer, SystemTime::now())
+                        .unwrap()
+                        .unwrap();
+                    return;
+                }
+                assert!(Instant::now() < deadline, "no hold was put");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    }
+
+    #[test]
+    fn the_answer_given_in_the_inbox_is_the_reply_and_the_hold_leaves_the_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let mut human = InboxHuman::new(InboxDoor::new(open(&path), "c".into(), Door::Approve));
+        let answering = answer_when_put(&path, true);
+        let reply = ask(&mut human, Some(Duration::from_secs(60)));
+        answering.join().unwrap();
+        assert_eq!(
+            reply,
+            Reply::Decision {
+                approve: true,
+                digest: Some(crate::approve::prompt::record_digest(LINE.as_bytes())),
+                scope: Scope::Call,
+            }
+        );
+        assert!(inbox::list(open(&path).as_mut(), "c").unwrap().is_empty());
+    }
+
+    #[test]
+    fn no_answer_in_time_and_a_refused_store_decline_with_their_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let mut human = InboxHuman::new(InboxDoor::new(open(&path), "c".into(), Door::Approve));
+        let reply = ask(&mut human, Some(Duration::from_millis(300)));
+        assert_eq!(
+            reply,
+            Reply::Unanswered("no answer in the crew's inbox within 0 seconds".into())
+        );
+        // The hold ended with the door: nothing is left pending.
+        assert!(inbox::list(open(&path).as_mut(), "c").unwrap().is_empty());
+        open(&path)
+            .update_value(&ValueKey::inbox("c"), &mut |_| {
+                Ok(ValueChange::Set("not an inbox".into()))
+            })
+            .unwrap();
+        let Reply::Unanswered(why) = ask(&mut human, None) else {
+            panic!("a refused inbox declines");
+        };
+        assert!(why.starts_with("the inbox's store failed: "), "{why}");
     }
 }
