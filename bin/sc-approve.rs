@@ -102,7 +102,10 @@ fn run(args: Args) -> anyhow::Result<Completion> {
                     fsync: args.audit.fsync,
                 })
                 .context("the crew's inbox is unavailable")?;
-            let door = InboxDoor::new(store, crew.clone(), Door::Approve);
+            let mut door = InboxDoor::new(store, crew.clone(), Door::Approve);
+            if let StateUrl::Sqlite(path) = url {
+                door = door.watching_file(path);
+            }
             Box::new(InboxHuman::new(door))
         }
         _ => asking::human_for(args.answers.as_deref(), options.timeout)?,

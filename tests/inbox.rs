@@ -395,7 +395,7 @@ fn over_redis_two_inboxes_answering_one_hold_the_first_wins_and_the_other_gets_4
 }
 
 #[test]
-fn a_store_that_goes_down_while_a_door_waits_declines_with_the_reason() {
+fn a_store_that_goes_down_or_is_removed_while_a_door_waits_declines_with_the_reason() {
     let mut redis = RedisServer::start();
     let state = redis.url();
     let mut door = Door::start(&state, "pay", &[]);
@@ -409,6 +409,23 @@ fn a_store_that_goes_down_while_a_door_waits_declines_with_the_reason() {
     assert!(
         reason.starts_with("declined: the inbox's store failed: "),
         "{reason}"
+    );
+    assert_eq!(record["outcome"]["status"], "skipped", "{record}");
+    door.finish();
+    // A SQLite store whose file is removed: the connections still open on it are no longer the
+    // crew's inbox.
+    let shared = Scratch::new();
+    let state = sqlite_state(&shared);
+    let mut door = Door::start(&state, "pay", &[]);
+    let inbox = Inbox::start(&state, "pay", &[]);
+    door.send(&payment("bob", 500));
+    inbox.wait_pending(1);
+    std::fs::remove_file(&state).unwrap();
+    let record = door.next_record();
+    assert_eq!(record["approval"]["approved"], false, "{record}");
+    assert_eq!(
+        record["approval"]["reason"],
+        format!("declined: the inbox's store failed: its file {state} was removed or replaced")
     );
     assert_eq!(record["outcome"]["status"], "skipped", "{record}");
     door.finish();

@@ -8,6 +8,8 @@
 //! expired there, was withdrawn or vanished, and no answer within the door's own timeout all
 //! decline, each with its reason ([`Reply::Unanswered`]).
 
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{Hold, Human, Reply};
@@ -67,6 +69,8 @@ pub struct InboxDoor {
     crew: String,
     door: Door,
     host: String,
+    /// A SQLite store's file, and its device and inode when it was opened.
+    file: Option<(PathBuf, (u64, u64))>,
 }
 
 impl InboxDoor {
@@ -76,6 +80,29 @@ impl InboxDoor {
             crew,
             door,
             host: host_name(),
+            file: None,
+        }
+    }
+
+    /// Watches a SQLite store's file: once it is removed or replaced, the connection still open
+    /// on the old one is no longer the crew's inbox (an inbox started now would not see the
+    /// hold), and every hold waiting declines.
+    pub fn watching_file(mut self, path: &Path) -> InboxDoor {
+        self.file = std::fs::metadata(path)
+            .ok()
+            .map(|meta| (path.to_owned(), (meta.dev(), meta.ino())));
+        self
+    }
+
+    /// Why the store's file is no longer the one opened, if it is not.
+    fn file_gone(&self) -> Option<Reply> {
+        let (path, opened) = self.file.as_ref()?;
+        match std::fs::metadata(path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == *opened => None,
+            _ => Some(Reply::Unanswered(format!(
+                "the inbox's store failed: its file {} was removed or replaced",
+                path.display()
+            ))),
         }
     }
 
@@ -87,6 +114,9 @@ impl InboxDoor {
     /// Puts a hold in the inbox: its id there, or the reply that declines it (the line is not
     /// text, the store failed, the inbox is full).
     pub fn put(&mut self, hold: &Hold<'_>) -> Result<String, Reply> {
+        if let Some(gone) = self.file_gone() {
+            return Err(gone);
+        }
         let Ok(line) = std::str::from_utf8(hold.line) else {
             return Err(Reply::Unanswered(
                 "the record line is not UTF-8, so it cannot be put in the crew's inbox".into(),
@@ -108,6 +138,9 @@ impl InboxDoor {
     /// Looks at a hold (refreshing its heartbeat): its reply once it ended (the hold is then taken
     /// out of the inbox), `None` while it is pending.
     pub fn look(&mut self, id: &str) -> Option<Reply> {
+        if let Some(gone) = self.file_gone() {
+            return Some(gone);
+        }
         match inbox::heartbeat(self.store.as_mut(), &self.crew, id, SystemTime::now()) {
             Err(err) => Some(store_failed(&err)),
             Ok(None) => Some(Reply::Unanswered(

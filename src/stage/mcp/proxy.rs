@@ -36,8 +36,8 @@ use crate::audit::{AuditLog, IdMinter};
 use crate::jsonl::{self, Line, LineReader};
 use crate::rules::state::CrewState;
 use crate::store::inbox::Door;
-use crate::store::OpenOptions;
 use crate::store::StateHandle;
+use crate::store::{OpenOptions, StateUrl};
 
 /// How long the server has to exit after the client closed its input, before SIGTERM, and again
 /// before SIGKILL.
@@ -154,7 +154,10 @@ pub fn run_with_state(
                 })
                 .context("the crew's inbox is unavailable")?;
             let (wake, events) = mpsc::channel();
-            let door = InboxDoor::new(store, at.crew.clone(), Door::Mcp);
+            let mut door = InboxDoor::new(store, at.crew.clone(), Door::Mcp);
+            if let StateUrl::Sqlite(path) = &at.state {
+                door = door.watching_file(path);
+            }
             let link = InboxLink {
                 door: Arc::new(Mutex::new(door)),
                 deadlines: Arc::default(),
