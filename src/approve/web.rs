@@ -25,6 +25,9 @@
 //!   200 and `{"approved":bool}`. `digest` is the SHA-256 of the record line exactly as it
 //!   arrived, so an answer is bound to the record the person was shown. A missing `scope` is
 //!   `once`; an unknown one is 400. Each pending hold lists its `scopes`, the ones that apply.
+//!   An answer to a hold from a door elsewhere (`sc-inbox`) is first committed to the crew's
+//!   inbox ([`OnAnswer`]); refused there (answered in another inbox, expired, its door gone), it
+//!   is 409.
 //!
 //! Every request must name the bound address and port as its `Host` (DNS rebinding), and any
 //! `Origin` must be the page's own (cross-site requests); every API request must carry
