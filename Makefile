@@ -89,7 +89,7 @@ clean:
 # The binaries built with the `dist` profile (one codegen unit, fat LTO: several minutes), and
 # man pages and shell completions for each, generated from the clap definitions by the binaries'
 # hidden --generate flag (never written by hand), all in target/dist/.
-DIST_BINS := sc-gate sc-approve sc-exec sc-report sc-state sc-mcp sc-hook sc-sandbox
+DIST_BINS := sc-gate sc-approve sc-exec sc-report sc-state sc-mcp sc-hook sc-sandbox sc-inbox
 DIST := $(or $(CARGO_TARGET_DIR),target)/dist
 dist:
 	$(CARGO) build --locked --profile dist --bins

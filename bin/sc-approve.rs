@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use skeleton_crew::approve::inbox::{InboxDoor, InboxHuman};
 use skeleton_crew::approve::notify::Notifier;
 use skeleton_crew::approve::remember::Grants;
 use skeleton_crew::approve::{self as asking, DEFAULT_TIMEOUT_SECONDS};
@@ -13,6 +14,7 @@ use skeleton_crew::cli::{self, AuditArgs, GenerateArgs, GrantArgs, StreamArgs};
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 use skeleton_crew::stage::approve::{self, ApproveOptions};
+use skeleton_crew::store::{inbox::Door, OpenOptions, StateUrl};
 use std::sync::{Arc, Mutex};
 
 /// Ask a person about every held call.
@@ -21,7 +23,8 @@ use std::sync::{Arc, Mutex};
 /// order. For each `hold` it shows the agent, tool, exact arguments, source, instruction and
 /// reasons on /dev/tty and reads one line: only `yes` (any case) approves. Anything else, Ctrl-D,
 /// the timeout or no terminal declines. With --web, the holds are cards on a web page instead,
-/// each approved or declined by a button. Records that are not holds pass through byte for byte
+/// each approved or declined by a button; with --inbox, they wait in the crew's inbox, answered on
+/// `sc-inbox`'s page. Records that are not holds pass through byte for byte
 /// (an `approval` on them, which sc-approve did not give, is removed).
 /// A person may answer `yes call` (also allow this agent's later calls of this tool with exactly
 /// these arguments) or `yes value` (also trust the untrusted values the hold named), where the
@@ -33,14 +36,19 @@ use std::sync::{Arc, Mutex};
 struct Args {
     /// Take the answers from FILE, one per line, in order, instead of the terminal (the scripted
     /// human); holds after the last answer decline.
-    #[arg(long, value_name = "FILE", conflicts_with = "web")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["web", "inbox"])]
     answers: Option<PathBuf>,
     /// Serve the holds as cards on a web page at ADDR, a loopback address and port
     /// (127.0.0.1:0 takes any free port; [::1]:8080), instead of the terminal. The page's
     /// address, with its token, is printed on stderr and the terminal. Holds wait side by side and
     /// are answered in any order; records still leave in input order.
-    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = asking::web::loopback_addr, conflicts_with = "inbox")]
     web: Option<SocketAddr>,
+    /// Put each hold in the crew's inbox (--state, --crew) and wait there for the answer given on
+    /// `sc-inbox`'s page, instead of asking here. A store that fails, a hold the inbox expires or
+    /// withdraws, and no answer in time decline, and the approval's reason says which.
+    #[arg(long, requires_all = ["state", "crew"])]
+    inbox: bool,
     /// On every hold, run CMD through `sh -c` with one JSON object on its stdin (agent, tool,
     /// args, reasons, digest, summary, expiresAt when there is a timeout, and with --web the
     /// card's url with its token), to push the hold to a person (ntfy, a chat webhook, a desktop
@@ -96,7 +104,23 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     if let Some(addr) = args.web {
         return approve::run_web(&args.stream.inputs(), &options, addr, &mut output);
     }
-    let mut human = asking::human_for(args.answers.as_deref(), options.timeout)?;
+    let mut human = match (args.inbox, &args.grants.state, &args.grants.crew) {
+        (true, Some(url), Some(crew)) => {
+            use anyhow::Context;
+            let store = url
+                .open(OpenOptions {
+                    create: true,
+                    fsync: args.audit.fsync,
+                })
+                .context("the crew's inbox is unavailable")?;
+            let mut door = InboxDoor::new(store, crew.clone(), Door::Approve);
+            if let StateUrl::Sqlite(path) = url {
+                door = door.watching_file(path);
+            }
+            Box::new(InboxHuman::new(door))
+        }
+        _ => asking::human_for(args.answers.as_deref(), options.timeout)?,
+    };
     approve::run(
         &args.stream.inputs(),
         &options,

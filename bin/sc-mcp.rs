@@ -15,7 +15,9 @@ use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, GrantTtlArgs, Polic
 use skeleton_crew::exit;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::confine::SandboxDoor;
-use skeleton_crew::stage::mcp::{self, Asking, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES};
+use skeleton_crew::stage::mcp::{
+    self, Asking, InboxAt, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES,
+};
 use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
 use std::sync::{Arc, Mutex};
 
@@ -25,7 +27,8 @@ use std::sync::{Arc, Mutex};
 /// stdin and stdout) and the server, unchanged, except: every `tools/call` is decided by the policy
 /// (allowed calls are forwarded, denied ones are answered with `isError: true` and never reach the
 /// server, held ones are put to the person: through the client when its `initialize` declared
-/// elicitation, else on the web page with --web, else on /dev/tty); `tools/list` results lose the
+/// elicitation, else on the web page with --web, else on /dev/tty; with --inbox, in the crew's
+/// inbox, answered on `sc-inbox`'s page); `tools/list` results lose the
 /// tools the policy denies; a malformed message (including a request whose id is not a string or
 /// an integer) is never forwarded; an answer from the server to no request the client is waiting on
 /// (an unknown or already answered id, a cancelled request) is dropped. Every decision, approval
@@ -81,6 +84,13 @@ struct Args {
     /// --no-prompt, which asks nobody.
     #[arg(long, value_name = "CMD")]
     notify: Option<String>,
+    /// Put every held call in the crew's inbox (--crew, and --state or the store beside the audit
+    /// log) and wait there for the answer given on `sc-inbox`'s page, instead of asking here;
+    /// held calls wait side by side while everything else is relayed. A store that fails, a hold
+    /// the inbox expires or withdraws, and no answer within --timeout decline, and the approval's
+    /// reason says which. Not with --web, --answers or --no-prompt.
+    #[arg(long, requires = "crew", conflicts_with_all = ["web", "answers", "no_prompt"])]
+    inbox: bool,
     /// Decline every held call without asking anyone (for clients that own the terminal).
     #[arg(long)]
     no_prompt: bool,
@@ -202,6 +212,14 @@ fn run(args: Args) -> anyhow::Result<u8> {
             exe: None,
         }),
         notify: args.notify.map(|command| Notifier::new(command, "sc-mcp")),
+        inbox: match (&args.state.crew, args.inbox) {
+            (Some(crew), true) => Some(InboxAt {
+                state: args.state.url_or_beside(&audit.audit),
+                crew: crew.clone(),
+                fsync: audit.fsync,
+            }),
+            _ => None,
+        },
     };
     let mut human: Box<dyn Human> = if args.no_prompt {
         Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))

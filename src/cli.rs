@@ -303,12 +303,13 @@ pub struct GrantTtlArgs {
 /// person gives with a wider scope are kept as grants, for every door of the crew.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GrantArgs {
-    /// Keep remembered approvals (grants) in the crew's shared store: a SQLite file, or
-    /// redis://HOST:PORT/DB (rediss:// for TLS). Without --state and --crew, an answer of
-    /// `yes call` or `yes value` is taken as once.
+    /// The crew's shared store: a SQLite file, or redis://HOST:PORT/DB (rediss:// for TLS),
+    /// where remembered approvals (grants) are kept, and the crew's inbox with --inbox. Without
+    /// --state and --crew, an answer of `yes call` or `yes value` is taken as once.
     #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
     pub state: Option<StateUrl>,
-    /// The crew whose doors honour the grants (letters, digits, `.`, `_`, `-`) [default: default].
+    /// The crew whose doors honour the grants, and whose inbox --inbox uses (letters, digits,
+    /// `.`, `_`, `-`) [default: default].
     #[arg(long, value_name = "NAME", value_parser = store::crew_name)]
     pub crew: Option<String>,
     #[command(flatten)]

@@ -19,6 +19,7 @@ const PAGES: &[&str] = &[
     "provenance",
     "policy",
     "state",
+    "inbox",
     "audit",
     "security",
     "benchmark",

@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::util::bare_cmd;
 
 /// Every binary of the package, as `make dist` ships them.
-const BINARIES: [&str; 8] = [
+const BINARIES: [&str; 9] = [
     "sc-gate",
     "sc-approve",
     "sc-exec",
@@ -14,6 +14,7 @@ const BINARIES: [&str; 8] = [
     "sc-state",
     "sc-mcp",
     "sc-hook",
+    "sc-inbox",
 ];
 
 #[test]

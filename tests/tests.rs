@@ -22,6 +22,7 @@ mod grants;
 mod grants_doors;
 mod hook;
 mod hook_sandbox;
+mod inbox;
 mod mcp;
 mod mcp_web;
 mod pipeline;

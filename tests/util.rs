@@ -93,6 +93,7 @@ pub fn bin_path(bin: &str) -> PathBuf {
         "sc-hook" => PathBuf::from(env!("CARGO_BIN_EXE_sc-hook")),
         "sc-state" => PathBuf::from(env!("CARGO_BIN_EXE_sc-state")),
         "sc-sandbox" => PathBuf::from(env!("CARGO_BIN_EXE_sc-sandbox")),
+        "sc-inbox" => PathBuf::from(env!("CARGO_BIN_EXE_sc-inbox")),
         other => panic!("no binary named {other}"),
     }
 }

@@ -1,6 +1,6 @@
 //! Asking a person about a held call, one file per way, each a [`Human`]: [`terminal`] (the person
-//! at `/dev/tty`), [`answers`] (the scripted human), [`web`] (the approval page and its API) and
-//! [`elicitation`] (the MCP client). What they share is written once in [`prompt`]: the text a
+//! at `/dev/tty`), [`answers`] (the scripted human), [`web`] (the approval page and its API),
+//! [`elicitation`] (the MCP client) and [`inbox`] (the crew's inbox, answered by `sc-inbox`). What they share is written once in [`prompt`]: the text a
 //! person reads, agent-written text escaped ([`crate::sanitize`]) so that the person sees the
 //! exact arguments that will run, and the approval record a reply becomes. sc-approve's stage
 //! loop, which uses them, is `crate::stage::approve`.
@@ -9,6 +9,7 @@ pub mod answers;
 mod choose;
 pub mod elicitation;
 pub mod human;
+pub mod inbox;
 pub mod notify;
 pub mod prompt;
 pub mod remember;

@@ -127,6 +127,7 @@ pub(crate) fn approval_for(reply: Reply, by: AnsweredBy) -> Approval {
             None,
             "declined: the answers file has no answer left".into(),
         ),
+        Reply::Unanswered(why) => declined(by, None, format!("declined: {why}")),
     }
 }
 
@@ -210,6 +211,7 @@ mod tests {
             Reply::ReadFailed("EIO".into()),
             Reply::NobodyToAsk("no tty".into()),
             Reply::AnswersRanOut,
+            Reply::Unanswered("the inbox's store failed: down".into()),
             Reply::Answer("no".into()),
             Reply::Decision {
                 approve: false,

@@ -22,4 +22,7 @@ pub enum Reply {
     ReadFailed(String),
     NobodyToAsk(String),
     AnswersRanOut,
+    /// The way of asking ended the hold unanswered, and says why (the crew's inbox: its store
+    /// failed, it expired or withdrew the hold, nobody answered there in time).
+    Unanswered(String),
 }

@@ -13,7 +13,8 @@
 //!   (`#token=…`, never sent in a request line, a log or a Referer) and writes every string as
 //!   text, never as HTML.
 //! - `GET /api/holds`: the pending holds,
-//!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`.
+//!   `[{"hold":ID,"digest":HEX,"record":{…},"expiresAt":RFC3339|null,"secondsLeft":N|null,"display":{…}}]`,
+//!   and, for a hold from a door elsewhere (`sc-inbox`), its `door` and `pid`.
 //!   `record` is the verdict record exactly as it came; `display` is the same hold as the
 //!   terminal shows it, agent-written text escaped ([`crate::sanitize::for_terminal`]) and the
 //!   arguments pretty-printed from their exact text, with `summary`, the call in plain words
@@ -24,6 +25,9 @@
 //!   200 and `{"approved":bool}`. `digest` is the SHA-256 of the record line exactly as it
 //!   arrived, so an answer is bound to the record the person was shown. A missing `scope` is
 //!   `once`; an unknown one is 400. Each pending hold lists its `scopes`, the ones that apply.
+//!   An answer to a hold from a door elsewhere (`sc-inbox`) is first committed to the crew's
+//!   inbox ([`OnAnswer`]); refused there (answered in another inbox, expired, its door gone), it
+//!   is 409.
 //!
 //! Every request must name the bound address and port as its `Host` (DNS rebinding), and any
 //! `Origin` must be the page's own (cross-site requests); every API request must carry
@@ -100,6 +104,33 @@ impl Ticket {
 /// Called (on the server's thread) whenever a hold is settled there: answered, or found expired.
 pub(crate) type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
 
+/// Where a hold on the page came from, when it came from another process (`sc-inbox`): `GET
+/// /api/holds` shows its `door` and `pid`, and an answer to it is first committed through the
+/// page's [`OnAnswer`], which is given `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `sc-approve` or `sc-mcp`.
+    pub door: String,
+    pub pid: u32,
+    /// What the program that submitted the hold knows it by (the inbox's hold id).
+    pub key: String,
+}
+
+/// An answer given on the page, as [`OnAnswer`] is shown it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Given<'a> {
+    pub approve: bool,
+    pub digest: &'a str,
+    pub scope: Scope,
+}
+
+/// Called (on the server's thread, the holds locked) with a valid answer to a hold that has an
+/// [`Origin`], before the page takes it: an `Err` refuses the answer with 409 and its reason, and
+/// the hold stays pending on the page (`sc-inbox`: the answer is committed to the store first,
+/// and one given in another inbox wins).
+pub(crate) type OnAnswer =
+    Box<dyn Fn(&Origin, Given<'_>) -> std::result::Result<(), String> + Send + Sync>;
+
 /// The web approval page and its API, serving on a thread of its own until dropped.
 pub struct WebApprovals {
     shared: Arc<Shared>,
@@ -126,6 +157,17 @@ impl WebApprovals {
         program: &'static str,
         on_settle: Option<OnSettle>,
     ) -> Result<WebApprovals> {
+        Self::start_with(addr, program, on_settle, None)
+    }
+
+    /// [`WebApprovals::start`], with a hook every answer to a hold with an [`Origin`] goes through
+    /// first ([`OnAnswer`]).
+    pub(crate) fn start_with(
+        addr: SocketAddr,
+        program: &'static str,
+        on_settle: Option<OnSettle>,
+        on_answer: Option<OnAnswer>,
+    ) -> Result<WebApprovals> {
         check_loopback(addr)?;
         let listener = std::net::TcpListener::bind(addr)
             .with_context(|| format!("cannot listen on {addr} for the web approval page"))?;
@@ -141,7 +183,10 @@ impl WebApprovals {
             host: bound.to_string(),
             origin: format!("http://{bound}"),
             token: token.clone(),
-            holds: Mutex::new(Holds::default()),
+            holds: Mutex::new(Holds {
+                on_answer,
+                ..Holds::default()
+            }),
             settled: Condvar::new(),
             on_settle,
         });
@@ -177,6 +222,11 @@ impl WebApprovals {
 
     /// Puts a hold on the page; it declines by itself after `hold.timeout`.
     pub(crate) fn submit(&self, hold: &Hold<'_>) -> Ticket {
+        self.submit_from(hold, None)
+    }
+
+    /// Puts a hold that came from elsewhere on the page ([`Origin`]).
+    pub(crate) fn submit_from(&self, hold: &Hold<'_>, origin: Option<Origin>) -> Ticket {
         let now = Instant::now();
         let expires = hold
             .timeout
@@ -197,6 +247,9 @@ impl WebApprovals {
         holds.next += 1;
         let id = holds.next;
         holds.entries.insert(id, entry);
+        if let Some(origin) = origin {
+            holds.origins.insert(id, origin);
+        }
         Ticket {
             id,
             expires: expires.map(|(at, _)| at),
@@ -405,6 +458,10 @@ struct Holds {
     /// How many entries have ended and been collected, and their bytes.
     history: usize,
     history_bytes: usize,
+    /// Where the holds that came from elsewhere came from, by number.
+    origins: BTreeMap<u64, Origin>,
+    /// What an answer to a hold with an [`Origin`] goes through first.
+    on_answer: Option<OnAnswer>,
 }
 
 struct Entry {
@@ -517,6 +574,7 @@ impl Holds {
         }
         for id in gone {
             self.entries.remove(&id);
+            self.origins.remove(&id);
         }
     }
 
@@ -532,6 +590,11 @@ impl Holds {
             display: &'a RawValue,
             /// The scopes a yes may take: `once`, and `call` or `value` where they apply.
             scopes: &'a [Scope],
+            /// The door that holds it and its process id, for a hold from elsewhere.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            door: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pid: Option<u32>,
         }
         let pending: Vec<Pending> = self
             .entries
@@ -550,6 +613,8 @@ impl Holds {
                 }),
                 display: &entry.display,
                 scopes: &entry.scopes,
+                door: self.origins.get(&hold).map(|origin| origin.door.as_str()),
+                pid: self.origins.get(&hold).map(|origin| origin.pid),
             })
             .collect();
         serde_json::to_string(&pending).expect("holds serialize")
@@ -645,6 +710,14 @@ impl Holds {
                 StatusCode::CONFLICT,
                 "the digest is not that of this hold's record",
             ));
+        }
+        if let (Some(origin), Some(on_answer)) = (self.origins.get(&id), &self.on_answer) {
+            let given = Given {
+                approve,
+                digest,
+                scope,
+            };
+            on_answer(origin, given).map_err(|why| Refusal::new(StatusCode::CONFLICT, why))?;
         }
         entry.state = if approve {
             HoldState::Approved

@@ -6,6 +6,7 @@ pub mod door;
 pub mod exec;
 pub mod gate;
 pub mod hook;
+pub mod inbox;
 pub mod mcp;
 pub mod report;
 pub mod sandbox;

@@ -154,6 +154,8 @@ pub enum ValueKey {
     Links(String),
     /// A crew's grants (a safe name, as for [`StateKey::crew`]).
     Grants(String),
+    /// A crew's inbox: the holds its doors wait on ([`crate::store::inbox`]).
+    Inbox(String),
 }
 
 impl ValueKey {
@@ -165,12 +167,17 @@ impl ValueKey {
         ValueKey::Grants(crew.to_owned())
     }
 
-    /// `session/ID/links` or `crew/NAME/grants`: never a [`StateKey::path`], whose last part is
+    pub fn inbox(crew: &str) -> ValueKey {
+        ValueKey::Inbox(crew.to_owned())
+    }
+
+    /// `session/ID/links`, `crew/NAME/grants` or `crew/NAME/inbox`: never a [`StateKey::path`], whose last part is
     /// `gate` or `exec`.
     pub fn path(&self) -> String {
         match self {
             ValueKey::Links(id) => format!("session/{id}/links"),
             ValueKey::Grants(crew) => format!("crew/{crew}/grants"),
+            ValueKey::Inbox(crew) => format!("crew/{crew}/inbox"),
         }
     }
 
@@ -184,6 +191,7 @@ impl ValueKey {
         match (kind, what) {
             ("session", "links") => Some(ValueKey::Links(name.to_owned())),
             ("crew", "grants") => Some(ValueKey::Grants(name.to_owned())),
+            ("crew", "inbox") => Some(ValueKey::Inbox(name.to_owned())),
             _ => None,
         }
     }
@@ -194,6 +202,7 @@ impl ValueKey {
         match self {
             ValueKey::Links(id) => format!("the call links of session {}", quoted(id)),
             ValueKey::Grants(crew) => format!("the grants of crew {}", quoted(crew)),
+            ValueKey::Inbox(crew) => format!("the inbox of crew {}", quoted(crew)),
         }
     }
 
@@ -202,6 +211,7 @@ impl ValueKey {
         match self {
             ValueKey::Links(_) => "reset the session with `sc-state reset --session`",
             ValueKey::Grants(_) => "end them with `sc-state revoke --all`",
+            ValueKey::Inbox(_) => "stop the crew's doors and inboxes, then remove the value",
         }
     }
 }

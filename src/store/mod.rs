@@ -15,7 +15,8 @@
 //! session), read, changed and written as one atomic step the same way ([`Store::update_value`]);
 //! the store keeps the text as given, and its reader refuses what it did not write.
 //!
-//! A crew's remembered approvals ([`grants`]) are such a value, one per crew.
+//! A crew's remembered approvals ([`grants`]) are such a value, one per crew, and so is its
+//! inbox ([`inbox`]): the holds its doors wait on, answered from one page.
 //!
 //! A state is found by its [`StateKey`]: whose it is (a crew, or one sc-hook session) and which
 //! stage keeps it (the gate's decisions, or sc-exec's own re-check, which must not count a call
@@ -24,6 +25,7 @@
 
 mod backend;
 pub mod grants;
+pub mod inbox;
 mod key;
 pub mod redis;
 mod shared;

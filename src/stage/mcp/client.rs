@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde_json::{json, Map, Value};
 
 use super::holds::{Page, PageEvent};
+use super::inbox::{ask_in_the_inbox, InboxLink, ToAsk};
 use super::pending::{Asked, Awaiting, HeldCall, HoldKey, PendingRequest, Ticket};
 use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
@@ -37,6 +38,8 @@ pub(super) struct ClientSide<'a> {
     pub(super) questions: Questions,
     /// The web page, with `--web`.
     pub(super) page: Option<Page>,
+    /// The crew's inbox, with `--inbox`.
+    pub(super) inbox: Option<InboxLink>,
     pub(super) state: StateHandle,
     pub(super) timing: Timing,
     pub(super) ids: IdMinter,
@@ -54,11 +57,16 @@ enum Surface {
     Elicitation,
     /// The person, on the web page (`--web`).
     Page,
+    /// The person, in the crew's inbox (`--inbox`).
+    Inbox,
 }
 
 impl ClientSide<'_> {
     /// Which way a held call is put to the person: the first that applies.
     fn surface(&self) -> Surface {
+        if self.inbox.is_some() {
+            return Surface::Inbox;
+        }
         match self.asking {
             // 1. `--answers`; `--no-prompt` asks nobody and declines everything.
             Asking::OnlyTheHuman => Surface::Human,
@@ -240,6 +248,11 @@ impl ClientSide<'_> {
             Asked::Page(card) => {
                 if let Some(page) = &self.page {
                     page.web.withdraw(*card, reason);
+                }
+            }
+            Asked::Inbox(key) => {
+                if let Some(inbox) = &self.inbox {
+                    inbox.withdraw(key, reason);
                 }
             }
         }
@@ -471,6 +484,33 @@ impl ClientSide<'_> {
             Surface::Elicitation => self.ask_through_client(asked),
             Surface::Page => self.ask_on_the_page(asked),
             Surface::Human => self.ask_the_human(asked),
+            Surface::Inbox => {
+                if lock(&session.pending).held.len() >= MAX_HELD_CALLS {
+                    return self.decline_unasked(&asked.id, &asked.ticket, &asked.reasons);
+                }
+                let Some(inbox) = &self.inbox else {
+                    unreachable!("a call is put in the inbox only when there is one");
+                };
+                let Question {
+                    bytes,
+                    id,
+                    ticket,
+                    call,
+                    reasons,
+                    verdict,
+                    scopes: _,
+                } = asked;
+                let asked = ToAsk {
+                    bytes,
+                    id,
+                    ticket,
+                    call,
+                    reasons,
+                    verdict,
+                    timeout: self.timeout,
+                };
+                ask_in_the_inbox(session, inbox, asked)
+            }
         }
     }
 

@@ -17,6 +17,8 @@
 //!   yes (`once`, and `call` or `value` where a grant may be given). With `--notify CMD`, the
 //!   command is run whenever the person is asked, on any surface ([`crate::approve::notify`]);
 //!   its failure is said in the `approve` event (`notifyFailed`);
+//!   With `--inbox`, every held call waits in the
+//!   crew's inbox instead, answered on `sc-inbox`'s page ([`crate::approve::inbox`]);
 //! - sc-mcp's own requests to the client (`elicitation/create`) have string ids that start with
 //!   `sc-mcp-elicit-`. The client's answers to them are read by sc-mcp and never forwarded; a
 //!   server message that uses such an id (a request, or a cancellation naming one) is dropped, so
@@ -80,6 +82,7 @@
 
 mod client;
 mod holds;
+mod inbox;
 mod pending;
 mod protocol;
 mod proxy;
@@ -131,6 +134,17 @@ pub struct McpOptions {
     /// `--notify CMD`: run whenever a held call is put to the person, on any surface
     /// ([`crate::approve::notify`]).
     pub notify: Option<Notifier>,
+    /// With `--inbox`: every held call waits in this crew's inbox, answered by `sc-inbox`.
+    pub inbox: Option<InboxAt>,
+}
+
+/// The crew's inbox a door puts its holds in (`--inbox`).
+#[derive(Debug, Clone)]
+pub struct InboxAt {
+    pub state: crate::store::StateUrl,
+    pub crew: String,
+    /// Make each SQLite commit durable on disk.
+    pub fsync: bool,
 }
 
 /// Which ways a held call may be put to the person. The first that applies is used

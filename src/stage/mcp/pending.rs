@@ -76,6 +76,8 @@ pub(super) enum Asked {
     Client(String),
     /// On the web page: its card.
     Page(web::Ticket),
+    /// In the crew's inbox (`--inbox`): its id there.
+    Inbox(String),
 }
 
 /// A held call's key among those waiting: its question's id, or its card's number.
@@ -83,6 +85,7 @@ pub(super) enum Asked {
 pub(super) enum HoldKey {
     Question(String),
     Card(u64),
+    Inbox(String),
 }
 
 impl Asked {
@@ -90,6 +93,7 @@ impl Asked {
         match self {
             Asked::Client(question) => HoldKey::Question(question.clone()),
             Asked::Page(card) => HoldKey::Card(card.id()),
+            Asked::Inbox(key) => HoldKey::Inbox(key.clone()),
         }
     }
 
@@ -102,7 +106,7 @@ impl Asked {
             approved: false,
             by: match self {
                 Asked::Client(_) => AnsweredBy::Elicitation,
-                Asked::Page(_) => AnsweredBy::Web,
+                Asked::Page(_) | Asked::Inbox(_) => AnsweredBy::Web,
             },
             answer: None,
             reason: reason.into(),
@@ -240,7 +244,18 @@ impl Pending {
             .values()
             .filter_map(|call| match call.asked {
                 Asked::Page(card) => Some(card),
-                Asked::Client(_) => None,
+                Asked::Client(_) | Asked::Inbox(_) => None,
+            })
+            .collect()
+    }
+
+    /// The ids of the calls waiting in the crew's inbox.
+    pub(super) fn inbox_holds(&self) -> Vec<String> {
+        self.held
+            .values()
+            .filter_map(|call| match &call.asked {
+                Asked::Inbox(key) => Some(key.clone()),
+                Asked::Client(_) | Asked::Page(_) => None,
             })
             .collect()
     }

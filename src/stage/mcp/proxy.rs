@@ -22,18 +22,22 @@ use serde_json::Value;
 
 use super::client::ClientSide;
 use super::holds::{expire_holds, settle_page_holds, Page, PageEvent};
+use super::inbox::{settle_inbox_holds, InboxEvent, InboxLink};
 use super::pending::{Asked, HeldCall, Pending};
 use super::protocol::INVALID_REQUEST;
 use super::server::relay_server;
 use super::session::{lock, Ending, Session};
 use super::{Asking, McpOptions};
 use crate::approve::elicitation::Questions;
+use crate::approve::inbox::InboxDoor;
 use crate::approve::web::{self, WebApprovals};
 use crate::approve::Human;
 use crate::audit::{AuditLog, IdMinter};
 use crate::jsonl::{self, Line, LineReader};
 use crate::rules::state::CrewState;
+use crate::store::inbox::Door;
 use crate::store::StateHandle;
+use crate::store::{OpenOptions, StateUrl};
 
 /// How long the server has to exit after the client closed its input, before SIGTERM, and again
 /// before SIGKILL.
@@ -140,6 +144,29 @@ pub fn run_with_state(
         }
         _ => None,
     };
+    let inbox = match &options.inbox {
+        Some(at) => {
+            let store = at
+                .state
+                .open(OpenOptions {
+                    create: true,
+                    fsync: at.fsync,
+                })
+                .context("the crew's inbox is unavailable")?;
+            let (wake, events) = mpsc::channel();
+            let mut door = InboxDoor::new(store, at.crew.clone(), Door::Mcp);
+            if let StateUrl::Sqlite(path) = &at.state {
+                door = door.watching_file(path);
+            }
+            let link = InboxLink {
+                door: Arc::new(Mutex::new(door)),
+                deadlines: Arc::default(),
+                wake,
+            };
+            Some((link, events))
+        }
+        None => None,
+    };
     let mut server = match &confined {
         Some(confined) => {
             let mut command = confined.command(program, args);
@@ -213,6 +240,19 @@ pub fn run_with_state(
         }
         None => (None, None),
     };
+    let (inbox, inbox_thread) = match inbox {
+        Some((link, events)) => {
+            let session = Arc::clone(&session);
+            let shared = link.clone();
+            let timeout = options.timeout;
+            let thread = thread::Builder::new()
+                .name("inbox-answers".into())
+                .spawn(move || settle_inbox_holds(&session, &shared, timeout, &events))
+                .context("cannot start the inbox's thread")?;
+            (Some(link), Some(thread))
+        }
+        None => (None, None),
+    };
 
     let woken = Arc::new(AtomicBool::new(false));
     let input = WakeableInput {
@@ -233,6 +273,7 @@ pub fn run_with_state(
         client_elicits: false,
         questions: Questions::default(),
         page,
+        inbox,
         state,
         timing: options.timing.clone(),
         ids: IdMinter::new(),
@@ -264,10 +305,16 @@ pub fn run_with_state(
     if let Some(thread) = page_thread {
         let _ = thread.join();
     }
+    if let Some(inbox) = &client.inbox {
+        let _ = inbox.wake.send(InboxEvent::End);
+    }
+    if let Some(thread) = inbox_thread {
+        let _ = thread.join();
+    }
     for call in unanswered {
         let call = call.noticed();
         let reason = format!("declined: {why} before the person answered");
-        if let Asked::Page(_) = call.asked {
+        if !matches!(call.asked, Asked::Client(_)) {
             client.withdraw(&call.asked, &reason);
         }
         let approval = call.asked.declined(reason);
@@ -422,6 +469,7 @@ fn run_without_server(
         client_elicits: false,
         questions: Questions::default(),
         page: None,
+        inbox: None,
         state,
         timing: options.timing.clone(),
         ids: IdMinter::new(),
