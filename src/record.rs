@@ -79,15 +79,25 @@ pub(crate) fn write_verdict(
         .strs_field("reasons", &judgement.reasons);
     let batch = match &judgement.granting {
         Granting::Nothing => line,
-        Granting::Offers(grantable) => line.raw_field(
+        Granting::Offers(_) => line.raw_field(
             "grantable",
-            &serde_json::to_string(grantable).expect("a grantable serializes"),
+            &grantable_text(judgement).expect("a hold offers"),
         ),
         Granting::AllowedBy(grants) => line.strs_field("grants", grants),
     }
     .finish();
     let before_close = batch.len() - b"}\n".len();
     (batch, after_id..before_close)
+}
+
+/// A hold's `grantable` as the verdict writes it (and the seal covers it).
+pub(crate) fn grantable_text(judgement: &Judgement) -> Option<String> {
+    match &judgement.granting {
+        Granting::Offers(grantable) => {
+            Some(serde_json::to_string(grantable).expect("a grantable serializes"))
+        }
+        _ => None,
+    }
 }
 
 /// Who answered a hold.
@@ -335,6 +345,11 @@ impl<'a> Record<'a> {
                 scopes: vec![Scope::Once],
                 ..Grantable::default()
             })
+    }
+
+    /// The record's `grantable` exactly as it came, when it has one.
+    pub(crate) fn grantable_text(&self) -> Option<&'a str> {
+        self.members.grantable.map(RawValue::get)
     }
 
     /// The record's `call`, read as sc-gate reads a call; `None` when there is none.

@@ -448,3 +448,245 @@ fn sc_hook_honours_a_grant_of_the_crew() {
     let asked: Value = serde_json::from_slice(&hook(751)).unwrap();
     assert_eq!(asked["hookSpecificOutput"]["permissionDecision"], "ask");
 }
+
+/// A day of a crew's work, as calls and value-provenance records: recurring payments (the same
+/// vendor and amount each time), one-off payments, a mailer that read a partner's address in a
+/// document and writes to it all day (and twice to an address it found in a spam mail), and a
+/// retry loop of one call.
+fn a_days_work() -> Vec<Value> {
+    let mut day = Vec::new();
+    let pay = |to: &str, amount: u64| payment("buyer", to, amount);
+    let recurring = [
+        ("acme-travel", 750),
+        ("hotel-lisboa", 420),
+        ("cloud-bill", 180),
+    ];
+    day.push(json!({"kind": "task", "agent": "mailer", "source": "user", "instruction": "Keep the partner up to date on the project all day"}));
+    day.push(json!({"agent": "mailer", "tool": "fetch_page", "args": {"url": "https://wiki.example/partners"}, "source": "user"}));
+    day.push(json!({"kind": "result", "agent": "mailer", "tool": "fetch_page", "output": {"text": "Our contact at the partner is dana@partner.example; spam from promo@deals.example"}}));
+    for hour in 0..8u64 {
+        // Every other hour, the recurring payments; each hour, a one-off.
+        if hour % 2 == 0 {
+            for (to, amount) in recurring {
+                day.push(pay(to, amount));
+            }
+        }
+        day.push(pay("supplier", 200 + hour * 17));
+        // The mailer's hourly update to the partner, a different body each time.
+        day.push(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "dana@partner.example", "subject": format!("Update {hour}"), "body": format!("Progress at hour {hour}.")}, "source": "agent"}));
+        // A polling loop: the same status call retried.
+        day.push(json!({"agent": "ops", "tool": "send_payment", "args": {"to": "escrow", "amount": 1000}, "source": "user"}));
+    }
+    for n in 0..2 {
+        day.push(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "promo@deals.example", "subject": format!("Re {n}"), "body": "ok"}, "source": "agent"}));
+    }
+    day
+}
+
+/// How many questions a person answers for [`a_days_work`]: each line goes through sc-gate and,
+/// when held, sc-approve (new processes on one SQLite store, as a day of separate runs would),
+/// answered `yes` (`once`) or with the widest scope offered (`yes value`, else `yes call`).
+fn questions_for_the_day(remember: bool) -> (usize, usize) {
+    let scratch = Scratch::new();
+    let state = scratch.path("state.sqlite");
+    let state = state.to_str().unwrap();
+    let policy = scratch.write(
+        "policy.json",
+        json!({"holdAboveAmount": 100, "sensitiveTools": ["send_email", "send_payment"],
+            "untrustedOutputTools": ["fetch_page"], "provenance": {"freeTextArgs": ["body", "subject"]}})
+        .to_string(),
+    );
+    let (mut questions, mut holds) = (0, 0);
+    for line in a_days_work() {
+        let gate = scratch
+            .cmd("sc-gate")
+            .args(["--policy", policy.to_str().unwrap(), "--state", state])
+            .args(["--crew", "day", "--quiet"])
+            .write_stdin(format!("{line}\n"))
+            .output()
+            .unwrap();
+        assert!(gate.status.success());
+        let record: Value = serde_json::from_slice(&gate.stdout).unwrap();
+        if record.get("decision").is_none() {
+            continue;
+        }
+        if record["decision"] == "hold" {
+            holds += 1;
+            questions += 1;
+            let offered = record["grantable"]["scopes"].to_string();
+            let answer = match remember {
+                false => "yes",
+                true if offered.contains("value") => "yes value",
+                true if offered.contains("call") => "yes call",
+                true => "yes",
+            };
+            let answers = scratch.write("answers.txt", format!("{answer}\n"));
+            let approve = scratch
+                .cmd("sc-approve")
+                .args(["--answers", answers.to_str().unwrap(), "--state", state])
+                .args(["--crew", "day", "--quiet"])
+                .write_stdin(gate.stdout.clone())
+                .output()
+                .unwrap();
+            assert!(approve.status.success());
+            let approved: Value = serde_json::from_slice(&approve.stdout).unwrap();
+            assert_eq!(approved["approval"]["approved"], true, "{approved}");
+        } else {
+            assert_eq!(record["decision"], "allow", "{record}");
+        }
+    }
+    (questions, holds)
+}
+
+/// Issue 25's measure: the questions a person answers for a day of a crew's work with `once`
+/// against `call`/`value` (printed with `--nocapture`; docs/pipeline.md quotes it).
+#[test]
+fn remembered_approvals_ask_fewer_questions_on_a_days_work() {
+    let (once, _) = questions_for_the_day(false);
+    let (remembered, _) = questions_for_the_day(true);
+    println!(
+        "a day's work ({} lines): {once} questions answered with once, {remembered} with call/value ({:.1}x fewer)",
+        a_days_work().len(),
+        once as f64 / remembered as f64
+    );
+    assert!(remembered < once, "{remembered} vs {once}");
+}
+
+/// Found by a review: a grant must not reach a call whose arguments differ only past a float's
+/// precision, lift a budget, or cover a hold the taint made after it was given.
+#[test]
+fn a_call_grant_never_covers_a_long_number_a_budget_or_a_later_taint() {
+    let scratch = Scratch::new();
+    let state = scratch.path("state.sqlite");
+    let state = state.to_str().unwrap();
+    let account = |tail: &str| {
+        let line = format!(
+            r#"{{"agent":"buyer","tool":"send_payment","args":{{"to":"acme","amount":750,"account":9876543210987654{tail}}},"source":"user"}}"#
+        );
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    // A long number: `yes call` is taken as once, so the other account is asked about.
+    let policy = amount_policy();
+    let first = run(
+        &scratch,
+        &policy,
+        state,
+        "yes call\n",
+        &[account("3210")],
+        &[],
+    );
+    assert_eq!(first[0]["approval"]["scope"], "once", "{}", first[0]);
+    let other = run(&scratch, &policy, state, "", &[account("7777")], &[]);
+    assert_eq!(other[0]["decision"], "hold", "{}", other[0]);
+
+    // A budget: the grant covers the amount, never the crew's budget.
+    let budget = json!({"holdAboveAmount": 100, "holdAboveTotal": 1000});
+    let pay = payment("buyer", "acme-travel", 750);
+    let given = run(
+        &scratch,
+        &budget,
+        state,
+        "yes call\n",
+        std::slice::from_ref(&pay),
+        &[],
+    );
+    grant_of(&given[0]);
+    let later = run(&scratch, &budget, state, "", &[pay.clone(), pay], &[]);
+    assert_eq!(
+        later[0]["decision"], "hold",
+        "750 + 750 is over 1000: {}",
+        later[0]
+    );
+    assert_eq!(later[1]["decision"], "hold", "{}", later[1]);
+
+    // A command grant given before the taint does not cover the tainted hold.
+    let commands = json!({
+        "sensitiveTools": ["run_command"],
+        "untrustedOutputTools": ["fetch_page"],
+        "commands": {"tools": {"run_command": "command"},
+            "rules": [{"prefix": ["sh"], "decision": "hold", "match": ["sh x.sh"]}]}
+    });
+    let deploy = json!({"agent": "dev", "tool": "run_command", "args": {"command": "sh scripts/deploy.sh"}, "source": "agent"});
+    let given = run(
+        &scratch,
+        &commands,
+        state,
+        "yes call\n",
+        std::slice::from_ref(&deploy),
+        &[],
+    );
+    assert_eq!(
+        given[0]["grantable"]["kinds"],
+        json!(["coding"]),
+        "{}",
+        given[0]
+    );
+    grant_of(&given[0]);
+    let untainted = run(
+        &scratch,
+        &commands,
+        state,
+        "",
+        std::slice::from_ref(&deploy),
+        &[],
+    );
+    assert_eq!(untainted[0]["decision"], "allow", "{}", untainted[0]);
+    let read = json!({"agent": "dev", "tool": "fetch_page", "args": {"url": "https://x.example"}, "source": "user"});
+    let tainted = run(&scratch, &commands, state, "", &[read, deploy], &[]);
+    assert_eq!(tainted[1]["decision"], "hold", "{}", tainted[1]);
+}
+
+/// Found by a review: under the audit key, a `grantable` widened between the gate and sc-approve
+/// breaks the gate's seal, and sc-approve then keeps no grant.
+#[test]
+fn under_the_audit_key_a_widened_grantable_gives_no_grant() {
+    let scratch = Scratch::new();
+    let key = scratch.write("audit.key", [7u8; 32]);
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let state = scratch.path("state.sqlite");
+    let policy = scratch.write("policy.json", amount_policy().to_string());
+    let pay = payment("buyer", "acme-travel", 750);
+    let gate = scratch
+        .cmd("sc-gate")
+        .args([
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit-key",
+            key.to_str().unwrap(),
+        ])
+        .args(["--state", state.to_str().unwrap(), "--crew", "k"])
+        .write_stdin(format!("{pay}\n"))
+        .output()
+        .unwrap();
+    assert!(
+        gate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gate.stderr)
+    );
+    let sealed = String::from_utf8(gate.stdout).unwrap();
+    assert!(sealed.contains(r#""kinds":["amount"]"#), "{sealed}");
+    let answers = scratch.write("answers.txt", "yes call\n");
+    let approve = |record: &str| {
+        let out = scratch
+            .cmd("sc-approve")
+            .args([
+                "--answers",
+                answers.to_str().unwrap(),
+                "--audit-key",
+                key.to_str().unwrap(),
+            ])
+            .args(["--state", state.to_str().unwrap(), "--crew", "k"])
+            .write_stdin(record.to_owned())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let widened = sealed.replace(r#""kinds":["amount"]"#, r#""kinds":["amount","taint"]"#);
+    let forged = approve(&widened);
+    assert_eq!(forged["approval"]["scope"], "once", "{forged}");
+    assert!(forged["approval"].get("grant").is_none(), "{forged}");
+    let honest = approve(&sealed);
+    assert_eq!(honest["approval"]["scope"], "call", "{honest}");
+    assert!(honest["approval"]["grant"].is_string(), "{honest}");
+}

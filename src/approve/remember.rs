@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::call::Call;
 use crate::record::{AnsweredBy, Approval, Grantable, Scope};
-use crate::rules::grant::{args_digest, Covers, GivenBy, Grant};
+use crate::rules::grant::{call_digest, Covers, GivenBy, Grant};
 use crate::store::grants::{self, NewGrant};
 use crate::store::Shared;
 
@@ -136,9 +136,7 @@ impl Remember {
         };
         let covers = match scope {
             Scope::Call => {
-                let digest = serde_json::to_string(given.call.args.map())
-                    .ok()
-                    .and_then(|args| args_digest(&args));
+                let digest = call_digest(given.call);
                 match (digest, given.grantable.kinds.is_empty()) {
                     (Some(digest), false) => Covers::Call {
                         digest,
@@ -146,7 +144,7 @@ impl Remember {
                     },
                     _ => return narrow(
                         approval,
-                        "the hold does not say what held it, or its arguments cannot be digested"
+                        "the hold does not say what held it, or its arguments hold a number too long to tell from another"
                             .into(),
                     ),
                 }

@@ -16,6 +16,7 @@ pub(crate) fn verdict_seal(
     id: &str,
     call_text: &str,
     decision: Decision,
+    grantable: Option<&str>,
 ) -> Option<Link> {
     use sha2::{Digest, Sha256};
     // Unkeyed there is no seal: the call is not even hashed (it would cost every verdict a
@@ -25,13 +26,30 @@ pub(crate) fn verdict_seal(
     }
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let id_len = (id.len() as u64).to_be_bytes();
-    chain.mac(&[
-        b"skeleton-crew verdict v1\0",
-        &id_len,
-        id.as_bytes(),
-        &call_digest,
-        decision.as_str().as_bytes(),
-    ])
+    match grantable {
+        None => chain.mac(&[
+            b"skeleton-crew verdict v1\0",
+            &id_len,
+            id.as_bytes(),
+            &call_digest,
+            decision.as_str().as_bytes(),
+        ]),
+        // A hold's `grantable`, exactly as written, is sealed with it: what a yes may be
+        // remembered for cannot be widened between the gate and the person.
+        Some(grantable) => {
+            let decision = decision.as_str().as_bytes();
+            let decision_len = (decision.len() as u64).to_be_bytes();
+            chain.mac(&[
+                b"skeleton-crew verdict v2\0",
+                &id_len,
+                id.as_bytes(),
+                &call_digest,
+                &decision_len,
+                decision,
+                grantable.as_bytes(),
+            ])
+        }
+    }
 }
 
 /// What an approval's MAC is the HMAC of, under the audit key: a label, the record's id, the

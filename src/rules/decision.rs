@@ -135,7 +135,7 @@ pub fn evaluate_in(
     findings.extend(
         coding_agent_rules(call, policy, state, context)
             .into_iter()
-            .map(|f| ("coding", f.decision, f.reason)),
+            .map(|(kind, f)| (kind, f.decision, f.reason)),
     );
     super::granting::settle(call, policy, &endorsed, findings, || allow_reason(call))
 }
@@ -312,7 +312,7 @@ fn coding_agent_rules(
     policy: &Policy,
     state: &CrewState,
     context: CallContext,
-) -> Vec<Finding> {
+) -> Vec<(&'static str, Finding)> {
     if policy.commands().is_none() && policy.paths().is_none() && policy.sandbox().is_none() {
         return Vec::new();
     }
@@ -338,17 +338,27 @@ fn coding_agent_rules(
     let mut findings = Vec::new();
     for found in super::coding::coding_agent_findings(call, policy, judging) {
         let decision = found.decision;
+        // A finding on a tainted agent (or one the taint made) is of its own kind: a `call`
+        // grant given before the session was tainted does not cover it.
+        let kind = if found.by_taint || cause.is_some() {
+            "coding-tainted"
+        } else {
+            "coding"
+        };
         findings.extend(
             found
                 .reasons
                 .into_iter()
-                .map(|reason| Finding { decision, reason }),
+                .map(|reason| (kind, Finding { decision, reason })),
         );
         if let (true, Some(cause)) = (found.by_taint, cause) {
-            findings.push(Finding {
-                decision,
-                reason: tainted_by(call, cause, state, ""),
-            });
+            findings.push((
+                "taint",
+                Finding {
+                    decision,
+                    reason: tainted_by(call, cause, state, ""),
+                },
+            ));
         }
     }
     findings

@@ -181,6 +181,31 @@ fn canonicalize(raw: &RawValue, out: &mut String) -> Option<()> {
     Some(())
 }
 
+/// The digest a `call` grant keeps for a call ([`args_digest`] of its arguments exactly as they
+/// came), or `None` when a grant may not cover it: an argument holds a number with more than 15
+/// significant digits, which a door that reads numbers as floats (sc-hook) could not tell from
+/// another (`98765432109876543210` and `98765432109876547777`).
+pub fn call_digest(call: &crate::call::Call) -> Option<String> {
+    fn long_number(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Number(number) => {
+                let text = number.to_string();
+                let mantissa = text.split(['e', 'E']).next().unwrap_or("");
+                let digits = mantissa.trim_start_matches('-').replace('.', "");
+                digits.trim_start_matches('0').trim_end_matches('0').len() > 15
+                    || mantissa.len() > 17
+            }
+            serde_json::Value::Array(items) => items.iter().any(long_number),
+            serde_json::Value::Object(members) => members.values().any(long_number),
+            _ => false,
+        }
+    }
+    if call.args.map().values().any(long_number) {
+        return None;
+    }
+    args_digest(call.args.text())
+}
+
 /// Why a grant TTL is refused (a usage error).
 #[derive(Debug, thiserror::Error)]
 pub enum GrantTtlError {

@@ -5,7 +5,7 @@
 
 use std::time::SystemTime;
 
-use super::grant::{args_digest, reason, Covers, Grant};
+use super::grant::{call_digest, reason, Covers, Grant};
 use super::policy::{Policy, TaintScope};
 use crate::call::Call;
 use crate::verdict::{Decision, Grantable, Granting, Judgement, Scope};
@@ -78,11 +78,13 @@ impl<'a> Endorsed<'a> {
         *self.named.borrow_mut() = values;
     }
 
-    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments.
+    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments. A
+    /// budget is never covered: it depends on what was spent since, not on the call.
     fn covering(&self, call: &Call, kind: &str) -> Option<&'a Grant> {
-        let digest = self
-            .digest
-            .get_or_init(|| args_digest(&serde_json::to_string(call.args.map()).ok()?));
+        if kind == "budget" {
+            return None;
+        }
+        let digest = self.digest.get_or_init(|| call_digest(call));
         let digest = digest.as_deref()?;
         self.usable
             .iter()

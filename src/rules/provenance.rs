@@ -367,6 +367,13 @@ pub(crate) fn judge(
         named.push(found.value.clone());
         first.get_or_insert(found);
     }
+    // Every value a `value` grant would trust is named, so the person sees them all.
+    let also: String = named
+        .iter()
+        .skip(1)
+        .map(|value| quoted_value(value))
+        .collect::<Vec<_>>()
+        .join(", ");
     endorsed.name(named);
     match first {
         Some(carried) => {
@@ -378,12 +385,17 @@ pub(crate) fn judge(
             (
                 Decision::Hold,
                 format!(
-                    "{} is tainted, and argument `{}` carries {}{kind}, which came from {} (result {}) and is not in the user's instruction, so a person must check it",
+                    "{} is tainted, and argument `{}` carries {}{kind}, which came from {} (result {}) and is not in the user's instruction, so a person must check it{}",
                     quoted(&call.agent),
                     quoted(&carried.argument),
                     quoted_value(&carried.value),
                     quoted(&origin.tool),
                     quoted(&origin.event),
+                    if also.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; the call also carries these untrusted values: {also}")
+                    }
                 ),
             )
         }

@@ -501,9 +501,14 @@ fn write_verdict<W: Write, E: Write>(
         let (mut batch, shared) =
             record::write_verdict(std::mem::take(records), verdict.id, verdict.text, judgement);
         if let CallText::Json(call) = verdict.text {
-            if let Some(seal) =
-                crate::audit::seal::verdict_seal(chain, verdict.id, call, judgement.decision)
-            {
+            let grantable = record::grantable_text(judgement);
+            if let Some(seal) = crate::audit::seal::verdict_seal(
+                chain,
+                verdict.id,
+                call,
+                judgement.decision,
+                grantable.as_deref(),
+            ) {
                 record::push_seal(&mut batch, &seal.hex());
             }
         }

@@ -291,9 +291,16 @@ fn answered(
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     let mut approval = approval.clone();
     if let Some(Ok(call)) = record.call() {
-        options
-            .grants
-            .keep(&mut approval, call, &record.grantable(), &id);
+        // Under the audit key, what a yes may be remembered for is taken only from a verdict
+        // sc-gate sealed with it; otherwise `once` only.
+        let grantable = match crate::stage::exec::check_seal(record, &id, &options.chain) {
+            Ok(()) => record.grantable(),
+            Err(_) => crate::record::Grantable {
+                scopes: vec![crate::record::Scope::Once],
+                ..Default::default()
+            },
+        };
+        options.grants.keep(&mut approval, call, &grantable, &id);
     }
     let approval = &approval;
     let sealed = SealedApproval {

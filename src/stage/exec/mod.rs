@@ -267,7 +267,7 @@ pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
         return Err(Unsealed::NoSeal);
     };
-    match crate::audit::seal::verdict_seal(chain, id, call, decision) {
+    match crate::audit::seal::verdict_seal(chain, id, call, decision, record.grantable_text()) {
         Some(expected) if expected.ct_eq(&given) => Ok(()),
         _ => Err(Unsealed::Mismatch),
     }
