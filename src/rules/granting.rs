@@ -81,7 +81,13 @@ impl<'a> Endorsed<'a> {
     /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments. A
     /// budget is never covered: it depends on what was spent since, not on the call.
     fn covering(&self, call: &Call, kind: &str) -> Option<&'a Grant> {
-        if kind == "budget" {
+        // No call grant of this agent and tool: nothing to digest the arguments for (most
+        // holds, and every hold of a door that keeps none).
+        let tool_granted = self
+            .usable
+            .iter()
+            .any(|grant| grant.tool == call.tool && matches!(grant.covers, Covers::Call { .. }));
+        if kind == "budget" || !tool_granted {
             return None;
         }
         let digest = self.digest.get_or_init(|| call_digest(call));
