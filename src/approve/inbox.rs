@@ -29,9 +29,20 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// The reply a hold that ended in the inbox gives its door.
-fn reply_of(hold: &InboxHold) -> Reply {
+/// The reply a hold that ended in the inbox gives its door. An answer counts only for the record
+/// the door put there (`expected`, the SHA-256 of its line): the stored hold's line and digest
+/// must both be it, or whoever wrote the store could show one call and approve another.
+fn reply_of(hold: &InboxHold, expected: Option<&str>) -> Reply {
     let why = || hold.why.clone().unwrap_or_else(|| "no reason given".into());
+    let ours = expected.is_some_and(|expected| {
+        hold.digest == expected
+            && crate::approve::prompt::record_digest(hold.line.as_bytes()) == expected
+    });
+    if matches!(hold.state, HoldState::Approved | HoldState::Declined) && !ours {
+        return Reply::Unanswered(
+            "the answer in the crew's inbox is not for the record this door put there".into(),
+        );
+    }
     match hold.state {
         HoldState::Approved | HoldState::Declined => Reply::Decision {
             approve: hold.state == HoldState::Approved,
@@ -71,6 +82,8 @@ pub struct InboxDoor {
     host: String,
     /// A SQLite store's file, and its device and inode when it was opened.
     file: Option<(PathBuf, (u64, u64))>,
+    /// The digest of the record line of each hold this door put, by its id in the inbox.
+    put: std::collections::HashMap<String, String>,
 }
 
 impl InboxDoor {
@@ -81,6 +94,7 @@ impl InboxDoor {
             door,
             host: host_name(),
             file: None,
+            put: std::collections::HashMap::new(),
         }
     }
 
@@ -130,9 +144,12 @@ impl InboxDoor {
             scopes: hold.scopes.to_vec(),
             timeout: hold.timeout,
         };
-        inbox::put(self.store.as_mut(), &self.crew, new, SystemTime::now())
+        let digest = crate::approve::prompt::record_digest(hold.line);
+        let id = inbox::put(self.store.as_mut(), &self.crew, new, SystemTime::now())
             .map(|put| put.id)
-            .map_err(|err| store_failed(&err))
+            .map_err(|err| store_failed(&err))?;
+        self.put.insert(id.clone(), digest);
+        Ok(id)
     }
 
     /// Looks at a hold (refreshing its heartbeat): its reply once it ended (the hold is then taken
@@ -162,7 +179,10 @@ impl InboxDoor {
             {
                 Reply::Unanswered(why.to_owned())
             }
-            Ok(Some(hold)) => reply_of(&hold),
+            Ok(Some(hold)) => {
+                let expected = self.put.remove(id);
+                reply_of(&hold, expected.as_deref())
+            }
         }
     }
 
@@ -170,7 +190,8 @@ impl InboxDoor {
     fn take(&mut self, id: &str, hold: &InboxHold) -> Reply {
         // Removed so that the inbox stays small; what it says does not change the reply.
         let _ = inbox::finish(self.store.as_mut(), &self.crew, id, "", SystemTime::now());
-        reply_of(hold)
+        let expected = self.put.remove(id);
+        reply_of(hold, expected.as_deref())
     }
 }
 
@@ -335,5 +356,58 @@ mod tests {
             panic!("a refused inbox declines");
         };
         assert!(why.starts_with("the inbox's store failed: "), "{why}");
+    }
+
+    /// Found by a review: whoever writes the store could approve a record other than the one
+    /// this door put (another line shown, another digest); the door takes no such answer.
+    #[test]
+    fn an_answer_for_another_record_than_the_doors_own_declines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let mut human = InboxHuman::new(InboxDoor::new(open(&path), "c".into(), Door::Approve));
+        let mut store = open(&path);
+        let forger = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let holds = inbox::list(store.as_mut(), "c").unwrap();
+                if let Some(put) = holds.first() {
+                    // The stored line swapped for a milder one (and its digest with it), and
+                    // answered for it.
+                    let milder = crate::approve::prompt::record_digest(
+                        put.line.replace("750", "75").as_bytes(),
+                    );
+                    let old = put.digest.clone();
+                    store
+                        .update_value(&ValueKey::inbox("c"), &mut |text| {
+                            let text = text
+                                .unwrap()
+                                .replace(&old, "DIGEST")
+                                .replace("750", "75")
+                                .replace("DIGEST", &milder);
+                            Ok(ValueChange::Set(text))
+                        })
+                        .unwrap();
+                    let hold = inbox::list(store.as_mut(), "c").unwrap().remove(0);
+                    let digest = crate::approve::prompt::record_digest(hold.line.as_bytes());
+                    let answer = Answer {
+                        approve: true,
+                        digest: &digest,
+                        scope: Scope::Once,
+                        by: "forger",
+                    };
+                    let _ =
+                        inbox::answer(store.as_mut(), "c", &hold.id, &answer, SystemTime::now());
+                    return;
+                }
+                assert!(Instant::now() < deadline, "no hold was put");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let reply = ask(&mut human, Some(Duration::from_secs(60)));
+        forger.join().unwrap();
+        assert!(
+            matches!(&reply, Reply::Unanswered(why) if why.contains("not for the record this door put")),
+            "{reply:?}"
+        );
     }
 }

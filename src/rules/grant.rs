@@ -182,28 +182,50 @@ fn canonicalize(raw: &RawValue, out: &mut String) -> Option<()> {
 }
 
 /// The digest a `call` grant keeps for a call ([`args_digest`] of its arguments exactly as they
-/// came), or `None` when a grant may not cover it: an argument holds a number with more than 15
-/// significant digits, which a door that reads numbers as floats (sc-hook) could not tell from
-/// another (`98765432109876543210` and `98765432109876547777`).
+/// came), or `None` when a grant may not cover it: an argument holds a number written with more
+/// than 15 significant digits, which a door that reads numbers as floats (sc-hook) could not tell
+/// from another (`98765432109876543210` and `98765432109876547777`).
 pub fn call_digest(call: &crate::call::Call) -> Option<String> {
-    fn long_number(value: &serde_json::Value) -> bool {
-        match value {
-            serde_json::Value::Number(number) => {
-                let text = number.to_string();
-                let mantissa = text.split(['e', 'E']).next().unwrap_or("");
-                let digits = mantissa.trim_start_matches('-').replace('.', "");
-                digits.trim_start_matches('0').trim_end_matches('0').len() > 15
-                    || mantissa.len() > 17
-            }
-            serde_json::Value::Array(items) => items.iter().any(long_number),
-            serde_json::Value::Object(members) => members.values().any(long_number),
-            _ => false,
-        }
-    }
-    if call.args.map().values().any(long_number) {
+    let text = call.args.text();
+    if has_long_number(text) {
         return None;
     }
-    args_digest(call.args.text())
+    args_digest(text)
+}
+
+/// Whether JSON text (read strictly before) holds a number, as written, of more than 15
+/// significant digits.
+fn has_long_number(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                // Past the string, its escapes included.
+                at += 1;
+                while at < bytes.len() && bytes[at] != b'"' {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                at += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    at += 1;
+                }
+                let number = &text[start..at];
+                let mantissa = number.split(['e', 'E']).next().unwrap_or("");
+                let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+                if digits.trim_start_matches('0').trim_end_matches('0').len() > 15 {
+                    return true;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    false
 }
 
 /// Why a grant TTL is refused (a usage error).
@@ -232,4 +254,27 @@ pub fn reason(grant: &Grant) -> String {
         grant.by.as_str(),
         time_text(grant.at)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_are_counted_as_written() {
+        for long in [
+            r#"{"a":98765432109876543210}"#,
+            r#"{"a":750.10000000000000001}"#,
+            r#"{"a":[1,{"b":-1234567890123456}]}"#,
+            r#"{"a":1.234567890123456e3}"#,
+        ] {
+            assert!(super::has_long_number(long), "{long}");
+        }
+        for short in [
+            r#"{"a":750.10,"b":"98765432109876543210"}"#,
+            r#"{"a":"\"98765432109876543210"}"#,
+            r#"{"a":100000000000000000000}"#,
+            r#"{"a":123456789012345}"#,
+        ] {
+            assert!(!super::has_long_number(short), "{short}");
+        }
+    }
 }

