@@ -879,3 +879,21 @@ fn calls_allowed_by_an_earlier_approval_are_counted_per_agent_in_every_format() 
         );
     }
 }
+
+#[test]
+fn sandbox_and_inbox_events_are_neither_calls_nor_problems() {
+    let log = concat!(
+        r#"{"ts":"t","stage":"gate","id":"1","decision":"allow","reasons":["ok"],"call":{"agent":"a","tool":"t"}}"#,
+        "\n",
+        r#"{"ts":"t","stage":"sandbox","id":"s-1","event":"egress","decision":"deny","host":"x.example"}"#,
+        "\n",
+        r#"{"ts":"t","stage":"inbox","id":"i-1","action":"answered","door":"sc-approve"}"#,
+        "\n",
+        r#"{"ts":"t","stage":"bogus","id":"b-1"}"#,
+        "\n",
+    );
+    let s = summarise([("audit.jsonl".to_owned(), log.as_bytes())]).unwrap();
+    assert_eq!(s.calls, 1);
+    assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
+    assert!(s.problems[0].problem.contains("unknown stage \"bogus\""));
+}
