@@ -18,8 +18,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::{Store, StoreError, ValueRefused};
+use super::backend::{Store, StoreError};
 use super::key::{is_safe_name, ValueKey};
+use super::list::{update_list, ListFailure};
 use super::ValueChange;
 pub use crate::rules::grant::{
     args_digest, parse_ttl, time_text, Covers, GivenBy, Grant, GrantTtlError,
@@ -285,65 +286,25 @@ fn write(grants: &[Grant]) -> ValueChange {
 type Change<'a, R> = dyn FnMut(&mut Vec<Grant>) -> Result<(R, bool), GrantError> + 'a;
 
 /// Reads a crew's grants, lets `change` change them, and writes them back when it says so, as one
-/// atomic step ([`Store::update_value`]: `change` may run more than once).
+/// atomic step ([`update_list`]: `change` may run more than once).
 fn update<R>(
     store: &mut dyn Store,
     crew: &str,
     change: &mut Change<'_, R>,
 ) -> Result<R, GrantError> {
-    let key = ValueKey::grants(crew);
-    let mut refused = None;
-    let mut failed = None;
-    let mut out = None;
-    let result = store.update_value(&key, &mut |stored| {
-        refused = None;
-        failed = None;
-        out = None;
-        let mut grants = match stored.map(|text| read(crew, text)).transpose() {
-            Ok(grants) => grants.unwrap_or_default(),
-            Err(why) => {
-                refused = Some(why.clone());
-                return Err(ValueRefused::Reader(Box::new(why)));
-            }
-        };
-        match change(&mut grants) {
-            Ok((result, changed)) => {
-                out = Some(result);
-                Ok(if changed {
-                    write(&grants)
-                } else {
-                    ValueChange::Keep
-                })
-            }
-            Err(err) => {
-                let why = Refusal(err.to_string());
-                failed = Some(err);
-                Err(ValueRefused::Reader(Box::new(why)))
-            }
+    let read = |text: &str| read(crew, text).map_err(|why| why.0);
+    let write = |grants: &[Grant]| Ok::<_, GrantError>(write(grants));
+    update_list(store, &ValueKey::grants(crew), &read, &write, change).map_err(|failure| {
+        match failure {
+            ListFailure::Refused { store, why } => GrantError::Refused {
+                store,
+                crew: crew.to_owned(),
+                why: Refusal(why),
+            },
+            ListFailure::Store(err) => GrantError::Store(err),
+            ListFailure::Change(err) => err,
         }
-    });
-    match result {
-        Ok(()) => out.ok_or(GrantError::Store(StoreError::NotRun)),
-        Err(err) => {
-            if let Some(err) = failed {
-                return Err(err);
-            }
-            match (refused, err) {
-                (Some(why), _) => Err(GrantError::Refused {
-                    store: store.describe().to_owned(),
-                    crew: crew.to_owned(),
-                    why,
-                }),
-                // Refused by the store before the reader saw it (not text).
-                (None, StoreError::RefusedValue { store, why, .. }) => Err(GrantError::Refused {
-                    store,
-                    crew: crew.to_owned(),
-                    why: Refusal(why.to_string()),
-                }),
-                (None, err) => Err(GrantError::Store(err)),
-            }
-        }
-    }
+    })
 }
 
 fn lower_hex(bytes: &[u8]) -> String {

@@ -21,8 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::{Store, StoreError, ValueRefused};
+use super::backend::{Store, StoreError};
 use super::key::{is_safe_name, ValueKey};
+use super::list::{update_list, ListFailure};
 use super::ValueChange;
 use crate::record::Scope;
 
@@ -320,79 +321,38 @@ fn prune(holds: &mut Vec<InboxHold>, now: u64) -> bool {
 type Change<'a, R> = dyn FnMut(&mut Vec<InboxHold>) -> Result<(R, bool), InboxError> + 'a;
 
 /// Reads a crew's inbox, lets `change` change it, and writes it back when it says so, as one
-/// atomic step ([`Store::update_value`]: `change` may run more than once). Old holds are pruned
-/// on every change written.
+/// atomic step ([`update_list`]: `change` may run more than once). Old holds are pruned on every
+/// change written, and no inbox is written that its reader would refuse (over [`MAX_BYTES`]):
+/// every door of the crew would then decline until the value is removed by hand.
 fn update<R>(
     store: &mut dyn Store,
     crew: &str,
     now: u64,
     change: &mut Change<'_, R>,
 ) -> Result<R, InboxError> {
-    let key = ValueKey::inbox(crew);
-    let mut refused = None;
-    let mut failed = None;
-    let mut out = None;
-    let result = store.update_value(&key, &mut |stored| {
-        refused = None;
-        failed = None;
-        out = None;
-        let mut holds = match stored.map(read).transpose() {
-            Ok(holds) => holds.unwrap_or_default(),
-            Err(why) => {
-                refused = Some(why.clone());
-                return Err(ValueRefused::Reader(Box::new(why)));
-            }
-        };
-        match change(&mut holds) {
-            Ok((result, changed)) => {
-                out = Some(result);
-                let pruned = changed && prune(&mut holds, now);
-                if !(changed || pruned) {
-                    return Ok(ValueChange::Keep);
-                }
-                // Never write what the reader would refuse: the crew's every door would then
-                // decline until the value is removed by hand.
-                let written = write(&holds);
-                match &written {
-                    ValueChange::Set(text) if text.len() > MAX_BYTES => {
-                        let err = InboxError::Full {
-                            crew: crew.to_owned(),
-                        };
-                        let why = Refusal(err.to_string());
-                        failed = Some(err);
-                        Err(ValueRefused::Reader(Box::new(why)))
-                    }
-                    _ => Ok(written),
-                }
-            }
-            Err(err) => {
-                let why = Refusal(err.to_string());
-                failed = Some(err);
-                Err(ValueRefused::Reader(Box::new(why)))
-            }
+    let read = |text: &str| read(text).map_err(|why| why.0);
+    let write = |holds: &[InboxHold]| match write(holds) {
+        ValueChange::Set(text) if text.len() > MAX_BYTES => Err(InboxError::Full {
+            crew: crew.to_owned(),
+        }),
+        written => Ok(written),
+    };
+    let mut pruning = |holds: &mut Vec<InboxHold>| {
+        let (result, changed) = change(holds)?;
+        let pruned = changed && prune(holds, now);
+        Ok((result, changed || pruned))
+    };
+    update_list(store, &ValueKey::inbox(crew), &read, &write, &mut pruning).map_err(|failure| {
+        match failure {
+            ListFailure::Refused { store, why } => InboxError::Refused {
+                store,
+                crew: crew.to_owned(),
+                why: Refusal(why),
+            },
+            ListFailure::Store(err) => InboxError::Store(err),
+            ListFailure::Change(err) => err,
         }
-    });
-    match result {
-        Ok(()) => out.ok_or(InboxError::Store(StoreError::NotRun)),
-        Err(err) => {
-            if let Some(err) = failed {
-                return Err(err);
-            }
-            match (refused, err) {
-                (Some(why), _) => Err(InboxError::Refused {
-                    store: store.describe().to_owned(),
-                    crew: crew.to_owned(),
-                    why,
-                }),
-                (None, StoreError::RefusedValue { store, why, .. }) => Err(InboxError::Refused {
-                    store,
-                    crew: crew.to_owned(),
-                    why: Refusal(why.to_string()),
-                }),
-                (None, err) => Err(InboxError::Store(err)),
-            }
-        }
-    }
+    })
 }
 
 /// A new hold id: 128 random bits, as 32 lowercase hex digits.

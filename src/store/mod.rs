@@ -27,6 +27,7 @@ mod backend;
 pub mod grants;
 pub mod inbox;
 mod key;
+mod list;
 pub mod redis;
 mod shared;
 pub mod sqlite;
