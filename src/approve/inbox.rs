@@ -373,18 +373,16 @@ mod tests {
                 if let Some(put) = holds.first() {
                     // The stored line swapped for a milder one (and its digest with it), and
                     // answered for it.
-                    let milder = crate::approve::prompt::record_digest(
-                        put.line.replace("750", "75").as_bytes(),
-                    );
-                    let old = put.digest.clone();
+                    let line = put.line.replace(r#""amount":750"#, r#""amount":75"#);
+                    let milder = crate::approve::prompt::record_digest(line.as_bytes());
                     store
                         .update_value(&ValueKey::inbox("c"), &mut |text| {
-                            let text = text
-                                .unwrap()
-                                .replace(&old, "DIGEST")
-                                .replace("750", "75")
-                                .replace("DIGEST", &milder);
-                            Ok(ValueChange::Set(text))
+                            let mut stored: serde_json::Value =
+                                serde_json::from_str(text.unwrap()).unwrap();
+                            let hold = &mut stored["holds"][0];
+                            hold["line"] = line.clone().into();
+                            hold["digest"] = milder.clone().into();
+                            Ok(ValueChange::Set(stored.to_string()))
                         })
                         .unwrap();
                     let hold = inbox::list(store.as_mut(), "c").unwrap().remove(0);
