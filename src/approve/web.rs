@@ -34,7 +34,6 @@
 //! `Authorization: Bearer TOKEN`, compared in constant time. A refusal changes nothing, is
 //! narrated on stderr and answered with its status: 401, 403, 404, 409, 400 or 413.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::net::SocketAddr;
@@ -51,24 +50,30 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use serde::Deserialize;
 use serde_json::Value;
 use subtle::ConstantTimeEq;
+
+mod display;
+mod holds;
+mod refusal;
+
+pub(crate) use display::summary;
+use display::*;
+pub(crate) use holds::OnAnswer;
+use holds::*;
+pub use holds::{Given, Origin, Ticket};
+use refusal::{json_headers, Refusal};
 
 use super::prompt::lower_hex;
 use super::{Hold, Human, Reply};
 use crate::error::UsageError;
 use crate::record::{AnsweredBy, Scope};
-use crate::sanitize::{for_terminal, quoted};
+use crate::sanitize::quoted;
 use crate::strict_json;
 
 /// The largest request body read: an answer is a few dozen bytes.
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
-/// How many ended holds `GET /api/history` keeps, and how many bytes of them at most.
-const HISTORY_HOLDS: usize = 50;
-const HISTORY_BYTES: usize = 16 << 20;
 /// How long a stopping server lets requests in progress finish.
 const STOP_GRACE: Duration = Duration::from_secs(1);
 
@@ -82,54 +87,8 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; st
      img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
      frame-ancestors 'none'";
 
-/// A hold submitted to the page: its number there, and when it declines by itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ticket {
-    id: u64,
-    expires: Option<Instant>,
-}
-
-impl Ticket {
-    /// The hold's number on the page and in the API (`/api/holds/ID`).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// When the hold declines by itself; `None` waits forever.
-    pub fn expires(&self) -> Option<Instant> {
-        self.expires
-    }
-}
-
 /// Called (on the server's thread) whenever a hold is settled there: answered, or found expired.
 pub(crate) type OnSettle = Box<dyn Fn(Ticket) + Send + Sync>;
-
-/// Where a hold on the page came from, when it came from another process (`sc-inbox`): `GET
-/// /api/holds` shows its `door` and `pid`, and an answer to it is first committed through the
-/// page's [`OnAnswer`], which is given `key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origin {
-    /// `sc-approve` or `sc-mcp`.
-    pub door: String,
-    pub pid: u32,
-    /// What the program that submitted the hold knows it by (the inbox's hold id).
-    pub key: String,
-}
-
-/// An answer given on the page, as [`OnAnswer`] is shown it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Given<'a> {
-    pub approve: bool,
-    pub digest: &'a str,
-    pub scope: Scope,
-}
-
-/// Called (on the server's thread, the holds locked) with a valid answer to a hold that has an
-/// [`Origin`], before the page takes it: an `Err` refuses the answer with 409 and its reason, and
-/// the hold stays pending on the page (`sc-inbox`: the answer is committed to the store first,
-/// and one given in another inbox wins).
-pub(crate) type OnAnswer =
-    Box<dyn Fn(&Origin, Given<'_>) -> std::result::Result<(), String> + Send + Sync>;
 
 /// The web approval page and its API, serving on a thread of its own until dropped.
 pub struct WebApprovals {
@@ -450,526 +409,6 @@ impl Shared {
     }
 }
 
-#[derive(Default)]
-struct Holds {
-    /// The last hold number given.
-    next: u64,
-    entries: BTreeMap<u64, Entry>,
-    /// How many entries have ended and been collected, and their bytes.
-    history: usize,
-    history_bytes: usize,
-    /// Where the holds that came from elsewhere came from, by number.
-    origins: BTreeMap<u64, Origin>,
-    /// What an answer to a hold with an [`Origin`] goes through first.
-    on_answer: Option<OnAnswer>,
-}
-
-struct Entry {
-    digest: String,
-    /// The verdict record as it came (trimmed of surrounding whitespace).
-    record: Box<RawValue>,
-    /// The hold as the terminal shows it ([`Display`]), as JSON.
-    display: Box<RawValue>,
-    timeout: Option<Duration>,
-    expires: Option<(Instant, SystemTime)>,
-    state: HoldState,
-    /// Why it was withdrawn, when it was.
-    withdrawn: Option<String>,
-    /// Whether the program that submitted it has taken its reply (it is kept until then).
-    collected: bool,
-    /// The scopes a yes may take, as the deciding door offered them.
-    scopes: Vec<Scope>,
-    /// The scope the person approved with.
-    scope: Scope,
-}
-
-impl Entry {
-    fn bytes(&self) -> usize {
-        self.record.get().len() + self.display.get().len() + 256
-    }
-
-    fn ticket(&self, id: u64) -> Ticket {
-        Ticket {
-            id,
-            expires: self.expires.map(|(at, _)| at),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum HoldState {
-    Pending,
-    Approved,
-    Declined,
-    Expired,
-    /// Taken off the page by the program (sc-mcp: the client cancelled the call).
-    Withdrawn,
-}
-
-impl Holds {
-    /// Settles as expired every pending hold whose time is up; returns their tickets.
-    fn expire_due(&mut self, now: Instant) -> Vec<Ticket> {
-        let mut expired = Vec::new();
-        for (&id, entry) in &mut self.entries {
-            let due = entry.expires.is_some_and(|(at, _)| at <= now);
-            if entry.state == HoldState::Pending && due {
-                entry.state = HoldState::Expired;
-                expired.push(entry.ticket(id));
-            }
-        }
-        expired
-    }
-
-    /// The reply to a settled hold, marking it taken (and so free to leave the history later).
-    fn collect(&mut self, id: u64) -> Option<Reply> {
-        let Some(entry) = self.entries.get_mut(&id) else {
-            return Some(Reply::ReadFailed(format!(
-                "hold {id} is not known to the web page"
-            )));
-        };
-        let digest = Some(entry.digest.clone());
-        let reply = match entry.state {
-            HoldState::Pending => return None,
-            HoldState::Approved => Reply::Decision {
-                approve: true,
-                digest,
-                scope: entry.scope,
-            },
-            HoldState::Declined => Reply::Decision {
-                approve: false,
-                digest,
-                scope: Scope::Once,
-            },
-            HoldState::Expired => Reply::TimedOut(entry.timeout.unwrap_or_default()),
-            HoldState::Withdrawn => Reply::NobodyToAsk(format!(
-                "the hold was withdrawn from the web page: {}",
-                entry.withdrawn.as_deref().unwrap_or("no reason given")
-            )),
-        };
-        if !entry.collected {
-            entry.collected = true;
-            self.history += 1;
-            self.history_bytes += entry.bytes();
-            self.prune();
-        }
-        Some(reply)
-    }
-
-    /// Forgets the oldest ended holds that were collected, beyond what the history keeps.
-    fn prune(&mut self) {
-        let mut gone = Vec::new();
-        for (&id, entry) in &self.entries {
-            if self.history <= HISTORY_HOLDS && self.history_bytes <= HISTORY_BYTES {
-                break;
-            }
-            if self.history <= 1 {
-                break;
-            }
-            if entry.collected {
-                self.history -= 1;
-                self.history_bytes -= entry.bytes();
-                gone.push(id);
-            }
-        }
-        for id in gone {
-            self.entries.remove(&id);
-            self.origins.remove(&id);
-        }
-    }
-
-    fn pending_json(&self, now: Instant) -> String {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Pending<'a> {
-            hold: u64,
-            digest: &'a str,
-            record: &'a RawValue,
-            expires_at: Option<String>,
-            seconds_left: Option<u64>,
-            display: &'a RawValue,
-            /// The scopes a yes may take: `once`, and `call` or `value` where they apply.
-            scopes: &'a [Scope],
-            /// The door that holds it and its process id, for a hold from elsewhere.
-            #[serde(skip_serializing_if = "Option::is_none")]
-            door: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            pid: Option<u32>,
-        }
-        let pending: Vec<Pending> = self
-            .entries
-            .iter()
-            .filter(|(_, entry)| entry.state == HoldState::Pending)
-            .map(|(&hold, entry)| Pending {
-                hold,
-                digest: &entry.digest,
-                record: &entry.record,
-                expires_at: entry
-                    .expires
-                    .map(|(_, at)| humantime::format_rfc3339_seconds(at).to_string()),
-                seconds_left: entry.expires.map(|(at, _)| {
-                    let left = at.saturating_duration_since(now);
-                    left.as_secs() + u64::from(left.subsec_nanos() > 0)
-                }),
-                display: &entry.display,
-                scopes: &entry.scopes,
-                door: self.origins.get(&hold).map(|origin| origin.door.as_str()),
-                pid: self.origins.get(&hold).map(|origin| origin.pid),
-            })
-            .collect();
-        serde_json::to_string(&pending).expect("holds serialize")
-    }
-
-    fn history_json(&self) -> String {
-        #[derive(Serialize)]
-        struct Ended<'a> {
-            hold: u64,
-            digest: &'a str,
-            record: &'a RawValue,
-            state: HoldState,
-            /// The approval's reason, as the record will carry it.
-            reason: String,
-            display: &'a RawValue,
-        }
-        let ended: Vec<Ended> = self
-            .entries
-            .iter()
-            .rev()
-            .filter(|(_, entry)| entry.state != HoldState::Pending)
-            .take(HISTORY_HOLDS)
-            .map(|(&hold, entry)| Ended {
-                hold,
-                digest: &entry.digest,
-                record: &entry.record,
-                state: entry.state,
-                reason: match entry.state {
-                    HoldState::Approved => "approved on the web page".into(),
-                    HoldState::Declined => "declined on the web page".into(),
-                    HoldState::Withdrawn => entry.withdrawn.clone().unwrap_or_default(),
-                    _ => format!(
-                        "declined: no answer within {} seconds",
-                        entry.timeout.unwrap_or_default().as_secs()
-                    ),
-                },
-                display: &entry.display,
-            })
-            .collect();
-        serde_json::to_string(&ended).expect("holds serialize")
-    }
-
-    /// Ends a pending hold as withdrawn, and marks it taken (nobody will collect it). Returns
-    /// whether it was pending.
-    fn withdraw(&mut self, id: u64, why: &str) -> bool {
-        let Some(entry) = self.entries.get_mut(&id) else {
-            return false;
-        };
-        let pending = entry.state == HoldState::Pending;
-        if pending {
-            entry.state = HoldState::Withdrawn;
-            entry.withdrawn = Some(why.to_owned());
-        }
-        let _ = self.collect(id);
-        pending
-    }
-
-    /// Settles a pending hold with the person's answer, if it is still pending and the digest
-    /// is its record's.
-    fn answer(
-        &mut self,
-        id: u64,
-        approve: bool,
-        digest: &str,
-        scope: Scope,
-    ) -> Result<Ticket, Refusal> {
-        let Some(entry) = self.entries.get_mut(&id) else {
-            return Err(Refusal::new(StatusCode::NOT_FOUND, "no such hold"));
-        };
-        match entry.state {
-            HoldState::Pending => {}
-            HoldState::Expired => {
-                return Err(Refusal::new(
-                    StatusCode::CONFLICT,
-                    "the hold has expired: it was declined",
-                ))
-            }
-            HoldState::Approved | HoldState::Declined => {
-                return Err(Refusal::new(
-                    StatusCode::CONFLICT,
-                    "the hold was already answered",
-                ))
-            }
-            HoldState::Withdrawn => {
-                return Err(Refusal::new(
-                    StatusCode::CONFLICT,
-                    "the hold was withdrawn: it was declined",
-                ))
-            }
-        }
-        if digest != entry.digest {
-            return Err(Refusal::new(
-                StatusCode::CONFLICT,
-                "the digest is not that of this hold's record",
-            ));
-        }
-        if let (Some(origin), Some(on_answer)) = (self.origins.get(&id), &self.on_answer) {
-            let given = Given {
-                approve,
-                digest,
-                scope,
-            };
-            on_answer(origin, given).map_err(|why| Refusal::new(StatusCode::CONFLICT, why))?;
-        }
-        entry.state = if approve {
-            HoldState::Approved
-        } else {
-            HoldState::Declined
-        };
-        entry.scope = scope;
-        Ok(entry.ticket(id))
-    }
-}
-
-/// The record line as JSON to embed: it was read strictly, so it is one JSON value; a line that
-/// somehow is not is carried as a string.
-fn record_json(line: &[u8]) -> Box<RawValue> {
-    let text = String::from_utf8_lossy(line);
-    let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-    RawValue::from_string(text.to_owned())
-        .unwrap_or_else(|_| serde_json::value::to_raw_value(text).expect("a string serializes"))
-}
-
-/// A hold as the terminal shows it: every piece of agent-written text escaped, the arguments
-/// pretty-printed from their exact text.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Display {
-    /// The call in plain words, one line: `AGENT wants to run TOOL: KEY VALUE, …` ([`summary`]).
-    summary: String,
-    id: String,
-    agent: String,
-    tool: String,
-    args: String,
-    source: String,
-    instruction: Option<String>,
-    reasons: Vec<String>,
-    /// What tainted the agent, when the record carries its state.
-    tainted_by: Option<String>,
-    /// What the agent has spent in this stream, when the record carries its state.
-    spent: Option<String>,
-}
-
-fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
-    let call = hold.call;
-    let state = std::str::from_utf8(hold.line)
-        .ok()
-        .and_then(|text| strict_json::parse(text).ok())
-        .and_then(|record| record.get("agentState").cloned());
-    let tainted_by = state
-        .as_ref()
-        .and_then(|state| state.get("taintedBy"))
-        .map(|cause| {
-            let part = |key: &str| cause.get(key).and_then(Value::as_str).unwrap_or("?");
-            let mut text = format!(
-                "{} read untrusted content through {} (id {}",
-                part("agent"),
-                part("tool"),
-                part("id")
-            );
-            if let Some(argument) = cause.get("argument").and_then(Value::as_str) {
-                text.push_str(", ");
-                text.push_str(argument);
-            }
-            text.push(')');
-            for_terminal(&text).into_owned()
-        });
-    let spent = state.as_ref().and_then(|state| {
-        // Only a number: sc-gate writes one; anything else came from somewhere else.
-        let spent = state.get("spent").filter(|spent| spent.is_number())?;
-        let inexact = state.get("inexact") == Some(&Value::Bool(true));
-        Some(format!(
-            "{spent}{}",
-            if inexact {
-                " (not exact: an amount a float cannot hold, or a sum that rounded)"
-            } else {
-                ""
-            }
-        ))
-    });
-    let display = Display {
-        summary: summary(&call.agent, &call.tool, call.args.text()),
-        id: for_terminal(hold.id).into_owned(),
-        agent: for_terminal(&call.agent).into_owned(),
-        tool: for_terminal(&call.tool).into_owned(),
-        args: pretty_json(call.args.text()),
-        source: for_terminal(&call.provenance.to_string()).into_owned(),
-        instruction: call
-            .instruction
-            .as_deref()
-            .map(|text| for_terminal(text).into_owned()),
-        reasons: hold
-            .reasons
-            .iter()
-            .map(|reason| for_terminal(reason).into_owned())
-            .collect(),
-        tainted_by,
-        spent,
-    };
-    serde_json::value::to_raw_value(&display).expect("a display serializes")
-}
-
-/// How many characters of one argument's value the first line shows before it cuts it with `…`.
-const SUMMARY_VALUE_CHARS: usize = 24;
-/// How many arguments the first line names; more are `…`.
-const SUMMARY_ARGS: usize = 4;
-
-/// The call in plain words, the card's first line: `buyer wants to run send_payment: to
-/// acme-travel, amount 750.10`. Each argument is its key and its value (a string without its
-/// quotes, anything else as its JSON text, numbers as written, white space runs as one space);
-/// a long value is cut with `…`, and arguments after the first few are one `…`: the whole call
-/// is in the arguments box. Cut before escaping, so an escape ([`for_terminal`]) is never cut
-/// in half.
-pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
-    let mut line = format!(
-        "{} wants to run {}",
-        for_terminal(agent),
-        for_terminal(tool)
-    );
-    let args = args.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-    let pairs: Vec<String> = match serde_json::from_str::<Members>(args) {
-        Ok(Members(members)) => {
-            let mut pairs: Vec<String> = members
-                .iter()
-                .take(SUMMARY_ARGS)
-                .map(|(key, value)| {
-                    format!(
-                        "{} {}",
-                        for_terminal(&cut(key)),
-                        for_terminal(&cut(&plain_value(value.get())))
-                    )
-                })
-                .collect();
-            if members.len() > SUMMARY_ARGS {
-                pairs.push("\u{2026}".to_owned());
-            }
-            pairs
-        }
-        // Arguments that are not an object (sc-gate takes only objects; a record may say else).
-        Err(_) if !args.is_empty() => vec![for_terminal(&cut(&plain_value(args))).into_owned()],
-        Err(_) => Vec::new(),
-    };
-    if !pairs.is_empty() {
-        line.push_str(": ");
-        line.push_str(&pairs.join(", "));
-    }
-    line
-}
-
-/// A JSON value as the first line shows it: a string's text, or the JSON text with each run of
-/// white space one space.
-fn plain_value(text: &str) -> String {
-    if let Ok(text) = serde_json::from_str::<String>(text) {
-        return text;
-    }
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The text, or its first characters and `…` when it is longer than [`SUMMARY_VALUE_CHARS`].
-fn cut(text: &str) -> String {
-    if text.chars().count() <= SUMMARY_VALUE_CHARS {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(SUMMARY_VALUE_CHARS - 1).collect();
-    out.push('\u{2026}');
-    out
-}
-
-/// JSON text indented two spaces a level, every number and string exactly as written (no float
-/// rounding), so what runs is what the person reads; agent-written text escaped as for the
-/// terminal ([`for_terminal`]), the indentation's own line breaks kept.
-fn pretty_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    write_pretty(text, 0, &mut out);
-    out
-}
-
-fn write_pretty(text: &str, depth: usize, out: &mut String) {
-    let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-    let indent = |out: &mut String, depth: usize| {
-        for _ in 0..depth {
-            out.push_str("  ");
-        }
-    };
-    if text.starts_with('{') {
-        if let Ok(Members(members)) = serde_json::from_str::<Members>(text) {
-            if members.is_empty() {
-                out.push_str("{}");
-                return;
-            }
-            out.push_str("{\n");
-            for (at, (key, value)) in members.iter().enumerate() {
-                indent(out, depth + 1);
-                out.push_str(&for_terminal(
-                    &serde_json::to_string(key).expect("a string serializes"),
-                ));
-                out.push_str(": ");
-                write_pretty(value.get(), depth + 1, out);
-                if at + 1 < members.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            indent(out, depth);
-            out.push('}');
-            return;
-        }
-    } else if text.starts_with('[') {
-        if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
-            if items.is_empty() {
-                out.push_str("[]");
-                return;
-            }
-            out.push_str("[\n");
-            for (at, item) in items.iter().enumerate() {
-                indent(out, depth + 1);
-                write_pretty(item.get(), depth + 1, out);
-                if at + 1 < items.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            indent(out, depth);
-            out.push(']');
-            return;
-        }
-    }
-    out.push_str(&for_terminal(text));
-}
-
-/// An object's members in order, each value as its JSON text.
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MembersVisitor;
-        impl<'de> Visitor<'de> for MembersVisitor {
-            type Value = Members<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
-                    members.push(member);
-                }
-                Ok(Members(members))
-            }
-        }
-        deserializer.deserialize_map(MembersVisitor)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
@@ -1024,36 +463,6 @@ fn router(shared: Arc<Shared>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
         .with_state(shared)
-}
-
-/// Why a request was refused; carried on the response for the narration.
-#[derive(Debug, Clone)]
-struct Refusal {
-    status: StatusCode,
-    why: String,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            why: why.into(),
-        }
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.why }).to_string();
-        let mut response = (self.status, json_headers(), body).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        response.extensions_mut().insert(self);
-        response
-    }
 }
 
 /// Checks every request before it is served, and puts the security headers on every response;
@@ -1163,10 +572,6 @@ fn secure(headers: &mut HeaderMap) {
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
-}
-
-fn json_headers() -> [(header::HeaderName, &'static str); 1] {
-    [(header::CONTENT_TYPE, "application/json")]
 }
 
 async fn index() -> Response {
