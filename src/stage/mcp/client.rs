@@ -491,6 +491,8 @@ impl ClientSide<'_> {
                 let Some(inbox) = &self.inbox else {
                     unreachable!("a call is put in the inbox only when there is one");
                 };
+                // The push goes out as the hold is put in the inbox (whose page has the url).
+                let notice = self.notify(&asked.hold(self.timeout), None);
                 let Question {
                     bytes,
                     id,
@@ -498,20 +500,8 @@ impl ClientSide<'_> {
                     call,
                     reasons,
                     verdict,
-                    scopes,
+                    ..
                 } = asked;
-                // The push goes out as the hold is put in the inbox (whose page has the url).
-                let notice = self.notify(
-                    &Hold {
-                        scopes: &scopes,
-                        line: &verdict.line,
-                        id: &ticket.call_id,
-                        call,
-                        reasons: &reasons,
-                        timeout: self.timeout,
-                    },
-                    None,
-                );
                 let asked = ToAsk {
                     bytes,
                     id,
@@ -538,29 +528,21 @@ impl ClientSide<'_> {
     /// Asks the human given to the session (the terminal, the answers file, or nobody), while the
     /// calling thread waits.
     fn ask_the_human(&mut self, asked: Question<'_>) -> Result<()> {
+        // Nobody is told of a hold nobody is asked (`--no-prompt`).
+        let notice = if self.human.kind() == AnsweredBy::None {
+            None
+        } else {
+            self.notify(&asked.hold(self.timeout), None)
+        };
         let Question {
             bytes,
             id,
             mut ticket,
             call,
             reasons,
-            verdict,
             scopes,
+            ..
         } = asked;
-        let hold = Hold {
-            scopes: &scopes,
-            line: &verdict.line,
-            id: &ticket.call_id,
-            call,
-            reasons: &reasons,
-            timeout: self.timeout,
-        };
-        // Nobody is told of a hold nobody is asked (`--no-prompt`).
-        let notice = if self.human.kind() == AnsweredBy::None {
-            None
-        } else {
-            self.notify(&hold, None)
-        };
         let prompt = render_prompt(call, &reasons, self.timeout, &scopes);
         let reply = self.human.ask(&prompt);
         let approval = approval_for(reply, self.human.kind());
@@ -578,34 +560,24 @@ impl ClientSide<'_> {
     /// Puts a held call to the person through the client, and keeps it until the answer, the
     /// timeout, a cancellation or the end of the session settles it.
     fn ask_through_client(&mut self, asked: Question<'_>) -> Result<()> {
+        let session = self.session;
+        let mut pending = lock(&session.pending);
+        if pending.held.len() >= MAX_HELD_CALLS {
+            drop(pending);
+            return self.decline_unasked(&asked.id, &asked.ticket, &asked.reasons);
+        }
+        let notice = self.notify(&asked.hold(self.timeout), None);
         let Question {
             bytes,
             id,
             ticket,
             call,
             reasons,
-            verdict,
             scopes,
+            ..
         } = asked;
-        let session = self.session;
-        let mut pending = lock(&session.pending);
-        if pending.held.len() >= MAX_HELD_CALLS {
-            drop(pending);
-            return self.decline_unasked(&id, &ticket, &reasons);
-        }
         let question = self.questions.mint();
         let message = elicitation::message(call, &reasons, self.timeout, &scopes);
-        let notice = self.notify(
-            &Hold {
-                scopes: &scopes,
-                line: &verdict.line,
-                id: &ticket.call_id,
-                call,
-                reasons: &reasons,
-                timeout: self.timeout,
-            },
-            None,
-        );
         session.narrate(&format!(
             "sc-mcp: {} → {}: asking the person through the MCP client ({question})",
             for_terminal(&ticket.agent),
@@ -632,15 +604,6 @@ impl ClientSide<'_> {
     /// settles it (the page's thread,
     /// [`settle_page_holds`](super::holds::settle_page_holds), settles the first two).
     fn ask_on_the_page(&mut self, asked: Question<'_>) -> Result<()> {
-        let Question {
-            bytes,
-            id,
-            ticket,
-            call,
-            reasons,
-            verdict,
-            scopes,
-        } = asked;
         let session = self.session;
         let Some(page) = &self.page else {
             unreachable!("a call is put on the page only when there is one");
@@ -650,18 +613,19 @@ impl ClientSide<'_> {
         let mut pending = lock(&session.pending);
         if pending.held.len() >= MAX_HELD_CALLS {
             drop(pending);
-            return self.decline_unasked(&id, &ticket, &reasons);
+            return self.decline_unasked(&asked.id, &asked.ticket, &asked.reasons);
         }
-        let hold = Hold {
-            scopes: &scopes,
-            line: &verdict.line,
-            id: &ticket.call_id,
-            call,
-            reasons: &reasons,
-            timeout: self.timeout,
-        };
+        let hold = asked.hold(self.timeout);
         let card = page.web.submit(&hold);
         let notice = self.notify(&hold, Some(page.web.url()));
+        let Question {
+            bytes,
+            id,
+            ticket,
+            reasons,
+            scopes,
+            ..
+        } = asked;
         session.narrate(&format!(
             "sc-mcp: {} → {}: waiting for the person on the web page (card {})",
             for_terminal(&ticket.agent),
@@ -730,6 +694,20 @@ impl ClientSide<'_> {
 }
 
 /// A held call as it is put to the person, on whichever surface.
+impl Question<'_> {
+    /// The hold as a surface shows it (and `--notify` pushes it).
+    fn hold(&self, timeout: Option<Duration>) -> Hold<'_> {
+        Hold {
+            scopes: &self.scopes,
+            line: &self.verdict.line,
+            id: &self.ticket.call_id,
+            call: self.call,
+            reasons: &self.reasons,
+            timeout,
+        }
+    }
+}
+
 struct Question<'a> {
     /// The client's message, forwarded as it came if the person approves.
     bytes: &'a [u8],
