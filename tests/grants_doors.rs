@@ -690,3 +690,59 @@ fn under_the_audit_key_a_widened_grantable_gives_no_grant() {
     assert_eq!(honest["approval"]["scope"], "call", "{honest}");
     assert!(honest["approval"]["grant"].is_string(), "{honest}");
 }
+
+/// Grants the store holds but this program did not write are refused, never read as none and
+/// never as a grant: every held call is asked again, and sc-gate says why once on stderr.
+#[test]
+fn grants_that_cannot_be_read_let_nothing_through() {
+    use skeleton_crew::store::{OpenOptions, StateUrl, ValueChange, ValueKey};
+    let scratch = Scratch::new();
+    let state = scratch.path("state.sqlite");
+    let policy = amount_policy();
+    let pay = payment("buyer", "acme-travel", 750);
+    let given = run(
+        &scratch,
+        &policy,
+        state.to_str().unwrap(),
+        "yes call\n",
+        std::slice::from_ref(&pay),
+        &[],
+    );
+    grant_of(&given[0]);
+    let mut store = StateUrl::Sqlite(state.clone())
+        .open(OpenOptions {
+            create: false,
+            fsync: false,
+        })
+        .unwrap();
+    store
+        .update_value(&ValueKey::grants("travel"), &mut |_| {
+            Ok(ValueChange::Set(
+                r#"{"format":"skeleton-crew grants 1","grants":[{}]}"#.into(),
+            ))
+        })
+        .unwrap();
+    let policy = scratch.write("policy.json", policy.to_string());
+    let out = scratch
+        .cmd("sc-gate")
+        .args([
+            "--policy",
+            policy.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+        ])
+        .args(["--crew", "travel"])
+        .write_stdin(format!("{pay}\n{pay}\n"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for record in parse_stdout(&out.stdout) {
+        assert_eq!(record["decision"], "hold", "{record}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("could not be read, so none applies").count(),
+        1,
+        "{stderr}"
+    );
+}
