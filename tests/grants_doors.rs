@@ -121,6 +121,8 @@ fn a_call_grant_allows_the_identical_call_in_a_later_run_and_nothing_else(state:
             payment("buyer", "acme-travel", 751),
             payment("buyer", "mallory", 750),
             payment("seller", "acme-travel", 750),
+            // The same arguments in another working directory name other files.
+            json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": 750}, "source": "user", "cwd": "/elsewhere"}),
         ],
         &[],
     );
@@ -413,7 +415,7 @@ fn sc_hook_honours_a_grant_of_the_crew() {
     let state = scratch.path("state.sqlite");
     let state_arg = state.to_str().unwrap();
     let call = json!({"agent": "claude-code", "tool": "mcp__pay__send",
-        "args": {"to": "acme", "amount": 750}, "source": "user"});
+        "args": {"to": "acme", "amount": 750}, "source": "user", "cwd": scratch.dir.path()});
     let given = run(&scratch, &policy, state_arg, "yes call\n", &[call], &[]);
     let grant = grant_of(&given[0]);
     let policy_path = scratch.write("policy.json", policy.to_string());

@@ -182,15 +182,24 @@ fn canonicalize(raw: &RawValue, out: &mut String) -> Option<()> {
 }
 
 /// The digest a `call` grant keeps for a call ([`args_digest`] of its arguments exactly as they
-/// came), or `None` when a grant may not cover it: an argument holds a number written with more
+/// came, with its `cwd` when it has one), or `None` when a grant may not cover it: an argument holds a number written with more
 /// than 15 significant digits, which a door that reads numbers as floats (sc-hook) could not tell
 /// from another (`98765432109876543210` and `98765432109876547777`).
 pub fn call_digest(call: &crate::call::Call) -> Option<String> {
+    use sha2::{Digest, Sha256};
     let text = call.args.text();
     if has_long_number(text) {
         return None;
     }
-    args_digest(text)
+    let args = args_digest(text)?;
+    // A relative path names another file in another folder: the call's working directory
+    // (`cwd`) is part of what was approved.
+    match &call.cwd {
+        None => Some(args),
+        Some(cwd) => Some(lower_hex(&Sha256::digest(
+            format!("skeleton-crew call v1\0{args}\0{cwd}").as_bytes(),
+        ))),
+    }
 }
 
 /// Whether JSON text (read strictly before) holds a number, as written, of more than 15
