@@ -12,13 +12,13 @@ use serde_json::Value;
 
 use crate::util::{parse_whole_lines, Scratch};
 
-fn sc_sandbox() -> PathBuf {
+pub(crate) fn sc_sandbox() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sc-sandbox"))
 }
 
 /// sc-sandbox in the scratch folder (the root), with a clean environment, its audit log in the
 /// scratch folder and `policy` (JSON) as its policy.
-fn sandboxed(scratch: &Scratch, policy: &str) -> Command {
+pub(crate) fn sandboxed(scratch: &Scratch, policy: &str) -> Command {
     let policy = scratch.write("policy.json", policy);
     let mut cmd = Command::new(sc_sandbox());
     cmd.env_clear()
@@ -31,25 +31,25 @@ fn sandboxed(scratch: &Scratch, policy: &str) -> Command {
     cmd
 }
 
-fn bash(cmd: &mut Command, script: &str) -> Output {
+pub(crate) fn bash(cmd: &mut Command, script: &str) -> Output {
     cmd.args(["--", "bash", "-c", script])
         .stdin(Stdio::null())
         .output()
         .expect("sc-sandbox runs")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn events(scratch: &Scratch, event: &str) -> Vec<Value> {
+pub(crate) fn events(scratch: &Scratch, event: &str) -> Vec<Value> {
     parse_whole_lines(&std::fs::read(scratch.audit_path()).unwrap_or_default())
         .into_iter()
         .filter(|e| e["stage"] == "sandbox" && e["event"] == event)
         .collect()
 }
 
-fn has(program: &str) -> bool {
+pub(crate) fn has(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()

@@ -67,6 +67,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Parses a head read by [`read_head`].
 pub fn parse(head: &[u8]) -> Result<Request, Refusal> {
     let text = std::str::from_utf8(head).map_err(|_| bad("the request head is not UTF-8"))?;
+    // Lines end with CRLF alone: a bare CR or LF inside a request line or a header would be a
+    // line break to one reader and not to another (a header smuggled past the proxy's rewrite).
+    if text.split("\r\n").any(|line| line.contains(['\r', '\n'])) {
+        return Err(bad(
+            "a bare CR or LF inside the request line or a header is not proxied",
+        ));
+    }
     let mut lines = text.split("\r\n");
     let first = lines.next().unwrap_or_default();
     let mut words = first.split(' ');
@@ -292,6 +299,13 @@ mod tests {
             b"GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n Host: y.test\r\n\r\n",
             b"GET http://x.test/ HTTP/1.1\r\nno colon here\r\n\r\n",
             b"GET http://x.test/ HTTP/1.1\r\nHost : y.test\r\n\r\n",
+            // A bare LF or CR in a header value, a header name or the request line.
+            b"GET http://x.test/ HTTP/1.1\r\nX-A: a\nHost: y.test\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\r\nX-A: a\rHost: y.test\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\r\nX-A\n: a\r\n\r\n",
+            b"GET http://x.test/ HTTP/1.1\nHost: y.test\r\n\r\n",
+            b"GET http://x.test/a\rb HTTP/1.1\r\n\r\n",
+            b"CONNECT x.test:443 HTTP/1.1\r\nX: 1\n2\r\n\r\n",
         ] {
             assert!(parse(head).is_err(), "{}", String::from_utf8_lossy(head));
         }
