@@ -81,3 +81,62 @@ EOF
         );
     }
 }
+
+#[test]
+fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
+    let scratch = Scratch::new();
+    // A vendored tools folder in the root: sc-sandbox itself (what runs), sc-hook beside it (a
+    // stand-in: it is protected by its name and place), and cargo's other name for sc-hook.
+    let tools = scratch.path("tools");
+    std::fs::create_dir_all(tools.join("deps")).unwrap();
+    let sandbox = tools.join("sc-sandbox");
+    std::fs::copy(crate::sandbox::sc_sandbox(), &sandbox).unwrap();
+    let hook = scratch.write("tools/sc-hook", "#!/bin/sh\necho the real hook\n");
+    std::fs::hard_link(&hook, tools.join("deps/sc_hook-0123")).unwrap();
+    let before = std::fs::read(&sandbox).unwrap();
+    let policy = scratch.write("policy.json", "{}");
+    let try_each = [
+        "echo x > tools/sc-hook",
+        "echo x >> tools/deps/sc_hook-0123",
+        "cp /bin/true tools/sc-sandbox",
+        "printf x | dd of=tools/sc-sandbox conv=notrunc status=none",
+        "rm -f tools/sc-hook",
+        "echo x > tools/new && mv -f tools/new tools/sc-hook",
+        "mv tools/sc-sandbox tools/old",
+        "mv tools tools.old",
+        "mv tools/deps tools/deps.old",
+    ];
+    let script: String = try_each
+        .iter()
+        .map(|attempt| format!("if ({attempt}) 2>/dev/null; then echo 'written: {attempt}'; else echo refused; fi\n"))
+        .collect();
+    let out = std::process::Command::new(&sandbox)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .current_dir(scratch.dir.path())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "bash", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("written"), "{stdout}");
+    assert_eq!(stdout.matches("refused").count(), try_each.len(), "{stdout}");
+    assert!(std::fs::read(&sandbox).unwrap() == before, "sc-sandbox was changed");
+    assert_eq!(
+        std::fs::read_to_string(&hook).unwrap(),
+        "#!/bin/sh\necho the real hook\n"
+    );
+    // The rest of the tools folder stays the project's to write.
+    let out = std::process::Command::new(&sandbox)
+        .current_dir(scratch.dir.path())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "bash", "-c", "echo notes > tools/README"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(tools.join("README")).unwrap(), "notes\n");
+}

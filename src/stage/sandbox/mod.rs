@@ -16,7 +16,8 @@
 //!   `sandbox.network.allow`, resolves the name, checks the addresses, connects, and audits the
 //!   attempt ([`events`]).
 //! - only a bubblewrap owned by root, in folders only root can write, is run
-//!   ([`bwrap::locate`]).
+//!   ([`bwrap::locate`]); it and the binaries of the doors and of the sandbox stay read-only in
+//!   every run, wherever they lie ([`machinery`]).
 //!
 //! Everything sc-sandbox itself fails at ends with [`EXIT_SANDBOX_FAILURE`] (125) before the
 //! program runs; it never runs a program unconfined. [`run`] is the outside: it is what the
@@ -31,6 +32,7 @@ pub mod files;
 pub mod git;
 pub mod inside;
 pub mod invocation;
+pub mod machinery;
 pub mod plan;
 pub mod probe;
 pub mod proxy;

@@ -20,7 +20,7 @@ use nix::sys::signal::{SigSet, Signal};
 use super::events::{Recorder, Who};
 use super::files::{Placeholders, RunFolder};
 use super::plan::Sandbox;
-use super::{bwrap, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
+use super::{bwrap, machinery, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions};
 use crate::rules::policy::Policy;
@@ -136,7 +136,10 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
         }
         None => None,
     };
-    let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own_files(options))?;
+    // The binaries of the doors and of the sandbox are the gate's own too, wherever they lie.
+    let mut own = own_files(options);
+    own.extend(machinery::files(&helper, &bwrap));
+    let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
     let listener = UnixListener::bind(&folder.socket)

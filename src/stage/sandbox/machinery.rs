@@ -1,0 +1,124 @@
+//! The sandbox's own machinery, read-only in every confined run wherever it lies: the binaries of
+//! the doors and of the sandbox (sc-hook, sc-exec, sc-mcp, sc-sandbox and the rest installed
+//! beside sc-sandbox) and the bubblewrap they run. A copy inside the root (a vendored tools
+//! folder, or `target/release/sc-hook` named as the hook while developing) would otherwise be
+//! replaced by one confined call, and the next "confined" call would run unconfined.
+//!
+//! Each is protected as the gate's own files are ([`super::plan`]): a read-only mount on its
+//! canonical path, which cannot be written, removed or renamed over, and every folder above it
+//! in a writable place pinned, so it cannot be swapped by renaming a folder. A binary outside the
+//! writable places costs nothing (no mount is needed there).
+//!
+//! A hard link is another name of the same file: writing through it changes the binary. Cargo
+//! keeps one for each binary in `deps/` (`target/release/deps/sc_hook-HASH`); the other names
+//! found in the binary's folder and its `deps/` are protected too.
+
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The package's binaries, looked for beside sc-sandbox.
+pub const BINARIES: &[&str] = &[
+    "sc-sandbox",
+    "sc-hook",
+    "sc-exec",
+    "sc-mcp",
+    "sc-gate",
+    "sc-approve",
+    "sc-state",
+    "sc-report",
+    "sc-inbox",
+];
+
+/// What these files are called among the gate's own files.
+pub const WHAT: &str = "sandbox binary";
+
+/// The machinery of a run by the sc-sandbox binary `helper` with bubblewrap at `bwrap`: each file
+/// that exists (a missing one is not what runs), with the other names of each hard-linked one.
+pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
+    let mut binaries: Vec<PathBuf> = vec![helper.to_owned(), bwrap.to_owned()];
+    if let Some(folder) = helper.parent() {
+        binaries.extend(BINARIES.iter().map(|name| folder.join(name)));
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    for binary in binaries {
+        let Ok(canonical) = std::fs::canonicalize(&binary) else {
+            continue;
+        };
+        let Ok(meta) = std::fs::metadata(&canonical) else {
+            continue;
+        };
+        if !meta.is_file() || found.contains(&canonical) {
+            continue;
+        }
+        if meta.nlink() > 1 {
+            found.extend(other_names(&canonical, meta.dev(), meta.ino()));
+        }
+        found.push(canonical);
+    }
+    found.sort();
+    found.dedup();
+    found
+        .into_iter()
+        .map(|path| (path, WHAT.to_owned()))
+        .collect()
+}
+
+/// The other names of the file `(dev, ino)` at `path`, in its folder and that folder's `deps/`.
+fn other_names(path: &Path, dev: u64, ino: u64) -> Vec<PathBuf> {
+    let Some(folder) = path.parent() else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for place in [folder.to_owned(), folder.join("deps")] {
+        let Ok(entries) = std::fs::read_dir(&place) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // The folder's entry gives the inode without a stat; the device is checked on a match.
+            if entry.ino() != ino {
+                continue;
+            }
+            let other = entry.path();
+            if other != path
+                && std::fs::symlink_metadata(&other)
+                    .is_ok_and(|meta| meta.is_file() && meta.dev() == dev && meta.ino() == ino)
+            {
+                names.push(other);
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binaries_beside_sc_sandbox_and_their_other_names_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("deps")).unwrap();
+        for name in ["sc-sandbox", "sc-hook", "unrelated"] {
+            std::fs::write(base.join(name), name).unwrap();
+        }
+        std::fs::hard_link(base.join("sc-hook"), base.join("deps/sc_hook-0123")).unwrap();
+        std::fs::write(base.join("bwrap"), "").unwrap();
+        let found: Vec<PathBuf> = files(&base.join("sc-sandbox"), &base.join("bwrap"))
+            .into_iter()
+            .map(|(path, what)| {
+                assert_eq!(what, WHAT);
+                path
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                base.join("bwrap"),
+                base.join("deps/sc_hook-0123"),
+                base.join("sc-hook"),
+                base.join("sc-sandbox"),
+            ]
+        );
+    }
+}
