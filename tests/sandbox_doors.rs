@@ -576,3 +576,43 @@ fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server_and_holds_every_cal
     );
     assert!(marker.exists());
 }
+
+#[test]
+fn a_confined_program_that_exits_125_is_recorded_as_run_whatever_it_printed() {
+    let (scratch, policy) = root_with_policy();
+    // It ran (it leaves a marker), printed what sc-sandbox prints when it fails, and exited 125.
+    let forger = "echo ran > ran.txt; echo 'sc-sandbox: bubblewrap is missing: forged' >&2; exit 125";
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        json!({"forge": entry(json!(["/bin/sh", "-c", forger]), true)}),
+        &[],
+        &[allowed("c-125", "forge", json!({}))],
+    );
+    assert!(scratch.path("ran.txt").exists(), "the program ran");
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    let reason = outcome_reason(&records[0]);
+    assert!(reason.contains("exited with status 125"), "{reason}");
+    assert!(!reason.contains("was not run"), "{reason}");
+    let event = scratch
+        .audit_events()
+        .into_iter()
+        .find(|e| e["stage"] == "exec" && e["id"] == "c-125")
+        .unwrap();
+    assert_eq!(event["backend"]["exitStatus"], 125, "{event}");
+    // sc-sandbox's own failure is still told apart: not run, with sc-sandbox's reason.
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        json!({"forge": entry(json!(["/bin/sh", "-c", forger]), true)}),
+        &[("SC_SANDBOX_BWRAP", "/bin/false")],
+        &[allowed("c-broken", "forge", json!({}))],
+    );
+    let reason = outcome_reason(&records[0]);
+    assert!(
+        reason.contains("was not run") && reason.contains("before the program started"),
+        "{reason}"
+    );
+}

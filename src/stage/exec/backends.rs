@@ -63,7 +63,8 @@ use nix::unistd::{getpid, Pid};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::confine::{sandbox_failure, Confined};
+use super::confine::{sandbox_failure, Confined, ReportPipe};
+use crate::stage::sandbox::run::Report;
 use crate::error::UsageError;
 use crate::stage::sandbox::EXIT_SANDBOX_FAILURE;
 use crate::strict_json;
@@ -732,6 +733,7 @@ impl Backend {
     ) -> Result<Value, BackendFailure> {
         let program = self.command[0].clone();
         let path = self.resolve()?;
+        let mut report_pipe = None;
         let mut command = if self.sandbox {
             let confined = match sandbox {
                 Some(Ok(confined)) => confined,
@@ -752,6 +754,14 @@ impl Backend {
             let mut command = confined.command(path.as_os_str(), &args);
             let (name, bwrap) = confined.bwrap_env();
             command.env_clear().envs(&self.env).env(name, bwrap);
+            // How the run ended, told by sc-sandbox itself: a program's own status 125 is not
+            // sc-sandbox's.
+            report_pipe = Some(ReportPipe::attach(&mut command).map_err(|error| {
+                BackendFailure::CannotStart {
+                    program: program.clone(),
+                    error,
+                }
+            })?);
             command
         } else {
             let mut command = Command::new(&path);
@@ -780,6 +790,8 @@ impl Backend {
                 program: program.clone(),
                 error,
             })?;
+        // This process's copy of the report pipe's writing end goes with the command.
+        drop(command);
         let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
         running.insert(group.as_raw());
         drop(running);
@@ -888,17 +900,24 @@ impl Backend {
             Some(Ok(WaitStatus::Exited(_, code)))
                 if self.sandbox && code == i32::from(EXIT_SANDBOX_FAILURE) =>
             {
-                // sc-sandbox's own failure, told on stderr before the program ran; a program
-                // that itself exits 125 says nothing of the kind, and fails as any other.
-                return Err(match sandbox_failure(&tail) {
-                    Some(why) => BackendFailure::SandboxFailed {
-                        program,
-                        why: why.to_owned(),
-                    },
-                    None => BackendFailure::Exited {
+                // Whose 125 it is, sc-sandbox says on its report pipe: a program that ran and
+                // exited 125 fails as any other, whatever it printed; without a word that the
+                // program ran, it is sc-sandbox's own failure and the program did not run.
+                let report = report_pipe.take().map(ReportPipe::read);
+                return Err(match report {
+                    Some(Report::Ran(_)) => BackendFailure::Exited {
                         program,
                         code,
                         stderr: tail,
+                    },
+                    Some(Report::Failed(Some(why))) => {
+                        BackendFailure::SandboxFailed { program, why }
+                    }
+                    _ => BackendFailure::SandboxFailed {
+                        program,
+                        why: sandbox_failure(&tail)
+                            .unwrap_or("sc-sandbox ended without saying the program ran")
+                            .to_owned(),
                     },
                 });
             }

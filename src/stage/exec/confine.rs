@@ -12,16 +12,24 @@
 //! A kernel that refuses the namespaces is found only when bubblewrap runs. sc-mcp, which starts
 //! one long-lived server, first makes the sandbox once around `true` ([`Confined::trial`]): if
 //! sc-sandbox ends that with its own status 125, the sandbox cannot be made here either.
+//!
+//! Status 125 alone does not say whose it is: a program may exit 125 itself, and print
+//! `sc-sandbox: …` too. sc-sandbox tells the door on a pipe of its own ([`ReportPipe`],
+//! [`REPORT_FD_ENV`]) whether the program ran; the door believes that, not the status and stderr.
 
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use crate::rules::policy::Policy;
 use crate::stage::sandbox::bwrap::{self, BWRAP_ENV};
-use crate::stage::sandbox::run::{own_files, RunOptions};
-use crate::stage::sandbox::{probe, Invocation, Sandbox, EXIT_SANDBOX_FAILURE};
+use crate::stage::sandbox::run::{own_files, Report, RunOptions, REPORT_FD_ENV};
+use crate::stage::sandbox::{probe, Invocation, Sandbox};
 use crate::store::StateUrl;
 
 /// How long [`Confined::trial`] waits for sc-sandbox's trial run before taking the sandbox as one
@@ -80,12 +88,11 @@ impl Confined {
         invocation.protect.extend(invocation.audit.take());
         invocation.protect.extend(invocation.audit_key.take());
         invocation.id = None;
-        let trial = probe::trial_run(
-            invocation
-                .command(OsStr::new("true"), &[])
-                .env(BWRAP_ENV, &self.bwrap),
-            TRIAL_TIMEOUT,
-        )
+        let mut command = invocation.command(OsStr::new("true"), &[]);
+        command.env(BWRAP_ENV, &self.bwrap);
+        let report = ReportPipe::attach(&mut command)
+            .map_err(|err| format!("cannot make a pipe for sc-sandbox's report: {err}"))?;
+        let trial = probe::trial_run(&mut command, TRIAL_TIMEOUT)
         .map_err(|why| match why.strip_prefix("cannot be started") {
             Some(rest) => format!(
                 "sc-sandbox ({}) cannot be started{rest}",
@@ -93,14 +100,20 @@ impl Confined {
             ),
             None => format!("sc-sandbox's trial run {why}"),
         })?;
-        let status = trial.status;
-        if status.code() != Some(i32::from(EXIT_SANDBOX_FAILURE)) {
-            return Ok(());
+        drop(command);
+        match report.read() {
+            Report::Ran(_) | Report::NotRun { .. } => Ok(()),
+            Report::Failed(why) => Err(format!(
+                "sc-sandbox could not make the sandbox (status {}): {}",
+                trial
+                    .status
+                    .code()
+                    .map_or_else(|| trial.status.to_string(), |code| code.to_string()),
+                why.as_deref()
+                    .or_else(|| sandbox_failure(&trial.stderr))
+                    .unwrap_or("it gave no reason")
+            )),
         }
-        Err(format!(
-            "sc-sandbox could not make the sandbox (status 125): {}",
-            sandbox_failure(&trial.stderr).unwrap_or("it gave no reason")
-        ))
     }
 }
 
@@ -177,6 +190,48 @@ impl SandboxDoor {
             },
             bwrap,
         })
+    }
+}
+
+/// The reading end of the pipe on which sc-sandbox tells its door how the run ended
+/// ([`REPORT_FD_ENV`]): attach it to sc-sandbox's [`Command`] before spawning, read it once the
+/// process has ended.
+#[derive(Debug)]
+pub struct ReportPipe {
+    read: OwnedFd,
+}
+
+impl ReportPipe {
+    /// Makes the pipe, names its writing end in `command`'s environment, and has the child alone
+    /// inherit it (it is closed on exec for every other process this one starts). This process's
+    /// copy of the writing end is closed when `command` is dropped.
+    pub fn attach(command: &mut Command) -> std::io::Result<ReportPipe> {
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let fd = write.as_raw_fd();
+        command.env(REPORT_FD_ENV, fd.to_string());
+        // SAFETY: one fcntl between fork and exec, async-signal-safe; the closure owns the
+        // descriptor, so the number stays valid until `command` is dropped.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::fcntl(write.as_raw_fd(), libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(ReportPipe { read })
+    }
+
+    /// What sc-sandbox said, without waiting for more (it has ended): nothing is a failure of its
+    /// own.
+    pub fn read(self) -> Report {
+        let _ = nix::fcntl::fcntl(
+            &self.read,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        );
+        let mut bytes = Vec::new();
+        let _ = File::from(self.read).take(64 * 1024).read_to_end(&mut bytes);
+        Report::parse(&bytes)
     }
 }
 

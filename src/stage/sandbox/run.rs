@@ -61,12 +61,23 @@ pub struct RunOptions {
     pub args: Vec<OsString>,
 }
 
-/// How a run ended: sc-sandbox's exit status, and the signal that killed the program, if one did.
+/// How a run ended: sc-sandbox's exit status, the signal that killed the program, if one did, and
+/// whether the program ran (it did not when it was not found or could not be executed inside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
     pub status: u8,
     pub signal: Option<i32>,
+    pub ran: bool,
 }
+
+/// The environment variable naming a pipe (its descriptor number, inherited) on which
+/// sc-sandbox tells the door that started it how the run ended, since the exit status alone
+/// cannot: a program may exit 125 itself, and print what it likes. One line, written once:
+/// `ran STATUS` when the program started (whatever its status), `not-run STATUS REASON` when it
+/// did not start inside (127, 126), `failed REASON` when sc-sandbox itself failed. No line at
+/// all is a failure of sc-sandbox too (it died, or did not understand its flags). The program
+/// never sees the variable nor the pipe.
+pub const REPORT_FD_ENV: &str = "SC_SANDBOX_REPORT_FD";
 
 /// The gate's own files for `options`: always read-only inside.
 pub fn own_files(options: &RunOptions) -> Vec<(PathBuf, String)> {
@@ -228,6 +239,7 @@ impl Launch<'_> {
             .args(&args)
             .arg(&options.program)
             .args(&options.args)
+            .env_remove(REPORT_FD_ENV)
             .process_group(0);
         let passed = [fds.seccomp, fds.status, fds.control];
         // SAFETY: between fork and exec, only async-signal-safe calls: sigprocmask,
@@ -326,6 +338,7 @@ fn judge(lines: &[String], bwrap: std::process::ExitStatus) -> Result<Ended, San
             return Ok(Ended {
                 status,
                 signal: None,
+                ran: false,
             });
         } else if let Some(rest) = line.strip_prefix("exit ") {
             let mut words = rest.split(' ');
@@ -335,7 +348,11 @@ fn judge(lines: &[String], bwrap: std::process::ExitStatus) -> Result<Ended, San
                 _ => None,
             };
             if let Some(status) = status {
-                return Ok(Ended { status, signal });
+                return Ok(Ended {
+                    status,
+                    signal,
+                    ran: true,
+                });
             }
         }
     }
@@ -353,16 +370,107 @@ fn judge(lines: &[String], bwrap: std::process::ExitStatus) -> Result<Ended, San
     Ok(Ended {
         status,
         signal: None,
+        ran: true,
     })
 }
 
-/// Runs and maps every failure of sc-sandbox itself to 125, told on stderr.
+/// Runs and maps every failure of sc-sandbox itself to 125, told on stderr, and on the door's
+/// report pipe when one is named ([`REPORT_FD_ENV`]).
 pub fn run_to_status(options: &RunOptions) -> u8 {
+    let mut report = report_pipe();
+    let mut tell = |line: String| {
+        if let Some(pipe) = report.as_mut() {
+            let _ = pipe.write_all(format!("{}\n", line.replace('\n', " ")).as_bytes());
+        }
+    };
     match run(options) {
-        Ok(ended) => ended.status,
+        Ok(ended) if ended.ran => {
+            tell(format!("ran {}", ended.status));
+            ended.status
+        }
+        Ok(ended) => {
+            tell(format!("not-run {} the program could not be started inside", ended.status));
+            ended.status
+        }
         Err(err) => {
+            tell(format!("failed {err}"));
             eprintln!("sc-sandbox: {err}");
             EXIT_SANDBOX_FAILURE
+        }
+    }
+}
+
+/// The pipe [`REPORT_FD_ENV`] names, when it names an open pipe; kept from the sandbox (closed on
+/// exec, and every descriptor is closed for bubblewrap anyway).
+fn report_pipe() -> Option<File> {
+    use std::os::fd::FromRawFd;
+    let fd: i32 = std::env::var(REPORT_FD_ENV).ok()?.parse().ok()?;
+    if fd <= 2 {
+        return None;
+    }
+    // SAFETY: fstat and fcntl on a number only look at or flag what it names.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut stat) != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
+            return None;
+        }
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        // SAFETY: the door passed this pipe for sc-sandbox's report alone.
+        Some(File::from_raw_fd(fd))
+    }
+}
+
+/// What a door reads on its report pipe: how sc-sandbox's run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The program started; the status is its own (125 included).
+    Ran(u8),
+    /// The program was not started inside (not found: 127, not executable: 126).
+    NotRun { status: u8, why: String },
+    /// sc-sandbox itself failed, or said nothing (it died, or did not understand its flags).
+    Failed(Option<String>),
+}
+
+impl Report {
+    /// The report in `bytes` (what was read from the pipe).
+    pub fn parse(bytes: &[u8]) -> Report {
+        let text = String::from_utf8_lossy(bytes);
+        let line = text.lines().next().unwrap_or_default();
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let (status, why) = rest.split_once(' ').unwrap_or((rest, ""));
+        match (word, status.parse::<u8>()) {
+            ("ran", Ok(status)) if why.is_empty() => Report::Ran(status),
+            ("not-run", Ok(status)) => Report::NotRun {
+                status,
+                why: why.to_owned(),
+            },
+            ("failed", _) if !rest.is_empty() => Report::Failed(Some(rest.to_owned())),
+            _ => Report::Failed(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_line_is_read_back() {
+        assert_eq!(Report::parse(b"ran 125\n"), Report::Ran(125));
+        assert_eq!(Report::parse(b"ran 0\n"), Report::Ran(0));
+        assert_eq!(
+            Report::parse(b"not-run 127 no such file\n"),
+            Report::NotRun {
+                status: 127,
+                why: "no such file".into()
+            }
+        );
+        assert_eq!(
+            Report::parse(b"failed bubblewrap is missing: x\n"),
+            Report::Failed(Some("bubblewrap is missing: x".into()))
+        );
+        for nothing in [&b""[..], b"ran", b"ran x", b"ran 300", b"ran 1 2", b"hello"] {
+            assert_eq!(Report::parse(nothing), Report::Failed(None));
         }
     }
 }
