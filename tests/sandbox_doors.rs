@@ -616,3 +616,52 @@ fn a_confined_program_that_exits_125_is_recorded_as_run_whatever_it_printed() {
         "{reason}"
     );
 }
+
+#[test]
+fn sc_exec_and_sc_mcp_run_a_program_given_by_a_path_under_the_hosts_tmp() {
+    let (scratch, policy) = root_with_policy();
+    let tmp = tempfile::Builder::new()
+        .prefix("sc-doors-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let tool = tmp.path().join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho '{\"from\": \"tmp\"}'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let records = exec(
+        &scratch,
+        None,
+        &policy,
+        json!({"tmp": entry(json!([tool]), true)}),
+        &[],
+        &[allowed("c-tmp", "tmp", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "executed", "{}", records[0]);
+    assert_eq!(records[0]["outcome"]["result"]["from"], "tmp", "{}", records[0]);
+    // An MCP server script under /tmp, run by python3 under sc-mcp --sandbox.
+    let server = tmp.path().join("escape-server.py");
+    std::fs::copy(testdata("mcp/escape-server.py"), &server).unwrap();
+    let marker = scratch.path("server-started");
+    let (_listener, port) = listen();
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--agent",
+        "fs",
+        "--sandbox",
+    ];
+    let command: Vec<OsString> = vec![
+        "python3".into(),
+        server.into_os_string(),
+        marker.clone().into_os_string(),
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &command);
+    proxy.initialize();
+    let answer = proxy.call(2, "escape", json!({"port": port, "file": PROTECTED}));
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
+    assert!(marker.exists(), "the server ran");
+    let result: Value = serde_json::from_str(result_text(&answer)).unwrap();
+    assert_eq!(result["sent"], false, "{result}");
+    assert_eq!(protected(&scratch), ORIGINAL);
+}

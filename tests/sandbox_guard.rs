@@ -140,3 +140,67 @@ fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(tools.join("README")).unwrap(), "notes\n");
 }
+
+/// A folder under the host's `/tmp`, outside the sandbox's root, with a script, a script run by
+/// an interpreter of its own there, and a python script.
+fn host_tmp_tools() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("sc-guard-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let base = dir.path();
+    std::fs::create_dir_all(base.join("bin")).unwrap();
+    std::fs::copy("/bin/sh", base.join("bin/own-sh")).unwrap();
+    let executable = |name: &str, body: String| {
+        let path = base.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    executable(
+        "tool.sh",
+        "#!/bin/sh\necho '{\"hello\": \"from tmp\"}'\necho x >> \"$0\" 2>/dev/null && echo 'wrote itself' >&2\nexit 0\n".into(),
+    );
+    executable(
+        "own.sh",
+        format!("#!{}\necho own interpreter\n", base.join("bin/own-sh").display()),
+    );
+    std::fs::write(base.join("hello.py"), "print('python from tmp')\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_program_script_or_interpreter_under_the_hosts_tmp_runs_read_only() {
+    let scratch = Scratch::new();
+    let tools = host_tmp_tools();
+    let base = tools.path();
+    let run = |argv: &[&str]| {
+        let mut cmd = sandboxed(&scratch, "{}");
+        cmd.arg("--").args(argv).stdin(std::process::Stdio::null());
+        cmd.output().unwrap()
+    };
+    let tool = base.join("tool.sh");
+    let out = run(&[tool.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"hello\": \"from tmp\"}\n");
+    assert!(!text(&out.stderr).contains("wrote itself"), "{}", text(&out.stderr));
+    let out = run(&[base.join("own.sh").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "own interpreter\n");
+    let out = run(&["python3", base.join("hello.py").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "python from tmp\n");
+    // The file is unchanged, and the rest of the host's /tmp stays unseen.
+    assert!(!std::fs::read_to_string(&tool).unwrap().ends_with("x\n"));
+    let out = run(&["sh", "-c", "ls \"${0%/*}\"", tool.to_str().unwrap()]);
+    assert_eq!(text(&out.stdout), "tool.sh\n", "{}", text(&out.stderr));
+    // What cannot be found inside says why.
+    let missing = base.join("missing.sh");
+    let out = run(&[missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(
+        text(&out.stderr).contains("/tmp is the sandbox's own inside"),
+        "{}",
+        text(&out.stderr)
+    );
+}

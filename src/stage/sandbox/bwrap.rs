@@ -158,12 +158,16 @@ pub struct Fds {
 
 /// bubblewrap's arguments, up to and including the helper's (`helper`: this binary, mounted
 /// inside): the program and its arguments follow.
+///
+/// `program_files`: files of the program's under the host's `/tmp` (host file, path inside),
+/// bound read-only ([`super::program::tmp_files`]).
 pub fn arguments(
     sandbox: &Sandbox,
     files: &RunFiles,
     helper: &Path,
     cwd: &Path,
     fds: Fds,
+    program_files: &[(PathBuf, PathBuf)],
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::with_capacity(64);
     let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|s| s.to_os_string()));
@@ -210,6 +214,9 @@ pub fn arguments(
             PathBuf::from(INSIDE_HELPER)
         }
     };
+    for (host, inside) in program_files {
+        push(&["--ro-bind".as_ref(), host.as_os_str(), inside.as_os_str()]);
+    }
     if sandbox.private_var_run() {
         push(&["--tmpfs".as_ref(), super::plan::VAR_RUN.as_ref()]);
     }

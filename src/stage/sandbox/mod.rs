@@ -35,6 +35,7 @@ pub mod invocation;
 pub mod machinery;
 pub mod plan;
 pub mod probe;
+pub mod program;
 pub mod proxy;
 pub mod relay;
 pub mod request;

@@ -20,7 +20,7 @@ use nix::sys::signal::{SigSet, Signal};
 use super::events::{Recorder, Who};
 use super::files::{Placeholders, RunFolder};
 use super::plan::Sandbox;
-use super::{bwrap, machinery, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
+use super::{bwrap, machinery, program, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions};
 use crate::rules::policy::Policy;
@@ -233,7 +233,15 @@ impl Launch<'_> {
             control: control_read.as_raw_fd(),
         };
         let chdir = std::fs::canonicalize(self.cwd).unwrap_or_else(|_| self.cwd.to_owned());
-        let args = bwrap::arguments(self.sandbox, &self.folder.files, self.helper, &chdir, fds);
+        let program_files = program::tmp_files(self.sandbox, &options.program, &options.args);
+        let args = bwrap::arguments(
+            self.sandbox,
+            &self.folder.files,
+            self.helper,
+            &chdir,
+            fds,
+            &program_files,
+        );
         let mut command = Command::new(self.bwrap);
         command
             .args(&args)
@@ -255,7 +263,7 @@ impl Launch<'_> {
         let exit = child
             .wait()
             .map_err(SandboxError::io("waiting for bubblewrap"))?;
-        judge(&read_available(status_read), exit)
+        judge(&read_available(status_read), exit, &options.program)
     }
 }
 
@@ -324,7 +332,11 @@ fn read_available(status: OwnedFd) -> Vec<String> {
 }
 
 /// The run's end from the helper's lines and bubblewrap's status.
-fn judge(lines: &[String], bwrap: std::process::ExitStatus) -> Result<Ended, SandboxError> {
+fn judge(
+    lines: &[String],
+    bwrap: std::process::ExitStatus,
+    program: &std::ffi::OsStr,
+) -> Result<Ended, SandboxError> {
     let started = lines.iter().any(|line| line == "started");
     for line in lines {
         if let Some(why) = line.strip_prefix("error ") {
@@ -333,8 +345,12 @@ fn judge(lines: &[String], bwrap: std::process::ExitStatus) -> Result<Ended, San
             }
         } else if let Some(rest) = line.strip_prefix("spawn ") {
             let (code, why) = rest.split_once(' ').unwrap_or((rest, ""));
-            eprintln!("sc-sandbox: {why}");
             let status = code.parse().unwrap_or(EXIT_SANDBOX_FAILURE);
+            let hint = match status {
+                127 => program::not_found_hint(program).unwrap_or_default(),
+                _ => String::new(),
+            };
+            eprintln!("sc-sandbox: {why}{hint}");
             return Ok(Ended {
                 status,
                 signal: None,
