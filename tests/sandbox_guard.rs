@@ -204,3 +204,121 @@ fn a_program_script_or_interpreter_under_the_hosts_tmp_runs_read_only() {
         text(&out.stderr)
     );
 }
+
+/// The host side of the unix socket test: binds each name (relative ones from its working
+/// folder), checks from itself that each answers, says `READY`, and once told on stdin, counts the
+/// connections that arrived since.
+const SOCKET_SERVER: &str = r#"
+import os, socket, sys
+names = [bytes.fromhex(h) for h in sys.argv[1:]]
+listeners = []
+for name in names:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(name)
+    s.listen(8)
+    s.setblocking(False)
+    listeners.append(s)
+# The control: each name answers, from here.
+for name, s in zip(names, listeners):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(name)
+    s.setblocking(True)
+    s.accept()[0].close()
+    s.setblocking(False)
+    c.close()
+print("READY", flush=True)
+sys.stdin.readline()
+got = 0
+for s in listeners:
+    try:
+        s.accept()
+        got += 1
+    except BlockingIOError:
+        pass
+print("ACCEPTED", got, flush=True)
+"#;
+
+/// The client inside: connects to each name (hex, with the folder to connect from, for a
+/// relative one), and prints one line each.
+const SOCKET_CLIENT: &str = r#"
+import os, socket, sys
+for arg in sys.argv[1:]:
+    folder, name = (bytes.fromhex(h) for h in arg.split(":"))
+    if folder:
+        os.chdir(folder)
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(name)
+        s.send(b"leak")
+        print("connected", name)
+    except OSError as err:
+        print("refused", name, err)
+"#;
+
+#[test]
+fn no_host_unix_socket_is_reachable_whatever_name_it_was_bound_with() {
+    use std::io::BufRead;
+    use std::os::unix::ffi::OsStrExt;
+    let scratch = Scratch::new();
+    // Seen inside as the host has it (read-only), unlike /tmp.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home_path = std::fs::canonicalize(home.path()).unwrap();
+    // A folder deep enough that the socket's whole path is longer than sun_path's 108 bytes.
+    let mut deep = home_path.clone();
+    while deep.as_os_str().len() < 120 {
+        deep.push("deep-folder-name");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let newline = home_path.join("with\nnewline.sock");
+    let odd = home_path.join(std::ffi::OsStr::from_bytes(b"odd \x01\xff bytes.sock"));
+    // (the name bound, the folder it is bound from and connected from)
+    let sockets: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b"relative.sock".to_vec(), home_path.as_os_str().as_bytes().to_vec()),
+        (b"long.sock".to_vec(), deep.as_os_str().as_bytes().to_vec()),
+        (newline.as_os_str().as_bytes().to_vec(), Vec::new()),
+        (odd.as_os_str().as_bytes().to_vec(), Vec::new()),
+        (b"\0sc-guard-abstract".to_vec(), Vec::new()),
+    ];
+    assert!(deep.join("long.sock").as_os_str().len() > 108);
+    let mut servers = Vec::new();
+    for (name, folder) in &sockets {
+        let folder = if folder.is_empty() { home_path.as_os_str() } else { std::ffi::OsStr::from_bytes(folder) };
+        let mut server = std::process::Command::new("python3")
+            .args(["-c", SOCKET_SERVER, &hex(name)])
+            .current_dir(folder)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "READY\n", "the server bound {name:?}");
+        servers.push((server, stdout));
+    }
+    let client = scratch.write("client.py", SOCKET_CLIENT);
+    let mut cmd = sandboxed(&scratch, "{}");
+    cmd.arg("--home").arg(&home_path).env("HOME", &home_path);
+    cmd.args(["--", "python3"]).arg(&client);
+    for (name, folder) in &sockets {
+        cmd.arg(format!("{}:{}", hex(folder), hex(name)));
+    }
+    let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("connected"), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("refused")).count(),
+        sockets.len(),
+        "{stdout}"
+    );
+    for (mut server, mut stdout) in servers {
+        server.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "ACCEPTED 0\n");
+        server.wait().unwrap();
+    }
+}
