@@ -5,8 +5,12 @@
 //!
 //! A door that confines many short calls (sc-hook, a new process for each) cannot pay for a
 //! sandbox on every call, so a success is remembered in a file of the state folder, keyed by the
-//! boot and by the sc-sandbox and bubblewrap binaries (path, size, change time): a new boot or a
-//! new binary probes again. A failure is never remembered: the next call probes again, and is
+//! boot and by the sc-sandbox and bubblewrap binaries (path, size, device and inode, modification
+//! and change times): a new boot, a new binary or a binary written in place probes again. The
+//! change time is the kernel's: every write moves it and no one can set it back, so a binary
+//! rewritten with its size and modification time kept is probed again too. And no confined run
+//! can write these binaries: they are read-only inside wherever they lie
+//! ([`super::machinery`]). A failure is never remembered: the next call probes again, and is
 //! held until the machine can make the sandbox.
 //!
 //! The file is a cache, not a trust decision: a forged success only makes the door confine the
@@ -164,13 +168,17 @@ fn probe_key(exe: &Path, bwrap: &Path) -> Option<String> {
     for binary in [exe, bwrap] {
         let path: PathBuf = fs::canonicalize(binary).ok()?;
         let meta = fs::metadata(&path).ok()?;
+        // The change time is the kernel's: every write moves it, and no one can set it back.
         key.push_str(&format!(
-            "{} {} {}.{} {}\n",
+            "{} {} {}:{} {}.{} {}.{}\n",
             path.display(),
             meta.len(),
+            meta.dev(),
+            meta.ino(),
+            meta.mtime(),
+            meta.mtime_nsec(),
             meta.ctime(),
             meta.ctime_nsec(),
-            meta.ino()
         ));
     }
     Some(key)
@@ -239,6 +247,32 @@ mod tests {
         assert!(err.contains("Creating new namespace failed"), "{err}");
         can_confine(&exe, &bwrap, Some(&cache)).unwrap_err();
         assert_eq!(runs(), 3);
+    }
+
+    #[test]
+    fn a_binary_rewritten_in_place_with_its_size_and_time_kept_is_probed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("state");
+        let count = dir.path().join("count");
+        let body = format!("echo run >> '{}'; exit 0", count.display());
+        let exe = script(dir.path(), "sc-sandbox", &body);
+        let bwrap = script(dir.path(), "bwrap", "exit 0");
+        can_confine(&exe, &bwrap, Some(&cache)).unwrap();
+        let modified = fs::metadata(&exe).unwrap().modified().unwrap();
+        // Same inode, same size, same modification time: only the content (and the kernel's
+        // change time) differ.
+        let forged = format!("echo RUN >> '{}'; exit 0", count.display());
+        assert_eq!(forged.len(), body.len());
+        fs::write(&exe, format!("#!/bin/sh\n{forged}\n")).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&exe)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        can_confine(&exe, &bwrap, Some(&cache)).unwrap();
+        let runs = fs::read_to_string(&count).unwrap();
+        assert_eq!(runs, "run\nRUN\n", "the rewritten binary was probed");
     }
 
     #[test]
