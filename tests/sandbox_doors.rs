@@ -581,7 +581,8 @@ fn sc_mcp_sandbox_without_bubblewrap_never_starts_the_server_and_holds_every_cal
 fn a_confined_program_that_exits_125_is_recorded_as_run_whatever_it_printed() {
     let (scratch, policy) = root_with_policy();
     // It ran (it leaves a marker), printed what sc-sandbox prints when it fails, and exited 125.
-    let forger = "echo ran > ran.txt; echo 'sc-sandbox: bubblewrap is missing: forged' >&2; exit 125";
+    let forger =
+        "echo ran > ran.txt; echo 'sc-sandbox: bubblewrap is missing: forged' >&2; exit 125";
     let records = exec(
         &scratch,
         None,
@@ -637,7 +638,11 @@ fn sc_exec_and_sc_mcp_run_a_program_given_by_a_path_under_the_hosts_tmp() {
         &[allowed("c-tmp", "tmp", json!({}))],
     );
     assert_eq!(outcome_status(&records[0]), "executed", "{}", records[0]);
-    assert_eq!(records[0]["outcome"]["result"]["from"], "tmp", "{}", records[0]);
+    assert_eq!(
+        records[0]["outcome"]["result"]["from"], "tmp",
+        "{}",
+        records[0]
+    );
     // An MCP server script under /tmp, run by python3 under sc-mcp --sandbox.
     let server = tmp.path().join("escape-server.py");
     std::fs::copy(testdata("mcp/escape-server.py"), &server).unwrap();

@@ -123,8 +123,15 @@ fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(!stdout.contains("written"), "{stdout}");
-    assert_eq!(stdout.matches("refused").count(), try_each.len(), "{stdout}");
-    assert!(std::fs::read(&sandbox).unwrap() == before, "sc-sandbox was changed");
+    assert_eq!(
+        stdout.matches("refused").count(),
+        try_each.len(),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read(&sandbox).unwrap() == before,
+        "sc-sandbox was changed"
+    );
     assert_eq!(
         std::fs::read_to_string(&hook).unwrap(),
         "#!/bin/sh\necho the real hook\n"
@@ -138,7 +145,10 @@ fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(tools.join("README")).unwrap(), "notes\n");
+    assert_eq!(
+        std::fs::read_to_string(tools.join("README")).unwrap(),
+        "notes\n"
+    );
 }
 
 /// A folder under the host's `/tmp`, outside the sandbox's root, with a script, a script run by
@@ -163,7 +173,10 @@ fn host_tmp_tools() -> tempfile::TempDir {
     );
     executable(
         "own.sh",
-        format!("#!{}\necho own interpreter\n", base.join("bin/own-sh").display()),
+        format!(
+            "#!{}\necho own interpreter\n",
+            base.join("bin/own-sh").display()
+        ),
     );
     std::fs::write(base.join("hello.py"), "print('python from tmp')\n").unwrap();
     dir
@@ -183,7 +196,11 @@ fn a_program_script_or_interpreter_under_the_hosts_tmp_runs_read_only() {
     let out = run(&[tool.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "{\"hello\": \"from tmp\"}\n");
-    assert!(!text(&out.stderr).contains("wrote itself"), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("wrote itself"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = run(&[base.join("own.sh").to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "own interpreter\n");
@@ -275,7 +292,10 @@ fn no_host_unix_socket_is_reachable_whatever_name_it_was_bound_with() {
     let odd = home_path.join(std::ffi::OsStr::from_bytes(b"odd \x01\xff bytes.sock"));
     // (the name bound, the folder it is bound from and connected from)
     let sockets: Vec<(Vec<u8>, Vec<u8>)> = vec![
-        (b"relative.sock".to_vec(), home_path.as_os_str().as_bytes().to_vec()),
+        (
+            b"relative.sock".to_vec(),
+            home_path.as_os_str().as_bytes().to_vec(),
+        ),
         (b"long.sock".to_vec(), deep.as_os_str().as_bytes().to_vec()),
         (newline.as_os_str().as_bytes().to_vec(), Vec::new()),
         (odd.as_os_str().as_bytes().to_vec(), Vec::new()),
@@ -284,7 +304,11 @@ fn no_host_unix_socket_is_reachable_whatever_name_it_was_bound_with() {
     assert!(deep.join("long.sock").as_os_str().len() > 108);
     let mut servers = Vec::new();
     for (name, folder) in &sockets {
-        let folder = if folder.is_empty() { home_path.as_os_str() } else { std::ffi::OsStr::from_bytes(folder) };
+        let folder = if folder.is_empty() {
+            home_path.as_os_str()
+        } else {
+            std::ffi::OsStr::from_bytes(folder)
+        };
         let mut server = std::process::Command::new("python3")
             .args(["-c", SOCKET_SERVER, &hex(name)])
             .current_dir(folder)

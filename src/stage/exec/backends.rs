@@ -64,8 +64,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::confine::{sandbox_failure, Confined, ReportPipe};
-use crate::stage::sandbox::run::Report;
 use crate::error::UsageError;
+use crate::stage::sandbox::run::Report;
 use crate::stage::sandbox::EXIT_SANDBOX_FAILURE;
 use crate::strict_json;
 

@@ -92,13 +92,14 @@ impl Confined {
         command.env(BWRAP_ENV, &self.bwrap);
         let report = ReportPipe::attach(&mut command)
             .map_err(|err| format!("cannot make a pipe for sc-sandbox's report: {err}"))?;
-        let trial = probe::trial_run(&mut command, TRIAL_TIMEOUT)
-        .map_err(|why| match why.strip_prefix("cannot be started") {
-            Some(rest) => format!(
-                "sc-sandbox ({}) cannot be started{rest}",
-                invocation.exe.display()
-            ),
-            None => format!("sc-sandbox's trial run {why}"),
+        let trial = probe::trial_run(&mut command, TRIAL_TIMEOUT).map_err(|why| {
+            match why.strip_prefix("cannot be started") {
+                Some(rest) => format!(
+                    "sc-sandbox ({}) cannot be started{rest}",
+                    invocation.exe.display()
+                ),
+                None => format!("sc-sandbox's trial run {why}"),
+            }
         })?;
         drop(command);
         match report.read() {
@@ -230,7 +231,9 @@ impl ReportPipe {
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         );
         let mut bytes = Vec::new();
-        let _ = File::from(self.read).take(64 * 1024).read_to_end(&mut bytes);
+        let _ = File::from(self.read)
+            .take(64 * 1024)
+            .read_to_end(&mut bytes);
         Report::parse(&bytes)
     }
 }

@@ -405,7 +405,10 @@ pub fn run_to_status(options: &RunOptions) -> u8 {
             ended.status
         }
         Ok(ended) => {
-            tell(format!("not-run {} the program could not be started inside", ended.status));
+            tell(format!(
+                "not-run {} the program could not be started inside",
+                ended.status
+            ));
             ended.status
         }
         Err(err) => {

@@ -222,11 +222,15 @@ mod diag {
 
     /// Reads one datagram of messages into `found`; `true` at the end of the dump.
     pub fn parse(mut bytes: &[u8], found: &mut Vec<Bound>) -> io::Result<bool> {
-        let bad = || io::Error::new(io::ErrorKind::InvalidData, "a malformed diagnostics message");
-        let u16_at = |b: &[u8], at: usize| u16::from_ne_bytes([b[at], b[at + 1]]);
-        let u32_at = |b: &[u8], at: usize| {
-            u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+        let bad = || {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a malformed diagnostics message",
+            )
         };
+        let u16_at = |b: &[u8], at: usize| u16::from_ne_bytes([b[at], b[at + 1]]);
+        let u32_at =
+            |b: &[u8], at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         while bytes.len() >= HEADER {
             let len = u32_at(bytes, 0) as usize;
             if len < HEADER || len > bytes.len() {
@@ -237,7 +241,11 @@ mod diag {
             match kind {
                 NLMSG_DONE => return Ok(true),
                 NLMSG_ERROR => {
-                    let errno = if message.len() >= 4 { -(u32_at(message, 0) as i32) } else { 0 };
+                    let errno = if message.len() >= 4 {
+                        -(u32_at(message, 0) as i32)
+                    } else {
+                        0
+                    };
                     return Err(io::Error::from_raw_os_error(errno));
                 }
                 SOCK_DIAG_BY_FAMILY if message.len() >= MESSAGE => {
@@ -325,8 +333,8 @@ mod tests {
         let base = std::fs::canonicalize(dir.path()).unwrap();
         let socket = base.join("s.sock");
         let odd = base.join(OsStr::from_bytes(b"new\nline \x01\xff.sock"));
-        let _listeners = [&socket, &odd]
-            .map(|path| std::os::unix::net::UnixListener::bind(path).unwrap());
+        let _listeners =
+            [&socket, &odd].map(|path| std::os::unix::net::UnixListener::bind(path).unwrap());
         let found = host_sockets();
         assert!(found.contains(&socket), "{found:?}");
         assert!(found.contains(&odd), "{found:?}");
