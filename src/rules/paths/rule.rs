@@ -240,7 +240,12 @@ impl PathRules {
         ];
         for (name, list, verb, decision) in lists {
             for (i, entry) in list.iter().enumerate() {
-                if name == "readOnly" && entry.base() != SandboxBase::Home {
+                // Only the home's and absolute places: a place relative to the root would have
+                // the root as its base, and hold every read of the project's folder (`rg x .`);
+                // the pack names those with `**/` globs (`**/.env`), which a test checks.
+                if entry.base() == SandboxBase::Root
+                    || (name == "readOnly" && entry.base() != SandboxBase::Home)
+                {
                     continue;
                 }
                 let Some(glob) = sandbox_glob(entry) else {
