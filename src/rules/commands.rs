@@ -972,7 +972,10 @@ impl CommandRules {
         let mut dynamic = Vec::new();
         let kinds = [
             (&self.output_options, "names a file it writes"),
-            (&self.run_options, "names a file or folder it runs code from"),
+            (
+                &self.run_options,
+                "names a file or folder it runs code from",
+            ),
         ];
         for (simple, (map, names)) in analysis
             .commands

@@ -42,7 +42,15 @@ fn a_glob_operand_expands_and_a_huge_option_word_is_dynamic() {
 
 #[test]
 fn the_key_is_checked() {
-    for bad in [json!([]), json!({"/bin/rm": "hold"}), json!({"rm": "maybe"}), json!({"": "hold"})] {
-        assert!(operand_writes("commands.operandWrites", &bad).is_err(), "{bad}");
+    for bad in [
+        json!([]),
+        json!({"/bin/rm": "hold"}),
+        json!({"rm": "maybe"}),
+        json!({"": "hold"}),
+    ] {
+        assert!(
+            operand_writes("commands.operandWrites", &bad).is_err(),
+            "{bad}"
+        );
     }
 }
