@@ -554,22 +554,16 @@ proptest! {
 }
 
 /// The share of the corpus's `Bash` lines that a tainted session runs without a person (the
-/// gate's decision is allow): under the pack without its `sandbox` key (nothing confined), and
+/// gate's decision is allow): under the pack where no sandbox applies (nothing confined), and
 /// under the pack as shipped, where a tainted session's `Bash` call runs confined and a rule's
 /// `whenConfined` decides it. docs/coding-agents.md quotes both figures:
 /// `cargo test --test tests confinement_share -- --nocapture`.
 #[test]
 fn confinement_share_of_the_corpus_a_tainted_session_runs_without_a_person() {
+    // The same pack both times (its sandbox's places bind file tools and shell reads in every
+    // session): a call is confined or not by its context alone.
     let confined = pack_policy();
-    let mut text: Value =
-        serde_json::from_str(&std::fs::read_to_string(pack_path()).unwrap()).unwrap();
-    text.as_object_mut().unwrap().remove("sandbox");
-    let unconfined = Policy::from_json_str(&text.to_string())
-        .unwrap()
-        .with_places(Places {
-            home: Some(PathBuf::from(HOME)),
-            root: None,
-        });
+    let unconfined = pack_policy();
     let (mut lines, mut before, mut after) = (0usize, 0usize, 0usize);
     let mut gained = Vec::new();
     for (_, line, _) in corpus() {
@@ -617,4 +611,169 @@ fn confinement_share_of_the_corpus_a_tainted_session_runs_without_a_person() {
         println!("  {line}");
     }
     assert!(after > before, "{before} → {after}");
+}
+
+/// The pack's own measure of honest work and attacks, on the corpus lines marked `"everyday":
+/// true` and `"attack": true`. Everyday calls: the share answered `allow` in an untainted
+/// session, and in a tainted one the share of `Bash` calls that run confined and are allowed
+/// (a tainted session's `Bash` runs under the sandbox; its file writes are held by the taint
+/// rule, as the pack intends, and are not counted there). Attacks: every one held or denied,
+/// untainted and tainted where no sandbox applies. docs/coding-agents.md quotes the figures:
+/// `cargo test --test tests everyday_calls_run_unasked -- --nocapture`.
+#[test]
+fn everyday_calls_run_unasked_and_every_attack_is_stopped() {
+    let policy = pack_policy();
+    let clean = CrewState::new();
+    let tainted = tainted_state(&policy);
+    let decide = |line: &Value, state: &CrewState, confined: bool| {
+        let text = corpus_call(line).to_string();
+        let (call, _) = Call::parse_line(text.as_bytes()).expect("a corpus call is well formed");
+        let context = CallContext {
+            confined,
+            ..CallContext::default()
+        };
+        evaluate_in(&call, &policy, state, context)
+    };
+    let (mut everyday, mut clean_allowed, mut bash, mut confined_allowed) = (0, 0, 0, 0);
+    let (mut attacks, mut misses) = (0, Vec::new());
+    let mut asked = Vec::new();
+    for (_, line, _) in corpus() {
+        if line["everyday"].as_bool().unwrap_or(false) {
+            everyday += 1;
+            let judged = decide(&line, &clean, false);
+            if judged.decision == Decision::Allow {
+                clean_allowed += 1;
+            } else {
+                asked.push(format!("untainted {}: {:?}", line["args"], judged.reasons));
+            }
+            if line["tool"] == "Bash" {
+                bash += 1;
+                let judged = decide(&line, &tainted, true);
+                if judged.decision == Decision::Allow {
+                    confined_allowed += 1;
+                } else {
+                    asked.push(format!("tainted {}: {:?}", line["args"], judged.reasons));
+                }
+            }
+        }
+        if line["attack"].as_bool().unwrap_or(false) {
+            attacks += 1;
+            for state in [&clean, &tainted] {
+                let judged = decide(&line, state, false);
+                if judged.decision == Decision::Allow {
+                    misses.push(format!("{}: {:?}", line["args"], judged.reasons));
+                }
+            }
+        }
+    }
+    let share = |n: usize, of: usize| 100.0 * n as f64 / of as f64;
+    println!(
+        "everyday calls unasked: untainted {clean_allowed} of {everyday} ({:.1}%), tainted (Bash, confined and allowed) {confined_allowed} of {bash} ({:.1}%); attacks held or denied: {} of {attacks}",
+        share(clean_allowed, everyday),
+        share(confined_allowed, bash),
+        attacks - misses.len().min(attacks),
+    );
+    for line in &asked {
+        println!("  asked: {line}");
+    }
+    assert!(
+        everyday >= 120 && attacks >= 100,
+        "{everyday} everyday, {attacks} attacks"
+    );
+    assert!(
+        misses.is_empty(),
+        "attacks let through:\n{}",
+        misses.join("\n")
+    );
+    assert!(share(clean_allowed, everyday) >= 95.0, "{asked:#?}");
+    assert!(share(confined_allowed, bash) >= 95.0, "{asked:#?}");
+}
+
+/// Every home place in the pack's `sandbox.readOnly` is a denied write for the file tools and
+/// for a shell redirection, and every `sandbox.hidden` place a held read for `Read` and `cat`,
+/// in a session no sandbox confines: derived from the lists by the code, so that the two keys
+/// cannot drift. A hidden place relative to the project has no derived rule (its base would be
+/// the project's folder); the pack's `paths` rules must name it with a `**/` glob.
+#[test]
+fn the_sandbox_places_bind_file_tools_and_shell_commands_in_every_session() {
+    let policy = pack_policy();
+    let clean = CrewState::new();
+    let pack: Value = serde_json::from_str(&std::fs::read_to_string(pack_path()).unwrap()).unwrap();
+    let decide = |tool: &str, args: Value| {
+        let line = json!({"tool": tool, "args": args});
+        let text = corpus_call(&line).to_string();
+        let (call, _) = Call::parse_line(text.as_bytes()).unwrap();
+        evaluate_in(&call, &policy, &clean, CallContext::default())
+    };
+    let mut checked = 0;
+    for entry in pack["sandbox"]["readOnly"].as_array().unwrap() {
+        let Some(rest) = entry.as_str().unwrap().strip_prefix("~/") else {
+            continue;
+        };
+        for (tool, args) in [
+            ("Write", json!({"file_path": format!("{HOME}/{rest}")})),
+            ("Edit", json!({"file_path": format!("~/{rest}/x")})),
+            ("Bash", json!({"command": format!("echo x >> ~/{rest}")})),
+        ] {
+            let judged = decide(tool, args.clone());
+            assert_eq!(judged.decision, Decision::Deny, "{tool} {args}: {judged:?}");
+            checked += 1;
+        }
+    }
+    for entry in pack["sandbox"]["hidden"].as_array().unwrap() {
+        let entry = entry.as_str().unwrap();
+        for (tool, args) in [
+            ("Read", json!({"file_path": entry})),
+            ("Bash", json!({"command": format!("cat {entry}")})),
+            ("Bash", json!({"command": format!("cat sub/{entry}")})),
+        ] {
+            if args.to_string().contains("sub/~") {
+                continue;
+            }
+            let judged = decide(tool, args.clone());
+            assert!(
+                judged.decision >= Decision::Hold,
+                "{tool} {args}: {judged:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 150, "{checked}");
+    // Derived, not copied: a policy whose sandbox names a new home file protects it at once.
+    let mut text = pack.clone();
+    text["sandbox"]["readOnly"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("~/.config/new-tool/init.sh"));
+    text["sandbox"]["hidden"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("~/.new-cloud/token"));
+    let grown = Policy::from_json_str(&text.to_string())
+        .unwrap()
+        .with_places(Places {
+            home: Some(PathBuf::from(HOME)),
+            root: None,
+        });
+    for (tool, args, expected) in [
+        (
+            "Write",
+            json!({"file_path": "~/.config/new-tool/init.sh"}),
+            Decision::Deny,
+        ),
+        (
+            "Bash",
+            json!({"command": "cat ~/.new-cloud/token"}),
+            Decision::Hold,
+        ),
+    ] {
+        let line = json!({"tool": tool, "args": args});
+        let (call, _) = Call::parse_line(corpus_call(&line).to_string().as_bytes()).unwrap();
+        let judged = evaluate_in(&call, &grown, &clean, CallContext::default());
+        assert_eq!(judged.decision, expected, "{args}: {judged:?}");
+        assert!(
+            judged.reasons.iter().any(|r| r.contains("sandbox.")),
+            "{judged:?}"
+        );
+    }
 }

@@ -78,6 +78,9 @@ pub const KEYS: &[&str] = &[
     "dynamic",
     "programByPath",
     "outputOptions",
+    "operandWrites",
+    "unreadTools",
+    "runOptions",
 ];
 /// The keys of one rule.
 pub(crate) const RULE_KEYS: &[&str] = &[
@@ -171,6 +174,17 @@ pub struct CommandRules {
     /// `outputOptions`: program → the options whose value is a file (or a folder) the program
     /// writes, judged by the `paths` rules as a redirection's file is.
     output_options: std::collections::HashMap<String, Vec<String>>,
+    /// `runOptions`: program → the options whose value is a file or folder the program runs
+    /// code from (`make -C DIR`, `cargo --manifest-path F`), judged by the `paths` rules as a
+    /// file it writes: outside the root held, in a protected place denied.
+    run_options: std::collections::HashMap<String, Vec<String>>,
+    /// `operandWrites`: program → the decision for an operand that is the root itself; every
+    /// operand of these programs is a write judged by the `paths` rules
+    /// ([`super::operands`]).
+    pub(crate) operand_writes: std::collections::HashMap<String, Decision>,
+    /// `unreadTools`: shell tools whose commands are in a language these rules do not read
+    /// (PowerShell): every call gets the `dynamic` decision.
+    unread_tools: crate::rules::tools::ToolList,
 }
 
 /// The `programByPath` key: what decides a program given by a path that no rule names.
@@ -228,6 +242,9 @@ impl Default for CommandRules {
             by_program: std::collections::HashMap::new(),
             program_by_path: None,
             output_options: std::collections::HashMap::new(),
+            run_options: std::collections::HashMap::new(),
+            operand_writes: std::collections::HashMap::new(),
+            unread_tools: crate::rules::tools::ToolList::default(),
         }
     }
 }
@@ -252,6 +269,18 @@ impl CommandRules {
         }
         if let Some(options) = object.get("outputOptions") {
             rules.output_options = output_options(&format!("{key}.outputOptions"), options)?;
+        }
+        if let Some(options) = object.get("runOptions") {
+            rules.run_options = output_options(&format!("{key}.runOptions"), options)?;
+        }
+        if let Some(operands) = object.get("operandWrites") {
+            rules.operand_writes =
+                super::operands::operand_writes(&format!("{key}.operandWrites"), operands)?;
+        }
+        if let Some(unread) = object.get("unreadTools") {
+            let names = keys::strings(&format!("{key}.unreadTools"), unread)?;
+            rules.unread_tools = crate::rules::tools::ToolList::parse(&names)
+                .map_err(|item| Problem::ToolItem(item).at(format!("{key}.unreadTools")))?;
         }
         if let Some(by_path) = object.get("programByPath") {
             rules.program_by_path = Some(by_path_rule(&format!("{key}.programByPath"), by_path)?);
@@ -323,6 +352,18 @@ impl CommandRules {
         paths: Option<&super::paths::PathRules>,
         context: super::paths::PathContext,
     ) -> Option<CommandJudgement> {
+        if self.unread_tools.matches(tool) {
+            return Some(CommandJudgement {
+                decision: self.dynamic,
+                reasons: vec![format!(
+                    "{} runs commands in a language these rules do not read (commands.unreadTools): {}",
+                    crate::sanitize::quoted(tool),
+                    self.dynamic
+                )],
+                writes: Vec::new(),
+                by_taint: false,
+            });
+        }
         let key = self.arg_key(tool)?;
         let malformed = |why: String| CommandJudgement {
             decision: Decision::Deny,
@@ -362,6 +403,7 @@ impl CommandRules {
     ) -> CommandJudgement {
         let mut analysis = analyse(command);
         self.add_option_writes(&mut analysis);
+        self.add_operand_writes(&mut analysis);
         self.judge(command, &analysis, tainted, confined)
     }
 
@@ -428,7 +470,9 @@ impl CommandRules {
         for part in &analysis.network {
             findings.push((self.dynamic, Finding::Network(part)));
         }
-        if tainted {
+        // A confined call's writes are the sandbox's to keep: its protected places are
+        // read-only there, and the `paths` rules still judge each file.
+        if tainted && !confined {
             for write in &analysis.writes {
                 findings.push((Decision::Hold, Finding::TaintedWrite(write)));
             }
@@ -920,18 +964,25 @@ impl CommandRules {
     /// analysis's writes: each value as a file, and as a folder the program writes in (`DIR/…`).
     /// A value from a word the rules cannot read as written (an expansion, a glob) is dynamic.
     pub(crate) fn add_option_writes(&self, analysis: &mut Analysis) {
-        if self.output_options.is_empty() {
+        if self.output_options.is_empty() && self.run_options.is_empty() {
             return;
         }
         let placeable = !analysis.changes_directory;
         let mut writes = Vec::new();
         let mut dynamic = Vec::new();
-        for simple in &analysis.commands {
-            let Some(options) = simple
-                .words
-                .first()
-                .and_then(|program| self.output_options.get(program))
-            else {
+        let kinds = [
+            (&self.output_options, "names a file it writes"),
+            (
+                &self.run_options,
+                "names a file or folder it runs code from",
+            ),
+        ];
+        for (simple, (map, names)) in analysis
+            .commands
+            .iter()
+            .flat_map(|simple| kinds.iter().map(move |kind| (simple, *kind)))
+        {
+            let Some(options) = simple.words.first().and_then(|program| map.get(program)) else {
                 continue;
             };
             let unfixed = simple
@@ -950,7 +1001,7 @@ impl CommandRules {
                         dynamic.push(DynamicPart {
                             what: by,
                             why: format!(
-                                "its {token} names a file it writes, and an argument is an expansion or a glob"
+                                "its {token} {names}, and an argument is an expansion or a glob"
                             ),
                         });
                         continue;
@@ -962,8 +1013,13 @@ impl CommandRules {
                     for path in [value.to_owned(), folder] {
                         writes.push(WrittenPath {
                             path,
-                            by: format!("{by} ({token})"),
+                            by: if std::ptr::eq(map, &self.run_options) {
+                                format!("{by} ({token}, which {names})")
+                            } else {
+                                format!("{by} ({token})")
+                            },
                             placeable,
+                            expands: false,
                         });
                     }
                 }
@@ -1113,12 +1169,26 @@ pub fn decide_command_confined(
 ) -> CommandJudgement {
     let mut analysis = super::shell::analyse(command);
     commands.add_option_writes(&mut analysis);
+    let roots = commands.add_operand_writes(&mut analysis);
     let mut judged = commands.judge(command, &analysis, tainted, confined);
     let Some(paths) = paths else {
         return judged;
     };
     let placed = paths.place(context);
     let mut findings: Vec<(Decision, Vec<String>)> = Vec::new();
+    for root in roots {
+        if root.decision == Decision::Allow {
+            continue;
+        }
+        if let Some(reason) = analysis
+            .writes
+            .get(root.write)
+            .and_then(|write| paths.root_itself(write, &placed))
+        {
+            let reason = format!("{reason} (commands.operandWrites): {}", root.decision);
+            findings.push((root.decision, vec![reason]));
+        }
+    }
     for write in &analysis.writes {
         let path = paths.decide_written(write, &placed);
         if path.decision > Decision::Allow {

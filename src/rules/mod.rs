@@ -24,6 +24,7 @@ pub mod tokens;
 pub mod tools;
 
 pub mod commands;
+mod operands;
 pub mod paths;
 pub mod sandbox;
 pub mod shell;

@@ -335,7 +335,13 @@ impl Policy {
             sandbox_paths: std::sync::OnceLock::new(),
             own_files: Vec::new(),
             commands: settings.commands,
-            paths: settings.paths,
+            // The sandbox's secrets and home files bind every session, confined or not.
+            paths: settings.paths.map(|mut paths| {
+                if let Some(sandbox) = &settings.sandbox {
+                    paths.add_sandbox_places(sandbox);
+                }
+                paths
+            }),
             places: Places::default(),
             provenance: settings.provenance,
             sandbox: settings.sandbox,

@@ -176,9 +176,22 @@ impl PathRules {
             }
         }
         if write {
-            let inside =
-                root.is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
-            if !inside {
+            // A root that is the home folder, or holds it (a session started in `~`), would
+            // make every home file a write inside the root: refused, as the sandbox refuses it.
+            let refused = root.is_some_and(|root| home.is_some_and(|home| home.starts_with(root)));
+            let inside = !refused
+                && root.is_some_and(|root| resolved.is_absolute() && resolved.starts_with(root));
+            if refused {
+                let root_shown = shown(&root.unwrap_or(Path::new("/")).to_string_lossy());
+                findings.push((
+                    self.outside_root,
+                    format!(
+                        "{} is under the root \"{root_shown}\", which is the home folder or holds it, and the gate refuses it as a root (the whole home would be writable): paths.outsideRoot is {}",
+                        subject(),
+                        self.outside_root
+                    ),
+                ));
+            } else if !inside {
                 let root_shown = match root {
                     Some(root) => format!("the root \"{}\"", shown(&root.to_string_lossy())),
                     None => {

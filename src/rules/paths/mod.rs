@@ -164,13 +164,41 @@ impl PathRules {
 
     /// Decides a file a shell command writes ([`crate::rules::shell::Analysis::writes`]).
     pub(crate) fn decide_written(&self, written: &WrittenPath, placed: &Placed) -> PathJudgement {
-        self.judge(
+        self.judge_with(
             &written.path,
             true,
             written.placeable,
             Some(&written.by),
             placed,
+            true,
+            written.expands,
         )
+    }
+
+    /// Whether a file a shell command writes may be the root itself or a folder above it
+    /// (`rm -r .`, `mv /w/proj x`): the reason if so. A relative path that cannot be placed (the
+    /// command changes directory) may be, when it is `.` or starts with `..`.
+    pub(crate) fn root_itself(&self, written: &WrittenPath, placed: &Placed) -> Option<String> {
+        let root = placed.root.as_deref()?;
+        let dir = if written.placeable {
+            placed.cwd.as_deref().or(Some(root))
+        } else {
+            None
+        };
+        let resolved = place::resolve(&written.path, dir, placed.home.as_deref());
+        let may_be = if resolved.is_absolute() {
+            root.starts_with(&resolved)
+        } else {
+            resolved.as_os_str().is_empty() || resolved.starts_with("..")
+        };
+        may_be.then(|| {
+            format!(
+                "{} writes \"{}\", which is the root \"{}\" itself or a folder above it",
+                crate::rules::keys::shown(&written.by),
+                crate::rules::keys::shown(&resolved.to_string_lossy()),
+                crate::rules::keys::shown(&root.to_string_lossy()),
+            )
+        })
     }
 
     /// Decides a file a shell command reads through an input redirection (`cat < FILE`): the

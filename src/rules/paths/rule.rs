@@ -226,6 +226,47 @@ const FILE_TOOLS: &[(&str, &str)] = &[
     ("Read", "file_path"),
 ];
 
+impl PathRules {
+    /// The `sandbox` key's places that bind every session, added to the `paths` key's own rules
+    /// when a policy has both keys: each `hidden` place (a secret the sandbox empties) is a held
+    /// read for the file tools and for a shell command's arguments and redirections, and each
+    /// `readOnly` place in the home folder (`~/.gitconfig`, `~/.bashrc`, …) a denied write, for
+    /// a session the sandbox confines or not. Derived from the lists themselves, so that the two
+    /// keys cannot drift. The reasons name `sandbox.hidden[i]` and `sandbox.readOnly[i]`.
+    pub(crate) fn add_sandbox_places(&mut self, sandbox: &SandboxRules) {
+        let lists = [
+            ("readOnly", &sandbox.read_only, "write", Decision::Deny),
+            ("hidden", &sandbox.hidden, "read", Decision::Hold),
+        ];
+        for (name, list, verb, decision) in lists {
+            for (i, entry) in list.iter().enumerate() {
+                // Only the home's and absolute places: a place relative to the root would have
+                // the root as its base, and hold every read of the project's folder (`rg x .`);
+                // the pack names those with `**/` globs (`**/.env`), which a test checks.
+                if entry.base() == SandboxBase::Root
+                    || (name == "readOnly" && entry.base() != SandboxBase::Home)
+                {
+                    continue;
+                }
+                let Some(glob) = sandbox_glob(entry) else {
+                    continue;
+                };
+                let value = serde_json::json!({
+                    "glob": [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))],
+                    verb: decision.to_string(),
+                });
+                let index = self.rules.len();
+                let label = format!("sandbox.{name}[{i}]");
+                // The globs are escaped from a checked sandbox path: they always compile.
+                if let Ok(mut compiled) = rule(&label, index, &value) {
+                    compiled.label = label;
+                    self.rules.push(compiled);
+                }
+            }
+        }
+    }
+}
+
 /// A sandbox path as a glob of the `paths` key, escaped: relative to the root, `~/…`, or
 /// absolute. `None` for the root or the home folder themselves, which a glob cannot name apart
 /// from everything under them (never written for `readOnly` or `hidden` in practice).

@@ -144,6 +144,9 @@ pub struct WrittenPath {
     /// Whether a relative path can be placed against the call's working directory: false when
     /// the command changes directory.
     pub placeable: bool,
+    /// Whether bash expands the word as a glob (an unquoted `*`, `?`, `[`), so that it may name
+    /// other files than its text: only a program's operands say so (`rm .cl*`).
+    pub expands: bool,
 }
 
 /// Reads a command. Never panics and never fails: what cannot be read is dynamic.

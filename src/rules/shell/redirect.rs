@@ -144,6 +144,7 @@ impl Walker {
                 path,
                 by: format!("{by} {redirect}"),
                 placeable: true,
+                expands: false,
             });
         }
     }
@@ -155,6 +156,7 @@ impl Walker {
                 path,
                 by: by.to_owned(),
                 placeable: true,
+                expands: false,
             });
         }
     }

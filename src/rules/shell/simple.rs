@@ -355,6 +355,8 @@ impl Walker {
     fn shell(&mut self, words: &[Word], caveats: Vec<Caveat>, depth: usize) {
         let mut command = false;
         let mut stdin = false;
+        // `--rcfile F`, `--init-file F`: the shell runs F first (interactive, `-i`).
+        let mut startup: Vec<Word> = Vec::new();
         let mut i = 1;
         while let Some(word) = words.get(i) {
             if !word.is_fixed() {
@@ -370,11 +372,12 @@ impl Walker {
                 break;
             }
             if let Some(long) = text.strip_prefix("--") {
-                i += if matches!(long, "rcfile" | "init-file") {
-                    2
+                if matches!(long, "rcfile" | "init-file") {
+                    startup.extend(words.get(i + 1).cloned());
+                    i += 2;
                 } else {
-                    1
-                };
+                    i += 1;
+                }
                 continue;
             }
             if (text.starts_with('-') || text.starts_with('+')) && text.len() > 1 {
@@ -391,6 +394,10 @@ impl Walker {
                 continue;
             }
             break;
+        }
+        for file in startup {
+            // Judged as a run of that file by the shell: `bash F`.
+            self.push(&[words[0].clone(), file], caveats.clone());
         }
         if command {
             match words.get(i) {

@@ -1,0 +1,147 @@
+//! `commands.operandWrites`: programs whose operands are files they write (`mv`, `cp`, `rm`,
+//! `mkdir`, `touch`, a formatter that rewrites its files), so that each operand is a write
+//! judged by the `paths` rules, as a redirection's file is; and the decision for an operand
+//! that is the root itself (`rm -r .`).
+//!
+//! ```json
+//! "operandWrites": {"rm": "hold", "mv": "hold", "cp": "allow", "mkdir": "allow"}
+//! ```
+//!
+//! Which words are operands depends on each program's options, which are not modelled: every
+//! word after the program that is not an option is a write, and so is every value an option
+//! word may carry (`--target-directory=DIR`, `-tDIR`, `-vt/etc`: the word from each of its
+//! characters after the first letter). Extra words (a mode, a date) are judged as files inside
+//! the project, where they change nothing. Each write is judged as a file and as a folder the
+//! program writes in (`DIR/…`), so `rm -r .claude` meets `.claude/**`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::commands::{CommandProblem, CommandRules, CommandsError};
+use super::keys::{self, wrong_type, KeyProblem};
+use super::shell::{quote_word, Analysis, DynamicPart, WrittenPath};
+use crate::verdict::Decision;
+
+/// An option word longer than this is not read for the paths it may carry: it is dynamic.
+const MAX_OPTION_WORD: usize = 256;
+
+/// The `operandWrites` key: program → the decision for an operand that is the root itself (or
+/// a folder above it).
+pub(crate) fn operand_writes(
+    key: &str,
+    value: &Value,
+) -> Result<HashMap<String, Decision>, CommandsError> {
+    let Value::Object(object) = value else {
+        return Err(wrong_type("an object of programs", value).at(key).into());
+    };
+    let mut out = HashMap::new();
+    for (program, decision) in object {
+        let item_key = format!("{key}.{program}");
+        if program.is_empty() {
+            return Err(CommandProblem::EmptyToken.at(item_key));
+        }
+        if program.contains('/') {
+            return Err(CommandProblem::ProgramPath(program.clone()).at(item_key));
+        }
+        out.insert(program.clone(), keys::decision(&item_key, decision)?);
+    }
+    Ok(out)
+}
+
+/// An operand write that may name the root itself: the index of its write in the analysis and
+/// the decision for the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RootOperand {
+    pub write: usize,
+    pub decision: Decision,
+}
+
+impl CommandRules {
+    /// The operands of each simple command whose program `operandWrites` names, added to the
+    /// analysis's writes (each as a file and as a folder it writes in); the ones to check
+    /// against the root are returned.
+    pub(crate) fn add_operand_writes(&self, analysis: &mut Analysis) -> Vec<RootOperand> {
+        let mut roots = Vec::new();
+        if self.operand_writes.is_empty() {
+            return roots;
+        }
+        let placeable = !analysis.changes_directory;
+        let mut writes = Vec::new();
+        let mut dynamic = Vec::new();
+        for simple in &analysis.commands {
+            let Some(root) = simple
+                .words
+                .first()
+                .and_then(|program| self.operand_writes.get(program))
+            else {
+                continue;
+            };
+            let by = simple
+                .words
+                .iter()
+                .map(|w| quote_word(w))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut operands = false;
+            for (index, word) in simple.words.iter().enumerate().skip(1) {
+                let expands = simple.globbed.get(index).copied().unwrap_or(true);
+                let mut candidates: Vec<&str> = Vec::new();
+                if operands || !word.starts_with('-') || word == "-" {
+                    candidates.push(word);
+                } else if word == "--" {
+                    operands = true;
+                } else if let Some(long) = word.strip_prefix("--") {
+                    if let Some((_, value)) = long.split_once('=') {
+                        candidates.push(value);
+                    }
+                } else if word.len() > MAX_OPTION_WORD {
+                    dynamic.push(DynamicPart {
+                        what: by.clone(),
+                        why: format!(
+                            "an option word longer than {MAX_OPTION_WORD} bytes may carry a file it writes"
+                        ),
+                    });
+                } else {
+                    // `-tDIR`, `-vt/etc`: any letter may take the rest of the word.
+                    candidates.extend(
+                        word.char_indices()
+                            .skip(2)
+                            .map(|(at, _)| &word[at..])
+                            .filter(|rest| !rest.is_empty()),
+                    );
+                }
+                for candidate in candidates {
+                    let folder = format!("{}/…", candidate.trim_end_matches('/'));
+                    roots.push(RootOperand {
+                        write: writes.len(),
+                        decision: *root,
+                    });
+                    for path in [candidate.to_owned(), folder] {
+                        writes.push(WrittenPath {
+                            path,
+                            by: by.clone(),
+                            placeable,
+                            expands,
+                        });
+                    }
+                }
+            }
+        }
+        let offset = analysis.writes.len();
+        for root in &mut roots {
+            root.write += offset;
+        }
+        for part in dynamic {
+            if !analysis.dynamic.contains(&part) {
+                analysis.dynamic.push(part);
+            }
+        }
+        analysis.writes.extend(writes);
+        roots
+    }
+}
+
+#[cfg(test)]
+#[path = "operands_tests.rs"]
+mod tests;

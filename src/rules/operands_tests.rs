@@ -1,0 +1,56 @@
+use super::*;
+use crate::rules::shell::analyse;
+use serde_json::json;
+
+fn rules() -> CommandRules {
+    CommandRules::from_json(
+        "commands",
+        &json!({"operandWrites": {"rm": "hold", "cp": "allow"}}),
+    )
+    .unwrap()
+}
+
+fn written(command: &str) -> (Vec<String>, Vec<RootOperand>) {
+    let mut analysis = analyse(command);
+    let roots = rules().add_operand_writes(&mut analysis);
+    (analysis.writes.into_iter().map(|w| w.path).collect(), roots)
+}
+
+#[test]
+fn every_operand_and_option_value_is_a_write_as_a_file_and_a_folder() {
+    let (paths, roots) = written("rm -r build -- -x");
+    assert_eq!(paths, ["build", "build/…", "-x", "-x/…"]);
+    assert_eq!(roots.len(), 2);
+    assert_eq!(roots[0].decision, Decision::Hold);
+    let (paths, _) = written("cp --target-directory=/etc a");
+    assert!(paths.contains(&"/etc".to_owned()), "{paths:?}");
+    let (paths, _) = written("cp -vt/etc a");
+    assert!(paths.contains(&"/etc".to_owned()), "{paths:?}");
+    // A program the key does not name writes nothing here.
+    assert!(written("ls -la /etc").0.is_empty());
+}
+
+#[test]
+fn a_glob_operand_expands_and_a_huge_option_word_is_dynamic() {
+    let mut analysis = analyse("rm .cl*");
+    rules().add_operand_writes(&mut analysis);
+    assert!(analysis.writes[0].expands);
+    let mut analysis = analyse(&format!("rm -{} x", "v".repeat(300)));
+    rules().add_operand_writes(&mut analysis);
+    assert_eq!(analysis.dynamic.len(), 1);
+}
+
+#[test]
+fn the_key_is_checked() {
+    for bad in [
+        json!([]),
+        json!({"/bin/rm": "hold"}),
+        json!({"rm": "maybe"}),
+        json!({"": "hold"}),
+    ] {
+        assert!(
+            operand_writes("commands.operandWrites", &bad).is_err(),
+            "{bad}"
+        );
+    }
+}
