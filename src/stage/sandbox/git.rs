@@ -1,5 +1,6 @@
 //! What else a `readOnly` path under `.git` must protect: the files by which git finds its
-//! configuration and hooks, so that a program cannot redirect them rather than write them.
+//! configuration and hooks ([`crate::rules::git`], the one list the `paths` key's `gitFiles`
+//! reads too), so that a program cannot redirect them rather than write them.
 //!
 //! Protecting `.git/hooks` alone leaves ways around it: a new `.git/commondir` makes git take its
 //! config and hooks from another folder the program wrote; `.git/config.worktree` is read as
@@ -19,14 +20,8 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-/// The files of a git dir that run code or redirect git: protected as `readOnly` paths.
-pub const GIT_DIR_FILES: &[&str] = &[
-    "config",
-    "config.worktree",
-    "hooks",
-    "commondir",
-    "info/attributes",
-];
+pub use crate::rules::git::GIT_DIR_FILES;
+use crate::rules::git::{DOT_GIT, MODULES, WORKTREES, WORKTREE_FILES};
 
 /// What a missing `commondir` is blocked with: the git dir itself.
 pub const COMMONDIR_SELF: &[u8] = b".\n";
@@ -51,7 +46,7 @@ pub fn protected(read_only: &[PathBuf]) -> GitProtected {
         let mut dot_git = None;
         for component in path.components() {
             prefix.push(component);
-            if component == Component::Normal(".git".as_ref()) {
+            if component == Component::Normal(DOT_GIT.as_ref()) {
                 dot_git = Some(prefix.clone());
                 break;
             }
@@ -84,16 +79,16 @@ impl GitProtected {
 
     fn git_dir(&mut self, git_dir: &Path, seen: &mut BTreeSet<PathBuf>, depth: usize) {
         self.files_of(git_dir);
-        self.worktrees(&git_dir.join("worktrees"));
+        self.worktrees(&git_dir.join(WORKTREES));
         if let Some(common) = read_line(&git_dir.join("commondir")) {
             let common = git_dir.join(common);
             if seen.insert(common.clone()) {
                 self.files_of(&common);
-                self.worktrees(&common.join("worktrees"));
-                self.modules(&common.join("modules"), seen, depth);
+                self.worktrees(&common.join(WORKTREES));
+                self.modules(&common.join(MODULES), seen, depth);
             }
         }
-        self.modules(&git_dir.join("modules"), seen, depth);
+        self.modules(&git_dir.join(MODULES), seen, depth);
     }
 
     fn files_of(&mut self, git_dir: &Path) {
@@ -112,8 +107,9 @@ impl GitProtected {
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
                 let path = entry.path();
-                self.paths.push(path.join("commondir"));
-                self.paths.push(path.join("config.worktree"));
+                for name in WORKTREE_FILES {
+                    self.paths.push(path.join(name));
+                }
                 self.commondirs.insert(path.join("commondir"));
             }
         }

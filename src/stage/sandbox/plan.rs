@@ -441,6 +441,7 @@ mod tests {
                 s(MountKind::BlockFile, "./.git/config.worktree"),
                 s(MountKind::ReadOnly, "./.git/hooks"),
                 s(MountKind::BlockDir, "./.git/info"),
+                s(MountKind::BlockDir, "./.git/objects"),
             ]
         );
         let placeholder = |path: &str, dir: bool, contents: &'static [u8]| Placeholder {
@@ -456,6 +457,7 @@ mod tests {
                 placeholder(".git/config.worktree", false, b""),
                 placeholder(".git/commondir", false, b".\n"),
                 placeholder(".git/info", true, b""),
+                placeholder(".git/objects", true, b""),
                 placeholder("logs", true, b""),
             ]
         );
