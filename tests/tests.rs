@@ -33,6 +33,7 @@ mod report;
 mod report_html;
 mod sandbox;
 mod sandbox_doors;
+mod sandbox_git;
 mod stateful;
 mod store;
 mod web;
