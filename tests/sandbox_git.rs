@@ -185,7 +185,10 @@ rm -f .running .go .inside-status"#,
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !proj.join(".running").exists() {
-        assert!(Instant::now() < deadline, "the confined program did not start");
+        assert!(
+            Instant::now() < deadline,
+            "the confined program did not start"
+        );
         if let Ok(Some(status)) = child.try_wait() {
             panic!("sc-sandbox ended early: {status}");
         }
@@ -200,7 +203,9 @@ rm -f .running .go .inside-status"#,
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(
-        during.as_ref().is_ok_and(|meta| meta.is_file() && meta.len() == 0),
+        during
+            .as_ref()
+            .is_ok_and(|meta| meta.is_file() && meta.len() == 0),
         "{during:?}"
     );
     // Inside, git lists neither the placeholder nor the untracked hidden file. A tracked hidden
@@ -210,9 +215,93 @@ rm -f .running .go .inside-status"#,
         inside.is_empty() || inside == " M .env",
         "git inside lists a stand-in: {inside:?}"
     );
-    assert!(!proj.join(".mcp.json").exists(), "the placeholder is removed");
+    assert!(
+        !proj.join(".mcp.json").exists(),
+        "the placeholder is removed"
+    );
     assert_eq!(
         git(&proj, &["status", "--porcelain", "--untracked-files=all"]),
         "?? .env.local\n"
     );
+}
+
+/// Every path the sandbox protects under a `.git` (worked out on a repository with a submodule's
+/// and a linked worktree's git dirs) is denied, in an untainted session that runs unconfined, to
+/// a file tool and to a shell redirection: the two guards read one list (`rules::git`).
+#[test]
+fn every_git_path_the_sandbox_protects_is_denied_to_file_tools_and_redirections() {
+    use serde_json::json;
+    use skeleton_crew::call::Call;
+    use skeleton_crew::rules::decision::evaluate;
+    use skeleton_crew::rules::paths::Places;
+    use skeleton_crew::rules::policy::Policy;
+    use skeleton_crew::stage::sandbox::git::protected;
+    use skeleton_crew::verdict::Decision;
+
+    let scratch = Scratch::new();
+    let root = std::fs::canonicalize(scratch.dir.path()).unwrap();
+    for name in [
+        ".git/HEAD",
+        ".git/modules/sub/HEAD",
+        ".git/modules/nested/name/HEAD",
+        ".git/worktrees/linked/commondir",
+    ] {
+        scratch.write(name, "ref: refs/heads/main\n");
+    }
+    let found = protected(&[root.join(".git/hooks")]);
+    let under_git: Vec<_> = found
+        .paths
+        .iter()
+        .filter(|path| path.components().any(|c| c.as_os_str() == ".git"))
+        .collect();
+    // The plan reaches into the submodules and the linked worktree: the list is exercised.
+    assert!(
+        under_git.len() > 15
+            && under_git
+                .iter()
+                .any(|p| p.ends_with("worktrees/linked/commondir")),
+        "{under_git:?}"
+    );
+    let policy =
+        Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json"))
+            .expect("the pack loads")
+            .with_places(Places {
+                home: Some(root.join("home")),
+                root: Some(root.clone()),
+            });
+    let judge = |tool: &str, args: serde_json::Value| {
+        let line = json!({"agent": "claude-code", "tool": tool, "args": args,
+                          "source": "user", "cwd": root.display().to_string()});
+        let (call, _) = Call::parse_line(line.to_string().as_bytes()).unwrap();
+        evaluate(&call, &policy)
+    };
+    for path in under_git {
+        // A folder (hooks) is written through a file under it.
+        let path = if path.ends_with("hooks") {
+            path.join("pre-commit")
+        } else {
+            path.clone()
+        };
+        let shown = path.display().to_string();
+        for tool in ["Write", "Edit"] {
+            let judged = judge(
+                tool,
+                json!({"file_path": shown, "content": "x",
+                                            "old_string": "a", "new_string": "b"}),
+            );
+            assert_eq!(
+                judged.decision,
+                Decision::Deny,
+                "{tool} {shown}: {judged:?}"
+            );
+        }
+        let relative = path.strip_prefix(&root).unwrap().display().to_string();
+        for command in [
+            format!("echo x > {relative}"),
+            format!("echo x >> '{shown}'"),
+        ] {
+            let judged = judge("Bash", json!({"command": command}));
+            assert_eq!(judged.decision, Decision::Deny, "{command}: {judged:?}");
+        }
+    }
 }

@@ -190,7 +190,10 @@ pub struct GitView {
 pub fn views(paths: &[PathBuf]) -> Vec<GitView> {
     let mut views: Vec<GitView> = Vec::new();
     for path in paths {
-        if path.components().any(|c| c == Component::Normal(DOT_GIT.as_ref())) {
+        if path
+            .components()
+            .any(|c| c == Component::Normal(DOT_GIT.as_ref()))
+        {
             continue;
         }
         let Some((top, info)) = repository_of(path) else {
@@ -295,7 +298,10 @@ pub fn filter_env(count: Option<&std::ffi::OsStr>) -> Option<Vec<(String, String
         Some(None) => return None,
     };
     let entries = [
-        (format!("filter.{HIDDEN_FILTER}.clean"), "git cat-file blob :%f"),
+        (
+            format!("filter.{HIDDEN_FILTER}.clean"),
+            "git cat-file blob :%f",
+        ),
         (format!("filter.{HIDDEN_FILTER}.required"), "true"),
     ];
     let mut env = vec![(
@@ -386,7 +392,10 @@ mod tests {
         assert_eq!(found[1].exclude, b"/.env\n");
         assert!(views(&[PathBuf::from("/nonexistent-sc/x")]).is_empty());
         assert_eq!(exclude_line(b"a\nb"), None);
-        assert_eq!(attributes_line(b"a\nb"), b"\"/a\\nb\" filter=sc-sandbox-hidden\n");
+        assert_eq!(
+            attributes_line(b"a\nb"),
+            b"\"/a\\nb\" filter=sc-sandbox-hidden\n"
+        );
         let env = filter_env(Some("2".as_ref())).unwrap();
         assert_eq!(env[0], ("GIT_CONFIG_COUNT".to_owned(), "4".to_owned()));
         assert_eq!(env[1].0, "GIT_CONFIG_KEY_2");
