@@ -233,7 +233,7 @@ pub fn arguments(
                     .iter()
                     .position(|view| view.info == mount.path)
                     .unwrap_or_default();
-                let source = super::files::git_info_source(&files.folder, index);
+                let source = super::git::git_info_source(&files.folder, index);
                 push(&["--ro-bind".as_ref(), source.as_os_str(), path]);
             }
         }

@@ -7,14 +7,9 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::bwrap::RunFiles;
-use super::git::GitView;
+use super::git::{git_info_source, GitView};
 use super::plan::Placeholder;
 use super::SandboxError;
-
-/// Where the run folder holds the `info` folder of git view `index`.
-pub fn git_info_source(folder: &Path, index: usize) -> PathBuf {
-    folder.join(format!("git-info-{index}"))
-}
 
 /// sc-sandbox's private folder of one run (mode 700, in a memory file system when there is one:
 /// [`run_folder_base`]), removed with everything in it when dropped.

@@ -287,6 +287,11 @@ fn attributes_line(relative: &[u8]) -> Vec<u8> {
     line
 }
 
+/// Where sc-sandbox's run folder holds the `info` folder of git view `index`.
+pub fn git_info_source(folder: &Path, index: usize) -> PathBuf {
+    folder.join(format!("git-info-{index}"))
+}
+
 /// The environment that defines the [`HIDDEN_FILTER`] for git inside, appended to the
 /// `GIT_CONFIG_COUNT` entries the program is given (`count`: its value, if set). `None` when that
 /// value is not a number: git then refuses to run at all.
