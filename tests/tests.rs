@@ -34,6 +34,7 @@ mod report_html;
 mod sandbox;
 mod sandbox_doors;
 mod sandbox_guard;
+mod sandbox_git;
 mod stateful;
 mod store;
 mod web;

@@ -13,6 +13,7 @@
 pub mod argrules;
 pub mod coding;
 pub mod decision;
+pub mod git;
 pub mod grant;
 pub mod granting;
 pub mod names;

@@ -9,9 +9,13 @@
 //!     {"glob": [".claude/**", "~/.bashrc"], "write": "deny"},
 //!     {"glob": ["**/.env", "~/.ssh/**"], "read": "hold"}
 //!   ],
-//!   "outsideRoot": "hold"
+//!   "outsideRoot": "hold",
+//!   "gitFiles": "deny"
 //! }
 //! ```
+//!
+//! `gitFiles` is the write decision for every file by which git finds its config, hooks and
+//! objects, under any `.git` ([`crate::rules::git`], the list the sandbox protects too).
 //!
 //! A path is resolved without touching the file system: `~` is the home directory, a relative
 //! path joins the call's working directory (else the root), and `.` and `..` are folded
@@ -50,7 +54,7 @@ use crate::strict_json::type_name;
 use crate::verdict::Decision;
 
 /// The keys of `paths`.
-pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot"];
+pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot", "gitFiles"];
 /// The keys of one rule.
 pub(crate) const RULE_KEYS: &[&str] = &["glob", "read", "write"];
 

@@ -123,6 +123,17 @@ impl PathRules {
                     .push(rule(&format!("{key}.rules[{index}]"), index, item)?);
             }
         }
+        if let Some(decision) = object.get("gitFiles") {
+            let key = format!("{key}.gitFiles");
+            let decision = keys::decision(&key, decision)?;
+            let value = serde_json::json!({
+                "glob": crate::rules::git::write_globs(),
+                "write": decision.to_string(),
+            });
+            let mut compiled = rule(&key, rules.rules.len(), &value)?;
+            compiled.label = format!("{key} (a file by which git finds its config and hooks)");
+            rules.rules.push(compiled);
+        }
         Ok(rules)
     }
 

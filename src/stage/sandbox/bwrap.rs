@@ -234,6 +234,22 @@ pub fn arguments(
                 push(&["--tmpfs".as_ref(), path]);
                 remount.push(path.to_os_string());
             }
+            MountKind::GitInfo => {
+                let index = sandbox
+                    .git_views()
+                    .iter()
+                    .position(|view| view.info == mount.path)
+                    .unwrap_or_default();
+                let source = super::git::git_info_source(&files.folder, index);
+                push(&["--ro-bind".as_ref(), source.as_os_str(), path]);
+            }
+        }
+    }
+    // git inside runs the filter the views name ([`super::git::filter_env`]).
+    if !sandbox.git_views().is_empty() {
+        let count = std::env::var_os("GIT_CONFIG_COUNT");
+        for (name, value) in super::git::filter_env(count.as_deref()).unwrap_or_default() {
+            push(&["--setenv".as_ref(), name.as_ref(), value.as_ref()]);
         }
     }
     for path in &remount {

@@ -7,6 +7,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::bwrap::RunFiles;
+use super::git::{git_info_source, GitView};
 use super::plan::Placeholder;
 use super::SandboxError;
 
@@ -67,6 +68,77 @@ impl RunFolder {
     }
 }
 
+impl RunFolder {
+    /// Writes each git view's `info` folder ([`git_info_source`]): a copy of the host's regular
+    /// files there, then the view's lines appended to `exclude` and `attributes` (made when the
+    /// host has none). Files and folder are read-only.
+    pub fn write_git_views(&self, views: &[GitView]) -> Result<(), SandboxError> {
+        use std::io::Write;
+        for (index, view) in views.iter().enumerate() {
+            let target = git_info_source(&self.files.folder, index);
+            let io = |what: &str| SandboxError::io(format!("{what} {}", target.display()));
+            DirBuilder::new()
+                .mode(0o700)
+                .create(&target)
+                .map_err(io("making git's view"))?;
+            if let Ok(entries) = std::fs::read_dir(&view.info) {
+                for entry in entries.flatten() {
+                    if !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                        continue;
+                    }
+                    let mut from = std::fs::File::open(entry.path()).map_err(SandboxError::io(
+                        format!("reading {}", entry.path().display()),
+                    ))?;
+                    let mut to = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(target.join(entry.file_name()))
+                        .map_err(io("copying git's info into"))?;
+                    std::io::copy(&mut from, &mut to).map_err(io("copying git's info into"))?;
+                }
+            }
+            for (name, lines) in [("exclude", &view.exclude), ("attributes", &view.attributes)] {
+                let path = target.join(name);
+                let mut file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(io("writing git's view in"))?;
+                // A host file without a final line end would join its last line to ours.
+                let ends_open = last_byte(&path)
+                    .map_err(io("reading git's view in"))?
+                    .is_some_and(|last| last != b'\n');
+                if ends_open {
+                    file.write_all(b"\n").map_err(io("writing git's view in"))?;
+                }
+                file.write_all(lines).map_err(io("writing git's view in"))?;
+            }
+            for entry in std::fs::read_dir(&target).map_err(io("reading"))?.flatten() {
+                std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o444))
+                    .map_err(io("making git's view read-only in"))?;
+            }
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o555))
+                .map_err(io("making git's view read-only:"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The last byte of a file, if it has one.
+fn last_byte(path: &Path) -> std::io::Result<Option<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut byte = [0u8];
+    file.read_exact(&mut byte)?;
+    Ok(Some(byte[0]))
+}
+
 /// Where run folders go: `$XDG_RUNTIME_DIR`, else `/dev/shm`, else the temporary folder. The
 /// first two are memory file systems where they exist: creating and removing a folder there for
 /// each run costs microseconds, where a disk's journal can take milliseconds.
@@ -90,11 +162,17 @@ pub fn run_folder_base() -> PathBuf {
 
 impl Drop for RunFolder {
     fn drop(&mut self) {
-        // The empty folder is read-only; make it removable first.
+        // The empty folder and git's views are read-only; make them removable first.
         let _ = std::fs::set_permissions(
             &self.files.empty_dir,
             std::fs::Permissions::from_mode(0o700),
         );
+        for index in 0.. {
+            let view = git_info_source(&self.files.folder, index);
+            if std::fs::set_permissions(&view, std::fs::Permissions::from_mode(0o700)).is_err() {
+                break;
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.files.folder);
     }
 }

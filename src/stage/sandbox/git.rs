@@ -1,5 +1,6 @@
 //! What else a `readOnly` path under `.git` must protect: the files by which git finds its
-//! configuration and hooks, so that a program cannot redirect them rather than write them.
+//! configuration and hooks ([`crate::rules::git`], the one list the `paths` key's `gitFiles`
+//! reads too), so that a program cannot redirect them rather than write them.
 //!
 //! Protecting `.git/hooks` alone leaves ways around it: a new `.git/commondir` makes git take its
 //! config and hooks from another folder the program wrote; `.git/config.worktree` is read as
@@ -19,14 +20,8 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-/// The files of a git dir that run code or redirect git: protected as `readOnly` paths.
-pub const GIT_DIR_FILES: &[&str] = &[
-    "config",
-    "config.worktree",
-    "hooks",
-    "commondir",
-    "info/attributes",
-];
+pub use crate::rules::git::GIT_DIR_FILES;
+use crate::rules::git::{DOT_GIT, MODULES, WORKTREES, WORKTREE_FILES};
 
 /// What a missing `commondir` is blocked with: the git dir itself.
 pub const COMMONDIR_SELF: &[u8] = b".\n";
@@ -51,7 +46,7 @@ pub fn protected(read_only: &[PathBuf]) -> GitProtected {
         let mut dot_git = None;
         for component in path.components() {
             prefix.push(component);
-            if component == Component::Normal(".git".as_ref()) {
+            if component == Component::Normal(DOT_GIT.as_ref()) {
                 dot_git = Some(prefix.clone());
                 break;
             }
@@ -84,16 +79,16 @@ impl GitProtected {
 
     fn git_dir(&mut self, git_dir: &Path, seen: &mut BTreeSet<PathBuf>, depth: usize) {
         self.files_of(git_dir);
-        self.worktrees(&git_dir.join("worktrees"));
+        self.worktrees(&git_dir.join(WORKTREES));
         if let Some(common) = read_line(&git_dir.join("commondir")) {
             let common = git_dir.join(common);
             if seen.insert(common.clone()) {
                 self.files_of(&common);
-                self.worktrees(&common.join("worktrees"));
-                self.modules(&common.join("modules"), seen, depth);
+                self.worktrees(&common.join(WORKTREES));
+                self.modules(&common.join(MODULES), seen, depth);
             }
         }
-        self.modules(&git_dir.join("modules"), seen, depth);
+        self.modules(&git_dir.join(MODULES), seen, depth);
     }
 
     fn files_of(&mut self, git_dir: &Path) {
@@ -112,8 +107,9 @@ impl GitProtected {
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
                 let path = entry.path();
-                self.paths.push(path.join("commondir"));
-                self.paths.push(path.join("config.worktree"));
+                for name in WORKTREE_FILES {
+                    self.paths.push(path.join(name));
+                }
                 self.commondirs.insert(path.join("commondir"));
             }
         }
@@ -163,6 +159,165 @@ fn read_line(path: &Path) -> Option<String> {
         .ok()?;
     let line = text.lines().next()?.trim_end_matches('\r').to_owned();
     (!line.is_empty()).then_some(line)
+}
+
+/// The filter git inside runs on the paths of a [`GitView`]: it gives back the index's blob, so a
+/// stand-in reads as unchanged, and fails (failing the command, naming the path) for a path the
+/// index does not hold.
+pub const HIDDEN_FILTER: &str = "sc-sandbox-hidden";
+
+/// What git inside sees of one repository's `info` folder: the host's files, with lines added so
+/// that the sandbox's stand-ins (hidden files read empty, placeholders of missing protected
+/// paths) never reach a commit. The folder is mounted read-only over `info`, inside only: the
+/// user's files are not changed.
+///
+/// - `info/exclude` gains each path: git leaves an untracked stand-in out of `git add -A`;
+/// - `info/attributes` (which no `.gitattributes` overrides) gives each path the
+///   [`HIDDEN_FILTER`], so a tracked one is seen as its index's blob by `git add`,
+///   `git commit -a`, `git stash` and `git diff`, and `git add -f` of an untracked one fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitView {
+    /// The common git dir's `info` folder (canonical), where the view is mounted.
+    pub info: PathBuf,
+    /// Lines for `info/exclude` and `info/attributes`, one per stand-in.
+    pub exclude: Vec<u8>,
+    pub attributes: Vec<u8>,
+}
+
+/// The views that keep the stand-ins at `paths` (canonical files: hidden ones, placeholders) out
+/// of the repositories they are in: one per repository, found by the nearest `.git` above each
+/// path. A path under a `.git` folder, or in no repository, needs none.
+pub fn views(paths: &[PathBuf]) -> Vec<GitView> {
+    let mut views: Vec<GitView> = Vec::new();
+    for path in paths {
+        if path
+            .components()
+            .any(|c| c == Component::Normal(DOT_GIT.as_ref()))
+        {
+            continue;
+        }
+        let Some((top, info)) = repository_of(path) else {
+            continue;
+        };
+        let Ok(relative) = path.strip_prefix(&top) else {
+            continue;
+        };
+        let index = match views.iter().position(|view| view.info == info) {
+            Some(index) => index,
+            None => {
+                views.push(GitView {
+                    info,
+                    exclude: Vec::new(),
+                    attributes: Vec::new(),
+                });
+                views.len() - 1
+            }
+        };
+        let view = &mut views[index];
+        let relative = relative.as_os_str().as_encoded_bytes();
+        if let Some(line) = exclude_line(relative) {
+            view.exclude.extend(line);
+        }
+        view.attributes.extend(attributes_line(relative));
+    }
+    views
+}
+
+/// The work tree's top and its common git dir's `info` folder, for the nearest `.git` above
+/// `path`.
+fn repository_of(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    for top in path.ancestors().skip(1) {
+        let dot_git = top.join(DOT_GIT);
+        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+            continue;
+        };
+        let git_dir = if meta.is_dir() {
+            dot_git
+        } else if meta.is_file() {
+            gitdir_of(&dot_git)?
+        } else {
+            return None;
+        };
+        let common = match read_line(&git_dir.join("commondir")) {
+            Some(common) => git_dir.join(common),
+            None => git_dir,
+        };
+        let common = std::fs::canonicalize(common).ok()?;
+        return Some((top.to_owned(), common.join("info")));
+    }
+    None
+}
+
+/// A gitignore line naming exactly `relative` from the work tree's top; `None` for a name
+/// gitignore cannot hold (a line end or another control character): the filter still keeps it
+/// out of a commit, failing loudly.
+fn exclude_line(relative: &[u8]) -> Option<Vec<u8>> {
+    let mut line = b"/".to_vec();
+    for &byte in relative {
+        if byte < 0x20 || byte == 0x7f {
+            return None;
+        }
+        if matches!(byte, b'\\' | b'*' | b'?' | b'[' | b']' | b'!' | b'#' | b' ') {
+            line.push(b'\\');
+        }
+        line.push(byte);
+    }
+    line.push(b'\n');
+    Some(line)
+}
+
+/// A gitattributes line giving exactly `relative` the [`HIDDEN_FILTER`]: the pattern in C-style
+/// quotes (so that spaces and line ends fit), its wildcards escaped.
+fn attributes_line(relative: &[u8]) -> Vec<u8> {
+    let mut line = b"\"/".to_vec();
+    for &byte in relative {
+        if matches!(byte, b'*' | b'?' | b'[' | b']') {
+            line.extend(b"\\\\");
+        }
+        match byte {
+            b'\\' => line.extend(b"\\\\\\\\"),
+            b'"' => line.extend(b"\\\""),
+            b'\n' => line.extend(b"\\n"),
+            b'\t' => line.extend(b"\\t"),
+            byte if byte < 0x20 || byte == 0x7f => line.extend(format!("\\{byte:03o}").bytes()),
+            byte => line.push(byte),
+        }
+    }
+    line.extend(format!("\" filter={HIDDEN_FILTER}\n").bytes());
+    line
+}
+
+/// Where sc-sandbox's run folder holds the `info` folder of git view `index`.
+pub fn git_info_source(folder: &Path, index: usize) -> PathBuf {
+    folder.join(format!("git-info-{index}"))
+}
+
+/// The environment that defines the [`HIDDEN_FILTER`] for git inside, appended to the
+/// `GIT_CONFIG_COUNT` entries the program is given (`count`: its value, if set). `None` when that
+/// value is not a number: git then refuses to run at all.
+pub fn filter_env(count: Option<&std::ffi::OsStr>) -> Option<Vec<(String, String)>> {
+    let first: usize = match count.map(|c| c.to_str()) {
+        None => 0,
+        Some(Some(text)) if text.trim().is_empty() => 0,
+        Some(Some(text)) => text.trim().parse().ok()?,
+        Some(None) => return None,
+    };
+    let entries = [
+        (
+            format!("filter.{HIDDEN_FILTER}.clean"),
+            "git cat-file blob :%f",
+        ),
+        (format!("filter.{HIDDEN_FILTER}.required"), "true"),
+    ];
+    let mut env = vec![(
+        "GIT_CONFIG_COUNT".to_owned(),
+        (first + entries.len()).to_string(),
+    )];
+    for (i, (key, value)) in entries.into_iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{}", first + i), key));
+        env.push((format!("GIT_CONFIG_VALUE_{}", first + i), value.to_owned()));
+    }
+    Some(env)
 }
 
 #[cfg(test)]
@@ -215,5 +370,41 @@ mod tests {
             .commondirs
             .contains(&root.join(".git/worktrees/elsewhere/commondir")));
         assert!(protected(&[root.join(".claude")]).paths.is_empty());
+    }
+
+    #[test]
+    fn each_stand_in_is_excluded_and_filtered_in_its_own_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("gitdirs/sub")).unwrap();
+        std::fs::write(root.join("sub/.git"), "gitdir: ../gitdirs/sub\n").unwrap();
+        let found = views(&[
+            root.join(".env"),
+            root.join("a b/*x"),
+            root.join("sub/.env"),
+            root.join(".git/config"),
+        ]);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].info, root.join(".git/info"));
+        assert_eq!(found[0].exclude, b"/.env\n/a\\ b/\\*x\n");
+        assert_eq!(
+            String::from_utf8_lossy(&found[0].attributes),
+            "\"/.env\" filter=sc-sandbox-hidden\n\"/a b/\\\\*x\" filter=sc-sandbox-hidden\n"
+        );
+        assert_eq!(found[1].info, root.join("gitdirs/sub/info"));
+        assert_eq!(found[1].exclude, b"/.env\n");
+        assert!(views(&[PathBuf::from("/nonexistent-sc/x")]).is_empty());
+        assert_eq!(exclude_line(b"a\nb"), None);
+        assert_eq!(
+            attributes_line(b"a\nb"),
+            b"\"/a\\nb\" filter=sc-sandbox-hidden\n"
+        );
+        let env = filter_env(Some("2".as_ref())).unwrap();
+        assert_eq!(env[0], ("GIT_CONFIG_COUNT".to_owned(), "4".to_owned()));
+        assert_eq!(env[1].0, "GIT_CONFIG_KEY_2");
+        assert_eq!(filter_env(None).unwrap()[1].0, "GIT_CONFIG_KEY_0");
+        assert!(filter_env(Some("x".as_ref())).is_none());
     }
 }

@@ -50,6 +50,9 @@ pub enum MountKind {
     HiddenDir,
     /// A hidden file: an empty read-only file.
     HiddenFile,
+    /// A repository's `info` folder as git inside sees it ([`git::GitView`]): a read-only copy
+    /// with lines that keep the stand-ins out of commits.
+    GitInfo,
 }
 
 /// One mount, on a canonical path.
@@ -77,6 +80,8 @@ pub struct Sandbox {
     network: NetworkRules,
     mounts: Vec<Mount>,
     placeholders: Vec<Placeholder>,
+    /// What git inside sees of the repositories the stand-ins are in.
+    git_views: Vec<git::GitView>,
     /// Whether `/var/run` is a folder (not a link to `/run`), made anew inside.
     var_run: bool,
 }
@@ -189,6 +194,8 @@ impl Sandbox {
             .map(|entry| place(entry, "hidden"))
             .chain(secret_own.into_iter().map(Ok))
             .collect::<Result<Vec<_>, _>>()?;
+        // The files whose stand-ins git must not take for the real thing.
+        let mut stand_ins = Vec::new();
         for path in &hidden {
             if let Resolved::Exists(path) = resolve(path, &mut |_, _| Ok(()))? {
                 if state(&entries, &path, true) == State::Private {
@@ -197,6 +204,7 @@ impl Sandbox {
                 let kind = if path.is_dir() {
                     MountKind::HiddenDir
                 } else {
+                    stand_ins.push(path.clone());
                     MountKind::HiddenFile
                 };
                 entries.push((path.clone(), State::Private));
@@ -283,23 +291,22 @@ impl Sandbox {
                     (first, kind)
                 }
             };
-            for folder in target.ancestors().skip(1) {
-                let Some(parent) = folder.parent() else { break };
-                let mounted = entries.iter().any(|(path, _)| path == folder);
-                if !mounted && state(&entries, parent, true) == State::Writable {
-                    mounts.push(Mount {
-                        kind: MountKind::Pin,
-                        path: folder.to_owned(),
-                    });
-                }
-            }
+            pin(&entries, &mut mounts, &target);
             mounts.push(Mount { kind, path: target });
         }
+        stand_ins.extend(
+            placeholders
+                .iter()
+                .filter(|placeholder| !placeholder.dir)
+                .map(|placeholder| placeholder.path.clone()),
+        );
+        let git_views = git_views(&stand_ins, &entries, &mut mounts, &mut placeholders);
         Ok(Sandbox {
             root,
             network: rules.network.clone(),
             mounts: ordered(mounts),
             placeholders,
+            git_views,
             var_run,
         })
     }
@@ -320,6 +327,12 @@ impl Sandbox {
 
     pub fn placeholders(&self) -> &[Placeholder] {
         &self.placeholders
+    }
+
+    /// What git inside sees of the repositories the stand-ins are in; each is mounted by a
+    /// [`MountKind::GitInfo`] at its `info`.
+    pub fn git_views(&self) -> &[git::GitView] {
+        &self.git_views
     }
 
     /// Whether the sandbox shows the host's file at `path` (canonical) as it is: not in a folder
@@ -357,6 +370,65 @@ impl Sandbox {
     pub fn private_var_run(&self) -> bool {
         self.var_run
     }
+}
+
+/// Binds each folder on the way to `target` that sits in a writable folder onto itself, so that
+/// it cannot be renamed away.
+fn pin(entries: &[(PathBuf, State)], mounts: &mut Vec<Mount>, target: &Path) {
+    for folder in target.ancestors().skip(1) {
+        let Some(parent) = folder.parent() else { break };
+        let mounted = entries.iter().any(|(path, _)| path == folder);
+        if !mounted && state(entries, parent, true) == State::Writable {
+            mounts.push(Mount {
+                kind: MountKind::Pin,
+                path: folder.to_owned(),
+            });
+        }
+    }
+}
+
+/// The git views of the stand-ins (hidden files, file placeholders) that are in repositories
+/// ([`git::views`]), each replacing what the plan mounted at or under its `info` folder (the
+/// view is read-only as a whole). A missing `info` folder gets a placeholder, as a protected
+/// path's does; one that cannot be made or mounted on (not a folder, in a folder the program
+/// cannot write) gets no view.
+fn git_views(
+    stand_ins: &[PathBuf],
+    entries: &[(PathBuf, State)],
+    mounts: &mut Vec<Mount>,
+    placeholders: &mut Vec<Placeholder>,
+) -> Vec<git::GitView> {
+    let mut kept = Vec::new();
+    for view in git::views(stand_ins) {
+        let info = &view.info;
+        let missing = match std::fs::symlink_metadata(info) {
+            Ok(meta) if meta.is_dir() => false,
+            Ok(_) => continue,
+            Err(_) => {
+                let parent = info.parent().unwrap_or(Path::new("/"));
+                if !parent.is_dir() || state(entries, parent, true) != State::Writable {
+                    continue;
+                }
+                true
+            }
+        };
+        mounts.retain(|mount| !mount.path.starts_with(info));
+        placeholders.retain(|placeholder| !placeholder.path.starts_with(info));
+        if missing {
+            placeholders.push(Placeholder {
+                path: info.clone(),
+                dir: true,
+                contents: b"",
+            });
+        }
+        pin(entries, mounts, info);
+        mounts.push(Mount {
+            kind: MountKind::GitInfo,
+            path: info.clone(),
+        });
+        kept.push(view);
+    }
+    kept
 }
 
 /// Shallow before deep; at one path, the strongest kind alone (a read-only or hidden mount over a
@@ -440,7 +512,10 @@ mod tests {
                 s(MountKind::BlockFile, "./.git/config"),
                 s(MountKind::BlockFile, "./.git/config.worktree"),
                 s(MountKind::ReadOnly, "./.git/hooks"),
-                s(MountKind::BlockDir, "./.git/info"),
+                // The hidden `.env` is in a repository: git inside sees its `info` folder
+                // with lines that keep the stand-in out of commits.
+                s(MountKind::GitInfo, "./.git/info"),
+                s(MountKind::BlockDir, "./.git/objects"),
             ]
         );
         let placeholder = |path: &str, dir: bool, contents: &'static [u8]| Placeholder {
@@ -455,10 +530,14 @@ mod tests {
                 placeholder(".git/config", false, b""),
                 placeholder(".git/config.worktree", false, b""),
                 placeholder(".git/commondir", false, b".\n"),
-                placeholder(".git/info", true, b""),
+                placeholder(".git/objects", true, b""),
                 placeholder("logs", true, b""),
+                placeholder(".git/info", true, b""),
             ]
         );
+        assert_eq!(sandbox.git_views().len(), 1);
+        assert_eq!(sandbox.git_views()[0].info, root.join(".git/info"));
+        assert_eq!(sandbox.git_views()[0].exclude, b"/.env\n");
     }
 
     #[test]

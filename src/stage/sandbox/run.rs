@@ -153,6 +153,7 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
+    folder.write_git_views(sandbox.git_views())?;
     let listener = UnixListener::bind(&folder.socket)
         .map_err(SandboxError::io("listening on the proxy's socket"))?;
     let placeholders = Placeholders::create(sandbox.placeholders())?;

@@ -1,0 +1,307 @@
+//! What the sandbox fakes never reaches the repository: a real git repository with a tracked
+//! hidden file (`.env`, read empty inside) and a missing protected path (`.mcp.json`), under the
+//! claude-code pack's sandbox, run by the real sc-sandbox under the real kernel's sandbox.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::Scratch;
+
+const SECRET: &str = "API_KEY=do-not-commit-me\n";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// git on the host, in `dir`, without the machine's or the user's config.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir.parent().unwrap().join("home"))
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// A repository in `scratch/proj` with `.env` and `a` committed, and `.env.local` (hidden too)
+/// untracked; no `.mcp.json`.
+fn project(scratch: &Scratch) -> PathBuf {
+    let proj = scratch.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(scratch.path("home")).unwrap();
+    git(&proj, &["init", "-q", "-b", "main"]);
+    git(&proj, &["config", "user.email", "dev@example.invalid"]);
+    git(&proj, &["config", "user.name", "dev"]);
+    std::fs::write(proj.join(".env"), SECRET).unwrap();
+    std::fs::write(proj.join("a"), "one\n").unwrap();
+    git(&proj, &["add", "-A"]);
+    git(&proj, &["commit", "-qm", "init"]);
+    std::fs::write(proj.join(".env.local"), "LOCAL=1\n").unwrap();
+    proj
+}
+
+/// sc-sandbox under the claude-code pack, rooted at `proj`, running `script` in bash.
+fn confined(scratch: &Scratch, proj: &Path, script: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sc-sandbox"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", scratch.path("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(proj)
+        .arg("--policy")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json"))
+        .arg("--audit")
+        .arg(scratch.path("logs/audit.jsonl"))
+        .args(["--", "bash", "-c", script])
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(scratch: &Scratch, proj: &Path, script: &str) -> Output {
+    confined(scratch, proj, script)
+        .output()
+        .expect("sc-sandbox runs")
+}
+
+#[test]
+fn a_confined_commit_takes_neither_the_hidden_stand_in_nor_the_placeholder() {
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let out = run(
+        &scratch,
+        &proj,
+        r#"set -e
+test ! -s .env && echo "env reads empty"
+test -e .mcp.json && echo "placeholder inside"
+echo two >> a
+git add -A
+git commit -qm wip
+echo "inside: $(git status --porcelain | tr '\n' ' ')"
+"#,
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("env reads empty"), "{stdout}");
+    assert!(stdout.contains("placeholder inside"), "{stdout}");
+    // Inside, git sees neither stand-in: not the hidden file, not the placeholder.
+    assert!(stdout.contains("inside: \n"), "{stdout}");
+    // The commit changed `a` alone; its tree holds `.env` as it was, and no `.mcp.json`.
+    assert_eq!(
+        git(&proj, &["show", "--name-status", "--format=", "HEAD"]),
+        "M\ta\n"
+    );
+    assert_eq!(git(&proj, &["ls-tree", "--name-only", "HEAD"]), ".env\na\n");
+    assert_eq!(git(&proj, &["show", "HEAD:.env"]), SECRET);
+    // On the host afterwards: the hidden file unchanged, the placeholder gone, the untracked
+    // hidden file still untracked.
+    assert_eq!(
+        git(&proj, &["status", "--porcelain", "--untracked-files=all"]),
+        "?? .env.local\n"
+    );
+    assert_eq!(std::fs::read_to_string(proj.join(".env")).unwrap(), SECRET);
+    assert!(!proj.join(".mcp.json").exists());
+}
+
+#[test]
+fn adding_a_hidden_file_by_name_commit_all_and_stash_never_take_its_stand_in() {
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let out = run(
+        &scratch,
+        &proj,
+        r#"
+echo two >> a
+git add .env && echo "add .env: $?"
+git commit -qam all && echo "commit -a: $?"
+git add -f .env.local; echo "add -f .env.local: $?"
+git add -f .mcp.json; echo "add -f .mcp.json: $?"
+echo three >> a
+git stash; echo "stash: $?"
+true
+"#,
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("add .env: 0"), "{stdout}{stderr}");
+    assert!(stdout.contains("commit -a: 0"), "{stdout}{stderr}");
+    assert_eq!(
+        git(&proj, &["show", "--name-status", "--format=", "HEAD"]),
+        "M\ta\n"
+    );
+    // Forcing a stand-in that git does not track fails, naming it.
+    assert!(!stdout.contains("add -f .env.local: 0"), "{stdout}{stderr}");
+    assert!(stderr.contains(".env.local"), "{stderr}");
+    assert!(!stdout.contains("add -f .mcp.json: 0"), "{stdout}{stderr}");
+    assert!(stderr.contains(".mcp.json"), "{stderr}");
+    // A stash either leaves `.env` out or fails naming it; what it saved holds the real one.
+    if !stdout.contains("stash: 0") {
+        assert!(stderr.contains(".env"), "{stderr}");
+    }
+    let stashed = Command::new("git")
+        .args(["show", "stash@{0}:.env"])
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    if stashed.status.success() {
+        assert_eq!(text(&stashed.stdout), SECRET);
+    }
+    assert_eq!(git(&proj, &["show", "HEAD:.env"]), SECRET);
+    assert_eq!(std::fs::read_to_string(proj.join(".env")).unwrap(), SECRET);
+    assert_eq!(
+        git(&proj, &["ls-files", "--stage", ".env.local", ".mcp.json"]),
+        ""
+    );
+    assert!(!proj.join(".mcp.json").exists());
+}
+
+#[test]
+fn the_placeholder_of_a_missing_protected_path_is_empty_while_it_runs_and_gone_after() {
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    // The confined program says it runs (a file in its root) and waits for the test to let it
+    // go.
+    let mut child = confined(
+        &scratch,
+        &proj,
+        r#"seen=$(git status --porcelain --untracked-files=all)
+printf %s "$seen" > .inside-status
+: > .running
+while [ ! -e .go ]; do sleep 0.05; done
+rm -f .running .go .inside-status"#,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !proj.join(".running").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the confined program did not start"
+        );
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("sc-sandbox ended early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // During the run, the host sees the placeholder: an empty file (a mount needs a file to
+    // land on, and the project folder is the host's; docs/sandbox.md says why), which git
+    // inside does not see.
+    let during = std::fs::symlink_metadata(proj.join(".mcp.json"));
+    let inside = std::fs::read_to_string(proj.join(".inside-status")).unwrap();
+    std::fs::write(proj.join(".go"), "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        during
+            .as_ref()
+            .is_ok_and(|meta| meta.is_file() && meta.len() == 0),
+        "{during:?}"
+    );
+    // Inside, git lists neither the placeholder nor the untracked hidden file. A tracked hidden
+    // file may show as modified (its size differs from what the index recorded, and git says
+    // so without reading it) until a `git add` reads it as unchanged: status only.
+    assert!(
+        inside.is_empty() || inside == " M .env",
+        "git inside lists a stand-in: {inside:?}"
+    );
+    assert!(
+        !proj.join(".mcp.json").exists(),
+        "the placeholder is removed"
+    );
+    assert_eq!(
+        git(&proj, &["status", "--porcelain", "--untracked-files=all"]),
+        "?? .env.local\n"
+    );
+}
+
+/// Every path the sandbox protects under a `.git` (worked out on a repository with a submodule's
+/// and a linked worktree's git dirs) is denied, in an untainted session that runs unconfined, to
+/// a file tool and to a shell redirection: the two guards read one list (`rules::git`).
+#[test]
+fn every_git_path_the_sandbox_protects_is_denied_to_file_tools_and_redirections() {
+    use serde_json::json;
+    use skeleton_crew::call::Call;
+    use skeleton_crew::rules::decision::evaluate;
+    use skeleton_crew::rules::paths::Places;
+    use skeleton_crew::rules::policy::Policy;
+    use skeleton_crew::stage::sandbox::git::protected;
+    use skeleton_crew::verdict::Decision;
+
+    let scratch = Scratch::new();
+    let root = std::fs::canonicalize(scratch.dir.path()).unwrap();
+    for name in [
+        ".git/HEAD",
+        ".git/modules/sub/HEAD",
+        ".git/modules/nested/name/HEAD",
+        ".git/worktrees/linked/commondir",
+    ] {
+        scratch.write(name, "ref: refs/heads/main\n");
+    }
+    let found = protected(&[root.join(".git/hooks")]);
+    let under_git: Vec<_> = found
+        .paths
+        .iter()
+        .filter(|path| path.components().any(|c| c.as_os_str() == ".git"))
+        .collect();
+    // The plan reaches into the submodules and the linked worktree: the list is exercised.
+    assert!(
+        under_git.len() > 15
+            && under_git
+                .iter()
+                .any(|p| p.ends_with("worktrees/linked/commondir")),
+        "{under_git:?}"
+    );
+    let policy =
+        Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json"))
+            .expect("the pack loads")
+            .with_places(Places {
+                home: Some(root.join("home")),
+                root: Some(root.clone()),
+            });
+    let judge = |tool: &str, args: serde_json::Value| {
+        let line = json!({"agent": "claude-code", "tool": tool, "args": args,
+                          "source": "user", "cwd": root.display().to_string()});
+        let (call, _) = Call::parse_line(line.to_string().as_bytes()).unwrap();
+        evaluate(&call, &policy)
+    };
+    for path in under_git {
+        // A folder (hooks) is written through a file under it.
+        let path = if path.ends_with("hooks") {
+            path.join("pre-commit")
+        } else {
+            path.clone()
+        };
+        let shown = path.display().to_string();
+        for tool in ["Write", "Edit"] {
+            let judged = judge(
+                tool,
+                json!({"file_path": shown, "content": "x",
+                                            "old_string": "a", "new_string": "b"}),
+            );
+            assert_eq!(
+                judged.decision,
+                Decision::Deny,
+                "{tool} {shown}: {judged:?}"
+            );
+        }
+        let relative = path.strip_prefix(&root).unwrap().display().to_string();
+        for command in [
+            format!("echo x > {relative}"),
+            format!("echo x >> '{shown}'"),
+        ] {
+            let judged = judge("Bash", json!({"command": command}));
+            assert_eq!(judged.decision, Decision::Deny, "{command}: {judged:?}");
+        }
+    }
+}
