@@ -125,6 +125,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             exe: None,
             project: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             probe_cache: cli::default_state_folder().ok(),
+            prepared: cli::default_state_folder().ok(),
         },
         state,
         crew: args.state.crew.clone(),

@@ -32,6 +32,7 @@ pub mod git;
 pub mod inside;
 pub mod invocation;
 pub mod plan;
+pub mod prepared;
 pub mod probe;
 pub mod proxy;
 pub mod relay;
