@@ -848,7 +848,7 @@ fn a_post_tool_use_without_a_tool_use_id_is_recorded_as_unknown() {
     assert_eq!(exec["tool"], "WebFetch");
     assert_eq!(
         exec["outcome"]["reason"],
-        "ran WebFetch in Claude Code, a call the gate never judged: the PostToolUse has no tool_use_id to link it by"
+        "ran WebFetch in Claude Code, a call the gate never judged: the PostToolUse has no tool_use_id to link it by; its output taints the session (an untrustedOutputTools tool the gate did not allow)"
     );
     let report = report(&scratch);
     assert_eq!(report["decisions"]["allow"], 1, "{report}");

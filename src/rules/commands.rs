@@ -428,7 +428,9 @@ impl CommandRules {
         for part in &analysis.network {
             findings.push((self.dynamic, Finding::Network(part)));
         }
-        if tainted {
+        // Confined, a write lands only where the sandbox lets it (the root, never a protected
+        // place), and the `paths` rules still judge the path it names: the taint adds nothing.
+        if tainted && !confined {
             for write in &analysis.writes {
                 findings.push((Decision::Hold, Finding::TaintedWrite(write)));
             }
