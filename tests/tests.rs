@@ -35,4 +35,5 @@ mod sandbox;
 mod sandbox_doors;
 mod stateful;
 mod store;
+mod tainted_session;
 mod web;
