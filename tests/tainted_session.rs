@@ -16,7 +16,8 @@ fn pack() -> PathBuf {
 }
 
 struct Session {
-    scratch: Scratch,
+    /// Kept for its folder, removed when the session ends.
+    _scratch: Scratch,
     project: PathBuf,
     state: PathBuf,
     home: PathBuf,
@@ -45,7 +46,7 @@ impl Session {
             std::fs::create_dir_all(dir).unwrap();
         }
         let session = Session {
-            scratch,
+            _scratch: scratch,
             project,
             state,
             home,

@@ -56,7 +56,7 @@ pub(super) enum Confinement {
     /// Not confined: not `Bash`, or the sandbox does not apply to this session.
     Unconfined,
     /// Confined: sc-sandbox's command line, and the original command.
-    Confined(Confined),
+    Confined(Box<Confined>),
     /// It should be confined, and cannot be: why.
     Impossible(String),
 }
@@ -158,7 +158,7 @@ pub(super) fn confine(
     match prepared {
         _ if denied || !applies => Confinement::Unconfined,
         None => Confinement::Unconfined,
-        Some(Ok(confined)) => Confinement::Confined(confined),
+        Some(Ok(confined)) => Confinement::Confined(Box::new(confined)),
         Some(Err(why)) => Confinement::Impossible(format!(
             "the policy confines this call, and {why}, so it is not run unconfined: approving it runs the command unconfined, outside the sandbox"
         )),
