@@ -21,7 +21,9 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// ("allow" only in the bypassPermissions mode, or with the policy's sandbox.approveConfined);
 /// its root is --root, else CLAUDE_PROJECT_DIR, else the git work tree, never a folder that
 /// holds the home folder; where no sandbox can be made (tried once, a success remembered in the
-/// state folder), it is held.
+/// state folder), it is held. With a state folder, the command is short, `sc-sandbox --run ID --
+/// bash -c 'ORIGINAL'`: the invocation is prepared there (0600), runs once within 24 hours.
+/// PostToolUse of an untrusted-output tool taints the session, seen before or not.
 /// PostToolUse: the call ran, linked to its PreToolUse by `tool_use_id`; a held call
 /// that ran is recorded as approved by its user (`"by":"claude-code"`), and every call that ran
 /// gets an `exec` event. Taint and budgets persist in a state store (state.sqlite beside the
@@ -125,6 +127,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             exe: None,
             project: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
             probe_cache: cli::default_state_folder().ok(),
+            prepared: cli::default_state_folder().ok(),
         },
         state,
         crew: args.state.crew.clone(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use skeleton_crew::cli::{self, GenerateArgs};
-use skeleton_crew::stage::sandbox::{self, RunOptions, Who, EXIT_SANDBOX_FAILURE};
+use skeleton_crew::stage::sandbox::{self, prepared, RunOptions, Who, EXIT_SANDBOX_FAILURE};
 use skeleton_crew::store::{self, StateUrl};
 
 /// Run PROGRAM confined by the kernel, under the policy's `sandbox` key.
@@ -63,6 +63,17 @@ struct Args {
     /// The id of the run's audit events (a door's call id; default: a fresh one).
     #[arg(long, value_name = "ID", hide = true)]
     id: Option<String>,
+    /// Run the invocation sc-hook prepared under ID in its state folder
+    /// ($XDG_STATE_HOME/skeleton-crew/invocations, else ~/.local/state/…): its policy, root,
+    /// home, audit log, state and session, for the program and arguments after `--`, which must
+    /// be, byte for byte, those it was prepared for. Once, within 24 hours, from a file of this
+    /// user's, mode 0600; else 125 and nothing runs. No other flag goes with it.
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with_all = ["policy", "root", "home", "audit", "audit_key", "state", "protect", "agent", "crew", "session", "id"]
+    )]
+    run: Option<String>,
     /// The program to run, and its arguments.
     #[arg(
         value_name = "PROGRAM",
@@ -103,6 +114,15 @@ fn sc_sandbox() -> ExitCode {
         eprintln!("sc-sandbox: no program to run; give it after --");
         return ExitCode::from(EXIT_SANDBOX_FAILURE);
     };
+    if let Some(id) = &args.run {
+        return match prepared_options(id, program, rest) {
+            Ok(options) => ExitCode::from(sandbox::run_to_status(&options)),
+            Err(why) => {
+                eprintln!("sc-sandbox: {why}; nothing was run");
+                ExitCode::from(EXIT_SANDBOX_FAILURE)
+            }
+        };
+    }
     let options = RunOptions {
         policy: args.policy,
         root: args.root,
@@ -121,4 +141,33 @@ fn sc_sandbox() -> ExitCode {
         args: rest.to_vec(),
     };
     ExitCode::from(sandbox::run_to_status(&options))
+}
+
+/// The run sc-hook prepared under `id`, for `program` and `rest` ([`prepared::take`]).
+fn prepared_options(id: &str, program: &OsString, rest: &[OsString]) -> Result<RunOptions, String> {
+    let state = cli::default_state_folder().map_err(|err| err.to_string())?;
+    let folder = prepared::folder_in(&state);
+    let invocation = prepared::take(&folder, id, program, rest, std::time::SystemTime::now())
+        .map_err(|err| err.to_string())?;
+    let state = match invocation.state.as_deref().map(StateUrl::parse).transpose() {
+        Ok(state) => state,
+        Err(err) => return Err(format!("the prepared invocation's state store: {err}")),
+    };
+    Ok(RunOptions {
+        policy: invocation.policy,
+        root: invocation.root,
+        home: invocation.home,
+        audit: invocation.audit,
+        audit_key: invocation.audit_key,
+        state,
+        protect: invocation.protect,
+        who: Who {
+            agent: invocation.agent,
+            crew: invocation.crew,
+            session: invocation.session,
+        },
+        id: invocation.id,
+        program: program.clone(),
+        args: rest.to_vec(),
+    })
 }

@@ -848,7 +848,7 @@ fn a_post_tool_use_without_a_tool_use_id_is_recorded_as_unknown() {
     assert_eq!(exec["tool"], "WebFetch");
     assert_eq!(
         exec["outcome"]["reason"],
-        "ran WebFetch in Claude Code, a call the gate never judged: the PostToolUse has no tool_use_id to link it by"
+        "ran WebFetch in Claude Code, a call the gate never judged: the PostToolUse has no tool_use_id to link it by; its output taints the session (an untrustedOutputTools tool the gate did not allow)"
     );
     let report = report(&scratch);
     assert_eq!(report["decisions"]["allow"], 1, "{report}");
@@ -1355,4 +1355,54 @@ fn without_audit_the_log_and_state_are_in_the_xdg_state_folder() {
             && help.contains("~/.local/state/skeleton-crew/audit.jsonl"),
         "{help}"
     );
+}
+
+/// Issue 30 §3: a session whose first event sc-hook sees is the `PostToolUse` of an
+/// untrusted-output tool (its `PreToolUse` went elsewhere, or the hook was installed for
+/// `PostToolUse` first) read a web page all the same: it is tainted, and the next sensitive call
+/// asks, naming the page. A denied untrusted-output call that ran taints too.
+#[test]
+fn an_untrusted_output_that_ran_unjudged_taints_the_session() {
+    let scratch = Scratch::new();
+    assert_recorded_quietly(&hook(&scratch, &recorded_post("webfetch")));
+    let events = scratch.audit_events();
+    let exec = events_of(&events, "exec")[0];
+    let reason = exec["outcome"]["reason"].as_str().unwrap();
+    assert!(reason.contains("its output taints the session"), "{reason}");
+    let (verdict, reason) = decision(&hook(&scratch, &recorded("bash-to-log"))).unwrap();
+    assert_eq!(verdict, "ask", "{reason}");
+    assert!(
+        reason.contains("tainted") && reason.contains("WebFetch"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(exec["id"].as_str().unwrap()),
+        "the taint names the run: {reason}"
+    );
+    // Another session is not tainted by it.
+    assert_eq!(
+        decision(&hook(&scratch, &in_session("bash-to-log", "other"))),
+        None
+    );
+
+    // Denied, and run all the same (Claude Code should never): its output reached the agent.
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "deny-fetch.json",
+        json!({"denyTools": ["WebFetch"], "untrustedOutputTools": ["WebFetch"], "sensitiveTools": ["Bash"]})
+            .to_string(),
+    );
+    let with = |input: &str| hook_with(&scratch, &["--policy", policy.to_str().unwrap()], input);
+    assert_eq!(decision(&with(&recorded("bash"))), None);
+    assert_eq!(
+        decision(&with(&recorded("webfetch")))
+            .map(|(d, _)| d)
+            .as_deref(),
+        Some("deny")
+    );
+    let out = with(&recorded_post("webfetch"));
+    assert_eq!(out.status.code(), Some(0));
+    let (verdict, reason) = decision(&with(&recorded("bash"))).unwrap();
+    assert_eq!(verdict, "ask", "{reason}");
+    assert!(reason.contains("tainted"), "{reason}");
 }

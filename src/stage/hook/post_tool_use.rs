@@ -52,7 +52,7 @@ pub(super) fn record_run(
             fsync: options.fsync,
         })
         .context("state store unavailable")?;
-    let (ran, mut events, warning, judged) =
+    let (ran, mut events, warning, mut judged, unjudged) =
         update_links(store.as_mut(), &hook.session_id, |uses| {
             plan_run(hook, options, uses)
         })
@@ -60,6 +60,11 @@ pub(super) fn record_run(
     drop(store);
     if ran == Ran::AlreadyRecorded {
         return Ok(ran);
+    }
+    // An untrusted-output tool that ran without the gate's allow taints as an allowed one does.
+    if let Some(id) = unjudged {
+        provenance::taint_by_run(hook, options, &id)?;
+        judged = Some(id);
     }
     // Value provenance: an untrusted-output tool's response, into the state the decisions read.
     events.extend(provenance::take_result(hook, options, judged)?);
@@ -72,13 +77,15 @@ pub(super) fn record_run(
 
 /// What a `PostToolUse` records, worked out on the session's links (`uses`, the call marked as
 /// run there): how it ran, its audit events, the warning for a denied call that ran, and the
-/// gate's id of the call whose output value provenance awaits. Writes
-/// nothing itself: it may run more than once ([`update_links`]).
+/// gate's id of the call whose output value provenance awaits, and, for an untrusted-output
+/// tool that ran without the gate's allow (never judged, or denied), the id to taint the
+/// session under. Writes nothing itself: it may run more than once ([`update_links`]).
+#[allow(clippy::type_complexity)]
 fn plan_run(
     hook: &HookInput,
     options: &HookOptions,
     uses: &mut ToolUses,
-) -> (Ran, Vec<u8>, Option<String>, Option<String>) {
+) -> (Ran, Vec<u8>, Option<String>, Option<String>, Option<String>) {
     let known = hook
         .tool_use_id
         .as_deref()
@@ -95,6 +102,12 @@ fn plan_run(
         Status::Executed
     };
     let tool = quoted(&hook.tool_name);
+    let untrusted = options.policy.has_untrusted_output(&hook.tool_name);
+    let taints = if untrusted {
+        "; its output taints the session (an untrustedOutputTools tool the gate did not allow)"
+    } else {
+        ""
+    };
     let ran_it = match status {
         Status::Failed => format!("ran {tool} in Claude Code and it reported an error"),
         _ => format!("ran {tool} in Claude Code"),
@@ -118,8 +131,8 @@ fn plan_run(
         Some(tool_use_id) => event.str_field("toolUseId", tool_use_id),
         None => event,
     };
-    let (ran, events, warning) = match known {
-        Some(call) if call.ran => return (Ran::AlreadyRecorded, Vec::new(), None, None),
+    let (ran, events, warning, unjudged) = match known {
+        Some(call) if call.ran => return (Ran::AlreadyRecorded, Vec::new(), None, None, None),
         Some(ToolUse {
             tool_use_id,
             id,
@@ -177,7 +190,7 @@ fn plan_run(
                 }
                 Decision::Deny => {
                     let reason = format!(
-                        "{ran_it} although sc-hook denied it: Claude Code must never run a denied call, so look at its settings and its other hooks{changed}"
+                        "{ran_it} although sc-hook denied it: Claude Code must never run a denied call, so look at its settings and its other hooks{changed}{taints}"
                     );
                     let warning = json!({
                         "systemMessage": format!(
@@ -189,10 +202,11 @@ fn plan_run(
                     (Ran::Denied, reason, Some(warning))
                 }
             };
+            let unjudged = (ran == Ran::Denied && untrusted).then(|| id.clone());
             let event = exec(&id, &agent, Some(decision), reason);
             events.extend(with_tool_use_id(event).finish());
             uses.ran(&tool_use_id);
-            (ran, events, warning)
+            (ran, events, warning, unjudged)
         }
         other => {
             let why = match (&hook.tool_use_id, other) {
@@ -214,10 +228,11 @@ fn plan_run(
             };
             let id = IdMinter::new().mint();
             let agent = hook.agent(&options.agent);
-            let reason = format!("{ran_it}, a call the gate never judged: {why}");
+            let reason = format!("{ran_it}, a call the gate never judged: {why}{taints}");
             let event =
                 exec(&id, agent, None, reason).field("call", &hook.call_value(&options.agent));
             let events = with_tool_use_id(event).finish();
+            let unjudged = untrusted.then(|| id.clone());
             if let Some(tool_use_id) = &hook.tool_use_id {
                 if uses.get(tool_use_id).is_none() {
                     uses.remember(ToolUse {
@@ -231,8 +246,8 @@ fn plan_run(
                     });
                 }
             }
-            (Ran::Unknown, events, None)
+            (Ran::Unknown, events, None, unjudged)
         }
     };
-    (ran, events, warning, judged)
+    (ran, events, warning, judged, unjudged)
 }

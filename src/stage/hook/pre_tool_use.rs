@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use super::input::HookInput;
 use super::links::{input_digest, update_links, ToolUse};
 use super::output::{hook_answer, write_answer};
-use super::sandbox::{applies, confine, prepare, project_root, Confinement};
+use super::sandbox::{applies, confine, confined_input, prepare, project_root, Confinement};
 use super::HookOptions;
 use crate::audit::{self, AuditLog, IdMinter, Stage};
 use crate::call::Call;
@@ -101,12 +101,11 @@ pub(super) fn decide(
     let mut original = None;
     match confinement {
         Confinement::Unconfined => {}
-        Confinement::Confined {
-            updated_input: input,
-            original: command,
-        } => {
+        Confinement::Confined(confined) => {
+            let (input, note) = confined_input(&hook.tool_input, &confined, &options.sandbox);
+            judgement.reasons.extend(note);
             updated_input = Some(input);
-            original = Some(command);
+            original = Some(confined.original);
         }
         Confinement::Impossible(why) => {
             // Never run unconfined what the policy confines: a person decides.

@@ -58,6 +58,26 @@ pub(super) fn take_prompt(
     audit_log.append(&event)
 }
 
+/// A `PostToolUse` of an untrusted-output tool that ran although the gate never allowed it
+/// (no `PreToolUse` of sc-hook saw it, or sc-hook denied it): its output reached the agent all
+/// the same, so the agent (and the crew) are tainted as an allowed call of it taints them,
+/// under `id`, the id of its `exec` event ([`crate::rules::state::CrewState::record_at`]).
+pub(super) fn taint_by_run(hook: &HookInput, options: &HookOptions, id: &str) -> Result<()> {
+    let call = crate::call::Call::from_value(&hook.call_value(&options.agent))
+        .map_err(|malformed| anyhow::anyhow!("the hook input is not a call: {malformed}"))?;
+    let ran = crate::verdict::Judgement {
+        granting: Default::default(),
+        decision: crate::verdict::Decision::Allow,
+        reasons: Vec::new(),
+    };
+    let mut shared = shared(hook, options)?;
+    shared
+        .transact(&options.policy, &options.timing, &mut |state, now| {
+            state.record_at(&call, id, &ran, &options.policy, Some(now));
+        })
+        .context("state store unavailable")
+}
+
 /// A `PostToolUse` of an untrusted-output tool, under a policy with `provenance`: its
 /// response's values become untrusted, awaited under the gate's id of the call. Nothing
 /// otherwise.

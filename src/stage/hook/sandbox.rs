@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::input::HookInput;
 use super::HookOptions;
 use crate::stage::sandbox::run::{own_files, RunOptions};
-use crate::stage::sandbox::{bwrap, Invocation, Sandbox};
+use crate::stage::sandbox::{bwrap, prepared, Invocation, Sandbox};
 use crate::store::StateUrl;
 
 /// The gate's own files, as sc-hook was given them, for sc-sandbox's command line.
@@ -44,6 +44,10 @@ pub struct SandboxDoor {
     /// The state folder, where a successful trial of the sandbox is remembered
     /// ([`crate::stage::sandbox::probe`]); `None`: tried on every confined call.
     pub probe_cache: Option<PathBuf>,
+    /// The state folder, where confined calls' invocations are prepared
+    /// ([`crate::stage::sandbox::prepared`]) for a short command; `None`: the whole sc-sandbox
+    /// command line is the command.
+    pub prepared: Option<PathBuf>,
 }
 
 /// What to do with one call.
@@ -51,11 +55,8 @@ pub struct SandboxDoor {
 pub(super) enum Confinement {
     /// Not confined: not `Bash`, or the sandbox does not apply to this session.
     Unconfined,
-    /// Confined: the tool input to answer with, and the original command.
-    Confined {
-        updated_input: Map<String, Value>,
-        original: String,
-    },
+    /// Confined: sc-sandbox's command line, and the original command.
+    Confined(Box<Confined>),
     /// It should be confined, and cannot be: why.
     Impossible(String),
 }
@@ -96,26 +97,55 @@ pub(super) fn prepare(
     };
     Some(
         invocation(hook, agent, options, id)
-            .map(|invocation| {
-                let mut updated_input = hook.tool_input.clone();
-                updated_input.insert(
-                    "command".to_owned(),
-                    Value::String(invocation.shell_command(original)),
-                );
-                Confined {
-                    updated_input,
-                    original: original.clone(),
-                }
+            .map(|invocation| Confined {
+                invocation,
+                original: original.clone(),
             })
             .map_err(|why| format!("the sandbox cannot be made here: {why}")),
     )
 }
 
-/// A `Bash` call's input rewritten to run under sc-sandbox, and its original command.
+/// A `Bash` call to run under sc-sandbox: its command line, and the original command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Confined {
-    pub updated_input: Map<String, Value>,
+    pub invocation: Invocation,
     pub original: String,
+}
+
+/// The tool input to answer a confined call with: the call's input with `command` replaced.
+/// With a state folder (`door.prepared`), the invocation is prepared there and the command is
+/// short, `SC-SANDBOX --run ID -- bash -c 'ORIGINAL'` ([`prepared`]); without one, or when it
+/// cannot be written there, the whole sc-sandbox command line, with the reason why in the
+/// second value. Either runs the original, byte for byte, confined.
+pub(super) fn confined_input(
+    tool_input: &Map<String, Value>,
+    confined: &Confined,
+    door: &SandboxDoor,
+) -> (Map<String, Value>, Option<String>) {
+    let original = &confined.original;
+    let (command, note) = match &door.prepared {
+        None => (confined.invocation.shell_command(original), None),
+        Some(state) => match prepared::prepare(
+            &prepared::folder_in(state),
+            &confined.invocation,
+            original,
+            std::time::SystemTime::now(),
+        ) {
+            Ok(id) => (
+                prepared::shell_command(&confined.invocation.exe, &id, original),
+                None,
+            ),
+            Err(err) => (
+                confined.invocation.shell_command(original),
+                Some(format!(
+                    "the short command could not be prepared ({err}), so the whole sc-sandbox command line is given"
+                )),
+            ),
+        },
+    };
+    let mut updated_input = tool_input.clone();
+    updated_input.insert("command".to_owned(), Value::String(command));
+    (updated_input, note)
 }
 
 /// Whether the call runs confined, and how, once the decision is known: `prepared` from
@@ -128,10 +158,7 @@ pub(super) fn confine(
     match prepared {
         _ if denied || !applies => Confinement::Unconfined,
         None => Confinement::Unconfined,
-        Some(Ok(confined)) => Confinement::Confined {
-            updated_input: confined.updated_input,
-            original: confined.original,
-        },
+        Some(Ok(confined)) => Confinement::Confined(Box::new(confined)),
         Some(Err(why)) => Confinement::Impossible(format!(
             "the policy confines this call, and {why}, so it is not run unconfined: approving it runs the command unconfined, outside the sandbox"
         )),
@@ -289,5 +316,6 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
         exe: door.exe.clone(),
         project: door.project.clone(),
         probe_cache: door.probe_cache.clone(),
+        prepared: door.prepared.clone(),
     }
 }

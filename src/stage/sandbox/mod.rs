@@ -34,6 +34,7 @@ pub mod inside;
 pub mod invocation;
 pub mod machinery;
 pub mod plan;
+pub mod prepared;
 pub mod probe;
 pub mod program;
 pub mod proxy;

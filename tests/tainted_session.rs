@@ -1,0 +1,376 @@
+//! Issue 30 §1, measured: a tainted coding session under the claude-code pack, as an agent makes
+//! it, through the real sc-hook (PreToolUse and PostToolUse, one process each) in a real git
+//! repository, every confined command run as Claude Code runs it (`bash -c`) under real
+//! bubblewrap. Only the push is asked; the curl to an unlisted host gets the proxy's 403, and
+//! the write to `.claude/settings.json` is denied.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::util::{bare_cmd, Scratch};
+
+fn pack() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json")
+}
+
+struct Session {
+    /// Kept for its folder, removed when the session ends.
+    _scratch: Scratch,
+    project: PathBuf,
+    state: PathBuf,
+    home: PathBuf,
+    next: usize,
+}
+
+/// What sc-hook answered a call, and what running it gave.
+struct Turn {
+    decision: Option<String>,
+    ran: Option<Output>,
+}
+
+impl Session {
+    /// A session in a fresh repository; its state folder inside the project when
+    /// `state_inside` (a folder the sandbox would otherwise let a confined call write).
+    fn new(state_inside: bool) -> Session {
+        let scratch = Scratch::new();
+        let project = scratch.path("proj");
+        let state = if state_inside {
+            project.join(".state")
+        } else {
+            scratch.path("state")
+        };
+        let home = scratch.path("home");
+        for dir in [&project, &state, &home] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let session = Session {
+            _scratch: scratch,
+            project,
+            state,
+            home,
+            next: 0,
+        };
+        session.write("README.md", "# demo\n");
+        session.write(
+            "Makefile",
+            "build:\n\t@mkdir -p out && cp src/lib.sh out/lib.sh && echo built\ntest: build\n\t@bash tests/run.sh\n",
+        );
+        session.write("src/lib.sh", "greet() { echo \"hello $1\"; }\n");
+        session.write(
+            "tests/run.sh",
+            ". out/lib.sh\n[ \"$(greet x)\" = 'hello x' ] && echo 'tests passed'\n",
+        );
+        session.write(".gitignore", "out/\n");
+        session.git(&["init", "-q", "-b", "main"]);
+        session.git(&["add", "-A"]);
+        session.git(&["commit", "-qm", "start"]);
+        session
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        let path = self.project.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn env(&self, command: &mut Command) {
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("CLAUDE_PROJECT_DIR", &self.project)
+            .env("GIT_AUTHOR_NAME", "Agent")
+            .env("GIT_AUTHOR_EMAIL", "agent@example.com")
+            .env("GIT_COMMITTER_NAME", "Agent")
+            .env("GIT_COMMITTER_EMAIL", "agent@example.com");
+    }
+
+    fn git(&self, args: &[&str]) -> Output {
+        let mut git = Command::new("git");
+        self.env(&mut git);
+        let out = git.args(args).current_dir(&self.project).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        out
+    }
+
+    /// One hook event; its `hookSpecificOutput`, if it answered.
+    fn hook(&mut self, event: &str, tool: &str, input: &Value, id: &str) -> Option<Value> {
+        let mut event = json!({
+            "session_id": "tainted-session",
+            "transcript_path": "/t",
+            "cwd": self.project,
+            "permission_mode": "default",
+            "hook_event_name": event,
+            "tool_name": tool,
+            "tool_input": input,
+            "tool_use_id": id,
+        });
+        if event["hook_event_name"] == "PostToolUse" {
+            event["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+        }
+        let mut cmd = bare_cmd("sc-hook");
+        cmd.arg("--policy").arg(pack());
+        // The default audit log and state, in the state folder, as a user's install has them.
+        cmd.env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("CLAUDE_PROJECT_DIR", &self.project)
+            .current_dir(&self.project);
+        let out = cmd.write_stdin(event.to_string()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        if out.stdout.is_empty() {
+            return None;
+        }
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        Some(answer["hookSpecificOutput"].clone())
+    }
+
+    /// A tool call as Claude Code makes it: PreToolUse; if not denied or asked, run (a `Bash`
+    /// command with `bash -c`, a file tool by `run`), then PostToolUse.
+    fn call(&mut self, tool: &str, input: Value, run: impl FnOnce(&Session)) -> Turn {
+        self.next += 1;
+        let id = format!("toolu_{:04}", self.next);
+        let answer = self.hook("PreToolUse", tool, &input, &id);
+        let decision = answer
+            .as_ref()
+            .map(|a| a["permissionDecision"].as_str().unwrap().to_owned());
+        if matches!(decision.as_deref(), Some("deny" | "ask")) {
+            // Denied, or a question the person is not asked here: it does not run.
+            return Turn {
+                decision,
+                ran: None,
+            };
+        }
+        let mut ran = None;
+        let mut input_ran = input.clone();
+        if tool == "Bash" {
+            let command = match &answer {
+                Some(answer) => answer["updatedInput"]["command"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                None => input["command"].as_str().unwrap().to_owned(),
+            };
+            input_ran["command"] = json!(command);
+            let mut bash = Command::new("bash");
+            self.env(&mut bash);
+            ran = Some(
+                bash.arg("-c")
+                    .arg(&command)
+                    .current_dir(&self.project)
+                    .output()
+                    .unwrap(),
+            );
+        } else {
+            run(self);
+        }
+        self.hook("PostToolUse", tool, &input_ran, &id);
+        Turn { decision, ran }
+    }
+
+    fn bash(&mut self, command: &str) -> Turn {
+        self.call(
+            "Bash",
+            json!({"command": command, "description": "a step"}),
+            |_| {},
+        )
+    }
+}
+
+fn stdout(turn: &Turn) -> String {
+    let out = turn.ran.as_ref().expect("it ran");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_tainted_session_asks_only_about_the_push() {
+    let mut s = Session::new(false);
+    let mut asked = Vec::new();
+    let mut calls = 0;
+    let mut tally = |what: &str, turn: &Turn| {
+        calls += 1;
+        if turn.decision.as_deref() == Some("ask") {
+            asked.push(what.to_owned());
+        }
+    };
+    // The session reads a web page: only its PostToolUse reaches sc-hook.
+    let fetch = json!({"url": "https://blog.example.com/setup", "prompt": "summarise"});
+    assert_eq!(
+        s.hook("PostToolUse", "WebFetch", &fetch, "toolu_fetch"),
+        None
+    );
+    let project = s.project.clone();
+    let path = |name: &str| project.join(name).display().to_string();
+    // Reads.
+    for (tool, input) in [
+        ("Read", json!({"file_path": path("README.md")})),
+        ("Read", json!({"file_path": path("src/lib.sh")})),
+        ("Glob", json!({"pattern": "**/*.sh"})),
+        ("Grep", json!({"pattern": "greet", "path": path(".")})),
+    ] {
+        let turn = s.call(tool, input, |_| {});
+        tally(tool, &turn);
+    }
+    let steps: &[&str] = &[
+        "ls",
+        "ls -la src tests",
+        "pwd",
+        "git status",
+        "git log --oneline -5",
+        "git diff",
+        "cat README.md",
+        "head -5 src/lib.sh",
+        "wc -l src/lib.sh tests/run.sh",
+        "grep -rn greet .",
+        "find . -name '*.sh'",
+        "git branch --show-current",
+        // Edits, as an agent makes them in a shell.
+        "cat > src/lib.sh <<'EOF'\ngreet() { echo \"hello $1\"; }\nbye() { echo \"bye $1\"; }\nEOF",
+        "printf 'bye() test\\n' >> README.md",
+        "mkdir -p docs",
+        "echo '# usage' > docs/usage.md",
+        "python3 -c \"import pathlib; p = pathlib.Path('docs/usage.md'); p.write_text(p.read_text() + 'greet NAME\\n')\"",
+        // Builds and tests.
+        "make build",
+        "make test",
+        "bash tests/run.sh",
+        "git diff --stat",
+        "git status --short",
+        // Local git.
+        "git add -A",
+        "git commit -qm 'Add bye'",
+        "git log --oneline -3",
+        "git show --stat HEAD",
+        "git branch feature",
+        "git switch feature",
+        "echo more >> docs/usage.md",
+        "git add docs/usage.md && git commit -qm 'More usage'",
+        "git stash list",
+        "git switch main",
+        "git diff main feature --stat",
+        "git tag v0.1",
+    ];
+    for step in steps {
+        let turn = s.bash(step);
+        tally(step, &turn);
+        if let Some(out) = &turn.ran {
+            assert!(out.status.success(), "{step}: {}", stdout(&turn));
+        }
+    }
+    assert!(stdout(&s.bash("make test")).contains("tests passed"));
+    // The commits are in the host's repository.
+    let log = s.git(&["log", "--oneline", "feature"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        log.contains("Add bye") && log.contains("More usage"),
+        "{log}"
+    );
+    // A curl to a host the pack does not list: run confined, the proxy refuses it.
+    let curl = s.bash("curl -sS -o /dev/null -w '%{http_code}' https://unlisted.example/ || true");
+    tally("curl", &curl);
+    assert_eq!(curl.decision.as_deref(), Some("allow"));
+    assert!(stdout(&curl).contains("403"), "{}", stdout(&curl));
+    // The settings file, by the shell and by the file tool: denied.
+    let settings = path(".claude/settings.json");
+    let write = s.bash("echo '{}' > .claude/settings.json");
+    tally("settings by the shell", &write);
+    assert_eq!(write.decision.as_deref(), Some("deny"));
+    let write = s.call(
+        "Write",
+        json!({"file_path": settings, "content": "{}"}),
+        |_| panic!("a denied write must not run"),
+    );
+    tally("settings by Write", &write);
+    assert_eq!(write.decision.as_deref(), Some("deny"));
+    assert!(!Path::new(&settings).exists());
+    // The push: asked.
+    let push = s.bash("git push origin main");
+    tally("git push", &push);
+    assert!(calls >= 40, "{calls} calls");
+    assert_eq!(asked, ["git push"], "of {calls} calls");
+    // The person is shown the original command after a short prefix.
+    let asked = s
+        .hook(
+            "PreToolUse",
+            "Bash",
+            &json!({"command": "git push origin main"}),
+            "toolu_again",
+        )
+        .unwrap();
+    let command = asked["updatedInput"]["command"].as_str().unwrap();
+    let prefix = command.strip_suffix("'git push origin main'").unwrap();
+    let exe = crate::util::bin_path("sc-sandbox");
+    assert_eq!(prefix.len(), exe.as_os_str().len() + 35, "{command}");
+}
+
+/// The short command is bound to what was decided: changed, replayed, or with no invocation
+/// prepared, sc-sandbox exits 125 and runs nothing.
+#[test]
+fn a_short_command_runs_only_what_was_prepared_once() {
+    let mut s = Session::new(true);
+    let fetch = json!({"url": "https://blog.example.com/setup", "prompt": "summarise"});
+    s.hook("PostToolUse", "WebFetch", &fetch, "toolu_fetch");
+    let answer = s
+        .hook(
+            "PreToolUse",
+            "Bash",
+            &json!({"command": "echo ran > ran.txt"}),
+            "toolu_1",
+        )
+        .unwrap();
+    assert_eq!(answer["permissionDecision"], "allow", "{answer}");
+    let command = answer["updatedInput"]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = |s: &Session, command: &str| {
+        let mut bash = Command::new("bash");
+        s.env(&mut bash);
+        bash.arg("-c")
+            .arg(command)
+            .current_dir(&s.project)
+            .output()
+            .unwrap()
+    };
+    // Altered: another script under the same id.
+    let altered = command.replace("echo ran", "echo changed");
+    let out = run(&s, &altered);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the one prepared"));
+    assert!(!s.project.join("ran.txt").exists());
+    // As prepared: runs, confined.
+    let out = run(&s, &command);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.project.join("ran.txt")).unwrap(),
+        "ran\n"
+    );
+    // Once.
+    std::fs::remove_file(s.project.join("ran.txt")).unwrap();
+    let out = run(&s, &command);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already run once"));
+    assert!(!s.project.join("ran.txt").exists());
+    // Inside the sandbox, the state folder (and its invocations) is read-only, even inside the
+    // project.
+    let answer = s
+        .hook(
+            "PreToolUse",
+            "Bash",
+            &json!({"command": format!("touch {}/skeleton-crew/invocations/0123456789abcdef", s.state.display())}),
+            "toolu_2",
+        )
+        .unwrap();
+    let out = run(&s, answer["updatedInput"]["command"].as_str().unwrap());
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(!s
+        .state
+        .join("skeleton-crew/invocations/0123456789abcdef")
+        .exists());
+}
