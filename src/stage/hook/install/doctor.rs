@@ -1,0 +1,1 @@
+pub fn doctor() {} pub struct Check; pub struct DoctorRequest;
