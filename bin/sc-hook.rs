@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
-use skeleton_crew::stage::hook::contract::{answer, detect, Agent, Translated};
+use skeleton_crew::stage::hook::contract::{answer, detect, Agent, ContractError, Translated};
 use skeleton_crew::stage::hook::install::{self, InstallRequest, Outcome, Scope};
 use skeleton_crew::stage::hook::{self, Handled, HookOptions, SandboxDoor};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
@@ -96,7 +96,12 @@ struct ScopeArgs {
     #[arg(long = "for", value_name = "NAME", value_parser = parse_agent)]
     for_agent: Agent,
     /// The project's configuration file (DIR/.claude/settings.json, …).
-    #[arg(long, value_name = "DIR", conflicts_with = "user", required_unless_present = "user")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "user",
+        required_unless_present = "user"
+    )]
     project: Option<PathBuf>,
     /// The user's configuration file (~/.claude/settings.json, …).
     #[arg(long)]
@@ -158,24 +163,23 @@ fn main() -> ExitCode {
         Some(Action::Doctor(doctor)) => return run_doctor(&doctor),
         None => {}
     }
-    // The input first: its contract says how an error is refused.
-    let translated = match hook::read_input(io::stdin().lock())
-        .and_then(|input| Ok(detect::translate(args.for_agent, &input)?))
-    {
-        Ok(translated) => translated,
-        Err(err) => {
-            let agent = err
-                .downcast_ref::<skeleton_crew::stage::hook::contract::ContractError>()
+    // The input is read first, for its contract says how an error is refused; the policy and
+    // the stores are opened before an input error is reported, as they always were.
+    let translated = hook::read_input(io::stdin().lock())
+        .and_then(|input| Ok(detect::translate(args.for_agent, &input)?));
+    let (agent, event) = match &translated {
+        Ok(translated) => (translated.agent, Some(translated.event)),
+        Err(err) => (
+            err.downcast_ref::<ContractError>()
                 .map(|err| err.agent)
                 .or(args.for_agent)
-                .unwrap_or(Agent::Claude);
-            return refuse(agent, None, &err);
-        }
+                .unwrap_or(Agent::Claude),
+            None,
+        ),
     };
-    let (agent, event) = (translated.agent, translated.event);
-    match run(args, &translated) {
+    match run(args, agent, translated) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => refuse(agent, Some(event), &err),
+        Err(err) => refuse(agent, event, &err),
     }
 }
 
@@ -202,7 +206,9 @@ fn scope_of(args: &ScopeArgs) -> anyhow::Result<Scope> {
             std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .filter(|home| home.is_absolute())
-                .ok_or_else(|| anyhow::anyhow!("HOME is not set to an absolute path, so there is no user file"))?,
+                .ok_or_else(|| {
+                    anyhow::anyhow!("HOME is not set to an absolute path, so there is no user file")
+                })?,
         ),
     })
 }
@@ -243,7 +249,10 @@ fn report(result: anyhow::Result<Outcome>, done: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Outcome::Removed { file }) => {
-            println!("sc-hook: removed {}, which held only sc-hook's entries", file.display());
+            println!(
+                "sc-hook: removed {}, which held only sc-hook's entries",
+                file.display()
+            );
             ExitCode::SUCCESS
         }
         Err(err) => {
@@ -263,7 +272,10 @@ fn run_doctor(args: &DoctorArgs) -> ExitCode {
     };
     let request = install::DoctorRequest {
         agent: args.for_agent.unwrap_or(Agent::Claude),
-        project: args.project.as_ref().and_then(|dir| std::path::absolute(dir).ok()),
+        project: args
+            .project
+            .as_ref()
+            .and_then(|dir| std::path::absolute(dir).ok()),
         home: std::env::var_os("HOME").map(PathBuf::from),
         policy: args.policy.clone(),
         exe,
@@ -279,7 +291,7 @@ fn run_doctor(args: &DoctorArgs) -> ExitCode {
     }
 }
 
-fn run(args: Args, translated: &Translated) -> anyhow::Result<()> {
+fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyhow::Result<()> {
     let audit = args.audit.resolve()?;
     if let Some(dir) = &args.state_dir {
         // Still where the store is, so a hook installed with it keeps its sessions' taint and
@@ -305,10 +317,8 @@ fn run(args: Args, translated: &Translated) -> anyhow::Result<()> {
     };
     let options = HookOptions {
         policy: args.policy.load_guarding(&audit, &args.state, &own)?,
-        agent: args
-            .agent
-            .unwrap_or_else(|| translated.agent.kind().to_owned()),
-        agent_kind: translated.agent.kind(),
+        agent: args.agent.unwrap_or_else(|| agent.kind().to_owned()),
+        agent_kind: agent.kind(),
         sandbox: SandboxDoor {
             policy: args.policy.policy.clone(),
             audit: Some(audit.audit.clone()),
@@ -318,7 +328,7 @@ fn run(args: Args, translated: &Translated) -> anyhow::Result<()> {
                 StateUrl::Redis(_) => None,
             },
             exe: None,
-            project: translated.project.clone(),
+            project: translated.as_ref().ok().and_then(|t| t.project.clone()),
             probe_cache: cli::default_state_folder().ok(),
         },
         state,
@@ -326,10 +336,17 @@ fn run(args: Args, translated: &Translated) -> anyhow::Result<()> {
         timing: args.state.timing(),
         fsync: audit.fsync,
     };
+    let translated = translated?;
+    let translated = &translated;
     let mut audit = audit.open()?;
     if translated.agent == Agent::Claude {
         // Claude Code's own shape: the hook answers it as it always has.
-        hook::run(&translated.input, &options, &mut audit, &mut io::stdout().lock())?;
+        hook::run(
+            &translated.input,
+            &options,
+            &mut audit,
+            &mut io::stdout().lock(),
+        )?;
         return Ok(());
     }
     let mut own = Vec::new();

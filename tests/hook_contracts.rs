@@ -66,11 +66,12 @@ fn codex_a_held_push_is_refused_and_a_status_runs() {
         assert_eq!(gate["call"]["agent"], "codex");
     }
     // The chain still verifies with the new field.
-    let verify = scratch
-        .cmd_report_args(&["--verify"])
-        .output()
-        .unwrap();
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    let verify = scratch.cmd_report_args(&["--verify"]).output().unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
 }
 
 #[test]
@@ -99,20 +100,45 @@ fn gemini_settings_write_denied_and_a_tainted_shell_runs_confined_or_is_held() {
     let write = hook(
         &scratch,
         &[],
-        &base("BeforeTool", "write_file", json!({"file_path": ".gemini/settings.json", "content": "{}"})),
+        &base(
+            "BeforeTool",
+            "write_file",
+            json!({"file_path": ".gemini/settings.json", "content": "{}"}),
+        ),
     );
     assert_eq!(answer(&write).unwrap()["decision"], "deny");
-    let fetch = hook(&scratch, &[], &base("BeforeTool", "web_fetch", json!({"prompt": "read https://example.com"})));
+    let fetch = hook(
+        &scratch,
+        &[],
+        &base(
+            "BeforeTool",
+            "web_fetch",
+            json!({"prompt": "read https://example.com"}),
+        ),
+    );
     assert_eq!(answer(&fetch), Some(json!({})));
     // After a fetch, the pack confines the shell: Gemini takes the rewrite, or the call is
     // refused where no sandbox can be made. Never an allow of the command as it was.
-    let shell = hook(&scratch, &[], &base("BeforeTool", "run_shell_command", json!({"command": "cargo test"})));
+    let shell = hook(
+        &scratch,
+        &[],
+        &base(
+            "BeforeTool",
+            "run_shell_command",
+            json!({"command": "cargo test"}),
+        ),
+    );
     let shell = answer(&shell).unwrap();
     match shell.get("decision").and_then(Value::as_str) {
         Some("deny") => assert!(shell["reason"].as_str().unwrap().contains("sandbox")),
         _ => {
-            let command = shell["hookSpecificOutput"]["tool_input"]["command"].as_str().unwrap();
-            assert!(command.contains("sc-sandbox") && command.contains("cargo test"), "{shell}");
+            let command = shell["hookSpecificOutput"]["tool_input"]["command"]
+                .as_str()
+                .unwrap();
+            assert!(
+                command.contains("sc-sandbox") && command.contains("cargo test"),
+                "{shell}"
+            );
         }
     }
     let gate = gates(&scratch).pop().unwrap();
@@ -124,14 +150,30 @@ fn gemini_settings_write_denied_and_a_tainted_shell_runs_confined_or_is_held() {
 fn copilot_hook_file_write_denied_push_refused_status_allowed() {
     let scratch = Scratch::new();
     let cwd = scratch.path("");
-    let call = |tool: &str, args: Value| {
-        json!({"timestamp": 1704614600000u64, "cwd": cwd, "toolName": tool, "toolArgs": args.to_string()})
-    };
-    let create = hook(&scratch, &[], &call("create", json!({"path": ".github/hooks/x.json", "file_text": "{}"})));
+    let call = |tool: &str, args: Value| json!({"timestamp": 1704614600000u64, "cwd": cwd, "toolName": tool, "toolArgs": args.to_string()});
+    let create = hook(
+        &scratch,
+        &[],
+        &call(
+            "create",
+            json!({"path": ".github/hooks/x.json", "file_text": "{}"}),
+        ),
+    );
     assert_eq!(answer(&create).unwrap()["permissionDecision"], "deny");
-    let push = hook(&scratch, &[], &call("bash", json!({"command": "git push", "description": "push"})));
+    let push = hook(
+        &scratch,
+        &[],
+        &call(
+            "bash",
+            json!({"command": "git push", "description": "push"}),
+        ),
+    );
     assert_eq!(answer(&push).unwrap()["permissionDecision"], "deny");
-    let status = hook(&scratch, &[], &call("bash", json!({"command": "git status"})));
+    let status = hook(
+        &scratch,
+        &[],
+        &call("bash", json!({"command": "git status"})),
+    );
     assert_eq!(status.status.code(), Some(0));
     assert_eq!(answer(&status), None);
     // After the call: recorded, and nothing said (Copilot ignores it).
@@ -164,12 +206,18 @@ fn cursor_asks_for_a_push_and_denies_a_hook_file_read_or_write() {
     let mut write = common("preToolUse");
     write["tool_name"] = json!("Write");
     write["tool_input"] = json!({"file_path": ".cursor/hooks.json", "contents": "{}"});
-    assert_eq!(answer(&hook(&scratch, &[], &write)).unwrap()["permission"], "deny");
+    assert_eq!(
+        answer(&hook(&scratch, &[], &write)).unwrap()["permission"],
+        "deny"
+    );
     // beforeReadFile cannot ask: a held read (a secret) is denied.
     let mut read = common("beforeReadFile");
     read["file_path"] = json!(root.join(".env"));
     read["content"] = json!("KEY=1");
-    assert_eq!(answer(&hook(&scratch, &[], &read)).unwrap()["permission"], "deny");
+    assert_eq!(
+        answer(&hook(&scratch, &[], &read)).unwrap()["permission"],
+        "deny"
+    );
     assert!(gates(&scratch).iter().all(|g| g["agentKind"] == "cursor"));
 }
 
@@ -177,21 +225,37 @@ fn cursor_asks_for_a_push_and_denies_a_hook_file_read_or_write() {
 fn an_input_no_contract_reads_is_refused_as_its_agent_blocks() {
     let scratch = Scratch::new();
     // Claude Code (the likeliest when nothing says otherwise): exit 2, nothing on stdout.
-    let out = hook(&scratch, &[], &json!({"hook_event_name": "Stop", "session_id": "s"}));
+    let out = hook(
+        &scratch,
+        &[],
+        &json!({"hook_event_name": "Stop", "session_id": "s"}),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     // Cursor's shape: a deny answer (status 0), which Cursor reads.
-    let out = hook(&scratch, &[], &json!({"hook_event_name": "beforeShellExecution", "conversation_id": "c"}));
+    let out = hook(
+        &scratch,
+        &[],
+        &json!({"hook_event_name": "beforeShellExecution", "conversation_id": "c"}),
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(answer(&out).unwrap()["permission"], "deny");
     // --for copilot on an input that is not Copilot's: Copilot's deny.
     let out = hook(&scratch, &["--for", "copilot"], &json!({"something": 1}));
     assert_eq!(answer(&out).unwrap()["permissionDecision"], "deny");
     // Gemini CLI: exit 2 (its block) with the deny answer too.
-    let out = hook(&scratch, &["--for", "gemini"], &json!({"hook_event_name": "BeforeTool"}));
+    let out = hook(
+        &scratch,
+        &["--for", "gemini"],
+        &json!({"hook_event_name": "BeforeTool"}),
+    );
     assert_eq!(out.status.code(), Some(2));
     // Codex: exit 2.
-    let out = hook(&scratch, &["--for", "codex"], &json!({"hook_event_name": "PreToolUse", "turn_id": "t"}));
+    let out = hook(
+        &scratch,
+        &["--for", "codex"],
+        &json!({"hook_event_name": "PreToolUse", "turn_id": "t"}),
+    );
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(2), true));
 }
 

@@ -39,15 +39,30 @@ fn install_merges_keeps_other_hooks_backs_up_once_and_is_idempotent() {
     );
     let original = std::fs::read(&settings).unwrap();
     let p = pack();
-    let args = ["install", "--for", "claude", "--project", &project(&scratch), "--policy", p.to_str().unwrap()];
+    let args = [
+        "install",
+        "--for",
+        "claude",
+        "--project",
+        &project(&scratch),
+        "--policy",
+        p.to_str().unwrap(),
+    ];
     let out = sc_hook(&scratch, &args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let written: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
     assert_eq!(written["model"], "x");
     let pre = written["hooks"]["PreToolUse"].as_array().unwrap();
     assert_eq!(pre[0]["hooks"][0]["command"], "other-hook");
     let ours = pre[1]["hooks"][0]["command"].as_str().unwrap();
-    assert!(ours.starts_with(bin_path("sc-hook").to_str().unwrap()), "{ours}");
+    assert!(
+        ours.starts_with(bin_path("sc-hook").to_str().unwrap()),
+        "{ours}"
+    );
     assert!(ours.contains("--for claude") && ours.contains(p.to_str().unwrap()));
     assert!(written["hooks"]["UserPromptSubmit"].is_array());
     let backup = scratch.path("proj/.claude/settings.json.sc-hook-backup");
@@ -57,7 +72,13 @@ fn install_merges_keeps_other_hooks_backs_up_once_and_is_idempotent() {
     assert!(sc_hook(&scratch, &args).status.success());
     assert_eq!(std::fs::read(&settings).unwrap(), first);
     // A different sc-hook entry of its own name: refused (exit 2, naming it) without --force.
-    let other = ["install", "--for", "claude", "--project", &project(&scratch)];
+    let other = [
+        "install",
+        "--for",
+        "claude",
+        "--project",
+        &project(&scratch),
+    ];
     let refused = sc_hook(&scratch, &other);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("PreToolUse"));
@@ -67,7 +88,16 @@ fn install_merges_keeps_other_hooks_backs_up_once_and_is_idempotent() {
     // The backup was made once: still the original.
     assert_eq!(std::fs::read(&backup).unwrap(), original);
     // Uninstall removes only what install wrote.
-    let out = sc_hook(&scratch, &["uninstall", "--for", "claude", "--project", &project(&scratch)]);
+    let out = sc_hook(
+        &scratch,
+        &[
+            "uninstall",
+            "--for",
+            "claude",
+            "--project",
+            &project(&scratch),
+        ],
+    );
     assert!(out.status.success());
     let left: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
     let original: Value = serde_json::from_slice(&original).unwrap();
@@ -80,15 +110,26 @@ fn codex_toml_keeps_comments_and_uninstall_restores_it() {
     let text = "# my settings\nmodel = \"o3\"  # keep this\n\n[features]\nhooks = true\n";
     let config = scratch.write("home/.codex/config.toml", text);
     let out = sc_hook(&scratch, &["install", "--for", "codex", "--user"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let written = std::fs::read_to_string(&config).unwrap();
     assert!(written.starts_with(text), "{written}");
     assert!(written.contains("[[hooks.PreToolUse.hooks]]") && written.contains("--for codex"));
     let again = sc_hook(&scratch, &["install", "--for", "codex", "--user"]);
     assert!(again.status.success());
     assert_eq!(std::fs::read_to_string(&config).unwrap(), written);
-    assert!(sc_hook(&scratch, &["uninstall", "--for", "codex", "--user"]).status.success());
-    assert_eq!(std::fs::read_to_string(&config).unwrap().trim_end(), text.trim_end());
+    assert!(
+        sc_hook(&scratch, &["uninstall", "--for", "codex", "--user"])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap().trim_end(),
+        text.trim_end()
+    );
 }
 
 #[test]
@@ -96,16 +137,34 @@ fn each_agent_gets_its_own_file() {
     let scratch = Scratch::new();
     for (agent, file, event) in [
         ("gemini", "proj/.gemini/settings.json", "BeforeTool"),
-        ("copilot", "proj/.github/hooks/skeleton-crew.json", "preToolUse"),
+        (
+            "copilot",
+            "proj/.github/hooks/skeleton-crew.json",
+            "preToolUse",
+        ),
         ("cursor", "proj/.cursor/hooks.json", "beforeShellExecution"),
     ] {
-        let out = sc_hook(&scratch, &["install", "--for", agent, "--project", &project(&scratch)]);
-        assert!(out.status.success(), "{agent}: {}", String::from_utf8_lossy(&out.stderr));
-        let written: Value = serde_json::from_slice(&std::fs::read(scratch.path(file)).unwrap()).unwrap();
+        let out = sc_hook(
+            &scratch,
+            &["install", "--for", agent, "--project", &project(&scratch)],
+        );
+        assert!(
+            out.status.success(),
+            "{agent}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(scratch.path(file)).unwrap()).unwrap();
         assert!(written["hooks"][event].is_array(), "{agent}: {written}");
-        let out = sc_hook(&scratch, &["uninstall", "--for", agent, "--project", &project(&scratch)]);
+        let out = sc_hook(
+            &scratch,
+            &["uninstall", "--for", agent, "--project", &project(&scratch)],
+        );
         assert!(out.status.success());
-        assert!(!scratch.path(file).exists(), "{agent}: a file install made is removed");
+        assert!(
+            !scratch.path(file).exists(),
+            "{agent}: a file install made is removed"
+        );
     }
     // Copilot CLI has no user file.
     let out = sc_hook(&scratch, &["install", "--for", "copilot", "--user"]);
@@ -131,16 +190,30 @@ fn doctor_says_what_is_wrong_with_the_fix() {
     let p = pack();
     let install = sc_hook(
         &scratch,
-        &["install", "--for", "claude", "--project", &project(&scratch), "--policy", p.to_str().unwrap()],
+        &[
+            "install",
+            "--for",
+            "claude",
+            "--project",
+            &project(&scratch),
+            "--policy",
+            p.to_str().unwrap(),
+        ],
     );
     assert!(install.status.success());
     let out = doctor(&scratch, &[]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     // bubblewrap and user namespaces depend on the machine: the lines for them are there.
-    assert!(text.contains("the hook:") && text.contains("the policy:") && text.contains("bubblewrap"), "{text}");
+    assert!(
+        text.contains("the hook:") && text.contains("the policy:") && text.contains("bubblewrap"),
+        "{text}"
+    );
     assert!(text.contains("ok   the policy:"), "{text}");
     let state = scratch.path("state/skeleton-crew");
-    assert_eq!(std::fs::metadata(&state).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
     // A state folder anyone can write: exit 1, with the fix.
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = doctor(&scratch, &[]);
@@ -156,7 +229,13 @@ fn doctor_says_what_is_wrong_with_the_fix() {
     let out = bare_cmd("sc-hook")
         .env("HOME", scratch.path("home"))
         .env("XDG_STATE_HOME", scratch.path("state"))
-        .args(["doctor", "--project", &project(&scratch), "--policy", broken.to_str().unwrap()])
+        .args([
+            "doctor",
+            "--project",
+            &project(&scratch),
+            "--policy",
+            broken.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -56,9 +56,7 @@ fn dispatch(
     out: &mut dyn Write,
 ) -> Result<Handled> {
     match hook.event {
-        HookEvent::PreToolUse => {
-            decide(input, hook, options, audit_log, out).map(Handled::Decided)
-        }
+        HookEvent::PreToolUse => decide(input, hook, options, audit_log, out).map(Handled::Decided),
         HookEvent::PostToolUse => record_run(hook, options, audit_log, out).map(Handled::Ran),
         HookEvent::UserPromptSubmit => {
             provenance::take_prompt(hook, options, audit_log).map(|()| Handled::Prompt)

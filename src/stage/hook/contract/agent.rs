@@ -176,7 +176,12 @@ pub(super) struct Shape {
 
 impl Shape {
     /// A tool call's input in the hook's shape.
-    pub fn call(event: Event, session_id: String, tool: String, input: Map<String, Value>) -> Shape {
+    pub fn call(
+        event: Event,
+        session_id: String,
+        tool: String,
+        input: Map<String, Value>,
+    ) -> Shape {
         Shape {
             event,
             session_id,

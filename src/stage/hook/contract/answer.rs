@@ -27,7 +27,11 @@ impl Outcome {
     pub fn of(judgement: &Judgement, line: Option<&str>) -> Outcome {
         let updated = line
             .and_then(|line| serde_json::from_str::<Value>(line).ok())
-            .and_then(|answer| answer["hookSpecificOutput"]["updatedInput"].as_object().cloned());
+            .and_then(|answer| {
+                answer["hookSpecificOutput"]["updatedInput"]
+                    .as_object()
+                    .cloned()
+            });
         match (judgement.decision, updated) {
             (Decision::Deny, _) => Outcome::Deny,
             (Decision::Hold, _) => Outcome::Ask,
@@ -69,7 +73,9 @@ pub fn decided(t: &Translated, judgement: &Judgement, line: Option<&str>) -> Opt
             t.agent,
             &format!("{reason}; {CANNOT_CONFINE}: approving it runs it unconfined"),
         ),
-        Outcome::Confined(_) => refuse(&format!("{CANNOT_CONFINE}, so it is refused rather than run unconfined")),
+        Outcome::Confined(_) => refuse(&format!(
+            "{CANNOT_CONFINE}, so it is refused rather than run unconfined"
+        )),
     }
 }
 
@@ -115,8 +121,12 @@ fn deny(agent: Agent, reason: &str) -> Option<String> {
                 "permissionDecisionReason": reason,
             }}),
             Agent::Gemini => json!({"decision": "deny", "reason": reason}),
-            Agent::Copilot => json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
-            Agent::Cursor => json!({"permission": "deny", "user_message": reason, "agent_message": reason}),
+            Agent::Copilot => {
+                json!({"permissionDecision": "deny", "permissionDecisionReason": reason})
+            }
+            Agent::Cursor => {
+                json!({"permission": "deny", "user_message": reason, "agent_message": reason})
+            }
         }
         .to_string(),
     )
@@ -125,7 +135,9 @@ fn deny(agent: Agent, reason: &str) -> Option<String> {
 fn ask(agent: Agent, reason: &str) -> Option<String> {
     Some(
         match agent {
-            Agent::Cursor => json!({"permission": "ask", "user_message": reason, "agent_message": reason}),
+            Agent::Cursor => {
+                json!({"permission": "ask", "user_message": reason, "agent_message": reason})
+            }
             _ => json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "ask",
@@ -151,11 +163,21 @@ mod tests {
 
     fn shell(agent: Agent) -> Translated {
         let input = match agent {
-            Agent::Claude => r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#,
-            Agent::Codex => r#"{"session_id":"s","turn_id":"t","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#,
-            Agent::Gemini => r#"{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}"#,
-            Agent::Copilot => r#"{"timestamp":1,"cwd":"/w","toolName":"bash","toolArgs":"{\"command\":\"ls\"}"}"#,
-            Agent::Cursor => r#"{"conversation_id":"c","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/w"}"#,
+            Agent::Claude => {
+                r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#
+            }
+            Agent::Codex => {
+                r#"{"session_id":"s","turn_id":"t","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#
+            }
+            Agent::Gemini => {
+                r#"{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}"#
+            }
+            Agent::Copilot => {
+                r#"{"timestamp":1,"cwd":"/w","toolName":"bash","toolArgs":"{\"command\":\"ls\"}"}"#
+            }
+            Agent::Cursor => {
+                r#"{"conversation_id":"c","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/w"}"#
+            }
         };
         translate(Some(agent), input.as_bytes()).unwrap()
     }
@@ -168,15 +190,24 @@ mod tests {
         let gemini: Value =
             serde_json::from_str(&decided(&shell(Agent::Gemini), &allow, Some(CONFINED)).unwrap())
                 .unwrap();
-        assert_eq!(gemini["hookSpecificOutput"]["tool_input"]["command"], "sc-sandbox -- ls");
+        assert_eq!(
+            gemini["hookSpecificOutput"]["tool_input"]["command"],
+            "sc-sandbox -- ls"
+        );
         assert!(gemini.get("decision").is_none());
         for agent in [Agent::Codex, Agent::Copilot] {
             let text = decided(&shell(agent), &allow, Some(CONFINED)).unwrap();
             assert!(text.contains("\"deny\""), "{agent}: {text}");
-            assert!(text.contains("cannot run a rewritten command"), "{agent}: {text}");
+            assert!(
+                text.contains("cannot run a rewritten command"),
+                "{agent}: {text}"
+            );
         }
         let cursor = decided(&shell(Agent::Cursor), &allow, Some(CONFINED)).unwrap();
-        assert!(cursor.contains("\"ask\"") && cursor.contains("runs it unconfined"), "{cursor}");
+        assert!(
+            cursor.contains("\"ask\"") && cursor.contains("runs it unconfined"),
+            "{cursor}"
+        );
         assert_eq!(
             decided(&shell(Agent::Claude), &allow, Some(CONFINED)).as_deref(),
             Some(CONFINED)
@@ -200,6 +231,9 @@ mod tests {
         let allow = judgement(Decision::Allow);
         assert_eq!(decided(&shell(Agent::Codex), &allow, None), None);
         assert_eq!(decided(&shell(Agent::Copilot), &allow, None), None);
-        assert_eq!(decided(&shell(Agent::Cursor), &allow, None).as_deref(), Some("{}"));
+        assert_eq!(
+            decided(&shell(Agent::Cursor), &allow, None).as_deref(),
+            Some("{}")
+        );
     }
 }

@@ -144,7 +144,8 @@ mod tests {
 
     #[test]
     fn a_patch_of_one_file_is_a_write_or_an_edit() {
-        let patch = "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
+        let patch =
+            "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
         let input = json!({"command": patch}).as_object().unwrap().clone();
         let (tool, args) = vocabulary("apply_patch", input);
         assert_eq!(tool, "Edit");

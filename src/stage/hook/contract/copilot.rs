@@ -44,7 +44,8 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
             shape.tool_response = object.get("toolResult").map(|result| {
                 let mut result = result.clone();
                 if let Value::Object(fields) = &mut result {
-                    let failed = fields.get("resultType").and_then(Value::as_str) == Some("failure");
+                    let failed =
+                        fields.get("resultType").and_then(Value::as_str) == Some("failure");
                     fields.insert("isError".into(), Value::Bool(failed));
                 }
                 result

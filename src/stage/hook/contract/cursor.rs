@@ -57,12 +57,18 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         "beforeReadFile" => {
             // The file's text is not the call: only its path is judged.
             let mut input = Map::new();
-            input.insert("file_path".into(), Value::String(fields.required("file_path")?));
+            input.insert(
+                "file_path".into(),
+                Value::String(fields.required("file_path")?),
+            );
             ("Read".into(), None, input)
         }
         "afterFileEdit" => {
             let mut input = Map::new();
-            input.insert("file_path".into(), Value::String(fields.required("file_path")?));
+            input.insert(
+                "file_path".into(),
+                Value::String(fields.required("file_path")?),
+            );
             ("Edit".into(), None, input)
         }
         "beforeMCPExecution" | "afterMCPExecution" => {

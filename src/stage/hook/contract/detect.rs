@@ -40,11 +40,15 @@ pub fn likeliest(input: &Map<String, Value>) -> Agent {
     if has("toolName") || has("toolArgs") || has("toolResult") {
         return Agent::Copilot;
     }
+    // Cursor's `preToolUse` and `postToolUse` differ from Claude Code's names by one letter's
+    // case only: they are Cursor's when its own keys come with them.
+    let cursor_keys = has("conversation_id") || has("workspace_roots") || has("generation_id");
     match event {
         None if has("timestamp") => Agent::Copilot,
+        Some("preToolUse" | "postToolUse") if !cursor_keys => Agent::Claude,
         Some(name) if cursor::event_of(name).is_some() => Agent::Cursor,
         Some(name) if gemini::event_of(name).is_some() => Agent::Gemini,
-        _ if has("conversation_id") || has("workspace_roots") => Agent::Cursor,
+        _ if cursor_keys => Agent::Cursor,
         _ if has("turn_id") => Agent::Codex,
         // Gemini's inputs carry a `timestamp` besides Claude Code's fields.
         _ if has("timestamp") && has("session_id") => Agent::Gemini,
@@ -81,8 +85,14 @@ mod tests {
             Agent::Cursor
         );
         // Fits none: the likeliest by its other keys.
-        assert_eq!(of(json!({"hook_event_name":"Stop","turn_id":"t"})), Agent::Codex);
-        assert_eq!(of(json!({"hook_event_name":"stop","conversation_id":"c"})), Agent::Cursor);
+        assert_eq!(
+            of(json!({"hook_event_name":"Stop","turn_id":"t"})),
+            Agent::Codex
+        );
+        assert_eq!(
+            of(json!({"hook_event_name":"stop","conversation_id":"c"})),
+            Agent::Cursor
+        );
         assert_eq!(of(json!({})), Agent::Claude);
     }
 

@@ -127,7 +127,10 @@ fn wired(request: &DoctorRequest) -> (Check, Option<PathBuf>) {
             continue;
         };
         let words: Vec<&str> = command.split_whitespace().collect();
-        let program = words.first().map(|w| w.trim_matches('\'')).unwrap_or_default();
+        let program = words
+            .first()
+            .map(|w| w.trim_matches('\''))
+            .unwrap_or_default();
         let policy = words
             .windows(2)
             .find(|pair| pair[0] == "--policy")
@@ -143,7 +146,11 @@ fn wired(request: &DoctorRequest) -> (Check, Option<PathBuf>) {
                 agent.title()
             )),
             Ok(trial) => Check::fail(
-                format!("the hook: {} names {program}, which fails ({})", file.display(), trial.status),
+                format!(
+                    "the hook: {} names {program}, which fails ({})",
+                    file.display(),
+                    trial.status
+                ),
                 format!("reinstall sc-hook, then {install} --force"),
             ),
             Err(why) => Check::fail(
@@ -188,10 +195,14 @@ fn find_command(agent: Agent, text: &str) -> Option<String> {
     let groups = document.get("hooks")?.as_table()?;
     let found = groups.iter().find_map(|(_, groups)| {
         groups.as_array_of_tables()?.iter().find_map(|group| {
-            group.get("hooks")?.as_array_of_tables()?.iter().find_map(|handler| {
-                let command = handler.get("command")?.as_str()?;
-                is_ours(agent, command).then(|| command.to_owned())
-            })
+            group
+                .get("hooks")?
+                .as_array_of_tables()?
+                .iter()
+                .find_map(|handler| {
+                    let command = handler.get("command")?.as_str()?;
+                    is_ours(agent, command).then(|| command.to_owned())
+                })
         })
     });
     found
@@ -209,30 +220,53 @@ fn policy_loads(policy: Option<PathBuf>) -> Check {
             "the policy: none is named, so sc-hook decides with the built-in defaults",
             "install again with --policy …/policies/claude-code.json",
         ),
-        (Err(err), _) => Check::fail(format!("the policy: {err}"), "correct the policy file where the error says"),
+        (Err(err), _) => Check::fail(
+            format!("the policy: {err}"),
+            "correct the policy file where the error says",
+        ),
     }
 }
 
 fn state_folder() -> Check {
     let folder = match default_state_folder() {
         Ok(folder) => folder,
-        Err(err) => return Check::fail(format!("the state folder: {err}"), "set HOME or XDG_STATE_HOME"),
+        Err(err) => {
+            return Check::fail(
+                format!("the state folder: {err}"),
+                "set HOME or XDG_STATE_HOME",
+            )
+        }
     };
     if !folder.exists() {
-        if let Err(err) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder) {
+        if let Err(err) = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&folder)
+        {
             return Check::fail(
-                format!("the state folder {} cannot be created: {err}", folder.display()),
+                format!(
+                    "the state folder {} cannot be created: {err}",
+                    folder.display()
+                ),
                 "create it, mode 0700",
             );
         }
     }
     let mode = match std::fs::metadata(&folder) {
         Ok(meta) => meta.permissions().mode() & 0o777,
-        Err(err) => return Check::fail(format!("the state folder {}: {err}", folder.display()), "create it, mode 0700"),
+        Err(err) => {
+            return Check::fail(
+                format!("the state folder {}: {err}", folder.display()),
+                "create it, mode 0700",
+            )
+        }
     };
     if mode != 0o700 {
         return Check::fail(
-            format!("the state folder {} has mode {mode:04o}, not 0700", folder.display()),
+            format!(
+                "the state folder {} has mode {mode:04o}, not 0700",
+                folder.display()
+            ),
             format!("chmod 700 {}", folder.display()),
         );
     }
@@ -240,10 +274,16 @@ fn state_folder() -> Check {
     match std::fs::write(&trial, b"") {
         Ok(()) => {
             let _ = std::fs::remove_file(&trial);
-            Check::pass(format!("the state folder: {} is writable and 0700", folder.display()))
+            Check::pass(format!(
+                "the state folder: {} is writable and 0700",
+                folder.display()
+            ))
         }
         Err(err) => Check::fail(
-            format!("the state folder {} is not writable: {err}", folder.display()),
+            format!(
+                "the state folder {} is not writable: {err}",
+                folder.display()
+            ),
             format!("make {} yours and writable (chmod 700)", folder.display()),
         ),
     }
@@ -251,13 +291,23 @@ fn state_folder() -> Check {
 
 fn bubblewrap() -> Check {
     match bwrap::locate() {
-        Ok(path) => Check::pass(format!("bubblewrap: {} is there and trusted", path.display())),
-        Err(err) => Check::fail(format!("bubblewrap: {err}"), "install bubblewrap from the system's packages (it must be root's, in /usr/bin)"),
+        Ok(path) => Check::pass(format!(
+            "bubblewrap: {} is there and trusted",
+            path.display()
+        )),
+        Err(err) => Check::fail(
+            format!("bubblewrap: {err}"),
+            "install bubblewrap from the system's packages (it must be root's, in /usr/bin)",
+        ),
     }
 }
 
 fn user_namespaces() -> Check {
-    let read = |file: &str| std::fs::read_to_string(file).ok().map(|t| t.trim().to_owned());
+    let read = |file: &str| {
+        std::fs::read_to_string(file)
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
     if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
         return Check::fail(
             "user namespaces: Ubuntu's AppArmor restrict_unprivileged_userns is on, so bubblewrap cannot make its namespaces",
@@ -277,7 +327,10 @@ fn user_namespaces() -> Check {
         );
     }
     let Ok(bwrap) = bwrap::locate() else {
-        return Check::fail("user namespaces: not tried, there is no trusted bubblewrap", "install bubblewrap first");
+        return Check::fail(
+            "user namespaces: not tried, there is no trusted bubblewrap",
+            "install bubblewrap first",
+        );
     };
     let trial = probe::trial_run(
         Command::new(&bwrap).args(["--unshare-user", "--ro-bind", "/", "/", "--", "true"]),
@@ -286,10 +339,16 @@ fn user_namespaces() -> Check {
     match trial {
         Ok(trial) if trial.status.success() => Check::pass("user namespaces: bubblewrap made one"),
         Ok(trial) => Check::fail(
-            format!("user namespaces: bubblewrap could not make one: {}", trial.stderr.trim()),
+            format!(
+                "user namespaces: bubblewrap could not make one: {}",
+                trial.stderr.trim()
+            ),
             "allow unprivileged user namespaces (a container needs them passed in)",
         ),
-        Err(why) => Check::fail(format!("user namespaces: bubblewrap {why}"), "allow unprivileged user namespaces"),
+        Err(why) => Check::fail(
+            format!("user namespaces: bubblewrap {why}"),
+            "allow unprivileged user namespaces",
+        ),
     }
 }
 
@@ -297,7 +356,10 @@ fn user_namespaces() -> Check {
 /// confined command could replace the gate.
 fn outside_root(exe: &Path, root: Option<&Path>) -> Check {
     let Some(root) = root.and_then(|root| root.canonicalize().ok()) else {
-        return Check::fail("the binaries: no project root to compare with", "run doctor with --project DIR");
+        return Check::fail(
+            "the binaries: no project root to compare with",
+            "run doctor with --project DIR",
+        );
     };
     let sandbox = exe.with_file_name("sc-sandbox");
     for binary in [exe, sandbox.as_path()] {

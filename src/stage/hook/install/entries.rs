@@ -150,7 +150,10 @@ mod tests {
 
     #[test]
     fn knows_its_own_handlers() {
-        assert!(is_ours(Agent::Codex, "/opt/bin/sc-hook --for codex --policy '/a b/p.json'"));
+        assert!(is_ours(
+            Agent::Codex,
+            "/opt/bin/sc-hook --for codex --policy '/a b/p.json'"
+        ));
         assert!(is_ours(Agent::Codex, "'/x y/sc-hook' --for codex"));
         assert!(!is_ours(Agent::Codex, "/opt/bin/sc-hook --for gemini"));
         assert!(!is_ours(Agent::Claude, "/opt/bin/other-hook --for claude"));

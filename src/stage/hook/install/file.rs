@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::entries::entries;
+pub use super::error::InstallError;
 use super::target::{config_file, Scope};
 use super::{json, toml};
 use crate::stage::hook::contract::{shell_word, Agent};
@@ -38,34 +39,6 @@ pub enum Outcome {
     Removed { file: PathBuf },
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum InstallError {
-    #[error("{file}: {event} already runs sc-hook differently: {command:?}; run install again with --force to replace it", file = .file.display())]
-    Conflict {
-        file: PathBuf,
-        event: String,
-        command: String,
-    },
-    #[error("{agent} reads hooks from the repository's .github/hooks/*.json only; use --project DIR")]
-    NoUserFile { agent: &'static str },
-    #[error("cannot read {file}: {source}", file = .file.display())]
-    Read {
-        file: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{file} is not valid {format}: {why}; fix it or move it away, then install again", file = .file.display())]
-    Parse {
-        file: PathBuf,
-        format: &'static str,
-        why: String,
-    },
-    #[error("cannot write {file}: {source}", file = .file.display())]
-    Write {
-        file: PathBuf,
-        source: std::io::Error,
-    },
-}
-
 /// The command line the hook runs: this sc-hook, for this agent, with the policy and audit log
 /// given (absolute).
 pub(super) fn command_line(request: &InstallRequest) -> String {
@@ -91,9 +64,21 @@ pub fn install(request: &InstallRequest) -> Result<Outcome, InstallError> {
     let command = command_line(request);
     let wanted = entries(request.agent, &command);
     let after = if is_toml(&file) {
-        toml::merge(&file, before.as_deref(), request.agent, &wanted, request.force)?
+        toml::merge(
+            &file,
+            before.as_deref(),
+            request.agent,
+            &wanted,
+            request.force,
+        )?
     } else {
-        json::merge(&file, before.as_deref(), request.agent, &wanted, request.force)?
+        json::merge(
+            &file,
+            before.as_deref(),
+            request.agent,
+            &wanted,
+            request.force,
+        )?
     };
     if before.as_deref() == Some(after.as_str()) {
         return Ok(Outcome::Unchanged { file });

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::entries::{command_key, is_ours, layout, Entry, Layout};
-use super::file::InstallError;
+use super::error::InstallError;
 use crate::stage::hook::contract::Agent;
 
 fn parse(file: &Path, text: Option<&str>) -> Result<Map<String, Value>, InstallError> {
@@ -156,7 +156,11 @@ fn remove_ours(agent: Agent, key: &str, list: &mut Vec<Value>) {
 }
 
 /// The file's text without sc-hook's entries; `None` when nothing else is left in it.
-pub(super) fn remove(file: &Path, text: &str, agent: Agent) -> Result<Option<String>, InstallError> {
+pub(super) fn remove(
+    file: &Path,
+    text: &str,
+    agent: Agent,
+) -> Result<Option<String>, InstallError> {
     let mut root = parse(file, Some(text))?;
     let key = command_key(agent);
     if let Some(Value::Object(hooks)) = root.get_mut("hooks") {

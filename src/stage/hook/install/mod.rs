@@ -3,6 +3,7 @@
 
 mod doctor;
 mod entries;
+mod error;
 mod file;
 mod json;
 mod target;

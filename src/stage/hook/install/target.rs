@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::file::InstallError;
+use super::error::InstallError;
 use crate::stage::hook::contract::Agent;
 
 /// Which of an agent's hook files: a project's, or the user's (in `home`).

@@ -7,7 +7,7 @@ use std::path::Path;
 use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
 
 use super::entries::{is_ours, Entry};
-use super::file::InstallError;
+use super::error::InstallError;
 use crate::stage::hook::contract::Agent;
 
 fn parse(file: &Path, text: Option<&str>) -> Result<DocumentMut, InstallError> {
@@ -130,7 +130,14 @@ fn same(a: &Table, b: &Table) -> bool {
     let pairs = |t: &Table| -> Vec<(String, String)> {
         let mut pairs: Vec<_> = t
             .iter()
-            .map(|(k, v)| (k.to_owned(), v.as_value().map(|v| v.to_string().trim().to_owned()).unwrap_or_default()))
+            .map(|(k, v)| {
+                (
+                    k.to_owned(),
+                    v.as_value()
+                        .map(|v| v.to_string().trim().to_owned())
+                        .unwrap_or_default(),
+                )
+            })
             .collect();
         pairs.sort();
         pairs
@@ -155,7 +162,11 @@ fn remove_ours(agent: Agent, groups: &mut ArrayOfTables) {
     });
 }
 
-pub(super) fn remove(file: &Path, text: &str, agent: Agent) -> Result<Option<String>, InstallError> {
+pub(super) fn remove(
+    file: &Path,
+    text: &str,
+    agent: Agent,
+) -> Result<Option<String>, InstallError> {
     let mut document = parse(file, Some(text))?;
     if let Some(hooks) = document.get_mut("hooks").and_then(Item::as_table_mut) {
         let events: Vec<String> = hooks.iter().map(|(k, _)| k.to_owned()).collect();
