@@ -5,10 +5,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
-use skeleton_crew::stage::hook::{self, HookOptions, SandboxDoor, DEFAULT_AGENT};
+use skeleton_crew::stage::hook::contract::{answer, detect, Agent, ContractError, Translated};
+use skeleton_crew::stage::hook::install::{self, InstallRequest, Outcome, Scope};
+use skeleton_crew::stage::hook::{self, Handled, HookOptions, SandboxDoor};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
@@ -39,16 +41,31 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status.
+///
+/// `--for codex|gemini|copilot|cursor` speaks that agent's hook contract instead (without it,
+/// the input's shape decides): its events and fields in, its way to deny, ask and allow out.
+/// Where it cannot ask, a held call is refused; where it cannot run a rewritten command, a call
+/// the sandbox would confine is asked or refused, never run unconfined. An input no contract
+/// reads is refused as the agent's contract blocks (Copilot CLI and Cursor: a deny answer,
+/// status 0; the others: status 2). `sc-hook install --for NAME` writes the hook into that
+/// agent's own configuration; `sc-hook doctor` checks it.
 #[derive(Parser)]
-#[command(name = "sc-hook", version)]
+#[command(name = "sc-hook", version, args_conflicts_with_subcommands = true)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Action>,
+    /// The agent whose hook contract the input follows: claude, codex, gemini, copilot or
+    /// cursor (default: told by the input's shape).
+    #[arg(long = "for", value_name = "NAME", value_parser = parse_agent)]
+    for_agent: Option<Agent>,
     #[command(flatten)]
     policy: PolicyArgs,
     #[command(flatten)]
     audit: AgentAuditArgs,
-    /// The agent name of Claude Code's main thread; a subagent is named by its agent type.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
-    agent: String,
+    /// The agent name of the main thread (default: claude-code, codex, gemini, copilot or
+    /// cursor, by the contract); a subagent is named by its agent type.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
     #[command(flatten)]
     state: StateArgs,
     /// Deprecated, accepted until the next release with a warning on stderr: the same as
@@ -59,13 +76,75 @@ struct Args {
     generate: GenerateArgs,
 }
 
+fn parse_agent(text: &str) -> Result<Agent, String> {
+    text.parse::<Agent>().map_err(|err| err.to_string())
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Write the hook into an agent's own configuration file (merged with what is there, a
+    /// backup beside it once; a second run changes nothing).
+    Install(InstallArgs),
+    /// Remove what install wrote, and nothing else.
+    Uninstall(ScopeArgs),
+    /// Check the hook, the policy, the state folder, bubblewrap, user namespaces and where the
+    /// binaries are; one line each with the fix. Exit 0 when all hold, 1 otherwise.
+    Doctor(DoctorArgs),
+}
+
+#[derive(clap::Args)]
+struct ScopeArgs {
+    /// The agent: claude, codex, gemini, copilot or cursor.
+    #[arg(long = "for", value_name = "NAME", value_parser = parse_agent)]
+    for_agent: Agent,
+    /// The project's configuration file (DIR/.claude/settings.json, …).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "user",
+        required_unless_present = "user"
+    )]
+    project: Option<PathBuf>,
+    /// The user's configuration file (~/.claude/settings.json, …).
+    #[arg(long)]
+    user: bool,
+}
+
+#[derive(clap::Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// The policy the hook decides with (written into the hook's command, absolute).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The audit log the hook appends to.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Replace an sc-hook entry for this agent that differs.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(clap::Args)]
+struct DoctorArgs {
+    /// The agent whose hook to check (default: claude).
+    #[arg(long = "for", value_name = "NAME", value_parser = parse_agent)]
+    for_agent: Option<Agent>,
+    /// The project the agent runs in.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// The policy to check (default: the one the installed hook names).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     // A panic must block the call too: exit 2, not Rust's 101.
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");
         std::process::exit(i32::from(USAGE_ERROR));
     }));
-    let args = match Args::try_parse() {
+    let mut args = match Args::try_parse() {
         Ok(args) => args,
         Err(err) if !err.use_stderr() => {
             // --help and --version.
@@ -80,16 +159,141 @@ fn main() -> ExitCode {
     if let Some(status) = cli::answer_generate::<Args>("sc-hook", &args.generate) {
         return status;
     }
-    match run(args) {
+    match args.command.take() {
+        Some(Action::Install(install)) => return run_install(&install),
+        Some(Action::Uninstall(scope)) => return run_uninstall(&scope),
+        Some(Action::Doctor(doctor)) => return run_doctor(&doctor),
+        None => {}
+    }
+    // The input is read first, for its contract says how an error is refused; the policy and
+    // the stores are opened before an input error is reported, as they always were.
+    let translated = hook::read_input(io::stdin().lock())
+        .and_then(|input| Ok(detect::translate(args.for_agent, &input)?));
+    let (agent, event) = match &translated {
+        Ok(translated) => (translated.agent, Some(translated.event)),
+        Err(err) => (
+            err.downcast_ref::<ContractError>()
+                .map(|err| err.agent)
+                .or(args.for_agent)
+                .unwrap_or(Agent::Claude),
+            None,
+        ),
+    };
+    match run(args, agent, translated) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) => refuse(agent, event, &err),
+    }
+}
+
+/// An error, refused as the agent's contract blocks a call: the reason on stderr, and the
+/// agent's deny answer where it reads one.
+fn refuse(
+    agent: Agent,
+    event: Option<skeleton_crew::stage::hook::contract::Event>,
+    err: &anyhow::Error,
+) -> ExitCode {
+    let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
+    let (line, status) = answer::refusal(agent, event, &format!("{err:#}"));
+    if let Some(line) = line {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    }
+    ExitCode::from(status)
+}
+
+fn scope_of(args: &ScopeArgs) -> anyhow::Result<Scope> {
+    Ok(match &args.project {
+        Some(dir) => Scope::Project(std::path::absolute(dir)?),
+        None => Scope::User(
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("HOME is not set to an absolute path, so there is no user file")
+                })?,
+        ),
+    })
+}
+
+fn run_install(args: &InstallArgs) -> ExitCode {
+    let result = (|| -> anyhow::Result<Outcome> {
+        let request = InstallRequest {
+            agent: args.scope.for_agent,
+            scope: scope_of(&args.scope)?,
+            exe: std::env::current_exe()?,
+            policy: args.policy.clone(),
+            audit: args.audit.clone(),
+            force: args.force,
+        };
+        Ok(install::install(&request)?)
+    })();
+    report(result, "installed in")
+}
+
+fn run_uninstall(args: &ScopeArgs) -> ExitCode {
+    let result = (|| -> anyhow::Result<Outcome> {
+        Ok(install::uninstall(args.for_agent, &scope_of(args)?)?)
+    })();
+    report(result, "removed from")
+}
+
+fn report(result: anyhow::Result<Outcome>, done: &str) -> ExitCode {
+    match result {
+        Ok(Outcome::Written { file, backup }) => {
+            println!("sc-hook: {done} {}", file.display());
+            if let Some(backup) = backup {
+                println!("sc-hook: the file as it was is in {}", backup.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Unchanged { file }) => {
+            println!("sc-hook: {} needs no change", file.display());
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Removed { file }) => {
+            println!(
+                "sc-hook: removed {}, which held only sc-hook's entries",
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
         Err(err) => {
-            let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
+            let _ = writeln!(io::stderr(), "sc-hook: {err:#}");
             ExitCode::from(USAGE_ERROR)
         }
     }
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
+fn run_doctor(args: &DoctorArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => {
+            let _ = writeln!(io::stderr(), "sc-hook: cannot find this binary: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let request = install::DoctorRequest {
+        agent: args.for_agent.unwrap_or(Agent::Claude),
+        project: args
+            .project
+            .as_ref()
+            .and_then(|dir| std::path::absolute(dir).ok()),
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        policy: args.policy.clone(),
+        exe,
+    };
+    let checks = install::doctor(&request);
+    for check in &checks {
+        println!("{} {}", if check.ok { "ok  " } else { "FAIL" }, check.line);
+    }
+    if checks.iter().all(|check| check.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyhow::Result<()> {
     let audit = args.audit.resolve()?;
     if let Some(dir) = &args.state_dir {
         // Still where the store is, so a hook installed with it keeps its sessions' taint and
@@ -115,7 +319,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let options = HookOptions {
         policy: args.policy.load_guarding(&audit, &args.state, &own)?,
-        agent: args.agent,
+        agent: args.agent.unwrap_or_else(|| agent.kind().to_owned()),
+        agent_kind: agent.kind(),
         sandbox: SandboxDoor {
             policy: args.policy.policy.clone(),
             audit: Some(audit.audit.clone()),
@@ -125,7 +330,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 StateUrl::Redis(_) => None,
             },
             exe: None,
-            project: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+            project: translated.as_ref().ok().and_then(|t| t.project.clone()),
             probe_cache: cli::default_state_folder().ok(),
             prepared: cli::default_state_folder().ok(),
         },
@@ -134,8 +339,31 @@ fn run(args: Args) -> anyhow::Result<()> {
         timing: args.state.timing(),
         fsync: audit.fsync,
     };
-    let input = hook::read_input(io::stdin().lock())?;
+    let translated = translated?;
+    let translated = &translated;
     let mut audit = audit.open()?;
-    hook::run(&input, &options, &mut audit, &mut io::stdout().lock())?;
+    if translated.agent == Agent::Claude {
+        // Claude Code's own shape: the hook answers it as it always has.
+        hook::run(
+            &translated.input,
+            &options,
+            &mut audit,
+            &mut io::stdout().lock(),
+        )?;
+        return Ok(());
+    }
+    let mut own = Vec::new();
+    let handled = hook::run_translated(translated, &options, &mut audit, &mut own)?;
+    let line = String::from_utf8_lossy(&own);
+    let line = Some(line.trim()).filter(|line| !line.is_empty());
+    let answer = match &handled {
+        Handled::Decided(judgement) => answer::decided(translated, judgement, line),
+        Handled::Ran(_) | Handled::Prompt => answer::recorded(translated, line),
+    };
+    if let Some(answer) = answer {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
     Ok(())
 }

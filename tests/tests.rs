@@ -21,6 +21,8 @@ mod generate;
 mod grants;
 mod grants_doors;
 mod hook;
+mod hook_contracts;
+mod hook_install;
 mod hook_sandbox;
 mod inbox;
 mod mcp;

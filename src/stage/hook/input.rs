@@ -40,6 +40,10 @@ pub(crate) struct HookInput {
     pub agent_type: Option<String>,
     /// The user's prompt (`UserPromptSubmit` only).
     pub prompt: Option<String>,
+    /// The tool's name as another agent called it, where its contract mapped it onto the
+    /// vocabulary's (`run_shell_command` for `Bash`); set by the contract, never read from the
+    /// input.
+    pub agent_tool: Option<String>,
 }
 
 /// Whether a session id may name a file: 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot.
@@ -119,6 +123,7 @@ impl HookInput {
                 agent_id: string("agent_id")?,
                 agent_type: string("agent_type")?,
                 prompt: Some(prompt),
+                agent_tool: None,
             });
         }
         let tool_name = required("tool_name")?;
@@ -155,6 +160,7 @@ impl HookInput {
             agent_id,
             agent_type,
             prompt: None,
+            agent_tool: None,
         })
     }
 

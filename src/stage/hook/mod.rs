@@ -57,7 +57,9 @@
 //! refused (exit 2), never read as none. A session id names a state and its links, so anything
 //! but `[A-Za-z0-9._-]` in it is refused.
 
+pub mod contract;
 mod input;
+pub mod install;
 mod links;
 mod output;
 mod post_tool_use;
@@ -68,7 +70,7 @@ mod run;
 mod sandbox;
 
 pub use self::input::read_input;
-pub use self::run::run;
+pub use self::run::{run, run_translated, Handled};
 pub use self::sandbox::SandboxDoor;
 use crate::rules::policy::Policy;
 use crate::store::{StateUrl, Timing};
@@ -92,4 +94,7 @@ pub struct HookOptions {
     pub fsync: bool,
     /// The gate's own files, for a `Bash` call the policy's `sandbox` confines.
     pub sandbox: SandboxDoor,
+    /// The kind of agent whose contract the input came by (`claude-code`, `codex`, …), named
+    /// in the gate event (`agentKind`).
+    pub agent_kind: &'static str,
 }

@@ -116,7 +116,11 @@ pub(super) fn decide(
     let mut event = audit::event(Stage::Gate, &id)
         .field("decision", &judgement.decision)
         .field("reasons", &judgement.reasons)
-        .field("call", &call_value);
+        .field("call", &call_value)
+        .field("agentKind", options.agent_kind);
+    if let Some(native) = &hook.agent_tool {
+        event = event.field("agentTool", native);
+    }
     if let crate::verdict::Granting::AllowedBy(grants) = &judgement.granting {
         event = event.field("grants", grants);
     }

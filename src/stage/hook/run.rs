@@ -32,13 +32,34 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<Handled> {
     let hook = HookInput::parse(input)?;
+    dispatch(input, &hook, options, audit_log, out)
+}
+
+/// [`run`] for an input another agent's contract translated: its tool's own name goes into the
+/// gate event (`agentTool`).
+pub fn run_translated(
+    translated: &super::contract::Translated,
+    options: &HookOptions,
+    audit_log: &mut AuditLog,
+    out: &mut dyn Write,
+) -> Result<Handled> {
+    let mut hook = HookInput::parse(&translated.input)?;
+    hook.agent_tool = translated.native_tool.clone();
+    dispatch(&translated.input, &hook, options, audit_log, out)
+}
+
+fn dispatch(
+    input: &[u8],
+    hook: &HookInput,
+    options: &HookOptions,
+    audit_log: &mut AuditLog,
+    out: &mut dyn Write,
+) -> Result<Handled> {
     match hook.event {
-        HookEvent::PreToolUse => {
-            decide(input, &hook, options, audit_log, out).map(Handled::Decided)
-        }
-        HookEvent::PostToolUse => record_run(&hook, options, audit_log, out).map(Handled::Ran),
+        HookEvent::PreToolUse => decide(input, hook, options, audit_log, out).map(Handled::Decided),
+        HookEvent::PostToolUse => record_run(hook, options, audit_log, out).map(Handled::Ran),
         HookEvent::UserPromptSubmit => {
-            provenance::take_prompt(&hook, options, audit_log).map(|()| Handled::Prompt)
+            provenance::take_prompt(hook, options, audit_log).map(|()| Handled::Prompt)
         }
     }
 }

@@ -1,0 +1,171 @@
+//! Codex CLI's contract: Claude Code's shape (`session_id`, `hook_event_name`, `tool_name`,
+//! `tool_input`, `tool_use_id`, `cwd`) plus `turn_id` and `model`. Its shell tool is `Bash`
+//! (older releases: `shell`, `local_shell`, `exec_command`, with the command as a list of
+//! words), its file edits are `apply_patch` (the patch in `tool_input.command`), and MCP tools
+//! are `mcp__SERVER__TOOL`. Codex honours a `deny` decision and exit status 2; it rejects
+//! `updatedInput` ("unsupported"), so a call the pack would run confined is refused with a
+//! reason that says so, and it has no way for a hook to ask, so a held call is refused too.
+
+use serde_json::{Map, Value};
+
+use super::agent::{Abilities, Agent, Event, Shape, Translated};
+use super::claude::event_of;
+use super::fields::{within, ContractError, Fields};
+
+pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, ContractError> {
+    let fields = Fields {
+        agent: Agent::Codex,
+        object,
+    };
+    let name = fields.required("hook_event_name")?;
+    let event = event_of(&name).ok_or_else(|| {
+        fields.error(format!(
+            "is a {name:?} event; sc-hook answers PreToolUse, PostToolUse and UserPromptSubmit"
+        ))
+    })?;
+    let session = fields.required("session_id")?;
+    let cwd = fields.string("cwd")?;
+    let mut shape = if event == Event::Prompt {
+        let mut shape = Shape::call(event, session, String::new(), Map::new());
+        shape.prompt = Some(fields.required("prompt")?);
+        shape
+    } else {
+        let native = fields.required("tool_name")?;
+        let input = fields.arguments("tool_input")?;
+        let workdir = match input.get("workdir") {
+            Some(Value::String(dir)) => Some(dir.clone()),
+            _ => None,
+        };
+        let (tool, input) = vocabulary(&native, input);
+        let mut shape = Shape::call(event, session, tool, input);
+        shape.cwd = workdir.map(|dir| within(cwd.as_deref(), &dir));
+        shape.tool_use_id = fields.string("tool_use_id")?;
+        if event == Event::Post {
+            shape.tool_response = object.get("tool_response").cloned();
+        }
+        shape
+    };
+    if shape.cwd.is_none() {
+        shape.cwd = cwd;
+    }
+    shape.agent_type = fields.string("agent_type")?;
+    let native_tool = (!shape.tool_name.is_empty())
+        .then(|| fields.string("tool_name").ok().flatten())
+        .flatten()
+        .filter(|native| *native != shape.tool_name);
+    Ok(Translated {
+        agent: Agent::Codex,
+        event,
+        input: shape.to_bytes(),
+        native_tool,
+        native_event: name,
+        abilities: Abilities {
+            ask: false,
+            rewrite: false,
+        },
+        command_key: Some("command"),
+        project: None,
+    })
+}
+
+/// A Codex tool onto the vocabulary: its shell tools are `Bash` with the command as text, and a
+/// patch of one file is a `Write` (a new file) or an `Edit` of that file. A patch of several
+/// files keeps its name (`apply_patch`, a sensitive tool in the pack).
+fn vocabulary(native: &str, mut input: Map<String, Value>) -> (String, Map<String, Value>) {
+    match native {
+        "Bash" | "shell" | "local_shell" | "exec_command" | "unified_exec" | "container.exec" => {
+            if let Some(Value::Array(words)) = input.get("command") {
+                if let Some(text) = join_words(words) {
+                    input.insert("command".into(), Value::String(text));
+                }
+            }
+            ("Bash".into(), input)
+        }
+        "apply_patch" => {
+            let patch = match input.get("command").or_else(|| input.get("input")) {
+                Some(Value::String(patch)) => patch.clone(),
+                _ => return (native.into(), input),
+            };
+            let files = patch_files(&patch);
+            match files.as_slice() {
+                [(added, path)] => {
+                    let tool = if *added { "Write" } else { "Edit" };
+                    let mut args = Map::new();
+                    args.insert("file_path".into(), Value::String(path.clone()));
+                    args.insert("patch".into(), Value::String(patch));
+                    (tool.into(), args)
+                }
+                _ => (native.into(), input),
+            }
+        }
+        _ => (native.into(), input),
+    }
+}
+
+/// The files a patch in Codex's `apply_patch` format names (`*** Add File: P`, `*** Update
+/// File: P`, `*** Delete File: P`, `*** Move to: P`), each with whether it is a new file.
+fn patch_files(patch: &str) -> Vec<(bool, String)> {
+    let mut files: Vec<(bool, String)> = Vec::new();
+    for line in patch.lines() {
+        let found = [
+            ("*** Add File: ", true),
+            ("*** Update File: ", false),
+            ("*** Delete File: ", false),
+            ("*** Move to: ", false),
+        ]
+        .iter()
+        .find_map(|(marker, added)| line.strip_prefix(marker).map(|path| (*added, path.trim())));
+        if let Some((added, path)) = found {
+            if !files.iter().any(|(_, known)| known == path) {
+                files.push((added, path.to_owned()));
+            }
+        }
+    }
+    files
+}
+
+/// A command given as a list of words, as one shell command line (each word quoted where it
+/// needs to be); `None` when a word is not a string.
+fn join_words(words: &[Value]) -> Option<String> {
+    let words: Option<Vec<&str>> = words.iter().map(Value::as_str).collect();
+    Some(
+        words?
+            .into_iter()
+            .map(super::quote::shell_word)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_patch_of_one_file_is_a_write_or_an_edit() {
+        let patch =
+            "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
+        let input = json!({"command": patch}).as_object().unwrap().clone();
+        let (tool, args) = vocabulary("apply_patch", input);
+        assert_eq!(tool, "Edit");
+        assert_eq!(args["file_path"], ".codex/config.toml");
+        let patch = "*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n";
+        let input = json!({"command": patch}).as_object().unwrap().clone();
+        assert_eq!(vocabulary("apply_patch", input).0, "Write");
+        let patch = "*** Add File: a\n*** Update File: b\n";
+        let input = json!({"command": patch}).as_object().unwrap().clone();
+        assert_eq!(vocabulary("apply_patch", input).0, "apply_patch");
+    }
+
+    #[test]
+    fn a_command_of_words_is_one_line() {
+        let input = json!({"command": ["bash", "-lc", "git status"]})
+            .as_object()
+            .unwrap()
+            .clone();
+        let (tool, args) = vocabulary("shell", input);
+        assert_eq!(tool, "Bash");
+        assert_eq!(args["command"], "bash -lc 'git status'");
+    }
+}

@@ -1,0 +1,100 @@
+//! GitHub Copilot CLI's contract (`.github/hooks/*.json`): `preToolUse`, `postToolUse` and
+//! `userPromptSubmitted`, each a JSON object without an event name or session id:
+//! `timestamp`, `cwd`, `toolName`, `toolArgs` (a JSON string), `toolResult` after the call,
+//! `prompt` for a prompt. The event is told by the shape: `toolResult` is there only after a
+//! call. A hook denies with `{"permissionDecision":"deny","permissionDecisionReason":…}`; the
+//! CLI processes only `deny` (its documentation says so), and its command hooks cannot rewrite
+//! the arguments (`modifiedArgs` is the SDK's, not the CLI's): a held call, and one the pack
+//! would run confined, are denied with a reason that says so.
+
+use serde_json::{Map, Value};
+
+use super::agent::{Abilities, Agent, Event, Shape, Translated};
+use super::fields::{rename, session_for_folder, ContractError, Fields};
+
+pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, ContractError> {
+    let fields = Fields {
+        agent: Agent::Copilot,
+        object,
+    };
+    let cwd = fields.string("cwd")?;
+    let session = session_for_folder("copilot", cwd.as_deref());
+    let has_tool = object.contains_key("toolName");
+    let event = if !has_tool && object.contains_key("prompt") {
+        Event::Prompt
+    } else if object.contains_key("toolResult") {
+        Event::Post
+    } else {
+        Event::Pre
+    };
+    let mut native_tool = None;
+    let mut shape = if event == Event::Prompt {
+        let mut shape = Shape::call(event, session, String::new(), Map::new());
+        shape.prompt = Some(fields.required("prompt")?);
+        shape
+    } else {
+        let native = fields.required("toolName")?;
+        let mut input = fields.arguments("toolArgs")?;
+        let tool = vocabulary(&native, &mut input);
+        if tool != native {
+            native_tool = Some(native);
+        }
+        let mut shape = Shape::call(event, session, tool, input);
+        if event == Event::Post {
+            shape.tool_response = object.get("toolResult").map(|result| {
+                let mut result = result.clone();
+                if let Value::Object(fields) = &mut result {
+                    let failed =
+                        fields.get("resultType").and_then(Value::as_str) == Some("failure");
+                    fields.insert("isError".into(), Value::Bool(failed));
+                }
+                result
+            });
+        }
+        shape
+    };
+    shape.cwd = cwd;
+    let native_event = match event {
+        Event::Pre => "preToolUse",
+        Event::Post => "postToolUse",
+        Event::Prompt => "userPromptSubmitted",
+    };
+    Ok(Translated {
+        agent: Agent::Copilot,
+        event,
+        input: shape.to_bytes(),
+        native_tool,
+        native_event: native_event.into(),
+        abilities: Abilities {
+            ask: false,
+            rewrite: false,
+        },
+        command_key: Some("command"),
+        project: None,
+    })
+}
+
+/// A Copilot CLI tool onto the vocabulary.
+fn vocabulary(native: &str, input: &mut Map<String, Value>) -> String {
+    match native {
+        "bash" | "shell" | "powershell" => "Bash".into(),
+        "view" | "read" => {
+            rename(input, "path", "file_path");
+            "Read".into()
+        }
+        "create" => {
+            rename(input, "path", "file_path");
+            rename(input, "file_text", "content");
+            "Write".into()
+        }
+        "edit" | "str_replace" => {
+            rename(input, "path", "file_path");
+            rename(input, "old_str", "old_string");
+            rename(input, "new_str", "new_string");
+            "Edit".into()
+        }
+        "web_fetch" => "WebFetch".into(),
+        "web_search" => "WebSearch".into(),
+        _ => native.into(),
+    }
+}
