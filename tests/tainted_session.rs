@@ -217,6 +217,28 @@ fn a_tainted_session_asks_only_about_the_push() {
         let turn = s.call(tool, input, |_| {});
         tally(tool, &turn);
     }
+    // Edits through the file tools, as an agent makes most of them: judged as a confined
+    // command's writes (`sandbox.confineFileTools`), so they run unasked inside the root.
+    let edits = [
+        ("Write", json!({"file_path": path("src/util.sh"), "content": "util() { :; }\n"})),
+        ("Edit", json!({"file_path": path("README.md"), "old_string": "# demo", "new_string": "# demo tool"})),
+        ("Write", json!({"file_path": path("docs/notes.md"), "content": "notes\n"})),
+    ];
+    for (tool, input) in edits {
+        let file = PathBuf::from(input["file_path"].as_str().unwrap());
+        let content = input.get("content").cloned();
+        let turn = s.call(tool, input, |_| {
+            // As Claude Code writes it, in its own process.
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            let text = match &content {
+                Some(text) => text.as_str().unwrap().to_owned(),
+                None => std::fs::read_to_string(&file).unwrap().replace("# demo", "# demo tool"),
+            };
+            std::fs::write(&file, text).unwrap();
+        });
+        assert_eq!(turn.decision, None, "{tool} is left to Claude Code's own rules");
+        tally(tool, &turn);
+    }
     let steps: &[&str] = &[
         "ls",
         "ls -la src tests",
@@ -289,6 +311,27 @@ fn a_tainted_session_asks_only_about_the_push() {
     tally("settings by Write", &write);
     assert_eq!(write.decision.as_deref(), Some("deny"));
     assert!(!Path::new(&settings).exists());
+    // A file tool's write outside the root, or of a protected place, is still not unasked.
+    let outside = s.call(
+        "Write",
+        json!({"file_path": s.home.join(".bashrc").display().to_string(), "content": "x"}),
+        |_| panic!("a write of ~/.bashrc must not run unasked"),
+    );
+    assert!(matches!(outside.decision.as_deref(), Some("deny" | "ask")));
+    let mcp = s.call(
+        "Write",
+        json!({"file_path": path(".mcp.json"), "content": "{}"}),
+        |_| panic!("a write of .mcp.json must not run unasked"),
+    );
+    assert!(matches!(mcp.decision.as_deref(), Some("deny" | "ask")));
+    // A confined command left running in the background could turn a path into a link
+    // between a file tool's decision and its write: asked.
+    let background = s.call(
+        "Bash",
+        json!({"command": "sleep 1", "run_in_background": true}),
+        |_| {},
+    );
+    assert_eq!(background.decision.as_deref(), Some("ask"));
     // The push: asked.
     let push = s.bash("git push origin main");
     tally("git push", &push);

@@ -236,6 +236,7 @@ fn sensitive_tool_from_tainted_agent(
     if !policy.is_sensitive(&call.tool)
         || call.provenance.source() == Source::User
         || is_command_tool(call, policy)
+        || is_confined_file_write(call, policy)
     {
         return None;
     }
@@ -295,6 +296,22 @@ fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState, then: &str) ->
             quoted(crew),
         ),
     }
+}
+
+/// Whether a file tool's write is judged as a confined call's write, in place of rule 5: the
+/// policy's `sandbox.confineFileTools`, a tool `paths` maps as a write, and a sandbox that
+/// applies to a tainted session (rule 5 is only asked about a tainted agent). The sandbox's
+/// `readOnly` and `hidden` places, the `paths` rules and `outsideRoot` still judge its path
+/// ([`coding_agent_rules`]).
+fn is_confined_file_write(call: &Call, policy: &Policy) -> bool {
+    let Some(sandbox) = policy.sandbox() else {
+        return false;
+    };
+    sandbox.confine_file_tools
+        && sandbox.when.applies(true)
+        && policy
+            .paths()
+            .is_some_and(|paths| paths.arg_key(&call.tool).is_some() && paths.is_write_tool(&call.tool))
 }
 
 /// Whether `commands` decides the tool, in place of rule 5.
@@ -662,6 +679,47 @@ mod coding_agent_tests {
             judged.reasons[0].starts_with("malformed call: "),
             "{judged:?}"
         );
+    }
+
+    #[test]
+    fn confined_file_tools_write_where_a_confined_command_could_and_nowhere_else() {
+        let text = ISSUE_POLICY.trim_end().trim_end_matches('}').to_owned()
+            + r#", "sandbox": {"when": "tainted", "readOnly": [".mcp.json"], "hidden": [".env.local"], "confineFileTools": true}}"#;
+        let confining = policy(&text);
+        let state = tainted(&confining);
+        let write = |path: &str| {
+            let judged = evaluate_with_state(
+                &call(
+                    "Write",
+                    &serde_json::json!({ "file_path": path }).to_string(),
+                    "agent",
+                    Some("/w/proj"),
+                ),
+                &confining,
+                &state,
+            );
+            judged.decision
+        };
+        // Inside the root, not protected: the taint rule does not hold it.
+        assert_eq!(write("src/main.rs"), Decision::Allow);
+        // The paths rules, the sandbox's places and outsideRoot still judge it.
+        assert_eq!(write(".claude/settings.json"), Decision::Deny);
+        assert!(write(".mcp.json") > Decision::Allow);
+        assert!(write(".env.local") > Decision::Allow);
+        assert_eq!(write("/etc/passwd"), Decision::Hold);
+        assert_eq!(write("../elsewhere/x"), Decision::Hold);
+        // Without the key, the taint rule holds every write, as before.
+        let without = ISSUE_POLICY.trim_end().trim_end_matches('}').to_owned()
+            + r#", "sandbox": {"when": "tainted"}}"#;
+        let without = policy(&without);
+        let state = tainted(&without);
+        let judged = evaluate_with_state(
+            &call("Write", r#"{"file_path":"src/main.rs"}"#, "agent", Some("/w/proj")),
+            &without,
+            &state,
+        );
+        assert_eq!(judged.decision, Decision::Hold);
+        assert!(judged.reasons.iter().any(|r| r.contains("is tainted")), "{judged:?}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub const KEYS: &[&str] = &[
     "writable",
     "network",
     "approveConfined",
+    "confineFileTools",
 ];
 /// The keys of `sandbox.network`.
 pub const NETWORK_KEYS: &[&str] = &["allow"];
@@ -179,6 +180,11 @@ pub struct SandboxRules {
     /// Claude Code runs it without its permission prompt. Off by default: the confined call is
     /// answered `ask`, and the user's own permission rules still decide.
     pub approve_confined: bool,
+    /// `confineFileTools`: where the sandbox applies to a session, a file tool's write is judged
+    /// as a confined call's write is (the sandbox's `readOnly` and `hidden` places, the `paths`
+    /// rules, `outsideRoot`), not held by the taint rule: inside the root, the file tool can
+    /// change only what a confined shell command could. Off by default.
+    pub confine_file_tools: bool,
 }
 
 /// Why a sandbox path is refused (the caller names the key); the path as shown.
@@ -249,6 +255,12 @@ pub fn from_json(key: &str, value: &Value) -> Result<SandboxRules, SandboxError>
             }
             "approveConfined" => {
                 rules.approve_confined = match value {
+                    Value::Bool(yes) => *yes,
+                    other => return Err(keys::wrong_type("true or false", other).at(path).into()),
+                }
+            }
+            "confineFileTools" => {
+                rules.confine_file_tools = match value {
                     Value::Bool(yes) => *yes,
                     other => return Err(keys::wrong_type("true or false", other).at(path).into()),
                 }

@@ -106,6 +106,14 @@ pub(super) fn decide(
             judgement.reasons.extend(note);
             updated_input = Some(input);
             original = Some(confined.original);
+            if runs_on_after_the_call(hook, options) && judgement.decision == Decision::Allow {
+                // A confined run ends with its call, so it cannot change a path between a file
+                // tool's decision and its write; one left running in the background could.
+                judgement.decision = Decision::Hold;
+                judgement.reasons.push(
+                    "it runs in the background, and under sandbox.confineFileTools a confined command must end with its call: one left running could turn a path into a link between a file tool's decision and its write".to_owned(),
+                );
+            }
         }
         Confinement::Impossible(why) => {
             // Never run unconfined what the policy confines: a person decides.
@@ -168,4 +176,18 @@ pub(super) fn decide(
         write_answer(out, &line)?;
     }
     Ok(judgement)
+}
+
+/// Whether a confined `Bash` call would outlive its call (Claude Code's `run_in_background`)
+/// in a session whose file tools are judged as confined (`sandbox.confineFileTools`).
+fn runs_on_after_the_call(hook: &HookInput, options: &HookOptions) -> bool {
+    let confine_file_tools = options
+        .policy
+        .sandbox()
+        .is_some_and(|sandbox| sandbox.confine_file_tools);
+    confine_file_tools
+        && hook
+            .tool_input
+            .get("run_in_background")
+            .is_some_and(|value| value != &serde_json::Value::Bool(false) && !value.is_null())
 }
