@@ -309,9 +309,19 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         .state_dir
         .as_ref()
         .map(|dir| dir.join(DEFAULT_STATE_FILE));
+    // The sandbox's machinery and sc-hook's state folder (prepared invocations, the trial cache)
+    // are the gate's own too: every confined run keeps them read-only, so a file tool must not
+    // change them either (a `Write` of a vendored sc-sandbox would make the next confined call
+    // run unconfined).
+    let machinery = hook::guarded_machinery();
     let own: Vec<(&std::path::Path, &str)> = store_in_dir
         .iter()
         .map(|path| (path.as_path(), "state store"))
+        .chain(
+            machinery
+                .iter()
+                .map(|(path, what)| (path.as_path(), what.as_str())),
+        )
         .collect();
     let state = match &args.state_dir {
         Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),

@@ -22,6 +22,8 @@ struct Session {
     state: PathBuf,
     home: PathBuf,
     next: usize,
+    /// The sc-hook to run; `None`: this package's.
+    hook_exe: Option<PathBuf>,
 }
 
 /// What sc-hook answered a call, and what running it gave.
@@ -51,6 +53,7 @@ impl Session {
             state,
             home,
             next: 0,
+            hook_exe: None,
         };
         session.write("README.md", "# demo\n");
         session.write(
@@ -111,7 +114,15 @@ impl Session {
         if event["hook_event_name"] == "PostToolUse" {
             event["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
         }
-        let mut cmd = bare_cmd("sc-hook");
+        let mut cmd = match &self.hook_exe {
+            Some(exe) => {
+                let mut cmd = assert_cmd::Command::new(exe);
+                cmd.env_clear()
+                    .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+                cmd
+            }
+            None => bare_cmd("sc-hook"),
+        };
         cmd.arg("--policy").arg(pack());
         // The default audit log and state, in the state folder, as a user's install has them.
         cmd.env("HOME", &self.home)
@@ -416,4 +427,51 @@ fn a_short_command_runs_only_what_was_prepared_once() {
         .state
         .join("skeleton-crew/invocations/0123456789abcdef")
         .exists());
+}
+
+/// A file tool can change only what a confined command could: the sandbox's own binaries in a
+/// vendored tools folder inside the project, and the state folder where sc-hook prepares its
+/// invocations (here inside the project too), are denied to `Write` and `Edit` in a tainted
+/// session, as every confined run keeps them read-only. Found by a review: a `Write` of
+/// `tools/sc-sandbox` made the next "confined" call run unconfined.
+#[test]
+fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
+    let mut s = Session::new(true);
+    let tools = s.project.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for name in ["sc-hook", "sc-sandbox"] {
+        std::fs::copy(crate::util::bin_path(name), tools.join(name)).unwrap();
+    }
+    s.hook_exe = Some(tools.join("sc-hook"));
+    let fetch = json!({"url": "https://blog.example.com/setup", "prompt": "summarise"});
+    s.hook("PostToolUse", "WebFetch", &fetch, "toolu_fetch");
+    // A confined call prepares an invocation in the state folder.
+    let answer = s
+        .hook("PreToolUse", "Bash", &json!({"command": "git status"}), "toolu_1")
+        .unwrap();
+    assert_eq!(answer["permissionDecision"], "allow", "{answer}");
+    let invocations = s.state.join("skeleton-crew/invocations");
+    let prepared = std::fs::read_dir(&invocations)
+        .unwrap()
+        .next()
+        .expect("a prepared invocation")
+        .unwrap()
+        .path();
+    let sandbox = tools.join("sc-sandbox").display().to_string();
+    for (tool, input) in [
+        ("Write", json!({"file_path": sandbox, "content": "#!/bin/sh\necho escaped\n"})),
+        ("Edit", json!({"file_path": sandbox, "old_string": "a", "new_string": "b"})),
+        ("Write", json!({"file_path": tools.join("sc-hook").display().to_string(), "content": "x"})),
+        ("Edit", json!({"file_path": prepared.display().to_string(), "old_string": "\"root\"", "new_string": "\"x\""})),
+        ("Write", json!({"file_path": invocations.join("0123456789abcdef").display().to_string(), "content": "{}"})),
+    ] {
+        let what = input["file_path"].as_str().unwrap().to_owned();
+        let answer = s
+            .hook("PreToolUse", tool, &input, "toolu_w")
+            .unwrap_or_else(|| panic!("{tool} {what} was let through"));
+        assert_eq!(answer["permissionDecision"], "deny", "{tool} {what}: {answer}");
+    }
+    // An ordinary file beside them is still written unasked.
+    let fine = json!({"file_path": s.project.join("src/new.sh").display().to_string(), "content": "x"});
+    assert_eq!(s.hook("PreToolUse", "Write", &fine, "toolu_f"), None);
 }

@@ -4,8 +4,11 @@
 //! that is the root itself (`rm -r .`).
 //!
 //! ```json
-//! "operandWrites": {"rm": "hold", "mv": "hold", "cp": "allow", "mkdir": "allow"}
+//! "operandWrites": {"rm": "hold", "mv": "hold", "cp": "allow", "mkdir": "allow", "git mv": "allow"}
 //! ```
+//!
+//! A key `PROGRAM SUBCOMMAND` (`git mv`, `git restore`) names a subcommand: the first word after
+//! the program that is not an option; its operands are the words after it.
 //!
 //! Which words are operands depends on each program's options, which are not modelled: every
 //! word after the program that is not an option is a write, and so is every value an option
@@ -70,11 +73,7 @@ impl CommandRules {
         let mut writes = Vec::new();
         let mut dynamic = Vec::new();
         for simple in &analysis.commands {
-            let Some(root) = simple
-                .words
-                .first()
-                .and_then(|program| self.operand_writes.get(program))
-            else {
+            let Some((root, skip)) = self.operand_program(&simple.words) else {
                 continue;
             };
             let by = simple
@@ -84,7 +83,7 @@ impl CommandRules {
                 .collect::<Vec<_>>()
                 .join(" ");
             let mut operands = false;
-            for (index, word) in simple.words.iter().enumerate().skip(1) {
+            for (index, word) in simple.words.iter().enumerate().skip(skip) {
                 let expands = simple.globbed.get(index).copied().unwrap_or(true);
                 let mut candidates: Vec<&str> = Vec::new();
                 if operands || !word.starts_with('-') || word == "-" {
@@ -139,6 +138,24 @@ impl CommandRules {
         }
         analysis.writes.extend(writes);
         roots
+    }
+
+    /// The root decision of the program `words` run, and where its operands start: a key
+    /// `PROGRAM SUBCOMMAND` (`git mv`) names the first word after the program that is not an
+    /// option, and its operands follow it; a key `PROGRAM`, every word after the program.
+    fn operand_program(&self, words: &[String]) -> Option<(&Decision, usize)> {
+        let program = words.first()?;
+        let subcommand = words
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, word)| !word.starts_with('-'));
+        if let Some((at, name)) = subcommand {
+            if let Some(root) = self.operand_writes.get(&format!("{program} {name}")) {
+                return Some((root, at + 1));
+            }
+        }
+        self.operand_writes.get(program).map(|root| (root, 1))
     }
 }
 

@@ -71,7 +71,7 @@ mod sandbox;
 
 pub use self::input::read_input;
 pub use self::run::{run, run_translated, Handled};
-pub use self::sandbox::SandboxDoor;
+pub use self::sandbox::{guarded_machinery, SandboxDoor};
 use crate::rules::policy::Policy;
 use crate::store::{StateUrl, Timing};
 

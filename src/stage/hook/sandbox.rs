@@ -319,3 +319,20 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
         prepared: door.prepared.clone(),
     }
 }
+
+/// The files a confined run keeps read-only that are not in the policy: the sc-sandbox binary
+/// beside sc-hook with the other binaries beside it and bubblewrap
+/// ([`crate::stage::sandbox::machinery::files`]), and sc-hook's state folder, where prepared
+/// invocations and the sandbox's trial cache are kept. sc-hook protects them from the file tools
+/// as the gate's own files, so that a file tool can change only what a confined command could.
+pub fn guarded_machinery() -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    if let Ok(helper) = Invocation::beside_current_exe() {
+        let bwrap = bwrap::locate().unwrap_or_default();
+        files.extend(crate::stage::sandbox::machinery::files(&helper, &bwrap));
+    }
+    if let Ok(folder) = crate::cli::default_state_folder() {
+        files.push((folder, "state folder".to_owned()));
+    }
+    files
+}
