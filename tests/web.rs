@@ -1514,7 +1514,8 @@ return [...document.querySelectorAll("#pending .card")].map((card) => [
 #[test]
 fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
     let driver = ChromeDriver::start();
-    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600"]);
+    // With the crew's store, where a grant can be kept: the wider scopes are offered.
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600", "--crew", "team"]);
     pipeline.send_line(&held_payment(
         "g-1",
         "acme-travel",
@@ -1658,6 +1659,12 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
             .await
             .expect("confirm");
         find(&phone, "#ended .card[data-hold='1'][data-state='approved']").await;
+        // The confirmation names the scope kept and the grant.
+        let said = text_of(&phone, "#ended .card[data-hold='1'] .outcome").await;
+        assert!(
+            said.starts_with("Approved: the call runs, remembered (scope call, grant "),
+            "{said:?}"
+        );
         for hold in [2, 3] {
             find(
                 &phone,
@@ -1696,14 +1703,11 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
     assert_eq!(approvals[0]["approved"], true);
     assert_eq!(approvals[0]["answer"], "approve");
     assert_eq!(approvals[0]["digest"], holds[0]["digest"]);
-    // sc-approve here keeps no grants (no --state): the page's `call` is taken as once, and
-    // the approval says why.
-    assert_eq!(approvals[0]["scope"], "once", "{:#}", approvals[0]);
-    assert!(
-        approvals[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("scope call taken as once"),
+    // Kept in the crew's store as a grant, which the approval names.
+    assert_eq!(approvals[0]["scope"], "call", "{:#}", approvals[0]);
+    assert_eq!(
+        approvals[0]["grant"].as_str().map(str::len),
+        Some(32),
         "{:#}",
         approvals[0]
     );
@@ -1758,4 +1762,49 @@ fn with_web_the_notify_command_gets_the_cards_address() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(events[0].get("notifyFailed").is_none(), "{:?}", events[0]);
     pipeline.finish();
+}
+
+/// Answers a hold through the API with a scope, and returns the reply's JSON.
+fn answer_with_scope(pipeline: &Pipeline, hold: &Value, scope: &str) -> Value {
+    let body = json!({"approve": true, "digest": hold["digest"], "scope": scope}).to_string();
+    let answer = pipeline.api(
+        "POST",
+        &format!("/api/holds/{}", hold["hold"]),
+        body.as_bytes(),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    serde_json::from_slice(&answer.body).expect("a JSON reply")
+}
+
+/// Issue 33: a scope is offered only where it can be kept. Without the crew's store sc-approve
+/// keeps no grant, so `GET /api/holds` offers `once` alone, and a `call` sent anyway is answered
+/// with the scope that was kept (`once`). With the store, `call` is offered, and the reply names
+/// the scope kept and the grant, as the approval record does.
+#[test]
+fn the_page_offers_only_the_scopes_that_can_be_kept_and_its_reply_names_the_grant() {
+    let grantable = json!({"scopes": ["once", "call"], "kinds": ["amount"]});
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600"]);
+    pipeline.send_line(&held_payment("k-1", "acme-travel", Some(grantable.clone())));
+    let holds = pipeline.wait_pending(1);
+    assert_eq!(holds[0]["scopes"], json!(["once"]), "{:#}", holds[0]);
+    let reply = answer_with_scope(&pipeline, &holds[0], "call");
+    assert_eq!(
+        reply,
+        json!({"approved": true, "scope": "once", "grant": null})
+    );
+    pipeline.finish();
+
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600", "--crew", "team"]);
+    pipeline.send_line(&held_payment("k-2", "acme-travel", Some(grantable)));
+    let holds = pipeline.wait_pending(1);
+    assert_eq!(holds[0]["scopes"], json!(["once", "call"]), "{:#}", holds[0]);
+    let reply = answer_with_scope(&pipeline, &holds[0], "call");
+    assert_eq!(reply["approved"], true, "{reply:#}");
+    assert_eq!(reply["scope"], "call", "{reply:#}");
+    let grant = reply["grant"].as_str().expect("a grant id");
+    assert_eq!(grant.len(), 32, "{reply:#}");
+    let events = pipeline.audit_events("approve");
+    pipeline.finish();
+    assert_eq!(events[0]["approval"]["grant"], grant, "{:#}", events[0]);
+    assert_eq!(events[0]["approval"]["scope"], "call", "{:#}", events[0]);
 }

@@ -250,7 +250,7 @@
       const body = await response.json().catch(() => ({}));
       if (response.ok) {
         entry.card.dataset.state = body.approved ? "approved" : "declined";
-        entry.outcome.textContent = body.approved ? "Approved" : "Declined";
+        entry.outcome.textContent = body.approved ? approvedWords(body, scope) : "Declined";
       } else {
         entry.outcome.textContent = "Not taken: " + String(body.error || response.status);
       }
@@ -263,11 +263,26 @@
     refresh();
   }
 
+  // What the approver kept of a yes, as its reply says: the scope and the grant's id; a wider
+  // scope it could not keep is said so, never shown as remembered.
+  function approvedWords(body, asked) {
+    if (body.grant) {
+      return "Approved and remembered (scope " + String(body.scope) + ", grant " + String(body.grant) + ")";
+    }
+    if (body.scope === "once") {
+      return asked === "once" ? "Approved once" : "Approved once: it could not be remembered";
+    }
+    return "Approved (" + String(body.kept || "what was remembered is not known") + ")";
+  }
+
   function endedCard(item) {
     const card = cardFor(item, item.state);
     const footer = element("footer");
+    const kept = item.kept || null;
     const words = {
-      approved: "Approved: the call runs",
+      approved: kept && kept.grant
+        ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"
+        : "Approved: the call runs",
       declined: "Declined: the call is skipped",
       expired: "Expired: " + String(item.reason),
       withdrawn: "Withdrawn: " + String(item.reason),
