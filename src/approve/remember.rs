@@ -154,6 +154,7 @@ impl Remember {
                     (Some(digest), false) => Covers::Call {
                         digest,
                         kinds: given.grantable.kinds.clone(),
+                        sources: given.grantable.sources.clone(),
                     },
                     _ => return narrow(
                         approval,

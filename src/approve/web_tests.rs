@@ -30,6 +30,7 @@ fn shared() -> Shared {
         token: "ab".repeat(32),
         holds: Mutex::new(Holds::default()),
         settled: Condvar::new(),
+        kept: tokio::sync::Notify::new(),
         on_settle: None,
     }
 }
@@ -204,6 +205,7 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
             },
         );
         holds.next
@@ -304,6 +306,7 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
             },
         );
     }
@@ -364,6 +367,7 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
             },
         );
         holds

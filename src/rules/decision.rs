@@ -125,7 +125,7 @@ pub fn evaluate_in(
     state: &CrewState,
     context: CallContext,
 ) -> Judgement {
-    let endorsed = Endorsed::new(call, policy, context.grants);
+    let endorsed = Endorsed::new(call, policy, state, context.grants);
     let mut findings: Vec<(&'static str, Decision, String)> = RULES
         .iter()
         .filter_map(|(kind, rule)| {
