@@ -188,6 +188,17 @@ impl WebApprovals {
         self.submit_from(hold, None)
     }
 
+    /// [`WebApprovals::submit`], for a program that says what it kept of each answer
+    /// ([`WebApprovals::kept`]): a wider yes's `POST` waits for it, to name the scope kept and
+    /// the grant.
+    pub(crate) fn submit_reporting(&self, hold: &Hold<'_>) -> Ticket {
+        let ticket = self.submit_from(hold, None);
+        if let Some(entry) = self.shared.lock().entries.get_mut(&ticket.id) {
+            entry.reports = true;
+        }
+        ticket
+    }
+
     /// Puts a hold that came from elsewhere on the page ([`Origin`]).
     pub(crate) fn submit_from(&self, hold: &Hold<'_>, origin: Option<Origin>) -> Ticket {
         let now = Instant::now();
@@ -206,6 +217,7 @@ impl WebApprovals {
             scopes: hold.scopes.to_vec(),
             scope: Scope::Once,
             kept: None,
+            reports: false,
         };
         let mut holds = self.shared.lock();
         holds.next += 1;
@@ -702,8 +714,9 @@ async fn answer_hold(
         let mut holds = shared.lock();
         let settled = holds.expire_due(Instant::now());
         let answered = holds.answer(id, answer.approve, &answer.digest, scope);
-        // A hold from a door elsewhere (sc-inbox) is kept by that door: this page cannot name it.
-        let from_elsewhere = holds.origins.contains_key(&id);
+        // A hold from a door elsewhere (sc-inbox) is kept by that door, and a program that
+        // does not say what it kept: this page cannot name it.
+        let from_elsewhere = !holds.entries.get(&id).is_some_and(|entry| entry.reports);
         (settled, answered, from_elsewhere)
     };
     if let Ok(ticket) = answered {
@@ -717,7 +730,7 @@ async fn answer_hold(
         serde_json::json!({ "approved": true, "scope": "once", "grant": null })
     } else if from_elsewhere {
         serde_json::json!({ "approved": true, "scope": null, "grant": null,
-            "kept": "by the door that holds the call, which says it in its audit log" })
+            "kept": "by the program that holds the call, which says it in its audit log" })
     } else {
         match kept_answer(&shared, id).await {
             Some(kept) => serde_json::json!({

@@ -96,6 +96,8 @@ pub(super) struct Entry {
     pub(super) scope: Scope,
     /// What the program that asked kept of the answer ([`Kept`]), once it says.
     pub(super) kept: Option<Kept>,
+    /// Whether the program that submitted it says what it kept ([`Holds::kept`]).
+    pub(super) reports: bool,
 }
 
 /// What the program that asked kept of an answer: the scope (narrowed to `once` where a wider

@@ -331,7 +331,7 @@ impl InOrder<'_> {
                             reasons: &reasons,
                             timeout: self.options.timeout,
                         };
-                        let ticket = self.web.submit(&hold);
+                        let ticket = self.web.submit_reporting(&hold);
                         let notice = self
                             .options
                             .notify
