@@ -1008,3 +1008,49 @@ fn no_other_stages_line_lands_on_the_prompt_line() {
         "sc-exec's line starts a line of its own: {screen}"
     );
 }
+
+/// Issue 33: the terminal offers a wider scope only where sc-approve can keep it. Without the
+/// crew's store the prompt offers `yes` alone, and a `yes call` typed anyway is approved once, as
+/// the confirmation says; with the store (`--crew`), `yes call` is offered, and the confirmation
+/// names the scope kept and the grant.
+#[test]
+fn the_terminal_offers_only_the_scopes_that_can_be_kept_and_says_what_was_kept() {
+    let mut record: Value = serde_json::from_str(&hold("s-1")).unwrap();
+    record["grantable"] = json!({"scopes": ["once", "call"], "kinds": ["amount"]});
+    let input = format!("{record}\n");
+
+    let scratch = Scratch::new();
+    let mut run = Approver::spawn(&scratch, Tty::Pty, &["--timeout", PATIENT], &input, false);
+    run.wait_for(PROMPT);
+    run.wait_for("declines");
+    let screen = run.screen_text();
+    assert!(!screen.contains("yes call"), "{screen}");
+    run.type_line("yes call");
+    run.wait_for("→ approved once (scope call taken as once:");
+    let finished = run.finish();
+    assert_eq!(finished.records()[0]["approval"]["scope"], "once");
+
+    let scratch = Scratch::new();
+    let mut run = Approver::spawn(
+        &scratch,
+        Tty::Pty,
+        &["--timeout", PATIENT, "--crew", "team"],
+        &input,
+        false,
+    );
+    run.wait_for("yes call:");
+    run.wait_for("Type yes to approve (or yes call)");
+    run.type_line("yes call");
+    run.wait_for("→ approved and remembered: scope call, grant ");
+    let finished = run.finish();
+    let approval = &finished.records()[0]["approval"];
+    assert_eq!(approval["scope"], "call", "{approval}");
+    let grant = approval["grant"].as_str().expect("a grant");
+    assert!(
+        finished
+            .screen_text()
+            .contains(&format!("scope call, grant {grant}")),
+        "{}",
+        finished.screen_text()
+    );
+}

@@ -758,7 +758,7 @@ fn holds_answered_out_of_order_leave_in_input_order() {
     let answer = pipeline.answer(&pending[1], true);
     assert_eq!(
         (answer.status, answer.text()),
-        (200, r#"{"approved":true}"#.into())
+        (200, r#"{"approved":true,"scope":"once","grant":null}"#.into())
     );
     assert_eq!(pipeline.pending().len(), 1);
     let answer = pipeline.answer(&pending[0], false);
