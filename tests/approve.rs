@@ -981,8 +981,14 @@ fn no_other_stages_line_lands_on_the_prompt_line() {
     // sc-exec has run the allowed call (its record is out) and so tried to tell it: the person
     // still sees the prompt alone.
     let deadline = Instant::now() + PROCESS_LIMIT;
-    while !std::fs::read_to_string(&out).unwrap_or_default().contains("scout") {
-        assert!(Instant::now() < deadline, "sc-exec never ran the first call");
+    while !std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("scout")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "sc-exec never ran the first call"
+        );
         thread::sleep(Duration::from_millis(20));
     }
     terminal.type_line("no");
@@ -1001,7 +1007,9 @@ fn no_other_stages_line_lands_on_the_prompt_line() {
         !prompt_line.contains("sc-exec"),
         "a line landed on the prompt line: {prompt_line:?}\n{screen}"
     );
-    let told = screen.find("sc-exec: scout").expect("sc-exec's line, written later");
+    let told = screen
+        .find("sc-exec: scout")
+        .expect("sc-exec's line, written later");
     assert!(told > answered, "{screen}");
     assert!(
         screen[..told].ends_with('\n'),

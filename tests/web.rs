@@ -758,7 +758,10 @@ fn holds_answered_out_of_order_leave_in_input_order() {
     let answer = pipeline.answer(&pending[1], true);
     assert_eq!(
         (answer.status, answer.text()),
-        (200, r#"{"approved":true,"scope":"once","grant":null}"#.into())
+        (
+            200,
+            r#"{"approved":true,"scope":"once","grant":null}"#.into()
+        )
     );
     assert_eq!(pipeline.pending().len(), 1);
     let answer = pipeline.answer(&pending[0], false);
@@ -1809,7 +1812,12 @@ fn the_page_offers_only_the_scopes_that_can_be_kept_and_its_reply_names_the_gran
     let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600", "--crew", "team"]);
     pipeline.send_line(&held_payment("k-2", "acme-travel", Some(grantable)));
     let holds = pipeline.wait_pending(1);
-    assert_eq!(holds[0]["scopes"], json!(["once", "call"]), "{:#}", holds[0]);
+    assert_eq!(
+        holds[0]["scopes"],
+        json!(["once", "call"]),
+        "{:#}",
+        holds[0]
+    );
     let reply = answer_with_scope(&pipeline, &holds[0], "call");
     assert_eq!(reply["approved"], true, "{reply:#}");
     assert_eq!(reply["scope"], "call", "{reply:#}");
@@ -1912,8 +1920,11 @@ return [inside(card.querySelector("h3"), "example."), inside(card.querySelector(
             .await
             .expect("hide the scrollbar");
         let screenshot = phone.screenshot().await.expect("a screenshot");
-        std::fs::write(docs_screenshot_path("card-long-values-phone.png"), screenshot)
-            .expect("save it");
+        std::fs::write(
+            docs_screenshot_path("card-long-values-phone.png"),
+            screenshot,
+        )
+        .expect("save it");
         phone.close().await.expect("close the browser");
     });
     assert_eq!(pipeline.answer(&holds[0], false).status, 200);

@@ -160,7 +160,10 @@ impl<W: Write> Story<W> {
         };
         match Flock::lock(file, how) {
             Ok(locked) => {
-                let written = self.inner.write_all(&self.kept).and_then(|()| self.inner.flush());
+                let written = self
+                    .inner
+                    .write_all(&self.kept)
+                    .and_then(|()| self.inner.flush());
                 self.kept.clear();
                 self.lock = locked.unlock().ok();
                 written

@@ -206,7 +206,7 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
                 withdrawn: None,
                 collected: false,
                 kept: None,
-            reports: false,
+                reports: false,
             },
         );
         holds.next
@@ -308,7 +308,7 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
                 withdrawn: None,
                 collected: false,
                 kept: None,
-            reports: false,
+                reports: false,
             },
         );
     }
@@ -370,7 +370,7 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
                 withdrawn: None,
                 collected: false,
                 kept: None,
-            reports: false,
+                reports: false,
             },
         );
         holds

@@ -261,7 +261,14 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         if let Some(url) = url {
             let read = read_page(url);
-            decide_in(&read, "r1", &policy, &mut state, None, CallContext::default());
+            decide_in(
+                &read,
+                "r1",
+                &policy,
+                &mut state,
+                None,
+                CallContext::default(),
+            );
         }
         let context = CallContext {
             grants: Some(Granted { grants, now }),

@@ -429,18 +429,24 @@ fn a_call_grant_keeps_its_taint_sources_and_an_older_one_reads_with_none() {
     tainted.covers = Covers::Call {
         digest: args_digest("{}").unwrap(),
         kinds: vec!["taint".into()],
-        sources: vec!["search_web query=x".into(), "fetch_page url=https://a/".into()],
+        sources: vec![
+            "search_web query=x".into(),
+            "fetch_page url=https://a/".into(),
+        ],
     };
     let kept = add(store.as_mut(), tainted, at(NOW), DEFAULT_TTL).unwrap();
     let Covers::Call { sources, .. } = &kept.covers else {
         panic!("{kept:?}")
     };
-    assert_eq!(sources, &["fetch_page url=https://a/", "search_web query=x"]);
+    assert_eq!(
+        sources,
+        &["fetch_page url=https://a/", "search_web query=x"]
+    );
     let text = match write(std::slice::from_ref(&kept)) {
         ValueChange::Set(text) => text,
         other => panic!("{other:?}"),
     };
-    assert_eq!(read("c", &text).unwrap(), [kept.clone()]);
+    assert_eq!(read("c", &text).unwrap(), std::slice::from_ref(&kept));
     let before = text.replace(
         r#""sources":["fetch_page url=https://a/","search_web query=x"],"#,
         "",
