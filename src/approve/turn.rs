@@ -148,10 +148,12 @@ impl<W: Write> Story<W> {
         if self.kept.is_empty() {
             return Ok(());
         }
+        // What could not be written is dropped all the same (a closed stderr): the story is a
+        // courtesy, and what is kept stays bounded.
         let Some(file) = self.lock.take() else {
-            self.inner.write_all(&self.kept)?;
+            let written = self.inner.write_all(&self.kept);
             self.kept.clear();
-            return Ok(());
+            return written;
         };
         let how = if wait {
             FlockArg::LockShared
@@ -195,5 +197,74 @@ impl<W: Write> Drop for Story<W> {
     /// What is still kept is written once the person has answered.
     fn drop(&mut self) {
         let _ = self.write_kept(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A story to something that is not a terminal is written at once, and one to a closed
+    /// stream keeps nothing.
+    #[test]
+    fn a_story_off_a_terminal_is_written_at_once_and_a_failed_write_keeps_nothing() {
+        let mut story = Story {
+            inner: Vec::new(),
+            lock: None,
+            kept: Vec::new(),
+        };
+        story.write_all(b"sc-exec: one\n").unwrap();
+        assert_eq!(story.inner, b"sc-exec: one\n");
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut story = Story {
+            inner: Closed,
+            lock: None,
+            kept: Vec::new(),
+        };
+        assert!(story.write(b"lost\n").is_err());
+        assert!(story.kept.is_empty());
+    }
+
+    /// While the asker holds the turn, a story to the same terminal is kept, and written once
+    /// the turn is free.
+    #[test]
+    fn a_story_waits_while_the_turn_is_taken() {
+        let folder = tempfile::tempdir().unwrap();
+        let terminal = TerminalId {
+            major: 136,
+            minor: 99,
+        };
+        let asking = Flock::lock(
+            open_lock(folder.path(), terminal).unwrap(),
+            FlockArg::LockExclusive,
+        )
+        .unwrap();
+        let mut story = Story {
+            inner: Vec::new(),
+            lock: open_lock(folder.path(), terminal),
+            kept: Vec::new(),
+        };
+        story.write_all(b"sc-exec: scout executed\n").unwrap();
+        story.flush().unwrap();
+        assert!(story.inner.is_empty(), "written on the prompt line");
+        drop(asking);
+        story.write_all(b"sc-exec: buyer skipped\n").unwrap();
+        assert_eq!(
+            story.inner,
+            b"sc-exec: scout executed\nsc-exec: buyer skipped\n"
+        );
+        let mode = std::fs::metadata(terminal.lock_path(folder.path()))
+            .unwrap()
+            .permissions();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(mode.mode() & 0o777, 0o600);
     }
 }

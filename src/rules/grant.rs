@@ -131,10 +131,10 @@ impl Grant {
 /// later: the tool that read the untrusted content, and its key argument when it has one
 /// (`fetch_page url=https://…`). The same page read again after a reset is the same source;
 /// another page, or mail, is another.
-pub fn taint_source(cause: &super::state::TaintCause) -> String {
-    match &cause.argument {
-        Some(argument) => format!("{} {argument}", cause.tool),
-        None => cause.tool.clone(),
+pub fn taint_source(tool: &str, argument: Option<&str>) -> String {
+    match argument {
+        Some(argument) => format!("{tool} {argument}"),
+        None => tool.to_owned(),
     }
 }
 

@@ -5,9 +5,8 @@
 
 use std::time::SystemTime;
 
-use super::grant::{call_digest, reason, taint_source, Covers, Grant};
+use super::grant::{call_digest, reason, Covers, Grant};
 use super::policy::{Policy, TaintScope};
-use super::state::CrewState;
 use crate::call::Call;
 use crate::verdict::{Decision, Grantable, Granting, Judgement, Scope};
 
@@ -38,10 +37,11 @@ pub(crate) struct Endorsed<'a> {
 pub(crate) const MAX_NAMED: usize = 16;
 
 impl<'a> Endorsed<'a> {
+    /// `sources`: what taints the session now ([`super::grant::taint_source`]).
     pub(crate) fn new(
         call: &Call,
         policy: &Policy,
-        state: &CrewState,
+        sources: Vec<String>,
         granted: Option<Granted<'a>>,
     ) -> Self {
         let crew_taint = policy.taint_scope() == TaintScope::Crew;
@@ -65,11 +65,7 @@ impl<'a> Endorsed<'a> {
             digest: std::cell::OnceCell::new(),
             used: Default::default(),
             named: Default::default(),
-            sources: state
-                .taint_of(&call.agent, policy)
-                .map(taint_source)
-                .into_iter()
-                .collect(),
+            sources,
         }
     }
 
@@ -257,7 +253,7 @@ mod tests {
     /// A session tainted by reading `url`, and the email it then sends, decided with `grants`.
     fn decide_tainted(url: Option<&str>, grants: &[Grant]) -> Judgement {
         let policy = Policy::default();
-        let mut state = CrewState::new();
+        let mut state = Default::default();
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         if let Some(url) = url {
             let read = read_page(url);
