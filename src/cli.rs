@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::approve::turn::Story;
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions, DEFAULT_AUDIT_PATH};
 use crate::error::PolicyError;
@@ -353,9 +354,14 @@ impl StreamArgs {
     }
 
     /// The stage's output: records to stdout, events to the audit log, narration to stderr
-    /// unless quiet.
-    pub fn output(&self, audit: AuditLog) -> StageOutput<StdoutLock<'static>, Stderr> {
-        StageOutput::new(audit, io::stdout().lock(), (!self.quiet).then(io::stderr))
+    /// unless quiet, held back while sc-approve asks a person on the same terminal
+    /// ([`crate::approve::turn`]).
+    pub fn output(&self, audit: AuditLog) -> StageOutput<StdoutLock<'static>, Story<Stderr>> {
+        StageOutput::new(
+            audit,
+            io::stdout().lock(),
+            (!self.quiet).then(|| Story::new(io::stderr())),
+        )
     }
 }
 

@@ -110,6 +110,11 @@ pub struct Grantable {
     pub kinds: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
+    /// What tainted the session when the call was held ([`crate::rules::grant::taint_source`]):
+    /// a `call` grant records them, and covers the call only while the session's taint is
+    /// among them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl Grantable {

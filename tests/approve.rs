@@ -938,3 +938,127 @@ fn a_failing_notify_command_is_logged_and_the_person_still_answers() {
         "it exited with status 127"
     );
 }
+
+/// Issue 33: while sc-approve asks at the terminal, no other stage's line lands on the prompt
+/// line. `sc-gate | sc-approve | sc-exec` runs in a shell whose stderr is the pty, as
+/// `make demo-interactive` does: sc-exec runs the allowed call before the hold, and its line
+/// waits until the person has answered; it is then written, whole, on a line of its own.
+#[test]
+fn no_other_stages_line_lands_on_the_prompt_line() {
+    let scratch = Scratch::new();
+    let calls = scratch.write(
+        "calls.jsonl",
+        format!(
+            "{}\n{}\n",
+            json!({"agent": "scout", "tool": "search_web", "args": {"query": "flights"}, "source": "user"}),
+            json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme", "amount": 750}, "source": "user"}),
+        ),
+    );
+    let audit = scratch.audit_path();
+    let out = scratch.path("out.jsonl");
+    let script = format!(
+        "exec 2>/dev/tty; {gate} --quiet --audit {audit} {calls} | {approve} --quiet --audit {audit} --timeout {PATIENT} | {exec} --audit {audit} > {out}",
+        gate = bin_path("sc-gate").display(),
+        approve = bin_path("sc-approve").display(),
+        exec = bin_path("sc-exec").display(),
+        audit = audit.display(),
+        calls = calls.display(),
+        out = out.display(),
+    );
+    let mut cmd = Command::new("/bin/sh");
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .current_dir(scratch.dir.path())
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut terminal = Terminal::attach(&mut cmd, Tty::Pty);
+    let mut child = cmd.spawn().expect("the pipeline starts");
+    terminal.start();
+    terminal.wait_for(PROMPT, SCREEN_WAIT);
+    // sc-exec has run the allowed call (its record is out) and so tried to tell it: the person
+    // still sees the prompt alone.
+    let deadline = Instant::now() + PROCESS_LIMIT;
+    while !std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("scout")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "sc-exec never ran the first call"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    terminal.type_line("no");
+    terminal.wait_for("→ declined", SCREEN_WAIT);
+    terminal.wait_for("sc-exec: buyer", SCREEN_WAIT);
+    let deadline = Instant::now() + PROCESS_LIMIT;
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the pipeline never ended");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let screen = String::from_utf8_lossy(&terminal.close(SCREEN_WAIT)).into_owned();
+    let asked = screen.find(PROMPT).expect("the prompt");
+    let answered = asked + screen[asked..].find("no\r\n").expect("the answer, echoed");
+    let prompt_line = &screen[asked..answered];
+    assert!(
+        !prompt_line.contains("sc-exec"),
+        "a line landed on the prompt line: {prompt_line:?}\n{screen}"
+    );
+    let told = screen
+        .find("sc-exec: scout")
+        .expect("sc-exec's line, written later");
+    assert!(told > answered, "{screen}");
+    assert!(
+        screen[..told].ends_with('\n'),
+        "sc-exec's line starts a line of its own: {screen}"
+    );
+}
+
+/// Issue 33: the terminal offers a wider scope only where sc-approve can keep it. Without the
+/// crew's store the prompt offers `yes` alone, and a `yes call` typed anyway is approved once, as
+/// the confirmation says; with the store (`--crew`), `yes call` is offered, and the confirmation
+/// names the scope kept and the grant.
+#[test]
+fn the_terminal_offers_only_the_scopes_that_can_be_kept_and_says_what_was_kept() {
+    let mut record: Value = serde_json::from_str(&hold("s-1")).unwrap();
+    record["grantable"] = json!({"scopes": ["once", "call"], "kinds": ["amount"]});
+    let input = format!("{record}\n");
+
+    let scratch = Scratch::new();
+    let mut run = Approver::spawn(&scratch, Tty::Pty, &["--timeout", PATIENT], &input, false);
+    run.wait_for(PROMPT);
+    run.wait_for("declines");
+    let screen = run.screen_text();
+    assert!(!screen.contains("yes call"), "{screen}");
+    run.type_line("yes call");
+    run.wait_for("→ approved once (scope call taken as once:");
+    let finished = run.finish();
+    assert_eq!(finished.records()[0]["approval"]["scope"], "once");
+
+    let scratch = Scratch::new();
+    let mut run = Approver::spawn(
+        &scratch,
+        Tty::Pty,
+        &["--timeout", PATIENT, "--crew", "team"],
+        &input,
+        false,
+    );
+    run.wait_for("yes call:");
+    run.wait_for("Type yes to approve (or yes call)");
+    run.type_line("yes call");
+    run.wait_for("→ approved and remembered: scope call, grant ");
+    let finished = run.finish();
+    let approval = &finished.records()[0]["approval"];
+    assert_eq!(approval["scope"], "call", "{approval}");
+    let grant = approval["grant"].as_str().expect("a grant");
+    assert!(
+        finished
+            .screen_text()
+            .contains(&format!("scope call, grant {grant}")),
+        "{}",
+        finished.screen_text()
+    );
+}

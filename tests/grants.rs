@@ -26,6 +26,7 @@ fn call(crew: &str, agent: &str, args: &str) -> NewGrant {
         covers: Covers::Call {
             digest: grants::args_digest(args).unwrap(),
             kinds: vec!["amount".into()],
+            sources: Vec::new(),
         },
         by: GivenBy::Answers,
         approval: "0123456789abcdef-1".into(),

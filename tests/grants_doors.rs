@@ -748,3 +748,49 @@ fn grants_that_cannot_be_read_let_nothing_through() {
         "{stderr}"
     );
 }
+
+/// Issue 33: sc-exec decides again, and without the gate's `--state` and `--crew` it has no grant
+/// to find: a call the gate allowed by grant is skipped with a reason that names the grant and the
+/// missing flags, not a bare "never approved".
+#[test]
+fn sc_exec_without_the_store_names_the_grant_it_cannot_check_and_the_flags() {
+    let scratch = Scratch::new();
+    let state = "state.sqlite";
+    let policy = amount_policy();
+    let first = run(
+        &scratch,
+        &policy,
+        state,
+        "yes call\n",
+        &[payment("buyer", "acme-travel", 750)],
+        &[],
+    );
+    let grant = grant_of(&first[0]);
+    let policy_path = scratch.path("policy.json");
+    let gate = scratch
+        .cmd("sc-gate")
+        .args(["--policy", policy_path.to_str().unwrap(), "--state", state])
+        .args(["--crew", "travel"])
+        .write_stdin(format!("{}\n", payment("buyer", "acme-travel", 750)))
+        .output()
+        .unwrap();
+    assert!(gate.status.success());
+    let verdict = parse_stdout(&gate.stdout);
+    assert_eq!(verdict[0]["grants"], json!([grant]), "{}", verdict[0]);
+    let exec = scratch
+        .cmd("sc-exec")
+        .args(["--policy", policy_path.to_str().unwrap()])
+        .args(["--tools", scratch.path("tools.json").to_str().unwrap()])
+        .write_stdin(gate.stdout)
+        .output()
+        .unwrap();
+    let records = parse_stdout(&exec.stdout);
+    assert_eq!(status(&records[0]), "skipped", "{}", records[0]);
+    let reason = records[0]["outcome"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "sc-gate allowed it by grant {grant}, which sc-exec cannot check without the crew's store: give sc-exec the gate's --state and --crew"
+        )),
+        "{reason}"
+    );
+}

@@ -243,7 +243,10 @@ fn cards_are_approved_and_declined_on_the_page_while_the_published_server_keeps_
     let answer = page.answer(&cards[1], true);
     assert_eq!(
         (answer.status, answer.text()),
-        (200, r#"{"approved":true}"#.to_owned())
+        (
+            200,
+            r#"{"approved":true,"scope":"once","grant":null}"#.to_owned()
+        )
     );
     let created = proxy.answer(&json!(3));
     assert!(!is_error(&created), "{created}");

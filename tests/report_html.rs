@@ -792,3 +792,89 @@ fn the_page_counts_the_calls_an_earlier_approval_allowed() {
     assert_eq!(embedded(&page)["allowedByGrant"], 3);
     assert_eq!(embedded(&page)["agents"][0]["allowedByGrant"], 2);
 }
+
+/// Issue 33 ("the phone"): the HTML report of the demo log reads on a 390 px phone: the page does
+/// not scroll sideways, no element is wider than the screen, the vetoes and their reasons wrap,
+/// the charts scale, and no table cell is wider inside than it shows.
+#[test]
+fn the_report_of_the_demo_reads_on_a_phone_without_sideways_scrolling() {
+    let scratch = Scratch::new();
+    run_demo(&scratch);
+    let made = std::process::Command::new(crate::util::bin_path("sc-report"))
+        .env_clear()
+        .current_dir(scratch.dir.path())
+        .args(["--format", "html", "-o", "report.html", "logs/audit.jsonl"])
+        .output()
+        .expect("run sc-report");
+    assert!(made.status.success(), "{made:?}");
+    let page_url = file_url(&scratch.path("report.html"));
+    let driver = ChromeDriver::start();
+    runtime().block_on(async {
+        let phone = driver
+            .browser_with(
+                "--window-size=390,844",
+                json!({"mobileEmulation": {
+                    "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2, "touch": true},
+                }}),
+                json!({}),
+            )
+            .await;
+        phone.goto(&page_url).await.expect("the page");
+        find(&phone, "#agents-chart svg rect").await;
+        let page = phone
+            .execute(
+                r##"
+const width = window.innerWidth;
+const wide = [];
+for (const el of document.querySelectorAll("body, body *")) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) { continue; }
+  if (r.left < -0.5 || r.right > width + 0.5) {
+    wide.push(el.tagName + "#" + el.id + "." + el.className.baseVal + el.className + " " + Math.round(r.left) + ".." + Math.round(r.right));
+  }
+}
+const cut = [...document.querySelectorAll("td, th, p, li, dd, figcaption")]
+  .filter((el) => el.scrollWidth > el.clientWidth + 0.5)
+  .map((el) => el.tagName + " " + el.textContent.slice(0, 40));
+const charts = [...document.querySelectorAll(".chart svg")]
+  .map((svg) => Math.round(svg.getBoundingClientRect().width));
+const vetoes = document.querySelectorAll("#veto-table tr").length;
+return { width, scrollWidth: document.documentElement.scrollWidth, wide, cut, charts, vetoes };
+"##,
+                vec![],
+            )
+            .await
+            .expect("measure the page");
+        assert_eq!(page["width"], 390, "{page:#}");
+        assert!(
+            page["scrollWidth"].as_u64().unwrap() <= 390,
+            "the page scrolls sideways: {page:#}"
+        );
+        assert_eq!(page["wide"], json!([]), "{page:#}");
+        assert_eq!(page["cut"], json!([]), "{page:#}");
+        assert!(page["vetoes"].as_u64().unwrap() > 1, "{page:#}");
+        for chart in page["charts"].as_array().unwrap() {
+            assert!(chart.as_u64().unwrap() <= 390, "{page:#}");
+        }
+        phone
+            .execute(
+                "document.documentElement.style.scrollbarWidth = 'none';",
+                vec![],
+            )
+            .await
+            .expect("hide the scrollbar");
+        let screenshot = phone.screenshot().await.expect("a screenshot");
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+        std::fs::write(docs.join("report-phone.png"), &screenshot).expect("save it");
+        phone
+            .execute(
+                "document.querySelector('#veto-table').scrollIntoView();",
+                vec![],
+            )
+            .await
+            .expect("scroll to the vetoes");
+        let screenshot = phone.screenshot().await.expect("a screenshot");
+        std::fs::write(docs.join("report-phone-vetoes.png"), &screenshot).expect("save it");
+        phone.close().await.expect("close the browser");
+    });
+}

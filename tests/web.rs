@@ -758,7 +758,10 @@ fn holds_answered_out_of_order_leave_in_input_order() {
     let answer = pipeline.answer(&pending[1], true);
     assert_eq!(
         (answer.status, answer.text()),
-        (200, r#"{"approved":true}"#.into())
+        (
+            200,
+            r#"{"approved":true,"scope":"once","grant":null}"#.into()
+        )
     );
     assert_eq!(pipeline.pending().len(), 1);
     let answer = pipeline.answer(&pending[0], false);
@@ -1283,17 +1286,26 @@ for (const el of document.querySelectorAll("body, body *")) {
     wide.push(el.tagName + "." + el.className + " " + r.left + ".." + r.right);
   }
 }
+// A word broken across lines other than at a break point (between the pieces a card splits a
+// long word into, after . / @ ? & =): only a piece too long for any line (a digest, a
+// signature of 30 characters or more) may break anywhere.
 const broken = [];
 const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-  for (const match of node.data.matchAll(/\S+/g)) {
+  // A hyphen is a break point too, as the browser's own.
+  for (const match of node.data.matchAll(/[^\s-]+-?|-/g)) {
     const range = document.createRange();
     range.setStart(node, match.index);
     range.setEnd(node, match.index + match[0].length);
     const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
-    if (lines.size > 1) { broken.push(match[0]); }
+    if (lines.size > 1 && match[0].length < 30) { broken.push(match[0]); }
   }
 }
+// Every value box that is wider inside than it shows (a value cut off, or scrolled out of sight).
+const overflowing = [...document.querySelectorAll(
+  ".card h3.summary, .card li, .card dd, .card pre, .card p")]
+  .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 0.5)
+  .map((el) => el.tagName + "." + el.className + " " + el.scrollWidth + ">" + el.clientWidth);
 // On how many lines the word of the arguments box that contains `text` is drawn.
 function linesOf(pre, text) {
   const word = [...pre.querySelectorAll(".word")].find((w) => w.textContent.includes(text));
@@ -1335,6 +1347,7 @@ return {
   scrollWidth: document.documentElement.scrollWidth,
   wide: wide,
   broken: broken,
+  overflowing: overflowing,
   cards: cards,
 };
 "##;
@@ -1346,9 +1359,10 @@ async fn measure(browser: &Client) -> Value {
         .expect("measure the page")
 }
 
-/// Asserts what holds at every width: nothing wider than the viewport, no word broken, the
-/// first lines in plain words with the reasons under them, ids and digests behind a closed
-/// "details", the long address scrolling inside the arguments box, unbroken.
+/// Asserts what holds at every width: nothing wider than the viewport, no value box wider inside
+/// than it shows, no word broken but at a break point, the first lines in plain words and whole
+/// with the reasons under them, ids and digests behind a closed "details", the long address
+/// wrapped inside the arguments box, which never scrolls sideways.
 fn assert_card_layout(page: &Value, width: u64, holds: &[Value]) {
     assert_eq!(page["width"], width, "the viewport is {width} px wide");
     assert!(
@@ -1357,6 +1371,7 @@ fn assert_card_layout(page: &Value, width: u64, holds: &[Value]) {
     );
     assert_eq!(page["wide"], json!([]), "elements wider than the screen");
     assert_eq!(page["broken"], json!([]), "words broken across lines");
+    assert_eq!(page["overflowing"], json!([]), "values cut off: {page:#}");
     let cards = page["cards"].as_array().unwrap();
     assert_eq!(cards.len(), 2, "{page:#}");
     assert_eq!(
@@ -1365,8 +1380,10 @@ fn assert_card_layout(page: &Value, width: u64, holds: &[Value]) {
     );
     assert_eq!(
         cards[1]["first"],
-        "H3.summary: buyer wants to run send_payment: to acme-travel, amount 480, \
-         memo Flights for the offsite\u{2026}, invoice https://billing.acme-tr\u{2026}"
+        format!(
+            "H3.summary: buyer wants to run send_payment: to acme-travel, amount 480, \
+             memo {LONG_MEMO}, invoice {LONG_URL}"
+        )
     );
     assert_eq!(
         cards[0]["reasons"],
@@ -1379,12 +1396,10 @@ fn assert_card_layout(page: &Value, width: u64, holds: &[Value]) {
         assert_eq!(card["digestInDetails"], true, "{card:#}");
         assert_eq!(card["digestShown"], false, "{card:#}");
         assert_eq!(card["digest"], hold["digest"], "{card:#}");
-        assert_eq!(card["argsStyle"], "auto normal normal", "{card:#}");
+        assert_eq!(card["argsStyle"], "hidden anywhere normal", "{card:#}");
+        // Nothing is out of sight sideways: the arguments wrap.
+        assert_eq!(card["argsScroll"], false, "{card:#}");
     }
-    // The address has no space: it stays on one line, and the box scrolls to show it.
-    assert_eq!(cards[1]["urlLines"], 1, "{:#}", cards[1]);
-    assert_eq!(cards[1]["argsScroll"], true, "{:#}", cards[1]);
-    assert_eq!(cards[0]["argsScroll"], false, "{:#}", cards[0]);
 }
 
 /// Issue 25 §4: the card as a person reads it on a desktop and on a phone, measured in a real
@@ -1514,7 +1529,8 @@ return [...document.querySelectorAll("#pending .card")].map((card) => [
 #[test]
 fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
     let driver = ChromeDriver::start();
-    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600"]);
+    // With the crew's store, where a grant can be kept: the wider scopes are offered.
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600", "--crew", "team"]);
     pipeline.send_line(&held_payment(
         "g-1",
         "acme-travel",
@@ -1658,6 +1674,12 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
             .await
             .expect("confirm");
         find(&phone, "#ended .card[data-hold='1'][data-state='approved']").await;
+        // The confirmation names the scope kept and the grant.
+        let said = text_of(&phone, "#ended .card[data-hold='1'] .outcome").await;
+        assert!(
+            said.starts_with("Approved: the call runs, remembered (scope call, grant "),
+            "{said:?}"
+        );
         for hold in [2, 3] {
             find(
                 &phone,
@@ -1696,14 +1718,11 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
     assert_eq!(approvals[0]["approved"], true);
     assert_eq!(approvals[0]["answer"], "approve");
     assert_eq!(approvals[0]["digest"], holds[0]["digest"]);
-    // sc-approve here keeps no grants (no --state): the page's `call` is taken as once, and
-    // the approval says why.
-    assert_eq!(approvals[0]["scope"], "once", "{:#}", approvals[0]);
-    assert!(
-        approvals[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("scope call taken as once"),
+    // Kept in the crew's store as a grant, which the approval names.
+    assert_eq!(approvals[0]["scope"], "call", "{:#}", approvals[0]);
+    assert_eq!(
+        approvals[0]["grant"].as_str().map(str::len),
+        Some(32),
         "{:#}",
         approvals[0]
     );
@@ -1757,5 +1776,157 @@ fn with_web_the_notify_command_gets_the_cards_address() {
     };
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(events[0].get("notifyFailed").is_none(), "{:?}", events[0]);
+    pipeline.finish();
+}
+
+/// Answers a hold through the API with a scope, and returns the reply's JSON.
+fn answer_with_scope(pipeline: &Pipeline, hold: &Value, scope: &str) -> Value {
+    let body = json!({"approve": true, "digest": hold["digest"], "scope": scope}).to_string();
+    let answer = pipeline.api(
+        "POST",
+        &format!("/api/holds/{}", hold["hold"]),
+        body.as_bytes(),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    serde_json::from_slice(&answer.body).expect("a JSON reply")
+}
+
+/// Issue 33: a scope is offered only where it can be kept. Without the crew's store sc-approve
+/// keeps no grant, so `GET /api/holds` offers `once` alone, and a `call` sent anyway is answered
+/// with the scope that was kept (`once`). With the store, `call` is offered, and the reply names
+/// the scope kept and the grant, as the approval record does.
+#[test]
+fn the_page_offers_only_the_scopes_that_can_be_kept_and_its_reply_names_the_grant() {
+    let grantable = json!({"scopes": ["once", "call"], "kinds": ["amount"]});
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600"]);
+    pipeline.send_line(&held_payment("k-1", "acme-travel", Some(grantable.clone())));
+    let holds = pipeline.wait_pending(1);
+    assert_eq!(holds[0]["scopes"], json!(["once"]), "{:#}", holds[0]);
+    let reply = answer_with_scope(&pipeline, &holds[0], "call");
+    assert_eq!(
+        reply,
+        json!({"approved": true, "scope": "once", "grant": null})
+    );
+    pipeline.finish();
+
+    let mut pipeline = Pipeline::start_without_gate(&["--timeout", "600", "--crew", "team"]);
+    pipeline.send_line(&held_payment("k-2", "acme-travel", Some(grantable)));
+    let holds = pipeline.wait_pending(1);
+    assert_eq!(
+        holds[0]["scopes"],
+        json!(["once", "call"]),
+        "{:#}",
+        holds[0]
+    );
+    let reply = answer_with_scope(&pipeline, &holds[0], "call");
+    assert_eq!(reply["approved"], true, "{reply:#}");
+    assert_eq!(reply["scope"], "call", "{reply:#}");
+    let grant = reply["grant"].as_str().expect("a grant id");
+    assert_eq!(grant.len(), 32, "{reply:#}");
+    let events = pipeline.audit_events("approve");
+    pipeline.finish();
+    assert_eq!(events[0]["approval"]["grant"], grant, "{:#}", events[0]);
+    assert_eq!(events[0]["approval"]["scope"], "call", "{:#}", events[0]);
+}
+
+/// Issue 33 ("the phone"): at 390 px, a card for a payment with a 200-character recipient and a
+/// long path shows every value whole, wrapped at sensible points: the recipient's domain and the
+/// file's extension are on the screen, in the first line and in the arguments alike; no value box
+/// is wider inside than it shows, and the page does not scroll sideways.
+#[test]
+fn a_card_with_long_values_shows_them_whole_on_a_phone() {
+    let recipient = {
+        let mut name = String::from("very.long.address.that.");
+        while name.len() < 200 - "@billing.example.com".len() {
+            name.push_str("keeps.going.");
+        }
+        name.truncate(200 - "@billing.example.com".len());
+        format!("{name}@billing.example.com")
+    };
+    assert_eq!(recipient.len(), 200);
+    let path = "/home/traveller/projects/offsite-2026/lyon/receipts/hotel-confirmations/\
+                booking-reference-AB12CD34EF56-final-signed.pdf";
+    let driver = ChromeDriver::start();
+    let mut pipeline = Pipeline::start(&["--timeout", "0"]);
+    pipeline.send(&json!({
+        "agent": "buyer",
+        "tool": "send_payment",
+        "args": {"to": recipient, "amount": 750, "attachment": path},
+        "source": "user"
+    }));
+    let holds = pipeline.wait_pending(1);
+    let url = pipeline.url.clone();
+    runtime().block_on(async {
+        let phone = driver
+            .browser_with(
+                "--window-size=390,844",
+                json!({"mobileEmulation": {
+                    "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2, "touch": true},
+                }}),
+                json!({}),
+            )
+            .await;
+        phone.goto(&url).await.expect("open the page");
+        find(&phone, "#pending .card[data-hold='1'] .field-args pre").await;
+        let page = measure(&phone).await;
+        assert_eq!(page["width"], 390);
+        assert!(
+            page["scrollWidth"].as_u64().unwrap() <= 390,
+            "the page is wider than the screen: {page:#}"
+        );
+        assert_eq!(page["wide"], json!([]), "{page:#}");
+        assert_eq!(page["overflowing"], json!([]), "{page:#}");
+        assert_eq!(page["cards"][0]["argsScroll"], false, "{page:#}");
+        let first = text_of(&phone, "#pending .card[data-hold='1'] h3.summary").await;
+        assert_eq!(
+            first,
+            format!(
+                "buyer wants to run send_payment: to {recipient}, amount 750, attachment {path}"
+            )
+        );
+        let args = text_of(&phone, "#pending .card[data-hold='1'] .field-args pre").await;
+        assert!(args.contains(&recipient) && args.contains(path), "{args}");
+        // The domain and the extension are drawn inside the screen.
+        let shown = phone
+            .execute(
+                r##"
+const inside = (el, text) => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const at = node.data.indexOf(text);
+    if (at < 0) { continue; }
+    const range = document.createRange();
+    range.setStart(node, at);
+    range.setEnd(node, at + text.length);
+    const r = range.getBoundingClientRect();
+    return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth;
+  }
+  return false;
+};
+const card = document.querySelector("#pending .card[data-hold='1']");
+return [inside(card.querySelector("h3"), "example."), inside(card.querySelector("h3"), "pdf"),
+        inside(card.querySelector("pre"), "example."), inside(card.querySelector("pre"), "pdf")];
+"##,
+                vec![],
+            )
+            .await
+            .expect("look at the card");
+        assert_eq!(shown, json!([true, true, true, true]));
+        phone
+            .execute(
+                "document.documentElement.style.scrollbarWidth = 'none';",
+                vec![],
+            )
+            .await
+            .expect("hide the scrollbar");
+        let screenshot = phone.screenshot().await.expect("a screenshot");
+        std::fs::write(
+            docs_screenshot_path("card-long-values-phone.png"),
+            screenshot,
+        )
+        .expect("save it");
+        phone.close().await.expect("close the browser");
+    });
+    assert_eq!(pipeline.answer(&holds[0], false).status, 200);
     pipeline.finish();
 }

@@ -32,6 +32,19 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// The scopes a person is offered for a hold whose deciding door offered `grantable`: those
+    /// it offered where a grant can be kept (the crew's store, or this process's memory), else
+    /// `once` only, so that no button, word or choice promises what cannot be kept.
+    pub fn keepable(&self, grantable: &Grantable) -> Grantable {
+        if self.store.is_none() && self.local.is_none() {
+            return Grantable {
+                scopes: vec![Scope::Once],
+                ..Grantable::default()
+            };
+        }
+        grantable.clone()
+    }
+
     /// Keeps the approval's scope as a grant where it can ([`Remember::keep`]).
     pub fn keep(&self, approval: &mut Approval, call: &Call, grantable: &Grantable, id: &str) {
         let given = Given {
@@ -141,6 +154,7 @@ impl Remember {
                     (Some(digest), false) => Covers::Call {
                         digest,
                         kinds: given.grantable.kinds.clone(),
+                        sources: given.grantable.sources.clone(),
                     },
                     _ => return narrow(
                         approval,

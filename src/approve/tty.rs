@@ -41,6 +41,8 @@ impl Terminal {
 
     /// Shows `prompt` and reads one line; `timeout` of `None` waits forever.
     pub fn ask(&mut self, prompt: &str, timeout: Option<Duration>) -> io::Result<TtyReply> {
+        // The prompt line is this stage's until the answer: the others' lines wait (`turn`).
+        let _turn = super::turn::Asking::take();
         // Type-ahead is discarded; a terminal that cannot flush is still asked.
         let _ = tcflush(self.file.as_fd(), FlushArg::TCIFLUSH);
         self.file.write_all(prompt.as_bytes())?;

@@ -62,7 +62,7 @@ pub(crate) use display::summary;
 use display::*;
 pub(crate) use holds::OnAnswer;
 use holds::*;
-pub use holds::{Given, Origin, Ticket};
+pub use holds::{Given, Kept, Origin, Ticket};
 use refusal::{json_headers, Refusal};
 
 use super::prompt::lower_hex;
@@ -74,6 +74,9 @@ use crate::strict_json;
 
 /// The largest request body read: an answer is a few dozen bytes.
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
+/// How long an approving answer waits for the program to say what it kept (the scope, the
+/// grant) before the reply says that it is not known yet.
+const KEPT_WAIT: Duration = Duration::from_secs(15);
 /// How long a stopping server lets requests in progress finish.
 const STOP_GRACE: Duration = Duration::from_secs(1);
 
@@ -147,6 +150,7 @@ impl WebApprovals {
                 ..Holds::default()
             }),
             settled: Condvar::new(),
+            kept: tokio::sync::Notify::new(),
             on_settle,
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -184,6 +188,17 @@ impl WebApprovals {
         self.submit_from(hold, None)
     }
 
+    /// [`WebApprovals::submit`], for a program that says what it kept of each answer
+    /// ([`WebApprovals::kept`]): a wider yes's `POST` waits for it, to name the scope kept and
+    /// the grant.
+    pub(crate) fn submit_reporting(&self, hold: &Hold<'_>) -> Ticket {
+        let ticket = self.submit_from(hold, None);
+        if let Some(entry) = self.shared.lock().entries.get_mut(&ticket.id) {
+            entry.reports = true;
+        }
+        ticket
+    }
+
     /// Puts a hold that came from elsewhere on the page ([`Origin`]).
     pub(crate) fn submit_from(&self, hold: &Hold<'_>, origin: Option<Origin>) -> Ticket {
         let now = Instant::now();
@@ -201,6 +216,8 @@ impl WebApprovals {
             collected: false,
             scopes: hold.scopes.to_vec(),
             scope: Scope::Once,
+            kept: None,
+            reports: false,
         };
         let mut holds = self.shared.lock();
         holds.next += 1;
@@ -255,6 +272,17 @@ impl WebApprovals {
                     .unwrap_or_else(PoisonError::into_inner),
             };
         }
+    }
+
+    /// Says what the program kept of the answer to a hold (its scope, narrowed where a wider one
+    /// could not be kept, and the grant's id): the answer's `POST` waits for it, to name them.
+    pub(crate) fn kept(&self, ticket: Ticket, approval: &crate::record::Approval) {
+        let kept = Kept {
+            scope: approval.scope.unwrap_or_default(),
+            grant: approval.grant.clone(),
+        };
+        self.shared.lock().kept(ticket.id, kept);
+        self.shared.kept.notify_waiters();
     }
 
     /// Takes a pending hold off the page because the program settled it another way (sc-mcp: the
@@ -383,6 +411,8 @@ struct Shared {
     holds: Mutex<Holds>,
     /// Notified whenever a hold is settled.
     settled: Condvar,
+    /// Notified whenever the program says what it kept of an answer ([`WebApprovals::kept`]).
+    kept: tokio::sync::Notify,
     on_settle: Option<OnSettle>,
 }
 
@@ -680,17 +710,55 @@ async fn answer_hold(
             )
         })?,
     };
-    let mut holds = shared.lock();
-    let mut settled = holds.expire_due(Instant::now());
-    let answered = holds.answer(id, answer.approve, &answer.digest, scope);
-    drop(holds);
+    let (mut settled, answered, from_elsewhere) = {
+        let mut holds = shared.lock();
+        let settled = holds.expire_due(Instant::now());
+        let answered = holds.answer(id, answer.approve, &answer.digest, scope);
+        // A hold from a door elsewhere (sc-inbox) is kept by that door, and a program that
+        // does not say what it kept: this page cannot name it.
+        let from_elsewhere = !holds.entries.get(&id).is_some_and(|entry| entry.reports);
+        (settled, answered, from_elsewhere)
+    };
     if let Ok(ticket) = answered {
         settled.push(ticket);
     }
     shared.settled_all(&settled);
     answered?;
-    let body = serde_json::json!({ "approved": answer.approve }).to_string();
-    Ok((json_headers(), body).into_response())
+    let body = if !answer.approve {
+        serde_json::json!({ "approved": false })
+    } else if scope == Scope::Once {
+        serde_json::json!({ "approved": true, "scope": "once", "grant": null })
+    } else if from_elsewhere {
+        serde_json::json!({ "approved": true, "scope": null, "grant": null,
+            "kept": "by the program that holds the call, which says it in its audit log" })
+    } else {
+        match kept_answer(&shared, id).await {
+            Some(kept) => serde_json::json!({
+                "approved": true, "scope": kept.scope, "grant": kept.grant
+            }),
+            None => serde_json::json!({ "approved": true, "scope": null, "grant": null,
+                "kept": "not known yet: the approver has not said" }),
+        }
+    };
+    Ok((json_headers(), body.to_string()).into_response())
+}
+
+/// Waits (at most [`KEPT_WAIT`]) for the program to say what it kept of the answer to hold `id`.
+async fn kept_answer(shared: &Shared, id: u64) -> Option<Kept> {
+    let deadline = tokio::time::Instant::now() + KEPT_WAIT;
+    loop {
+        let notified = shared.kept.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let kept = shared.lock().kept_of(id);
+        if kept.is_some() {
+            return kept;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let kept = shared.lock().kept_of(id);
+            return kept;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ fn shared() -> Shared {
         token: "ab".repeat(32),
         holds: Mutex::new(Holds::default()),
         settled: Condvar::new(),
+        kept: tokio::sync::Notify::new(),
         on_settle: None,
     }
 }
@@ -204,6 +205,8 @@ fn an_answer_is_bound_to_the_digest_and_used_once_and_expiry_declines() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
+                reports: false,
             },
         );
         holds.next
@@ -304,6 +307,8 @@ fn a_withdrawn_hold_ends_as_withdrawn_and_takes_no_answer() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
+                reports: false,
             },
         );
     }
@@ -364,6 +369,8 @@ fn the_history_forgets_the_oldest_collected_holds_only() {
                 state: HoldState::Pending,
                 withdrawn: None,
                 collected: false,
+                kept: None,
+                reports: false,
             },
         );
         holds
@@ -460,7 +467,10 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
     let path = format!("/api/holds/{}", pending[0]["hold"]);
     assert_eq!(
         http(&web, "POST", &path, body.clone()),
-        (200, r#"{"approved":true}"#.to_owned())
+        (
+            200,
+            r#"{"approved":true,"scope":"once","grant":null}"#.to_owned()
+        )
     );
     assert_eq!(
         asking.join().unwrap(),
@@ -501,7 +511,7 @@ fn a_web_human_waits_for_the_answer_given_over_http_and_declines_when_time_is_up
 }
 
 #[test]
-fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
+fn the_first_line_says_the_call_in_plain_words_whole_and_escaped() {
     assert_eq!(
         summary(
             "buyer",
@@ -512,7 +522,8 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
     );
     assert_eq!(summary("a", "ping", "{}"), "a wants to run ping");
     assert_eq!(summary("a", "ping", ""), "a wants to run ping");
-    // A long value is cut with an ellipsis; nested values are their JSON text on one line.
+    // A long value is shown whole (issue 33: the page wraps it, never cuts it); nested values
+    // are their JSON text on one line.
     assert_eq!(
         summary(
             "a",
@@ -520,7 +531,7 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
             r#"{"url":"https://example.test/a/very/long/path?with=query","deep":{"k": [1,
             2]}}"#
         ),
-        "a wants to run t: url https://example.test/a/\u{2026}, deep {\"k\": [1, 2]}"
+        "a wants to run t: url https://example.test/a/very/long/path?with=query, deep {\"k\": [1, 2]}"
     );
     // After four arguments, one ellipsis.
     assert_eq!(
@@ -529,12 +540,12 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
     );
     // Arguments that are not an object are shown as their text.
     assert_eq!(summary("a", "t", "[1, 2]"), "a wants to run t: [1, 2]");
-    // Agent-written text is escaped as for the terminal; a cut never splits an escape.
+    // Agent-written text is escaped as for the terminal.
     let bidi = "pay \u{202e}\u{2066} now 0123456789012345678901234";
     let args = serde_json::json!({ "memo": bidi, "k\u{1b}": "x" }).to_string();
     assert_eq!(
         summary("buyer\u{202e}", "send\npayment", &args),
-        "buyer\\u{202e} wants to run send\\u{a}payment: memo pay \\u{202e}\\u{2066} now 012345678901\u{2026}, k\\u{1b} x"
+        "buyer\\u{202e} wants to run send\\u{a}payment: memo pay \\u{202e}\\u{2066} now 0123456789012345678901234, k\\u{1b} x"
     );
     let (line, call) = hold_line();
     let reasons = vec!["amount is above the hold limit".to_owned()];
@@ -549,7 +560,7 @@ fn the_first_line_says_the_call_in_plain_words_short_and_escaped() {
     let display: Value = serde_json::from_str(display_json(&hold).get()).unwrap();
     assert_eq!(
         display["summary"],
-        "buyer\\u{202e} wants to run send_payment: to <img src=x onerror=aler\u{2026}, amount 100.0000000000000001, deep [1,{\"k\":\"\\u001b[2J\"}], none {}, \u{2026}"
+        "buyer\\u{202e} wants to run send_payment: to <img src=x onerror=alert(1)>, amount 100.0000000000000001, deep [1,{\"k\":\"\\u001b[2J\"}], none {}, \u{2026}"
     );
 }
 
@@ -626,7 +637,10 @@ fn an_answer_carries_its_scope_and_an_unknown_scope_is_refused() {
             &hold,
             serde_json::json!({"approve": true, "digest": digest, "scope": "call"})
         ),
-        (200, r#"{"approved":true}"#.to_owned())
+        (
+            200,
+            r#"{"approved":true,"scope":null,"grant":null,"kept":"by the program that holds the call, which says it in its audit log"}"#.to_owned()
+        )
     );
     assert_eq!(
         asking.join().unwrap(),

@@ -125,7 +125,16 @@ pub fn evaluate_in(
     state: &CrewState,
     context: CallContext,
 ) -> Judgement {
-    let endorsed = Endorsed::new(call, policy, context.grants);
+    let endorsed = Endorsed::new(
+        call,
+        policy,
+        state
+            .taint_of(&call.agent, policy)
+            .map(|cause| super::grant::taint_source(&cause.tool, cause.argument.as_deref()))
+            .into_iter()
+            .collect(),
+        context.grants,
+    );
     let mut findings: Vec<(&'static str, Decision, String)> = RULES
         .iter()
         .filter_map(|(kind, rule)| {

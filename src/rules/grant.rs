@@ -16,8 +16,14 @@ use serde_json::value::RawValue;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Covers {
     /// The same tool called with exactly these arguments ([`args_digest`]), held for no other
-    /// kinds of rule than these (sorted, each once: `taint`, `amount`, `budget`, `coding`, …).
-    Call { digest: String, kinds: Vec<String> },
+    /// kinds of rule than these (sorted, each once: `taint`, `amount`, `budget`, `coding`, …),
+    /// while whatever tainted the session is among the taint `sources` of the moment it was
+    /// given ([`taint_source`]; sorted, each once; none: only an untainted session).
+    Call {
+        digest: String,
+        kinds: Vec<String>,
+        sources: Vec<String>,
+    },
     /// These untrusted values, endorsed (sorted, none twice).
     Value { values: Vec<String> },
 }
@@ -118,6 +124,17 @@ impl Grant {
         object.insert("at".into(), time_text(self.at).into());
         object.insert("expiresAt".into(), time_text(self.expires_at).into());
         serde_json::Value::Object(object)
+    }
+}
+
+/// What a `call` grant records of the taint of its moment, and compares with the session's
+/// later: the tool that read the untrusted content, and its key argument when it has one
+/// (`fetch_page url=https://…`). The same page read again after a reset is the same source;
+/// another page, or mail, is another.
+pub fn taint_source(tool: &str, argument: Option<&str>) -> String {
+    match argument {
+        Some(argument) => format!("{tool} {argument}"),
+        None => tool.to_owned(),
     }
 }
 

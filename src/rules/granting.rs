@@ -29,13 +29,21 @@ pub(crate) struct Endorsed<'a> {
     digest: std::cell::OnceCell<Option<String>>,
     used: std::cell::RefCell<Vec<String>>,
     named: std::cell::RefCell<Vec<String>>,
+    /// What taints the session now ([`taint_source`]): none, or the one cause.
+    sources: Vec<String>,
 }
 
 /// The most untrusted values a hold names for a `value` grant.
 pub(crate) const MAX_NAMED: usize = 16;
 
 impl<'a> Endorsed<'a> {
-    pub(crate) fn new(call: &Call, policy: &Policy, granted: Option<Granted<'a>>) -> Self {
+    /// `sources`: what taints the session now ([`super::grant::taint_source`]).
+    pub(crate) fn new(
+        call: &Call,
+        policy: &Policy,
+        sources: Vec<String>,
+        granted: Option<Granted<'a>>,
+    ) -> Self {
         let crew_taint = policy.taint_scope() == TaintScope::Crew;
         let usable = match granted {
             Some(granted) if !policy.never_remembers(call) => granted
@@ -57,6 +65,7 @@ impl<'a> Endorsed<'a> {
             digest: std::cell::OnceCell::new(),
             used: Default::default(),
             named: Default::default(),
+            sources,
         }
     }
 
@@ -78,8 +87,11 @@ impl<'a> Endorsed<'a> {
         *self.named.borrow_mut() = values;
     }
 
-    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments. A
-    /// budget is never covered: it depends on what was spent since, not on the call.
+    /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments, and
+    /// the session tainted by nothing but the sources the grant recorded (a grant given before
+    /// a reset does not cover the call once another source tainted the session; a grant that
+    /// recorded none, an old one included, covers only an untainted session). A budget is
+    /// never covered: it depends on what was spent since, not on the call.
     fn covering(&self, call: &Call, kind: &str) -> Option<&'a Grant> {
         // No call grant of this agent and tool: nothing to digest the arguments for (most
         // holds, and every hold of a door that keeps none).
@@ -99,10 +111,12 @@ impl<'a> Endorsed<'a> {
                 Covers::Call {
                     digest: granted,
                     kinds,
+                    sources,
                 } => {
                     grant.tool == call.tool
                         && granted == digest
                         && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
+                        && self.sources.iter().all(|source| sources.contains(source))
                 }
                 Covers::Value { .. } => false,
             })
@@ -186,6 +200,11 @@ pub(crate) fn settle(
                     scopes,
                     kinds,
                     values: if remember { named } else { Vec::new() },
+                    sources: if remember {
+                        endorsed.sources.clone()
+                    } else {
+                        Vec::new()
+                    },
                 })),
             }
         }
@@ -208,5 +227,95 @@ fn allowed_by(grants: &[&Grant]) -> Judgement {
         decision: Decision::Allow,
         reasons: grants.iter().map(|grant| reason(grant)).collect(),
         granting: Granting::AllowedBy(grants.iter().map(|grant| grant.id.clone()).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::rules::decision::{decide_in, CallContext};
+    use crate::rules::grant::{call_digest, GivenBy};
+
+    fn call(line: &str) -> Call {
+        Call::parse_line(line.as_bytes()).unwrap().0
+    }
+
+    const EMAIL: &str = r#"{"agent":"a","tool":"send_email","args":{"to":"ops@example.com","body":"hi"},"source":"agent"}"#;
+
+    fn read_page(url: &str) -> Call {
+        call(&format!(
+            r#"{{"agent":"a","tool":"fetch_page","args":{{"url":"{url}"}},"source":"agent"}}"#
+        ))
+    }
+
+    /// A session tainted by reading `url`, and the email it then sends, decided with `grants`.
+    fn decide_tainted(url: Option<&str>, grants: &[Grant]) -> Judgement {
+        let policy = Policy::default();
+        let mut state = Default::default();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        if let Some(url) = url {
+            let read = read_page(url);
+            decide_in(
+                &read,
+                "r1",
+                &policy,
+                &mut state,
+                None,
+                CallContext::default(),
+            );
+        }
+        let context = CallContext {
+            grants: Some(Granted { grants, now }),
+            ..CallContext::default()
+        };
+        decide_in(&call(EMAIL), "e1", &policy, &mut state, None, context)
+    }
+
+    fn grant(sources: Vec<String>) -> Grant {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_799_999_000);
+        Grant {
+            id: "0".repeat(32),
+            crew: "default".into(),
+            agent: "a".into(),
+            tool: "send_email".into(),
+            covers: Covers::Call {
+                digest: call_digest(&call(EMAIL)).unwrap(),
+                kinds: vec!["taint".into()],
+                sources,
+            },
+            by: GivenBy::Tty,
+            at,
+            expires_at: at + Duration::from_secs(8 * 3600),
+            approval: "e0".into(),
+        }
+    }
+
+    /// Issue 33: a `call` grant records what tainted the session when it was given, and covers
+    /// the call only while the session's taint is among those sources: after a reset, a session
+    /// tainted by another page is asked again.
+    #[test]
+    fn a_call_grant_covers_the_call_only_while_the_session_is_tainted_by_its_sources() {
+        let held = decide_tainted(Some("https://a.example/one"), &[]);
+        assert_eq!(held.decision, Decision::Hold, "{held:?}");
+        let Granting::Offers(grantable) = &held.granting else {
+            panic!("a hold offers scopes: {held:?}")
+        };
+        assert_eq!(
+            grantable.sources,
+            ["fetch_page url=https://a.example/one"],
+            "{grantable:?}"
+        );
+        let given = grant(grantable.sources.clone());
+        let same = decide_tainted(Some("https://a.example/one"), std::slice::from_ref(&given));
+        assert_eq!(same.decision, Decision::Allow, "{same:?}");
+        let other = decide_tainted(Some("https://b.example/two"), std::slice::from_ref(&given));
+        assert_eq!(other.decision, Decision::Hold, "{other:?}");
+        // A grant that recorded no source (one kept before sources were recorded) covers only an
+        // untainted session: tainted, the call is asked again.
+        let old = grant(Vec::new());
+        let tainted = decide_tainted(Some("https://a.example/one"), std::slice::from_ref(&old));
+        assert_eq!(tainted.decision, Decision::Hold, "{tainted:?}");
     }
 }

@@ -100,6 +100,10 @@ struct StoredGrant {
     values: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kinds: Option<Vec<String>>,
+    /// A `call` grant's taint sources; missing (a grant kept before they were recorded): none,
+    /// so that it covers only an untainted session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sources: Option<Vec<String>>,
     by: GivenBy,
     at: String,
     expires_at: String,
@@ -159,6 +163,16 @@ fn check(grant: &Grant) -> Result<(), Refusal> {
                 grant.id
             ))
         }
+        Covers::Call { sources, .. }
+            if sources.len() > MAX_VALUES
+                || sources.windows(2).any(|pair| pair[0] >= pair[1])
+                || sources.iter().any(|s| s.is_empty() || s.len() > MAX_TEXT) =>
+        {
+            fail(format!(
+                "grant {}: its taint sources are too many, not sorted, repeated, empty or too long",
+                grant.id
+            ))
+        }
         Covers::Call { digest, .. } if !is_lower_hex(digest, 64) => fail(format!(
             "grant {}: its digest is not 64 lowercase hex digits",
             grant.id
@@ -186,9 +200,18 @@ fn check(grant: &Grant) -> Result<(), Refusal> {
 
 impl StoredGrant {
     fn from_grant(grant: &Grant) -> StoredGrant {
-        let (digest, values, kinds) = match &grant.covers {
-            Covers::Call { digest, kinds } => (Some(digest.clone()), None, Some(kinds.clone())),
-            Covers::Value { values } => (None, Some(values.clone()), None),
+        let (digest, values, kinds, sources) = match &grant.covers {
+            Covers::Call {
+                digest,
+                kinds,
+                sources,
+            } => (
+                Some(digest.clone()),
+                None,
+                Some(kinds.clone()),
+                (!sources.is_empty()).then(|| sources.clone()),
+            ),
+            Covers::Value { values } => (None, Some(values.clone()), None, None),
         };
         StoredGrant {
             id: grant.id.clone(),
@@ -199,6 +222,7 @@ impl StoredGrant {
             digest,
             values,
             kinds,
+            sources,
             by: grant.by,
             at: time_text(grant.at),
             expires_at: time_text(grant.expires_at),
@@ -208,9 +232,19 @@ impl StoredGrant {
 
     fn into_grant(self, crew: &str) -> Result<Grant, Refusal> {
         let id = self.id;
-        let covers = match (self.scope.as_str(), self.digest, self.values, self.kinds) {
-            ("call", Some(digest), None, Some(kinds)) => Covers::Call { digest, kinds },
-            ("value", None, Some(values), None) => Covers::Value { values },
+        let covers = match (
+            self.scope.as_str(),
+            self.digest,
+            self.values,
+            self.kinds,
+            self.sources,
+        ) {
+            ("call", Some(digest), None, Some(kinds), sources) => Covers::Call {
+                digest,
+                kinds,
+                sources: sources.unwrap_or_default(),
+            },
+            ("value", None, Some(values), None, None) => Covers::Value { values },
             _ => {
                 return Err(Refusal(format!(
                     "grant {id:?}: a `call` grant has a digest and kinds, a `value` grant values, and nothing else"
@@ -357,9 +391,18 @@ fn build(new: NewGrant, now: SystemTime, ttl: Duration) -> Result<Grant, GrantEr
                 .into_iter()
                 .collect(),
         },
-        Covers::Call { digest, kinds } => Covers::Call {
+        Covers::Call {
+            digest,
+            kinds,
+            sources,
+        } => Covers::Call {
             digest,
             kinds: kinds
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            sources: sources
                 .into_iter()
                 .collect::<BTreeSet<_>>()
                 .into_iter()

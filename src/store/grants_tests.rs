@@ -27,6 +27,7 @@ fn call_grant(agent: &str, tool: &str, args: &str) -> NewGrant {
         covers: Covers::Call {
             digest: args_digest(args).unwrap(),
             kinds: vec!["amount".into()],
+            sources: Vec::new(),
         },
         by: GivenBy::Web,
         approval: "a1".into(),
@@ -252,6 +253,7 @@ fn a_grant_this_program_would_not_write_is_not_kept() {
     bad.covers = Covers::Call {
         digest: "ABC".into(),
         kinds: vec!["amount".into()],
+        sources: Vec::new(),
     };
     assert!(matches!(
         add(store.as_mut(), bad, at(NOW), DEFAULT_TTL),
@@ -415,4 +417,44 @@ fn the_grants_key_is_a_value_and_never_a_state() {
     assert_eq!(ValueKey::parse("crew/../grants"), None);
     assert_eq!(ValueKey::parse("session/x/grants"), None);
     assert_eq!(ValueKey::parse("crew/x/links"), None);
+}
+
+/// Issue 33: a `call` grant keeps the taint sources of its moment; one stored before they were
+/// recorded (no `sources`) is still read, with none, so that it covers only an untainted session.
+#[test]
+fn a_call_grant_keeps_its_taint_sources_and_an_older_one_reads_with_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("state.sqlite"));
+    let mut tainted = call_grant("a", "t", "{}");
+    tainted.covers = Covers::Call {
+        digest: args_digest("{}").unwrap(),
+        kinds: vec!["taint".into()],
+        sources: vec![
+            "search_web query=x".into(),
+            "fetch_page url=https://a/".into(),
+        ],
+    };
+    let kept = add(store.as_mut(), tainted, at(NOW), DEFAULT_TTL).unwrap();
+    let Covers::Call { sources, .. } = &kept.covers else {
+        panic!("{kept:?}")
+    };
+    assert_eq!(
+        sources,
+        &["fetch_page url=https://a/", "search_web query=x"]
+    );
+    let text = match write(std::slice::from_ref(&kept)) {
+        ValueChange::Set(text) => text,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(read("c", &text).unwrap(), std::slice::from_ref(&kept));
+    let before = text.replace(
+        r#""sources":["fetch_page url=https://a/","search_web query=x"],"#,
+        "",
+    );
+    assert_ne!(before, text);
+    let old = read("c", &before).unwrap();
+    let Covers::Call { sources, .. } = &old[0].covers else {
+        panic!("{old:?}")
+    };
+    assert!(sources.is_empty(), "{old:?}");
 }

@@ -40,11 +40,28 @@
     return node;
   }
 
-  // Text that wraps at its spaces only: each run of other characters is a span that never
-  // breaks (a browser would also break after a hyphen or a slash, inside an address or an
-  // amount); what is too long for the line scrolls inside its box. Very long text stays one
-  // text node, and scrolls.
+  // Text shown whole, never cut: it wraps at its spaces, and a run of other characters too long
+  // for the line breaks after a `.`, `/`, `@`, `?`, `&` or `=` (a <wbr> there: an address, a
+  // path, a URL), and only as a last resort anywhere (CSS overflow-wrap), so that the domain of
+  // a recipient and the extension of a file are on the screen. Each run is a .word span, each
+  // piece between break points a text node of its own. Very long text stays one text node.
   const WORDS_UP_TO = 20000;
+  const BREAK_AFTER = /([./@?&=])/;
+
+  function wordInto(span, word) {
+    let piece = "";
+    for (const part of word.split(BREAK_AFTER)) {
+      piece += part;
+      if (BREAK_AFTER.test(part) && part.length === 1) {
+        span.append(document.createTextNode(piece), document.createElement("wbr"));
+        piece = "";
+      }
+    }
+    if (piece !== "") {
+      span.append(document.createTextNode(piece));
+    }
+    return span;
+  }
 
   function wordsInto(node, text) {
     text = String(text);
@@ -60,7 +77,7 @@
       if (/^\s+$/.test(part)) {
         node.append(document.createTextNode(part));
       } else {
-        node.append(element("span", "word", part));
+        node.append(wordInto(element("span", "word"), part));
       }
     }
     return node;
@@ -250,7 +267,7 @@
       const body = await response.json().catch(() => ({}));
       if (response.ok) {
         entry.card.dataset.state = body.approved ? "approved" : "declined";
-        entry.outcome.textContent = body.approved ? "Approved" : "Declined";
+        entry.outcome.textContent = body.approved ? approvedWords(body, scope) : "Declined";
       } else {
         entry.outcome.textContent = "Not taken: " + String(body.error || response.status);
       }
@@ -263,11 +280,26 @@
     refresh();
   }
 
+  // What the approver kept of a yes, as its reply says: the scope and the grant's id; a wider
+  // scope it could not keep is said so, never shown as remembered.
+  function approvedWords(body, asked) {
+    if (body.grant) {
+      return "Approved and remembered (scope " + String(body.scope) + ", grant " + String(body.grant) + ")";
+    }
+    if (body.scope === "once") {
+      return asked === "once" ? "Approved once" : "Approved once: it could not be remembered";
+    }
+    return "Approved (" + String(body.kept || "what was remembered is not known") + ")";
+  }
+
   function endedCard(item) {
     const card = cardFor(item, item.state);
     const footer = element("footer");
+    const kept = item.kept || null;
     const words = {
-      approved: "Approved: the call runs",
+      approved: kept && kept.grant
+        ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"
+        : "Approved: the call runs",
       declined: "Declined: the call is skipped",
       expired: "Expired: " + String(item.reason),
       withdrawn: "Withdrawn: " + String(item.reason),

@@ -101,17 +101,15 @@ pub(super) fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
     serde_json::value::to_raw_value(&display).expect("a display serializes")
 }
 
-/// How many characters of one argument's value the first line shows before it cuts it with `…`.
-pub(super) const SUMMARY_VALUE_CHARS: usize = 24;
 /// How many arguments the first line names; more are `…`.
 pub(super) const SUMMARY_ARGS: usize = 4;
 
 /// The call in plain words, the card's first line: `buyer wants to run send_payment: to
 /// acme-travel, amount 750.10`. Each argument is its key and its value (a string without its
 /// quotes, anything else as its JSON text, numbers as written, white space runs as one space);
-/// a long value is cut with `…`, and arguments after the first few are one `…`: the whole call
-/// is in the arguments box. Cut before escaping, so an escape ([`for_terminal`]) is never cut
-/// in half.
+/// every value whole (a person must see a recipient's domain and a file's extension; the page
+/// wraps it), and arguments after the first few are one `…`: the whole call is in the
+/// arguments box.
 pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
     let mut line = format!(
         "{} wants to run {}",
@@ -127,8 +125,8 @@ pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
                 .map(|(key, value)| {
                     format!(
                         "{} {}",
-                        for_terminal(&cut(key)),
-                        for_terminal(&cut(&plain_value(value.get())))
+                        for_terminal(key),
+                        for_terminal(&plain_value(value.get()))
                     )
                 })
                 .collect();
@@ -138,7 +136,7 @@ pub(crate) fn summary(agent: &str, tool: &str, args: &str) -> String {
             pairs
         }
         // Arguments that are not an object (sc-gate takes only objects; a record may say else).
-        Err(_) if !args.is_empty() => vec![for_terminal(&cut(&plain_value(args))).into_owned()],
+        Err(_) if !args.is_empty() => vec![for_terminal(&plain_value(args)).into_owned()],
         Err(_) => Vec::new(),
     };
     if !pairs.is_empty() {
@@ -155,16 +153,6 @@ pub(super) fn plain_value(text: &str) -> String {
         return text;
     }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The text, or its first characters and `…` when it is longer than [`SUMMARY_VALUE_CHARS`].
-pub(super) fn cut(text: &str) -> String {
-    if text.chars().count() <= SUMMARY_VALUE_CHARS {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(SUMMARY_VALUE_CHARS - 1).collect();
-    out.push('\u{2026}');
-    out
 }
 
 /// JSON text indented two spaces a level, every number and string exactly as written (no float

@@ -94,6 +94,18 @@ pub(super) struct Entry {
     pub(super) scopes: Vec<Scope>,
     /// The scope the person approved with.
     pub(super) scope: Scope,
+    /// What the program that asked kept of the answer ([`Kept`]), once it says.
+    pub(super) kept: Option<Kept>,
+    /// Whether the program that submitted it says what it kept ([`Holds::kept`]).
+    pub(super) reports: bool,
+}
+
+/// What the program that asked kept of an answer: the scope (narrowed to `once` where a wider
+/// one could not be kept) and the grant's id, when it gave one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Kept {
+    pub scope: Scope,
+    pub grant: Option<String>,
 }
 
 impl Entry {
@@ -243,6 +255,9 @@ impl Holds {
             /// The approval's reason, as the record will carry it.
             reason: String,
             display: &'a RawValue,
+            /// For an approved hold, the scope kept and the grant, once the program said.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            kept: Option<&'a Kept>,
         }
         let ended: Vec<Ended> = self
             .entries
@@ -265,9 +280,22 @@ impl Holds {
                     ),
                 },
                 display: &entry.display,
+                kept: entry.kept.as_ref(),
             })
             .collect();
         serde_json::to_string(&ended).expect("holds serialize")
+    }
+
+    /// Notes what the program kept of the answer to hold `id`.
+    pub(super) fn kept(&mut self, id: u64, kept: Kept) {
+        if let Some(entry) = self.entries.get_mut(&id) {
+            entry.kept = Some(kept);
+        }
+    }
+
+    /// What the program kept of the answer to hold `id`, once it said.
+    pub(super) fn kept_of(&self, id: u64) -> Option<Kept> {
+        self.entries.get(&id)?.kept.clone()
     }
 
     /// Ends a pending hold as withdrawn, and marks it taken (nobody will collect it). Returns

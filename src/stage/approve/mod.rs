@@ -150,15 +150,16 @@ fn settle_hold<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
 ) {
-    let (approval, agent, tool, notify_failed) = match examine_hold(record) {
+    let (approval, agent, tool, notify_failed, asked) = match examine_hold(record) {
         Examined::Ask {
             id,
             call,
             reasons,
             grantable,
         } => {
+            let offered = offered(record, &id, grantable, options);
             let hold = Hold {
-                scopes: &grantable.scopes,
+                scopes: &offered.scopes,
                 line,
                 id: &id,
                 call,
@@ -172,24 +173,20 @@ fn settle_hold<W: Write, E: Write>(
                 .map(|notifier| notifier.notify(&hold, None));
             let reply = human.ask_hold(&hold);
             let approval = approval_for(reply, human.kind());
-            human.acknowledge(if approval.approved {
-                "→ approved"
-            } else {
-                "→ declined"
-            });
             let notify_failed = notice.and_then(Notice::finish).map(|f| f.to_string());
             (
                 approval,
                 call.agent.clone(),
                 call.tool.clone(),
                 notify_failed,
+                true,
             )
         }
         Examined::Malformed {
             approval,
             agent,
             tool,
-        } => (approval, agent, tool, None),
+        } => (approval, agent, tool, None, false),
     };
     let answered = answered(
         record,
@@ -200,8 +197,45 @@ fn settle_hold<W: Write, E: Write>(
         options,
         ids,
     );
+    if asked {
+        // Said once the answer is kept: the scope it was kept with, and the grant.
+        human.acknowledge(&acknowledgement(&answered.approval));
+    }
     output.emit(&answered.event, &answered.record);
     output.narrate(&answered.narration);
+}
+
+/// What the person who answered is told: declined, approved once, or approved and remembered
+/// (with the scope kept and the grant's id); a wider scope that could not be kept says why.
+pub(crate) fn acknowledgement(approval: &Approval) -> String {
+    if !approval.approved {
+        return "→ declined".to_owned();
+    }
+    match (&approval.grant, approval.scope.unwrap_or_default()) {
+        (Some(grant), scope) => format!("→ approved and remembered: scope {scope}, grant {grant}"),
+        (None, _) => match approval.reason.split_once("; scope ") {
+            Some((_, why)) => format!("→ approved once (scope {})", for_terminal(why)),
+            None => "→ approved once".to_owned(),
+        },
+    }
+}
+
+/// What a yes to a hold may be remembered for, here: what the deciding door offered (under the
+/// audit key, only from a verdict sc-gate sealed with it), where sc-approve can keep a grant
+/// (the crew's store); else `once` only.
+pub(crate) fn offered(
+    record: &Record,
+    id: &str,
+    grantable: Grantable,
+    options: &ApproveOptions,
+) -> Grantable {
+    match crate::stage::exec::check_seal(record, id, &options.chain) {
+        Ok(()) => options.grants.keepable(&grantable),
+        Err(_) => Grantable {
+            scopes: vec![crate::record::Scope::Once],
+            ..Grantable::default()
+        },
+    }
 }
 
 /// A hold as read from its record: whole enough to put to a person, or not.
@@ -274,6 +308,8 @@ fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
 /// with a MAC under the audit key), and a line of narration. The event says why the `--notify`
 /// command failed (`notifyFailed`), when it did.
 struct Answered {
+    /// The approval as kept: its scope narrowed where it could not be kept, its grant's id.
+    approval: Approval,
     event: Vec<u8>,
     record: Vec<u8>,
     narration: String,
@@ -329,6 +365,7 @@ fn answered(
     }
     let event = event.finish();
     Answered {
+        approval: approval.clone(),
         event,
         record: record.with_field("approval", &sealed),
         narration: format!(

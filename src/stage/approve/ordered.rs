@@ -322,15 +322,16 @@ impl InOrder<'_> {
                         reasons,
                         grantable,
                     } => {
+                        let offered = super::offered(&record, &id, grantable, self.options);
                         let hold = Hold {
-                            scopes: &grantable.scopes,
+                            scopes: &offered.scopes,
                             line: &line,
                             id: &id,
                             call,
                             reasons: &reasons,
                             timeout: self.options.timeout,
                         };
-                        let ticket = self.web.submit(&hold);
+                        let ticket = self.web.submit_reporting(&hold);
                         let notice = self
                             .options
                             .notify
@@ -473,6 +474,8 @@ impl InOrder<'_> {
             self.options,
             &mut self.ids,
         );
+        // The page's answer waits for this: the scope kept, and the grant.
+        self.web.kept(*ticket, &answered.approval);
         let cost = line.len();
         *slot = Slot::Ready {
             record: answered.record,

@@ -190,6 +190,37 @@ pub(crate) fn effective_decision(
     }
 }
 
+/// Why a call the gate allowed by grant is held here, when it is: sc-exec decides again, and
+/// without the crew's store (`--state`, `--crew`) it has no grant to find; with one, the grant
+/// is gone (revoked, expired) or kept in another store or crew than the gate's. `None` for a
+/// record that names no grant.
+fn unchecked_grants(record: &Record<'_>, state: &StateHandle) -> Option<String> {
+    let parsed = crate::strict_json::parse(record.text).ok()?;
+    let grants: Vec<&str> = parsed
+        .get("grants")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if grants.is_empty() {
+        return None;
+    }
+    let named = grants
+        .iter()
+        .map(|grant| crate::sanitize::quoted(grant).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let plural = if grants.len() == 1 { "" } else { "s" };
+    Some(match state {
+        StateHandle::Memory(_) => format!(
+            "sc-gate allowed it by grant{plural} {named}, which sc-exec cannot check without the crew's store: give sc-exec the gate's --state and --crew"
+        ),
+        StateHandle::Shared(_) => format!(
+            "sc-gate allowed it by grant{plural} {named}, which is not among the crew's live grants here (revoked, expired, or kept in another store or crew than the gate's --state and --crew)"
+        ),
+    })
+}
+
 /// The approval sc-exec acts on, if any: the record's, when it may be honoured, or a refusal in
 /// its place that says why not. An approval is honoured only
 /// - on a record whose own decision is `hold`: sc-approve answers holds and removes every other
@@ -792,6 +823,11 @@ fn prepare<'t>(
                 decision: Decision::Deny,
                 reasons: vec![why.to_string()],
             };
+        }
+    }
+    if effective.decision == Decision::Hold && record.decision() == Some(Decision::Allow) {
+        if let Some(why) = unchecked_grants(&record, state) {
+            effective.reasons.push(why);
         }
     }
     let approval = match effective.decision {

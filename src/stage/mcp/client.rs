@@ -616,7 +616,7 @@ impl ClientSide<'_> {
             return self.decline_unasked(&asked.id, &asked.ticket, &asked.reasons);
         }
         let hold = asked.hold(self.timeout);
-        let card = page.web.submit(&hold);
+        let card = page.web.submit_reporting(&hold);
         let notice = self.notify(&hold, Some(page.web.url()));
         let Question {
             bytes,

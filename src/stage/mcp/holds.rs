@@ -85,9 +85,12 @@ pub(super) fn settle_page_holds(
             let held = lock(&session.pending).take_held(&HoldKey::Card(card.id()));
             if let Some(call) = held {
                 let call = call.noticed();
-                let approval = approval_for(reply, AnsweredBy::Web);
+                let mut approval = approval_for(reply, AnsweredBy::Web);
+                session.keep(&call.ticket, &mut approval);
+                // The page's answer waits for this: the scope kept, and the grant.
+                web.kept(card, &approval);
                 if session
-                    .settle(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    .settle_kept(call.id, &call.bytes, call.ticket, &call.reasons, approval)
                     .is_err()
                 {
                     // The audit log cannot be written: the session is stopping.

@@ -216,15 +216,31 @@ impl Session {
         &self,
         id: RequestId,
         bytes: &[u8],
-        mut ticket: Ticket,
+        ticket: Ticket,
         reasons: &[String],
         mut approval: Approval,
     ) -> Result<()> {
+        self.keep(&ticket, &mut approval);
+        self.settle_kept(id, bytes, ticket, reasons, approval)
+    }
+
+    /// Keeps the approval's scope as a grant where it can ([`crate::approve::remember`]).
+    pub(super) fn keep(&self, ticket: &Ticket, approval: &mut Approval) {
         if let Some(held) = &ticket.held_for {
             let (call, grantable) = &**held;
-            self.grants
-                .keep(&mut approval, call, grantable, &ticket.call_id);
+            self.grants.keep(approval, call, grantable, &ticket.call_id);
         }
+    }
+
+    /// [`Session::settle`], for an approval already kept ([`Session::keep`]).
+    pub(super) fn settle_kept(
+        &self,
+        id: RequestId,
+        bytes: &[u8],
+        mut ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+    ) -> Result<()> {
         if !approval.approved {
             return self.decline_held(&id.value, &ticket, reasons, &approval, true);
         }
