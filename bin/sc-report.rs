@@ -67,6 +67,12 @@ struct Args {
     /// Print the current head of each log's chain, to store elsewhere.
     #[arg(long)]
     head: bool,
+    /// Add a section on the questions put to a person, per agent and tool: holds, questions
+    /// asked through any channel (the answers file included; not the holds a grant settled),
+    /// asks per active hour, median and 90th-percentile time to answer, the share answered in
+    /// under 2 s, answers by channel, approval rate, and the most repeated held calls and values.
+    #[arg(long, conflicts_with_all = ["verify", "head"])]
+    questions: bool,
     /// Key file of a keyed chain (for --verify and --head); also read from SC_AUDIT_KEY_FILE.
     #[arg(long, value_name = "FILE")]
     audit_key: Option<PathBuf>,
@@ -227,7 +233,15 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     for path in &args.logs {
         summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
-    let summary = summariser.finish()?;
+    let mut summary = summariser.finish()?;
+    if args.questions {
+        // A second pass over the logs, as flat in memory as the first.
+        let mut counter = report::QuestionCounter::new(summary.filter.clone());
+        for path in &args.logs {
+            counter.read_log(&path.display().to_string(), open(path)?)?;
+        }
+        summary.questions = Some(counter.finish());
+    }
     let sink = Sink::open(args.output.as_deref(), &args.logs)?;
     let colour = args.output.is_none()
         && io::stdout().is_terminal()
