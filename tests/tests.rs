@@ -31,6 +31,7 @@ mod provenance;
 mod provenance_properties;
 mod report;
 mod report_html;
+mod report_questions;
 mod sandbox;
 mod sandbox_doors;
 mod stateful;
