@@ -150,7 +150,7 @@ fn settle_hold<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
 ) {
-    let (approval, agent, tool, notify_failed) = match examine_hold(record) {
+    let (approval, agent, tool, notify_failed, asked) = match examine_hold(record) {
         Examined::Ask {
             id,
             call,
@@ -170,6 +170,7 @@ fn settle_hold<W: Write, E: Write>(
                 .notify
                 .as_ref()
                 .map(|notifier| notifier.notify(&hold, None));
+            let asked_at = std::time::SystemTime::now();
             let reply = human.ask_hold(&hold);
             let approval = approval_for(reply, human.kind());
             human.acknowledge(if approval.approved {
@@ -183,13 +184,17 @@ fn settle_hold<W: Write, E: Write>(
                 call.agent.clone(),
                 call.tool.clone(),
                 notify_failed,
+                Some(Asked {
+                    at: asked_at,
+                    channel: human.channel(),
+                }),
             )
         }
         Examined::Malformed {
             approval,
             agent,
             tool,
-        } => (approval, agent, tool, None),
+        } => (approval, agent, tool, None, None),
     };
     let answered = answered(
         record,
@@ -197,6 +202,7 @@ fn settle_hold<W: Write, E: Write>(
         &agent,
         &tool,
         notify_failed.as_deref(),
+        asked,
         options,
         ids,
     );
@@ -279,12 +285,22 @@ struct Answered {
     narration: String,
 }
 
+/// When a hold was put to a person, and the channel when its kind does not tell it: written on
+/// the approve event as `askedAt` and `channel` (for `sc-report --questions`).
+#[derive(Clone, Copy)]
+struct Asked {
+    at: std::time::SystemTime,
+    channel: Option<&'static str>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn answered(
     record: &Record,
     approval: &Approval,
     agent: &str,
     tool: &str,
     notify_failed: Option<&str>,
+    asked: Option<Asked>,
     options: &ApproveOptions,
     ids: &mut IdMinter,
 ) -> Answered {
@@ -326,6 +342,15 @@ fn answered(
         .field("approval", &sealed);
     if let Some(failed) = notify_failed {
         event = event.field("notifyFailed", failed);
+    }
+    if let Some(asked) = asked {
+        event = event.field(
+            "askedAt",
+            &humantime::format_rfc3339_micros(asked.at).to_string(),
+        );
+        if let Some(channel) = asked.channel {
+            event = event.field("channel", channel);
+        }
     }
     let event = event.finish();
     Answered {

@@ -14,7 +14,7 @@
 //! [`EXACT_TIMES`] answers (median and 90th percentile by nearest rank), past that they are
 //! read from a histogram of 5 % wide buckets; the repeated held calls and values are counted
 //! in [`TopCounts`] of [`TOP_KEPT`] entries (the space-saving count: a count is exact unless the
-//! table was full when its first hold came); the active hours are a set of hour numbers per
+//! table was full when its first hold came, and then counts the holds since); the active hours are a set of hour numbers per
 //! agent (at most one entry per hour of the logs' span).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -106,7 +106,8 @@ pub(crate) fn event_time(event: &serde_json::Map<String, Value>, key: &str) -> O
 
 /// Counts of keys, at most [`TOP_KEPT`] of them: when full, a new key takes the place of the
 /// least counted one and starts from its count (the space-saving count), so a key that repeats
-/// is never lost to keys that come once.
+/// is never lost to keys that come once. What a key inherited is kept apart: a key is shown with
+/// the holds counted since it came, never with another key's.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TopCounts {
     entries: Vec<Counted>,
@@ -116,6 +117,8 @@ pub(crate) struct TopCounts {
 pub(crate) struct Counted {
     pub(crate) key: String,
     pub(crate) count: u64,
+    /// The count it inherited from the key it replaced.
+    inherited: u64,
     /// The arguments of the first call counted (cut), for a call.
     pub(crate) example: Option<String>,
 }
@@ -129,6 +132,7 @@ impl TopCounts {
         let counted = Counted {
             key: key.to_owned(),
             count: 1,
+            inherited: 0,
             example: example(),
         };
         if self.entries.len() < TOP_KEPT {
@@ -142,17 +146,23 @@ impl TopCounts {
             .expect("the table is full");
         *least = Counted {
             count: least.count + 1,
+            inherited: least.count,
             ..counted
         };
     }
 
-    /// The keys counted more than once, most first (then by key), at most `n`.
+    /// The keys counted more than once since they came, with that count, most first (then by
+    /// key), at most `n`.
     pub(crate) fn repeated(&self, n: usize) -> Vec<Counted> {
         let mut repeated: Vec<Counted> = self
             .entries
             .iter()
-            .filter(|entry| entry.count > 1)
-            .cloned()
+            .filter(|entry| entry.count - entry.inherited > 1)
+            .map(|entry| Counted {
+                count: entry.count - entry.inherited,
+                inherited: 0,
+                ..entry.clone()
+            })
             .collect();
         repeated.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         repeated.truncate(n);
@@ -547,3 +557,7 @@ fn cut(text: &str) -> String {
     }
     format!("{}…", &text[..end])
 }
+
+#[cfg(test)]
+#[path = "questions_tests.rs"]
+mod tests;
