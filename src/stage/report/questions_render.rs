@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::questions::{QuestionRow, Questions, Repeat};
+use super::question_rows::{QuestionRow, Questions, Repeat};
 use crate::sanitize::for_terminal;
 
 /// Seconds as the report shows them: `0.4 s`, `12 s`, `3.5 min`; `-` for none.
