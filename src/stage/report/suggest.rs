@@ -429,6 +429,11 @@ pub struct Replay<'p> {
     policy: &'p Policy,
     filter: Filter,
     suggestions: Vec<Suggestion>,
+    /// The suggestions by the digest a `call` grant covers, and by each value a `value` grant
+    /// endorses: only these can change a hold (a call grant covers its digest only; a value
+    /// grant lifts a hold only when it endorses every value the hold named).
+    by_digest: HashMap<String, Vec<usize>>,
+    by_value: HashMap<String, Vec<usize>>,
     waiting: HashMap<String, Vec<usize>>,
     order: VecDeque<(String, u64)>,
     events: u64,
@@ -436,10 +441,24 @@ pub struct Replay<'p> {
 
 impl<'p> Replay<'p> {
     pub fn new(policy: &'p Policy, filter: Filter, suggestions: Vec<Suggestion>) -> Self {
+        let mut by_digest: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_value: HashMap<String, Vec<usize>> = HashMap::new();
+        for (n, suggestion) in suggestions.iter().enumerate() {
+            match &suggestion.grant.covers {
+                Covers::Call { digest, .. } => by_digest.entry(digest.clone()).or_default().push(n),
+                Covers::Value { values } => {
+                    for value in values {
+                        by_value.entry(value.clone()).or_default().push(n);
+                    }
+                }
+            }
+        }
         Replay {
             policy,
             filter,
             suggestions,
+            by_digest,
+            by_value,
             waiting: HashMap::new(),
             order: VecDeque::new(),
             events: 0,
@@ -469,7 +488,24 @@ impl<'p> Replay<'p> {
                 return;
             };
             let mut changed = Vec::new();
-            for (n, suggestion) in self.suggestions.iter_mut().enumerate() {
+            let digest = call_digest(&hold.call);
+            let mut which: Vec<usize> = digest
+                .and_then(|digest| self.by_digest.get(&digest))
+                .into_iter()
+                .flatten()
+                .chain(
+                    hold.grantable
+                        .values
+                        .iter()
+                        .filter_map(|value| self.by_value.get(value))
+                        .flatten(),
+                )
+                .copied()
+                .collect();
+            which.sort_unstable();
+            which.dedup();
+            for n in which {
+                let suggestion = &mut self.suggestions[n];
                 if now > suggestion.from
                     && allowed_with(
                         &hold.call,
