@@ -82,7 +82,7 @@ struct Args {
     suggest: bool,
     /// The gate's policy file, for --suggest (its neverRemember and grantTtl, and the
     /// decision's grant step the suggestions are replayed through).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "suggest")]
     policy: Option<PathBuf>,
     /// Key file of a keyed chain (for --verify and --head); also read from SC_AUDIT_KEY_FILE.
     #[arg(long, value_name = "FILE")]

@@ -288,3 +288,72 @@ fn suggestions_applied_to_a_days_work_remove_half_its_questions_and_no_red_team_
         }
     }
 }
+
+#[test]
+fn the_approve_event_says_when_the_question_was_put() {
+    let scratch = Scratch::new();
+    run_demo(&scratch);
+    let events = scratch.audit_events();
+    let time = |event: &Value, key: &str| {
+        humantime::parse_rfc3339(
+            event[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key}: {event}")),
+        )
+        .unwrap()
+    };
+    let approve = events.iter().find(|e| e["stage"] == "approve").unwrap();
+    let hold = events
+        .iter()
+        .find(|e| e["stage"] == "gate" && e["id"] == approve["id"])
+        .unwrap();
+    let asked = time(approve, "askedAt");
+    assert!(
+        time(hold, "ts") <= asked && asked <= time(approve, "ts"),
+        "{hold}\n{approve}"
+    );
+    // The answers file is its own channel, not the inbox.
+    assert!(approve.get("channel").is_none(), "{approve}");
+}
+
+#[test]
+fn suggest_fails_closed_without_its_policy_a_log_or_a_format_it_writes() {
+    let scratch = Scratch::new();
+    run_demo(&scratch);
+    let policy = scratch.write("policy.json", day_policy().to_string());
+    let policy = policy.to_str().unwrap();
+    let status = |args: &[&str]| {
+        let out = scratch.cmd_report_args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout,
+        )
+    };
+    // No policy, a policy without --suggest, a format it does not write: usage errors.
+    for args in [
+        &["--suggest"][..],
+        &["--policy", policy][..],
+        &["--suggest", "--policy", policy, "--format", "html"][..],
+        &["--suggest", "--policy", "missing.json"][..],
+    ] {
+        let (code, stderr, stdout) = status(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+    }
+    // A log that cannot be read: status 1, nothing written.
+    let out = std::process::Command::new(crate::util::bin_path("sc-report"))
+        .current_dir(scratch.dir.path())
+        .args(["--suggest", "--policy", policy, "missing.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    // The demo's one hold came once: nothing to suggest, and it says why.
+    let (code, _, stdout) = status(&["--suggest", "--policy", policy]);
+    assert_eq!(code, Some(0));
+    assert!(String::from_utf8_lossy(&stdout).starts_with("No suggestion:"));
+    let (_, _, stdout) = status(&["--suggest", "--policy", policy, "--json"]);
+    let json: Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(json, json!({"suggestions": []}));
+}
