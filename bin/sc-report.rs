@@ -67,6 +67,23 @@ struct Args {
     /// Print the current head of each log's chain, to store elsewhere.
     #[arg(long)]
     head: bool,
+    /// Add a section on the questions put to a person, per agent and tool: holds, questions
+    /// asked through any channel (the answers file included; not the holds a grant settled),
+    /// asks per active hour, median and 90th-percentile time to answer, the share answered in
+    /// under 2 s, answers by channel, approval rate, and the most repeated held calls and values.
+    #[arg(long, conflicts_with_all = ["verify", "head"])]
+    questions: bool,
+    /// Instead of the summary: for each repeated hold, the narrowest remembered approval (a
+    /// `call` or `value` grant with an expiry) that would have removed the repeats, never for a
+    /// deny, a budget or a neverRemember tool, each replayed over every hold of the logs, with
+    /// the ids of the past calls whose verdict it changes. Text, or --format json. Needs the
+    /// gate's policy: --policy FILE.
+    #[arg(long, requires = "policy", conflicts_with_all = ["verify", "head", "questions"])]
+    suggest: bool,
+    /// The gate's policy file, for --suggest (its neverRemember and grantTtl, and the
+    /// decision's grant step the suggestions are replayed through).
+    #[arg(long, value_name = "FILE", requires = "suggest")]
+    policy: Option<PathBuf>,
     /// Key file of a keyed chain (for --verify and --head); also read from SC_AUDIT_KEY_FILE.
     #[arg(long, value_name = "FILE")]
     audit_key: Option<PathBuf>,
@@ -192,6 +209,9 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     if args.head || (args.verify && format != Format::Html) {
         return check_chains(&args, format == Format::Json && !args.head);
     }
+    if args.suggest {
+        return suggest(&args, format);
+    }
     // The page shows each chain: walked first, so that a log that cannot be read stops the
     // report before anything is written.
     let mut chains = Vec::new();
@@ -227,7 +247,15 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     for path in &args.logs {
         summariser.read_log(&path.display().to_string(), open(path)?)?;
     }
-    let summary = summariser.finish()?;
+    let mut summary = summariser.finish()?;
+    if args.questions {
+        // A second pass over the logs, as flat in memory as the first.
+        let mut counter = report::QuestionCounter::new(summary.filter.clone());
+        for path in &args.logs {
+            counter.read_log(&path.display().to_string(), open(path)?)?;
+        }
+        summary.questions = Some(counter.finish());
+    }
     let sink = Sink::open(args.output.as_deref(), &args.logs)?;
     let colour = args.output.is_none()
         && io::stdout().is_terminal()
@@ -261,6 +289,44 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     Ok(Completion {
         unreadable_inputs: 0,
         failed_checks,
+    })
+}
+
+/// `--suggest`: two passes over the logs (the repeats and their answers, then every hold replayed
+/// with each suggested grant).
+fn suggest(args: &Args, format: Format) -> anyhow::Result<Completion> {
+    use skeleton_crew::rules::policy::Policy;
+    if matches!(format, Format::Markdown | Format::Html) {
+        return Err(UsageError("--suggest writes text or json".into()).into());
+    }
+    let path = args.policy.as_deref().expect("clap requires --policy");
+    let policy = Policy::load(path)?;
+    let filter = Filter {
+        agent: args.agent.clone(),
+        since: args.since,
+        until: args.until,
+    };
+    let mut suggester = report::Suggester::new(&policy, filter.clone());
+    for log in &args.logs {
+        suggester.read_log(&log.display().to_string(), open(log)?)?;
+    }
+    let mut replay = report::Replay::new(&policy, filter, suggester.finish());
+    for log in &args.logs {
+        replay.read_log(&log.display().to_string(), open(log)?)?;
+    }
+    let suggestions = replay.finish();
+    Sink::open(args.output.as_deref(), &args.logs)?.write(|out| {
+        if format == Format::Json {
+            serde_json::to_writer_pretty(&mut *out, &report::suggestions_json(&suggestions))?;
+            out.write_all(b"\n")?;
+        } else {
+            out.write_all(report::suggestions_text(&suggestions).as_bytes())?;
+        }
+        Ok(())
+    })?;
+    Ok(Completion {
+        unreadable_inputs: 0,
+        failed_checks: 0,
     })
 }
 

@@ -455,7 +455,7 @@ fn sc_hook_honours_a_grant_of_the_crew() {
 /// vendor and amount each time), one-off payments, a mailer that read a partner's address in a
 /// document and writes to it all day (and twice to an address it found in a spam mail), and a
 /// retry loop of one call.
-fn a_days_work() -> Vec<Value> {
+pub(crate) fn a_days_work() -> Vec<Value> {
     let mut day = Vec::new();
     let pay = |to: &str, amount: u64| payment("buyer", to, amount);
     let recurring = [

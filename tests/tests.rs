@@ -33,6 +33,7 @@ mod provenance;
 mod provenance_properties;
 mod report;
 mod report_html;
+mod report_questions;
 mod sandbox;
 mod sandbox_doors;
 mod sandbox_guard;

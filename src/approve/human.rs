@@ -66,4 +66,9 @@ pub trait Human {
         true
     }
     fn kind(&self) -> AnsweredBy;
+    /// The channel the approve event names when `kind` alone does not tell it (`inbox`, which
+    /// answers as `web`), for `sc-report --questions`.
+    fn channel(&self) -> Option<&'static str> {
+        None
+    }
 }

@@ -246,6 +246,10 @@ impl Human for InboxHuman {
     fn kind(&self) -> AnsweredBy {
         AnsweredBy::Web
     }
+
+    fn channel(&self) -> Option<&'static str> {
+        Some("inbox")
+    }
 }
 
 #[cfg(test)]

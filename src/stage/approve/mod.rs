@@ -171,6 +171,7 @@ fn settle_hold<W: Write, E: Write>(
                 .notify
                 .as_ref()
                 .map(|notifier| notifier.notify(&hold, None));
+            let asked_at = std::time::SystemTime::now();
             let reply = human.ask_hold(&hold);
             let approval = approval_for(reply, human.kind());
             let notify_failed = notice.and_then(Notice::finish).map(|f| f.to_string());
@@ -179,25 +180,30 @@ fn settle_hold<W: Write, E: Write>(
                 call.agent.clone(),
                 call.tool.clone(),
                 notify_failed,
-                true,
+                Some(Asked {
+                    at: asked_at,
+                    channel: human.channel(),
+                }),
             )
         }
         Examined::Malformed {
             approval,
             agent,
             tool,
-        } => (approval, agent, tool, None, false),
+        } => (approval, agent, tool, None, None),
     };
+    let was_asked = asked.is_some();
     let answered = answered(
         record,
         &approval,
         &agent,
         &tool,
         notify_failed.as_deref(),
+        asked,
         options,
         ids,
     );
-    if asked {
+    if was_asked {
         // Said once the answer is kept: the scope it was kept with, and the grant.
         human.acknowledge(&acknowledgement(&answered.approval));
     }
@@ -315,12 +321,22 @@ struct Answered {
     narration: String,
 }
 
+/// When a hold was put to a person, and the channel when its kind does not tell it: written on
+/// the approve event as `askedAt` and `channel` (for `sc-report --questions`).
+#[derive(Clone, Copy)]
+struct Asked {
+    at: std::time::SystemTime,
+    channel: Option<&'static str>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn answered(
     record: &Record,
     approval: &Approval,
     agent: &str,
     tool: &str,
     notify_failed: Option<&str>,
+    asked: Option<Asked>,
     options: &ApproveOptions,
     ids: &mut IdMinter,
 ) -> Answered {
@@ -362,6 +378,15 @@ fn answered(
         .field("approval", &sealed);
     if let Some(failed) = notify_failed {
         event = event.field("notifyFailed", failed);
+    }
+    if let Some(asked) = asked {
+        event = event.field(
+            "askedAt",
+            &humantime::format_rfc3339_micros(asked.at).to_string(),
+        );
+        if let Some(channel) = asked.channel {
+            event = event.field("channel", channel);
+        }
     }
     let event = event.finish();
     Answered {

@@ -77,6 +77,8 @@ enum Slot {
         line: Vec<u8>,
         ticket: Ticket,
         notice: Option<Notice>,
+        /// When it was put on the page.
+        asked_at: std::time::SystemTime,
     },
 }
 
@@ -332,6 +334,7 @@ impl InOrder<'_> {
                             timeout: self.options.timeout,
                         };
                         let ticket = self.web.submit_reporting(&hold);
+                        let asked_at = std::time::SystemTime::now();
                         let notice = self
                             .options
                             .notify
@@ -343,7 +346,7 @@ impl InOrder<'_> {
                             for_terminal(&call.tool),
                             ticket.id()
                         ));
-                        Taken::Waiting(ticket, notice)
+                        Taken::Waiting(ticket, notice, asked_at)
                     }
                     Examined::Malformed {
                         approval,
@@ -355,6 +358,7 @@ impl InOrder<'_> {
                             &approval,
                             &agent,
                             &tool,
+                            None,
                             None,
                             self.options,
                             &mut self.ids,
@@ -376,10 +380,11 @@ impl InOrder<'_> {
             _ => Taken::PassOn,
         };
         match taken {
-            Taken::Waiting(ticket, notice) => self.slots.push_back(Slot::Waiting {
+            Taken::Waiting(ticket, notice, asked_at) => self.slots.push_back(Slot::Waiting {
                 line,
                 ticket,
                 notice,
+                asked_at,
             }),
             Taken::Ready(record, event, narration) => self.ready(record, event, narration, cost),
             Taken::PassOn => {
@@ -446,6 +451,7 @@ impl InOrder<'_> {
             line,
             ticket,
             notice,
+            asked_at,
         } = slot
         else {
             unreachable!("found a waiting slot")
@@ -471,6 +477,10 @@ impl InOrder<'_> {
             &agent,
             &tool,
             notify_failed.as_deref(),
+            Some(super::Asked {
+                at: *asked_at,
+                channel: None,
+            }),
             self.options,
             &mut self.ids,
         );
@@ -488,7 +498,7 @@ impl InOrder<'_> {
 
 /// What became of a line that had to be read.
 enum Taken {
-    Waiting(Ticket, Option<Notice>),
+    Waiting(Ticket, Option<Notice>, std::time::SystemTime),
     Ready(Vec<u8>, Option<Vec<u8>>, Option<String>),
     PassOn,
 }

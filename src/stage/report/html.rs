@@ -147,6 +147,9 @@ pub(crate) fn render_html(summary: &Summary, chains: &[ChainStatus]) -> io::Resu
     tiles(&mut page, summary);
     timeline_section(&mut page, summary)?;
     agents(&mut page, summary)?;
+    if let Some(questions) = &summary.questions {
+        super::questions_render::html_section(&mut page, questions);
+    }
     vetoes(&mut page, summary);
     taint(&mut page, summary);
     resets(&mut page, summary);
@@ -297,6 +300,9 @@ fn tiles(page: &mut String, summary: &Summary) {
             );
         }
         page.push_str("</dl></div>\n");
+    }
+    if let Some(questions) = &summary.questions {
+        super::questions_render::html_tile(page, questions);
     }
     page.push_str("</section>\n");
 }

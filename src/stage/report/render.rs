@@ -170,6 +170,10 @@ pub fn render_text_with(summary: &Summary, colour: bool) -> String {
         }
     }
 
+    if let Some(questions) = &summary.questions {
+        super::questions_render::text(&mut out, questions);
+    }
+
     if summary.reset_count > 0 {
         let _ = writeln!(out, "\nState resets ({})", summary.reset_count);
         for reset in &summary.resets {
@@ -300,6 +304,9 @@ pub fn render_markdown(summary: &Summary) -> String {
             a.tainted_by.as_deref().map(cell).unwrap_or_default()
         );
     }
+    if let Some(questions) = &summary.questions {
+        super::questions_render::markdown(&mut out, questions);
+    }
     if summary.reset_count > 0 {
         let _ = writeln!(out, "\n### State resets ({})\n", summary.reset_count);
         for reset in &summary.resets {
@@ -397,6 +404,9 @@ impl Serialize for Summary {
         if self.reset_count > 0 {
             out.serialize_field("resets", &self.resets)?;
             out.serialize_field("resetCount", &self.reset_count)?;
+        }
+        if let Some(questions) = &self.questions {
+            out.serialize_field("questions", &super::questions_render::json(questions))?;
         }
         out.end()
     }

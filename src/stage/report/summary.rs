@@ -40,6 +40,8 @@ pub struct Summary {
     pub timeline: Option<Timeline>,
     /// The filter the summary was made with.
     pub filter: Filter,
+    /// What people were asked (`--questions`), when it was counted ([`super::QuestionCounter`]).
+    pub questions: Option<super::question_rows::Questions>,
     /// Every veto and problem, when the summariser was asked to keep them all.
     pub(super) every_veto: Option<Spill<Veto>>,
     pub(super) every_problem: Option<Spill<Problem>>,
