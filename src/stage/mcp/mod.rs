@@ -86,6 +86,7 @@ mod inbox;
 mod pending;
 mod protocol;
 mod proxy;
+pub mod request_state;
 mod server;
 mod session;
 mod verdict;
