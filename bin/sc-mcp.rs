@@ -177,7 +177,33 @@ fn run(args: Args) -> anyhow::Result<u8> {
         program: "sc-mcp",
         local: Some(Arc::new(Mutex::new(Vec::new()))),
     };
+    // A hold put to a 2026-07-28 client as its retry: the requestState's key is derived from
+    // the audit key (so every sc-mcp holding it reads the others' states), else this run's own.
+    let retries = {
+        let key = match audit.chain()?.mac(&[b"sc-mcp requestState"]) {
+            Some(link) => mcp::request_state::Key::derived(&link.hex()),
+            None => mcp::request_state::Key::random().map_err(|err| {
+                anyhow::anyhow!("no random bytes for the requestState key: {err}")
+            })?,
+        };
+        let file = match &args.policy.policy {
+            Some(path) => std::fs::read(path)?,
+            None => b"(built-in defaults)".to_vec(),
+        };
+        let place = |path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|path| path.as_os_str().as_encoded_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        let digest = mcp::request_state::policy_digest(&[
+            &file,
+            &place(&args.policy.home),
+            &place(&args.policy.root),
+        ]);
+        mcp::Retries::new(key, digest)
+    };
     let options = McpOptions {
+        retries,
         policy,
         grants,
         timing: args.state.timing(),

@@ -45,6 +45,8 @@ pub(super) struct ClientSide<'a> {
     pub(super) ids: IdMinter,
     /// `--notify CMD`: run whenever a held call is put to the person.
     pub(super) notifier: Option<Notifier>,
+    /// A hold put to a 2026-07-28 client as its retry, and the retries taken.
+    pub(super) retry: super::mrtr::RetrySide,
 }
 
 /// A way of putting a held call to the person.
@@ -82,6 +84,14 @@ impl ClientSide<'_> {
     }
 
     pub(super) fn handle(&mut self, bytes: &[u8]) -> Result<()> {
+        self.retry.current = None;
+        if let Some(modern) = super::revision::read_modern(bytes) {
+            return self.handle_modern(modern);
+        }
+        self.handle_classified(bytes)
+    }
+
+    pub(super) fn handle_classified(&mut self, bytes: &[u8]) -> Result<()> {
         match classify_client_message(bytes) {
             ClientMessage::Refused {
                 ids,
@@ -480,6 +490,25 @@ impl ClientSide<'_> {
             verdict: &verdict,
             scopes,
         };
+        // A 2026-07-28 client that declared elicitation is asked through its retry.
+        if self.retry.asks_by_retry()
+            && self.inbox.is_none()
+            && matches!(
+                self.asking,
+                Asking::Wherever {
+                    elicitation: true,
+                    ..
+                }
+            )
+        {
+            return self.ask_by_retry(
+                &asked.id,
+                &asked.ticket,
+                asked.call,
+                &asked.reasons,
+                &asked.scopes,
+            );
+        }
         match self.surface() {
             Surface::Elicitation => self.ask_through_client(asked),
             Surface::Page => self.ask_on_the_page(asked),

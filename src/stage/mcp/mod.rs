@@ -83,10 +83,12 @@
 mod client;
 mod holds;
 mod inbox;
+mod mrtr;
 mod pending;
 mod protocol;
 mod proxy;
 pub mod request_state;
+mod revision;
 mod server;
 mod session;
 mod verdict;
@@ -96,6 +98,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+pub use self::mrtr::Retries;
 pub use self::proxy::{run, run_with_state};
 use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;
@@ -137,6 +140,9 @@ pub struct McpOptions {
     pub notify: Option<Notifier>,
     /// With `--inbox`: every held call waits in this crew's inbox, answered by `sc-inbox`.
     pub inbox: Option<InboxAt>,
+    /// How a hold is put to a 2026-07-28 client as the protocol's retry: the key its
+    /// `requestState` is sealed with, the policy's digest, the state's lifetime.
+    pub retries: Retries,
 }
 
 /// The crew's inbox a door puts its holds in (`--inbox`).
