@@ -111,6 +111,10 @@ struct Args {
     /// died (exit 1).
     #[arg(long)]
     sandbox: bool,
+    /// Seconds a 2026-07-28 client may take to retry a held call with the person's answer (the
+    /// `requestState` sc-mcp seals expires then).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    request_state_ttl: u64,
     #[command(flatten)]
     grant_ttl: GrantTtlArgs,
     /// Don't narrate decisions on stderr.
@@ -200,7 +204,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
             &place(&args.policy.home),
             &place(&args.policy.root),
         ]);
-        mcp::Retries::new(key, digest)
+        let mut retries = mcp::Retries::new(key, digest);
+        retries.ttl = std::time::Duration::from_secs(args.request_state_ttl);
+        retries
     };
     let options = McpOptions {
         retries,

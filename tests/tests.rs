@@ -24,6 +24,7 @@ mod hook;
 mod hook_sandbox;
 mod inbox;
 mod mcp;
+mod mcp_revisions;
 mod mcp_web;
 mod pipeline;
 mod properties;

@@ -142,7 +142,7 @@ impl Key {
             return Err(StateRefused::OtherCall);
         }
         let now = millis(now);
-        if now > state.expires {
+        if now >= state.expires {
             return Err(StateRefused::Expired((now - state.expires) / 1000));
         }
         Ok(state)
