@@ -1,7 +1,7 @@
 //! sc-mcp between clients and servers of different MCP revisions (2025-11-25 and 2026-07-28),
 //! and a HOLD as the 2026-07-28 protocol's own retry (multi round-trip requests).
 //!
-//! The interop tests drive the Python SDK (PyPI `mcp`, pinned in
+//! The interop tests drive the Python SDK (the `mcp` package, pinned in
 //! testdata/mcp/python-requirements.txt, installed by `make test-deps` into testdata/mcp/venv)
 //! as the client, in its 2026-07-28 and its legacy mode, through sc-mcp to the published
 //! filesystem server (2025-11-25) and to a small server on the same SDK

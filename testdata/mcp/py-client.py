@@ -1,4 +1,4 @@
-"""The Python SDK's client (PyPI `mcp`, pinned in python-requirements.txt) driving sc-mcp, for
+"""The Python SDK's client (the `mcp` package, pinned in python-requirements.txt) driving sc-mcp, for
 tests/mcp_revisions.rs.
 
     py-client.py MODE PLAN -- SC_MCP_COMMAND...

@@ -1,4 +1,4 @@
-"""A small MCP server on the Python SDK (PyPI `mcp`, pinned in python-requirements.txt), over
+"""A small MCP server on the Python SDK (the `mcp` package, pinned in python-requirements.txt), over
 stdio, for tests/mcp_revisions.rs: notes kept as files in the folder given as its argument."""
 
 import pathlib

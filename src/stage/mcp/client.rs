@@ -46,7 +46,7 @@ pub(super) struct ClientSide<'a> {
     /// `--notify CMD`: run whenever a held call is put to the person.
     pub(super) notifier: Option<Notifier>,
     /// A hold put to a 2026-07-28 client as its retry, and the retries taken.
-    pub(super) retry: super::mrtr::RetrySide,
+    pub(super) retry: super::request_state::RetrySide,
 }
 
 /// A way of putting a held call to the person.

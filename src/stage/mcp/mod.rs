@@ -81,6 +81,7 @@
 //! [`CrewState`]: crate::rules::state::CrewState
 
 mod client;
+mod handshake;
 mod holds;
 mod inbox;
 mod mrtr;
@@ -98,8 +99,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::mrtr::Retries;
 pub use self::proxy::{run, run_with_state};
+pub use self::request_state::Retries;
 use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};

@@ -12,7 +12,6 @@
 //! tampered with, expired, for another principal, call or policy, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -24,7 +23,7 @@ use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
     INTERNAL_ERROR,
 };
-use super::request_state::{self, HeldState, Key, StateRefused};
+use super::request_state::{self, HeldState, Retries, StateRefused};
 use super::revision::{Modern, MODERN};
 use super::session::lock;
 use crate::approve::elicitation;
@@ -39,53 +38,6 @@ use crate::verdict::{Decision, Grantable, Scope};
 pub(crate) const INPUT_KEY: &str = "sc-mcp-approval";
 /// JSON-RPC: Invalid params.
 const INVALID_PARAMS: i64 = -32602;
-
-/// What sc-mcp needs to put a hold to a modern client as a retry, and to take the retry.
-#[derive(Debug, Clone)]
-pub struct Retries {
-    pub key: Key,
-    /// [`request_state::policy_digest`] of the policy in force.
-    pub policy_digest: String,
-    /// How long a state may be presented (default 10 minutes).
-    pub ttl: Duration,
-}
-
-impl Retries {
-    /// A key of this run alone, for a policy of this digest.
-    pub fn new(key: Key, policy_digest: String) -> Retries {
-        Retries {
-            key,
-            policy_digest,
-            ttl: request_state::DEFAULT_STATE_TTL,
-        }
-    }
-}
-
-/// The retry's side of one sc-mcp: its settings, the states it spent (without a store), and the
-/// modern request being handled.
-#[derive(Debug)]
-pub(crate) struct RetrySide {
-    pub(crate) retries: Retries,
-    pub(crate) spent: BTreeMap<String, u64>,
-    pub(crate) current: Option<Modern>,
-}
-
-impl RetrySide {
-    pub(crate) fn new(retries: Retries) -> RetrySide {
-        RetrySide {
-            retries,
-            spent: BTreeMap::new(),
-            current: None,
-        }
-    }
-
-    /// Whether the request being handled is a modern one that declared elicitation in form mode.
-    pub(crate) fn asks_by_retry(&self) -> bool {
-        self.current
-            .as_ref()
-            .is_some_and(|modern| modern.elicits_form)
-    }
-}
 
 /// The `input_required` result a held call gets, and the state it carries.
 #[allow(clippy::too_many_arguments)]
@@ -194,7 +146,7 @@ impl super::client::ClientSide<'_> {
             return Ok(());
         }
         if session.no_server.is_none() {
-            if let Err(why) = super::revision::ensure_handshake(session) {
+            if let Err(why) = super::handshake::ensure_handshake(session) {
                 session.to_client(&error_response(
                     &id.value,
                     INTERNAL_ERROR,

@@ -278,7 +278,7 @@ pub fn run_with_state(
         timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
-        retry: super::mrtr::RetrySide::new(options.retries.clone()),
+        retry: super::request_state::RetrySide::new(options.retries.clone()),
     };
     relay_client(&session, &mut client, input, options.max_message_bytes);
     let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
@@ -476,7 +476,7 @@ fn run_without_server(
         timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
-        retry: super::mrtr::RetrySide::new(options.retries.clone()),
+        retry: super::request_state::RetrySide::new(options.retries.clone()),
     };
     relay_client(
         &session,

@@ -8,6 +8,7 @@
 //! arguments), the policy's digest and an expiry; [`Key::open`] refuses a state that fails any
 //! of them, and its `nonce` is what the crew's store spends once ([`crate::store::spent`]).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::revision::Modern;
 use crate::verdict::{Grantable, Scope};
 
 /// How long a `requestState` may be presented after it was given: 10 minutes.
@@ -45,6 +47,53 @@ pub(crate) struct HeldState {
     /// What a wider yes may grant, when the hold offered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grantable: Option<Grantable>,
+}
+
+/// What sc-mcp needs to put a hold to a modern client as a retry, and to take the retry.
+#[derive(Debug, Clone)]
+pub struct Retries {
+    pub key: Key,
+    /// [`policy_digest`] of the policy in force.
+    pub policy_digest: String,
+    /// How long a state may be presented (default 10 minutes).
+    pub ttl: Duration,
+}
+
+impl Retries {
+    /// A key of this run alone, for a policy of this digest.
+    pub fn new(key: Key, policy_digest: String) -> Retries {
+        Retries {
+            key,
+            policy_digest,
+            ttl: DEFAULT_STATE_TTL,
+        }
+    }
+}
+
+/// The retry's side of one sc-mcp: its settings, the states it spent (without a store), and the
+/// modern request being handled.
+#[derive(Debug)]
+pub(crate) struct RetrySide {
+    pub(crate) retries: Retries,
+    pub(crate) spent: BTreeMap<String, u64>,
+    pub(crate) current: Option<Modern>,
+}
+
+impl RetrySide {
+    pub(crate) fn new(retries: Retries) -> RetrySide {
+        RetrySide {
+            retries,
+            spent: BTreeMap::new(),
+            current: None,
+        }
+    }
+
+    /// Whether the request being handled is a modern one that declared elicitation in form mode.
+    pub(crate) fn asks_by_retry(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|modern| modern.elicits_form)
+    }
 }
 
 /// Why a presented `requestState` is refused.

@@ -17,20 +17,24 @@
 //! `input_required` ([`super::mrtr`]).
 
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
 use super::protocol::IdKey;
-use super::session::{lock, Session};
 use crate::rules::policy::Policy;
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The revision a modern client speaks.
 pub(crate) const MODERN: &str = "2026-07-28";
 /// Every revision sc-mcp speaks to a client, newest first.
 pub(crate) const SUPPORTED: [&str; 3] = [MODERN, "2025-11-25", "2025-06-18"];
 /// The legacy revision sc-mcp asks a server for in its own handshake.
-const LEGACY_TO_SERVER: &str = "2025-11-25";
+pub(crate) const LEGACY_TO_SERVER: &str = "2025-11-25";
 
 pub(crate) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -47,8 +51,6 @@ pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// The id of sc-mcp's own `initialize` to the server: it starts with the prefix of sc-mcp's own
 /// ids, which a server's request may never use (see `server.rs`).
 pub(crate) const HANDSHAKE_ID: &str = "sc-mcp-elicit-initialize";
-/// How long the server has to answer sc-mcp's own `initialize`.
-const HANDSHAKE_WAIT: Duration = Duration::from_secs(60);
 
 /// What a modern request said of itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,90 +133,6 @@ pub(crate) struct Handshake {
     pub(crate) modern: std::collections::HashMap<IdKey, String>,
 }
 
-/// Makes sure the server was initialized (by the client's own `initialize`, or else by sc-mcp's,
-/// made now and waited for), so a modern request can be given to it. `Err` says why not.
-pub(crate) fn ensure_handshake(session: &Session) -> Result<(), String> {
-    let revisions = &session.revisions;
-    let mut state = lock(&revisions.state);
-    if state.server.is_some() {
-        return Ok(());
-    }
-    if let Some(why) = &state.failed {
-        return Err(why.clone());
-    }
-    if !state.waiting {
-        state.waiting = true;
-        let request = json!({
-            "jsonrpc": "2.0",
-            "id": HANDSHAKE_ID,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY_TO_SERVER,
-                "capabilities": {},
-                "clientInfo": {"name": "sc-mcp", "version": env!("CARGO_PKG_VERSION")},
-            },
-        });
-        drop(state);
-        session.forward(&serde_json::to_vec(&request).expect("JSON serializes"));
-        state = lock(&revisions.state);
-    }
-    let deadline = Instant::now() + HANDSHAKE_WAIT;
-    while state.server.is_none() && state.failed.is_none() {
-        let now = Instant::now();
-        if now >= deadline || session.is_stopping() {
-            state.failed = Some("the MCP server did not answer sc-mcp's initialize".to_owned());
-            break;
-        }
-        state = revisions
-            .changed
-            .wait_timeout(state, deadline - now)
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .0;
-    }
-    match (&state.server, &state.failed) {
-        (Some(_), _) => Ok(()),
-        (None, Some(why)) => Err(why.clone()),
-        (None, None) => Err("the MCP server did not answer sc-mcp's initialize".to_owned()),
-    }
-}
-
-/// Takes the server's answer to sc-mcp's own `initialize` (true when `message` is it): keeps the
-/// result, says `notifications/initialized`, and wakes the request that waits for it.
-pub(crate) fn take_handshake_answer(session: &Session, message: &Map<String, Value>) -> bool {
-    if message.get("id") != Some(&json!(HANDSHAKE_ID)) || message.contains_key("method") {
-        return false;
-    }
-    let mut state = lock(&session.revisions.state);
-    if !state.waiting {
-        return false;
-    }
-    state.waiting = false;
-    match message.get("result") {
-        Some(result @ Value::Object(_)) => {
-            state.server = Some(result.clone());
-            drop(state);
-            session.forward(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        }
-        _ => {
-            state.failed = Some(format!(
-                "the MCP server refused sc-mcp's initialize: {}",
-                message.get("error").unwrap_or(&Value::Null)
-            ));
-            drop(state);
-        }
-    }
-    session.revisions.changed.notify_all();
-    true
-}
-
-/// Keeps the server's answer to the client's own `initialize`, for `server/discover`.
-pub(crate) fn keep_initialize_result(session: &Session, result: &Value) {
-    let mut state = lock(&session.revisions.state);
-    if state.server.is_none() && result.is_object() {
-        state.server = Some(result.clone());
-    }
-}
-
 /// The answer to `server/discover`: the server's capabilities (from its `initialize` result),
 /// without what sc-mcp does not relay to a modern client (server-to-client requests cannot be
 /// carried, and no tools when the policy lets the agent call none), and the revisions sc-mcp
@@ -253,8 +171,8 @@ pub(crate) fn discover_result(server: &Value, policy: &Policy, agent: &str) -> V
 /// An answer sc-mcp writes itself to a 2026-07-28 client's request (a refusal, an error), as
 /// that revision reads it: `Some` with `resultType` (and a list's cache hints) added. Answers the
 /// server gave were made so already ([`to_modern_result`]).
-pub(crate) fn for_modern_client(session: &Session, message: &[u8]) -> Option<Vec<u8>> {
-    let mut state = lock(&session.revisions.state);
+pub(crate) fn for_modern_client(revisions: &Revisions, message: &[u8]) -> Option<Vec<u8>> {
+    let mut state = lock(&revisions.state);
     if state.modern.is_empty() {
         return None;
     }

@@ -257,7 +257,7 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         session.to_client(&with_newline(bytes));
         return Ok(());
     }
-    if super::revision::take_handshake_answer(session, &message) {
+    if super::handshake::take_handshake_answer(session, &message) {
         return Ok(());
     }
     let key = message.get("id").and_then(IdKey::of_reference);
@@ -305,7 +305,7 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         .and_then(|key| lock(&session.revisions.state).modern.remove(key));
     if let Some(result) = message.get_mut("result") {
         if request.awaiting.method() == "initialize" {
-            super::revision::keep_initialize_result(session, result);
+            super::handshake::keep_initialize_result(session, result);
         }
         if let Some(method) = &modern {
             rewritten |= super::revision::to_modern_result(result, method);

@@ -98,7 +98,7 @@ impl Session {
     /// Writes one message to the client. A client that went away ends the session quietly.
     pub(super) fn to_client(&self, message: &[u8]) {
         // An answer to a 2026-07-28 client's request gains what that revision's results carry.
-        let modern = super::revision::for_modern_client(self, message);
+        let modern = super::revision::for_modern_client(&self.revisions, message);
         let message = modern.as_deref().unwrap_or(message);
         let mut client = lock(&self.client);
         let written = client.write_all(message).and_then(|()| client.flush());
