@@ -232,7 +232,7 @@ impl super::client::ClientSide<'_> {
                     .field("agent", &session.agent)
                     .field("tool", tool)
                     .field("decision", &Decision::Deny)
-                    .field("reasons", &[reason.clone()])
+                    .field("reasons", std::slice::from_ref(&reason))
                     .field("protocolRevision", MODERN)
                     .finish();
                 session.audit(&event)?;
