@@ -314,6 +314,10 @@ fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_e
     assert_eq!(list["result"]["resultType"], "complete");
     assert_eq!(list["result"]["cacheScope"], "private");
     assert!(!list.to_string().contains("write_file"));
+    // A 2026-07-28 message is checked as it came: a duplicate key is refused, never forwarded.
+    a.proxy.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","name":"write_file","arguments":{"memo":"dup-marker"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    let duplicate = a.proxy.answer(&json!(9));
+    assert!(duplicate.get("error").is_some(), "{duplicate}");
     // The hold: the question, and the sealed state.
     let held = held_call(&mut a.proxy, 3);
     let state = request_state_of(&held);
@@ -361,13 +365,14 @@ fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_e
     assert_eq!(declined["result"]["isError"], true, "{declined}");
     assert_eq!(declined["result"]["resultType"], "complete", "{declined}");
     audited_refusals(&scratch, e, &[]);
-    audited_refusals(&scratch, a, &["tampered", "already used"]);
+    audited_refusals(&scratch, a, &["malformed", "tampered", "already used"]);
     audited_refusals(&scratch, b, &["another principal"]);
     audited_refusals(&scratch, c, &["another policy"]);
     audited_refusals(&scratch, d, &["expired"]);
     // The call ran once, on a's server only when approved.
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+    assert!(!received.contains("dup-marker"), "{received}");
     assert!(
         received.contains("traceparent"),
         "the trace context is passed on: {received}"

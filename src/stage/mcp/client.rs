@@ -86,19 +86,25 @@ impl ClientSide<'_> {
     pub(super) fn handle(&mut self, bytes: &[u8]) -> Result<()> {
         self.retry.current = None;
         if let Some(modern) = super::revision::read_modern(bytes) {
-            return self.handle_modern(modern);
+            return self.handle_modern(bytes, modern);
         }
         self.handle_classified(bytes)
     }
 
     pub(super) fn handle_classified(&mut self, bytes: &[u8]) -> Result<()> {
-        match classify_client_message(bytes) {
+        self.handle_as(bytes, bytes)
+    }
+
+    /// Handles the message `read` (decided and checked as it came), giving the server `bytes` (the
+    /// same message, for a 2026-07-28 client without the per-request protocol keys).
+    pub(super) fn handle_as(&mut self, read: &[u8], bytes: &[u8]) -> Result<()> {
+        match classify_client_message(read) {
             ClientMessage::Refused {
                 ids,
                 batch,
                 code,
                 reason,
-            } => self.refuse(bytes, &ids, batch, code, &reason),
+            } => self.refuse(read, &ids, batch, code, &reason),
             ClientMessage::ToolCall {
                 id,
                 name,
@@ -115,11 +121,11 @@ impl ClientSide<'_> {
                     return Ok(());
                 }
                 if let Some(why) = &self.session.no_server {
-                    self.answer_without_server(bytes, &id, &method, why);
+                    self.answer_without_server(read, &id, &method, why);
                     return Ok(());
                 }
                 if method == "initialize" {
-                    self.read_capabilities(bytes);
+                    self.read_capabilities(read);
                 }
                 let awaiting = if method == "tools/list" {
                     Awaiting::ToolsList

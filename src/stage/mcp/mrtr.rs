@@ -132,14 +132,15 @@ impl super::client::ClientSide<'_> {
     /// `server/discover` answered, a retry of a held call taken, and anything else handled as a
     /// legacy request (the server is spoken to in its legacy revision) whose answer is made a
     /// 2026-07-28 one.
-    pub(super) fn handle_modern(&mut self, modern: Modern) -> Result<()> {
+    pub(super) fn handle_modern(&mut self, original: &[u8], modern: Modern) -> Result<()> {
         let session = self.session;
         let stripped = modern.stripped.clone();
-        let (id, is_call) = match classify_client_message(&stripped) {
+        // Checked as it came (a duplicate key, a bad id… is refused before anything is stripped).
+        let (id, is_call) = match classify_client_message(original) {
             ClientMessage::ToolCall { id, .. } => (id, true),
             ClientMessage::Request { id, .. } => (id, false),
             // Refused, or not a request: as any client's message.
-            _ => return self.handle_classified(&stripped),
+            _ => return self.handle_as(original, &stripped),
         };
         if modern.version != MODERN {
             session.to_client(&super::revision::unsupported(&id.value, &modern.version));
@@ -177,7 +178,7 @@ impl super::client::ClientSide<'_> {
             let modern = self.retry.current.clone().expect("just set");
             return self.take_retry(id, &modern);
         }
-        self.handle_classified(&stripped)
+        self.handle_as(original, &stripped)
     }
 
     /// Takes a modern client's retry of a held call (a `tools/call` carrying `requestState`).
