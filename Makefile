@@ -18,7 +18,7 @@ test: test-deps
 # node_modules is missing or older than the lock, a real redis-server and bubblewrap (below).
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 
-test-deps: $(MCP_DEPS) browser-deps redis-server bubblewrap
+test-deps: $(MCP_DEPS) $(PY_MCP) browser-deps redis-server bubblewrap
 
 # The browser the web approval card is tested in (tests/web.rs): Debian's headless Chromium and
 # its WebDriver, chromedriver. Installed when chromedriver is missing (CI runs as root).
@@ -41,6 +41,16 @@ redis-server:
 bubblewrap:
 	@command -v bwrap >/dev/null || \
 	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap)
+
+# The Python SDK (the `mcp` package, pinned in testdata/mcp/python-requirements.txt), whose
+# client and server tests/mcp_revisions.rs drives in its 2026-07-28 and legacy modes: installed
+# into a venv under testdata/mcp when missing or older than the pin (needs python3 >= 3.10).
+PY_MCP := testdata/mcp/venv/.installed
+
+$(PY_MCP): testdata/mcp/python-requirements.txt
+	python3 -m venv testdata/mcp/venv
+	testdata/mcp/venv/bin/pip install --quiet --disable-pip-version-check -r testdata/mcp/python-requirements.txt
+	touch $@
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund

@@ -111,6 +111,10 @@ struct Args {
     /// died (exit 1).
     #[arg(long)]
     sandbox: bool,
+    /// Seconds a 2026-07-28 client may take to retry a held call with the person's answer (the
+    /// `requestState` sc-mcp seals expires then).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    request_state_ttl: u64,
     #[command(flatten)]
     grant_ttl: GrantTtlArgs,
     /// Don't narrate decisions on stderr.
@@ -177,7 +181,35 @@ fn run(args: Args) -> anyhow::Result<u8> {
         program: "sc-mcp",
         local: Some(Arc::new(Mutex::new(Vec::new()))),
     };
+    // A hold put to a 2026-07-28 client as its retry: the requestState's key is derived from
+    // the audit key (so every sc-mcp holding it reads the others' states), else this run's own.
+    let retries = {
+        let key = match audit.chain()?.mac(&[b"sc-mcp requestState"]) {
+            Some(link) => mcp::request_state::Key::derived(&link.hex()),
+            None => mcp::request_state::Key::random().map_err(|err| {
+                anyhow::anyhow!("no random bytes for the requestState key: {err}")
+            })?,
+        };
+        let file = match &args.policy.policy {
+            Some(path) => std::fs::read(path)?,
+            None => b"(built-in defaults)".to_vec(),
+        };
+        let place = |path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|path| path.as_os_str().as_encoded_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        let digest = mcp::request_state::policy_digest(&[
+            &file,
+            &place(&args.policy.home),
+            &place(&args.policy.root),
+        ]);
+        let mut retries = mcp::Retries::new(key, digest);
+        retries.ttl = std::time::Duration::from_secs(args.request_state_ttl);
+        retries
+    };
     let options = McpOptions {
+        retries,
         policy,
         grants,
         timing: args.state.timing(),

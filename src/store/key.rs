@@ -156,6 +156,8 @@ pub enum ValueKey {
     Grants(String),
     /// A crew's inbox: the holds its doors wait on ([`crate::store::inbox`]).
     Inbox(String),
+    /// The single-use tokens a crew's doors have spent ([`crate::store::spent`]).
+    Spent(String),
 }
 
 impl ValueKey {
@@ -171,6 +173,10 @@ impl ValueKey {
         ValueKey::Inbox(crew.to_owned())
     }
 
+    pub fn spent(crew: &str) -> ValueKey {
+        ValueKey::Spent(crew.to_owned())
+    }
+
     /// `session/ID/links`, `crew/NAME/grants` or `crew/NAME/inbox`: never a [`StateKey::path`], whose last part is
     /// `gate` or `exec`.
     pub fn path(&self) -> String {
@@ -178,6 +184,7 @@ impl ValueKey {
             ValueKey::Links(id) => format!("session/{id}/links"),
             ValueKey::Grants(crew) => format!("crew/{crew}/grants"),
             ValueKey::Inbox(crew) => format!("crew/{crew}/inbox"),
+            ValueKey::Spent(crew) => format!("crew/{crew}/spent"),
         }
     }
 
@@ -192,6 +199,7 @@ impl ValueKey {
             ("session", "links") => Some(ValueKey::Links(name.to_owned())),
             ("crew", "grants") => Some(ValueKey::Grants(name.to_owned())),
             ("crew", "inbox") => Some(ValueKey::Inbox(name.to_owned())),
+            ("crew", "spent") => Some(ValueKey::Spent(name.to_owned())),
             _ => None,
         }
     }
@@ -203,6 +211,9 @@ impl ValueKey {
             ValueKey::Links(id) => format!("the call links of session {}", quoted(id)),
             ValueKey::Grants(crew) => format!("the grants of crew {}", quoted(crew)),
             ValueKey::Inbox(crew) => format!("the inbox of crew {}", quoted(crew)),
+            ValueKey::Spent(crew) => {
+                format!("the spent single-use tokens of crew {}", quoted(crew))
+            }
         }
     }
 
@@ -212,6 +223,7 @@ impl ValueKey {
             ValueKey::Links(_) => "reset the session with `sc-state reset --session`",
             ValueKey::Grants(_) => "end them with `sc-state revoke --all`",
             ValueKey::Inbox(_) => "stop the crew's doors and inboxes, then remove the value",
+            ValueKey::Spent(_) => "stop the crew's doors, then remove the value",
         }
     }
 }

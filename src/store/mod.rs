@@ -30,6 +30,7 @@ mod key;
 mod list;
 pub mod redis;
 mod shared;
+pub mod spent;
 pub mod sqlite;
 mod url;
 

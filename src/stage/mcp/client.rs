@@ -45,6 +45,8 @@ pub(super) struct ClientSide<'a> {
     pub(super) ids: IdMinter,
     /// `--notify CMD`: run whenever a held call is put to the person.
     pub(super) notifier: Option<Notifier>,
+    /// A hold put to a 2026-07-28 client as its retry, and the retries taken.
+    pub(super) retry: super::request_state::RetrySide,
 }
 
 /// A way of putting a held call to the person.
@@ -82,13 +84,27 @@ impl ClientSide<'_> {
     }
 
     pub(super) fn handle(&mut self, bytes: &[u8]) -> Result<()> {
-        match classify_client_message(bytes) {
+        self.retry.current = None;
+        if let Some(modern) = super::revision::read_modern(bytes) {
+            return self.handle_modern(bytes, modern);
+        }
+        self.handle_classified(bytes)
+    }
+
+    pub(super) fn handle_classified(&mut self, bytes: &[u8]) -> Result<()> {
+        self.handle_as(bytes, bytes)
+    }
+
+    /// Handles the message `read` (decided and checked as it came), giving the server `bytes` (the
+    /// same message, for a 2026-07-28 client without the per-request protocol keys).
+    pub(super) fn handle_as(&mut self, read: &[u8], bytes: &[u8]) -> Result<()> {
+        match classify_client_message(read) {
             ClientMessage::Refused {
                 ids,
                 batch,
                 code,
                 reason,
-            } => self.refuse(bytes, &ids, batch, code, &reason),
+            } => self.refuse(read, &ids, batch, code, &reason),
             ClientMessage::ToolCall {
                 id,
                 name,
@@ -105,11 +121,11 @@ impl ClientSide<'_> {
                     return Ok(());
                 }
                 if let Some(why) = &self.session.no_server {
-                    self.answer_without_server(bytes, &id, &method, why);
+                    self.answer_without_server(read, &id, &method, why);
                     return Ok(());
                 }
                 if method == "initialize" {
-                    self.read_capabilities(bytes);
+                    self.read_capabilities(read);
                 }
                 let awaiting = if method == "tools/list" {
                     Awaiting::ToolsList
@@ -480,6 +496,25 @@ impl ClientSide<'_> {
             verdict: &verdict,
             scopes,
         };
+        // A 2026-07-28 client that declared elicitation is asked through its retry.
+        if self.retry.asks_by_retry()
+            && self.inbox.is_none()
+            && matches!(
+                self.asking,
+                Asking::Wherever {
+                    elicitation: true,
+                    ..
+                }
+            )
+        {
+            return self.ask_by_retry(
+                &asked.id,
+                &asked.ticket,
+                asked.call,
+                &asked.reasons,
+                &asked.scopes,
+            );
+        }
         match self.surface() {
             Surface::Elicitation => self.ask_through_client(asked),
             Surface::Page => self.ask_on_the_page(asked),

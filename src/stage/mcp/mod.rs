@@ -81,11 +81,15 @@
 //! [`CrewState`]: crate::rules::state::CrewState
 
 mod client;
+mod handshake;
 mod holds;
 mod inbox;
+mod mrtr;
 mod pending;
 mod protocol;
 mod proxy;
+pub mod request_state;
+mod revision;
 mod server;
 mod session;
 mod verdict;
@@ -96,6 +100,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use self::proxy::{run, run_with_state};
+pub use self::request_state::Retries;
 use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};
@@ -136,6 +141,9 @@ pub struct McpOptions {
     pub notify: Option<Notifier>,
     /// With `--inbox`: every held call waits in this crew's inbox, answered by `sc-inbox`.
     pub inbox: Option<InboxAt>,
+    /// How a hold is put to a 2026-07-28 client as the protocol's retry: the key its
+    /// `requestState` is sealed with, the policy's digest, the state's lifetime.
+    pub retries: Retries,
 }
 
 /// The crew's inbox a door puts its holds in (`--inbox`).

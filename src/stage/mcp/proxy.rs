@@ -278,6 +278,7 @@ pub fn run_with_state(
         timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
+        retry: super::request_state::RetrySide::new(options.retries.clone()),
     };
     relay_client(&session, &mut client, input, options.max_message_bytes);
     let client_closed_first = !woken.load(Ordering::SeqCst) && !session.is_stopping();
@@ -407,6 +408,7 @@ fn new_session(
         killed_by_us: AtomicBool::new(false),
         taken: Mutex::new(Vec::new()),
         grants: options.grants.clone(),
+        revisions: Default::default(),
     }
 }
 
@@ -474,6 +476,7 @@ fn run_without_server(
         timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
+        retry: super::request_state::RetrySide::new(options.retries.clone()),
     };
     relay_client(
         &session,

@@ -257,6 +257,9 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         session.to_client(&with_newline(bytes));
         return Ok(());
     }
+    if super::handshake::take_handshake_answer(session, &message) {
+        return Ok(());
+    }
     let key = message.get("id").and_then(IdKey::of_reference);
     let answered = lock(&session.pending).take(key.as_ref());
     let request = match answered {
@@ -295,6 +298,18 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
     if message.get("id") != Some(&request.id.value) {
         message.insert("id".to_owned(), request.id.value.clone());
         rewritten = true;
+    }
+    // A 2026-07-28 client reads `resultType` (and a list's cache hints) the server did not give.
+    let modern = key
+        .as_ref()
+        .and_then(|key| lock(&session.revisions.state).modern.remove(key));
+    if let Some(result) = message.get_mut("result") {
+        if request.awaiting.method() == "initialize" {
+            super::handshake::keep_initialize_result(session, result);
+        }
+        if let Some(method) = &modern {
+            rewritten |= super::revision::to_modern_result(result, method);
+        }
     }
     // Whatever it answers, a tool list in it loses the tools the policy denies.
     let hidden = match message.get_mut("result") {

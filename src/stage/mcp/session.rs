@@ -63,6 +63,8 @@ pub(super) struct Session {
     pub(super) taken: Mutex<Vec<ResultRecord>>,
     /// Where the person's `call` and `value` answers are kept.
     pub(super) grants: Grants,
+    /// The server's `initialize` result and the requests of a 2026-07-28 client awaiting answers.
+    pub(super) revisions: super::revision::Revisions,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -95,6 +97,9 @@ impl Session {
 
     /// Writes one message to the client. A client that went away ends the session quietly.
     pub(super) fn to_client(&self, message: &[u8]) {
+        // An answer to a 2026-07-28 client's request gains what that revision's results carry.
+        let modern = super::revision::for_modern_client(&self.revisions, message);
+        let message = modern.as_deref().unwrap_or(message);
         let mut client = lock(&self.client);
         let written = client.write_all(message).and_then(|()| client.flush());
         drop(client);

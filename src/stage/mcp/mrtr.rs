@@ -1,0 +1,330 @@
+//! A HOLD as the protocol's own retry (MCP 2026-07-28, multi round-trip requests).
+//!
+//! To a modern client that declared elicitation (form mode), a held `tools/call` is answered
+//! with `{"resultType":"input_required","inputRequests":{"sc-mcp-approval":{"method":
+//! "elicitation/create",…}},"requestState":…}`: the same question as the elicitation of a legacy
+//! client (agent, tool, exact arguments, source, reasons; approve or not, and the scopes offered).
+//! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
+//! the policy's digest and an expiry. The client retries the call with `inputResponses` and the
+//! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
+//! by another sc-mcp of the crew completes, else in this process), and the answer settles the
+//! call: approved, it is forwarded to the server as it first came; else refused. A state that is
+//! tampered with, expired, for another principal, call or policy, or spent already is refused with
+//! a JSON-RPC error (-32602), and audited as a denied message.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+use serde_json::{json, Map, Value};
+
+use super::pending::{Awaiting, PendingRequest, Ticket};
+use super::protocol::{
+    classify_client_message, error_response, result_response, ClientMessage, RequestId,
+    INTERNAL_ERROR,
+};
+use super::request_state::{self, HeldState, Retries, StateRefused};
+use super::revision::{Modern, MODERN};
+use super::session::lock;
+use crate::approve::elicitation;
+use crate::audit::{self, Stage};
+use crate::call::Call;
+use crate::record::Approval;
+use crate::sanitize::for_terminal;
+use crate::store::{spent, Owner, StateHandle};
+use crate::verdict::{Decision, Grantable, Scope};
+
+/// The key of sc-mcp's one input request.
+pub(crate) const INPUT_KEY: &str = "sc-mcp-approval";
+/// JSON-RPC: Invalid params.
+const INVALID_PARAMS: i64 = -32602;
+
+/// The `input_required` result a held call gets, and the state it carries.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn input_required(
+    retries: &Retries,
+    ticket: &Ticket,
+    call: &Call,
+    arguments: &Value,
+    reasons: &[String],
+    scopes: &[Scope],
+    grantable: Option<&Grantable>,
+    now: SystemTime,
+) -> Result<Value, getrandom::Error> {
+    let state = HeldState {
+        nonce: request_state::nonce()?,
+        call_id: ticket.call_id.clone(),
+        principal: ticket.agent.clone(),
+        tool: ticket.tool.clone(),
+        call: request_state::call_digest(&ticket.tool, arguments),
+        policy: retries.policy_digest.clone(),
+        expires: request_state::millis(now + retries.ttl),
+        reasons: reasons.to_vec(),
+        scopes: scopes.to_vec(),
+        grantable: grantable.cloned(),
+    };
+    let message = elicitation::message(call, reasons, Some(retries.ttl), scopes);
+    Ok(json!({
+        "resultType": "input_required",
+        "inputRequests": {
+            INPUT_KEY: {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": message,
+                    "requestedSchema": elicitation::requested_schema(scopes),
+                }
+            }
+        },
+        "requestState": retries.key.seal(&state),
+    }))
+}
+
+impl super::client::ClientSide<'_> {
+    /// Answers a held call from a modern client with `input_required`.
+    pub(super) fn ask_by_retry(
+        &mut self,
+        id: &RequestId,
+        ticket: &Ticket,
+        call: &Call,
+        reasons: &[String],
+        scopes: &[Scope],
+    ) -> Result<()> {
+        let session = self.session;
+        let grantable = ticket.held_for.as_ref().map(|held| &held.1);
+        let arguments = self
+            .retry
+            .current
+            .as_ref()
+            .and_then(|modern| modern.message.get("params"))
+            .and_then(|params| params.get("arguments"))
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        match input_required(
+            &self.retry.retries,
+            ticket,
+            call,
+            &arguments,
+            reasons,
+            scopes,
+            grantable,
+            SystemTime::now(),
+        ) {
+            Ok(result) => {
+                session.narrate(&format!(
+                    "sc-mcp: {} → {}: asking the person through the MCP client's retry ({MODERN})",
+                    for_terminal(&ticket.agent),
+                    for_terminal(&ticket.tool),
+                ));
+                session.to_client(&result_response(&id.value, &result));
+                Ok(())
+            }
+            Err(err) => {
+                let approval = elicitation::declined(format!(
+                    "declined: no random bytes for its state: {err}"
+                ));
+                session.decline_held(&id.value, ticket, reasons, &approval, true)
+            }
+        }
+    }
+
+    /// Handles a request of a 2026-07-28 client: a revision sc-mcp does not speak is refused,
+    /// `server/discover` answered, a retry of a held call taken, and anything else handled as a
+    /// legacy request (the server is spoken to in its legacy revision) whose answer is made a
+    /// 2026-07-28 one.
+    pub(super) fn handle_modern(&mut self, original: &[u8], modern: Modern) -> Result<()> {
+        let session = self.session;
+        let stripped = modern.stripped.clone();
+        // Checked as it came (a duplicate key, a bad id… is refused before anything is stripped).
+        let (id, is_call) = match classify_client_message(original) {
+            ClientMessage::ToolCall { id, .. } => (id, true),
+            ClientMessage::Request { id, .. } => (id, false),
+            // Refused, or not a request: as any client's message.
+            _ => return self.handle_as(original, &stripped),
+        };
+        if modern.version != MODERN {
+            session.to_client(&super::revision::unsupported(&id.value, &modern.version));
+            return Ok(());
+        }
+        if session.no_server.is_none() {
+            if let Err(why) = super::handshake::ensure_handshake(session) {
+                session.to_client(&error_response(
+                    &id.value,
+                    INTERNAL_ERROR,
+                    &format!("sc-mcp: {why}"),
+                ));
+                return Ok(());
+            }
+        }
+        if modern.method == "server/discover" {
+            let server = lock(&session.revisions.state)
+                .server
+                .clone()
+                .unwrap_or_else(|| json!({"capabilities": {"tools": {}}}));
+            let result = super::revision::discover_result(&server, &session.policy, &session.agent);
+            session.to_client(&result_response(&id.value, &result));
+            return Ok(());
+        }
+        lock(&session.revisions.state)
+            .modern
+            .insert(id.key.clone(), modern.method.clone());
+        let retry = is_call
+            && modern
+                .message
+                .get("params")
+                .is_some_and(|params| params.get("requestState").is_some());
+        self.retry.current = Some(modern);
+        if retry {
+            let modern = self.retry.current.clone().expect("just set");
+            return self.take_retry(id, &modern);
+        }
+        self.handle_as(original, &stripped)
+    }
+
+    /// Takes a modern client's retry of a held call (a `tools/call` carrying `requestState`).
+    pub(super) fn take_retry(&mut self, id: RequestId, modern: &Modern) -> Result<()> {
+        let session = self.session;
+        let message = &modern.message;
+        let id_value = id.value.clone();
+        let params = message.get("params").and_then(Value::as_object);
+        let get = |key: &str| params.and_then(|params| params.get(key));
+        let tool = get("name").and_then(Value::as_str).unwrap_or_default();
+        let arguments = get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let sealed = get("requestState")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let now = SystemTime::now();
+        let opened = self.retry.retries.key.open(
+            sealed,
+            &session.agent,
+            &request_state::call_digest(tool, &arguments),
+            &self.retry.retries.policy_digest,
+            now,
+        );
+        let opened = opened.and_then(|state| {
+            let expires = SystemTime::UNIX_EPOCH + Duration::from_millis(state.expires);
+            let spent = match &mut self.state {
+                StateHandle::Shared(shared) => match shared.key().owner.clone() {
+                    Owner::Crew(crew) => {
+                        spent::consume(shared.store(), &crew, &state.nonce, expires, now)
+                    }
+                    _ => {
+                        spent::consume_in_memory(&mut self.retry.spent, &state.nonce, expires, now)
+                    }
+                },
+                StateHandle::Memory(_) => {
+                    spent::consume_in_memory(&mut self.retry.spent, &state.nonce, expires, now)
+                }
+            };
+            match spent {
+                Ok(()) => Ok(state),
+                Err(spent::SpentError::AlreadySpent) => Err(StateRefused::Replayed),
+                Err(err) => Err(StateRefused::Store(err.to_string())),
+            }
+        });
+        let state = match opened {
+            Ok(state) => state,
+            Err(refused) => {
+                let reason = format!("{MODERN} retry refused: {refused}");
+                let call_id = self.ids.mint();
+                let event = audit::event(Stage::Gate, &call_id)
+                    .field("agent", &session.agent)
+                    .field("tool", tool)
+                    .field("decision", &Decision::Deny)
+                    .field("reasons", std::slice::from_ref(&reason))
+                    .field("protocolRevision", MODERN)
+                    .finish();
+                session.audit(&event)?;
+                session.narrate(&format!(
+                    "sc-mcp: DENY  {} → {}: {}",
+                    for_terminal(&session.agent),
+                    for_terminal(tool),
+                    for_terminal(&reason)
+                ));
+                session.to_client(&error_response(
+                    &id_value,
+                    INVALID_PARAMS,
+                    &format!("sc-mcp: {reason}"),
+                ));
+                return Ok(());
+            }
+        };
+        // The person's answer: the client's result for sc-mcp's input request.
+        let answer = get("inputResponses")
+            .and_then(|responses| responses.get(INPUT_KEY))
+            .cloned();
+        let mut approval = match answer {
+            Some(result) => {
+                let mut response = Map::new();
+                response.insert("result".to_owned(), result);
+                elicitation::approval_for_answer(&response, &state.scopes)
+            }
+            None => elicitation::declined(
+                "declined: the client's retry carries no answer to sc-mcp's question",
+            ),
+        };
+        let call = Call::from_value(&json!({
+            "agent": session.agent,
+            "tool": tool,
+            "args": arguments,
+            "source": "agent",
+        }));
+        let mut ticket = Ticket {
+            call_id: state.call_id.clone(),
+            agent: session.agent.clone(),
+            tool: tool.to_owned(),
+            decision: Decision::Hold,
+            approval: None,
+            held_for: match (&state.grantable, call) {
+                (Some(grantable), Ok(call)) => Some(Arc::new((call, grantable.clone()))),
+                _ => None,
+            },
+            notify_failed: None,
+        };
+        if let Some(held) = &ticket.held_for {
+            let (call, grantable) = &**held;
+            session
+                .grants
+                .keep(&mut approval, call, grantable, &ticket.call_id);
+        }
+        self.audit_retry_approval(&ticket, &approval)?;
+        if !approval.approved {
+            return session.refuse_call(&id_value, &ticket, &state.reasons, Some(&approval));
+        }
+        ticket.approval = Some(approval);
+        // Forwarded as it first came: without the retry's own members.
+        let mut forwarded = message.clone();
+        if let Some(Value::Object(params)) = forwarded.get_mut("params") {
+            params.shift_remove("requestState");
+            params.shift_remove("inputResponses");
+        }
+        let bytes = serde_json::to_vec(&forwarded).expect("a JSON object serializes");
+        session.forward_request(
+            &bytes,
+            PendingRequest {
+                id,
+                awaiting: Awaiting::ToolCall(ticket),
+            },
+        )
+    }
+
+    /// The `approve` event of a retry's answer: as every door's, with the protocol revision.
+    fn audit_retry_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
+        let event = audit::event(Stage::Approve, &ticket.call_id)
+            .field("agent", &ticket.agent)
+            .field("tool", &ticket.tool)
+            .field("approval", approval)
+            .field("protocolRevision", MODERN)
+            .finish();
+        self.session.audit(&event)?;
+        self.session.narrate(&format!(
+            "sc-mcp: {} → {}: {}",
+            for_terminal(&ticket.agent),
+            for_terminal(&ticket.tool),
+            for_terminal(&approval.reason)
+        ));
+        Ok(())
+    }
+}

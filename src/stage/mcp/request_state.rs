@@ -1,0 +1,324 @@
+//! The sealed `requestState` of a held call put to a 2026-07-28 client as the protocol's own
+//! retry (MRTR, [`super::mrtr`]).
+//!
+//! The state passes through the client, so it is read as attacker-controlled input: it is
+//! `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`, with a key only sc-mcp holds
+//! (per run, or derived from `--audit-key` so that every sc-mcp holding the key reads the others'
+//! states). The payload binds the principal (the agent), the call's digest (tool and exact
+//! arguments), the policy's digest and an expiry; [`Key::open`] refuses a state that fails any
+//! of them, and its `nonce` is what the crew's store spends once ([`crate::store::spent`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::revision::Modern;
+use crate::verdict::{Grantable, Scope};
+
+/// How long a `requestState` may be presented after it was given: 10 minutes.
+pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
+
+/// What a sealed state says: enough to settle the held call on the retry without asking the
+/// rules again (the hold was decided and recorded when the call first came).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct HeldState {
+    /// Random, 128 bits: what is spent once.
+    pub nonce: String,
+    /// The held call's id in the audit log (its `gate` event).
+    pub call_id: String,
+    /// The principal the call was made in the name of.
+    pub principal: String,
+    pub tool: String,
+    /// [`call_digest`] of the tool and its exact arguments.
+    pub call: String,
+    /// [`policy_digest`] of the policy that held it.
+    pub policy: String,
+    /// Unix milliseconds after which the state is refused.
+    pub expires: u64,
+    pub reasons: Vec<String>,
+    pub scopes: Vec<Scope>,
+    /// What a wider yes may grant, when the hold offered one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grantable: Option<Grantable>,
+}
+
+/// What sc-mcp needs to put a hold to a modern client as a retry, and to take the retry.
+#[derive(Debug, Clone)]
+pub struct Retries {
+    pub key: Key,
+    /// [`policy_digest`] of the policy in force.
+    pub policy_digest: String,
+    /// How long a state may be presented (default 10 minutes).
+    pub ttl: Duration,
+}
+
+impl Retries {
+    /// A key of this run alone, for a policy of this digest.
+    pub fn new(key: Key, policy_digest: String) -> Retries {
+        Retries {
+            key,
+            policy_digest,
+            ttl: DEFAULT_STATE_TTL,
+        }
+    }
+}
+
+/// The retry's side of one sc-mcp: its settings, the states it spent (without a store), and the
+/// modern request being handled.
+#[derive(Debug)]
+pub(crate) struct RetrySide {
+    pub(crate) retries: Retries,
+    pub(crate) spent: BTreeMap<String, u64>,
+    pub(crate) current: Option<Modern>,
+}
+
+impl RetrySide {
+    pub(crate) fn new(retries: Retries) -> RetrySide {
+        RetrySide {
+            retries,
+            spent: BTreeMap::new(),
+            current: None,
+        }
+    }
+
+    /// Whether the request being handled is a modern one that declared elicitation in form mode.
+    pub(crate) fn asks_by_retry(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|modern| modern.elicits_form)
+    }
+}
+
+/// Why a presented `requestState` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateRefused {
+    #[error("the requestState is not one sc-mcp sealed (malformed or tampered with)")]
+    Tampered,
+    #[error("the requestState expired {0} s ago")]
+    Expired(u64),
+    #[error("the requestState was given to another principal ({0:?})")]
+    OtherPrincipal(String),
+    #[error("the requestState is for another call (the tool or its arguments differ)")]
+    OtherCall,
+    #[error("the requestState was given under another policy")]
+    OtherPolicy,
+    #[error("the requestState was already used")]
+    Replayed,
+    #[error("the requestState cannot be spent: {0}")]
+    Store(String),
+}
+
+/// The key states are sealed with. Never printed.
+#[derive(Clone)]
+pub struct Key([u8; 32]);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("requestState::Key(<secret>)")
+    }
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+impl Key {
+    /// A key of this run alone: 256 random bits.
+    pub fn random() -> Result<Key, getrandom::Error> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)?;
+        Ok(Key(key))
+    }
+
+    /// A key derived from the audit log's key (`--audit-key`), so that every sc-mcp holding it
+    /// reads the others' states; distinct from the key itself by its label.
+    pub fn derived(secret: &[u8]) -> Key {
+        let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+        mac.update(b"skeleton-crew sc-mcp requestState v1");
+        Key(mac.finalize().into_bytes().into())
+    }
+
+    fn mac(&self, payload: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(payload);
+        mac
+    }
+
+    pub(crate) fn seal(&self, state: &HeldState) -> String {
+        let payload = serde_json::to_vec(state).expect("a state serializes");
+        let tag = self.mac(&payload).finalize().into_bytes();
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// Opens a presented state, checking its seal first (in constant time), then that it is
+    /// for this principal, this call and this policy, and not past its expiry at `now`.
+    pub(crate) fn open(
+        &self,
+        sealed: &str,
+        principal: &str,
+        call: &str,
+        policy: &str,
+        now: SystemTime,
+    ) -> Result<HeldState, StateRefused> {
+        let (payload, tag) = sealed.split_once('.').ok_or(StateRefused::Tampered)?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| StateRefused::Tampered)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| StateRefused::Tampered)?;
+        self.mac(&payload)
+            .verify_slice(&tag)
+            .map_err(|_| StateRefused::Tampered)?;
+        let state: HeldState =
+            serde_json::from_slice(&payload).map_err(|_| StateRefused::Tampered)?;
+        if state.principal != principal {
+            return Err(StateRefused::OtherPrincipal(state.principal));
+        }
+        if state.policy != policy {
+            return Err(StateRefused::OtherPolicy);
+        }
+        if state.call != call {
+            return Err(StateRefused::OtherCall);
+        }
+        let now = millis(now);
+        if now >= state.expires {
+            return Err(StateRefused::Expired((now - state.expires) / 1000));
+        }
+        Ok(state)
+    }
+}
+
+pub(crate) fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A fresh nonce: 128 random bits as hex.
+pub(crate) fn nonce() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(hex(&bytes))
+}
+
+/// The digest a state binds a call by: SHA-256 of `[tool, arguments]` as serde_json writes it
+/// (object members in the order read; the retry carries the same arguments, as the spec asks).
+pub(crate) fn call_digest(tool: &str, arguments: &Value) -> String {
+    let text = serde_json::to_vec(&(tool, arguments)).expect("JSON serializes");
+    hex(&Sha256::digest(text))
+}
+
+/// The digest a state binds the policy by: SHA-256 of what the policy was made of (the policy
+/// file's bytes, or that there is none, and the places it was given), each part length-prefixed.
+pub fn policy_digest(parts: &[&[u8]]) -> String {
+    let mut digest = Sha256::new();
+    for part in parts {
+        digest.update((part.len() as u64).to_be_bytes());
+        digest.update(part);
+    }
+    hex(&digest.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state(expires: u64) -> HeldState {
+        HeldState {
+            nonce: nonce().unwrap(),
+            call_id: "mcp-1".into(),
+            principal: "fs".into(),
+            tool: "write_file".into(),
+            call: call_digest("write_file", &json!({"path": "a"})),
+            policy: "p1".into(),
+            expires,
+            reasons: vec!["write_file is held".into()],
+            scopes: vec![Scope::Once],
+            grantable: None,
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_only_for_its_principal_call_policy_and_time() {
+        let key = Key::random().unwrap();
+        let now = SystemTime::now();
+        let held = state(millis(now) + 60_000);
+        let sealed = key.seal(&held);
+        let call = held.call.clone();
+        assert_eq!(key.open(&sealed, "fs", &call, "p1", now).unwrap(), held);
+        assert_eq!(
+            key.open(&sealed, "other", &call, "p1", now),
+            Err(StateRefused::OtherPrincipal("fs".into()))
+        );
+        assert_eq!(
+            key.open(&sealed, "fs", &call, "p2", now),
+            Err(StateRefused::OtherPolicy)
+        );
+        let other = call_digest("write_file", &json!({"path": "b"}));
+        assert_eq!(
+            key.open(&sealed, "fs", &other, "p1", now),
+            Err(StateRefused::OtherCall)
+        );
+        let later = now + Duration::from_secs(120);
+        assert!(matches!(
+            key.open(&sealed, "fs", &call, "p1", later),
+            Err(StateRefused::Expired(59 | 60))
+        ));
+        // Another key, a flipped byte, a forged payload with its own tag: all tampered.
+        let other_key = Key::random().unwrap();
+        assert_eq!(
+            other_key.open(&sealed, "fs", &call, "p1", now),
+            Err(StateRefused::Tampered)
+        );
+        let (payload, tag) = sealed.split_once('.').unwrap();
+        let mut bytes = URL_SAFE_NO_PAD.decode(payload).unwrap();
+        let text = String::from_utf8(bytes.clone())
+            .unwrap()
+            .replace("\"fs\"", "\"fx\"");
+        bytes = text.into_bytes();
+        let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&bytes));
+        assert_eq!(
+            key.open(&forged, "fx", &call, "p1", now),
+            Err(StateRefused::Tampered)
+        );
+        for garbage in ["", ".", "abc", "a.b.c", "!!.!!"] {
+            assert_eq!(
+                key.open(garbage, "fs", &call, "p1", now),
+                Err(StateRefused::Tampered)
+            );
+        }
+    }
+
+    #[test]
+    fn a_derived_key_is_the_same_for_the_same_secret_and_never_the_secret() {
+        let now = SystemTime::now();
+        let held = state(millis(now) + 60_000);
+        let sealed = Key::derived(b"secret").seal(&held);
+        assert!(Key::derived(b"secret")
+            .open(&sealed, "fs", &held.call, "p1", now)
+            .is_ok());
+        assert_eq!(
+            Key::derived(b"other").open(&sealed, "fs", &held.call, "p1", now),
+            Err(StateRefused::Tampered)
+        );
+        assert_eq!(
+            format!("{:?}", Key::derived(b"secret")),
+            "requestState::Key(<secret>)"
+        );
+    }
+}

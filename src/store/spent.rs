@@ -1,0 +1,189 @@
+//! Single-use tokens a crew's doors have spent ([`consume`]): sc-mcp's sealed `requestState`s,
+//! so that a retry is served once, by whichever sc-mcp of the crew it reaches, and a replay is
+//! refused. One value per crew ([`ValueKey::Spent`]): `{"TOKEN": EXPIRY_MS, …}`, changed under the
+//! store's atomic update; a token past its expiry is forgotten (its state is refused as expired
+//! anyway).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use super::backend::Store;
+use super::key::ValueKey;
+use super::list::{update_list, ListFailure};
+use super::{StoreError, ValueChange};
+
+/// The most tokens a crew keeps spent at once; past that, a new one is refused rather than an
+/// old one forgotten early (forgetting would let it be replayed).
+pub const MAX_SPENT: usize = 100_000;
+
+/// Why a token could not be spent.
+#[derive(Debug, thiserror::Error)]
+pub enum SpentError {
+    #[error("the token was already used")]
+    AlreadySpent,
+    #[error("{MAX_SPENT} single-use tokens of the crew are still live; refused")]
+    Full,
+    #[error("{store}: the spent tokens of crew {crew:?} are not what this program writes: {why}")]
+    Refused {
+        store: String,
+        crew: String,
+        why: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+fn read(text: &str) -> Result<Vec<(String, u64)>, String> {
+    let map: BTreeMap<String, u64> = serde_json::from_str(text).map_err(|err| err.to_string())?;
+    Ok(map.into_iter().collect())
+}
+
+fn write(tokens: &[(String, u64)]) -> Result<ValueChange, SpentError> {
+    let map: BTreeMap<&str, u64> = tokens.iter().map(|(t, e)| (t.as_str(), *e)).collect();
+    Ok(ValueChange::Set(
+        serde_json::to_string(&map).expect("a map serializes"),
+    ))
+}
+
+/// Spends `token` (valid until `expires`) for the crew, once: `Ok(())` the first time, and
+/// [`SpentError::AlreadySpent`] every time after, from any process sharing the store. Tokens past
+/// their expiry at `now` are forgotten on the way.
+pub fn consume(
+    store: &mut dyn Store,
+    crew: &str,
+    token: &str,
+    expires: SystemTime,
+    now: SystemTime,
+) -> Result<(), SpentError> {
+    let (expires, now) = (millis(expires), millis(now));
+    let result = update_list(
+        store,
+        &ValueKey::spent(crew),
+        &read,
+        &write,
+        &mut |tokens: &mut Vec<(String, u64)>| {
+            tokens.retain(|(_, until)| *until >= now);
+            if tokens.iter().any(|(spent, _)| spent == token) {
+                return Err(SpentError::AlreadySpent);
+            }
+            if tokens.len() >= MAX_SPENT {
+                return Err(SpentError::Full);
+            }
+            tokens.push((token.to_owned(), expires));
+            Ok(((), true))
+        },
+    );
+    result.map_err(|failure| match failure {
+        ListFailure::Refused { store, why } => SpentError::Refused {
+            store,
+            crew: crew.to_owned(),
+            why,
+        },
+        ListFailure::Store(err) => SpentError::Store(err),
+        ListFailure::Change(err) => err,
+    })
+}
+
+/// [`consume`] in a process's own memory, for a door without a store.
+pub fn consume_in_memory(
+    spent: &mut BTreeMap<String, u64>,
+    token: &str,
+    expires: SystemTime,
+    now: SystemTime,
+) -> Result<(), SpentError> {
+    let now = millis(now);
+    spent.retain(|_, until| *until >= now);
+    if spent.contains_key(token) {
+        return Err(SpentError::AlreadySpent);
+    }
+    if spent.len() >= MAX_SPENT {
+        return Err(SpentError::Full);
+    }
+    spent.insert(token.to_owned(), millis(expires));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::OpenOptions;
+    use std::time::Duration;
+
+    #[test]
+    fn a_token_is_spent_once_across_handles_and_forgotten_after_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let options = OpenOptions {
+            create: true,
+            fsync: false,
+        };
+        let mut one = SqliteStore::open(&path, options).unwrap();
+        let mut two = SqliteStore::open(&path, options).unwrap();
+        let now = SystemTime::now();
+        let until = now + Duration::from_secs(60);
+        consume(&mut one, "crew", "t1", until, now).unwrap();
+        assert!(matches!(
+            consume(&mut two, "crew", "t1", until, now),
+            Err(SpentError::AlreadySpent)
+        ));
+        // Another crew's tokens are its own.
+        consume(&mut two, "other", "t1", until, now).unwrap();
+        // Past its expiry, a token is forgotten.
+        let later = now + Duration::from_secs(120);
+        consume(
+            &mut two,
+            "crew",
+            "t2",
+            later + Duration::from_secs(60),
+            later,
+        )
+        .unwrap();
+        let stored = two
+            .update_value(&ValueKey::spent("crew"), &mut |text| {
+                assert!(!text.unwrap().contains("t1"), "{text:?}");
+                Ok(ValueChange::Keep)
+            })
+            .is_ok();
+        assert!(stored);
+    }
+
+    #[test]
+    fn a_value_it_did_not_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = OpenOptions {
+            create: true,
+            fsync: false,
+        };
+        let mut store = SqliteStore::open(&dir.path().join("s.sqlite"), options).unwrap();
+        store
+            .update_value(&ValueKey::spent("crew"), &mut |_| {
+                Ok(ValueChange::Set("[1]".into()))
+            })
+            .unwrap();
+        let now = SystemTime::now();
+        assert!(matches!(
+            consume(&mut store, "crew", "t", now, now),
+            Err(SpentError::Refused { .. })
+        ));
+    }
+
+    #[test]
+    fn in_memory_a_token_is_spent_once() {
+        let mut spent = BTreeMap::new();
+        let now = SystemTime::now();
+        let until = now + Duration::from_secs(1);
+        consume_in_memory(&mut spent, "t", until, now).unwrap();
+        assert!(matches!(
+            consume_in_memory(&mut spent, "t", until, now),
+            Err(SpentError::AlreadySpent)
+        ));
+    }
+}

@@ -1,0 +1,405 @@
+//! sc-mcp between clients and servers of different MCP revisions (2025-11-25 and 2026-07-28),
+//! and a HOLD as the 2026-07-28 protocol's own retry (multi round-trip requests).
+//!
+//! The interop tests drive the Python SDK (the `mcp` package, pinned in
+//! testdata/mcp/python-requirements.txt, installed by `make test-deps` into testdata/mcp/venv)
+//! as the client, in its 2026-07-28 and its legacy mode, through sc-mcp to the published
+//! filesystem server (2025-11-25) and to a small server on the same SDK
+//! (testdata/mcp/py-server.py). The `requestState` tests are driven by the scripted client of
+//! tests/mcp.rs against the hermetic fake server.
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::mcp::{events, fake_server, filesystem_server, result_text, Proxy};
+use crate::util::{bin_path, testdata, RedisServer, Scratch};
+
+/// The pinned Python SDK's interpreter; `make test-deps` makes it.
+fn python() -> PathBuf {
+    let path = testdata("mcp/venv/bin/python");
+    assert!(
+        path.exists(),
+        "{} is missing: run `make test-deps` (the Python SDK, testdata/mcp/python-requirements.txt)",
+        path.display()
+    );
+    path
+}
+
+/// Runs testdata/mcp/py-client.py in `mode` with `plan` through sc-mcp (with `args`) in front of
+/// `server`; its report.
+fn python_client(mode: &str, plan: &Value, args: &[&str], server: &[OsString]) -> Value {
+    let output = Command::new(python())
+        .arg(testdata("mcp/py-client.py"))
+        .arg(mode)
+        .arg(plan.to_string())
+        .arg("--")
+        .arg(bin_path("sc-mcp"))
+        .args(args)
+        .arg("--")
+        .args(server)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the Python SDK client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python SDK client in {mode} mode failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+}
+
+/// `sc-report --verify` of `audit` (with the key that chains it, if any).
+fn verify(audit: &Path, key: Option<&Path>) {
+    let mut report = Command::new(bin_path("sc-report"));
+    report.env_clear().arg("--verify");
+    if let Some(key) = key {
+        report.arg("--audit-key").arg(key);
+    }
+    let output = report.arg(audit).output().unwrap();
+    assert!(
+        output.status.success(),
+        "the audit chain verifies: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn read_events(audit: &Path) -> Vec<Value> {
+    std::fs::read_to_string(audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// In each mode: the tools listed (without the denied ones), an allowed read, a denied call, and
+/// a held call approved through elicitation (the retry for 2026-07-28), the audit verifying.
+fn tools_read_deny_and_held(
+    scratch: &Scratch,
+    policy: &Path,
+    server: &[OsString],
+    calls: &Value,
+    denied: &str,
+    check_held: impl Fn(&Value),
+) {
+    for mode in ["2026-07-28", "legacy"] {
+        let audit = scratch.path(&format!("audit-{mode}.jsonl"));
+        let plan = json!({"elicit": "accept", "calls": calls});
+        let report = python_client(
+            mode,
+            &plan,
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--audit",
+                audit.to_str().unwrap(),
+                "--agent",
+                "fs",
+            ],
+            server,
+        );
+        let tools: Vec<&str> = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool.as_str().unwrap())
+            .collect();
+        assert!(!tools.contains(&denied), "{mode}: {tools:?}");
+        let results = report["results"].as_array().unwrap();
+        assert_eq!(results[0]["isError"], false, "{mode}: {report}");
+        assert_eq!(results[1]["isError"], true, "{mode}: {report}");
+        assert!(
+            results[1]["text"].as_str().unwrap().contains("denied"),
+            "{mode}: {report}"
+        );
+        assert_eq!(results[2]["isError"], false, "{mode}: {report}");
+        check_held(&results[2]);
+        // The person was asked once, with the call's tool and exact arguments.
+        let asked = report["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{mode}: {report}");
+        let message = asked[0]["message"].as_str().unwrap();
+        let held = calls[2][0].as_str().unwrap();
+        assert!(message.contains(held), "{mode}: {message}");
+        verify(&audit, None);
+        let log = read_events(&audit);
+        let approvals = events(&log, "approve");
+        assert_eq!(approvals.len(), 1, "{mode}: {log:?}");
+        assert_eq!(approvals[0]["approval"]["by"], "elicitation");
+        assert_eq!(approvals[0]["approval"]["approved"], true);
+        if mode == "2026-07-28" {
+            assert_eq!(approvals[0]["protocolRevision"], "2026-07-28");
+        } else {
+            assert!(approvals[0].get("protocolRevision").is_none());
+        }
+    }
+}
+
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_the_published_filesystem_server() {
+    let scratch = Scratch::new();
+    scratch.write("served/notes.txt", "remember the milk\n");
+    let root = scratch.path("served");
+    let server = vec![
+        OsString::from("node"),
+        filesystem_server().into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    let notes = root.join("notes.txt");
+    let calls = json!([
+        ["read_text_file", {"path": notes}],
+        ["write_file", {"path": root.join("x.txt"), "content": "x"}],
+        ["create_directory", {"path": root.join("made")}],
+    ]);
+    tools_read_deny_and_held(
+        &scratch,
+        &testdata("mcp/filesystem-policy.json"),
+        &server,
+        &calls,
+        "write_file",
+        |_| {},
+    );
+    assert!(root.join("made").is_dir());
+    assert!(!root.join("x.txt").exists());
+}
+
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
+    let scratch = Scratch::new();
+    scratch.write("notes/a.txt", "hello\n");
+    let root = scratch.path("notes");
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
+    );
+    let server = vec![
+        python().into_os_string(),
+        testdata("mcp/py-server.py").into_os_string(),
+        root.clone().into_os_string(),
+    ];
+    let calls = json!([
+        ["read_note", {"name": "a.txt"}],
+        ["delete_note", {"name": "a.txt"}],
+        ["write_note", {"name": "b.txt", "text": "approved"}],
+    ]);
+    tools_read_deny_and_held(&scratch, &policy, &server, &calls, "delete_note", |held| {
+        assert_eq!(held["text"], "wrote b.txt");
+    });
+    assert!(root.join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("b.txt")).unwrap(),
+        "approved"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// requestState, by the scripted client
+
+fn modern_meta(elicits: bool) -> Value {
+    let capabilities = if elicits {
+        json!({"elicitation": {"form": {}}})
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+    })
+}
+
+/// A 2026-07-28 `tools/call` of the fake server's `echo` over the hold limit.
+fn held_call(proxy: &mut Proxy, id: i64) -> Value {
+    proxy.request(
+        id,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": 750, "memo": "rent"}, "_meta": modern_meta(true)}),
+    )
+}
+
+fn retry(proxy: &mut Proxy, id: i64, state: &str, approve: bool) -> Value {
+    proxy.request(
+        id,
+        "tools/call",
+        json!({
+            "name": "echo",
+            "arguments": {"amount": 750, "memo": "rent"},
+            "inputResponses": {"sc-mcp-approval": {"action": "accept", "content": {"approve": approve, "scope": "once"}}},
+            "requestState": state,
+            "_meta": modern_meta(true),
+        }),
+    )
+}
+
+fn key_file(scratch: &Scratch) -> PathBuf {
+    let path = scratch.write("audit.key", [7u8; 32]);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+struct Door {
+    proxy: Proxy,
+    audit: PathBuf,
+}
+
+fn door(scratch: &Scratch, name: &str, agent: &str, policy: &Path, extra: &[&str]) -> Door {
+    let audit = scratch.path(&format!("audit-{name}.jsonl"));
+    let key = key_file(scratch);
+    let mut args = vec![
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+        "--audit-key",
+        key.to_str().unwrap(),
+        "--agent",
+        agent,
+    ];
+    args.extend_from_slice(extra);
+    let proxy = Proxy::spawn(scratch, &args, &fake_server());
+    Door { proxy, audit }
+}
+
+fn request_state_of(answer: &Value) -> String {
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    answer["result"]["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned()
+}
+
+fn refused_with(answer: &Value, words: &str) {
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(words), "{message}");
+}
+
+/// Every refused retry is a denied `gate` event with its reason, and the chain verifies.
+fn audited_refusals(scratch: &Scratch, door: Door, words: &[&str]) {
+    let finished = door.proxy.finish();
+    assert!(finished.status.success(), "{}", finished.stderr);
+    verify(&door.audit, Some(&key_file(scratch)));
+    let log = read_events(&door.audit);
+    let denied: Vec<String> = events(&log, "gate")
+        .into_iter()
+        .filter(|event| event["decision"] == "deny")
+        .map(|event| event["reasons"][0].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(denied.len(), words.len(), "{denied:?}");
+    for (reason, words) in denied.iter().zip(words) {
+        assert!(reason.contains(words), "{reason} / {words}");
+    }
+}
+
+#[test]
+fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_elsewhere() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    // server/discover is answered from the fake server's capabilities.
+    let discover = a
+        .proxy
+        .request(1, "server/discover", json!({"_meta": modern_meta(true)}));
+    assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
+    assert_eq!(discover["result"]["capabilities"], json!({"tools": {}}));
+    assert_eq!(discover["result"]["ttlMs"], 0);
+    // A list gains the cache hints the 2026-07-28 wire needs; write_file is hidden.
+    let list = a
+        .proxy
+        .request(2, "tools/list", json!({"_meta": modern_meta(true)}));
+    assert_eq!(list["result"]["resultType"], "complete");
+    assert_eq!(list["result"]["cacheScope"], "private");
+    assert!(!list.to_string().contains("write_file"));
+    // A 2026-07-28 message is checked as it came: a duplicate key is refused, never forwarded.
+    a.proxy.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","name":"write_file","arguments":{"memo":"dup-marker"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    let duplicate = a.proxy.answer(&json!(9));
+    assert!(duplicate.get("error").is_some(), "{duplicate}");
+    // The hold: the question, and the sealed state.
+    let held = held_call(&mut a.proxy, 3);
+    let state = request_state_of(&held);
+    let question = &held["result"]["inputRequests"]["sc-mcp-approval"];
+    assert_eq!(question["method"], "elicitation/create");
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("echo") && message.contains("750"),
+        "{message}"
+    );
+    // Tampered with: one character changed.
+    let mut tampered = state.clone().into_bytes();
+    tampered[3] = if tampered[3] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    refused_with(&retry(&mut a.proxy, 4, &tampered, true), "tampered");
+    // For another principal: an sc-mcp with the same key and policy, for another agent.
+    let mut b = door(&scratch, "b", "other", &policy, &[]);
+    refused_with(&retry(&mut b.proxy, 1, &state, true), "another principal");
+    // From another policy.
+    let other_policy = scratch.write(
+        "other-policy.json",
+        r#"{"holdAboveAmount": 500, "denyTools": ["write_file"]}"#,
+    );
+    let mut c = door(&scratch, "c", "crew", &other_policy, &[]);
+    refused_with(&retry(&mut c.proxy, 1, &state, true), "another policy");
+    // The real retry runs the call once, and a replay is refused.
+    let answer = retry(&mut a.proxy, 5, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    refused_with(&retry(&mut a.proxy, 6, &state, true), "already used");
+    // Expired: a state that lives 0 seconds.
+    let mut d = door(
+        &scratch,
+        "d",
+        "crew",
+        &policy,
+        &["--request-state-ttl", "0"],
+    );
+    let state_d = request_state_of(&held_call(&mut d.proxy, 1));
+    refused_with(&retry(&mut d.proxy, 2, &state_d, true), "expired");
+    // A no through the retry declines the call.
+    let mut e = door(&scratch, "e", "crew", &policy, &[]);
+    let state_e = request_state_of(&held_call(&mut e.proxy, 1));
+    let declined = retry(&mut e.proxy, 2, &state_e, false);
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert_eq!(declined["result"]["resultType"], "complete", "{declined}");
+    audited_refusals(&scratch, e, &[]);
+    audited_refusals(&scratch, a, &["malformed", "tampered", "already used"]);
+    audited_refusals(&scratch, b, &["another principal"]);
+    audited_refusals(&scratch, c, &["another policy"]);
+    audited_refusals(&scratch, d, &["expired"]);
+    // The call ran once, on a's server only when approved.
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+    assert!(!received.contains("dup-marker"), "{received}");
+    assert!(
+        received.contains("traceparent"),
+        "the trace context is passed on: {received}"
+    );
+    assert!(
+        !received.contains("io.modelcontextprotocol/protocolVersion"),
+        "the legacy server is not given the per-request protocol keys: {received}"
+    );
+}
+
+#[test]
+fn a_retry_served_by_another_sc_mcp_on_the_same_redis_completes_once() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let policy = testdata("mcp/fake-policy.json");
+    let shared = ["--crew", "payments", "--state", url.as_str()];
+    let mut a = door(&scratch, "a", "crew", &policy, &shared);
+    let mut b = door(&scratch, "b", "crew", &policy, &shared);
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    let answer = retry(&mut b.proxy, 1, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    refused_with(&retry(&mut a.proxy, 2, &state, true), "already used");
+    refused_with(&retry(&mut b.proxy, 2, &state, true), "already used");
+    audited_refusals(&scratch, a, &["already used"]);
+    audited_refusals(&scratch, b, &["already used"]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
