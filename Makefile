@@ -17,6 +17,8 @@ test: test-deps
 # tests put the gate in front of, pinned in testdata/mcp/package-lock.json, installed when
 # node_modules is missing or older than the lock, a real redis-server and bubblewrap (below).
 MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
+# The Python SDK's venv (below); defined before test-deps, whose prerequisites are read at once.
+PY_MCP := testdata/mcp/venv/.installed
 
 test-deps: $(MCP_DEPS) $(PY_MCP) browser-deps redis-server bubblewrap
 
@@ -45,8 +47,6 @@ bubblewrap:
 # The Python SDK (the `mcp` package, pinned in testdata/mcp/python-requirements.txt), whose
 # client and server tests/mcp_revisions.rs drives in its 2026-07-28 and legacy modes: installed
 # into a venv under testdata/mcp when missing or older than the pin (needs python3 >= 3.10).
-PY_MCP := testdata/mcp/venv/.installed
-
 $(PY_MCP): testdata/mcp/python-requirements.txt
 	python3 -m venv testdata/mcp/venv
 	testdata/mcp/venv/bin/pip install --quiet --disable-pip-version-check -r testdata/mcp/python-requirements.txt

@@ -143,7 +143,10 @@ fn after_a_web_fetch_sensitive_calls_ask_naming_the_page() {
     let scratch = Scratch::new();
     assert_eq!(decided(&scratch, "webfetch"), None);
     let fetch_id = scratch.audit_events()[0]["id"].as_str().unwrap().to_owned();
-    for name in ["bash-to-log", "write", "mcp-github-create-issue"] {
+    // The pack's `sandbox.confineFileTools`: a tainted session's write inside the project is
+    // judged by the sandbox's places and `paths`, as a confined command's is: no question.
+    assert_eq!(decision(&hook(&scratch, &recorded("write"))), None);
+    for name in ["bash-to-log", "mcp-github-create-issue"] {
         let (verdict, reason) = decision(&hook(&scratch, &recorded(name))).unwrap();
         assert_eq!(verdict, "ask", "{name}: {reason}");
         assert!(reason.starts_with("Skeleton Crew: "), "{reason}");
@@ -165,11 +168,11 @@ fn after_a_web_fetch_sensitive_calls_ask_naming_the_page() {
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(
         report["decisions"],
-        json!({"allow": 1, "hold": 3, "deny": 1}),
+        json!({"allow": 2, "hold": 2, "deny": 1}),
         "{report}"
     );
     assert_eq!(
-        report["holds"]["unanswered"], 3,
+        report["holds"]["unanswered"], 2,
         "Claude Code asked; no PostToolUse came, so nobody is known to have said yes"
     );
 }
@@ -420,19 +423,36 @@ fn an_unwritable_audit_log_or_state_exits_2() {
     );
 }
 
-/// The README's settings.json snippet is valid JSON that installs sc-hook for both events, for
-/// every tool, with the same command: PostToolUse must reach the same state and audit log.
+/// The README's install line, run as written (the policy placed here): it wires sc-hook for the
+/// three events, for every tool, with the same command, so PostToolUse reaches the same state
+/// and audit log.
 #[test]
-fn the_readme_shows_a_working_settings_snippet() {
+fn the_readme_install_line_wires_the_three_events() {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let block = readme
-        .split("```json")
-        .skip(1)
-        .map(|rest| rest.split("```").next().unwrap())
-        .find(|block| block.contains("PreToolUse"))
-        .expect("a ```json block with PreToolUse in README.md");
-    let settings: Value = serde_json::from_str(block).expect("the block is JSON");
+    let line = readme
+        .lines()
+        .find(|line| line.starts_with("sc-hook install --for claude --project ."))
+        .expect("the sc-hook install line in README.md");
+    let scratch = Scratch::new();
+    let project = scratch.path("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut words: Vec<String> = line.split_whitespace().skip(1).map(str::to_owned).collect();
+    for word in &mut words {
+        if word.ends_with("policies/claude-code.json") {
+            *word = claude_code_policy().display().to_string();
+        }
+    }
+    let out = bare_cmd("sc-hook")
+        .args(&words)
+        .env("HOME", scratch.path("home"))
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(project.join(".claude/settings.json")).unwrap())
+            .unwrap();
     let hooks = settings["hooks"].as_object().expect("a `hooks` object");
     let mut events: Vec<&str> = hooks.keys().map(String::as_str).collect();
     events.sort_unstable();
@@ -451,10 +471,9 @@ fn the_readme_shows_a_working_settings_snippet() {
         }
         let hook = &entry["hooks"][0];
         assert_eq!(hook["type"], "command", "{event}");
-        let command = hook["command"].as_str().unwrap().to_owned();
-        assert!(command.starts_with("sc-hook "), "{event}: {command}");
-        command
+        hook["command"].as_str().unwrap().to_owned()
     };
+    assert!(command("PreToolUse").contains("sc-hook"));
     assert_eq!(command("PreToolUse"), command("PostToolUse"));
     assert_eq!(command("PreToolUse"), command("UserPromptSubmit"));
 }
@@ -976,7 +995,7 @@ fn a_call_that_ran_otherwise_than_judged_says_so() {
     assert_eq!(summary["holds"]["unanswered"], 1, "{summary:#}");
 
     // A PostToolUse naming another tool under a decided tool_use_id: an unknown call.
-    let mut pre: Value = serde_json::from_str(&recorded("write")).unwrap();
+    let mut pre: Value = serde_json::from_str(&recorded("mcp-github-create-issue")).unwrap();
     pre["tool_use_id"] = json!("toolu_swapped");
     assert_eq!(
         decision(&hook(&scratch, &pre.to_string())).unwrap().0,
@@ -991,13 +1010,13 @@ fn a_call_that_ran_otherwise_than_judged_says_so() {
     assert!(last.get("decision").is_none(), "{last}");
     assert_eq!(
         last["outcome"]["reason"],
-        "ran Bash in Claude Code, a call the gate never judged: its tool_use_id toolu_swapped was decided for Write, not for this tool"
+        "ran Bash in Claude Code, a call the gate never judged: its tool_use_id toolu_swapped was decided for mcp__github__create_issue, not for this tool"
     );
     let report = report(&scratch);
     assert_eq!(
         report["holds"],
         json!({"approved": 1, "declined": 0, "unanswered": 2}),
-        "neither the changed Bash nor the Write was approved: {report}"
+        "neither the changed Bash nor the held MCP call was approved: {report}"
     );
 }
 

@@ -231,9 +231,18 @@ fn a_tainted_session_asks_only_about_the_push() {
     // Edits through the file tools, as an agent makes most of them: judged as a confined
     // command's writes (`sandbox.confineFileTools`), so they run unasked inside the root.
     let edits = [
-        ("Write", json!({"file_path": path("src/util.sh"), "content": "util() { :; }\n"})),
-        ("Edit", json!({"file_path": path("README.md"), "old_string": "# demo", "new_string": "# demo tool"})),
-        ("Write", json!({"file_path": path("docs/notes.md"), "content": "notes\n"})),
+        (
+            "Write",
+            json!({"file_path": path("src/util.sh"), "content": "util() { :; }\n"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": path("README.md"), "old_string": "# demo", "new_string": "# demo tool"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": path("docs/notes.md"), "content": "notes\n"}),
+        ),
     ];
     for (tool, input) in edits {
         let file = PathBuf::from(input["file_path"].as_str().unwrap());
@@ -243,11 +252,16 @@ fn a_tainted_session_asks_only_about_the_push() {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             let text = match &content {
                 Some(text) => text.as_str().unwrap().to_owned(),
-                None => std::fs::read_to_string(&file).unwrap().replace("# demo", "# demo tool"),
+                None => std::fs::read_to_string(&file)
+                    .unwrap()
+                    .replace("# demo", "# demo tool"),
             };
             std::fs::write(&file, text).unwrap();
         });
-        assert_eq!(turn.decision, None, "{tool} is left to Claude Code's own rules");
+        assert_eq!(
+            turn.decision, None,
+            "{tool} is left to Claude Code's own rules"
+        );
         tally(tool, &turn);
     }
     let steps: &[&str] = &[
@@ -447,7 +461,12 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
     s.hook("PostToolUse", "WebFetch", &fetch, "toolu_fetch");
     // A confined call prepares an invocation in the state folder.
     let answer = s
-        .hook("PreToolUse", "Bash", &json!({"command": "git status"}), "toolu_1")
+        .hook(
+            "PreToolUse",
+            "Bash",
+            &json!({"command": "git status"}),
+            "toolu_1",
+        )
         .unwrap();
     assert_eq!(answer["permissionDecision"], "allow", "{answer}");
     let invocations = s.state.join("skeleton-crew/invocations");
@@ -459,19 +478,38 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
         .path();
     let sandbox = tools.join("sc-sandbox").display().to_string();
     for (tool, input) in [
-        ("Write", json!({"file_path": sandbox, "content": "#!/bin/sh\necho escaped\n"})),
-        ("Edit", json!({"file_path": sandbox, "old_string": "a", "new_string": "b"})),
-        ("Write", json!({"file_path": tools.join("sc-hook").display().to_string(), "content": "x"})),
-        ("Edit", json!({"file_path": prepared.display().to_string(), "old_string": "\"root\"", "new_string": "\"x\""})),
-        ("Write", json!({"file_path": invocations.join("0123456789abcdef").display().to_string(), "content": "{}"})),
+        (
+            "Write",
+            json!({"file_path": sandbox, "content": "#!/bin/sh\necho escaped\n"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": sandbox, "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": tools.join("sc-hook").display().to_string(), "content": "x"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": prepared.display().to_string(), "old_string": "\"root\"", "new_string": "\"x\""}),
+        ),
+        (
+            "Write",
+            json!({"file_path": invocations.join("0123456789abcdef").display().to_string(), "content": "{}"}),
+        ),
     ] {
         let what = input["file_path"].as_str().unwrap().to_owned();
         let answer = s
             .hook("PreToolUse", tool, &input, "toolu_w")
             .unwrap_or_else(|| panic!("{tool} {what} was let through"));
-        assert_eq!(answer["permissionDecision"], "deny", "{tool} {what}: {answer}");
+        assert_eq!(
+            answer["permissionDecision"], "deny",
+            "{tool} {what}: {answer}"
+        );
     }
     // An ordinary file beside them is still written unasked.
-    let fine = json!({"file_path": s.project.join("src/new.sh").display().to_string(), "content": "x"});
+    let fine =
+        json!({"file_path": s.project.join("src/new.sh").display().to_string(), "content": "x"});
     assert_eq!(s.hook("PreToolUse", "Write", &fine, "toolu_f"), None);
 }

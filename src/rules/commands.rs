@@ -181,7 +181,7 @@ pub struct CommandRules {
     /// `operandWrites`: program → the decision for an operand that is the root itself; every
     /// operand of these programs is a write judged by the `paths` rules
     /// ([`super::operands`]).
-    pub(crate) operand_writes: std::collections::HashMap<String, Decision>,
+    pub(crate) operand_writes: super::operands::OperandWrites,
     /// `unreadTools`: shell tools whose commands are in a language these rules do not read
     /// (PowerShell): every call gets the `dynamic` decision.
     unread_tools: crate::rules::tools::ToolList,
@@ -243,7 +243,7 @@ impl Default for CommandRules {
             program_by_path: None,
             output_options: std::collections::HashMap::new(),
             run_options: std::collections::HashMap::new(),
-            operand_writes: std::collections::HashMap::new(),
+            operand_writes: Default::default(),
             unread_tools: crate::rules::tools::ToolList::default(),
         }
     }
@@ -274,8 +274,9 @@ impl CommandRules {
             rules.run_options = output_options(&format!("{key}.runOptions"), options)?;
         }
         if let Some(operands) = object.get("operandWrites") {
-            rules.operand_writes =
-                super::operands::operand_writes(&format!("{key}.operandWrites"), operands)?;
+            rules.operand_writes = super::operands::OperandWrites {
+                programs: operand_writes(&format!("{key}.operandWrites"), operands)?,
+            };
         }
         if let Some(unread) = object.get("unreadTools") {
             let names = keys::strings(&format!("{key}.unreadTools"), unread)?;
@@ -1237,6 +1238,40 @@ pub fn decide_command_confined(
         }
     }
     judged
+}
+
+/// The `operandWrites` key: program → the decision for an operand that is the root itself (or
+/// a folder above it).
+pub(crate) fn operand_writes(
+    key: &str,
+    value: &Value,
+) -> Result<std::collections::HashMap<String, Decision>, CommandsError> {
+    let Value::Object(object) = value else {
+        return Err(wrong_type("an object of programs", value).at(key).into());
+    };
+    let mut out = std::collections::HashMap::new();
+    for (program, decision) in object {
+        let item_key = format!("{key}.{program}");
+        if program.is_empty() {
+            return Err(CommandProblem::EmptyToken.at(item_key));
+        }
+        if program.contains('/') {
+            return Err(CommandProblem::ProgramPath(program.clone()).at(item_key));
+        }
+        out.insert(program.clone(), keys::decision(&item_key, decision)?);
+    }
+    Ok(out)
+}
+
+impl CommandRules {
+    /// The operands of each simple command `operandWrites` names, added to the analysis's
+    /// writes ([`super::operands::OperandWrites::add_to`]).
+    pub(crate) fn add_operand_writes(
+        &self,
+        analysis: &mut super::shell::Analysis,
+    ) -> Vec<super::operands::RootOperand> {
+        self.operand_writes.add_to(analysis)
+    }
 }
 
 #[cfg(test)]

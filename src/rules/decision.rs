@@ -318,9 +318,9 @@ fn is_confined_file_write(call: &Call, policy: &Policy) -> bool {
     };
     sandbox.confine_file_tools
         && sandbox.when.applies(true)
-        && policy
-            .paths()
-            .is_some_and(|paths| paths.arg_key(&call.tool).is_some() && paths.is_write_tool(&call.tool))
+        && policy.paths().is_some_and(|paths| {
+            paths.arg_key(&call.tool).is_some() && paths.is_write_tool(&call.tool)
+        })
 }
 
 /// Whether `commands` decides the tool, in place of rule 5.
@@ -723,12 +723,20 @@ mod coding_agent_tests {
         let without = policy(&without);
         let state = tainted(&without);
         let judged = evaluate_with_state(
-            &call("Write", r#"{"file_path":"src/main.rs"}"#, "agent", Some("/w/proj")),
+            &call(
+                "Write",
+                r#"{"file_path":"src/main.rs"}"#,
+                "agent",
+                Some("/w/proj"),
+            ),
             &without,
             &state,
         );
         assert_eq!(judged.decision, Decision::Hold);
-        assert!(judged.reasons.iter().any(|r| r.contains("is tainted")), "{judged:?}");
+        assert!(
+            judged.reasons.iter().any(|r| r.contains("is tainted")),
+            "{judged:?}"
+        );
     }
 
     #[test]

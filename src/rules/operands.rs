@@ -19,38 +19,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
-use super::commands::{CommandProblem, CommandRules, CommandsError};
-use super::keys::{self, wrong_type, KeyProblem};
 use super::shell::{quote_word, Analysis, DynamicPart, WrittenPath};
 use crate::verdict::Decision;
 
 /// An option word longer than this is not read for the paths it may carry: it is dynamic.
 const MAX_OPTION_WORD: usize = 256;
-
-/// The `operandWrites` key: program → the decision for an operand that is the root itself (or
-/// a folder above it).
-pub(crate) fn operand_writes(
-    key: &str,
-    value: &Value,
-) -> Result<HashMap<String, Decision>, CommandsError> {
-    let Value::Object(object) = value else {
-        return Err(wrong_type("an object of programs", value).at(key).into());
-    };
-    let mut out = HashMap::new();
-    for (program, decision) in object {
-        let item_key = format!("{key}.{program}");
-        if program.is_empty() {
-            return Err(CommandProblem::EmptyToken.at(item_key));
-        }
-        if program.contains('/') {
-            return Err(CommandProblem::ProgramPath(program.clone()).at(item_key));
-        }
-        out.insert(program.clone(), keys::decision(&item_key, decision)?);
-    }
-    Ok(out)
-}
 
 /// An operand write that may name the root itself: the index of its write in the analysis and
 /// the decision for the root.
@@ -60,13 +33,20 @@ pub(crate) struct RootOperand {
     pub decision: Decision,
 }
 
-impl CommandRules {
+/// The `operandWrites` key, read: program (or `PROGRAM SUBCOMMAND`) → the decision for an
+/// operand that is the root itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct OperandWrites {
+    pub(crate) programs: HashMap<String, Decision>,
+}
+
+impl OperandWrites {
     /// The operands of each simple command whose program `operandWrites` names, added to the
     /// analysis's writes (each as a file and as a folder it writes in); the ones to check
     /// against the root are returned.
-    pub(crate) fn add_operand_writes(&self, analysis: &mut Analysis) -> Vec<RootOperand> {
+    pub(crate) fn add_to(&self, analysis: &mut Analysis) -> Vec<RootOperand> {
         let mut roots = Vec::new();
-        if self.operand_writes.is_empty() {
+        if self.programs.is_empty() {
             return roots;
         }
         let placeable = !analysis.changes_directory;
@@ -151,11 +131,11 @@ impl CommandRules {
             .skip(1)
             .find(|(_, word)| !word.starts_with('-'));
         if let Some((at, name)) = subcommand {
-            if let Some(root) = self.operand_writes.get(&format!("{program} {name}")) {
+            if let Some(root) = self.programs.get(&format!("{program} {name}")) {
                 return Some((root, at + 1));
             }
         }
-        self.operand_writes.get(program).map(|root| (root, 1))
+        self.programs.get(program).map(|root| (root, 1))
     }
 }
 

@@ -1,5 +1,7 @@
 use super::*;
+use crate::rules::commands::{operand_writes, CommandRules};
 use crate::rules::shell::analyse;
+use crate::verdict::Decision;
 use serde_json::json;
 
 fn rules() -> CommandRules {
