@@ -403,3 +403,64 @@ fn a_retry_served_by_another_sc_mcp_on_the_same_redis_completes_once() {
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
+
+/// Without a crew's store, each sc-mcp takes only the states it gave: two sc-mcp sharing the
+/// `--audit-key` (so the key that seals states) once each ran the call of one yes.
+#[test]
+fn without_a_crews_store_a_state_is_taken_only_by_the_sc_mcp_that_gave_it() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let mut b = door(&scratch, "b", "crew", &policy, &[]);
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    let answer = retry(&mut a.proxy, 2, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    refused_with(
+        &retry(&mut b.proxy, 1, &state, true),
+        "not given by this sc-mcp",
+    );
+    // Nor one b never gave and a never spent.
+    let unspent = request_state_of(&held_call(&mut a.proxy, 3));
+    refused_with(
+        &retry(&mut b.proxy, 2, &unspent, true),
+        "not given by this sc-mcp",
+    );
+    audited_refusals(&scratch, b, &["not given", "not given"]);
+    audited_refusals(&scratch, a, &[]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
+/// A retry under the id of a request still awaiting its answer is refused, as any call's, and
+/// its state is left unspent: it took that request's place, whose answer then went to the
+/// retried call and whose outcome was never audited.
+#[test]
+fn a_retry_under_a_request_id_in_use_is_refused_and_its_state_kept() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    a.proxy
+        .send_value(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "hang", "arguments": {}, "_meta": modern_meta(true)}}));
+    a.proxy.wait_for_stderr("ALLOW crew → hang");
+    let answer = retry(&mut a.proxy, 7, &state, true);
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in use"),
+        "{answer}"
+    );
+    // The state was not spent: the retry under a free id runs the call.
+    let answer = retry(&mut a.proxy, 8, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    // The hung call is cancelled, so that sc-mcp ends with no request unanswered.
+    a.proxy
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
+    audited_refusals(&scratch, a, &["already in use"]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}

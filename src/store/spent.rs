@@ -91,25 +91,6 @@ pub fn consume(
     })
 }
 
-/// [`consume`] in a process's own memory, for a door without a store.
-pub fn consume_in_memory(
-    spent: &mut BTreeMap<String, u64>,
-    token: &str,
-    expires: SystemTime,
-    now: SystemTime,
-) -> Result<(), SpentError> {
-    let now = millis(now);
-    spent.retain(|_, until| *until >= now);
-    if spent.contains_key(token) {
-        return Err(SpentError::AlreadySpent);
-    }
-    if spent.len() >= MAX_SPENT {
-        return Err(SpentError::Full);
-    }
-    spent.insert(token.to_owned(), millis(expires));
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,18 +153,6 @@ mod tests {
         assert!(matches!(
             consume(&mut store, "crew", "t", now, now),
             Err(SpentError::Refused { .. })
-        ));
-    }
-
-    #[test]
-    fn in_memory_a_token_is_spent_once() {
-        let mut spent = BTreeMap::new();
-        let now = SystemTime::now();
-        let until = now + Duration::from_secs(1);
-        consume_in_memory(&mut spent, "t", until, now).unwrap();
-        assert!(matches!(
-            consume_in_memory(&mut spent, "t", until, now),
-            Err(SpentError::AlreadySpent)
         ));
     }
 }

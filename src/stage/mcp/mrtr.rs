@@ -7,7 +7,8 @@
 //! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
 //! the policy's digest and an expiry. The client retries the call with `inputResponses` and the
 //! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
-//! by another sc-mcp of the crew completes, else in this process), and the answer settles the
+//! by another sc-mcp of the crew completes, else in this process, which takes only the states it
+//! gave), and the answer settles the
 //! call: approved, it is forwarded to the server as it first came; else refused. A state that is
 //! tampered with, expired, for another principal, call or policy, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
@@ -21,7 +22,7 @@ use serde_json::{json, Map, Value};
 use super::pending::{Awaiting, PendingRequest, Ticket};
 use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
-    INTERNAL_ERROR,
+    INTERNAL_ERROR, INVALID_REQUEST,
 };
 use super::request_state::{self, HeldState, Retries, StateRefused};
 use super::revision::{Modern, MODERN};
@@ -50,7 +51,7 @@ pub(crate) fn input_required(
     scopes: &[Scope],
     grantable: Option<&Grantable>,
     now: SystemTime,
-) -> Result<Value, getrandom::Error> {
+) -> Result<(Value, HeldState), getrandom::Error> {
     let state = HeldState {
         nonce: request_state::nonce()?,
         call_id: ticket.call_id.clone(),
@@ -64,7 +65,7 @@ pub(crate) fn input_required(
         grantable: grantable.cloned(),
     };
     let message = elicitation::message(call, reasons, Some(retries.ttl), scopes);
-    Ok(json!({
+    let result = json!({
         "resultType": "input_required",
         "inputRequests": {
             INPUT_KEY: {
@@ -77,7 +78,8 @@ pub(crate) fn input_required(
             }
         },
         "requestState": retries.key.seal(&state),
-    }))
+    });
+    Ok((result, state))
 }
 
 impl super::client::ClientSide<'_> {
@@ -100,7 +102,8 @@ impl super::client::ClientSide<'_> {
             .and_then(|params| params.get("arguments"))
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
-        match input_required(
+        let now = SystemTime::now();
+        let sealed = input_required(
             &self.retry.retries,
             ticket,
             call,
@@ -108,8 +111,26 @@ impl super::client::ClientSide<'_> {
             reasons,
             scopes,
             grantable,
-            SystemTime::now(),
-        ) {
+            now,
+        );
+        // Without a crew's store, the state is spent in this process: it notes the states it
+        // gave, and takes no other.
+        let sealed = match sealed {
+            Ok((result, state)) if self.spends_in_memory() => {
+                if self.retry.issue(&state.nonce, state.expires, now) {
+                    Ok(result)
+                } else {
+                    let approval = elicitation::declined(format!(
+                        "declined: {} states given by this sc-mcp are still live",
+                        crate::store::spent::MAX_SPENT
+                    ));
+                    return session.decline_held(&id.value, ticket, reasons, &approval, true);
+                }
+            }
+            Ok((result, _)) => Ok(result),
+            Err(err) => Err(err),
+        };
+        match sealed {
             Ok(result) => {
                 session.narrate(&format!(
                     "sc-mcp: {} → {}: asking the person through the MCP client's retry ({MODERN})",
@@ -186,6 +207,19 @@ impl super::client::ClientSide<'_> {
         let session = self.session;
         let message = &modern.message;
         let id_value = id.value.clone();
+        // As any call's: an id a request still awaits an answer under is refused (and the state
+        // left unspent), else the retry's answer and that request's could not be told apart.
+        if let Some(user) = session.id_in_use(&id) {
+            let tool = message
+                .get("params")
+                .and_then(|params| params.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let reason = format!(
+                "{MODERN} retry refused: the request id {id} is already in use by {user}, so its answer could not be told apart from that one's"
+            );
+            return self.refuse_retry(&id_value, tool, &reason, INVALID_REQUEST);
+        }
         let params = message.get("params").and_then(Value::as_object);
         let get = |key: &str| params.and_then(|params| params.get(key));
         let tool = get("name").and_then(Value::as_str).unwrap_or_default();
@@ -205,18 +239,19 @@ impl super::client::ClientSide<'_> {
         );
         let opened = opened.and_then(|state| {
             let expires = SystemTime::UNIX_EPOCH + Duration::from_millis(state.expires);
-            let spent = match &mut self.state {
-                StateHandle::Shared(shared) => match shared.key().owner.clone() {
-                    Owner::Crew(crew) => {
-                        spent::consume(shared.store(), &crew, &state.nonce, expires, now)
-                    }
-                    _ => {
-                        spent::consume_in_memory(&mut self.retry.spent, &state.nonce, expires, now)
-                    }
+            let crew = match &self.state {
+                StateHandle::Shared(shared) => match &shared.key().owner {
+                    Owner::Crew(crew) => Some(crew.clone()),
+                    _ => None,
                 },
-                StateHandle::Memory(_) => {
-                    spent::consume_in_memory(&mut self.retry.spent, &state.nonce, expires, now)
+                StateHandle::Memory(_) => None,
+            };
+            let spent = match (&mut self.state, crew) {
+                (StateHandle::Shared(shared), Some(crew)) => {
+                    spent::consume(shared.store(), &crew, &state.nonce, expires, now)
                 }
+                // Without a crew's store: only a state this process gave, once.
+                _ => return self.retry.spend_issued(&state.nonce).map(|()| state),
             };
             match spent {
                 Ok(()) => Ok(state),
@@ -228,27 +263,7 @@ impl super::client::ClientSide<'_> {
             Ok(state) => state,
             Err(refused) => {
                 let reason = format!("{MODERN} retry refused: {refused}");
-                let call_id = self.ids.mint();
-                let event = audit::event(Stage::Gate, &call_id)
-                    .field("agent", &session.agent)
-                    .field("tool", tool)
-                    .field("decision", &Decision::Deny)
-                    .field("reasons", std::slice::from_ref(&reason))
-                    .field("protocolRevision", MODERN)
-                    .finish();
-                session.audit(&event)?;
-                session.narrate(&format!(
-                    "sc-mcp: DENY  {} → {}: {}",
-                    for_terminal(&session.agent),
-                    for_terminal(tool),
-                    for_terminal(&reason)
-                ));
-                session.to_client(&error_response(
-                    &id_value,
-                    INVALID_PARAMS,
-                    &format!("sc-mcp: {reason}"),
-                ));
-                return Ok(());
+                return self.refuse_retry(&id_value, tool, &reason, INVALID_PARAMS);
             }
         };
         // The person's answer: the client's result for sc-mcp's input request.
@@ -308,6 +323,33 @@ impl super::client::ClientSide<'_> {
                 awaiting: Awaiting::ToolCall(ticket),
             },
         )
+    }
+
+    /// Refuses a retry: audited as a denied call, answered with a JSON-RPC error.
+    fn refuse_retry(&mut self, id: &Value, tool: &str, reason: &str, code: i64) -> Result<()> {
+        let session = self.session;
+        let call_id = self.ids.mint();
+        let event = audit::event(Stage::Gate, &call_id)
+            .field("agent", &session.agent)
+            .field("tool", tool)
+            .field("decision", &Decision::Deny)
+            .field("reasons", &[reason])
+            .field("protocolRevision", MODERN)
+            .finish();
+        session.audit(&event)?;
+        session.narrate(&format!(
+            "sc-mcp: DENY  {} → {}: {}",
+            for_terminal(&session.agent),
+            for_terminal(tool),
+            for_terminal(reason)
+        ));
+        session.to_client(&error_response(id, code, &format!("sc-mcp: {reason}")));
+        Ok(())
+    }
+
+    /// Whether a state is spent in this process (no crew's store) rather than in the store.
+    fn spends_in_memory(&self) -> bool {
+        !matches!(&self.state, StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
     }
 
     /// The `approve` event of a retry's answer: as every door's, with the protocol revision.

@@ -70,12 +70,16 @@ impl Retries {
     }
 }
 
-/// The retry's side of one sc-mcp: its settings, the states it spent (without a store), and the
-/// modern request being handled.
+/// The retry's side of one sc-mcp: its settings, the states it sealed and has not seen spent
+/// (without a crew's store), and the modern request being handled.
 #[derive(Debug)]
 pub(crate) struct RetrySide {
     pub(crate) retries: Retries,
-    pub(crate) spent: BTreeMap<String, u64>,
+    /// Without a crew's store, the nonces of the states this process sealed, until each is
+    /// spent or expires: only these are taken. A key derived from `--audit-key` is shared by
+    /// every sc-mcp holding it, but this memory is not, so a state another sc-mcp sealed (and
+    /// may have spent) is refused here rather than run a second time.
+    pub(crate) issued: BTreeMap<String, u64>,
     pub(crate) current: Option<Modern>,
 }
 
@@ -83,8 +87,29 @@ impl RetrySide {
     pub(crate) fn new(retries: Retries) -> RetrySide {
         RetrySide {
             retries,
-            spent: BTreeMap::new(),
+            issued: BTreeMap::new(),
             current: None,
+        }
+    }
+
+    /// Notes a state this process sealed, so that it may be spent here without a store
+    /// ([`RetrySide::spend_issued`]). False when [`crate::store::spent::MAX_SPENT`] states are
+    /// still live: the hold is then declined rather than an old state forgotten.
+    pub(crate) fn issue(&mut self, nonce: &str, expires: u64, now: SystemTime) -> bool {
+        let now = millis(now);
+        self.issued.retain(|_, until| *until > now);
+        if self.issued.len() >= crate::store::spent::MAX_SPENT {
+            return false;
+        }
+        self.issued.insert(nonce.to_owned(), expires);
+        true
+    }
+
+    /// Spends a state without a store: only one this process sealed and has not spent.
+    pub(crate) fn spend_issued(&mut self, nonce: &str) -> Result<(), StateRefused> {
+        match self.issued.remove(nonce) {
+            Some(_) => Ok(()),
+            None => Err(StateRefused::NotIssuedHere),
         }
     }
 
@@ -111,6 +136,8 @@ pub enum StateRefused {
     OtherPolicy,
     #[error("the requestState was already used")]
     Replayed,
+    #[error("the requestState was already used, or was not given by this sc-mcp (without a crew's store, each sc-mcp takes only the states it gave, once)")]
+    NotIssuedHere,
     #[error("the requestState cannot be spent: {0}")]
     Store(String),
 }
