@@ -425,14 +425,29 @@ fn a_short_command_runs_only_what_was_prepared_once() {
     assert_eq!(out.status.code(), Some(125), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("already run once"));
     assert!(!s.project.join("ran.txt").exists());
-    // Inside the sandbox, the state folder (and its invocations) is read-only, even inside the
-    // project.
+    // The gate denies a visible write of the state folder (it is the gate's own)...
+    let target = s
+        .state
+        .join("skeleton-crew/invocations/0123456789abcdef")
+        .display()
+        .to_string();
     let answer = s
         .hook(
             "PreToolUse",
             "Bash",
-            &json!({"command": format!("touch {}/skeleton-crew/invocations/0123456789abcdef", s.state.display())}),
+            &json!({ "command": format!("touch {target}") }),
             "toolu_2",
+        )
+        .unwrap();
+    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+    // ...and inside the sandbox, the state folder (and its invocations) is read-only, even
+    // inside the project, for a write no rule can see.
+    let answer = s
+        .hook(
+            "PreToolUse",
+            "Bash",
+            &json!({ "command": format!("python3 -c \"open('{target}', 'w').write('x')\"") }),
+            "toolu_3",
         )
         .unwrap();
     let out = run(&s, answer["updatedInput"]["command"].as_str().unwrap());

@@ -130,9 +130,8 @@ pub fn evaluate_in(
         policy,
         state
             .taint_of(&call.agent, policy)
-            .map(|cause| super::grant::taint_source(&cause.tool, cause.argument.as_deref()))
-            .into_iter()
-            .collect(),
+            .map(|cause| cause.sources())
+            .unwrap_or_default(),
         context.grants,
     );
     let mut findings: Vec<(&'static str, Decision, String)> = RULES

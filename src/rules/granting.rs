@@ -116,7 +116,9 @@ impl<'a> Endorsed<'a> {
                     grant.tool == call.tool
                         && granted == digest
                         && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
-                        && self.sources.iter().all(|source| sources.contains(source))
+                        && self.sources.iter().all(|source| {
+                            source != super::state::MORE_SOURCES && sources.contains(source)
+                        })
                 }
                 Covers::Value { .. } => false,
             })
@@ -252,14 +254,19 @@ mod tests {
 
     /// A session tainted by reading `url`, and the email it then sends, decided with `grants`.
     fn decide_tainted(url: Option<&str>, grants: &[Grant]) -> Judgement {
+        decide_after_reads(url.as_slice(), grants)
+    }
+
+    /// A session tainted by reading each of `urls` in turn, and the email it then sends.
+    fn decide_after_reads(urls: &[&str], grants: &[Grant]) -> Judgement {
         let policy = Policy::default();
         let mut state = Default::default();
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        if let Some(url) = url {
+        for (n, url) in urls.iter().enumerate() {
             let read = read_page(url);
             decide_in(
                 &read,
-                "r1",
+                &format!("r{n}"),
                 &policy,
                 &mut state,
                 None,
@@ -317,5 +324,30 @@ mod tests {
         let old = grant(Vec::new());
         let tainted = decide_tainted(Some("https://a.example/one"), std::slice::from_ref(&old));
         assert_eq!(tainted.decision, Decision::Hold, "{tainted:?}");
+        // A second page read after the grant was given: the session's taint is no longer among
+        // the grant's sources, so the call is asked again (found by a review: only the first
+        // source was kept). A grant given after both reads covers it.
+        let two = ["https://a.example/one", "https://evil.example/two"];
+        let after = decide_after_reads(&two, std::slice::from_ref(&given));
+        assert_eq!(after.decision, Decision::Hold, "{after:?}");
+        let Granting::Offers(both) = &after.granting else {
+            panic!("a hold offers scopes: {after:?}")
+        };
+        assert_eq!(both.sources.len(), 2, "{both:?}");
+        let wider = grant(both.sources.clone());
+        let covered = decide_after_reads(&two, std::slice::from_ref(&wider));
+        assert_eq!(covered.decision, Decision::Allow, "{covered:?}");
+        // Past the listed sources, no grant covers the session.
+        let many: Vec<String> = (0..=crate::rules::state::MAX_ALSO + 1)
+            .map(|n| format!("https://p{n}.example/"))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let crowded = decide_after_reads(&many, &[]);
+        let Granting::Offers(all) = &crowded.granting else {
+            panic!("a hold offers scopes: {crowded:?}")
+        };
+        let everything = grant(all.sources.clone());
+        let past = decide_after_reads(&many, std::slice::from_ref(&everything));
+        assert_eq!(past.decision, Decision::Hold, "{past:?}");
     }
 }

@@ -42,6 +42,11 @@ use crate::verdict::{Decision, Judgement};
 /// The argument keys that best name what a tool read, in order of preference.
 const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", "id", "to"];
 
+/// The most other sources a taint cause lists ([`TaintCause::also`]).
+pub const MAX_ALSO: usize = 16;
+/// What stands for the sources past [`MAX_ALSO`]: no grant covers a session that has it.
+pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
+
 /// The call that tainted an agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -56,6 +61,11 @@ pub struct TaintCause {
     /// RFC 3339 in UTC to the second: a taint TTL counts from it. Absent, the taint never expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+    /// The other untrusted sources read since ([`crate::rules::grant::taint_source`]), each
+    /// once, at most [`MAX_ALSO`]; past that, [`MORE_SOURCES`] stands for the rest. A `call`
+    /// grant covers a call only while every source of the session is one it recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
     /// [`TaintCause::describe`], written once: a tainted agent's every sensitive call names it.
     #[serde(skip)]
     description: OnceLock<String>,
@@ -63,14 +73,21 @@ pub struct TaintCause {
 
 impl PartialEq for TaintCause {
     fn eq(&self, other: &TaintCause) -> bool {
-        (&self.agent, &self.tool, &self.id, &self.argument, &self.at)
-            == (
-                &other.agent,
-                &other.tool,
-                &other.id,
-                &other.argument,
-                &other.at,
-            )
+        (
+            &self.agent,
+            &self.tool,
+            &self.id,
+            &self.argument,
+            &self.at,
+            &self.also,
+        ) == (
+            &other.agent,
+            &other.tool,
+            &other.id,
+            &other.argument,
+            &other.at,
+            &other.also,
+        )
     }
 }
 
@@ -84,7 +101,31 @@ impl TaintCause {
             id,
             argument,
             at: None,
+            also: Vec::new(),
             description: OnceLock::new(),
+        }
+    }
+
+    /// Every untrusted source of the taint: the first, then the others read since.
+    pub fn sources(&self) -> Vec<String> {
+        std::iter::once(crate::rules::grant::taint_source(
+            &self.tool,
+            self.argument.as_deref(),
+        ))
+        .chain(self.also.iter().cloned())
+        .collect()
+    }
+
+    /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`].
+    fn read_also(&mut self, source: &str) {
+        let first = crate::rules::grant::taint_source(&self.tool, self.argument.as_deref());
+        if first == source || self.also.iter().any(|known| known == source) {
+            return;
+        }
+        if self.also.len() < MAX_ALSO {
+            self.also.push(source.to_owned());
+        } else if self.also.last().map(String::as_str) != Some(MORE_SOURCES) {
+            self.also.push(MORE_SOURCES.to_owned());
         }
     }
 
@@ -423,6 +464,15 @@ impl CrewState {
             .at(at.clone());
             agent.tainted_by.get_or_insert_with(|| taint.clone());
             self.crew_tainted_by.get_or_insert(taint);
+        }
+        // Every other source read is noted on the cause: a `call` grant covers a call only
+        // while the session's sources are among those of its moment.
+        let source = crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
+        for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
+            .into_iter()
+            .flatten()
+        {
+            cause.read_also(&source);
         }
         if at.is_some() {
             for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]

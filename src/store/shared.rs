@@ -92,6 +92,8 @@ pub fn unavailable(err: &StoreError) -> Judgement {
 
 /// A door's state: in memory (a stream, a process), or shared through a store.
 #[derive(Debug)]
+// One handle per door, never kept in a collection: the in-memory state's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum StateHandle {
     Memory(CrewState),
     Shared(Shared),
