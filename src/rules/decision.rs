@@ -125,13 +125,10 @@ pub fn evaluate_in(
     state: &CrewState,
     context: CallContext,
 ) -> Judgement {
-    let endorsed = Endorsed::new(
+    let endorsed = Endorsed::with_cause(
         call,
         policy,
-        state
-            .taint_of(&call.agent, policy)
-            .map(|cause| cause.sources())
-            .unwrap_or_default(),
+        state.taint_of(&call.agent, policy),
         context.grants,
     );
     let mut findings: Vec<(&'static str, Decision, String)> = RULES

@@ -29,8 +29,9 @@ pub(crate) struct Endorsed<'a> {
     digest: std::cell::OnceCell<Option<String>>,
     used: std::cell::RefCell<Vec<String>>,
     named: std::cell::RefCell<Vec<String>>,
-    /// What taints the session now ([`taint_source`]): none, or the one cause.
-    sources: Vec<String>,
+    /// What taints the session now ([`taint_source`]): made on first use from `cause`.
+    sources: std::cell::OnceCell<Vec<String>>,
+    cause: Option<&'a super::state::TaintCause>,
 }
 
 /// The most untrusted values a hold names for a `value` grant.
@@ -42,6 +43,19 @@ impl<'a> Endorsed<'a> {
         call: &Call,
         policy: &Policy,
         sources: Vec<String>,
+        granted: Option<Granted<'a>>,
+    ) -> Self {
+        let endorsed = Endorsed::with_cause(call, policy, None, granted);
+        let _ = endorsed.sources.set(sources);
+        endorsed
+    }
+
+    /// As [`Endorsed::new`], the session's sources read from its taint `cause` only when a
+    /// grant or a hold needs them (most calls need neither).
+    pub(crate) fn with_cause(
+        call: &Call,
+        policy: &Policy,
+        cause: Option<&'a super::state::TaintCause>,
         granted: Option<Granted<'a>>,
     ) -> Self {
         let crew_taint = policy.taint_scope() == TaintScope::Crew;
@@ -65,8 +79,18 @@ impl<'a> Endorsed<'a> {
             digest: std::cell::OnceCell::new(),
             used: Default::default(),
             named: Default::default(),
-            sources,
+            sources: std::cell::OnceCell::new(),
+            cause,
         }
+    }
+
+    /// What taints the session now: the sources given, or its taint cause's.
+    fn sources(&self) -> &Vec<String> {
+        self.sources.get_or_init(|| {
+            self.cause
+                .map(super::state::TaintCause::sources)
+                .unwrap_or_default()
+        })
     }
 
     /// Whether an untrusted value is endorsed by a `value` grant (and so not named): noted as
@@ -116,7 +140,7 @@ impl<'a> Endorsed<'a> {
                     grant.tool == call.tool
                         && granted == digest
                         && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
-                        && self.sources.iter().all(|source| {
+                        && self.sources().iter().all(|source| {
                             source != super::state::MORE_SOURCES && sources.contains(source)
                         })
                 }
@@ -203,7 +227,7 @@ pub(crate) fn settle(
                     kinds,
                     values: if remember { named } else { Vec::new() },
                     sources: if remember {
-                        endorsed.sources.clone()
+                        endorsed.sources().clone()
                     } else {
                         Vec::new()
                     },

@@ -43,7 +43,7 @@ use crate::verdict::{Decision, Judgement};
 const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", "id", "to"];
 
 /// The most other sources a taint cause lists ([`TaintCause::also`]).
-pub const MAX_ALSO: usize = 16;
+pub const MAX_ALSO: usize = 4;
 /// What stands for the sources past [`MAX_ALSO`]: no grant covers a session that has it.
 pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
 
@@ -116,15 +116,23 @@ impl TaintCause {
         .collect()
     }
 
+    /// Whether every other source it can list is listed: past that, a read changes nothing.
+    fn full(&self) -> bool {
+        self.also.last().map(String::as_str) == Some(MORE_SOURCES)
+    }
+
     /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`].
     fn read_also(&mut self, source: &str) {
+        if self.full() {
+            return;
+        }
         let first = crate::rules::grant::taint_source(&self.tool, self.argument.as_deref());
         if first == source || self.also.iter().any(|known| known == source) {
             return;
         }
         if self.also.len() < MAX_ALSO {
             self.also.push(source.to_owned());
-        } else if self.also.last().map(String::as_str) != Some(MORE_SOURCES) {
+        } else {
             self.also.push(MORE_SOURCES.to_owned());
         }
     }
@@ -467,12 +475,19 @@ impl CrewState {
         }
         // Every other source read is noted on the cause: a `call` grant covers a call only
         // while the session's sources are among those of its moment.
-        let source = crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
-        for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
+        let open = [&agent.tainted_by, &self.crew_tainted_by]
             .into_iter()
             .flatten()
-        {
-            cause.read_also(&source);
+            .any(|cause| !cause.full());
+        if open {
+            let source =
+                crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
+            for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
+                .into_iter()
+                .flatten()
+            {
+                cause.read_also(&source);
+            }
         }
         if at.is_some() {
             for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
