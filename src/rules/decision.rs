@@ -128,7 +128,9 @@ pub fn evaluate_in(
     let endorsed = Endorsed::with_cause(
         call,
         policy,
-        state.taint_of(&call.agent, policy),
+        state
+            .taint_of(&call.agent, policy)
+            .map(super::state::TaintCause::sources),
         context.grants,
     );
     let mut findings: Vec<(&'static str, Decision, String)> = RULES

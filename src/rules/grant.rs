@@ -131,6 +131,28 @@ impl Grant {
 /// later: the tool that read the untrusted content, and its key argument when it has one
 /// (`fetch_page url=https://…`). The same page read again after a reset is the same source;
 /// another page, or mail, is another.
+/// What stands for the untrusted sources past those a taint lists: no grant covers a session
+/// that has it.
+pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
+
+/// A session's taint as the grants read it: its first source's tool and key argument, and the
+/// other sources read since ([`taint_source`] each).
+#[derive(Debug, Clone, Copy)]
+pub struct TaintSources<'a> {
+    pub tool: &'a str,
+    pub argument: Option<&'a str>,
+    pub also: &'a [String],
+}
+
+impl TaintSources<'_> {
+    /// Every source, the first one first.
+    pub fn all(&self) -> Vec<String> {
+        std::iter::once(taint_source(self.tool, self.argument))
+            .chain(self.also.iter().cloned())
+            .collect()
+    }
+}
+
 pub fn taint_source(tool: &str, argument: Option<&str>) -> String {
     match argument {
         Some(argument) => format!("{tool} {argument}"),

@@ -31,7 +31,7 @@ pub(crate) struct Endorsed<'a> {
     named: std::cell::RefCell<Vec<String>>,
     /// What taints the session now ([`taint_source`]): made on first use from `cause`.
     sources: std::cell::OnceCell<Vec<String>>,
-    cause: Option<&'a super::state::TaintCause>,
+    cause: Option<super::grant::TaintSources<'a>>,
 }
 
 /// The most untrusted values a hold names for a `value` grant.
@@ -55,7 +55,7 @@ impl<'a> Endorsed<'a> {
     pub(crate) fn with_cause(
         call: &Call,
         policy: &Policy,
-        cause: Option<&'a super::state::TaintCause>,
+        cause: Option<super::grant::TaintSources<'a>>,
         granted: Option<Granted<'a>>,
     ) -> Self {
         let crew_taint = policy.taint_scope() == TaintScope::Crew;
@@ -86,11 +86,8 @@ impl<'a> Endorsed<'a> {
 
     /// What taints the session now: the sources given, or its taint cause's.
     fn sources(&self) -> &Vec<String> {
-        self.sources.get_or_init(|| {
-            self.cause
-                .map(super::state::TaintCause::sources)
-                .unwrap_or_default()
-        })
+        self.sources
+            .get_or_init(|| self.cause.map(|cause| cause.all()).unwrap_or_default())
     }
 
     /// Whether an untrusted value is endorsed by a `value` grant (and so not named): noted as
@@ -141,7 +138,7 @@ impl<'a> Endorsed<'a> {
                         && granted == digest
                         && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
                         && self.sources().iter().all(|source| {
-                            source != super::state::MORE_SOURCES && sources.contains(source)
+                            source != super::grant::MORE_SOURCES && sources.contains(source)
                         })
                 }
                 Covers::Value { .. } => false,

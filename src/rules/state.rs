@@ -45,7 +45,7 @@ const KEY_ARGUMENTS: &[&str] = &["url", "uri", "path", "file", "query", "from", 
 /// The most other sources a taint cause lists ([`TaintCause::also`]).
 pub const MAX_ALSO: usize = 4;
 /// What stands for the sources past [`MAX_ALSO`]: no grant covers a session that has it.
-pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
+pub use crate::rules::grant::MORE_SOURCES;
 
 /// The call that tainted an agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -106,14 +106,13 @@ impl TaintCause {
         }
     }
 
-    /// Every untrusted source of the taint: the first, then the others read since.
-    pub fn sources(&self) -> Vec<String> {
-        std::iter::once(crate::rules::grant::taint_source(
-            &self.tool,
-            self.argument.as_deref(),
-        ))
-        .chain(self.also.iter().cloned())
-        .collect()
+    /// Every untrusted source of the taint, as the grants read them.
+    pub fn sources(&self) -> crate::rules::grant::TaintSources<'_> {
+        crate::rules::grant::TaintSources {
+            tool: &self.tool,
+            argument: self.argument.as_deref(),
+            also: &self.also,
+        }
     }
 
     /// Whether every other source it can list is listed: past that, a read changes nothing.

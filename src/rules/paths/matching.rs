@@ -28,7 +28,11 @@ impl PathRule {
         let in_home = under(home);
         // The first glob of the rule, in the order written, that matches.
         let mut first: Option<usize> = None;
-        for (base, set, members) in &self.compiled {
+        let Ok(compiled) = self.compiled() else {
+            // The globs do not build as a set: the rule is taken to name every path.
+            return self.globs.first().map(String::as_str);
+        };
+        for (base, set, members) in compiled {
             let candidate = match base {
                 Base::Root => in_root,
                 Base::Home => in_home,

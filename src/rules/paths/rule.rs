@@ -56,6 +56,10 @@ impl From<KeyError> for PathsError {
     }
 }
 
+/// A rule's globs as sets: one per base they are relative to, each with the index in the rule's
+/// `globs` of its members.
+pub(super) type GlobSets = Vec<(Base, GlobSet, Vec<usize>)>;
+
 /// One rule, compiled.
 #[derive(Debug, Clone)]
 pub struct PathRule {
@@ -65,9 +69,15 @@ pub struct PathRule {
     pub globs: Vec<String>,
     pub read: Option<Decision>,
     pub write: Option<Decision>,
+    /// The globs to compile, each with its base and its index in `globs` (each one checked to
+    /// compile when the rule was read).
+    pub(super) patterns: Vec<(Base, String, usize)>,
     /// The globs compiled, one set per base they are relative to (each with the index in
-    /// `globs` of its members), so that a path is matched against all of a base's globs at once.
-    pub(super) compiled: Vec<(Base, GlobSet, Vec<usize>)>,
+    /// `globs` of its members), so that a path is matched against all of a base's globs at once:
+    /// built on the first match ([`PathRule::compiled`]), since a door that judges one call (a
+    /// hook) meets few of its rules; `Err` when the set does not build, and then the rule
+    /// matches every path (the strictest reading).
+    pub(super) compiled: std::sync::OnceLock<Result<GlobSets, ()>>,
     /// For a rule with `read`: the literal base of each glob that has one (not `**/…`), once
     /// each, with the index in `globs` of the first glob that has it ([`literal_base`]). A read
     /// of a folder on the way to a base reads what the glob names ([`PathRule::holding`]).
@@ -146,11 +156,10 @@ impl PathRules {
         }
         let text = path.to_string_lossy();
         let escaped = globset::escape(&text);
-        let compiled = compile(&[
+        let patterns = vec![
             (Base::Absolute, escaped.clone(), 0),
             (Base::Absolute, format!("{escaped}/**"), 0),
-        ])
-        .unwrap_or_default();
+        ];
         let mut shapes = shapes(Base::Absolute, &escaped, 0);
         shapes.extend(self::shapes(Base::Absolute, &format!("{escaped}/**"), 0));
         self.rules.push(PathRule {
@@ -158,7 +167,8 @@ impl PathRules {
             globs: vec![text.clone().into_owned()],
             read: None,
             write: Some(Decision::Deny),
-            compiled,
+            patterns,
+            compiled: std::sync::OnceLock::new(),
             read_bases: Vec::new(),
             longest_base: 0,
             shapes,
@@ -330,6 +340,14 @@ fn glob(text: &str) -> Result<Glob, globset::Error> {
         .build()
 }
 
+impl PathRule {
+    /// The rule's globs as sets, built on first use; `Err` when they do not build.
+    pub(super) fn compiled(&self) -> &Result<GlobSets, ()> {
+        self.compiled
+            .get_or_init(|| compile(&self.patterns).map_err(|_| ()))
+    }
+}
+
 /// Globs (each with its base and its index among the rule's globs) compiled into one set per
 /// base.
 fn compile(
@@ -407,8 +425,6 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> 
         }
         patterns.push((base, pattern.to_owned(), i));
     }
-    let compiled =
-        compile(&patterns).map_err(|err| PathProblem::GlobSet(err).at(format!("{key}.glob")))?;
     let mut read_bases: Vec<ReadBase> = Vec::new();
     if read.is_some() {
         for (base, pattern, glob) in &patterns {
@@ -434,7 +450,8 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> 
         globs,
         read,
         write,
-        compiled,
+        compiled: std::sync::OnceLock::new(),
+        patterns,
         shapes,
         longest_base: read_bases
             .iter()
