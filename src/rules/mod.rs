@@ -24,6 +24,7 @@ pub mod state;
 pub mod tokens;
 pub mod tools;
 
+pub mod command_paths;
 pub mod commands;
 mod operands;
 pub mod paths;
@@ -32,4 +33,4 @@ pub mod shell;
 
 mod keys;
 
-pub use commands::{decide_command, decide_command_confined};
+pub use command_paths::{decide_command, decide_command_confined};
