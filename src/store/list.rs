@@ -28,10 +28,10 @@ struct Words(String);
 /// Reads the list at `key` (`read`; no value is an empty list), lets `change` change it (it
 /// says whether it did), and writes it back with `write` when it did, as one atomic step:
 /// `change` may run more than once, and only its last run counts.
-pub(crate) fn update_list<T, R, E: std::fmt::Display>(
+pub(crate) fn update_list<T, R, E: std::fmt::Display, W: std::fmt::Display>(
     store: &mut dyn Store,
     key: &ValueKey,
-    read: &dyn Fn(&str) -> Result<Vec<T>, String>,
+    read: &dyn Fn(&str) -> Result<Vec<T>, W>,
     write: &dyn Fn(&[T]) -> Result<ValueChange, E>,
     change: &mut ListChange<'_, T, R, E>,
 ) -> Result<R, ListFailure<E>> {
@@ -45,6 +45,7 @@ pub(crate) fn update_list<T, R, E: std::fmt::Display>(
         let mut list = match stored.map(read).transpose() {
             Ok(list) => list.unwrap_or_default(),
             Err(why) => {
+                let why = why.to_string();
                 refused = Some(why.clone());
                 return Err(ValueRefused::Reader(Box::new(Words(why))));
             }

@@ -40,8 +40,8 @@ fn millis(time: SystemTime) -> u64 {
         })
 }
 
-fn read(text: &str) -> Result<Vec<(String, u64)>, String> {
-    let map: BTreeMap<String, u64> = serde_json::from_str(text).map_err(|err| err.to_string())?;
+fn read(text: &str) -> Result<Vec<(String, u64)>, serde_json::Error> {
+    let map: BTreeMap<String, u64> = serde_json::from_str(text)?;
     Ok(map.into_iter().collect())
 }
 
