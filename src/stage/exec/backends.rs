@@ -707,7 +707,7 @@ impl Backend {
     pub fn run_confined(
         &self,
         args_json: &str,
-        sandbox: Option<&Result<Confined, String>>,
+        sandbox: Option<&Result<Confined, crate::stage::sandbox::Unconfinable>>,
     ) -> BackendRun {
         let started = Instant::now();
         let mut report = BackendReport {
@@ -727,7 +727,7 @@ impl Backend {
     fn run_reporting(
         &self,
         args_json: &str,
-        sandbox: Option<&Result<Confined, String>>,
+        sandbox: Option<&Result<Confined, crate::stage::sandbox::Unconfinable>>,
         started: Instant,
         report: &mut BackendReport,
     ) -> Result<Value, BackendFailure> {
@@ -740,7 +740,7 @@ impl Backend {
                 Some(Err(why)) => {
                     return Err(BackendFailure::NoSandbox {
                         program,
-                        why: why.clone(),
+                        why: why.to_string(),
                     })
                 }
                 None => {

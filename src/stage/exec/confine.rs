@@ -83,7 +83,7 @@ impl Confined {
     /// status (a `true` missing inside, say) is the program's own: the sandbox was made. The
     /// audit log and its key are kept read-only inside rather than written: the trial runs
     /// nothing worth recording.
-    pub fn trial(&self) -> Result<(), String> {
+    pub fn trial(&self) -> Result<(), crate::stage::sandbox::Unconfinable> {
         let mut invocation = self.invocation.clone();
         invocation.protect.extend(invocation.audit.take());
         invocation.protect.extend(invocation.audit_key.take());
@@ -113,7 +113,8 @@ impl Confined {
                 why.as_deref()
                     .or_else(|| sandbox_failure(&trial.stderr))
                     .unwrap_or("it gave no reason")
-            )),
+            )
+            .into()),
         }
     }
 }
@@ -127,7 +128,7 @@ impl SandboxDoor {
         policy: &Policy,
         agent: &str,
         id: Option<&str>,
-    ) -> Result<Confined, String> {
+    ) -> Result<Confined, crate::stage::sandbox::Unconfinable> {
         let absolute = |path: &Option<PathBuf>| {
             path.as_deref()
                 .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
@@ -151,7 +152,7 @@ impl SandboxDoor {
                 "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside {})",
                 exe.display(),
                 self.door
-            ));
+            ).into());
         }
         let policy_file = absolute(&self.policy);
         let audit = absolute(&self.audit);

@@ -336,7 +336,7 @@ pub enum Plan<'t> {
         /// For a backend whose entry asks for the sandbox: sc-sandbox's command line for this
         /// call, or why the sandbox cannot be made ([`SandboxDoor::confine`]). Without it, such
         /// a backend is not run.
-        sandbox: Option<Box<Result<Confined, String>>>,
+        sandbox: Option<Box<Result<Confined, crate::stage::sandbox::Unconfinable>>>,
     },
 }
 

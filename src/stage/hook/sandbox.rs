@@ -82,7 +82,7 @@ pub(super) fn prepare(
     agent: &str,
     options: &HookOptions,
     id: &str,
-) -> Option<Result<Confined, String>> {
+) -> Option<Result<Confined, crate::stage::sandbox::Unconfinable>> {
     if hook.tool_name != "Bash" {
         return None;
     }
@@ -92,7 +92,9 @@ pub(super) fn prepare(
     }
     let Some(Value::String(original)) = hook.tool_input.get("command") else {
         return Some(Err(
-            "the sandbox cannot be made: the Bash call has no command text".to_owned(),
+            "the sandbox cannot be made: the Bash call has no command text"
+                .to_owned()
+                .into(),
         ));
     };
     Some(
@@ -101,7 +103,7 @@ pub(super) fn prepare(
                 invocation,
                 original: original.clone(),
             })
-            .map_err(|why| format!("the sandbox cannot be made here: {why}")),
+            .map_err(|why| format!("the sandbox cannot be made here: {why}").into()),
     )
 }
 
@@ -151,7 +153,7 @@ pub(super) fn confined_input(
 /// Whether the call runs confined, and how, once the decision is known: `prepared` from
 /// [`prepare`], `applies` from [`applies`] on the state the decision read.
 pub(super) fn confine(
-    prepared: Option<Result<Confined, String>>,
+    prepared: Option<Result<Confined, crate::stage::sandbox::Unconfinable>>,
     applies: bool,
     denied: bool,
 ) -> Confinement {
@@ -241,7 +243,7 @@ fn invocation(
     agent: &str,
     options: &HookOptions,
     id: &str,
-) -> Result<Invocation, String> {
+) -> Result<Invocation, crate::stage::sandbox::Unconfinable> {
     let places = options.policy.places();
     let Some(root) = project_root(options, hook.cwd.as_deref()) else {
         return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
@@ -257,7 +259,7 @@ fn invocation(
                 .map(|home| home.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        ).into());
     }
     let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
     let door = absolute_door(&options.sandbox);
@@ -271,7 +273,7 @@ fn invocation(
         return Err(format!(
             "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside sc-hook)",
             exe.display()
-        ));
+        ).into());
     }
     crate::stage::sandbox::probe::can_confine(&exe, &bwrap, door.probe_cache.as_deref())?;
     let run = RunOptions {

@@ -103,7 +103,7 @@ pub(crate) fn is_executable(path: &Path) -> bool {
 
 /// The canonical path of `path` when it, and every folder above it, is owned by root and
 /// writable by neither group nor others; else what is wrong, naming the file or folder.
-pub fn trusted(path: &Path) -> Result<PathBuf, String> {
+pub fn trusted(path: &Path) -> Result<PathBuf, crate::stage::sandbox::Unconfinable> {
     use std::os::unix::fs::MetadataExt;
     let canonical =
         std::fs::canonicalize(path).map_err(|err| format!("cannot be resolved: {err}"))?;
@@ -117,12 +117,14 @@ pub fn trusted(path: &Path) -> Result<PathBuf, String> {
 }
 
 /// One file or folder on the way: owned by root, writable by neither group nor others.
-fn judge(what: &str, place: &Path, uid: u32, mode: u32) -> Result<(), String> {
+fn judge(
+    what: &str,
+    place: &Path,
+    uid: u32,
+    mode: u32,
+) -> Result<(), crate::stage::sandbox::Unconfinable> {
     if uid != 0 {
-        return Err(format!(
-            "{what} {} is owned by uid {uid}, not root",
-            place.display()
-        ));
+        return Err(format!("{what} {} is owned by uid {uid}, not root", place.display()).into());
     }
     if mode & 0o022 != 0 {
         let who = if mode & 0o002 != 0 {
@@ -134,7 +136,8 @@ fn judge(what: &str, place: &Path, uid: u32, mode: u32) -> Result<(), String> {
             "{what} {} is writable by {who} (mode {:o})",
             place.display(),
             mode & 0o7777
-        ));
+        )
+        .into());
     }
     Ok(())
 }

@@ -43,6 +43,7 @@ pub mod request;
 pub mod run;
 pub mod seccomp;
 pub mod sockets;
+pub mod unconfinable;
 pub mod walk;
 
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ pub use events::Who;
 pub use invocation::Invocation;
 pub use plan::Sandbox;
 pub use run::{run, run_to_status, Ended, RunOptions};
+pub use unconfinable::Unconfinable;
 
 /// The exit status of every failure of sc-sandbox itself: the program did not run.
 pub const EXIT_SANDBOX_FAILURE: u8 = 125;

@@ -43,7 +43,10 @@ pub struct Trial {
 /// Runs `command` (stdin and stdout null, stderr kept) and waits for it at most `limit`: past
 /// it, the command is killed (bubblewrap's `--die-with-parent` ends what sc-sandbox started) and
 /// the trial is an error, as a command that cannot be started is.
-pub fn trial_run(command: &mut Command, limit: Duration) -> Result<Trial, String> {
+pub fn trial_run(
+    command: &mut Command,
+    limit: Duration,
+) -> Result<Trial, crate::stage::sandbox::Unconfinable> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -76,9 +79,9 @@ pub fn trial_run(command: &mut Command, limit: Duration) -> Result<Trial, String
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("did not end within {} seconds", limit.as_secs()));
+                return Err(format!("did not end within {} seconds", limit.as_secs()).into());
             }
-            Err(err) => return Err(format!("cannot be waited for: {err}")),
+            Err(err) => return Err(format!("cannot be waited for: {err}").into()),
         }
     };
     let stderr = reader.join().unwrap_or_default();
@@ -91,7 +94,11 @@ pub fn trial_run(command: &mut Command, limit: Duration) -> Result<Trial, String
 /// Whether `exe` (sc-sandbox) can run a program confined here, using bubblewrap at `bwrap`.
 /// `cache`: the state folder to remember a success in (`None`: probe every time).
 /// `Err`: why not, in words for a held call's reason.
-pub fn can_confine(exe: &Path, bwrap: &Path, cache: Option<&Path>) -> Result<(), String> {
+pub fn can_confine(
+    exe: &Path,
+    bwrap: &Path,
+    cache: Option<&Path>,
+) -> Result<(), crate::stage::sandbox::Unconfinable> {
     let key = probe_key(exe, bwrap);
     let file = cache.map(|folder| folder.join(PROBE_FILE));
     if let (Some(key), Some(file)) = (&key, &file) {
@@ -108,7 +115,11 @@ pub fn can_confine(exe: &Path, bwrap: &Path, cache: Option<&Path>) -> Result<(),
 }
 
 /// Runs `sc-sandbox --root EMPTY -- true`, with `SC_SANDBOX_BWRAP` naming the bubblewrap found.
-fn probe(exe: &Path, bwrap: &Path, limit: Duration) -> Result<(), String> {
+fn probe(
+    exe: &Path,
+    bwrap: &Path,
+    limit: Duration,
+) -> Result<(), crate::stage::sandbox::Unconfinable> {
     let root = empty_folder()
         .map_err(|err| format!("cannot make an empty folder to try the sandbox in: {err}"))?;
     let trial = trial_run(
@@ -145,7 +156,8 @@ fn probe(exe: &Path, bwrap: &Path, limit: Duration) -> Result<(), String> {
         } else {
             format!(": {}", said.join(" / "))
         }
-    ))
+    )
+    .into())
 }
 
 /// A new empty folder under the temporary folder, mode 0700.
