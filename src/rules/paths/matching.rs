@@ -28,6 +28,17 @@ impl PathRule {
         let in_home = under(home);
         // The first glob of the rule, in the order written, that matches.
         let mut first: Option<usize> = None;
+        for literal in &self.literals {
+            let candidate = match literal.base {
+                Base::Root => in_root,
+                Base::Home => in_home,
+                Base::Absolute => path.is_absolute().then_some(path),
+                Base::Anywhere => None,
+            };
+            if candidate.is_some_and(|candidate| literal.matches(candidate)) {
+                first = Some(first.map_or(literal.index, |f| f.min(literal.index)));
+            }
+        }
         let Ok(compiled) = self.compiled() else {
             // The globs do not build as a set: the rule is taken to name every path.
             return self.globs.first().map(String::as_str);
@@ -71,7 +82,7 @@ impl PathRule {
         absolute: bool,
         (root, home): (Option<&[Part]>, Option<&[Part]>),
     ) -> Option<&str> {
-        self.shapes
+        self.shapes()
             .iter()
             .find(|shape| {
                 let head = match (shape.base, absolute) {

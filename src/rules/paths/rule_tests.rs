@@ -73,3 +73,80 @@ fn git_files_deny_writes_to_every_file_by_which_git_finds_its_config() {
     let err = PathRules::from_json("paths", &json!({"gitFiles": "no"})).unwrap_err();
     assert!(err.to_string().contains("paths.gitFiles"), "{err}");
 }
+
+/// A literal glob matches exactly the paths the glob set it replaces matches: the same texts,
+/// escapes, trees and near misses, each against globset itself.
+#[test]
+fn literal_globs_match_as_their_glob_sets_do() {
+    let patterns = [
+        ".ssh",
+        ".ssh/**",
+        "/etc/sc/policy.json",
+        "/etc/sc/policy.json/**",
+        "a[*]b",
+        "a[*]b/**",
+        "we\\ird/x[[]y[]]z[{]q[}]",
+        "dot.d/sub dir/**",
+        ".config/gh/hosts.yml",
+    ];
+    let paths = [
+        ".ssh",
+        ".ssh/id_rsa",
+        ".ssh/a/b",
+        ".sshx",
+        ".ssh/",
+        ".sshx/id",
+        "x/.ssh",
+        "/etc/sc/policy.json",
+        "/etc/sc/policy.json/x",
+        "/etc/sc/policy.jsonx",
+        "/etc/sc",
+        "a*b",
+        "axb",
+        "a*b/c",
+        "weird/x[y]z{q}",
+        "we\\ird/x[y]z{q}",
+        "dot.d/sub dir/f",
+        "dotxd/sub dir/f",
+        ".config/gh/hosts.yml",
+        ".config/gh/hosts.ymlx",
+        "",
+    ];
+    for pattern in patterns {
+        let literal = LiteralGlob::of(Base::Root, pattern, 0)
+            .unwrap_or_else(|| panic!("{pattern} is a literal"));
+        let set = GlobSetBuilder::new()
+            .add(glob(pattern).unwrap())
+            .build()
+            .unwrap();
+        for path in paths {
+            assert_eq!(
+                literal.matches(Path::new(path)),
+                set.is_match(Path::new(path)),
+                "{pattern} against {path:?}"
+            );
+        }
+    }
+    for wild in [
+        "*.key", ".ssh/*", "a?", "{a,b}", "[!a]", "[ab]", "a/**/b", "**/x", "[^a]",
+    ] {
+        assert_eq!(LiteralGlob::of(Base::Root, wild, 0), None, "{wild}");
+    }
+    assert_eq!(LiteralGlob::of(Base::Anywhere, "x", 0), None);
+}
+
+/// The rules the gate makes from its sandbox places and protected files build no glob set.
+#[test]
+fn sandbox_places_and_protected_files_build_no_glob_set() {
+    let mut rules = PathRules::default();
+    rules.protect(Path::new("/etc/sc/policy.json"), "policy");
+    rules.protect(Path::new("/var/log/s*c/audit[1].jsonl"), "audit log");
+    for rule in &rules.rules {
+        assert_eq!(rule.literals.len(), 2, "{:?}", rule.globs);
+        assert!(rule.compiled().as_ref().unwrap().is_empty());
+    }
+    let judged = rules.decide_path("/var/log/s*c/audit[1].jsonl", true, context());
+    assert_eq!(judged.decision, Decision::Deny);
+    let judged = rules.decide_path("/var/log/sXc/audit1.jsonl", true, context());
+    assert_ne!(judged.decision, Decision::Deny, "{:?}", judged.reasons);
+}

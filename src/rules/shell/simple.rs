@@ -110,7 +110,7 @@ impl Walker {
     }
 
     /// Normalizes a simple command: program basename, wrappers, shells, `find`, `xargs`, `tee`.
-    fn normalize(
+    pub(super) fn normalize(
         &mut self,
         mut words: Vec<Word>,
         mut caveats: Vec<Caveat>,

@@ -5,7 +5,8 @@ use brush_parser::ast;
 use brush_parser::{parse_tokens, uncached_tokenize_str, ParserOptions, Token};
 
 use super::show::{compound_kind, cut};
-use super::text::{is_literal_arithmetic, is_name_char};
+use super::text::{is_literal_arithmetic, is_name_char, plain_command};
+use super::words::Word;
 use super::{
     guarded, openers, Walker, MAX_COMMAND_BYTES, MAX_NESTING, MAX_OPENERS, MAX_PARENTHESES,
     PARSER_FAILED,
@@ -34,6 +35,17 @@ impl Walker {
             );
             return;
         }
+        if let Some(words) = plain_command(text) {
+            let words = words.map(Word::literal).collect();
+            self.normalize(words, Vec::new(), false, depth);
+            return;
+        }
+        self.parse_with_brush(text, depth);
+    }
+
+    /// [`Walker::parse_and_walk`] by brush-parser's tokenizer and grammar, for every text but a
+    /// plain command.
+    pub(super) fn parse_with_brush(&mut self, text: &str, depth: usize) {
         let openers = openers(text);
         if openers > MAX_OPENERS {
             self.dynamic(

@@ -1,3 +1,4 @@
+use super::super::text::plain_command;
 use super::super::{analyse, MAX_SIMPLE_COMMANDS};
 use super::*;
 
@@ -113,4 +114,77 @@ fn deep_nesting_never_overflows_a_small_stack() {
         .unwrap()
         .join()
         .unwrap();
+}
+
+/// A plain command reads as brush-parser reads it, and a text that is not plain goes to the
+/// parser: the pack's examples, wrappers the normalizer strips, keywords, and near misses.
+#[test]
+fn plain_commands_read_as_the_parser_reads_them() {
+    let pack: serde_json::Value =
+        serde_json::from_str(include_str!("../../../policies/claude-code.json")).unwrap();
+    let mut texts: Vec<String> = pack["commands"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| {
+            ["match", "notMatch"]
+                .iter()
+                .flat_map(|key| rule[key].as_array().cloned().unwrap_or_default())
+                .filter_map(|example| example.as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(texts.len() > 100, "{}", texts.len());
+    texts.extend(
+        [
+            "git status",
+            "  git\tstatus  ",
+            "sudo -u root rm -rf /",
+            "env -C /tmp ls",
+            "xargs rm",
+            "sh -c ls",
+            "bash -c x",
+            "find . -name x -exec rm",
+            "tee out.txt",
+            "time -o x ls",
+            "time ls",
+            "if",
+            "for x in a",
+            "done",
+            "x=1 ls",
+            "ls # comment",
+            "./build.sh",
+            "/usr/bin/git status",
+            "target/debug/x --flag",
+            "nice -n 5 make",
+            "timeout 5 cargo test",
+            "command -v git",
+            "exec ls",
+            "stdbuf -oL ls",
+            "doas ls",
+            "make CC:x",
+            "git -C ../other status",
+            "cd .. -",
+            "a%b c,d e:f",
+            "",
+            "   ",
+            "-",
+            "1",
+        ]
+        .map(str::to_owned),
+    );
+    let mut plain = 0;
+    for text in &texts {
+        let mut walker = Walker::default();
+        walker.parse_with_brush(text, 0);
+        assert_eq!(analyse(text), walker.finish(), "{text:?}");
+        plain += usize::from(plain_command(text).is_some());
+    }
+    // Most of the pack's examples take the fast path, so it is what this test checks.
+    assert!(plain * 2 > texts.len(), "{plain} of {}", texts.len());
+    for text in [
+        "if x", "time ls", "for a", "x=1 ls", "ls #x", "ls\nrm", "a;b", "ls > x", "",
+    ] {
+        assert!(plain_command(text).is_none(), "{text:?}");
+    }
 }
