@@ -327,7 +327,9 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         Some(dir) => StateUrl::Sqlite(dir.join(DEFAULT_STATE_FILE)),
         None => args.state.url_or_beside(&audit.audit),
     };
-    let options = HookOptions {
+    // Never dropped: the process ends after this one call, and freeing the compiled policy's
+    // thousands of allocations would cost more than a twentieth of the call.
+    let options = std::mem::ManuallyDrop::new(HookOptions {
         policy: args.policy.load_guarding(&audit, &args.state, &own)?,
         agent: args.agent.unwrap_or_else(|| agent.kind().to_owned()),
         agent_kind: agent.kind(),
@@ -348,7 +350,7 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         crew: args.state.crew.clone(),
         timing: args.state.timing(),
         fsync: audit.fsync,
-    };
+    });
     let translated = translated?;
     let translated = &translated;
     let mut audit = audit.open()?;

@@ -418,3 +418,20 @@ fn never_remember_names_tools_and_the_programs_a_shell_command_runs() {
     assert!(Policy::from_json_str(r#"{"grantTtl": "0s"}"#).is_err());
     assert!(Policy::from_json_str(r#"{"grantTtl": 5}"#).is_err());
 }
+
+/// The shipped pack loads without running its examples, so they are run here: a pack whose
+/// example fails does not build a passing test suite.
+#[test]
+fn the_shipped_pack_s_examples_hold() {
+    let pack: Value = serde_json::from_str(SHIPPED_PACK).unwrap();
+    let rules = pack["commands"]["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|rule| rule.get("match").is_some()));
+    CommandRules::from_json("commands", &pack["commands"]).unwrap();
+    // A byte more and it is another policy: its examples run, and a wrong one is an error.
+    let mut edited = pack.clone();
+    edited["commands"]["rules"][0]["match"] = serde_json::json!(["no-such-program --at-all"]);
+    let text = serde_json::to_string(&edited).unwrap();
+    let err = Policy::from_json_str(&text).unwrap_err().to_string();
+    assert!(err.contains("does not match the rule"), "{err}");
+    Policy::from_json_str(SHIPPED_PACK).unwrap();
+}

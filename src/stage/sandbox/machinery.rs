@@ -40,6 +40,9 @@ pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
         binaries.extend(BINARIES.iter().map(|name| folder.join(name)));
     }
     let mut found: Vec<PathBuf> = Vec::new();
+    // Hard-linked files (cargo links each binary into `deps/`), by folder: each folder is read
+    // once for all of its files, not once a file.
+    let mut linked: Vec<(PathBuf, u64, u64)> = Vec::new();
     for binary in binaries {
         let Ok(canonical) = std::fs::canonicalize(&binary) else {
             continue;
@@ -51,9 +54,22 @@ pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
             continue;
         }
         if meta.nlink() > 1 {
-            found.extend(other_names(&canonical, meta.dev(), meta.ino()));
+            linked.push((canonical.clone(), meta.dev(), meta.ino()));
         }
         found.push(canonical);
+    }
+    let mut folders: Vec<&Path> = linked
+        .iter()
+        .filter_map(|(path, ..)| path.parent())
+        .collect();
+    folders.sort();
+    folders.dedup();
+    for folder in folders {
+        let here: Vec<&(PathBuf, u64, u64)> = linked
+            .iter()
+            .filter(|(path, ..)| path.parent() == Some(folder))
+            .collect();
+        found.extend(other_names(folder, &here));
     }
     found.sort();
     found.dedup();
@@ -63,11 +79,8 @@ pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The other names of the file `(dev, ino)` at `path`, in its folder and that folder's `deps/`.
-fn other_names(path: &Path, dev: u64, ino: u64) -> Vec<PathBuf> {
-    let Some(folder) = path.parent() else {
-        return Vec::new();
-    };
+/// The other names, in `folder` and its `deps/`, of the files `(path, dev, ino)` of `folder`.
+fn other_names(folder: &Path, files: &[&(PathBuf, u64, u64)]) -> Vec<PathBuf> {
     let mut names = Vec::new();
     for place in [folder.to_owned(), folder.join("deps")] {
         let Ok(entries) = std::fs::read_dir(&place) else {
@@ -75,15 +88,15 @@ fn other_names(path: &Path, dev: u64, ino: u64) -> Vec<PathBuf> {
         };
         for entry in entries.flatten() {
             // The folder's entry gives the inode without a stat; the device is checked on a match.
-            if entry.ino() != ino {
-                continue;
-            }
-            let other = entry.path();
-            if other != path
-                && std::fs::symlink_metadata(&other)
-                    .is_ok_and(|meta| meta.is_file() && meta.dev() == dev && meta.ino() == ino)
-            {
-                names.push(other);
+            let ino = entry.ino();
+            for (path, dev, _) in files.iter().filter(|(_, _, i)| *i == ino) {
+                let other = entry.path();
+                if other != *path
+                    && std::fs::symlink_metadata(&other)
+                        .is_ok_and(|meta| meta.is_file() && meta.dev() == *dev && meta.ino() == ino)
+                {
+                    names.push(other);
+                }
             }
         }
     }
