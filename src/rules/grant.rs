@@ -155,7 +155,14 @@ impl TaintSources<'_> {
 
 pub fn taint_source(tool: &str, argument: Option<&str>) -> String {
     match argument {
-        Some(argument) => format!("{tool} {argument}"),
+        // Not `format!`: every hold that offers a `call` grant writes its sources.
+        Some(argument) => {
+            let mut source = String::with_capacity(tool.len() + 1 + argument.len());
+            source.push_str(tool);
+            source.push(' ');
+            source.push_str(argument);
+            source
+        }
         None => tool.to_owned(),
     }
 }

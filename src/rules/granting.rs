@@ -90,6 +90,14 @@ impl<'a> Endorsed<'a> {
             .get_or_init(|| self.cause.map(|cause| cause.all()).unwrap_or_default())
     }
 
+    /// [`Endorsed::sources`], owned: made anew (not copied) when no grant needed them.
+    fn sources_owned(&self) -> Vec<String> {
+        match self.sources.get() {
+            Some(sources) => sources.clone(),
+            None => self.cause.map(|cause| cause.all()).unwrap_or_default(),
+        }
+    }
+
     /// Whether an untrusted value is endorsed by a `value` grant (and so not named): noted as
     /// used.
     pub(crate) fn skips(&self, value: &str) -> bool {
@@ -224,7 +232,7 @@ pub(crate) fn settle(
                     kinds,
                     values: if remember { named } else { Vec::new() },
                     sources: if remember {
-                        endorsed.sources().clone()
+                        endorsed.sources_owned()
                     } else {
                         Vec::new()
                     },

@@ -498,10 +498,15 @@ fn write_verdict<W: Write, E: Write>(
 ) {
     let judgement = verdict.judgement;
     output.emit_with(|events, records| {
-        let (mut batch, shared) =
-            record::write_verdict(std::mem::take(records), verdict.id, verdict.text, judgement);
+        let grantable = record::grantable_text(judgement);
+        let (mut batch, shared) = record::write_verdict(
+            std::mem::take(records),
+            verdict.id,
+            verdict.text,
+            judgement,
+            grantable.as_deref(),
+        );
         if let CallText::Json(call) = verdict.text {
-            let grantable = record::grantable_text(judgement);
             if let Some(seal) = crate::audit::seal::verdict_seal(
                 chain,
                 verdict.id,
