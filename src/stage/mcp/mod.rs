@@ -84,6 +84,7 @@ mod client;
 mod handshake;
 mod holds;
 mod inbox;
+pub mod listen;
 mod mrtr;
 mod pending;
 mod protocol;
@@ -92,6 +93,7 @@ pub mod request_state;
 mod revision;
 mod server;
 mod session;
+pub mod upstream;
 mod verdict;
 
 use std::ffi::OsString;
@@ -99,7 +101,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::proxy::{run, run_with_state};
+pub use self::proxy::{run, run_with_io, run_with_state, ClientIo, ServerAt};
 pub use self::request_state::Retries;
 use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;
