@@ -1,5 +1,9 @@
 //! `sc-mcp`: the gate in front of an MCP server, as a stdio proxy.
 //!
+//! Over Streamable HTTP too: with `--listen` ([`listen`]) each HTTP client gets this same run
+//! ([`run_with_io`]) fed its messages, and with `--upstream` ([`upstream`]) the server is a remote
+//! one, whose messages reach the run as a started server's lines would.
+//!
 //! `sc-mcp [--policy F] [--audit F] [--agent NAME] -- SERVER_CMD ARGS…` spawns the server and
 //! relays newline-delimited JSON-RPC both ways, byte for byte, except:
 //! - every `tools/call` request from the client becomes a call (`agent` from `--agent`, `tool` =
