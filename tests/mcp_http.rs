@@ -76,12 +76,9 @@ impl Listener {
                 }
             });
         }
-        let line = announced.recv_timeout(DEADLINE).unwrap_or_else(|_| {
-            panic!(
-                "sc-mcp announced no address: {}",
-                stderr.lock().unwrap()
-            )
-        });
+        let line = announced
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|_| panic!("sc-mcp announced no address: {}", stderr.lock().unwrap()));
         let url = line["sc-mcp: MCP at ".len()..]
             .split(' ')
             .next()
@@ -109,8 +106,14 @@ impl Listener {
     pub(crate) fn raw(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
             request.push_str(&format!("Host: {}\r\n", self.addr));
         }
         for (name, value) in headers {
@@ -196,7 +199,8 @@ fn python() -> PathBuf {
 }
 
 #[test]
-fn the_listener_refuses_no_token_a_foreign_host_or_origin_an_oversize_body_and_mismatched_headers() {
+fn the_listener_refuses_no_token_a_foreign_host_or_origin_an_oversize_body_and_mismatched_headers()
+{
     let scratch = Scratch::new();
     let audit = scratch.path("audit.jsonl");
     let policy = testdata("mcp/fake-policy.json");
@@ -217,11 +221,18 @@ fn the_listener_refuses_no_token_a_foreign_host_or_origin_an_oversize_body_and_m
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
     let body = list.to_string();
     // No token, a wrong one: 401, and nothing reached a session.
-    let (status, _) = listener.raw("POST", &[("Content-Type", "application/json")], body.as_bytes());
+    let (status, _) = listener.raw(
+        "POST",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
     assert_eq!(status, 401);
     let (status, _) = listener.raw(
         "POST",
-        &[("Authorization", "Bearer wrong"), ("Content-Type", "application/json")],
+        &[
+            ("Authorization", "Bearer wrong"),
+            ("Content-Type", "application/json"),
+        ],
         body.as_bytes(),
     );
     assert_eq!(status, 401);
@@ -263,7 +274,13 @@ fn the_listener_refuses_no_token_a_foreign_host_or_origin_an_oversize_body_and_m
     assert_eq!(status, 200, "{body}");
     let answer = &messages(&body)[0];
     assert_eq!(answer["id"], 3, "{body}");
-    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("hi"), "{body}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi"),
+        "{body}"
+    );
     // Only that one call was ever decided.
     let log = read_events(&audit);
     let gates = events(&log, "gate");
@@ -292,7 +309,11 @@ fn a_made_token_is_announced_kept_private_in_the_state_folder_and_required() {
         .and_then(|rest| rest.split(')').next())
         .unwrap_or_else(|| panic!("no token file announced: {stderr}"));
     let file = PathBuf::from(file);
-    assert!(file.starts_with(scratch.path("state")), "{}", file.display());
+    assert!(
+        file.starts_with(scratch.path("state")),
+        "{}",
+        file.display()
+    );
     assert_eq!(
         std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
         0o600
@@ -311,7 +332,12 @@ fn an_http_clients_server_crash_mid_call_fails_closed_and_is_audited() {
     let policy = testdata("mcp/fake-policy.json");
     let listener = Listener::start(
         &scratch,
-        &["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap()],
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
         &fake_server(),
     );
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "crash", "arguments": {}}});
@@ -379,10 +405,17 @@ fn the_typescript_sdk_client_over_http_through_sc_mcp_to_the_filesystem_server()
     assert!(!tools.contains(&json!("write_file")), "{report}");
     let results = report["results"].as_array().unwrap();
     assert_ne!(results[0]["isError"], true, "{report}");
-    assert!(results[0].to_string().contains("remember the milk"), "{report}");
+    assert!(
+        results[0].to_string().contains("remember the milk"),
+        "{report}"
+    );
     assert_eq!(results[1]["isError"], true, "{report}");
     assert_ne!(results[2]["isError"], true, "{report}");
-    assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(
+        report["elicitations"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
     assert!(root.join("made").is_dir());
     assert!(!root.join("x.txt").exists());
     let log = read_events(&audit);
@@ -421,7 +454,9 @@ impl PyHttpServer {
             let _ = BufReader::new(stdout).read_line(&mut line);
             let _ = found.send(line.trim().to_owned());
         });
-        let url = url.recv_timeout(DEADLINE).expect("the Python server prints its URL");
+        let url = url
+            .recv_timeout(DEADLINE)
+            .expect("the Python server prints its URL");
         PyHttpServer { child, url }
     }
 }
@@ -441,7 +476,15 @@ fn call_through_upstream(scratch: &Scratch, url: &str, timeout: &str) -> (Value,
         .arg(scratch.audit_path())
         .arg("--policy")
         .arg(testdata("mcp/fake-policy.json"))
-        .args(["--agent", "crew", "--upstream", url, "--upstream-timeout", timeout, "--upstream-header"])
+        .args([
+            "--agent",
+            "crew",
+            "--upstream",
+            url,
+            "--upstream-timeout",
+            timeout,
+            "--upstream-header",
+        ])
         .arg(format!("Authorization: Bearer {UPSTREAM_SECRET}"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

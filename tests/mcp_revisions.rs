@@ -105,8 +105,7 @@ fn read_events(audit: &Path) -> Vec<Value> {
 fn tools_read_deny_and_held(
     scratch: &Scratch,
     policy: &Path,
-    server: &[OsString],
-    extra: &[&str],
+    (server, extra): (&[OsString], &[&str]),
     calls: &Value,
     denied: &str,
     check_held: impl Fn(&Value),
@@ -119,7 +118,11 @@ fn tools_read_deny_and_held(
         ("legacy", true),
     ] {
         reset();
-        let mode_name = if http { format!("{mode}-http") } else { mode.to_owned() };
+        let mode_name = if http {
+            format!("{mode}-http")
+        } else {
+            mode.to_owned()
+        };
         let audit = scratch.path(&format!("audit-{mode_name}.jsonl"));
         let plan = json!({"elicit": "accept", "calls": calls});
         let mut args = vec![
@@ -193,8 +196,7 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_the_published_filesyste
     tools_read_deny_and_held(
         &scratch,
         &testdata("mcp/filesystem-policy.json"),
-        &server,
-        &[],
+        (&server, &[]),
         &calls,
         "write_file",
         |_| {},
@@ -228,8 +230,7 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
     tools_read_deny_and_held(
         &scratch,
         &policy,
-        &server,
-        &[],
+        (&server, &[]),
         &calls,
         "delete_note",
         |held| assert_eq!(held["text"], "wrote b.txt"),
@@ -266,8 +267,10 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_ove
     tools_read_deny_and_held(
         &scratch,
         &policy,
-        &[],
-        &["--upstream", &upstream.url, "--upstream-header", &header],
+        (
+            &[],
+            &["--upstream", &upstream.url, "--upstream-header", &header],
+        ),
         &calls,
         "delete_note",
         |held| assert_eq!(held["text"], "wrote b.txt"),

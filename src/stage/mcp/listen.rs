@@ -121,7 +121,12 @@ pub fn serve(
         .build()
         .context("cannot start the MCP listener's runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
+        use axum::serve::ListenerExt;
+        // Each answer leaves at once: without it, an event stream's last chunk waits for the
+        // client's delayed acknowledgement (some 40 ms a call).
+        let listener = tokio::net::TcpListener::from_std(listener)?.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let reaper = Arc::clone(&shared);
         tokio::spawn(async move { reap_idle(reaper).await });
         let app = Router::new()
@@ -253,7 +258,7 @@ impl Write for SessionOutput {
 
 impl Shared {
     /// The principal's live session, started when it has none.
-    fn session_for(self: &Arc<Self>, agent: &str) -> Result<Arc<ClientSession>, Response> {
+    fn session_for(self: &Arc<Self>, agent: &str) -> Result<Arc<ClientSession>, Refusal> {
         let mut sessions = lock(&self.sessions);
         if let Some(session) = sessions.get(agent) {
             if !session.ended.load(Ordering::SeqCst) && lock(&session.input).is_some() {
@@ -265,7 +270,7 @@ impl Shared {
             .filter(|session| !session.ended.load(Ordering::SeqCst))
             .count();
         if live >= self.options.max_sessions {
-            return Err(refusal(
+            return Err(refused(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &Value::Null,
                 -32603,
@@ -316,8 +321,8 @@ impl Shared {
     }
 }
 
-fn internal() -> Response {
-    refusal(
+fn internal() -> Refusal {
+    refused(
         StatusCode::INTERNAL_SERVER_ERROR,
         &Value::Null,
         -32603,
@@ -326,14 +331,37 @@ fn internal() -> Response {
 }
 
 /// An HTTP refusal with a JSON-RPC error body.
-fn refusal(status: StatusCode, id: &Value, code: i64, message: &str) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    (
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    id: Value,
+    code: i64,
+    message: String,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = json!({"jsonrpc": "2.0", "id": self.id, "error": {"code": self.code, "message": self.message}});
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_vec(&body).expect("JSON serializes"),
+        )
+            .into_response()
+    }
+}
+
+fn refused(status: StatusCode, id: &Value, code: i64, message: &str) -> Refusal {
+    Refusal {
         status,
-        [(header::CONTENT_TYPE, "application/json")],
-        serde_json::to_vec(&body).expect("JSON serializes"),
-    )
-        .into_response()
+        id: id.clone(),
+        code,
+        message: message.to_owned(),
+    }
+}
+
+fn refusal(status: StatusCode, id: &Value, code: i64, message: &str) -> Response {
+    refused(status, id, code, message).into_response()
 }
 
 /// Ends the sessions idle for longer than `--idle-timeout`.
@@ -413,7 +441,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// The principal a request is made for: `--agent-header`'s value (letters, digits, `.`, `_`,
 /// `-`, `@`; at most 64), else `--agent`.
-fn principal(shared: &Shared, headers: &HeaderMap) -> Result<String, Response> {
+fn principal(shared: &Shared, headers: &HeaderMap) -> Result<String, Refusal> {
     let Some(name) = &shared.options.agent_header else {
         return Ok(shared.options.agent.clone());
     };
@@ -430,7 +458,7 @@ fn principal(shared: &Shared, headers: &HeaderMap) -> Result<String, Response> {
             if fine {
                 Ok(text.to_owned())
             } else {
-                Err(refusal(
+                Err(refused(
                     StatusCode::BAD_REQUEST,
                     &Value::Null,
                     -32600,
@@ -438,7 +466,7 @@ fn principal(shared: &Shared, headers: &HeaderMap) -> Result<String, Response> {
                 ))
             }
         }
-        _ => Err(refusal(
+        _ => Err(refused(
             StatusCode::BAD_REQUEST,
             &Value::Null,
             -32600,
@@ -520,7 +548,7 @@ async fn no_stream() -> Response {
 async fn delete_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let agent = match principal(&shared, &headers) {
         Ok(agent) => agent,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let given = one(&headers, "mcp-session-id").ok().flatten();
     let session = lock(&shared.sessions).get(&agent).cloned();
@@ -536,7 +564,7 @@ async fn delete_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Re
 async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let agent = match principal(&shared, &headers) {
         Ok(agent) => agent,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
         return refusal(
@@ -589,7 +617,7 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     }
     let session = match shared.session_for(&agent) {
         Ok(session) => session,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     *lock(&session.last_used) = Instant::now();
     // Parsed, so every line break is whitespace between tokens: the line stays the message as

@@ -45,6 +45,14 @@ pub enum UpstreamError {
     Io { url: String, why: String },
 }
 
+/// The remote server's input (to write lines to), its output (to read lines from), and the
+/// thread that speaks to it.
+pub(crate) type Started = (
+    PipeWriter,
+    PipeReader,
+    JoinHandle<Result<(), UpstreamError>>,
+);
+
 /// The remote server: its URL and the headers every request carries.
 #[derive(Clone)]
 pub struct Upstream {
@@ -158,14 +166,7 @@ impl Upstream {
     /// Starts the thread that speaks to the remote server: returns the server's input (to write
     /// lines to), its output (to read lines from) and the thread, which ends when the input is
     /// closed.
-    pub(crate) fn start(
-        &self,
-        max: usize,
-    ) -> anyhow::Result<(
-        PipeWriter,
-        PipeReader,
-        JoinHandle<Result<(), UpstreamError>>,
-    )> {
+    pub(crate) fn start(&self, max: usize) -> anyhow::Result<Started> {
         let (input_reader, input_writer) = io::pipe()?;
         let (output_reader, output_writer) = io::pipe()?;
         let upstream = self.clone();
@@ -206,7 +207,11 @@ impl Upstream {
             .map_err(|err| self.io_error(err))?;
         let link = Arc::new(Link {
             upstream: self,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: {
+                let mut connector = HttpConnector::new();
+                connector.set_nodelay(true);
+                Client::builder(TokioExecutor::new()).build(connector)
+            },
             output: Mutex::new(output),
             session: Mutex::new(None),
             version: Mutex::new(None),
