@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -27,8 +27,8 @@ pub(crate) struct Listener {
     pub(crate) url: String,
     pub(crate) addr: SocketAddr,
     pub(crate) token: String,
-    /// What sc-mcp wrote on stderr so far.
-    pub(crate) stderr: Arc<Mutex<String>>,
+    /// What sc-mcp wrote on stderr so far, and a signal at each line.
+    pub(crate) stderr: Arc<(Mutex<String>, Condvar)>,
 }
 
 impl Listener {
@@ -59,7 +59,7 @@ impl Listener {
             .stderr(Stdio::piped())
             .spawn()
             .expect("sc-mcp starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let (found, announced) = mpsc::channel();
         {
             let stderr = Arc::clone(&stderr);
@@ -70,15 +70,16 @@ impl Listener {
                     if line.starts_with("sc-mcp: MCP at ") {
                         let _ = found.send(line.clone());
                     }
-                    let mut all = stderr.lock().unwrap();
+                    let mut all = stderr.0.lock().unwrap();
                     all.push_str(&line);
                     all.push('\n');
+                    stderr.1.notify_all();
                 }
             });
         }
-        let line = announced
-            .recv_timeout(DEADLINE)
-            .unwrap_or_else(|_| panic!("sc-mcp announced no address: {}", stderr.lock().unwrap()));
+        let line = announced.recv_timeout(DEADLINE).unwrap_or_else(|_| {
+            panic!("sc-mcp announced no address: {}", stderr.0.lock().unwrap())
+        });
         let url = line["sc-mcp: MCP at ".len()..]
             .split(' ')
             .next()
@@ -99,7 +100,16 @@ impl Listener {
     }
 
     pub(crate) fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// Waits (within the deadline) until sc-mcp's stderr holds `text`.
+    pub(crate) fn wait_for_stderr(&self, text: &str) {
+        let (all, changed) = &*self.stderr;
+        let (all, timeout) = changed
+            .wait_timeout_while(all.lock().unwrap(), DEADLINE, |all| !all.contains(text))
+            .unwrap();
+        assert!(!timeout.timed_out(), "no {text:?} on stderr: {all}");
     }
 
     /// One raw HTTP/1.1 request; the status and the body.
@@ -337,6 +347,8 @@ fn an_http_clients_server_crash_mid_call_fails_closed_and_is_audited() {
             policy.to_str().unwrap(),
             "--audit",
             audit.to_str().unwrap(),
+            "--agent",
+            "crew",
         ],
         &fake_server(),
     );
@@ -351,7 +363,9 @@ fn an_http_clients_server_crash_mid_call_fails_closed_and_is_audited() {
     assert_eq!(execs.len(), 1, "{log:?}");
     assert_eq!(execs[0]["outcome"]["status"], "failed", "{log:?}");
     verify(&audit);
-    // The next request starts a new session, with a server of its own.
+    // The session ended with its server; the next request starts a new one, with a server of
+    // its own.
+    listener.wait_for_stderr("sc-mcp: listen: crew: the session ended");
     let echo = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {"said": "again"}}});
     let (status, body) = listener.post(&echo, &[]);
     assert_eq!(status, 200, "{body}");

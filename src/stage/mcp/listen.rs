@@ -307,6 +307,11 @@ impl Shared {
                     Err(err) => format!("the session ended: {err:#}"),
                 };
                 running.end(&why);
+                let _ = writeln!(
+                    io::stderr().lock(),
+                    "sc-mcp: listen: {}: {why}",
+                    crate::sanitize::for_terminal(&running.agent)
+                );
                 let mut sessions = lock(&shared.sessions);
                 if sessions
                     .get(&running.agent)
