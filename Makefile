@@ -135,12 +135,14 @@ fuzz:
 # Throughput, peak memory and latency of every stage against jq, on generated call streams
 # (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it), then what sc-sandbox adds to
 # a command's start (scripts/bench-sandbox.sh) and what an sc-hook call costs under the
-# claude-code pack (scripts/bench-hook.sh). The tables go to stdout and to target/bench/latest.md.
+# claude-code pack (scripts/bench-hook.sh) and what sc-mcp --listen adds to an allowed tools/call
+# (scripts/bench-mcp-http.sh). The tables go to stdout and to target/bench/latest.md.
 .PHONY: bench
 bench: bubblewrap
 	@CARGO="$(CARGO)" scripts/bench.sh
 	@{ echo; CARGO="$(CARGO)" scripts/bench-sandbox.sh; \
-	  echo; echo "| sc-hook | median | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-hook.sh; } \
+	  echo; echo "| sc-hook | median | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-hook.sh; \
+	  echo; echo "| sc-mcp over HTTP | added | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-mcp-http.sh; } \
 	  | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
 
 # What sc-sandbox adds to a command's start: the median of `sc-sandbox -- /bin/true` against

@@ -12,11 +12,13 @@ use skeleton_crew::approve::remember::Grants;
 use skeleton_crew::approve::Human;
 use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, GrantTtlArgs, PolicyArgs, StateArgs};
+use skeleton_crew::error::UsageError;
 use skeleton_crew::exit;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::mcp::{
-    self, Asking, InboxAt, McpOptions, NobodyHuman, DEFAULT_MAX_MESSAGE_BYTES,
+    self, listen, Asking, ClientIo, InboxAt, McpOptions, NobodyHuman, ServerAt,
+    DEFAULT_MAX_MESSAGE_BYTES,
 };
 use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
 use std::sync::{Arc, Mutex};
@@ -117,13 +119,72 @@ struct Args {
     request_state_ttl: u64,
     #[command(flatten)]
     grant_ttl: GrantTtlArgs,
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (127.0.0.1:0 picks a
+    /// free port). Prints `sc-mcp: MCP at http://HOST:PORT/mcp` on stderr, then ` (token in
+    /// FILE)` when it made the token. Every request needs `Authorization: Bearer TOKEN`; its Host
+    /// and Origin must be the listener's own (DNS rebinding); a 2026-07-28 request's
+    /// MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must say what its body says. Each
+    /// client (its agent from --agent-header, else --agent) is a principal with a session of its
+    /// own: its own server process (or upstream session) and, without --crew, its own taint.
+    /// Loopback only unless --listen-public. Not with --web.
+    #[arg(long, value_name = "ADDR", conflicts_with = "web")]
+    listen: Option<std::net::SocketAddr>,
+    /// With --listen, serve other machines too (a non-loopback ADDR); the Host must then be ADDR.
+    #[arg(long, requires = "listen")]
+    listen_public: bool,
+    /// With --listen, the bearer token is the first line of FILE, trimmed (else a new one is
+    /// made into sc-mcp-listen-PORT.token, mode 600, in the state folder).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    token_file: Option<PathBuf>,
+    /// With --listen, an HTTP client names its agent in this header (e.g. X-Agent); without it,
+    /// or without the header, the agent is --agent.
+    #[arg(long, value_name = "NAME", requires = "listen")]
+    agent_header: Option<String>,
+    /// With --listen, how many requests may wait for their answers at once (more get 429).
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
+    max_streams: usize,
+    /// With --listen, how many clients may have a session at once (more get 503).
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "listen")]
+    max_sessions: usize,
+    /// With --listen, a client's session without a request for this long ends (its server
+    /// stops); its next request starts a new one.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 600,
+        requires = "listen"
+    )]
+    idle_timeout: u64,
+    /// Gate a remote MCP server spoken to over Streamable HTTP at URL (http://), instead of
+    /// starting SERVER_CMD. Its answers pass the same checks; a request it does not answer
+    /// (down, a status that is not 2xx, not JSON-RPC, slower than --upstream-timeout) is answered
+    /// with an error. Not with --sandbox.
+    #[arg(long, value_name = "URL", conflicts_with = "sandbox")]
+    upstream: Option<String>,
+    /// A header every request to --upstream carries, `Name: value` (e.g. 'Authorization: Bearer
+    /// …'); repeatable. Its value never appears in the audit log, the card or an error.
+    #[arg(long, value_name = "HEADER", requires = "upstream")]
+    upstream_header: Vec<String>,
+    /// --upstream-header's lines read from FILE (one `Name: value` a line), to keep credentials
+    /// off the command line.
+    #[arg(long, value_name = "FILE", requires = "upstream")]
+    upstream_header_file: Option<PathBuf>,
+    /// Seconds --upstream has to answer one message.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 60,
+        requires = "upstream"
+    )]
+    upstream_timeout: u64,
     /// Don't narrate decisions on stderr.
     #[arg(short, long)]
     quiet: bool,
     /// The MCP server command and its arguments, after `--`.
     #[arg(
         last = true,
-        required_unless_present = "generate",
+        required_unless_present_any = ["generate", "upstream"],
+        conflicts_with = "upstream",
         value_name = "SERVER_CMD"
     )]
     server: Vec<OsString>,
@@ -150,7 +211,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<u8> {
     let timeout = approve::timeout_from_seconds(args.timeout);
     if args.state.state.is_some() && args.state.crew.is_none() {
-        return Err(skeleton_crew::error::UsageError(
+        return Err(UsageError(
             "--state needs --crew: without a crew, sc-mcp keeps its state for its own process"
                 .into(),
         )
@@ -253,19 +314,142 @@ fn run(args: Args) -> anyhow::Result<u8> {
             _ => None,
         },
     };
-    let mut human: Box<dyn Human> = if args.no_prompt {
-        Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))
-    } else {
-        approve::human_for(args.answers.as_deref(), timeout)?
+    let upstream = match &args.upstream {
+        Some(url) => {
+            let mut headers = args.upstream_header.clone();
+            if let Some(file) = &args.upstream_header_file {
+                headers.extend(mcp::upstream::Upstream::headers_from_file(file)?);
+            }
+            Some(mcp::upstream::Upstream::new(
+                url,
+                &headers,
+                std::time::Duration::from_secs(args.upstream_timeout.max(1)),
+            )?)
+        }
+        None => None,
     };
-    let log = audit.open()?;
-    let state = match &args.state.crew {
-        Some(crew) => StateHandle::Shared(StateArgs::open(
-            &args.state.url_or_beside(&audit.audit),
-            StateKey::crew(crew, View::Gate),
-            audit.fsync,
-        )?),
-        None => StateHandle::Memory(CrewState::new()),
+    let no_prompt = args.no_prompt;
+    let answers = args.answers.clone();
+    let human = move || -> anyhow::Result<Box<dyn Human>> {
+        Ok(if no_prompt {
+            Box::new(NobodyHuman("sc-mcp was started with --no-prompt".into()))
+        } else {
+            approve::human_for(answers.as_deref(), timeout)?
+        })
     };
-    mcp::run_with_state(&options, log, state, &args.server, human.as_mut())
+    let state_args = args.state.clone();
+    let open_state = {
+        let audit = audit.clone();
+        move || -> anyhow::Result<StateHandle> {
+            Ok(match &state_args.crew {
+                Some(crew) => StateHandle::Shared(StateArgs::open(
+                    &state_args.url_or_beside(&audit.audit),
+                    StateKey::crew(crew, View::Gate),
+                    audit.fsync,
+                )?),
+                None => StateHandle::Memory(CrewState::new()),
+            })
+        }
+    };
+    let server = args.server.clone();
+    let Some(addr) = args.listen else {
+        let mut human = human()?;
+        let log = audit.open()?;
+        let at = match &upstream {
+            Some(upstream) => ServerAt::Upstream(upstream),
+            None => ServerAt::Command(&server),
+        };
+        return mcp::run_with_io(
+            &options,
+            log,
+            open_state()?,
+            at,
+            human.as_mut(),
+            ClientIo::stdio()?,
+        );
+    };
+    let (listener, bound) = listen::bind(addr, args.listen_public)?;
+    let (token, made) = match &args.token_file {
+        Some(file) => (read_token(file)?, None),
+        None => {
+            let token = listen::new_token()?;
+            (token.clone(), Some(write_token(bound.port(), &token)?))
+        }
+    };
+    let announced = match &made {
+        Some(file) => format!(
+            "sc-mcp: MCP at http://{bound}/mcp (token in {})\n",
+            file.display()
+        ),
+        None => format!("sc-mcp: MCP at http://{bound}/mcp\n"),
+    };
+    let _ = std::io::stderr().write_all(announced.as_bytes());
+    let agent_header =
+        match &args.agent_header {
+            Some(name) => Some(axum_header_name(name).ok_or_else(|| {
+                UsageError(format!("--agent-header {name:?} is not a header name"))
+            })?),
+            None => None,
+        };
+    let listen_options = listen::ListenOptions {
+        token,
+        agent_header,
+        agent: options.agent.clone(),
+        max_body: args.max_message_bytes,
+        max_streams: args.max_streams.max(1),
+        max_sessions: args.max_sessions.max(1),
+        idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+    };
+    // Each HTTP client's session is the very run a stdio client gets, in its own agent's name.
+    let start: listen::StartSession = Arc::new(move |agent: &str, io: ClientIo| {
+        let mut options = options.clone();
+        options.agent = agent.to_owned();
+        let mut human = human()?;
+        let log = audit.open()?;
+        let at = match &upstream {
+            Some(upstream) => ServerAt::Upstream(upstream),
+            None => ServerAt::Command(&server),
+        };
+        mcp::run_with_io(&options, log, open_state()?, at, human.as_mut(), io)
+    });
+    listen::serve(listener, bound, listen_options, start)
+}
+
+fn axum_header_name(name: &str) -> Option<listen::HeaderName> {
+    listen::HeaderName::from_bytes(name.as_bytes()).ok()
+}
+
+/// The first line of --token-file, trimmed; an empty one is a usage error.
+fn read_token(file: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|err| UsageError(format!("--token-file {}: {err}", file.display())))?;
+    let token = text.lines().next().unwrap_or("").trim().to_owned();
+    if token.is_empty() {
+        return Err(UsageError(format!(
+            "--token-file {}: its first line is empty",
+            file.display()
+        ))
+        .into());
+    }
+    Ok(token)
+}
+
+/// Writes a made token into the state folder, mode 600.
+fn write_token(port: u16, token: &str) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let folder = cli::default_state_folder()?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&folder)?;
+    let file = folder.join(format!("sc-mcp-listen-{port}.token"));
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&file)?;
+    out.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    out.write_all(format!("{token}\n").as_bytes())?;
+    Ok(file)
 }

@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::mcp::{events, fake_server, filesystem_server, result_text, Proxy};
+use crate::mcp_http::{Listener, PyHttpServer, UPSTREAM_SECRET};
 use crate::util::{bin_path, testdata, RedisServer, Scratch};
 
 /// The pinned Python SDK's interpreter; `make test-deps` makes it.
@@ -32,15 +33,35 @@ fn python() -> PathBuf {
 /// Runs testdata/mcp/py-client.py in `mode` with `plan` through sc-mcp (with `args`) in front of
 /// `server`; its report.
 fn python_client(mode: &str, plan: &Value, args: &[&str], server: &[OsString]) -> Value {
-    let output = Command::new(python())
+    let mut command = Command::new(python());
+    command
         .arg(testdata("mcp/py-client.py"))
         .arg(mode)
         .arg(plan.to_string())
         .arg("--")
         .arg(bin_path("sc-mcp"))
-        .args(args)
+        .args(args);
+    if !server.is_empty() {
+        command.arg("--").args(server);
+    }
+    python_report(mode, command)
+}
+
+/// Runs testdata/mcp/py-client.py in `mode` with `plan` against an sc-mcp listening for HTTP.
+fn python_client_http(mode: &str, plan: &Value, listener: &Listener) -> Value {
+    let mut command = Command::new(python());
+    command
+        .arg(testdata("mcp/py-client.py"))
+        .arg(mode)
+        .arg(plan.to_string())
         .arg("--")
-        .args(server)
+        .arg(&listener.url)
+        .env("SC_MCP_TOKEN", &listener.token);
+    python_report(mode, command)
+}
+
+fn python_report(mode: &str, mut command: Command) -> Value {
+    let output = command
         .stdin(Stdio::null())
         .output()
         .expect("the Python SDK client runs");
@@ -77,32 +98,49 @@ fn read_events(audit: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// In each mode: the tools listed (without the denied ones), an allowed read, a denied call, and
-/// a held call approved through elicitation (the retry for 2026-07-28), the audit verifying.
+/// In each mode, over each transport (stdio, and Streamable HTTP through `--listen`): the tools
+/// listed (without the denied ones), an allowed read, a denied call, and a held call approved
+/// through elicitation (the retry for 2026-07-28), the audit verifying. `extra` goes to sc-mcp
+/// (`--upstream` with no `server`).
 fn tools_read_deny_and_held(
     scratch: &Scratch,
     policy: &Path,
-    server: &[OsString],
+    (server, extra): (&[OsString], &[&str]),
     calls: &Value,
     denied: &str,
     check_held: impl Fn(&Value),
+    reset: impl Fn(),
 ) {
-    for mode in ["2026-07-28", "legacy"] {
-        let audit = scratch.path(&format!("audit-{mode}.jsonl"));
+    for (mode, http) in [
+        ("2026-07-28", false),
+        ("legacy", false),
+        ("2026-07-28", true),
+        ("legacy", true),
+    ] {
+        reset();
+        let mode_name = if http {
+            format!("{mode}-http")
+        } else {
+            mode.to_owned()
+        };
+        let audit = scratch.path(&format!("audit-{mode_name}.jsonl"));
         let plan = json!({"elicit": "accept", "calls": calls});
-        let report = python_client(
-            mode,
-            &plan,
-            &[
-                "--policy",
-                policy.to_str().unwrap(),
-                "--audit",
-                audit.to_str().unwrap(),
-                "--agent",
-                "fs",
-            ],
-            server,
-        );
+        let mut args = vec![
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--agent",
+            "fs",
+        ];
+        args.extend_from_slice(extra);
+        let report = if http {
+            let listener = Listener::start(scratch, &args, server);
+            python_client_http(mode, &plan, &listener)
+        } else {
+            python_client(mode, &plan, &args, server)
+        };
+        let mode = mode_name.as_str();
         let tools: Vec<&str> = report["tools"]
             .as_array()
             .unwrap()
@@ -131,7 +169,7 @@ fn tools_read_deny_and_held(
         assert_eq!(approvals.len(), 1, "{mode}: {log:?}");
         assert_eq!(approvals[0]["approval"]["by"], "elicitation");
         assert_eq!(approvals[0]["approval"]["approved"], true);
-        if mode == "2026-07-28" {
+        if mode.starts_with("2026-07-28") {
             assert_eq!(approvals[0]["protocolRevision"], "2026-07-28");
         } else {
             assert!(approvals[0].get("protocolRevision").is_none());
@@ -158,10 +196,13 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_the_published_filesyste
     tools_read_deny_and_held(
         &scratch,
         &testdata("mcp/filesystem-policy.json"),
-        &server,
+        (&server, &[]),
         &calls,
         "write_file",
         |_| {},
+        || {
+            let _ = std::fs::remove_dir(root.join("made"));
+        },
     );
     assert!(root.join("made").is_dir());
     assert!(!root.join("x.txt").exists());
@@ -186,14 +227,65 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
         ["delete_note", {"name": "a.txt"}],
         ["write_note", {"name": "b.txt", "text": "approved"}],
     ]);
-    tools_read_deny_and_held(&scratch, &policy, &server, &calls, "delete_note", |held| {
-        assert_eq!(held["text"], "wrote b.txt");
-    });
+    tools_read_deny_and_held(
+        &scratch,
+        &policy,
+        (&server, &[]),
+        &calls,
+        "delete_note",
+        |held| assert_eq!(held["text"], "wrote b.txt"),
+        || {
+            let _ = std::fs::remove_file(root.join("b.txt"));
+        },
+    );
     assert!(root.join("a.txt").exists());
     assert_eq!(
         std::fs::read_to_string(root.join("b.txt")).unwrap(),
         "approved"
     );
+}
+
+/// The same matrix with the Python SDK server over Streamable HTTP behind `--upstream` (and so,
+/// with `--listen`, HTTP on both sides); its bearer token never shows in the audit log or on
+/// sc-mcp's stderr.
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_over_http() {
+    let scratch = Scratch::new();
+    scratch.write("notes/a.txt", "hello\n");
+    let root = scratch.path("notes");
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
+    );
+    let upstream = PyHttpServer::start(&root);
+    let header = format!("Authorization: Bearer {UPSTREAM_SECRET}");
+    let calls = json!([
+        ["read_note", {"name": "a.txt"}],
+        ["delete_note", {"name": "a.txt"}],
+        ["write_note", {"name": "b.txt", "text": "approved"}],
+    ]);
+    tools_read_deny_and_held(
+        &scratch,
+        &policy,
+        (
+            &[],
+            &["--upstream", &upstream.url, "--upstream-header", &header],
+        ),
+        &calls,
+        "delete_note",
+        |held| assert_eq!(held["text"], "wrote b.txt"),
+        || {
+            let _ = std::fs::remove_file(root.join("b.txt"));
+        },
+    );
+    assert!(root.join("a.txt").exists());
+    for entry in std::fs::read_dir(scratch.path("")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            let log = std::fs::read_to_string(&path).unwrap();
+            assert!(!log.contains(UPSTREAM_SECRET), "{}", path.display());
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ mod hook_install;
 mod hook_sandbox;
 mod inbox;
 mod mcp;
+mod mcp_http;
 mod mcp_revisions;
 mod mcp_web;
 mod pipeline;

@@ -2,6 +2,8 @@
 tests/mcp_revisions.rs.
 
     py-client.py MODE PLAN -- SC_MCP_COMMAND...
+    py-client.py MODE PLAN -- http://HOST:PORT/mcp    (Streamable HTTP; the bearer token in
+                                                      $SC_MCP_TOKEN, the agent in $SC_MCP_AGENT)
 
 MODE is the SDK's `mode`: `legacy` (the initialize handshake) or `2026-07-28` (stateless, every
 request carrying its `_meta`; a held call comes back as `input_required`, and the SDK retries it).
@@ -16,6 +18,9 @@ import sys
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+import os
 import mcp_types as types
 
 
@@ -34,7 +39,13 @@ async def main() -> None:
     if plan["elicit"] != "none":
         kwargs["elicitation_callback"] = elicit
     report = {"tools": None, "results": [], "asked": asked}
-    server = StdioServerParameters(command=command[0], args=command[1:])
+    if command[0].startswith("http://"):
+        headers = {"Authorization": f"Bearer {os.environ['SC_MCP_TOKEN']}"}
+        if os.environ.get("SC_MCP_AGENT"):
+            headers["X-Agent"] = os.environ["SC_MCP_AGENT"]
+        server = streamable_http_client(command[0], http_client=create_mcp_http_client(headers=headers))
+    else:
+        server = StdioServerParameters(command=command[0], args=command[1:])
     async with Client(server, **kwargs) as client:
         tools = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in tools.tools)

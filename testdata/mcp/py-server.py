@@ -1,6 +1,13 @@
-"""A small MCP server on the Python SDK (the `mcp` package, pinned in python-requirements.txt), over
-stdio, for tests/mcp_revisions.rs: notes kept as files in the folder given as its argument."""
+"""A small MCP server on the Python SDK (the `mcp` package, pinned in python-requirements.txt), for
+tests/mcp_revisions.rs and tests/mcp_http.rs: notes kept as files in the folder given as its argument.
 
+    py-server.py FOLDER            over stdio
+    py-server.py FOLDER --http     over Streamable HTTP on a free loopback port, printed as its URL
+                                   on stdout; every request must carry `Authorization: Bearer
+                                   $PY_SERVER_TOKEN` (else 401)
+"""
+
+import os
 import pathlib
 import sys
 
@@ -37,4 +44,29 @@ def delete_note(name: str) -> str:
     return f"deleted {name}"
 
 
-server.run()
+def serve_http() -> None:
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app()
+    expected = f"Bearer {os.environ['PY_SERVER_TOKEN']}".encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no token"})
+            return
+        await app(scope, receive, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    uvicorn.Server(uvicorn.Config(guarded, log_level="warning", lifespan="on")).run(sockets=[sock])
+
+
+if sys.argv[2:] == ["--http"]:
+    serve_http()
+else:
+    server.run()

@@ -1,5 +1,9 @@
 //! `sc-mcp`: the gate in front of an MCP server, as a stdio proxy.
 //!
+//! Over Streamable HTTP too: with `--listen` ([`listen`]) each HTTP client gets this same run
+//! ([`run_with_io`]) fed its messages, and with `--upstream` ([`upstream`]) the server is a remote
+//! one, whose messages reach the run as a started server's lines would.
+//!
 //! `sc-mcp [--policy F] [--audit F] [--agent NAME] -- SERVER_CMD ARGS…` spawns the server and
 //! relays newline-delimited JSON-RPC both ways, byte for byte, except:
 //! - every `tools/call` request from the client becomes a call (`agent` from `--agent`, `tool` =
@@ -84,6 +88,7 @@ mod client;
 mod handshake;
 mod holds;
 mod inbox;
+pub mod listen;
 mod mrtr;
 mod pending;
 mod protocol;
@@ -92,6 +97,7 @@ pub mod request_state;
 mod revision;
 mod server;
 mod session;
+pub mod upstream;
 mod verdict;
 
 use std::ffi::OsString;
@@ -99,7 +105,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::proxy::{run, run_with_state};
+pub use self::proxy::{run, run_with_io, run_with_state, ClientIo, ServerAt};
 pub use self::request_state::Retries;
 use crate::approve::notify::Notifier;
 use crate::approve::remember::Grants;

@@ -6,7 +6,8 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::AsFd;
-use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::os::fd::OwnedFd;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
@@ -27,6 +28,7 @@ use super::pending::{Asked, HeldCall, Pending};
 use super::protocol::INVALID_REQUEST;
 use super::server::relay_server;
 use super::session::{lock, Ending, Session};
+use super::upstream::{Upstream, UpstreamError};
 use super::{Asking, McpOptions};
 use crate::approve::elicitation::Questions;
 use crate::approve::inbox::InboxDoor;
@@ -102,22 +104,84 @@ pub fn run_with_state(
     command: &[OsString],
     human: &mut dyn Human,
 ) -> Result<u8> {
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| crate::error::UsageError("no MCP server command after `--`".into()))?;
+    run_with_io(
+        options,
+        audit_log,
+        state,
+        ServerAt::Command(command),
+        human,
+        ClientIo::stdio()?,
+    )
+}
+
+/// Where the client is: what it says (read until it ends) and where sc-mcp's answers go, one
+/// JSON-RPC message a line. This process's stdin and stdout, or one HTTP client's messages
+/// ([`super::listen`]).
+pub struct ClientIo {
+    pub input: OwnedFd,
+    pub output: Box<dyn Write + Send>,
+}
+
+impl ClientIo {
+    /// This process's stdin and stdout.
+    pub fn stdio() -> Result<ClientIo> {
+        Ok(ClientIo {
+            input: io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("cannot read stdin")?,
+            output: Box::new(io::stdout()),
+        })
+    }
+}
+
+/// Where the MCP server is: a command sc-mcp starts and speaks to over its stdin and stdout, or
+/// a remote server spoken to over Streamable HTTP ([`super::upstream`]).
+#[derive(Clone, Copy)]
+pub enum ServerAt<'a> {
+    Command(&'a [OsString]),
+    Upstream(&'a Upstream),
+}
+
+/// The server's side while it runs: its process, or the thread that speaks to the remote server.
+enum Running {
+    Child(Child, Pid),
+    Upstream(thread::JoinHandle<Result<(), UpstreamError>>),
+}
+
+/// The one run every door of sc-mcp makes (stdio, and each HTTP client of `--listen`): the
+/// client's messages decided by the policy, the server's relayed, until the client's input ends
+/// or the server's side does; returns the exit status.
+pub fn run_with_io(
+    options: &McpOptions,
+    audit_log: AuditLog,
+    state: StateHandle,
+    server_at: ServerAt<'_>,
+    human: &mut dyn Human,
+    client_io: ClientIo,
+) -> Result<u8> {
+    let command =
+        match server_at {
+            ServerAt::Command(command) => Some(command.split_first().ok_or_else(|| {
+                crate::error::UsageError("no MCP server command after `--`".into())
+            })?),
+            ServerAt::Upstream(_) => None,
+        };
     // With --sandbox, the server starts under sc-sandbox or not at all: checked before anything
     // starts, and the sandbox made once around `true` (a kernel that refuses the namespaces shows
     // only then). Where it cannot be made, the server never runs unconfined: sc-mcp answers the
     // client itself, with no tools, and holds every call with the reason.
-    let confined = match &options.sandbox {
-        Some(door) => match door
+    let confined = match (&options.sandbox, command) {
+        (Some(door), Some(_)) => match door
             .confine(&options.policy, &options.agent, None)
             .and_then(|confined| confined.trial().map(|()| confined))
         {
             Ok(confined) => Some(confined),
-            Err(why) => return run_without_server(options, audit_log, state, human, &why),
+            Err(why) => {
+                return run_without_server(options, audit_log, state, human, &why, client_io)
+            }
         },
-        None => None,
+        _ => None,
     };
     // The page is up before the server starts, so a port in use ends nothing but sc-mcp.
     let page = match options.asking {
@@ -167,46 +231,69 @@ pub fn run_with_state(
         }
         None => None,
     };
-    let mut server = match &confined {
-        Some(confined) => {
-            let mut command = confined.command(program, args);
-            let (name, bwrap) = confined.bwrap_env();
-            command.env(name, bwrap);
-            command
-        }
-        None => {
-            let mut command = Command::new(program);
-            command.args(args);
-            command
-        }
-    };
-    let mut child = server
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| {
-            format!(
-                "cannot start the MCP server {}",
-                Value::String(program.to_string_lossy().into_owned())
+    let (running, server_input, server_output): (
+        Running,
+        Box<dyn Write + Send>,
+        Box<dyn Read + Send>,
+    ) = match (command, server_at) {
+        (Some((program, args)), _) => {
+            let mut server = match &confined {
+                Some(confined) => {
+                    let mut command = confined.command(program, args);
+                    let (name, bwrap) = confined.bwrap_env();
+                    command.env(name, bwrap);
+                    command
+                }
+                None => {
+                    let mut command = Command::new(program);
+                    command.args(args);
+                    command
+                }
+            };
+            let mut child = server
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .with_context(|| {
+                    format!(
+                        "cannot start the MCP server {}",
+                        Value::String(program.to_string_lossy().into_owned())
+                    )
+                })?;
+            let output = child.stdout.take().expect("piped stdout");
+            let input = child.stdin.take().expect("piped stdin");
+            let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
+            (
+                Running::Child(child, pid),
+                Box::new(input),
+                Box::new(output),
             )
-        })?;
-    let server_stdout = child.stdout.take().expect("piped stdout");
-    let server_stdin = child.stdin.take().expect("piped stdin");
+        }
+        (None, ServerAt::Upstream(upstream)) => {
+            let (input, output, thread) = upstream.start(options.max_message_bytes)?;
+            (Running::Upstream(thread), Box::new(input), Box::new(output))
+        }
+        (None, ServerAt::Command(_)) => unreachable!("a command was split above"),
+    };
+    let server_pid = match &running {
+        Running::Child(_, pid) => Some(*pid),
+        Running::Upstream(_) => None,
+    };
     let (wake_reader, wake_writer) = io::pipe().context("cannot create a pipe")?;
-    let server_pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits in i32"));
     let session = Arc::new(new_session(
         options,
         audit_log,
-        Some((server_stdin, server_pid, wake_writer)),
+        Some((server_input, server_pid, wake_writer)),
         None,
+        client_io.output,
     ));
     let relay = {
         let session = Arc::clone(&session);
         let max = options.max_message_bytes;
         thread::Builder::new()
             .name("server-to-client".into())
-            .spawn(move || relay_server(&session, server_stdout, max))
+            .spawn(move || relay_server(&session, server_output, max))
             .context("cannot start the relay thread")?
     };
     // Only calls asked through the client wait without blocking this thread, so only they need
@@ -256,12 +343,7 @@ pub fn run_with_state(
 
     let woken = Arc::new(AtomicBool::new(false));
     let input = WakeableInput {
-        input: File::from(
-            io::stdin()
-                .as_fd()
-                .try_clone_to_owned()
-                .context("cannot read stdin")?,
-        ),
+        input: File::from(client_io.input),
         wake: wake_reader,
         woken: Arc::clone(&woken),
     };
@@ -343,7 +425,9 @@ pub fn run_with_state(
                 match signal {
                     Some(signal) => {
                         session.killed_by_us.store(true, Ordering::SeqCst);
-                        let _ = kill(server_pid, signal);
+                        if let Some(pid) = server_pid {
+                            let _ = kill(pid, signal);
+                        }
                     }
                     None => {
                         relay_done = false;
@@ -361,7 +445,20 @@ pub fn run_with_state(
             "the MCP server's output stayed open after it was killed; giving up on it"
         ));
     }
-    let status = child.wait().context("cannot wait for the MCP server")?;
+    let status = match running {
+        Running::Child(mut child, _) => child.wait().context("cannot wait for the MCP server")?,
+        Running::Upstream(thread) => {
+            use std::os::unix::process::ExitStatusExt;
+            match thread.join() {
+                Ok(Ok(())) => ExitStatus::from_raw(0),
+                Ok(Err(err)) => {
+                    session.warn(&err.to_string());
+                    ExitStatus::from_raw(1 << 8)
+                }
+                Err(_) => ExitStatus::from_raw(1 << 8),
+            }
+        }
+    };
     let ending = std::mem::take(&mut *lock(&session.ending));
     let killed = session.killed_by_us.load(Ordering::SeqCst);
     Ok(exit_status(
@@ -379,22 +476,24 @@ pub fn run_with_state(
 fn new_session(
     options: &McpOptions,
     audit_log: AuditLog,
-    server: Option<(ChildStdin, Pid, PipeWriter)>,
+    server: Option<(Box<dyn Write + Send>, Option<Pid>, PipeWriter)>,
     no_server: Option<String>,
+    client: Box<dyn Write + Send>,
 ) -> Session {
     let (stdin, pid, wake) = match server {
-        Some((stdin, pid, wake)) => (Some(stdin), Some(pid), Some(wake)),
+        Some((stdin, pid, wake)) => (Some(stdin), pid, Some(wake)),
         None => (None, None, None),
     };
+    let reading = stdin.is_some();
     Session {
         policy: options.policy.clone(),
         agent: options.agent.clone(),
         quiet: options.quiet,
         audit: Mutex::new(audit_log),
-        client: Mutex::new(Box::new(io::stdout())),
+        client: Mutex::new(client),
         server: Mutex::new(stdin),
         pending: Mutex::new(Pending {
-            server_reading: pid.is_some(),
+            server_reading: reading,
             requests: HashMap::new(),
             cancelled: IndexSet::new(),
             ..Pending::default()
@@ -455,6 +554,7 @@ fn run_without_server(
     state: StateHandle,
     human: &mut dyn Human,
     why: &str,
+    client_io: ClientIo,
 ) -> Result<u8> {
     let reason =
         format!("the sandbox cannot be made here, so the MCP server is not run unconfined: {why}");
@@ -462,7 +562,7 @@ fn run_without_server(
         io::stderr().lock(),
         "sc-mcp: --sandbox: {reason}; the MCP server is not started, and sc-mcp answers the client itself, with no tools, and holds every tools/call"
     );
-    let session = new_session(options, audit_log, None, Some(reason));
+    let session = new_session(options, audit_log, None, Some(reason), client_io.output);
     let mut client = ClientSide {
         session: &session,
         human,
@@ -481,7 +581,7 @@ fn run_without_server(
     relay_client(
         &session,
         &mut client,
-        io::stdin(),
+        File::from(client_io.input),
         options.max_message_bytes,
     );
     let ending = std::mem::take(&mut *lock(&session.ending));

@@ -2,8 +2,7 @@
 //! only if it may, an answer only to a request still awaited, with its tool list filtered and
 //! its tool call's outcome audited.
 
-use std::io::Write;
-use std::process::ChildStdout;
+use std::io::{Read, Write};
 
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
@@ -112,7 +111,7 @@ fn outcome_of_answer(answer: &Map<String, Value>, ticket: &Ticket) -> Outcome {
     }
 }
 
-pub(super) fn relay_server(session: &Session, stdout: ChildStdout, max: usize) {
+pub(super) fn relay_server(session: &Session, stdout: impl Read, max: usize) {
     let mut reader = LineReader::new(stdout, max);
     loop {
         let line = match reader.next_line() {

@@ -2,7 +2,6 @@
 //! what the session does with them (audit, answer, forward, settle, stop).
 
 use std::io::{self, PipeWriter, Write};
-use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -41,7 +40,7 @@ pub(super) struct Session {
     pub(super) client: Mutex<Box<dyn Write + Send>>,
     /// The server's input, written by the calling thread and by the thread that settles the
     /// page's answers; `None` once it cannot be written (or is closed at the end).
-    pub(super) server: Mutex<Option<ChildStdin>>,
+    pub(super) server: Mutex<Option<Box<dyn Write + Send>>>,
     pub(super) pending: Mutex<Pending>,
     /// Signalled when a call is held or the session ends, for the thread that declines what
     /// nobody answered in time.
@@ -398,7 +397,7 @@ impl Session {
     }
 }
 
-fn write_line(server: &mut Option<ChildStdin>, bytes: &[u8]) -> io::Result<()> {
+fn write_line(server: &mut Option<Box<dyn Write + Send>>, bytes: &[u8]) -> io::Result<()> {
     let stdin = server
         .as_mut()
         .ok_or_else(|| io::Error::from(io::ErrorKind::BrokenPipe))?;

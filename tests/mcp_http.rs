@@ -1,0 +1,561 @@
+//! sc-mcp over Streamable HTTP: `--listen` in front of a stdio server, `--upstream` in front of a
+//! remote one, with real SDK clients and servers, and the listener's refusals (token, Host,
+//! Origin, body size, routing headers). The interop matrix of tests/mcp_revisions.rs runs over
+//! both transports through [`Listener`].
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::mcp::{events, fake_server, filesystem_server};
+use crate::util::{bin_path, testdata, Scratch};
+
+/// Generous: a debug build on two busy cores.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// A running `sc-mcp --listen 127.0.0.1:0` (killed when dropped).
+pub(crate) struct Listener {
+    child: Child,
+    pub(crate) url: String,
+    pub(crate) addr: SocketAddr,
+    pub(crate) token: String,
+    /// What sc-mcp wrote on stderr so far, and a signal at each line.
+    pub(crate) stderr: Arc<(Mutex<String>, Condvar)>,
+}
+
+impl Listener {
+    /// Starts sc-mcp with `--listen 127.0.0.1:0`, a token file in the scratch folder, `args`, and
+    /// `server` after `--` (none with `--upstream`).
+    pub(crate) fn start(scratch: &Scratch, args: &[&str], server: &[OsString]) -> Listener {
+        let token = "test-token-0123456789";
+        let file = scratch.write("listen.token", format!("{token}\nignored\n"));
+        let mut command = Command::new(bin_path("sc-mcp"));
+        command
+            .env("XDG_STATE_HOME", scratch.path("state"))
+            .args(["--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&file)
+            .args(args);
+        if !server.is_empty() {
+            command.arg("--").args(server);
+        }
+        let mut listener = Listener::spawn(command);
+        listener.token = token.to_owned();
+        listener
+    }
+
+    /// Starts `command` (an sc-mcp with `--listen`) and waits for its `MCP at` line.
+    pub(crate) fn spawn(mut command: Command) -> Listener {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sc-mcp starts");
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
+        let (found, announced) = mpsc::channel();
+        {
+            let stderr = Arc::clone(&stderr);
+            let pipe = child.stderr.take().unwrap();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if line.starts_with("sc-mcp: MCP at ") {
+                        let _ = found.send(line.clone());
+                    }
+                    let mut all = stderr.0.lock().unwrap();
+                    all.push_str(&line);
+                    all.push('\n');
+                    stderr.1.notify_all();
+                }
+            });
+        }
+        let line = announced.recv_timeout(DEADLINE).unwrap_or_else(|_| {
+            panic!("sc-mcp announced no address: {}", stderr.0.lock().unwrap())
+        });
+        let url = line["sc-mcp: MCP at ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_owned();
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap();
+        Listener {
+            child,
+            url,
+            addr,
+            token: String::new(),
+            stderr,
+        }
+    }
+
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// Waits (within the deadline) until sc-mcp's stderr holds `text`.
+    pub(crate) fn wait_for_stderr(&self, text: &str) {
+        let (all, changed) = &*self.stderr;
+        let (all, timeout) = changed
+            .wait_timeout_while(all.lock().unwrap(), DEADLINE, |all| !all.contains(text))
+            .unwrap();
+        assert!(!timeout.timed_out(), "no {text:?} on stderr: {all}");
+    }
+
+    /// One raw HTTP/1.1 request; the status and the body.
+    pub(crate) fn raw(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request.push_str(&format!("Host: {}\r\n", self.addr));
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let status = answer
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {answer:?}"));
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// A JSON-RPC message POSTed with the token and the usual headers (and `extra`).
+    pub(crate) fn post(&self, message: &Value, extra: &[(&str, &str)]) -> (u16, String) {
+        let auth = format!("Bearer {}", self.token);
+        let mut headers = vec![
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        headers.extend_from_slice(extra);
+        self.raw("POST", &headers, message.to_string().as_bytes())
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON-RPC messages of an event stream's body (or of a JSON body).
+pub(crate) fn messages(body: &str) -> Vec<Value> {
+    let data: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str(data).ok())
+        .collect();
+    if data.is_empty() {
+        serde_json::from_str(body.trim()).into_iter().collect()
+    } else {
+        data
+    }
+}
+
+fn verify(audit: &Path) {
+    let output = Command::new(bin_path("sc-report"))
+        .env_clear()
+        .arg("--verify")
+        .arg(audit)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the audit chain verifies: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn read_events(audit: &Path) -> Vec<Value> {
+    std::fs::read_to_string(audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn python() -> PathBuf {
+    testdata("mcp/venv/bin/python")
+}
+
+#[test]
+fn the_listener_refuses_no_token_a_foreign_host_or_origin_an_oversize_body_and_mismatched_headers()
+{
+    let scratch = Scratch::new();
+    let audit = scratch.path("audit.jsonl");
+    let policy = testdata("mcp/fake-policy.json");
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--agent",
+            "crew",
+            "--max-message-bytes",
+            "4096",
+        ],
+        &fake_server(),
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let body = list.to_string();
+    // No token, a wrong one: 401, and nothing reached a session.
+    let (status, _) = listener.raw(
+        "POST",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 401);
+    let (status, _) = listener.raw(
+        "POST",
+        &[
+            ("Authorization", "Bearer wrong"),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 401);
+    // A foreign Host (DNS rebinding) or Origin: 403, even with the token.
+    let foreign_host = format!("evil.example:{}", listener.addr.port());
+    let (status, _) = listener.post(&list, &[("Host", &foreign_host)]);
+    assert_eq!(status, 403);
+    let (status, _) = listener.post(&list, &[("Origin", "http://evil.example")]);
+    assert_eq!(status, 403);
+    // An oversize body: 413.
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"x": "y".repeat(5000)}}});
+    let (status, _) = listener.post(&big, &[]);
+    assert_eq!(status, 413);
+    // A 2026-07-28 request whose Mcp-Name is not its tool: 400 with HeaderMismatch, not run.
+    let modern = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"said": "hi"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, body) = listener.post(
+        &modern,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "write_file"),
+        ],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(messages(&body)[0]["error"]["code"], -32020, "{body}");
+    // No standalone stream.
+    let auth = format!("Bearer {}", listener.token);
+    let (status, _) = listener.raw("GET", &[("Authorization", &auth)], b"");
+    assert_eq!(status, 405);
+    // The same request with the right headers runs.
+    let (status, body) = listener.post(
+        &modern,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "echo"),
+        ],
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer = &messages(&body)[0];
+    assert_eq!(answer["id"], 3, "{body}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi"),
+        "{body}"
+    );
+    // Only that one call was ever decided.
+    let log = read_events(&audit);
+    let gates = events(&log, "gate");
+    assert_eq!(gates.len(), 1, "{log:?}");
+    assert_eq!(gates[0]["call"]["tool"], "echo");
+    verify(&audit);
+}
+
+#[test]
+fn a_made_token_is_announced_kept_private_in_the_state_folder_and_required() {
+    let scratch = Scratch::new();
+    let mut command = Command::new(bin_path("sc-mcp"));
+    command
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .args(["--listen", "127.0.0.1:0", "--audit"])
+        .arg(scratch.path("audit.jsonl"))
+        .args(["--policy"])
+        .arg(testdata("mcp/fake-policy.json"))
+        .arg("--")
+        .args(fake_server());
+    let mut listener = Listener::spawn(command);
+    let stderr = listener.stderr();
+    let file = stderr
+        .split(" (token in ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no token file announced: {stderr}"));
+    let file = PathBuf::from(file);
+    assert!(
+        file.starts_with(scratch.path("state")),
+        "{}",
+        file.display()
+    );
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    listener.token = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (status, body) = listener.post(&list, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(messages(&body)[0]["result"]["tools"].is_array(), "{body}");
+}
+
+#[test]
+fn an_http_clients_server_crash_mid_call_fails_closed_and_is_audited() {
+    let scratch = Scratch::new();
+    let audit = scratch.path("audit.jsonl");
+    let policy = testdata("mcp/fake-policy.json");
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--agent",
+            "crew",
+        ],
+        &fake_server(),
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "crash", "arguments": {}}});
+    let (status, body) = listener.post(&call, &[]);
+    assert_eq!(status, 200, "{body}");
+    let answer = &messages(&body)[0];
+    assert_eq!(answer["id"], 7, "{body}");
+    assert_eq!(answer["error"]["code"], -32603, "{body}");
+    let log = read_events(&audit);
+    let execs = events(&log, "exec");
+    assert_eq!(execs.len(), 1, "{log:?}");
+    assert_eq!(execs[0]["outcome"]["status"], "failed", "{log:?}");
+    verify(&audit);
+    // The session ended with its server; the next request starts a new one, with a server of
+    // its own.
+    listener.wait_for_stderr("sc-mcp: listen: crew: the session ended");
+    let echo = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {"said": "again"}}});
+    let (status, body) = listener.post(&echo, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("again"), "{body}");
+}
+
+#[test]
+fn the_typescript_sdk_client_over_http_through_sc_mcp_to_the_filesystem_server() {
+    let scratch = Scratch::new();
+    scratch.write("served/notes.txt", "remember the milk\n");
+    let root = scratch.path("served");
+    let audit = scratch.path("audit.jsonl");
+    let policy = testdata("mcp/filesystem-policy.json");
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--agent",
+            "fs",
+        ],
+        &[
+            OsString::from("node"),
+            filesystem_server().into_os_string(),
+            root.clone().into_os_string(),
+        ],
+    );
+    let plan = json!({"declare": true, "answer": "accept-true", "calls": [
+        {"name": "read_text_file", "arguments": {"path": root.join("notes.txt")}},
+        {"name": "write_file", "arguments": {"path": root.join("x.txt"), "content": "x"}},
+        {"name": "create_directory", "arguments": {"path": root.join("made")}},
+    ]});
+    let output = Command::new("node")
+        .arg(testdata("mcp/http-client.mjs"))
+        .arg(plan.to_string())
+        .arg(&listener.url)
+        .env("SC_MCP_TOKEN", &listener.token)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        listener.stderr()
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let tools = report["tools"].as_array().unwrap();
+    assert!(!tools.contains(&json!("write_file")), "{report}");
+    let results = report["results"].as_array().unwrap();
+    assert_ne!(results[0]["isError"], true, "{report}");
+    assert!(
+        results[0].to_string().contains("remember the milk"),
+        "{report}"
+    );
+    assert_eq!(results[1]["isError"], true, "{report}");
+    assert_ne!(results[2]["isError"], true, "{report}");
+    assert_eq!(
+        report["elicitations"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    assert!(root.join("made").is_dir());
+    assert!(!root.join("x.txt").exists());
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["approval"]["by"], "elicitation");
+    verify(&audit);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --upstream
+
+/// A Python SDK server over Streamable HTTP that wants `Authorization: Bearer SECRET`.
+pub(crate) struct PyHttpServer {
+    child: Child,
+    pub(crate) url: String,
+}
+
+pub(crate) const UPSTREAM_SECRET: &str = "upstream-s3cret-never-shown";
+
+impl PyHttpServer {
+    pub(crate) fn start(root: &Path) -> PyHttpServer {
+        let mut child = Command::new(python())
+            .arg(testdata("mcp/py-server.py"))
+            .arg(root)
+            .arg("--http")
+            .env("PY_SERVER_TOKEN", UPSTREAM_SECRET)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (found, url) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = found.send(line.trim().to_owned());
+        });
+        let url = url
+            .recv_timeout(DEADLINE)
+            .expect("the Python server prints its URL");
+        PyHttpServer { child, url }
+    }
+}
+
+impl Drop for PyHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// sc-mcp with `--upstream URL` and the header, the scripted JSON-RPC client on stdio: one
+/// `tools/call` of `echo`; its answer and sc-mcp's stderr.
+fn call_through_upstream(scratch: &Scratch, url: &str, timeout: &str) -> (Value, String) {
+    let mut child = Command::new(bin_path("sc-mcp"))
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .arg("--policy")
+        .arg(testdata("mcp/fake-policy.json"))
+        .args([
+            "--agent",
+            "crew",
+            "--upstream",
+            url,
+            "--upstream-timeout",
+            timeout,
+            "--upstream-header",
+        ])
+        .arg(format!("Authorization: Bearer {UPSTREAM_SECRET}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {}}});
+    writeln!(stdin, "{call}").unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (
+        serde_json::from_str(first.trim()).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_upstream_down_slow_or_answering_garbage_fails_closed_without_showing_its_credentials() {
+    // Down: a port nobody listens on.
+    let down = TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_url = format!("http://{}/mcp", down.local_addr().unwrap());
+    drop(down);
+    // Slow: accepts, never answers.
+    let slow = TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow_url = format!("http://{}/mcp", slow.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in slow.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    // Garbage: answers every request with a body that is not JSON.
+    let garbage = TcpListener::bind("127.0.0.1:0").unwrap();
+    let garbage_url = format!("http://{}/mcp", garbage.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in garbage.incoming().flatten() {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot json!");
+        }
+    });
+    for (url, timeout) in [(&down_url, "60"), (&slow_url, "2"), (&garbage_url, "60")] {
+        let scratch = Scratch::new();
+        let (answer, stderr) = call_through_upstream(&scratch, url, timeout);
+        assert_eq!(answer["id"], 1, "{url}: {answer} {stderr}");
+        assert_eq!(answer["error"]["code"], -32603, "{url}: {answer} {stderr}");
+        let audit = std::fs::read_to_string(scratch.audit_path()).unwrap();
+        let everything = format!("{answer}{stderr}{audit}");
+        assert!(!everything.contains(UPSTREAM_SECRET), "{everything}");
+        let log = read_events(&scratch.audit_path());
+        let execs = events(&log, "exec");
+        assert_eq!(execs.len(), 1, "{url}: {log:?}");
+        assert_eq!(execs[0]["outcome"]["status"], "failed", "{url}: {log:?}");
+        verify(&scratch.audit_path());
+    }
+}
