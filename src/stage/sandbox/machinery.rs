@@ -35,6 +35,18 @@ pub const WHAT: &str = "sandbox binary";
 /// The machinery of a run by the sc-sandbox binary `helper` with bubblewrap at `bwrap`: each file
 /// that exists (a missing one is not what runs), with the other names of each hard-linked one.
 pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
+    files_within(helper, bwrap, None)
+}
+
+/// [`files`], for a sandbox whose writable folders are all in `writable` (when given): the other
+/// names of a hard-linked file are looked for only in a folder a writable one overlaps, since
+/// elsewhere every name is read-only inside already (a cargo target folder's `deps/` holds
+/// thousands of entries, read at every start).
+pub fn files_within(
+    helper: &Path,
+    bwrap: &Path,
+    writable: Option<&[PathBuf]>,
+) -> Vec<(PathBuf, String)> {
     let mut binaries: Vec<PathBuf> = vec![helper.to_owned(), bwrap.to_owned()];
     if let Some(folder) = helper.parent() {
         binaries.extend(BINARIES.iter().map(|name| folder.join(name)));
@@ -64,7 +76,14 @@ pub fn files(helper: &Path, bwrap: &Path) -> Vec<(PathBuf, String)> {
         .collect();
     folders.sort();
     folders.dedup();
-    for folder in folders {
+    let overlaps = |folder: &Path| {
+        writable.is_none_or(|writable| {
+            writable
+                .iter()
+                .any(|place| folder.starts_with(place) || place.starts_with(folder))
+        })
+    };
+    for folder in folders.into_iter().filter(|folder| overlaps(folder)) {
         let here: Vec<&(PathBuf, u64, u64)> = linked
             .iter()
             .filter(|(path, ..)| path.parent() == Some(folder))
@@ -133,5 +152,20 @@ mod tests {
                 base.join("sc-sandbox"),
             ]
         );
+        let names = |writable: &[PathBuf]| -> Vec<PathBuf> {
+            files_within(&base.join("sc-sandbox"), &base.join("bwrap"), Some(writable))
+                .into_iter()
+                .map(|(path, _)| path)
+                .collect()
+        };
+        // A sandbox that writes only elsewhere: the other names are read-only inside already.
+        let elsewhere = names(&[PathBuf::from("/nowhere/project")]);
+        assert!(!elsewhere.contains(&base.join("deps/sc_hook-0123")), "{elsewhere:?}");
+        assert!(elsewhere.contains(&base.join("sc-hook")));
+        // The binaries inside the root, or the root inside their folder: looked for.
+        for writable in [base.clone(), base.parent().unwrap().to_owned(), base.join("deps/x")] {
+            let found = names(std::slice::from_ref(&writable));
+            assert!(found.contains(&base.join("deps/sc_hook-0123")), "{writable:?}");
+        }
     }
 }

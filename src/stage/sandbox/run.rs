@@ -149,7 +149,13 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     };
     // The binaries of the doors and of the sandbox are the gate's own too, wherever they lie.
     let mut own = own_files(options);
-    own.extend(machinery::files(&helper, &bwrap));
+    // Where the sandbox may write: the root, and the policy's `writable` places (any of them
+    // makes every folder count, as they are placed only below).
+    let writable = match policy.sandbox() {
+        Some(rules) if !rules.writable.is_empty() => None,
+        _ => Some(vec![std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone())]),
+    };
+    own.extend(machinery::files_within(&helper, &bwrap, writable.as_deref()));
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
