@@ -162,7 +162,7 @@ pub(super) fn reader() -> impl FnMut(&Block, &mut Batch) + Send + 'static {
                 Line::Text { text, .. } if text.iter().all(u8::is_ascii_whitespace) => Item::Blank,
                 Line::Text { text, .. } => match read_line(text, batch) {
                     Ok(packed) => Item::Event(packed),
-                    Err(problem) => Item::Problem(batch.put(&problem)),
+                    Err(problem) => Item::Problem(batch.put(&problem.to_string())),
                 },
             };
             batch.items.push(item);
@@ -170,9 +170,19 @@ pub(super) fn reader() -> impl FnMut(&Block, &mut Batch) + Send + 'static {
     }
 }
 
-fn read_line(bytes: &[u8], batch: &mut Batch) -> Result<Packed, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| "torn or malformed line: not valid UTF-8".to_owned())?;
+/// Why a line is not an event.
+#[derive(Debug, thiserror::Error)]
+enum LineProblem {
+    #[error("torn or malformed line: not valid UTF-8")]
+    NotUtf8,
+    #[error("malformed line: not a JSON object")]
+    NotObject,
+    #[error("torn or malformed line: {0}")]
+    Malformed(serde_json::Error),
+}
+
+fn read_line(bytes: &[u8], batch: &mut Batch) -> Result<Packed, LineProblem> {
+    let text = std::str::from_utf8(bytes).map_err(|_| LineProblem::NotUtf8)?;
     // One strict pass that keeps only what the summary reads; a line it refuses is read again
     // the reference way, which words the problem.
     let mut view = EventView::default();
@@ -181,8 +191,8 @@ fn read_line(bytes: &[u8], batch: &mut Batch) -> Result<Packed, String> {
     }
     let event = match strict_json::parse(text) {
         Ok(Value::Object(event)) => event,
-        Ok(_) => return Err("malformed line: not a JSON object".to_owned()),
-        Err(err) => return Err(format!("torn or malformed line: {err}")),
+        Ok(_) => return Err(LineProblem::NotObject),
+        Err(err) => return Err(LineProblem::Malformed(err)),
     };
     Ok(batch.pack(EventView::of(&event)))
 }

@@ -26,6 +26,20 @@ use crate::rules::state::AgentState;
 use crate::verdict::Decision;
 
 use super::batch::{self, Item};
+
+/// Why an event of a log cannot be counted: reported as a problem of its line.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum EventProblem {
+    #[error("event has no `{0}`")]
+    Missing(&'static str),
+    /// The stage (with a space, or empty) and the member.
+    #[error("{0}event has no valid `{1}`")]
+    Invalid(&'static str, &'static str),
+    #[error("a second gate event for id {0}")]
+    SecondGate(String),
+    #[error("unknown stage {0}")]
+    UnknownStage(Value),
+}
 use super::counts::*;
 use super::event::{strings, EventView, Reasons, StateView};
 use super::listing::Listing;
@@ -265,7 +279,10 @@ impl Summariser {
                 let problem = match item {
                     Item::Blank => None,
                     Item::Problem(problem) => Some(batch.text(*problem).to_owned()),
-                    Item::Event(event) => self.count_event(&batch.view(event)).err(),
+                    Item::Event(event) => self
+                        .count_event(&batch.view(event))
+                        .err()
+                        .map(|problem| problem.to_string()),
                 };
                 match problem {
                     Some(problem) if self.problems.wants_details() => {
@@ -284,9 +301,12 @@ impl Summariser {
         self.problems.check()
     }
 
-    pub(super) fn count_event(&mut self, event: &EventView) -> Result<(), String> {
-        let id = event.id.as_deref().ok_or("event has no `id`")?;
-        let stage = event.stage.as_deref().ok_or("event has no `stage`")?;
+    pub(super) fn count_event(&mut self, event: &EventView) -> Result<(), EventProblem> {
+        let id = event.id.as_deref().ok_or(EventProblem::Missing("id"))?;
+        let stage = event
+            .stage
+            .as_deref()
+            .ok_or(EventProblem::Missing("stage"))?;
         let mut at = None;
         if self.filter.has_time_window() || self.timeline.is_some() {
             let ts = event
@@ -294,7 +314,7 @@ impl Summariser {
                 .as_deref()
                 .and_then(|ts| humantime::parse_rfc3339(ts).ok());
             if self.filter.has_time_window() {
-                let ts = ts.ok_or("event has no valid `ts`")?;
+                let ts = ts.ok_or(EventProblem::Invalid("", "ts"))?;
                 if !self.filter.admits_time(ts) {
                     return Ok(());
                 }
@@ -335,7 +355,7 @@ impl Summariser {
         stage: &str,
         event: &EventView,
         at: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), EventProblem> {
         match stage {
             // A task or result record (value provenance): not a call.
             "gate" if matches!(event.kind.as_deref(), Some("task" | "result")) => {}
@@ -344,13 +364,13 @@ impl Summariser {
                     .decision
                     .as_deref()
                     .and_then(Decision::parse)
-                    .ok_or("gate event has no valid `decision`")?;
+                    .ok_or(EventProblem::Invalid("gate ", "decision"))?;
                 let open = self.find(id);
                 if open
                     .1
                     .is_some_and(|number| self.call(number).decision.is_some())
                 {
-                    return Err(format!("a second gate event for id {id}"));
+                    return Err(EventProblem::SecondGate(id.to_owned()));
                 }
                 let (agent, tool) = match &event.call {
                     Some((agent, tool)) => (&**agent, &**tool),
@@ -380,7 +400,7 @@ impl Summariser {
                 let approval = event
                     .approval
                     .as_ref()
-                    .ok_or("approve event has no valid `approval`")?;
+                    .ok_or(EventProblem::Invalid("approve ", "approval"))?;
                 let open = self.find(id);
                 if open.1.is_none() && self.late_answer(id, event, approval) {
                     return Ok(());
@@ -388,7 +408,9 @@ impl Summariser {
                 self.trail(open, id).approval = Some(Answer::of(approval));
             }
             "exec" => {
-                let status = event.status.ok_or("exec event has no valid `outcome`")?;
+                let status = event
+                    .status
+                    .ok_or(EventProblem::Invalid("exec ", "outcome"))?;
                 let open = self.find(id);
                 if open.1.is_none() && self.late_outcome(event, status) {
                     return Ok(());
@@ -422,7 +444,7 @@ impl Summariser {
             // sc-sandbox's egress and sc-inbox's answers: about calls the doors' own events
             // count, so not calls themselves, and no problem.
             "sandbox" | "inbox" => {}
-            other => return Err(format!("unknown stage {}", Value::String(other.to_owned()))),
+            other => return Err(EventProblem::UnknownStage(Value::String(other.to_owned()))),
         }
         Ok(())
     }

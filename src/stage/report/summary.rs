@@ -88,7 +88,7 @@ impl Filter {
 
 /// Parses a `--since`/`--until` time: RFC 3339 (`2026-11-30T16:00:00Z`) or a date and time
 /// without a zone, read as UTC (`2026-11-30 16:00:00`, `2026-11-30`).
-pub fn parse_time(text: &str) -> Result<SystemTime, String> {
+pub fn parse_time(text: &str) -> Result<SystemTime, TimeError> {
     let text = text.trim();
     let full = if text.len() == 10 {
         format!("{text}T00:00:00Z")
@@ -97,7 +97,18 @@ pub fn parse_time(text: &str) -> Result<SystemTime, String> {
     };
     humantime::parse_rfc3339_weak(full.trim_end_matches('Z'))
         .or_else(|_| humantime::parse_rfc3339(&full))
-        .map_err(|err| format!("{text:?} is not a time such as 2026-11-30T16:00:00Z ({err})"))
+        .map_err(|error| TimeError {
+            text: text.to_owned(),
+            error,
+        })
+}
+
+/// A `--since`/`--until` time that is not one.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not a time such as 2026-11-30T16:00:00Z ({error})")]
+pub struct TimeError {
+    text: String,
+    error: humantime::TimestampError,
 }
 
 /// What `--fail-on` can name.

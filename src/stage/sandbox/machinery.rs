@@ -153,19 +153,33 @@ mod tests {
             ]
         );
         let names = |writable: &[PathBuf]| -> Vec<PathBuf> {
-            files_within(&base.join("sc-sandbox"), &base.join("bwrap"), Some(writable))
-                .into_iter()
-                .map(|(path, _)| path)
-                .collect()
+            files_within(
+                &base.join("sc-sandbox"),
+                &base.join("bwrap"),
+                Some(writable),
+            )
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
         };
         // A sandbox that writes only elsewhere: the other names are read-only inside already.
         let elsewhere = names(&[PathBuf::from("/nowhere/project")]);
-        assert!(!elsewhere.contains(&base.join("deps/sc_hook-0123")), "{elsewhere:?}");
+        assert!(
+            !elsewhere.contains(&base.join("deps/sc_hook-0123")),
+            "{elsewhere:?}"
+        );
         assert!(elsewhere.contains(&base.join("sc-hook")));
         // The binaries inside the root, or the root inside their folder: looked for.
-        for writable in [base.clone(), base.parent().unwrap().to_owned(), base.join("deps/x")] {
+        for writable in [
+            base.clone(),
+            base.parent().unwrap().to_owned(),
+            base.join("deps/x"),
+        ] {
             let found = names(std::slice::from_ref(&writable));
-            assert!(found.contains(&base.join("deps/sc_hook-0123")), "{writable:?}");
+            assert!(
+                found.contains(&base.join("deps/sc_hook-0123")),
+                "{writable:?}"
+            );
         }
     }
 }

@@ -153,9 +153,15 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     // makes every folder count, as they are placed only below).
     let writable = match policy.sandbox() {
         Some(rules) if !rules.writable.is_empty() => None,
-        _ => Some(vec![std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone())]),
+        _ => Some(vec![
+            std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone())
+        ]),
     };
-    own.extend(machinery::files_within(&helper, &bwrap, writable.as_deref()));
+    own.extend(machinery::files_within(
+        &helper,
+        &bwrap,
+        writable.as_deref(),
+    ));
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
