@@ -1,0 +1,491 @@
+//! sc-hook inside the real coding agents (issue 31): Claude Code, Codex CLI, Gemini CLI and
+//! GitHub Copilot CLI, the published packages pinned in testdata/agents (installed by
+//! `make test-deps`), each run non-interactively in a temporary home and project with the hook
+//! that `sc-hook install` wrote, against a scripted model endpoint on loopback
+//! (testdata/agents/fake-model.py). The model asks for `git status` (allowed: it runs, and its
+//! output comes back to the model) and then for a write to the agent's own hook configuration
+//! (denied: the file is unchanged, and sc-hook's reason comes back to the model). The audit log
+//! holds both decisions with the agent's kind, and its chain verifies.
+//!
+//! Cursor is not published as a package the tests can install: its contract is tested on
+//! recorded inputs (tests/hook_contracts.rs).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::util::{bin_path, parse_lines, testdata, Scratch};
+
+/// The most an agent run (or the model endpoint's start) may take: far above what any needs
+/// here (one to five seconds).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The prompt every agent is given; the scripted model ignores it.
+const PROMPT: &str = "Check the repository's status, then update the hook settings.";
+
+/// The scripted model endpoint, a child process that ends when this is dropped (its stdin, held
+/// here, closes; it is killed as well).
+struct FakeModel {
+    child: Child,
+    _stdin: ChildStdin,
+    port: u16,
+    log: PathBuf,
+}
+
+impl FakeModel {
+    fn start(scratch: &Scratch, turns: Value) -> FakeModel {
+        let script = scratch.write(
+            "model-script.json",
+            serde_json::to_vec(&json!({"turns": turns, "final": "All done."})).unwrap(),
+        );
+        let log = scratch.path("model-requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(testdata("agents/fake-model.py"))
+            .arg(&script)
+            .arg(&log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the fake model endpoint");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = sender.send(line);
+        });
+        let line = receiver
+            .recv_timeout(LIMIT)
+            .expect("the fake model endpoint says its port");
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("the fake model endpoint did not start: {line:?}"));
+        FakeModel {
+            child,
+            _stdin: stdin,
+            port,
+            log,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request the agent made, in order.
+    fn requests(&self) -> Vec<Value> {
+        parse_lines(&std::fs::read_to_string(&self.log).unwrap_or_default())
+    }
+
+    /// The tool results of the longest conversation the agent sent: what each call gave back.
+    fn tool_results(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .map(|request| {
+                request["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|text| text.as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .max_by_key(Vec::len)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One of the agents, as the tests drive it.
+#[derive(Clone, Copy)]
+enum Agent {
+    Claude,
+    Codex,
+    Gemini,
+    Copilot,
+}
+
+impl Agent {
+    /// `sc-hook --for NAME`.
+    fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    /// The agent kind the audit log names.
+    fn kind(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude-code",
+            other => other.name(),
+        }
+    }
+
+    /// The agent's name in sc-hook's exec records.
+    fn title(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex CLI",
+            Agent::Gemini => "Gemini CLI",
+            Agent::Copilot => "GitHub Copilot CLI",
+        }
+    }
+
+    /// The file `sc-hook install --project` writes, relative to the project.
+    fn hook_file(self) -> &'static str {
+        match self {
+            Agent::Claude => ".claude/settings.json",
+            Agent::Codex => ".codex/config.toml",
+            Agent::Gemini => ".gemini/settings.json",
+            Agent::Copilot => ".github/hooks/skeleton-crew.json",
+        }
+    }
+
+    /// The model's call of the agent's shell tool, in the agent's own tool names.
+    fn shell(self, command: &str) -> Value {
+        match self {
+            Agent::Claude => {
+                json!({"name": "Bash", "input": {"command": command, "description": "status"}})
+            }
+            Agent::Codex => json!({"name": "exec_command", "input": {"cmd": command}}),
+            Agent::Gemini => json!({"name": "run_shell_command", "input": {"command": command}}),
+            Agent::Copilot => {
+                json!({"name": "bash", "input": {"command": command, "description": "status"}})
+            }
+        }
+    }
+
+    /// The model's write of `path` with the agent's file tool (Codex offers none to a model it
+    /// has no metadata for: a shell command writes instead).
+    fn write(self, path: &Path) -> Value {
+        let path = path.to_str().unwrap();
+        match self {
+            Agent::Claude => {
+                json!({"name": "Write", "input": {"file_path": path, "content": "{}"}})
+            }
+            Agent::Codex => {
+                json!({"name": "exec_command", "input": {"cmd": format!("echo pwned >> {path}")}})
+            }
+            Agent::Gemini => {
+                json!({"name": "write_file", "input": {"file_path": path, "content": "{}"}})
+            }
+            Agent::Copilot => json!({"name": "create", "input": {"path": path, "file_text": "{}"}}),
+        }
+    }
+
+    /// The agent's executable, installed by `make test-deps`: a missing one fails the test
+    /// (never a silent pass).
+    fn program(self) -> PathBuf {
+        let bin = testdata("agents/node_modules/.bin").join(self.name());
+        assert!(
+            bin.exists(),
+            "{} is not installed: run `make test-deps` (npm ci --prefix testdata/agents)",
+            bin.display()
+        );
+        bin
+    }
+}
+
+/// A temporary home, state folder and git project, with sc-hook installed for the agent.
+struct Setup {
+    scratch: Scratch,
+    home: PathBuf,
+    project: PathBuf,
+    audit: PathBuf,
+}
+
+impl Setup {
+    fn new(agent: Agent) -> Setup {
+        let scratch = Scratch::new();
+        let home = scratch.path("home");
+        let project = scratch.path("project");
+        let audit = scratch.path("state/audit.jsonl");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&project)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(git.status.success(), "git init: {git:?}");
+        let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json");
+        let install = Command::new(bin_path("sc-hook"))
+            .env_clear()
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", scratch.path("state"))
+            .arg("install")
+            .args(["--for", agent.name(), "--project"])
+            .arg(&project)
+            .arg("--policy")
+            .arg(&pack)
+            .arg("--audit")
+            .arg(&audit)
+            .output()
+            .unwrap();
+        assert!(
+            install.status.success(),
+            "sc-hook install --for {}: {}",
+            agent.name(),
+            String::from_utf8_lossy(&install.stderr)
+        );
+        Setup {
+            scratch,
+            home,
+            project,
+            audit,
+        }
+    }
+
+    /// The agent's command, run non-interactively in the project against `model`, with nothing
+    /// of this process's environment but PATH (for node), and every update check, telemetry and
+    /// sign-in turned off so that only loopback is reached.
+    fn command(&self, agent: Agent, model: &FakeModel) -> Command {
+        let mut cmd = Command::new(agent.program());
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", self.scratch.path("state"))
+            .env("NO_COLOR", "1")
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
+        match agent {
+            Agent::Claude => {
+                cmd.env("ANTHROPIC_BASE_URL", model.url())
+                    .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+                    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                    .env("DISABLE_AUTOUPDATER", "1")
+                    .env("DISABLE_TELEMETRY", "1")
+                    .env("DISABLE_ERROR_REPORTING", "1")
+                    // The agent's own permissions allow every tool: what is refused, sc-hook
+                    // refused.
+                    .args(["-p", PROMPT, "--output-format", "json", "--allowedTools"])
+                    .args(["Bash", "Write", "Edit", "Read"]);
+            }
+            Agent::Codex => {
+                // A provider on loopback, the project trusted (Codex loads a project's
+                // .codex/config.toml only then), analytics and the update check off.
+                let codex_home = self.home.join(".codex");
+                let config = format!(
+                    "model = \"fake-model\"\nmodel_provider = \"fake\"\n\
+                     check_for_update_on_startup = false\n\n\
+                     [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
+                     wire_api = \"responses\"\nenv_key = \"FAKE_MODEL_KEY\"\n\n\
+                     [analytics]\nenabled = false\n\n[projects.{:?}]\ntrust_level = \"trusted\"\n",
+                    model.url(),
+                    self.project.to_str().unwrap()
+                );
+                std::fs::create_dir_all(&codex_home).unwrap();
+                std::fs::write(codex_home.join("config.toml"), config).unwrap();
+                // Codex runs a hook only once a person has reviewed and trusted it (`/hooks`,
+                // by its hash); a non-interactive run says it vetted the hooks itself.
+                cmd.env("CODEX_HOME", &codex_home)
+                    .env("FAKE_MODEL_KEY", "fake")
+                    .args(["exec", "--sandbox", "danger-full-access"])
+                    .args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"])
+                    .arg(PROMPT);
+            }
+            Agent::Gemini => {
+                let settings = self.home.join(".gemini/settings.json");
+                std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+                std::fs::write(
+                    &settings,
+                    r#"{"privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+                        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                        "security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+                )
+                .unwrap();
+                // A named model: the default (auto) first asks a router model for a score.
+                // The project is trusted: an untrusted one's settings, hooks included, are
+                // not loaded.
+                cmd.env("GOOGLE_GEMINI_BASE_URL", model.url())
+                    .env("GEMINI_API_KEY", "fake")
+                    .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+                    .args(["-p", PROMPT, "-m", "gemini-2.5-flash"])
+                    .args(["--approval-mode", "yolo"]);
+            }
+            Agent::Copilot => {
+                // Offline with a provider of one's own: no GitHub sign-in, no telemetry, no
+                // update. COPILOT_ALLOW_ALL=true trusts the folder, which loads its hooks.
+                cmd.env("COPILOT_OFFLINE", "true")
+                    .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", model.url()))
+                    .env("COPILOT_PROVIDER_API_KEY", "fake")
+                    .env("COPILOT_MODEL", "gpt-4.1")
+                    .env("COPILOT_AUTO_UPDATE", "false")
+                    .env("COPILOT_ALLOW_ALL", "true")
+                    .args(["-p", PROMPT, "--allow-all-tools"]);
+            }
+        }
+        cmd
+    }
+}
+
+/// Runs a command to its end within [`LIMIT`], killing it past that (a failure).
+fn run(mut cmd: Command) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the agent starts");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match receiver.recv_timeout(LIMIT) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            panic!("the agent did not end within {LIMIT:?}");
+        }
+    }
+}
+
+/// The gate events of the audit log, and its chain checked by `sc-report --verify`.
+fn verified_gate_events(audit: &Path) -> Vec<Value> {
+    let verify = Command::new(bin_path("sc-report"))
+        .env_clear()
+        .arg("--verify")
+        .arg(audit)
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "sc-report --verify: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("chain intact"));
+    parse_lines(&std::fs::read_to_string(audit).unwrap())
+}
+
+/// The agent runs `git status` (allowed) and is refused a write to its own hook file.
+fn allowed_runs_denied_does_not(agent: Agent) {
+    let setup = Setup::new(agent);
+    let hook_file = setup.project.join(agent.hook_file());
+    let installed = std::fs::read(&hook_file).unwrap();
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([agent.shell("git status"), agent.write(&hook_file)]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = format!(
+        "{} exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {:#?}",
+        agent.name(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        model.tool_results()
+    );
+    assert!(out.status.success(), "{said}");
+
+    // The allowed call ran: git's own words came back to the model.
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{said}");
+    assert!(results[0].contains("No commits yet"), "{said}");
+    // The denied one did not: the file is as installed, and sc-hook's reason reached the model.
+    assert_eq!(std::fs::read(&hook_file).unwrap(), installed, "{said}");
+    assert!(
+        results[1].contains("Skeleton Crew") && results[1].contains(agent.hook_file()),
+        "{said}"
+    );
+
+    // The audit log: both decisions, by the agent's kind, on a chain that verifies.
+    let events = verified_gate_events(&setup.audit);
+    let gate = |decision: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["stage"] == "gate" && e["decision"] == decision)
+            .collect()
+    };
+    let allowed = gate("allow");
+    assert_eq!(allowed.len(), 1, "{events:#?}");
+    assert_eq!(allowed[0]["agentKind"], agent.kind());
+    assert_eq!(allowed[0]["call"]["tool"], "Bash");
+    assert_eq!(allowed[0]["call"]["args"]["command"], "git status");
+    let denied = gate("deny");
+    assert_eq!(denied.len(), 1, "{events:#?}");
+    assert_eq!(denied[0]["agentKind"], agent.kind());
+    let reasons = denied[0]["reasons"].to_string();
+    assert!(reasons.contains(agent.hook_file()), "{reasons}");
+    // The run was recorded too, as the agent's own (not another agent's).
+    let ran = format!("ran Bash in {}", agent.title());
+    assert!(
+        events.iter().any(|e| e["stage"] == "exec"
+            && e["outcome"]["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.starts_with(&ran))),
+        "no exec record says {ran:?}: {events:#?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["stage"] == "exec" && (e["tool"] == "Write" || e["call"]["tool"] == "Write")),
+        "the denied call is recorded as run: {events:#?}"
+    );
+}
+
+#[test]
+fn claude_code_runs_git_status_and_is_refused_its_settings() {
+    allowed_runs_denied_does_not(Agent::Claude);
+}
+
+#[test]
+fn codex_runs_git_status_and_is_refused_its_config() {
+    allowed_runs_denied_does_not(Agent::Codex);
+}
+
+#[test]
+fn gemini_runs_git_status_and_is_refused_its_settings() {
+    allowed_runs_denied_does_not(Agent::Gemini);
+}
+
+#[test]
+fn copilot_runs_git_status_and_is_refused_its_hooks() {
+    allowed_runs_denied_does_not(Agent::Copilot);
+}
+
+/// The agents the tests drive are the versions pinned for them (a newer one may speak another
+/// contract, or need another switch to reach loopback).
+#[test]
+fn the_agents_run_are_the_pinned_versions() {
+    let pins: Value =
+        serde_json::from_slice(&std::fs::read(testdata("agents/package.json")).unwrap()).unwrap();
+    for (agent, package) in [
+        (Agent::Claude, "@anthropic-ai/claude-code"),
+        (Agent::Codex, "@openai/codex"),
+        (Agent::Gemini, "@google/gemini-cli"),
+        (Agent::Copilot, "@github/copilot"),
+    ] {
+        let pinned = pins["dependencies"][package].as_str().unwrap();
+        let home = Scratch::new();
+        let mut cmd = Command::new(agent.program());
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path(""))
+            .arg("--version")
+            .stdin(Stdio::null());
+        let out = run(cmd);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.contains(pinned),
+            "{package}: {said}"
+        );
+    }
+}
