@@ -212,6 +212,11 @@ struct Setup {
 
 impl Setup {
     fn new(agent: Agent) -> Setup {
+        Setup::with_hook(agent, &bin_path("sc-hook"))
+    }
+
+    /// The hook installed by the sc-hook at `hook`, whose own path the entry names.
+    fn with_hook(agent: Agent, hook: &Path) -> Setup {
         let scratch = Scratch::new();
         let home = scratch.path("home");
         let project = scratch.path("project");
@@ -226,7 +231,7 @@ impl Setup {
             .unwrap();
         assert!(git.status.success(), "git init: {git:?}");
         let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json");
-        let install = Command::new(bin_path("sc-hook"))
+        let install = Command::new(hook)
             .env_clear()
             .env("HOME", &home)
             .env("XDG_STATE_HOME", scratch.path("state"))
@@ -488,4 +493,95 @@ fn the_agents_run_are_the_pinned_versions() {
             "{package}: {said}"
         );
     }
+}
+
+/// How the hook fails in [`hook_failure`].
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// The binary the entry names is gone (uninstalled, moved, a new build elsewhere).
+    Missing,
+    /// It dies of a signal before it answers (an out-of-memory kill, a crash).
+    Killed,
+}
+
+/// What the agent did with a call sc-hook would deny, when sc-hook could not answer.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    /// The call ran: the agent fails open.
+    Ran,
+    /// The call was refused: the agent fails closed.
+    Refused,
+    /// The agent stopped before it asked the model anything (its prompt hook failed).
+    StoppedBeforeTheModel,
+}
+
+/// The model asks for a write sc-hook denies and that no agent refuses by itself (a CI workflow
+/// of the project), with the hook broken by `fault`.
+fn hook_failure(agent: Agent, fault: Fault) -> Seen {
+    let copies = Scratch::new();
+    let hook = copies.path("bin/sc-hook");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::copy(bin_path("sc-hook"), &hook).unwrap();
+    let setup = Setup::with_hook(agent, &hook);
+    let installed = std::fs::read_to_string(setup.project.join(agent.hook_file())).unwrap();
+    assert!(installed.contains(hook.to_str().unwrap()), "{installed}");
+    match fault {
+        Fault::Missing => std::fs::remove_file(&hook).unwrap(),
+        Fault::Killed => {
+            std::fs::remove_file(&hook).unwrap();
+            std::fs::write(&hook, "#!/bin/sh\nkill -KILL $$\n").unwrap();
+            std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+    }
+    let workflow = setup.project.join(".github/workflows/ci.yml");
+    std::fs::create_dir_all(workflow.parent().unwrap()).unwrap();
+    let model = FakeModel::start(&setup.scratch, json!([agent.write(&workflow)]));
+    let out = run(setup.command(agent, &model));
+    let said = format!(
+        "{} with sc-hook {fault:?} exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {:#?}",
+        agent.name(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        model.tool_results()
+    );
+    eprintln!("{said}");
+    if model.requests().is_empty() {
+        assert!(!workflow.exists(), "{said}");
+        return Seen::StoppedBeforeTheModel;
+    }
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{said}");
+    if workflow.exists() {
+        Seen::Ran
+    } else {
+        Seen::Refused
+    }
+}
+
+/// What each agent does when the hook it names is missing, or is killed before it answers, as
+/// docs/coding-agents.md says ("When the hook crashes, times out or prints nothing"). A change
+/// in an agent's behaviour fails this test, so the note is kept true.
+#[test]
+fn what_each_agent_does_when_sc_hook_cannot_answer() {
+    let expected = [
+        (Agent::Claude, Fault::Missing, Seen::Ran),
+        (Agent::Claude, Fault::Killed, Seen::Ran),
+        (Agent::Codex, Fault::Missing, Seen::Ran),
+        (Agent::Codex, Fault::Killed, Seen::Ran),
+        (Agent::Gemini, Fault::Missing, Seen::StoppedBeforeTheModel),
+        (Agent::Gemini, Fault::Killed, Seen::Ran),
+        (Agent::Copilot, Fault::Missing, Seen::Refused),
+        (Agent::Copilot, Fault::Killed, Seen::Refused),
+    ];
+    let seen: Vec<_> = expected
+        .iter()
+        .map(|(agent, fault, _)| (agent.name(), *fault, hook_failure(*agent, *fault)))
+        .collect();
+    let wanted: Vec<_> = expected
+        .into_iter()
+        .map(|(agent, fault, seen)| (agent.name(), fault, seen))
+        .collect();
+    assert_eq!(format!("{seen:?}"), format!("{wanted:?}"));
 }
