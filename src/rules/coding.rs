@@ -48,6 +48,9 @@ pub(crate) fn coding_agent_findings(
             if let Some(judged) = paths.decide_call(&call.tool, args, context) {
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
+            if let Some(judged) = paths.decide_path_arguments(&call.tool, args, context) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
+            }
         }
         // Only where the sandbox applies: its path rules are compiled on first use.
         if let Some(sandbox) = judging.sandboxed.then(|| policy.sandbox_paths()).flatten() {
@@ -56,6 +59,9 @@ pub(crate) fn coding_agent_findings(
                 placed.root = Some(project);
             }
             if let Some(judged) = sandbox.decide_call(&call.tool, args, placed) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
+            }
+            if let Some(judged) = sandbox.decide_path_arguments(&call.tool, args, placed) {
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }

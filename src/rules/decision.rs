@@ -78,6 +78,7 @@ const RULES: &[(&str, Rule)] = &[
     ("agents", tool_not_allowed_for_agent),
     ("untrusted-source", sensitive_tool_from_untrusted_source),
     ("taint", sensitive_tool_from_tainted_agent),
+    ("taint", unnamed_tool_from_tainted_agent),
     ("amount", amount_rules),
     ("amount-spelling", amount_spelt_another_way),
     ("budget", spend_budget),
@@ -280,6 +281,30 @@ fn sensitive_tool_from_tainted_agent(
         None => (Decision::Hold, reason),
     };
     Some(Finding { decision, reason })
+}
+
+/// Rule 5, for a tool no key of the policy names that `holdUnnamedWhenTainted` takes in (an
+/// MCP server's tool the pack was not written for): held for a tainted agent unless the user
+/// ordered the call.
+fn unnamed_tool_from_tainted_agent(
+    call: &Call,
+    policy: &Policy,
+    state: &CrewState,
+    _: &Endorsed,
+) -> Option<Finding> {
+    if call.provenance.source() == Source::User || !policy.holds_unnamed(&call.tool) {
+        return None;
+    }
+    let cause = state.taint_of(&call.agent, policy)?;
+    Some(Finding {
+        decision: Decision::Hold,
+        reason: tainted_by(
+            call,
+            cause,
+            state,
+            ", and no key of the policy names this tool (holdUnnamedWhenTainted), so a call of it needs a person unless the user ordered it",
+        ),
+    })
 }
 
 /// `agent is tainted: untrusted content was read through … earlier in this stream`.
