@@ -272,6 +272,10 @@ impl Setup {
             .stdin(Stdio::null());
         match agent {
             Agent::Claude => {
+                // No preflight of a fetched domain (a request to the vendor, off loopback).
+                let settings = self.home.join(".claude/settings.json");
+                std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+                std::fs::write(&settings, r#"{"skipWebFetchPreflight": true}"#).unwrap();
                 cmd.env("ANTHROPIC_BASE_URL", model.url())
                     .env("ANTHROPIC_API_KEY", "sk-ant-fake")
                     .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
@@ -681,4 +685,51 @@ fn claude_code_mcp_paths_are_judged_and_an_unnamed_tool_is_held_when_tainted() {
     ]
     .map(|(tool, decision)| (tool.to_owned(), decision.to_owned()));
     assert_eq!(decisions, expected);
+}
+
+/// Claude Code's `WebFetch` of a loopback server (the fake model itself, which logs every
+/// request it gets), by address and by name, is denied by the `fetch` rules before the agent
+/// fetches: the server is never asked for either page. (Only loopback is used here: were the
+/// hook to fail, the agent would fetch for real. Its preflight of the domain, a request to its
+/// vendor, is turned off for the same reason. The other addresses are in the unit tests.)
+#[test]
+fn claude_code_is_refused_fetches_to_loopback_by_address_and_name() {
+    let agent = Agent::Claude;
+    let setup = Setup::new(agent);
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            // `{{PORT}}`: the fake model's own port, put in by it.
+            {"name": "WebFetch", "input": {"url": "http://127.0.0.1:{{PORT}}/secret-page", "prompt": "show it"}},
+            {"name": "WebFetch", "input": {"url": "http://localhost:{{PORT}}/other-page", "prompt": "show it"}},
+        ]),
+    );
+    let mut cmd = setup.command(agent, &model);
+    cmd.arg("WebFetch");
+    let out = run(cmd);
+    let results = model.tool_results();
+    let said = format!(
+        "exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {results:#?}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{said}");
+    assert_eq!(results.len(), 2, "{said}");
+    assert!(results[0].contains("a loopback address"), "{said}");
+    assert!(results[1].contains("a loopback name address"), "{said}");
+    assert!(
+        !model.requests().iter().any(|request| {
+            let path = request["path"].as_str().unwrap();
+            path.contains("secret-page") || path.contains("other-page")
+        }),
+        "a loopback page was fetched: {said}"
+    );
+    let events = verified_gate_events(&setup.audit);
+    let denied: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e["decision"] == "deny")
+        .collect();
+    assert_eq!(denied.len(), 2, "{events:#?}");
+    assert!(denied.iter().all(|e| e["call"]["tool"] == "WebFetch"));
 }

@@ -112,6 +112,9 @@ pub struct CallContext<'a> {
     /// The crew's remembered approvals, as the door read them ([`super::grant`]); `None`: the
     /// door keeps none.
     pub grants: Option<Granted<'a>>,
+    /// What the host name of a fetch tool's URL resolved to (`fetch` key), when the door
+    /// resolved it within its deadline; empty: judged by the name alone.
+    pub addresses: &'a [std::net::IpAddr],
 }
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
@@ -362,7 +365,11 @@ fn coding_agent_rules(
     state: &CrewState,
     context: CallContext,
 ) -> Vec<(&'static str, Finding)> {
-    if policy.commands().is_none() && policy.paths().is_none() && policy.sandbox().is_none() {
+    if policy.commands().is_none()
+        && policy.paths().is_none()
+        && policy.sandbox().is_none()
+        && policy.fetch().is_none()
+    {
         return Vec::new();
     }
     let cause = match call.provenance.source() {
@@ -383,6 +390,7 @@ fn coding_agent_rules(
         sandboxed,
         project: context.project,
         resolved: context.resolved,
+        addresses: context.addresses,
     };
     let mut findings = Vec::new();
     for found in super::coding::coding_agent_findings(call, policy, judging) {

@@ -767,11 +767,21 @@ fn an_unnamed_mcp_tool_is_held_when_tainted() {
     // Named tools keep their own rules.
     for named in [
         line("dev", "mcp__github__get_issue", r#"{"n":1}"#, "agent"),
-        line("dev", "mcp__filesystem__read_text_file", r#"{"path":"README.md"}"#, "agent"),
+        line(
+            "dev",
+            "mcp__filesystem__read_text_file",
+            r#"{"path":"README.md"}"#,
+            "agent",
+        ),
         line("dev", "Bash", r#"{"command":"ls"}"#, "agent"),
     ] {
         let judged = decide_stream(&[fetch.clone(), named.clone()], &policy);
-        assert_eq!(judged[1].decision, Decision::Allow, "{named}: {:?}", judged[1]);
+        assert_eq!(
+            judged[1].decision,
+            Decision::Allow,
+            "{named}: {:?}",
+            judged[1]
+        );
     }
     // Without the key, nothing changes.
     let without = Policy::from_json_str(r#"{"untrustedOutputTools": ["WebFetch"]}"#).unwrap();
@@ -784,9 +794,18 @@ fn an_unnamed_mcp_tool_is_held_when_tainted() {
 #[test]
 fn hold_unnamed_when_tainted_is_checked_when_the_policy_loads() {
     for (text, says) in [
-        (r#"{"holdUnnamedWhenTainted": "mcp__*"}"#, "holdUnnamedWhenTainted"),
-        (r#"{"holdUnnamedWhenTainted": ["*"]}"#, "holdUnnamedWhenTainted"),
-        (r#"{"holdUnnamedWhenTained": ["mcp__*"]}"#, "holdUnnamedWhenTainted"),
+        (
+            r#"{"holdUnnamedWhenTainted": "mcp__*"}"#,
+            "holdUnnamedWhenTainted",
+        ),
+        (
+            r#"{"holdUnnamedWhenTainted": ["*"]}"#,
+            "holdUnnamedWhenTainted",
+        ),
+        (
+            r#"{"holdUnnamedWhenTained": ["mcp__*"]}"#,
+            "holdUnnamedWhenTainted",
+        ),
     ] {
         let err = Policy::from_json_str(text).unwrap_err().to_string();
         assert!(err.contains(says), "{text}: {err}");

@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use super::argrules::{self, ArgRule};
 use super::commands::CommandRules;
+use super::fetch::FetchRules;
 use super::paths::{PathRules, Places};
 use super::provenance_rules::{self, ProvenanceRules};
 use super::sandbox::{self, SandboxRules};
@@ -59,6 +60,7 @@ pub const KEYS: &[&str] = &[
     "neverRemember",
     "grantTtl",
     "holdUnnamedWhenTainted",
+    "fetch",
 ];
 
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
@@ -217,6 +219,7 @@ pub struct Policy {
     never_remember_programs: Vec<(ToolPattern, String)>,
     grant_ttl: Option<std::time::Duration>,
     hold_unnamed_when_tainted: ToolList,
+    fetch: Option<FetchRules>,
     /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
     /// which the sandbox does not confine ([`PathRules::for_sandbox`]), compiled when a call
     /// first needs them: most calls of a process (sc-hook's one) never do, and the globs cost a
@@ -259,6 +262,8 @@ pub struct PolicySettings {
     /// `holdUnnamedWhenTainted`: tools (names and prefix patterns, `mcp__*`) held for a tainted
     /// agent when no other key of the policy names them ([`Policy::holds_unnamed`]).
     pub hold_unnamed_when_tainted: Vec<String>,
+    /// `fetch`: where a fetch tool may go ([`FetchRules::from_json`]).
+    pub fetch: Option<FetchRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -285,6 +290,7 @@ impl Default for PolicySettings {
             never_remember: Vec::new(),
             grant_ttl: None,
             hold_unnamed_when_tainted: Vec::new(),
+            fetch: None,
         }
     }
 }
@@ -377,6 +383,7 @@ impl Policy {
                 "holdUnnamedWhenTainted",
                 &settings.hold_unnamed_when_tainted,
             )?,
+            fetch: settings.fetch,
         })
     }
 
@@ -457,6 +464,11 @@ impl Policy {
         &self.untrusted_output_tools
     }
 
+    /// The `fetch` key, if the policy has one.
+    pub fn fetch(&self) -> Option<&FetchRules> {
+        self.fetch.as_ref()
+    }
+
     pub fn is_denied(&self, tool: &str) -> bool {
         self.deny_tools.matches(tool)
     }
@@ -479,6 +491,10 @@ impl Policy {
                     .commands
                     .as_ref()
                     .is_some_and(|commands| commands.arg_key(tool).is_some())
+                || self
+                    .fetch
+                    .as_ref()
+                    .is_some_and(|fetch| fetch.arg_key(tool).is_some())
                 || self.paths.as_ref().is_some_and(|paths| {
                     paths.arg_key(tool).is_some() || paths.path_argument_names(tool).is_some()
                 }))
@@ -670,6 +686,7 @@ fn settings_from_object(object: &Map<String, Value>) -> Result<PolicySettings, P
             "sandbox" => settings.sandbox = Some(sandbox::from_json(key, value)?),
             "neverRemember" => settings.never_remember = never_remember(key, value)?,
             "grantTtl" => settings.grant_ttl = Some(grant_ttl(key, value)?),
+            "fetch" => settings.fetch = Some(FetchRules::from_json(key, value)?),
             "holdUnnamedWhenTainted" => {
                 settings.hold_unnamed_when_tainted = tool_names(key, value)?
             }

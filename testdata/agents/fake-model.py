@@ -11,8 +11,8 @@ enough of each agent's model API to hand the agent a scripted sequence of tool c
   - Gemini generateContent (Gemini CLI): POST .../models/M:streamGenerateContent?alt=sse.
 SCRIPT is {"turns": [CALL, CALL, ...], "final": "TEXT"}, each CALL {"name": ..., "input": {...}}:
 the answer to a conversation that already holds N tool results is turn N's call, and once every
-call has its result, the final text. A request that offers the model no tools (a title, a
-summary) gets the final text. Every request is appended to LOG as one JSON line
+call has its result, the final text; `{{PORT}}` in a call's input is the server's own port.
+A request that offers the model no tools (a title, a summary) gets the final text. Every request is appended to LOG as one JSON line
 {"method", "path", "results", "body"}, `results` the text of each tool result the conversation
 holds, so the test can read what the agent sent back (a command's output, a hook's refusal).
 """
@@ -28,10 +28,16 @@ LOG = open(sys.argv[2], "a", buffering=1)
 LOG_LOCK = threading.Lock()
 
 
+PORT = [0]
+
+
 def step(results):
-    """The call for a conversation with `results` tool results so far, or None for the end."""
+    """The call for a conversation with `results` tool results so far, or None for the end;
+    `{{PORT}}` in its input is this server's own port."""
     turns = SCRIPT.get("turns", [])
-    return turns[results] if results < len(turns) else None
+    if results >= len(turns):
+        return None
+    return json.loads(json.dumps(turns[results]).replace("{{PORT}}", str(PORT[0])))
 
 
 def sse(handler, events):
@@ -321,7 +327,8 @@ def main():
     threading.Thread(target=exit_on_stdin_eof, daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    print(f"PORT {server.server_address[1]}", flush=True)
+    PORT[0] = server.server_address[1]
+    print(f"PORT {PORT[0]}", flush=True)
     server.serve_forever()
 
 

@@ -114,7 +114,8 @@ impl PathRules {
             rules.tools = keys::tool_map(&format!("{key}.tools"), tools)?;
         }
         if let Some(named) = object.get("pathArguments") {
-            rules.path_arguments = super::named::path_arguments(&format!("{key}.pathArguments"), named)?;
+            rules.path_arguments =
+                super::named::path_arguments(&format!("{key}.pathArguments"), named)?;
         }
         if let Some(write_tools) = object.get("writeTools") {
             let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
