@@ -366,6 +366,17 @@ fn run(mut cmd: Command) -> Output {
     }
 }
 
+/// What a run did, for a failing assertion: its exit, its output and what the model was sent.
+fn story(what: &str, out: &Output, model: &FakeModel) -> String {
+    format!(
+        "{what} exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {:#?}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        model.tool_results()
+    )
+}
+
 /// The gate events of the audit log, and its chain checked by `sc-report --verify`.
 fn verified_gate_events(audit: &Path) -> Vec<Value> {
     let verify = Command::new(bin_path("sc-report"))
@@ -394,14 +405,7 @@ fn allowed_runs_denied_does_not(agent: Agent) {
         json!([agent.shell("git status"), agent.write(&hook_file)]),
     );
     let out = run(setup.command(agent, &model));
-    let said = format!(
-        "{} exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {:#?}",
-        agent.name(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        model.tool_results()
-    );
+    let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
 
     // The allowed call ran: git's own words came back to the model.
@@ -542,13 +546,10 @@ fn hook_failure(agent: Agent, fault: Fault) -> Seen {
     std::fs::create_dir_all(workflow.parent().unwrap()).unwrap();
     let model = FakeModel::start(&setup.scratch, json!([agent.write(&workflow)]));
     let out = run(setup.command(agent, &model));
-    let said = format!(
-        "{} with sc-hook {fault:?} exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {:#?}",
-        agent.name(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        model.tool_results()
+    let said = story(
+        &format!("{} with sc-hook {fault:?}", agent.name()),
+        &out,
+        &model,
     );
     eprintln!("{said}");
     if model.requests().is_empty() {
@@ -645,12 +646,7 @@ fn claude_code_mcp_paths_are_judged_and_an_unnamed_tool_is_held_when_tainted() {
         ]);
     let out = run(cmd);
     let results = model.tool_results();
-    let said = format!(
-        "exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {results:#?}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     assert_eq!(results.len(), 5, "{said}");
     // The secret never reached the model; ~/.zshrc is as it was.
@@ -708,12 +704,7 @@ fn claude_code_is_refused_fetches_to_loopback_by_address_and_name() {
     cmd.arg("WebFetch");
     let out = run(cmd);
     let results = model.tool_results();
-    let said = format!(
-        "exited {:?}\nstdout: {}\nstderr: {}\nmodel saw: {results:#?}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     assert_eq!(results.len(), 2, "{said}");
     assert!(results[0].contains("a loopback address"), "{said}");

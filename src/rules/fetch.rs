@@ -82,10 +82,7 @@ impl FetchRules {
 
     /// The key of `args` that holds the URL of `tool`, if the rules apply to it.
     pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
-        self.tools
-            .iter()
-            .find(|(pattern, _)| pattern.matches(tool))
-            .map(|(_, key)| key.as_str())
+        crate::rules::tools::entry_for(&self.tools, tool).map(String::as_str)
     }
 
     /// Decides a call of a fetch tool: `None` when the rules do not apply to `tool`, or its URL

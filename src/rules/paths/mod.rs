@@ -118,10 +118,7 @@ impl Default for PathRules {
 impl PathRules {
     /// The key of `args` that holds the path of `tool`, if the rules apply to it.
     pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
-        self.tools
-            .iter()
-            .find(|(pattern, _)| pattern.matches(tool))
-            .map(|(_, key)| key.as_str())
+        crate::rules::tools::entry_for(&self.tools, tool).map(String::as_str)
     }
 
     /// Whether a call of `tool` is a write.

@@ -27,49 +27,29 @@ pub(super) fn path_arguments(
     key: &str,
     value: &Value,
 ) -> Result<Vec<(ToolPattern, Vec<String>)>, KeyError> {
-    let Value::Object(entries) = value else {
-        return Err(keys::wrong_type(
-            "an object mapping tool names to the arguments that hold paths",
-            value,
-        )
-        .at(key));
-    };
-    entries
-        .iter()
-        .map(|(tool, names)| {
-            let pattern = ToolPattern::parse(tool).map_err(|problem| {
-                Problem::ToolName {
-                    tool: tool.clone(),
-                    problem,
-                }
-                .at(key)
-            })?;
-            let at = format!("{key}.{tool}");
-            let names = keys::strings(&at, names)?;
-            if names.is_empty() {
-                let problem = Problem::Type {
-                    expected: "an array naming at least one argument",
-                    found: "an empty array",
-                };
-                return Err(problem.at(at));
+    let expected = "an object mapping tool names to the arguments that hold paths";
+    keys::tool_entries(key, value, expected, |at, names| {
+        let names = keys::strings(at, names)?;
+        if names.is_empty() {
+            let problem = Problem::Type {
+                expected: "an array naming at least one argument",
+                found: "an empty array",
+            };
+            return Err(problem.at(at));
+        }
+        for (index, name) in names.iter().enumerate() {
+            if name.is_empty() {
+                return Err(Problem::EmptyString.at(format!("{at}[{index}]")));
             }
-            for (index, name) in names.iter().enumerate() {
-                if name.is_empty() {
-                    return Err(Problem::EmptyString.at(format!("{at}[{index}]")));
-                }
-            }
-            Ok((pattern, names.into_iter().map(str::to_owned).collect()))
-        })
-        .collect()
+        }
+        Ok(names.into_iter().map(str::to_owned).collect())
+    })
 }
 
 impl PathRules {
     /// The arguments of `tool` that hold paths (`pathArguments`), if it names the tool.
     pub(crate) fn path_argument_names(&self, tool: &str) -> Option<&[String]> {
-        self.path_arguments
-            .iter()
-            .find(|(pattern, _)| pattern.matches(tool))
-            .map(|(_, names)| names.as_slice())
+        crate::rules::tools::entry_for(&self.path_arguments, tool).map(Vec::as_slice)
     }
 
     /// Decides the paths a call names in the arguments `pathArguments` lists for its tool:
