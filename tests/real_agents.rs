@@ -474,6 +474,92 @@ fn copilot_runs_git_status_and_is_refused_its_hooks() {
     allowed_runs_denied_does_not(Agent::Copilot);
 }
 
+/// The model asks for `git push` to the project's remote (a bare repository beside it): the
+/// pack holds it, and no agent here can ask its person through sc-hook in a non-interactive
+/// run, so the push does not happen (Claude Code puts the question and, with no one to answer
+/// in `-p`, refuses; Codex CLI, Gemini CLI and Copilot CLI have no ask, and sc-hook denies,
+/// saying it needs a person). The remote stays empty; the audit log holds the hold.
+fn a_push_is_held(agent: Agent) {
+    let setup = Setup::new(agent);
+    let remote = setup.scratch.path("remote.git");
+    let git = |args: &[&str], dir: &Path| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.test"])
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", &setup.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+        &setup.project,
+    );
+    git(
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+        &setup.project,
+    );
+    std::fs::write(setup.project.join("README.md"), "hello\n").unwrap();
+    git(&["add", "README.md"], &setup.project);
+    git(&["commit", "-qm", "first"], &setup.project);
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([agent.shell("git push origin HEAD:main")]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{said}");
+    assert!(results[0].contains("git push"), "{said}");
+    // Nothing reached the remote.
+    let refs = Command::new("git")
+        .args(["for-each-ref"])
+        .current_dir(&remote)
+        .output()
+        .unwrap();
+    assert!(
+        refs.status.success() && refs.stdout.is_empty(),
+        "{said}\nremote: {refs:?}"
+    );
+    let events = verified_gate_events(&setup.audit);
+    let held: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e["decision"] == "hold")
+        .collect();
+    assert_eq!(held.len(), 1, "{events:#?}");
+    assert_eq!(held[0]["agentKind"], agent.kind());
+    assert_eq!(
+        held[0]["call"]["args"]["command"],
+        "git push origin HEAD:main"
+    );
+    assert!(
+        !events.iter().any(|e| e["stage"] == "exec"),
+        "the push is recorded as run: {events:#?}"
+    );
+}
+
+#[test]
+fn claude_code_does_not_push_unasked() {
+    a_push_is_held(Agent::Claude);
+}
+
+#[test]
+fn codex_does_not_push_unasked() {
+    a_push_is_held(Agent::Codex);
+}
+
+#[test]
+fn gemini_does_not_push_unasked() {
+    a_push_is_held(Agent::Gemini);
+}
+
+#[test]
+fn copilot_does_not_push_unasked() {
+    a_push_is_held(Agent::Copilot);
+}
+
 /// The agents the tests drive are the versions pinned for them (a newer one may speak another
 /// contract, or need another switch to reach loopback).
 #[test]
