@@ -343,6 +343,11 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
             project: translated.as_ref().ok().and_then(|t| t.project.clone()),
             probe_cache: cli::default_state_folder().ok(),
             prepared: cli::default_state_folder().ok(),
+            cannot_rewrite: translated
+                .as_ref()
+                .ok()
+                .filter(|t| !t.abilities.rewrite && t.agent != Agent::Claude)
+                .map(|t| t.agent.title()),
         },
         state,
         crew: args.state.crew.clone(),

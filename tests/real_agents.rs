@@ -560,6 +560,94 @@ fn copilot_does_not_push_unasked() {
     a_push_is_held(Agent::Copilot);
 }
 
+/// Taint at the doors of the agents that cannot take a rewrite or ask: Copilot CLI with the
+/// hermetic MCP server as `fetch` (whose output the pack says taints) and as `notes` (a server
+/// the pack does not name). Before the taint `notes` answers and `touch` runs; after it, `notes`
+/// is held and `touch`, which the pack would run confined, cannot be (Copilot CLI takes no
+/// rewrite): both are held, so refused (Copilot CLI cannot ask) with a reason that says so, the
+/// audit log says held, and neither happens.
+#[test]
+fn copilot_refuses_what_a_tainted_session_would_run_confined_or_held() {
+    let agent = Agent::Copilot;
+    let setup = Setup::new(agent);
+    let fake = testdata("mcp/fake-server.py");
+    let notes_log = setup.scratch.path("notes.log");
+    let config = setup.home.join(".copilot/mcp-config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let server = |log: Option<&Path>| {
+        let mut entry =
+            json!({"type": "local", "command": "python3", "args": [fake], "tools": ["*"]});
+        if let Some(log) = log {
+            entry["env"] = json!({"FAKE_MCP_LOG": log});
+        }
+        entry
+    };
+    std::fs::write(
+        &config,
+        serde_json::to_vec(&json!({"mcpServers": {
+            "notes": server(Some(&notes_log)),
+            "fetch": server(None),
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "notes-echo", "input": {"text": "before the page"}},
+            agent.shell("touch before.txt"),
+            {"name": "fetch-echo", "input": {"text": "a page from the web"}},
+            {"name": "notes-echo", "input": {"text": "after the page"}},
+            agent.shell("touch after.txt"),
+        ]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 5, "{said}");
+    assert!(results[0].contains("before the page"), "{said}");
+    assert!(setup.project.join("before.txt").exists(), "{said}");
+    assert!(results[3].contains("holdUnnamedWhenTainted"), "{said}");
+    assert!(results[4].contains("Denied by preToolUse hook"), "{said}");
+    assert!(!setup.project.join("after.txt").exists(), "{said}");
+    let reached = std::fs::read_to_string(&notes_log).unwrap();
+    assert!(
+        reached.contains("before the page") && !reached.contains("after the page"),
+        "{reached}"
+    );
+    let decisions: Vec<(String, String)> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e.get("decision").is_some())
+        .inspect(|e| assert_eq!(e["agentKind"], "copilot", "{e}"))
+        .map(|e| {
+            (
+                e["call"]["tool"].as_str().unwrap().to_owned(),
+                e["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let tools: Vec<&str> = decisions.iter().map(|(tool, _)| tool.as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "mcp__notes__echo",
+            "Bash",
+            "mcp__fetch__echo",
+            "mcp__notes__echo",
+            "Bash"
+        ],
+        "{decisions:?}"
+    );
+    // What the log says is what the agent was told: held (never "allowed, confined").
+    assert_eq!(decisions[3].1, "hold", "{decisions:?}");
+    assert_eq!(decisions[4].1, "hold", "{decisions:?}");
+    assert!(
+        results[4].contains("GitHub Copilot CLI cannot run a rewritten command"),
+        "{said}"
+    );
+}
+
 /// The agents the tests drive are the versions pinned for them (a newer one may speak another
 /// contract, or need another switch to reach loopback).
 #[test]
