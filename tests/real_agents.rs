@@ -560,6 +560,76 @@ fn copilot_does_not_push_unasked() {
     a_push_is_held(Agent::Copilot);
 }
 
+/// Taint at the doors of the agents that take a rewrite (Claude Code's `updatedInput`, Gemini
+/// CLI's `tool_input`): after the hermetic MCP server as `fetch` (whose output the pack says
+/// taints) answered, `touch` runs confined by sc-sandbox, for real: the file is made in the
+/// project, and the gate record says the call was sandboxed, with the command as the model
+/// wrote it.
+fn a_tainted_session_runs_confined(agent: Agent) {
+    let setup = Setup::new(agent);
+    let fake = testdata("mcp/fake-server.py");
+    let servers = json!({"fetch": {"command": "python3", "args": [fake]}});
+    let fetch = match agent {
+        Agent::Claude => "mcp__fetch__echo",
+        Agent::Gemini => "mcp_fetch_echo",
+        _ => unreachable!("only the agents that take a rewrite"),
+    };
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": fetch, "input": {"text": "a page from the web"}},
+            agent.shell("touch after-the-page.txt"),
+        ]),
+    );
+    let mut cmd = setup.command(agent, &model);
+    match agent {
+        Agent::Claude => {
+            let config = setup.scratch.write(
+                "mcp.json",
+                serde_json::to_vec(&json!({"mcpServers": servers})).unwrap(),
+            );
+            cmd.arg("--mcp-config")
+                .arg(config)
+                .arg("--strict-mcp-config");
+            cmd.args(["--allowedTools", "mcp__fetch__echo"]);
+        }
+        _ => {
+            let file = setup.home.join(".gemini/settings.json");
+            let mut settings: Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            settings["mcpServers"] = servers;
+            std::fs::write(&file, serde_json::to_vec(&settings).unwrap()).unwrap();
+        }
+    }
+    let out = run(cmd);
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(model.tool_results().len(), 2, "{said}");
+    assert!(setup.project.join("after-the-page.txt").exists(), "{said}");
+    let events = verified_gate_events(&setup.audit);
+    let touch = events
+        .iter()
+        .find(|e| e["stage"] == "gate" && e["originalCommand"] == "touch after-the-page.txt")
+        .unwrap_or_else(|| panic!("no confined gate record: {events:#?}"));
+    assert_eq!(touch["decision"], "allow", "{touch}");
+    assert_eq!(touch["sandboxed"], true, "{touch}");
+    assert_eq!(touch["agentKind"], agent.kind(), "{touch}");
+    assert!(
+        touch["agentState"]["taintedBy"]["tool"] == "mcp__fetch__echo",
+        "{touch}"
+    );
+}
+
+#[test]
+fn claude_code_runs_a_tainted_sessions_command_confined() {
+    a_tainted_session_runs_confined(Agent::Claude);
+}
+
+#[test]
+fn gemini_runs_a_tainted_sessions_command_confined() {
+    a_tainted_session_runs_confined(Agent::Gemini);
+}
+
 /// Taint at the doors of the agents that cannot take a rewrite or ask: Copilot CLI with the
 /// hermetic MCP server as `fetch` (whose output the pack says taints) and as `notes` (a server
 /// the pack does not name). Before the taint `notes` answers and `touch` runs; after it, `notes`
