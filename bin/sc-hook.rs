@@ -87,8 +87,9 @@ enum Action {
     Install(InstallArgs),
     /// Remove what install wrote, and nothing else.
     Uninstall(ScopeArgs),
-    /// Check the hook, the policy, the state folder, bubblewrap, user namespaces and where the
-    /// binaries are; one line each with the fix. Exit 0 when all hold, 1 otherwise.
+    /// Check the hook (for Codex with --project, that Codex trusts the project too), the policy,
+    /// the state folder, bubblewrap, user namespaces and where the binaries are; one line each
+    /// with the fix. Exit 0 when all hold, 1 otherwise.
     Doctor(DoctorArgs),
 }
 
