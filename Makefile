@@ -20,7 +20,12 @@ MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
 # The Python SDK's venv (below); defined before test-deps, whose prerequisites are read at once.
 PY_MCP := testdata/mcp/venv/.installed
 
-test-deps: $(MCP_DEPS) $(PY_MCP) browser-deps redis-server bubblewrap
+# The real coding agents (Claude Code, Codex, Gemini CLI, Copilot CLI) that tests/real_agents.rs
+# drives against a scripted model endpoint on loopback, pinned in testdata/agents/package-lock.json,
+# installed when node_modules is missing or older than the lock.
+AGENT_DEPS := testdata/agents/node_modules/.package-lock.json
+
+test-deps: $(MCP_DEPS) $(PY_MCP) $(AGENT_DEPS) browser-deps redis-server bubblewrap
 
 # The browser the web approval card is tested in (tests/web.rs): Debian's headless Chromium and
 # its WebDriver, chromedriver. Installed when chromedriver is missing (CI runs as root).
@@ -54,6 +59,9 @@ $(PY_MCP): testdata/mcp/python-requirements.txt
 
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund
+
+$(AGENT_DEPS): testdata/agents/package.json testdata/agents/package-lock.json
+	npm ci --prefix testdata/agents --no-audit --no-fund
 
 # The scripted crew: Scout searches (allow), Buyer pays $750 (hold, approved by the scripted
 # human in testdata/answers.txt), Helper was injected to pay attacker-wallet (deny). Each call's

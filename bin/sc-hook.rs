@@ -87,8 +87,9 @@ enum Action {
     Install(InstallArgs),
     /// Remove what install wrote, and nothing else.
     Uninstall(ScopeArgs),
-    /// Check the hook, the policy, the state folder, bubblewrap, user namespaces and where the
-    /// binaries are; one line each with the fix. Exit 0 when all hold, 1 otherwise.
+    /// Check the hook (for Codex with --project, that Codex trusts the project too), the policy,
+    /// the state folder, bubblewrap, user namespaces and where the binaries are; one line each
+    /// with the fix. Exit 0 when all hold, 1 otherwise.
     Doctor(DoctorArgs),
 }
 
@@ -345,6 +346,11 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
             project: translated.as_ref().ok().and_then(|t| t.project.clone()),
             probe_cache: cli::default_state_folder().ok(),
             prepared: cli::default_state_folder().ok(),
+            cannot_rewrite: translated
+                .as_ref()
+                .ok()
+                .filter(|t| !t.abilities.rewrite && t.agent != Agent::Claude)
+                .map(|t| t.agent.title()),
         },
         state,
         crew: args.state.crew.clone(),

@@ -1425,3 +1425,49 @@ fn an_untrusted_output_that_ran_unjudged_taints_the_session() {
     assert_eq!(verdict, "ask", "{reason}");
     assert!(reason.contains("tainted"), "{reason}");
 }
+
+/// Issue 31: a fetch tool's URL to the cloud metadata service, a private address or a name for
+/// one is denied under the pack (`fetch`), at sc-hook's door and at sc-gate's alike, before
+/// anything is fetched; a public page is not.
+#[test]
+fn a_web_fetch_to_the_metadata_service_or_the_local_network_is_denied() {
+    let scratch = Scratch::new();
+    for (url, kind) in [
+        (
+            "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+            "link-local",
+        ),
+        (
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "private name",
+        ),
+        ("http://[::ffff:10.0.0.7]:8080/admin", "private"),
+        ("http://0x7f.1/", "loopback"),
+    ] {
+        let mut input: Value = serde_json::from_str(&recorded("webfetch")).unwrap();
+        input["tool_input"]["url"] = json!(url);
+        let (decided, reason) = decision(&hook(&scratch, &input.to_string())).unwrap();
+        assert_eq!(decided, "deny", "{url}: {reason}");
+        assert!(
+            reason.contains(kind) && reason.contains("fetch.localAddresses"),
+            "{reason}"
+        );
+    }
+    assert_eq!(decided(&scratch, "webfetch"), None);
+    // sc-gate, the same pack, the same decision.
+    let call = json!({"agent": "dev", "tool": "mcp__fetch__fetch", "source": "agent",
+                      "args": {"url": "http://169.254.169.254/latest/meta-data/"}});
+    let out = scratch
+        .cmd("sc-gate")
+        .args([
+            "--quiet",
+            "--policy",
+            claude_code_policy().to_str().unwrap(),
+        ])
+        .write_stdin(format!("{call}\n"))
+        .output()
+        .unwrap();
+    let records = crate::util::parse_stdout(&out.stdout);
+    assert_eq!(records.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(records[0]["decision"], "deny", "{}", records[0]);
+}

@@ -250,3 +250,53 @@ fn doctor_says_what_is_wrong_with_the_fix() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sc-hook install --for gemini"));
 }
+
+/// Codex CLI loads a project's hooks only in a project the user's Codex configuration trusts
+/// (seen in the real runs of tests/real_agents.rs): `doctor --for codex --project` says whether
+/// it does, with the fix, and that the hook itself must be trusted with /hooks.
+#[test]
+fn doctor_says_whether_codex_trusts_the_project() {
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.path("proj")).unwrap();
+    let install = sc_hook(
+        &scratch,
+        &["install", "--for", "codex", "--project", &project(&scratch)],
+    );
+    assert!(install.status.success());
+    let doctor = |scratch: &Scratch| {
+        let out = sc_hook(
+            scratch,
+            &["doctor", "--for", "codex", "--project", &project(scratch)],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    // No Codex configuration, then one that does not name the project: not trusted.
+    let (status, text) = doctor(&scratch);
+    assert_eq!(status, Some(1), "{text}");
+    assert!(
+        text.contains("loads none of the project's hooks") && text.contains("codex exec --trust"),
+        "{text}"
+    );
+    scratch.write("home/.codex/config.toml", "model = \"o3\"\n");
+    let (status, text) = doctor(&scratch);
+    assert_eq!(status, Some(1), "{text}");
+    assert!(
+        text.contains("Codex does not trust") && text.contains("trust_level unset"),
+        "{text}"
+    );
+    scratch.write(
+        "home/.codex/config.toml",
+        format!(
+            "[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            project(&scratch)
+        ),
+    );
+    let (_, text) = doctor(&scratch);
+    assert!(
+        text.contains("Codex trusts") && text.contains("/hooks"),
+        "{text}"
+    );
+    assert!(!text.contains("Codex does not trust"), "{text}");
+}

@@ -33,6 +33,7 @@ mod pipeline;
 mod properties;
 mod provenance;
 mod provenance_properties;
+mod real_agents;
 mod report;
 mod report_html;
 mod report_questions;

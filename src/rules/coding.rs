@@ -40,12 +40,21 @@ pub(crate) fn coding_agent_findings(
             });
         }
     }
+    if let Some(judged) = policy
+        .fetch()
+        .and_then(|fetch| fetch.decide_call(&call.tool, call.args.map(), judging.addresses))
+    {
+        push_stricter(&mut findings, judged.decision, vec![judged.reason]);
+    }
     // The path as written, and where it leads when a symbolic link makes that another place.
     let written = call.args.map();
     let all_args = std::iter::once(written).chain(judging.resolved);
     for args in all_args {
         if let Some(paths) = policy.paths() {
             if let Some(judged) = paths.decide_call(&call.tool, args, context) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
+            }
+            if let Some(judged) = paths.decide_path_arguments(&call.tool, args, context) {
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
@@ -56,6 +65,9 @@ pub(crate) fn coding_agent_findings(
                 placed.root = Some(project);
             }
             if let Some(judged) = sandbox.decide_call(&call.tool, args, placed) {
+                push_stricter(&mut findings, judged.decision, judged.reasons);
+            }
+            if let Some(judged) = sandbox.decide_path_arguments(&call.tool, args, placed) {
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
@@ -92,6 +104,9 @@ pub(crate) struct Judging<'a> {
     /// The arguments with a file tool's path resolved through its symbolic links, when that
     /// leads elsewhere ([`super::decision::CallContext::resolved`]).
     pub resolved: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// What a fetch tool's host name resolved to, when the door resolved it
+    /// ([`super::decision::CallContext::addresses`]).
+    pub addresses: &'a [std::net::IpAddr],
 }
 
 /// A decision of the `commands` or `paths` key on a call, with its reasons, and whether it is a

@@ -329,10 +329,7 @@ impl CommandRules {
 
     /// The key of `args` that holds the shell command of `tool`, if the rules apply to it.
     pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
-        self.tools
-            .iter()
-            .find(|(pattern, _)| pattern.matches(tool))
-            .map(|(_, key)| key.as_str())
+        crate::rules::tools::entry_for(&self.tools, tool).map(String::as_str)
     }
 
     pub fn rules(&self) -> &[CommandRule] {

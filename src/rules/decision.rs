@@ -78,6 +78,7 @@ const RULES: &[(&str, Rule)] = &[
     ("agents", tool_not_allowed_for_agent),
     ("untrusted-source", sensitive_tool_from_untrusted_source),
     ("taint", sensitive_tool_from_tainted_agent),
+    ("taint", unnamed_tool_from_tainted_agent),
     ("amount", amount_rules),
     ("amount-spelling", amount_spelt_another_way),
     ("budget", spend_budget),
@@ -111,6 +112,9 @@ pub struct CallContext<'a> {
     /// The crew's remembered approvals, as the door read them ([`super::grant`]); `None`: the
     /// door keeps none.
     pub grants: Option<Granted<'a>>,
+    /// What the host name of a fetch tool's URL resolved to (`fetch` key), when the door
+    /// resolved it within its deadline; empty: judged by the name alone.
+    pub addresses: &'a [std::net::IpAddr],
 }
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
@@ -282,6 +286,30 @@ fn sensitive_tool_from_tainted_agent(
     Some(Finding { decision, reason })
 }
 
+/// Rule 5, for a tool no key of the policy names that `holdUnnamedWhenTainted` takes in (an
+/// MCP server's tool the pack was not written for): held for a tainted agent unless the user
+/// ordered the call.
+fn unnamed_tool_from_tainted_agent(
+    call: &Call,
+    policy: &Policy,
+    state: &CrewState,
+    _: &Endorsed,
+) -> Option<Finding> {
+    if call.provenance.source() == Source::User || !policy.holds_unnamed(&call.tool) {
+        return None;
+    }
+    let cause = state.taint_of(&call.agent, policy)?;
+    Some(Finding {
+        decision: Decision::Hold,
+        reason: tainted_by(
+            call,
+            cause,
+            state,
+            ", and no key of the policy names this tool (holdUnnamedWhenTainted), so a call of it needs a person unless the user ordered it",
+        ),
+    })
+}
+
 /// `agent is tainted: untrusted content was read through … earlier in this stream`.
 fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState, then: &str) -> String {
     // One format, `then` included: the reason is built once, never grown.
@@ -337,7 +365,11 @@ fn coding_agent_rules(
     state: &CrewState,
     context: CallContext,
 ) -> Vec<(&'static str, Finding)> {
-    if policy.commands().is_none() && policy.paths().is_none() && policy.sandbox().is_none() {
+    if policy.commands().is_none()
+        && policy.paths().is_none()
+        && policy.sandbox().is_none()
+        && policy.fetch().is_none()
+    {
         return Vec::new();
     }
     let cause = match call.provenance.source() {
@@ -358,6 +390,7 @@ fn coding_agent_rules(
         sandboxed,
         project: context.project,
         resolved: context.resolved,
+        addresses: context.addresses,
     };
     let mut findings = Vec::new();
     for found in super::coding::coding_agent_findings(call, policy, judging) {

@@ -732,3 +732,82 @@ fn args_with_numbers_a_float_cannot_hold_are_denied_when_a_schema_bounds_the_too
     );
     assert_eq!(free[0].decision, Decision::Allow);
 }
+
+/// Issue 31: an MCP tool the policy does not name is held in a tainted session; one it names
+/// (a read whose output it knows taints, a tool whose paths it judges) keeps its own rules, and
+/// an untainted session or the user's own order reaches it unasked.
+#[test]
+fn an_unnamed_mcp_tool_is_held_when_tainted() {
+    let policy = Policy::from_json_str(
+        r#"{"holdUnnamedWhenTainted": ["mcp__*"],
+            "untrustedOutputTools": ["WebFetch", "mcp__github__get_*"],
+            "paths": {"pathArguments": {"mcp__filesystem__*": ["path"]}}}"#,
+    )
+    .unwrap();
+    let fetch = line("dev", "WebFetch", r#"{"url":"https://x.test/"}"#, "agent");
+    let unnamed = line("dev", "mcp__notes__append", r#"{"text":"hi"}"#, "agent");
+    let judged = decide_stream(&[fetch.clone(), unnamed.clone()], &policy);
+    assert_eq!(judged[1].decision, Decision::Hold, "{:?}", judged[1]);
+    let reason = judged[1].reasons.join(" ");
+    assert!(
+        reason.contains("dev is tainted") && reason.contains("holdUnnamedWhenTainted"),
+        "{reason}"
+    );
+    // Untainted: allowed.
+    assert_eq!(
+        decide_stream(std::slice::from_ref(&unnamed), &policy)[0].decision,
+        Decision::Allow
+    );
+    // Ordered by the user: allowed.
+    let by_user = line("dev", "mcp__notes__append", r#"{"text":"hi"}"#, "user");
+    assert_eq!(
+        decide_stream(&[fetch.clone(), by_user], &policy)[1].decision,
+        Decision::Allow
+    );
+    // Named tools keep their own rules.
+    for named in [
+        line("dev", "mcp__github__get_issue", r#"{"n":1}"#, "agent"),
+        line(
+            "dev",
+            "mcp__filesystem__read_text_file",
+            r#"{"path":"README.md"}"#,
+            "agent",
+        ),
+        line("dev", "Bash", r#"{"command":"ls"}"#, "agent"),
+    ] {
+        let judged = decide_stream(&[fetch.clone(), named.clone()], &policy);
+        assert_eq!(
+            judged[1].decision,
+            Decision::Allow,
+            "{named}: {:?}",
+            judged[1]
+        );
+    }
+    // Without the key, nothing changes.
+    let without = Policy::from_json_str(r#"{"untrustedOutputTools": ["WebFetch"]}"#).unwrap();
+    assert_eq!(
+        decide_stream(&[fetch, unnamed], &without)[1].decision,
+        Decision::Allow
+    );
+}
+
+#[test]
+fn hold_unnamed_when_tainted_is_checked_when_the_policy_loads() {
+    for (text, says) in [
+        (
+            r#"{"holdUnnamedWhenTainted": "mcp__*"}"#,
+            "holdUnnamedWhenTainted",
+        ),
+        (
+            r#"{"holdUnnamedWhenTainted": ["*"]}"#,
+            "holdUnnamedWhenTainted",
+        ),
+        (
+            r#"{"holdUnnamedWhenTained": ["mcp__*"]}"#,
+            "holdUnnamedWhenTainted",
+        ),
+    ] {
+        let err = Policy::from_json_str(text).unwrap_err().to_string();
+        assert!(err.contains(says), "{text}: {err}");
+    }
+}

@@ -248,15 +248,29 @@ pub fn shown(text: &str) -> String {
     out
 }
 
-/// A `tools` map of the `commands` or `paths` key: tool name or pattern → the `args` key that
-/// holds the command or the path.
+/// A `tools` map of the `commands`, `paths` or `fetch` key: tool name or pattern → the `args`
+/// key that holds the command, the path or the URL.
 pub(crate) fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, String)>, KeyError> {
+    let expected = "an object mapping tool names to argument names";
+    tool_entries(key, value, expected, |at, arg| {
+        string(at, arg).map(str::to_owned)
+    })
+}
+
+/// An object whose keys are tool names or patterns, each value read by `read` (given the
+/// value's key path); `expected` says what the object is, for a value that is not one.
+pub(crate) fn tool_entries<T>(
+    key: &str,
+    value: &Value,
+    expected: &'static str,
+    read: impl Fn(&str, &Value) -> Result<T, KeyError>,
+) -> Result<Vec<(ToolPattern, T)>, KeyError> {
     let Value::Object(entries) = value else {
-        return Err(wrong_type("an object mapping tool names to argument names", value).at(key));
+        return Err(wrong_type(expected, value).at(key));
     };
     entries
         .iter()
-        .map(|(tool, arg)| {
+        .map(|(tool, entry)| {
             let pattern = ToolPattern::parse(tool).map_err(|problem| {
                 Problem::ToolName {
                     tool: tool.clone(),
@@ -264,8 +278,7 @@ pub(crate) fn tool_map(key: &str, value: &Value) -> Result<Vec<(ToolPattern, Str
                 }
                 .at(key)
             })?;
-            let arg = string(&format!("{key}.{tool}"), arg)?;
-            Ok((pattern, arg.to_owned()))
+            Ok((pattern, read(&format!("{key}.{tool}"), entry)?))
         })
         .collect()
 }

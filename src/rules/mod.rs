@@ -10,9 +10,11 @@
 //! of the rules and the call's text. [`shell`] turns a command line into the simple commands it
 //! runs, with a real bash parser.
 
+pub mod address;
 pub mod argrules;
 pub mod coding;
 pub mod decision;
+pub mod fetch;
 pub mod git;
 pub mod grant;
 pub mod granting;

@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use super::argrules::{self, ArgRule};
 use super::commands::CommandRules;
+use super::fetch::FetchRules;
 use super::paths::{PathRules, Places};
 use super::provenance_rules::{self, ProvenanceRules};
 use super::sandbox::{self, SandboxRules};
@@ -58,6 +59,8 @@ pub const KEYS: &[&str] = &[
     "sandbox",
     "neverRemember",
     "grantTtl",
+    "holdUnnamedWhenTainted",
+    "fetch",
 ];
 
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
@@ -215,6 +218,8 @@ pub struct Policy {
     /// `neverRemember`'s `TOOL(PROGRAM)` entries: a shell tool's command that runs PROGRAM.
     never_remember_programs: Vec<(ToolPattern, String)>,
     grant_ttl: Option<std::time::Duration>,
+    hold_unnamed_when_tainted: ToolList,
+    fetch: Option<FetchRules>,
     /// The `sandbox` key's `readOnly` and `hidden` places as path rules for the file tools,
     /// which the sandbox does not confine ([`PathRules::for_sandbox`]), compiled when a call
     /// first needs them: most calls of a process (sc-hook's one) never do, and the globs cost a
@@ -254,6 +259,11 @@ pub struct PolicySettings {
     pub never_remember: Vec<String>,
     /// `grantTtl`: the longest a remembered approval lasts; `None`: as long as it was given for.
     pub grant_ttl: Option<std::time::Duration>,
+    /// `holdUnnamedWhenTainted`: tools (names and prefix patterns, `mcp__*`) held for a tainted
+    /// agent when no other key of the policy names them ([`Policy::holds_unnamed`]).
+    pub hold_unnamed_when_tainted: Vec<String>,
+    /// `fetch`: where a fetch tool may go ([`FetchRules::from_json`]).
+    pub fetch: Option<FetchRules>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
@@ -279,6 +289,8 @@ impl Default for PolicySettings {
             sandbox: None,
             never_remember: Vec::new(),
             grant_ttl: None,
+            hold_unnamed_when_tainted: Vec::new(),
+            fetch: None,
         }
     }
 }
@@ -367,6 +379,11 @@ impl Policy {
                 })
                 .collect::<Result<_, _>>()?,
             grant_ttl: settings.grant_ttl,
+            hold_unnamed_when_tainted: list(
+                "holdUnnamedWhenTainted",
+                &settings.hold_unnamed_when_tainted,
+            )?,
+            fetch: settings.fetch,
         })
     }
 
@@ -451,8 +468,40 @@ impl Policy {
         &self.untrusted_output_tools
     }
 
+    /// The `fetch` key, if the policy has one.
+    pub fn fetch(&self) -> Option<&FetchRules> {
+        self.fetch.as_ref()
+    }
+
     pub fn is_denied(&self, tool: &str) -> bool {
         self.deny_tools.matches(tool)
+    }
+
+    /// Whether a call of `tool` is held for a tainted agent because `holdUnnamedWhenTainted`
+    /// takes it in and no other key names it: not `denyTools`, `sensitiveTools`,
+    /// `untrustedOutputTools`, `neverRemember`, `toolArgs`, `agents`, nor the tools of
+    /// `commands` or `paths` (`tools`, `pathArguments`). An MCP server's tool the pack was not
+    /// written for is one the person has not been asked about: a tainted session does not
+    /// reach it unasked.
+    pub fn holds_unnamed(&self, tool: &str) -> bool {
+        self.hold_unnamed_when_tainted.matches(tool)
+            && !(self.deny_tools.matches(tool)
+                || self.sensitive_tools.matches(tool)
+                || self.untrusted_output_tools.matches(tool)
+                || self.never_remember.matches(tool)
+                || self.arg_rules_for(tool).next().is_some()
+                || self.agents.values().any(|tools| tools.matches(tool))
+                || self
+                    .commands
+                    .as_ref()
+                    .is_some_and(|commands| commands.arg_key(tool).is_some())
+                || self
+                    .fetch
+                    .as_ref()
+                    .is_some_and(|fetch| fetch.arg_key(tool).is_some())
+                || self.paths.as_ref().is_some_and(|paths| {
+                    paths.arg_key(tool).is_some() || paths.path_argument_names(tool).is_some()
+                }))
     }
 
     /// Whether a call's approvals are never remembered (`neverRemember`): its tool is listed, or
@@ -654,6 +703,10 @@ fn settings_from_object(
             "sandbox" => settings.sandbox = Some(sandbox::from_json(key, value)?),
             "neverRemember" => settings.never_remember = never_remember(key, value)?,
             "grantTtl" => settings.grant_ttl = Some(grant_ttl(key, value)?),
+            "fetch" => settings.fetch = Some(FetchRules::from_json(key, value)?),
+            "holdUnnamedWhenTainted" => {
+                settings.hold_unnamed_when_tainted = tool_names(key, value)?
+            }
             unknown => return Err(UnknownKey::new(unknown, KEYS).into()),
         }
     }

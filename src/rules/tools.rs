@@ -7,6 +7,15 @@ use serde_json::Value;
 
 use super::names::{unseen_characters, NameError};
 
+/// The value of the first entry of a `tools`-like map (tool name or pattern → value) whose
+/// pattern matches `tool`.
+pub(crate) fn entry_for<'a, T>(entries: &'a [(ToolPattern, T)], tool: &str) -> Option<&'a T> {
+    entries
+        .iter()
+        .find(|(pattern, _)| pattern.matches(tool))
+        .map(|(_, value)| value)
+}
+
 /// A tool name or a prefix pattern (`mcp__github__*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolPattern {

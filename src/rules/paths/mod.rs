@@ -4,7 +4,8 @@
 //! ```json
 //! "paths": {
 //!   "tools": {"Write": "file_path", "Edit": "file_path", "Read": "file_path"},
-//!   "writeTools": ["Write", "Edit"],
+//!   "writeTools": ["Write", "Edit", "mcp__filesystem__write_file"],
+//!   "pathArguments": {"mcp__filesystem__*": ["path", "paths", "source", "destination"]},
 //!   "rules": [
 //!     {"glob": [".claude/**", "~/.bashrc"], "write": "deny"},
 //!     {"glob": ["**/.env", "~/.ssh/**"], "read": "hold"}
@@ -36,6 +37,7 @@
 mod arguments;
 mod judge;
 mod matching;
+mod named;
 mod pattern;
 mod place;
 mod rule;
@@ -54,7 +56,14 @@ use crate::strict_json::type_name;
 use crate::verdict::Decision;
 
 /// The keys of `paths`.
-pub const KEYS: &[&str] = &["tools", "writeTools", "rules", "outsideRoot", "gitFiles"];
+pub const KEYS: &[&str] = &[
+    "tools",
+    "writeTools",
+    "pathArguments",
+    "rules",
+    "outsideRoot",
+    "gitFiles",
+];
 /// The keys of one rule.
 pub(crate) const RULE_KEYS: &[&str] = &["glob", "read", "write"];
 
@@ -66,6 +75,8 @@ const CASE_INSENSITIVE: bool = cfg!(any(target_os = "macos", target_os = "window
 pub struct PathRules {
     tools: Vec<(ToolPattern, String)>,
     write_tools: ToolList,
+    /// `pathArguments`: other tools' arguments that hold paths ([`named`]).
+    path_arguments: Vec<(ToolPattern, Vec<String>)>,
     rules: Vec<PathRule>,
     outside_root: Decision,
 }
@@ -74,6 +85,7 @@ impl PartialEq for PathRules {
     fn eq(&self, other: &Self) -> bool {
         self.tools == other.tools
             && self.write_tools == other.write_tools
+            && self.path_arguments == other.path_arguments
             && self.outside_root == other.outside_root
             && self.rules.len() == other.rules.len()
             && self.rules.iter().zip(&other.rules).all(|(a, b)| {
@@ -96,6 +108,7 @@ impl Default for PathRules {
         PathRules {
             tools: Vec::new(),
             write_tools: ToolList::default(),
+            path_arguments: Vec::new(),
             rules: Vec::new(),
             outside_root: Decision::Hold,
         }
@@ -105,10 +118,7 @@ impl Default for PathRules {
 impl PathRules {
     /// The key of `args` that holds the path of `tool`, if the rules apply to it.
     pub(crate) fn arg_key(&self, tool: &str) -> Option<&str> {
-        self.tools
-            .iter()
-            .find(|(pattern, _)| pattern.matches(tool))
-            .map(|(_, key)| key.as_str())
+        crate::rules::tools::entry_for(&self.tools, tool).map(String::as_str)
     }
 
     /// Whether a call of `tool` is a write.

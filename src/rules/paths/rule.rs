@@ -180,6 +180,10 @@ impl PathRules {
         if let Some(tools) = object.get("tools") {
             rules.tools = keys::tool_map(&format!("{key}.tools"), tools)?;
         }
+        if let Some(named) = object.get("pathArguments") {
+            rules.path_arguments =
+                super::named::path_arguments(&format!("{key}.pathArguments"), named)?;
+        }
         if let Some(write_tools) = object.get("writeTools") {
             let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
             rules.write_tools = ToolList::parse(&names)
@@ -256,6 +260,7 @@ impl PathRules {
             Some(like) => PathRules {
                 tools: like.tools.clone(),
                 write_tools: like.write_tools.clone(),
+                path_arguments: like.path_arguments.clone(),
                 rules: Vec::new(),
                 outside_root: Decision::Allow,
             },
@@ -275,6 +280,7 @@ impl PathRules {
                         .collect::<Vec<_>>(),
                 )
                 .unwrap_or_default(),
+                path_arguments: Vec::new(),
                 rules: Vec::new(),
                 outside_root: Decision::Allow,
             },

@@ -58,6 +58,7 @@
 //! but `[A-Za-z0-9._-]` in it is refused.
 
 pub mod contract;
+mod fetch_host;
 mod input;
 pub mod install;
 mod links;

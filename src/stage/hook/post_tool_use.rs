@@ -6,6 +6,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use super::contract::Agent;
 use super::input::{reported_error, HookInput};
 use super::links::{input_digest, update_links, ToolUse, ToolUses, MAX_AWAITING};
 use super::output::write_answer;
@@ -108,9 +109,14 @@ fn plan_run(
     } else {
         ""
     };
+    // The agent the call ran in, by the contract its input came by (Claude Code, Codex CLI, …).
+    let title = Agent::ALL
+        .into_iter()
+        .find(|agent| agent.kind() == options.agent_kind)
+        .map_or("the agent", Agent::title);
     let ran_it = match status {
-        Status::Failed => format!("ran {tool} in Claude Code and it reported an error"),
-        _ => format!("ran {tool} in Claude Code"),
+        Status::Failed => format!("ran {tool} in {title} and it reported an error"),
+        _ => format!("ran {tool} in {title}"),
     };
     // The tool's response is not copied into the log: it may be a whole file.
     let exec = |id: &str, agent: &str, decision: Option<Decision>, reason: String| {
@@ -148,7 +154,7 @@ fn plan_run(
             let changed = if input.as_deref() == Some(input_digest(&hook.tool_input).as_str()) {
                 String::new()
             } else {
-                "; its input is not the one sc-hook judged (another hook or Claude Code changed it after the gate decided)".to_owned()
+                format!("; its input is not the one sc-hook judged (another hook or {title} changed it after the gate decided)")
             };
             let mut events = Vec::new();
             let (ran, reason, warning) = match decision {
@@ -175,7 +181,7 @@ fn plan_run(
                     );
                     approval.answer = None;
                     approval.reason.push_str(&format!(
-                        ": sc-hook asked for its user's yes, and Claude Code ran the call{mode}{changed}"
+                        ": sc-hook asked for its user's yes, and {title} ran the call{mode}{changed}"
                     ));
                     let approve = audit::event(Stage::Approve, &id)
                         .str_field("agent", &agent)
@@ -184,17 +190,17 @@ fn plan_run(
                     events.extend(with_tool_use_id(approve).finish());
                     (
                         Ran::Approved,
-                        format!("{ran_it} (approved in Claude Code){changed}"),
+                        format!("{ran_it} (approved in {title}){changed}"),
                         None,
                     )
                 }
                 Decision::Deny => {
                     let reason = format!(
-                        "{ran_it} although sc-hook denied it: Claude Code must never run a denied call, so look at its settings and its other hooks{changed}{taints}"
+                        "{ran_it} although sc-hook denied it: {title} must never run a denied call, so look at its settings and its other hooks{changed}{taints}"
                     );
                     let warning = json!({
                         "systemMessage": format!(
-                            "Skeleton Crew: Claude Code ran {tool} although sc-hook denied it (call {}); see the audit log",
+                            "Skeleton Crew: {title} ran {tool} although sc-hook denied it (call {}); see the audit log",
                             quoted(&id)
                         )
                     })

@@ -61,6 +61,9 @@ pub(super) fn decide(
     } else {
         super::resolved::resolved_args(&hook.tool_input, hook.cwd.as_deref())
     };
+    // Where a fetch tool's host name leads (read before the decision: it asks the resolver).
+    let addresses =
+        super::fetch_host::fetch_addresses(&options.policy, &call.tool, call.args.map());
     // The crew's remembered approvals, read before the update (a grant given meanwhile is
     // asked about once more).
     let now = options.timing.clock.now();
@@ -85,6 +88,7 @@ pub(super) fn decide(
                     grants: &grants,
                     now,
                 }),
+                addresses: &addresses,
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));

@@ -48,6 +48,10 @@ pub struct SandboxDoor {
     /// ([`crate::stage::sandbox::prepared`]) for a short command; `None`: the whole sc-sandbox
     /// command line is the command.
     pub prepared: Option<PathBuf>,
+    /// The agent whose contract the call came by, when it cannot run a rewritten command (Codex
+    /// CLI, Copilot CLI, Cursor): a call the policy would confine is decided unconfined, and
+    /// held, with a reason naming it; `None`: the agent takes a rewrite.
+    pub cannot_rewrite: Option<&'static str>,
 }
 
 /// What to do with one call.
@@ -89,6 +93,12 @@ pub(super) fn prepare(
     let rules = options.policy.sandbox()?;
     if rules.when == crate::rules::sandbox::When::Never {
         return None;
+    }
+    if let Some(agent) = options.sandbox.cannot_rewrite {
+        return Some(Err(format!(
+            "the policy runs this command only confined by sc-sandbox, and {agent} cannot run a rewritten command, so a person decides"
+        )
+        .into()));
     }
     let Some(Value::String(original)) = hook.tool_input.get("command") else {
         return Some(Err(
@@ -319,6 +329,7 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
         project: door.project.clone(),
         probe_cache: door.probe_cache.clone(),
         prepared: door.prepared.clone(),
+        cannot_rewrite: door.cannot_rewrite,
     }
 }
 

@@ -1,7 +1,7 @@
 //! GitHub Copilot CLI's contract (`.github/hooks/*.json`): `preToolUse`, `postToolUse` and
-//! `userPromptSubmitted`, each a JSON object without an event name or session id:
-//! `timestamp`, `cwd`, `toolName`, `toolArgs` (a JSON string), `toolResult` after the call,
-//! `prompt` for a prompt. The event is told by the shape: `toolResult` is there only after a
+//! `userPromptSubmitted`, each a JSON object without an event name: `sessionId` (1.0 on),
+//! `timestamp`, `cwd`, `toolName` (an MCP tool's is `SERVER-TOOL`), `toolArgs` (a JSON string,
+//! or an object as 1.0 sends it), `toolResult` after the call, `prompt` for a prompt. The event is told by the shape: `toolResult` is there only after a
 //! call. A hook denies with `{"permissionDecision":"deny","permissionDecisionReason":…}`; the
 //! CLI processes only `deny` (its documentation says so), and its command hooks cannot rewrite
 //! the arguments (`modifiedArgs` is the SDK's, not the CLI's): a held call, and one the pack
@@ -18,7 +18,12 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         object,
     };
     let cwd = fields.string("cwd")?;
-    let session = session_for_folder("copilot", cwd.as_deref());
+    // Copilot CLI 1.0 names the session (`sessionId`); an input without one shares the state
+    // of its working folder.
+    let session = match fields.string("sessionId")? {
+        Some(id) if !id.is_empty() => id,
+        _ => session_for_folder("copilot", cwd.as_deref()),
+    };
     let has_tool = object.contains_key("toolName");
     let event = if !has_tool && object.contains_key("prompt") {
         Event::Prompt
@@ -95,6 +100,48 @@ fn vocabulary(native: &str, input: &mut Map<String, Value>) -> String {
         }
         "web_fetch" => "WebFetch".into(),
         "web_search" => "WebSearch".into(),
-        _ => native.into(),
+        // An MCP server's tool is `SERVER-TOOL` (no built-in tool has a `-`): split at the last
+        // one, as server names have dashes (`github-mcp-server`) and tool names rarely do.
+        _ => match native.rsplit_once('-') {
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                format!("mcp__{server}__{tool}")
+            }
+            _ => native.into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_mcp_tool_is_named_as_every_agent_names_it() {
+        let mut input = Map::new();
+        assert_eq!(vocabulary("fetch-echo", &mut input), "mcp__fetch__echo");
+        assert_eq!(
+            vocabulary("github-mcp-server-get_issue", &mut input),
+            "mcp__github-mcp-server__get_issue"
+        );
+        assert_eq!(vocabulary("read_bash", &mut input), "read_bash");
+        assert_eq!(vocabulary("-x", &mut input), "-x");
+    }
+
+    #[test]
+    fn the_session_is_copilots_own_when_it_names_one() {
+        let read = |input: Value| {
+            let Value::Object(object) = input else {
+                unreachable!()
+            };
+            let translated = translate(&object).unwrap();
+            let hook: Value = serde_json::from_slice(&translated.input).unwrap();
+            hook["session_id"].as_str().unwrap().to_owned()
+        };
+        let named = serde_json::json!({"sessionId": "5e39fd74", "cwd": "/w", "toolName": "bash",
+                                       "toolArgs": "{\"command\":\"ls\"}"});
+        assert_eq!(read(named), "5e39fd74");
+        let unnamed = serde_json::json!({"cwd": "/w", "toolName": "bash",
+                                         "toolArgs": "{\"command\":\"ls\"}"});
+        assert!(read(unnamed).starts_with("copilot-"));
     }
 }

@@ -39,14 +39,14 @@ pub struct Check {
 }
 
 impl Check {
-    fn pass(line: impl Into<String>) -> Check {
+    pub(super) fn pass(line: impl Into<String>) -> Check {
         Check {
             ok: true,
             line: line.into(),
         }
     }
 
-    fn fail(what: impl Into<String>, fix: impl std::fmt::Display) -> Check {
+    pub(super) fn fail(what: impl Into<String>, fix: impl std::fmt::Display) -> Check {
         Check {
             ok: false,
             line: format!("{}; fix: {fix}", what.into()),
@@ -67,14 +67,21 @@ pub fn doctor(request: &DoctorRequest) -> Vec<Check> {
         .clone()
         .or_else(|| std::env::current_dir().ok());
     let exe = request.exe.clone();
-    vec![
-        wired,
+    let mut checks = vec![wired];
+    if let (Agent::Codex, Some(project)) = (request.agent, request.project.clone()) {
+        let home = request.home.clone();
+        checks.push(checked("Codex's trust", move || {
+            super::codex_trust::project_trusted(&project, home.as_deref())
+        }));
+    }
+    checks.extend([
         checked("the policy", move || policy_loads(policy)),
         checked("the state folder", state_folder),
         checked("bubblewrap", bubblewrap),
         checked("user namespaces", user_namespaces),
         checked("the binaries", move || outside_root(&exe, root.as_deref())),
-    ]
+    ]);
+    checks
 }
 
 /// Runs `probe` on its own thread, waiting [`PROBE_DEADLINE`] for it.

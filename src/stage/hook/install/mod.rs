@@ -1,6 +1,7 @@
 //! `sc-hook install`, `uninstall` and `doctor`: the hook written into each agent's own
 //! configuration file, in its format (JSON or TOML), merged with what is there, and checked.
 
+mod codex_trust;
 mod doctor;
 mod entries;
 mod error;
