@@ -114,6 +114,17 @@ impl Listener {
 
     /// One raw HTTP/1.1 request; the status and the body.
     pub(crate) fn raw(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, headers, body);
+        (status, body)
+    }
+
+    /// One raw HTTP/1.1 request; the status, the head and the body.
+    pub(crate) fn exchange(
+        &self,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut request = format!(
@@ -140,23 +151,41 @@ impl Listener {
             .nth(1)
             .and_then(|code| code.parse().ok())
             .unwrap_or_else(|| panic!("no status line: {answer:?}"));
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_owned(), body.to_owned())
     }
 
     /// A JSON-RPC message POSTed with the token and the usual headers (and `extra`).
     pub(crate) fn post(&self, message: &Value, extra: &[(&str, &str)]) -> (u16, String) {
-        let auth = format!("Bearer {}", self.token);
+        self.post_as(&self.token.clone(), message, extra)
+    }
+
+    /// [`Listener::post`] with another token.
+    pub(crate) fn post_as(
+        &self,
+        token: &str,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> (u16, String) {
+        let (status, _, body) = self.post_full(token, message, extra);
+        (status, body)
+    }
+
+    /// [`Listener::post_as`], with the answer's head.
+    pub(crate) fn post_full(
+        &self,
+        token: &str,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> (u16, String, String) {
+        let auth = format!("Bearer {token}");
         let mut headers = vec![
             ("Authorization", auth.as_str()),
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
         ];
         headers.extend_from_slice(extra);
-        self.raw("POST", &headers, message.to_string().as_bytes())
+        self.exchange("POST", &headers, message.to_string().as_bytes())
     }
 }
 
@@ -558,4 +587,174 @@ fn an_upstream_down_slow_or_answering_garbage_fails_closed_without_showing_its_c
         assert_eq!(execs[0]["outcome"]["status"], "failed", "{url}: {log:?}");
         verify(&scratch.audit_path());
     }
+}
+
+/// The `Mcp-Session-Id` of an answer's head.
+fn session_id(head: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"))
+}
+
+fn initialize(elicitation: bool) -> Value {
+    let capabilities = if elicitation {
+        json!({"elicitation": {}})
+    } else {
+        json!({})
+    };
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+/// sc-mcp --listen with a second client's token (`other`) and --agent-header X-Agent.
+fn two_clients(scratch: &Scratch, extra: &[&str]) -> Listener {
+    let other = scratch.write("other.token", "other-token-9876543210\n");
+    let policy = testdata("mcp/fake-policy.json");
+    let audit = scratch.path("audit.jsonl");
+    let client = format!("other={}", other.display());
+    let mut args = vec![
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+        "--agent",
+        "crew",
+        "--agent-header",
+        "X-Agent",
+        "--client",
+        &client,
+    ];
+    args.extend_from_slice(extra);
+    Listener::start(scratch, &args, &fake_server())
+}
+
+const OTHER_TOKEN: &str = "other-token-9876543210";
+
+#[test]
+fn a_principal_is_its_token_and_an_answer_is_taken_only_on_the_session_that_was_asked() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &["--no-prompt"]);
+    let token = listener.token.clone();
+    // The first token names itself el and starts a session.
+    let (status, head, body) = listener.post_full(&token, &initialize(true), &[("X-Agent", "el")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    // Another token cannot act as el, nor as the first token's label.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    for name in ["el", "crew"] {
+        let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[("X-Agent", name)]);
+        assert_eq!(status, 403, "{name}: {body}");
+        assert!(body.contains("another client's token"), "{body}");
+    }
+    let (status, body) = listener.post_as(
+        OTHER_TOKEN,
+        &list,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 403, "{body}");
+    // After initialize, a request without the session's id is refused.
+    let (status, body) = listener.post_as(&token, &list, &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Mcp-Session-Id"), "{body}");
+    // An answer without the session's id, or to a question never asked, is refused: nothing
+    // reaches the run.
+    let answer = json!({"jsonrpc": "2.0", "id": "sc-mcp-elicit-1", "result": {"action": "accept", "content": {"approve": true, "scope": "call"}}});
+    let (status, body) = listener.post_as(&token, &answer, &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = listener.post_as(
+        &token,
+        &answer,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("no question"), "{body}");
+    // With its session's id the client is served, as el.
+    let (status, body) = listener.post_as(
+        &token,
+        &list,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(messages(&body)[0]["result"]["tools"].is_array(), "{body}");
+    // The other token is a principal of its own, under its label.
+    let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[]);
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A tools/call of `tool` POSTed as `agent` with `token`: whether it ran (its answer is not a
+/// refusal).
+fn ran(listener: &Listener, token: &str, agent: &str, id: i64, tool: &str) -> bool {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+    let (status, body) = listener.post_as(token, &call, &[("X-Agent", agent)]);
+    assert_eq!(status, 200, "{body}");
+    let answer = &messages(&body)[0];
+    assert_eq!(answer["id"], id, "{body}");
+    answer["result"]["isError"] != true
+}
+
+#[test]
+fn taint_outlives_a_deleted_session_and_is_shared_by_every_name_of_a_token() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &["--no-prompt"]);
+    let token = listener.token.clone();
+    assert!(
+        ran(&listener, &token, "alice", 1, "shout"),
+        "untainted runs"
+    );
+    assert!(ran(&listener, &token, "alice", 2, "garbage"));
+    assert!(
+        !ran(&listener, &token, "alice", 3, "shout"),
+        "tainted is held"
+    );
+    // The client ends its session: its taint stays.
+    let (status, head, body) =
+        listener.post_full(&token, &initialize(false), &[("X-Agent", "alice")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    let auth = format!("Bearer {token}");
+    let (status, _) = listener.raw(
+        "DELETE",
+        &[
+            ("Authorization", &auth),
+            ("X-Agent", "alice"),
+            ("Mcp-Session-Id", &session),
+        ],
+        b"",
+    );
+    assert_eq!(status, 200);
+    listener.wait_for_stderr("sc-mcp: listen: alice: the session ended");
+    assert!(
+        !ran(&listener, &token, "alice", 4, "shout"),
+        "still tainted"
+    );
+    // Another name under the same token shares the taint.
+    assert!(
+        !ran(&listener, &token, "bob", 5, "shout"),
+        "bob is alice's token"
+    );
+    // Another token's principal is not tainted.
+    assert!(ran(&listener, OTHER_TOKEN, "carol", 6, "shout"));
+}
+
+#[test]
+fn with_a_crew_a_token_names_one_agent_and_its_taint_outlives_the_session() {
+    let scratch = Scratch::new();
+    let listener = two_clients(
+        &scratch,
+        &["--no-prompt", "--crew", "c1", "--idle-timeout", "1"],
+    );
+    let token = listener.token.clone();
+    assert!(ran(&listener, &token, "alice", 1, "garbage"));
+    listener.wait_for_stderr("sc-mcp: listen: alice: the session ended");
+    assert!(
+        !ran(&listener, &token, "alice", 2, "shout"),
+        "still tainted"
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {}}});
+    let (status, body) = listener.post_as(&token, &call, &[("X-Agent", "bob")]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("acts as agent"), "{body}");
 }
