@@ -242,6 +242,15 @@ fn run(args: Args) -> anyhow::Result<u8> {
         )
         .into());
     }
+    // clap's `requires` does not hold here (--upstream conflicts with SERVER_CMD): said by hand.
+    if args.upstream.is_none()
+        && (!args.upstream_header.is_empty() || args.upstream_header_file.is_some())
+    {
+        return Err(UsageError(
+            "--upstream-header and --upstream-header-file need --upstream".into(),
+        )
+        .into());
+    }
     let audit = args.audit.resolve()?;
     let policy = args.policy.load_guarding(&audit, &args.state, &[])?;
     // A `call` or `value` answer is kept as a grant in the crew's store (a connection of its

@@ -758,3 +758,59 @@ fn with_a_crew_a_token_names_one_agent_and_its_taint_outlives_the_session() {
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("acts as agent"), "{body}");
 }
+
+#[test]
+fn an_upstreams_url_path_and_query_and_an_echoed_credential_are_never_shown() {
+    // Answers every request with an error that echoes the credential it was sent.
+    let reflect = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = reflect.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in reflect.incoming().flatten() {
+            let mut buffer = [0u8; 8192];
+            let _ = stream.read(&mut buffer);
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": format!("bad credentials: Bearer {UPSTREAM_SECRET}")}}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    let scratch = Scratch::new();
+    let url = format!("http://127.0.0.1:{port}/s/PATHSECRET/mcp?api_key=QSECRET");
+    let (answer, stderr) = call_through_upstream(&scratch, &url, "60");
+    assert_eq!(answer["id"], 1, "{answer} {stderr}");
+    assert!(
+        answer.to_string().contains("bad credentials: [redacted]"),
+        "{answer}"
+    );
+    let audit = std::fs::read_to_string(scratch.audit_path()).unwrap();
+    let everything = format!("{answer}{stderr}{audit}");
+    for secret in [UPSTREAM_SECRET, "PATHSECRET", "QSECRET"] {
+        assert!(!everything.contains(secret), "{secret}: {everything}");
+    }
+    // A refused port: the error names the host and port only.
+    let down = TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_url = format!(
+        "http://{}/p/PATHSECRET?k=QSECRET",
+        down.local_addr().unwrap()
+    );
+    drop(down);
+    let scratch = Scratch::new();
+    let (answer, stderr) = call_through_upstream(&scratch, &down_url, "60");
+    assert_eq!(answer["error"]["code"], -32603, "{answer} {stderr}");
+    let audit = std::fs::read_to_string(scratch.audit_path()).unwrap();
+    let everything = format!("{answer}{stderr}{audit}");
+    assert!(!everything.contains("SECRET"), "{everything}");
+}
+
+#[test]
+fn an_upstream_header_without_an_upstream_is_a_usage_error() {
+    let scratch = Scratch::new();
+    let output = Command::new(bin_path("sc-mcp"))
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .args(["--upstream-header", "Authorization: Bearer x", "--"])
+        .args(fake_server())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
