@@ -814,3 +814,159 @@ fn an_upstream_header_without_an_upstream_is_a_usage_error() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
+
+/// A POST of `message` with `token` on a connection of its own, left open once the answer's
+/// head has come; the connection and the head.
+fn open_request(listener: &Listener, token: &str, message: &Value) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let body = message.to_string();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        listener.addr,
+        body.len()
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = stream.read(&mut byte).unwrap();
+        assert_eq!(read, 1, "the connection closed before the head: {head:?}");
+        head.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// Whether the listener closes `stream` (within the deadline) without answering.
+fn closed_unanswered(mut stream: TcpStream) -> bool {
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) => answer.is_empty(),
+        Err(err) => err.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+#[test]
+fn a_request_whose_client_went_away_is_not_waited_on_and_one_token_cannot_take_every_stream() {
+    let scratch = Scratch::new();
+    let listener = two_clients(
+        &scratch,
+        &["--max-streams", "2", "--idle-timeout", "1", "--no-prompt"],
+    );
+    let token = listener.token.clone();
+    let hang = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "hang", "arguments": {}}});
+    let (first, head) = open_request(&listener, &token, &hang(1));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // One token holds at most half of --max-streams: the other token is still served.
+    let (status, body) = listener.post(&hang(2), &[]);
+    assert_eq!(status, 429, "{body}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[]);
+    assert_eq!(status, 200, "{body}");
+    // The client goes away: its request is cancelled, and its session, with nothing waiting,
+    // ends when idle.
+    drop(first);
+    listener.wait_for_stderr("crew: a request's client went away before its answer");
+    listener.wait_for_stderr("sc-mcp: listen: crew: the session ended");
+    // Its id can be used again, and its slot is free.
+    let (second, head) = open_request(&listener, &token, &hang(1));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop(second);
+}
+
+#[test]
+fn slow_or_oversize_requests_and_too_many_connections_are_cut_off() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let audit = scratch.path("audit.jsonl");
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--max-message-bytes",
+            "1000",
+            "--read-timeout",
+            "1",
+        ],
+        &fake_server(),
+    );
+    // A Content-Length over the limit: 413 at once, before any of the body.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    // Headers that never end: the connection is closed.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    write!(stream, "POST /mcp HTTP/1.1\r\nHost: {}\r\n", listener.addr).unwrap();
+    assert!(closed_unanswered(stream));
+    // A body that never ends: 408.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 408");
+    drop(listener);
+
+    // At most --max-connections at once: one more is closed at once.
+    let scratch = Scratch::new();
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--max-connections",
+            "2",
+            "--read-timeout",
+            "600",
+        ],
+        &fake_server(),
+    );
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(listener.addr).unwrap())
+        .collect();
+    let extra = TcpStream::connect(listener.addr).unwrap();
+    assert!(closed_unanswered(extra));
+    drop(held);
+    // Their slots come back once the listener sees them closed.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let started = std::time::Instant::now();
+    loop {
+        let mut stream = TcpStream::connect(listener.addr).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let body = list.to_string();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            listener.addr,
+            listener.token,
+            body.len()
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        if answer.starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < DEADLINE, "never served again");
+    }
+}
