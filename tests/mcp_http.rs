@@ -907,6 +907,18 @@ fn slow_or_oversize_requests_and_too_many_connections_are_cut_off() {
     let mut answer = [0u8; 12];
     stream.read_exact(&mut answer).unwrap();
     assert_eq!(&answer, b"HTTP/1.1 413");
+    // An absolute-form target names another host: 403, whatever the Host says.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST http://evil.example/mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: 0\r\n\r\n",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 403");
     // Headers that never end: the connection is closed.
     let mut stream = TcpStream::connect(listener.addr).unwrap();
     write!(stream, "POST /mcp HTTP/1.1\r\nHost: {}\r\n", listener.addr).unwrap();

@@ -522,8 +522,17 @@ async fn guard(State(shared): State<Arc<Shared>>, mut request: Request, next: Ne
             .any(|allowed| origin.as_bytes() == allowed.as_bytes()),
         _ => false,
     };
-    if !host_ok || !origin_ok {
-        let why = if host_ok { "Origin" } else { "Host" };
+    // An absolute-form target (`POST http://elsewhere/mcp`) names a host of its own: refused,
+    // whatever its `Host` says.
+    let absolute = request.uri().authority().is_some();
+    if !host_ok || !origin_ok || absolute {
+        let why = if absolute {
+            "request target"
+        } else if host_ok {
+            "Origin"
+        } else {
+            "Host"
+        };
         let _ = writeln!(
             io::stderr().lock(),
             "sc-mcp: listen: refused a request: its {why} is not this listener's (403)"
