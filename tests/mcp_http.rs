@@ -818,12 +818,26 @@ fn an_upstream_header_without_an_upstream_is_a_usage_error() {
 /// A POST of `message` with `token` on a connection of its own, left open once the answer's
 /// head has come; the connection and the head.
 fn open_request(listener: &Listener, token: &str, message: &Value) -> (TcpStream, String) {
+    open_request_with(listener, token, message, &[])
+}
+
+/// [`open_request`] with `extra` headers.
+fn open_request_with(
+    listener: &Listener,
+    token: &str,
+    message: &Value,
+    extra: &[(&str, &str)],
+) -> (TcpStream, String) {
     let mut stream = TcpStream::connect(listener.addr).unwrap();
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
     let body = message.to_string();
+    let extra: String = extra
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         listener.addr,
         body.len()
     )
@@ -981,4 +995,67 @@ fn slow_or_oversize_requests_and_too_many_connections_are_cut_off() {
         }
         assert!(started.elapsed() < DEADLINE, "never served again");
     }
+}
+
+/// The next JSON-RPC message on an open event stream.
+fn next_event(stream: &mut BufReader<TcpStream>) -> Value {
+    loop {
+        let mut line = String::new();
+        let read = stream.read_line(&mut line).unwrap();
+        assert!(read > 0, "the event stream ended");
+        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+            return serde_json::from_str(data).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_held_calls_question_is_answered_only_by_its_own_client_on_its_own_session() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &[]);
+    let token = listener.token.clone();
+    let (status, head, body) = listener.post_full(&token, &initialize(true), &[("X-Agent", "el")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    let as_el = [("X-Agent", "el"), ("Mcp-Session-Id", session.as_str())];
+    let garbage = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "garbage", "arguments": {}}});
+    let (status, body) = listener.post_as(&token, &garbage, &as_el);
+    assert_eq!(status, 200, "{body}");
+    // el is tainted: shout is held, and the question goes out on the call's stream.
+    let shout = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {}}});
+    let (stream, head) = open_request_with(&listener, &token, &shout, &as_el);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut stream = BufReader::new(stream);
+    let asked = next_event(&mut stream);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let question = asked["id"].as_str().unwrap().to_owned();
+    let yes = |id: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"approve": true, "scope": "call"}}});
+    // Another token, even with el's name and session id: 403. The same token without the
+    // session id, or with a guessed question id: 400.
+    let (status, body) = listener.post_as(OTHER_TOKEN, &yes(&question), &as_el);
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = listener.post_as(&token, &yes(&question), &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    for guess in ["sc-mcp-elicit-1", "sc-mcp-elicit-2"] {
+        let (status, body) = listener.post_as(&token, &yes(guess), &as_el);
+        assert_eq!(status, 400, "{guess}: {body}");
+    }
+    // No approval so far.
+    let audit = scratch.path("audit.jsonl");
+    assert!(events(&read_events(&audit), "approve").is_empty());
+    // el's own answer, on its session: the call runs.
+    let (status, body) = listener.post_as(&token, &yes(&question), &as_el);
+    assert_eq!(status, 202, "{body}");
+    let answer = next_event(&mut stream);
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    // The same answer again is refused: the question was answered.
+    let (status, body) = listener.post_as(&token, &yes(&question), &as_el);
+    assert_eq!(status, 400, "{body}");
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["agent"], "el", "{log:?}");
+    assert_eq!(approvals[0]["approval"]["by"], "elicitation", "{log:?}");
+    verify(&audit);
 }
