@@ -14,13 +14,15 @@ use skeleton_crew::approve::{self, DEFAULT_TIMEOUT_SECONDS};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, GrantTtlArgs, PolicyArgs, StateArgs};
 use skeleton_crew::error::UsageError;
 use skeleton_crew::exit;
+use skeleton_crew::rules::policy::TaintScope;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::confine::SandboxDoor;
+use skeleton_crew::stage::mcp::principals::{self as listen_principals, Principal};
 use skeleton_crew::stage::mcp::{
     self, listen, Asking, ClientIo, InboxAt, McpOptions, NobodyHuman, ServerAt,
     DEFAULT_MAX_MESSAGE_BYTES,
 };
-use skeleton_crew::store::{StateHandle, StateKey, StateUrl, View};
+use skeleton_crew::store::{MemoryStore, Shared, StateHandle, StateKey, StateUrl, View};
 use std::sync::{Arc, Mutex};
 
 /// Put the gate in front of an MCP server.
@@ -124,23 +126,46 @@ struct Args {
     /// FILE)` when it made the token. Every request needs `Authorization: Bearer TOKEN`; its Host
     /// and Origin must be the listener's own (DNS rebinding); a 2026-07-28 request's
     /// MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must say what its body says. Each
-    /// client (its agent from --agent-header, else --agent) is a principal with a session of its
-    /// own: its own server process (or upstream session) and, without --crew, its own taint.
-    /// Loopback only unless --listen-public. Not with --web.
+    /// client (its token's label, or its --agent-header name) is a principal with a session of its
+    /// own: its own server process (or upstream session). Its taint is kept for the life of
+    /// the process (with --crew, in the crew's store), never ended by a DELETE or an idle
+    /// timeout. Loopback only unless --listen-public. Not with --web.
     #[arg(long, value_name = "ADDR", conflicts_with = "web")]
     listen: Option<std::net::SocketAddr>,
     /// With --listen, serve other machines too (a non-loopback ADDR); the Host must then be ADDR.
     #[arg(long, requires = "listen")]
     listen_public: bool,
-    /// With --listen, the bearer token is the first line of FILE, trimmed (else a new one is
-    /// made into sc-mcp-listen-PORT.token, mode 600, in the state folder).
+    /// With --listen, the bearer token of the --agent principal is the first line of FILE,
+    /// trimmed (else a new one is made into sc-mcp-listen-PORT.token, mode 600, in the state
+    /// folder).
     #[arg(long, value_name = "FILE", requires = "listen")]
     token_file: Option<PathBuf>,
-    /// With --listen, an HTTP client names its agent in this header (e.g. X-Agent); without it,
-    /// or without the header, the agent is --agent.
+    /// With --listen, another principal: its token is the first line of FILE, trimmed, and NAME
+    /// (letters, digits, . _ - @) its label, the agent its requests are made for; repeatable.
+    /// Each token is its own principal, with its own session and taint.
+    #[arg(long, value_name = "NAME=FILE", requires = "listen")]
+    client: Vec<String>,
+    /// With --listen, an HTTP client may name its agent in this header (e.g. X-Agent); without
+    /// it, the agent is its token's label. The name is a label the client chooses, not a
+    /// credential: it belongs to the token that used it first (another token naming it is
+    /// refused, 403), every name a token uses shares that token's taint, and with --crew a
+    /// token may use one name only.
     #[arg(long, value_name = "NAME", requires = "listen")]
     agent_header: Option<String>,
-    /// With --listen, how many requests may wait for their answers at once (more get 429).
+    /// With --listen, how many connections may be open at once (more are closed at once).
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "listen")]
+    max_connections: usize,
+    /// With --listen, seconds a request's headers, and then its body, may take to arrive (else
+    /// the connection is closed, or 408).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10,
+        requires = "listen"
+    )]
+    read_timeout: u64,
+    /// With --listen, how many requests may wait for their answers at once, one token's at most
+    /// half of them, rounded up (more get 429).
     #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
     max_streams: usize,
     /// With --listen, how many clients may have a session at once (more get 503).
@@ -214,6 +239,15 @@ fn run(args: Args) -> anyhow::Result<u8> {
         return Err(UsageError(
             "--state needs --crew: without a crew, sc-mcp keeps its state for its own process"
                 .into(),
+        )
+        .into());
+    }
+    // clap's `requires` does not hold here (--upstream conflicts with SERVER_CMD): said by hand.
+    if args.upstream.is_none()
+        && (!args.upstream_header.is_empty() || args.upstream_header_file.is_some())
+    {
+        return Err(UsageError(
+            "--upstream-header and --upstream-header-file need --upstream".into(),
         )
         .into());
     }
@@ -368,6 +402,23 @@ fn run(args: Args) -> anyhow::Result<u8> {
             ClientIo::stdio()?,
         );
     };
+    // Read before anything is bound: a bad one is a usage error.
+    let mut clients = Vec::new();
+    for given in &args.client {
+        let Some((label, file)) = given.split_once('=') else {
+            return Err(UsageError(format!("--client {given:?}: expected NAME=FILE")).into());
+        };
+        if !listen_principals::is_agent_name(label) {
+            return Err(UsageError(format!(
+                "--client {label:?}: not an agent name (letters, digits, . _ - @; at most 64)"
+            ))
+            .into());
+        }
+        clients.push(listen_principals::Client {
+            label: label.to_owned(),
+            token: read_token(std::path::Path::new(file))?,
+        });
+    }
     let (listener, bound) = listen::bind(addr, args.listen_public)?;
     let (token, made) = match &args.token_file {
         Some(file) => (read_token(file)?, None),
@@ -391,26 +442,67 @@ fn run(args: Args) -> anyhow::Result<u8> {
             })?),
             None => None,
         };
-    let listen_options = listen::ListenOptions {
-        token,
+    clients.insert(
+        0,
+        listen_principals::Client {
+            label: options.agent.clone(),
+            token,
+        },
+    );
+    let principals = listen_principals::Principals::new(
+        clients,
         agent_header,
-        agent: options.agent.clone(),
+        // In the crew's store taint is kept per name: a token switching names would shed it.
+        args.state.crew.is_some(),
+    )
+    .map_err(|err| UsageError(format!("--token-file and --client: {err}")))?;
+    let listen_options = listen::ListenOptions {
+        principals,
         max_body: args.max_message_bytes,
         max_streams: args.max_streams.max(1),
         max_sessions: args.max_sessions.max(1),
+        max_connections: args.max_connections.max(1),
         idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+        read_timeout: std::time::Duration::from_secs(args.read_timeout.max(1)),
     };
+    // Without --crew, the principals' states and grants are kept in this process's memory for
+    // its life, each token's apart (every name it uses sharing its taint), or all together
+    // under `taintScope: "crew"`: a session that ends (DELETE, idle) takes no taint with it.
+    let memory = MemoryStore::new();
+    let crew_wide = options.policy.taint_scope() == TaintScope::Crew;
+    let crew = args.state.crew.clone();
     // Each HTTP client's session is the very run a stdio client gets, in its own agent's name.
-    let start: listen::StartSession = Arc::new(move |agent: &str, io: ClientIo| {
+    let start: listen::StartSession = Arc::new(move |principal: &Principal, io: ClientIo| {
         let mut options = options.clone();
-        options.agent = agent.to_owned();
+        options.agent = principal.agent.clone();
+        let state = match &crew {
+            Some(_) => open_state()?,
+            None => {
+                // `*` is no label: no token's state is the crew-wide one.
+                let owner = if crew_wide {
+                    "*"
+                } else {
+                    principal.label.as_str()
+                };
+                let key = StateKey::crew(owner, View::Gate);
+                if !crew_wide {
+                    options.policy = options.policy.clone().with_taint_scope(TaintScope::Crew);
+                }
+                options.grants.crew = owner.to_owned();
+                options.grants.store = Some(Arc::new(Mutex::new(Shared::new(
+                    Box::new(memory.clone()),
+                    key.clone(),
+                ))));
+                StateHandle::Shared(Shared::new(Box::new(memory.clone()), key))
+            }
+        };
         let mut human = human()?;
         let log = audit.open()?;
         let at = match &upstream {
             Some(upstream) => ServerAt::Upstream(upstream),
             None => ServerAt::Command(&server),
         };
-        mcp::run_with_io(&options, log, open_state()?, at, human.as_mut(), io)
+        mcp::run_with_io(&options, log, state, at, human.as_mut(), io)
     });
     listen::serve(listener, bound, listen_options, start)
 }

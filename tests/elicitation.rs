@@ -279,7 +279,7 @@ fn the_person_approves_through_the_client_and_the_published_server_runs_the_call
     assert_eq!(report["holds"]["approved"], 1, "{report}");
     assert!(
         run.stderr
-            .contains("asking the person through the MCP client (sc-mcp-elicit-1)"),
+            .contains("asking the person through the MCP client (sc-mcp-elicit-1-"),
         "{}",
         run.stderr
     );
@@ -399,8 +399,10 @@ fn no_answer_within_the_timeout_declines_and_the_question_is_withdrawn() {
         "{}",
         run.report
     );
-    assert_eq!(
-        run.report["withdrawn"][0]["requestId"], "sc-mcp-elicit-1",
+    assert!(
+        run.report["withdrawn"][0]["requestId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("sc-mcp-elicit-1-")),
         "{}",
         run.report
     );
@@ -485,16 +487,15 @@ pub(crate) fn held_call(id: Value) -> Value {
 }
 
 pub(crate) fn question(proxy: &mut crate::mcp::Proxy, number: u32) -> Value {
-    let id = json!(format!("sc-mcp-elicit-{number}"));
-    proxy.message_where(&format!("question {id}"), |m| {
-        m["method"] == ELICITATION && m["id"] == id
+    let prefix = format!("sc-mcp-elicit-{number}-");
+    proxy.message_where(&format!("question {prefix}…"), |m| {
+        m["method"] == ELICITATION && m["id"].as_str().is_some_and(|id| id.starts_with(&prefix))
     })
 }
 
 pub(crate) fn answer_question(proxy: &mut crate::mcp::Proxy, number: u32, result: Value) {
-    proxy.send_value(
-        &json!({"jsonrpc": "2.0", "id": format!("sc-mcp-elicit-{number}"), "result": result}),
-    );
+    let id = proxy.question_id(number);
+    proxy.send_value(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
 }
 
 pub(crate) const YES: fn() -> Value = || json!({"action": "accept", "content": {"approve": true}});
@@ -566,8 +567,8 @@ fn sc_mcp_question_ids_are_never_confused_with_the_clients_own() {
     assert_eq!(lines_with_id(&done.received, &json!(1)).len(), 2);
     assert_eq!(
         lines_with_id(&done.received, &json!("sc-mcp-elicit-1")).len(),
-        2,
-        "the question and the tools/list answer: {:#?}",
+        1,
+        "the tools/list answer (the question's id has random bytes): {:#?}",
         done.received
     );
 }
@@ -630,7 +631,10 @@ fn the_client_cancelling_a_held_call_withdraws_the_question() {
     let withdrawn = proxy.message_where("the withdrawn question", |m| {
         m["method"] == "notifications/cancelled"
     });
-    assert_eq!(withdrawn["params"]["requestId"], "sc-mcp-elicit-1");
+    assert_eq!(
+        withdrawn["params"]["requestId"],
+        proxy.question_id(1).as_str()
+    );
     // A late answer changes nothing.
     answer_question(&mut proxy, 1, YES());
     let after = proxy.call(2, "echo", json!({"after": true}));
@@ -671,14 +675,16 @@ fn answers_no_strict_reader_accepts_decline() {
     proxy.send_value(&held_call(json!(1)));
     question(&mut proxy, 1);
     // A duplicate key: one reader sees false, another true.
-    proxy.send(r#"{"jsonrpc":"2.0","id":"sc-mcp-elicit-1","result":{"action":"accept","content":{"approve":false,"approve":true}}}"#);
+    let first_id = proxy.question_id(1);
+    proxy.send(&format!(r#"{{"jsonrpc":"2.0","id":"{first_id}","result":{{"action":"accept","content":{{"approve":false,"approve":true}}}}}}"#));
     let first = proxy.answer(&json!(1));
     assert!(is_error(&first), "{first}");
     assert!(result_text(&first).contains("malformed"), "{first}");
     // An answer inside a batch.
     proxy.send_value(&held_call(json!(2)));
     question(&mut proxy, 2);
-    proxy.send(r#"[{"jsonrpc":"2.0","id":"sc-mcp-elicit-2","result":{"action":"accept","content":{"approve":true}}}]"#);
+    let second_id = proxy.question_id(2);
+    proxy.send(&format!(r#"[{{"jsonrpc":"2.0","id":"{second_id}","result":{{"action":"accept","content":{{"approve":true}}}}}}]"#));
     let second = proxy.answer(&json!(2));
     assert!(is_error(&second), "{second}");
     assert!(result_text(&second).contains("batches"), "{second}");
@@ -686,7 +692,7 @@ fn answers_no_strict_reader_accepts_decline() {
     assert!(done.status.success(), "{}", done.stderr);
     assert!(!server_received(&scratch).contains("750"));
     // sc-mcp answers no answer of the client's with an error of its own.
-    for question in ["sc-mcp-elicit-1", "sc-mcp-elicit-2"] {
+    for question in [first_id, second_id] {
         let about: Vec<Value> = lines_with_id(&done.received, &json!(question));
         assert_eq!(about.len(), 1, "{about:#?}");
         assert_eq!(about[0]["method"], ELICITATION);

@@ -247,6 +247,21 @@ impl Proxy {
         answer
     }
 
+    /// The id of sc-mcp's `number`th question to the client (`sc-mcp-elicit-N-R`, R random),
+    /// once it was received.
+    pub(crate) fn question_id(&self, number: u32) -> String {
+        let prefix = format!("sc-mcp-elicit-{number}-");
+        self.received
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|message| message.get("method").is_some())
+            .find_map(|message| {
+                let id = message["id"].as_str()?;
+                id.starts_with(&prefix).then(|| id.to_owned())
+            })
+            .unwrap_or_else(|| panic!("no question {prefix}… received"))
+    }
+
     /// The first message sc-mcp wrote to the client (so far, or from now on) that `wanted` picks.
     pub(crate) fn message_where(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         if let Some(found) = self

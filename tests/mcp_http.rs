@@ -114,6 +114,17 @@ impl Listener {
 
     /// One raw HTTP/1.1 request; the status and the body.
     pub(crate) fn raw(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, headers, body);
+        (status, body)
+    }
+
+    /// One raw HTTP/1.1 request; the status, the head and the body.
+    pub(crate) fn exchange(
+        &self,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut request = format!(
@@ -140,23 +151,41 @@ impl Listener {
             .nth(1)
             .and_then(|code| code.parse().ok())
             .unwrap_or_else(|| panic!("no status line: {answer:?}"));
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_owned(), body.to_owned())
     }
 
     /// A JSON-RPC message POSTed with the token and the usual headers (and `extra`).
     pub(crate) fn post(&self, message: &Value, extra: &[(&str, &str)]) -> (u16, String) {
-        let auth = format!("Bearer {}", self.token);
+        self.post_as(&self.token.clone(), message, extra)
+    }
+
+    /// [`Listener::post`] with another token.
+    pub(crate) fn post_as(
+        &self,
+        token: &str,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> (u16, String) {
+        let (status, _, body) = self.post_full(token, message, extra);
+        (status, body)
+    }
+
+    /// [`Listener::post_as`], with the answer's head.
+    pub(crate) fn post_full(
+        &self,
+        token: &str,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> (u16, String, String) {
+        let auth = format!("Bearer {token}");
         let mut headers = vec![
             ("Authorization", auth.as_str()),
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
         ];
         headers.extend_from_slice(extra);
-        self.raw("POST", &headers, message.to_string().as_bytes())
+        self.exchange("POST", &headers, message.to_string().as_bytes())
     }
 }
 
@@ -558,4 +587,475 @@ fn an_upstream_down_slow_or_answering_garbage_fails_closed_without_showing_its_c
         assert_eq!(execs[0]["outcome"]["status"], "failed", "{url}: {log:?}");
         verify(&scratch.audit_path());
     }
+}
+
+/// The `Mcp-Session-Id` of an answer's head.
+fn session_id(head: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"))
+}
+
+fn initialize(elicitation: bool) -> Value {
+    let capabilities = if elicitation {
+        json!({"elicitation": {}})
+    } else {
+        json!({})
+    };
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+/// sc-mcp --listen with a second client's token (`other`) and --agent-header X-Agent.
+fn two_clients(scratch: &Scratch, extra: &[&str]) -> Listener {
+    let other = scratch.write("other.token", "other-token-9876543210\n");
+    let policy = testdata("mcp/fake-policy.json");
+    let audit = scratch.path("audit.jsonl");
+    let client = format!("other={}", other.display());
+    let mut args = vec![
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+        "--agent",
+        "crew",
+        "--agent-header",
+        "X-Agent",
+        "--client",
+        &client,
+    ];
+    args.extend_from_slice(extra);
+    Listener::start(scratch, &args, &fake_server())
+}
+
+const OTHER_TOKEN: &str = "other-token-9876543210";
+
+#[test]
+fn a_principal_is_its_token_and_an_answer_is_taken_only_on_the_session_that_was_asked() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &["--no-prompt"]);
+    let token = listener.token.clone();
+    // The first token names itself el and starts a session.
+    let (status, head, body) = listener.post_full(&token, &initialize(true), &[("X-Agent", "el")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    // Another token cannot act as el, nor as the first token's label.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    for name in ["el", "crew"] {
+        let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[("X-Agent", name)]);
+        assert_eq!(status, 403, "{name}: {body}");
+        assert!(body.contains("another client's token"), "{body}");
+    }
+    let (status, body) = listener.post_as(
+        OTHER_TOKEN,
+        &list,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 403, "{body}");
+    // After initialize, a request without the session's id is refused.
+    let (status, body) = listener.post_as(&token, &list, &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Mcp-Session-Id"), "{body}");
+    // An answer without the session's id, or to a question never asked, is refused: nothing
+    // reaches the run.
+    let answer = json!({"jsonrpc": "2.0", "id": "sc-mcp-elicit-1", "result": {"action": "accept", "content": {"approve": true, "scope": "call"}}});
+    let (status, body) = listener.post_as(&token, &answer, &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = listener.post_as(
+        &token,
+        &answer,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("no question"), "{body}");
+    // With its session's id the client is served, as el.
+    let (status, body) = listener.post_as(
+        &token,
+        &list,
+        &[("X-Agent", "el"), ("Mcp-Session-Id", &session)],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(messages(&body)[0]["result"]["tools"].is_array(), "{body}");
+    // The other token is a principal of its own, under its label.
+    let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[]);
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A tools/call of `tool` POSTed as `agent` with `token`: whether it ran (its answer is not a
+/// refusal).
+fn ran(listener: &Listener, token: &str, agent: &str, id: i64, tool: &str) -> bool {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+    let (status, body) = listener.post_as(token, &call, &[("X-Agent", agent)]);
+    assert_eq!(status, 200, "{body}");
+    let answer = &messages(&body)[0];
+    assert_eq!(answer["id"], id, "{body}");
+    answer["result"]["isError"] != true
+}
+
+#[test]
+fn taint_outlives_a_deleted_session_and_is_shared_by_every_name_of_a_token() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &["--no-prompt"]);
+    let token = listener.token.clone();
+    assert!(
+        ran(&listener, &token, "alice", 1, "shout"),
+        "untainted runs"
+    );
+    assert!(ran(&listener, &token, "alice", 2, "garbage"));
+    assert!(
+        !ran(&listener, &token, "alice", 3, "shout"),
+        "tainted is held"
+    );
+    // The client ends its session: its taint stays.
+    let (status, head, body) =
+        listener.post_full(&token, &initialize(false), &[("X-Agent", "alice")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    let auth = format!("Bearer {token}");
+    let (status, _) = listener.raw(
+        "DELETE",
+        &[
+            ("Authorization", &auth),
+            ("X-Agent", "alice"),
+            ("Mcp-Session-Id", &session),
+        ],
+        b"",
+    );
+    assert_eq!(status, 200);
+    listener.wait_for_stderr("sc-mcp: listen: alice: the session ended");
+    assert!(
+        !ran(&listener, &token, "alice", 4, "shout"),
+        "still tainted"
+    );
+    // Another name under the same token shares the taint.
+    assert!(
+        !ran(&listener, &token, "bob", 5, "shout"),
+        "bob is alice's token"
+    );
+    // Another token's principal is not tainted.
+    assert!(ran(&listener, OTHER_TOKEN, "carol", 6, "shout"));
+}
+
+#[test]
+fn with_a_crew_a_token_names_one_agent_and_its_taint_outlives_the_session() {
+    let scratch = Scratch::new();
+    let listener = two_clients(
+        &scratch,
+        &["--no-prompt", "--crew", "c1", "--idle-timeout", "1"],
+    );
+    let token = listener.token.clone();
+    assert!(ran(&listener, &token, "alice", 1, "garbage"));
+    listener.wait_for_stderr("sc-mcp: listen: alice: the session ended");
+    assert!(
+        !ran(&listener, &token, "alice", 2, "shout"),
+        "still tainted"
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {}}});
+    let (status, body) = listener.post_as(&token, &call, &[("X-Agent", "bob")]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("acts as agent"), "{body}");
+}
+
+#[test]
+fn an_upstreams_url_path_and_query_and_an_echoed_credential_are_never_shown() {
+    // Answers every request with an error that echoes the credential it was sent.
+    let reflect = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = reflect.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in reflect.incoming().flatten() {
+            let mut buffer = [0u8; 8192];
+            let _ = stream.read(&mut buffer);
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": format!("bad credentials: Bearer {UPSTREAM_SECRET}")}}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    let scratch = Scratch::new();
+    let url = format!("http://127.0.0.1:{port}/s/PATHSECRET/mcp?api_key=QSECRET");
+    let (answer, stderr) = call_through_upstream(&scratch, &url, "60");
+    assert_eq!(answer["id"], 1, "{answer} {stderr}");
+    assert!(
+        answer.to_string().contains("bad credentials: [redacted]"),
+        "{answer}"
+    );
+    let audit = std::fs::read_to_string(scratch.audit_path()).unwrap();
+    let everything = format!("{answer}{stderr}{audit}");
+    for secret in [UPSTREAM_SECRET, "PATHSECRET", "QSECRET"] {
+        assert!(!everything.contains(secret), "{secret}: {everything}");
+    }
+    // A refused port: the error names the host and port only.
+    let down = TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_url = format!(
+        "http://{}/p/PATHSECRET?k=QSECRET",
+        down.local_addr().unwrap()
+    );
+    drop(down);
+    let scratch = Scratch::new();
+    let (answer, stderr) = call_through_upstream(&scratch, &down_url, "60");
+    assert_eq!(answer["error"]["code"], -32603, "{answer} {stderr}");
+    let audit = std::fs::read_to_string(scratch.audit_path()).unwrap();
+    let everything = format!("{answer}{stderr}{audit}");
+    assert!(!everything.contains("SECRET"), "{everything}");
+}
+
+#[test]
+fn an_upstream_header_without_an_upstream_is_a_usage_error() {
+    let scratch = Scratch::new();
+    let output = Command::new(bin_path("sc-mcp"))
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .args(["--upstream-header", "Authorization: Bearer x", "--"])
+        .args(fake_server())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
+
+/// A POST of `message` with `token` on a connection of its own, left open once the answer's
+/// head has come; the connection and the head.
+fn open_request(listener: &Listener, token: &str, message: &Value) -> (TcpStream, String) {
+    open_request_with(listener, token, message, &[])
+}
+
+/// [`open_request`] with `extra` headers.
+fn open_request_with(
+    listener: &Listener,
+    token: &str,
+    message: &Value,
+    extra: &[(&str, &str)],
+) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let body = message.to_string();
+    let extra: String = extra
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        listener.addr,
+        body.len()
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = stream.read(&mut byte).unwrap();
+        assert_eq!(read, 1, "the connection closed before the head: {head:?}");
+        head.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// Whether the listener closes `stream` (within the deadline) without answering.
+fn closed_unanswered(mut stream: TcpStream) -> bool {
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) => answer.is_empty(),
+        Err(err) => err.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+#[test]
+fn a_request_whose_client_went_away_is_not_waited_on_and_one_token_cannot_take_every_stream() {
+    let scratch = Scratch::new();
+    let listener = two_clients(
+        &scratch,
+        &["--max-streams", "2", "--idle-timeout", "1", "--no-prompt"],
+    );
+    let token = listener.token.clone();
+    let hang = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "hang", "arguments": {}}});
+    let (first, head) = open_request(&listener, &token, &hang(1));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // One token holds at most half of --max-streams: the other token is still served.
+    let (status, body) = listener.post(&hang(2), &[]);
+    assert_eq!(status, 429, "{body}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let (status, body) = listener.post_as(OTHER_TOKEN, &list, &[]);
+    assert_eq!(status, 200, "{body}");
+    // The client goes away: its request is cancelled, and its session, with nothing waiting,
+    // ends when idle.
+    drop(first);
+    listener.wait_for_stderr("crew: a request's client went away before its answer");
+    listener.wait_for_stderr("sc-mcp: listen: crew: the session ended");
+    // Its id can be used again, and its slot is free.
+    let (second, head) = open_request(&listener, &token, &hang(1));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop(second);
+}
+
+#[test]
+fn slow_or_oversize_requests_and_too_many_connections_are_cut_off() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let audit = scratch.path("audit.jsonl");
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--max-message-bytes",
+            "1000",
+            "--read-timeout",
+            "1",
+        ],
+        &fake_server(),
+    );
+    // A Content-Length over the limit: 413 at once, before any of the body.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    // An absolute-form target names another host: 403, whatever the Host says.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST http://evil.example/mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: 0\r\n\r\n",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 403");
+    // Headers that never end: the connection is closed.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    write!(stream, "POST /mcp HTTP/1.1\r\nHost: {}\r\n", listener.addr).unwrap();
+    assert!(closed_unanswered(stream));
+    // A body that never ends: 408.
+    let mut stream = TcpStream::connect(listener.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        listener.addr, listener.token
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 408");
+    drop(listener);
+
+    // At most --max-connections at once: one more is closed at once.
+    let scratch = Scratch::new();
+    let listener = Listener::start(
+        &scratch,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--max-connections",
+            "2",
+            "--read-timeout",
+            "600",
+        ],
+        &fake_server(),
+    );
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(listener.addr).unwrap())
+        .collect();
+    let extra = TcpStream::connect(listener.addr).unwrap();
+    assert!(closed_unanswered(extra));
+    drop(held);
+    // Their slots come back once the listener sees them closed.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let started = std::time::Instant::now();
+    loop {
+        let mut stream = TcpStream::connect(listener.addr).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let body = list.to_string();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            listener.addr,
+            listener.token,
+            body.len()
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        if answer.starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < DEADLINE, "never served again");
+    }
+}
+
+/// The next JSON-RPC message on an open event stream.
+fn next_event(stream: &mut BufReader<TcpStream>) -> Value {
+    loop {
+        let mut line = String::new();
+        let read = stream.read_line(&mut line).unwrap();
+        assert!(read > 0, "the event stream ended");
+        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+            return serde_json::from_str(data).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_held_calls_question_is_answered_only_by_its_own_client_on_its_own_session() {
+    let scratch = Scratch::new();
+    let listener = two_clients(&scratch, &[]);
+    let token = listener.token.clone();
+    let (status, head, body) = listener.post_full(&token, &initialize(true), &[("X-Agent", "el")]);
+    assert_eq!(status, 200, "{body}");
+    let session = session_id(&head);
+    let as_el = [("X-Agent", "el"), ("Mcp-Session-Id", session.as_str())];
+    let garbage = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "garbage", "arguments": {}}});
+    let (status, body) = listener.post_as(&token, &garbage, &as_el);
+    assert_eq!(status, 200, "{body}");
+    // el is tainted: shout is held, and the question goes out on the call's stream.
+    let shout = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {}}});
+    let (stream, head) = open_request_with(&listener, &token, &shout, &as_el);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut stream = BufReader::new(stream);
+    let asked = next_event(&mut stream);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let question = asked["id"].as_str().unwrap().to_owned();
+    let yes = |id: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"approve": true, "scope": "call"}}});
+    // Another token, even with el's name and session id: 403. The same token without the
+    // session id, or with a guessed question id: 400.
+    let (status, body) = listener.post_as(OTHER_TOKEN, &yes(&question), &as_el);
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = listener.post_as(&token, &yes(&question), &[("X-Agent", "el")]);
+    assert_eq!(status, 400, "{body}");
+    for guess in ["sc-mcp-elicit-1", "sc-mcp-elicit-2"] {
+        let (status, body) = listener.post_as(&token, &yes(guess), &as_el);
+        assert_eq!(status, 400, "{guess}: {body}");
+    }
+    // No approval so far.
+    let audit = scratch.path("audit.jsonl");
+    assert!(events(&read_events(&audit), "approve").is_empty());
+    // el's own answer, on its session: the call runs.
+    let (status, body) = listener.post_as(&token, &yes(&question), &as_el);
+    assert_eq!(status, 202, "{body}");
+    let answer = next_event(&mut stream);
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    // The same answer again is refused: the question was answered.
+    let (status, body) = listener.post_as(&token, &yes(&question), &as_el);
+    assert_eq!(status, 400, "{body}");
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["agent"], "el", "{log:?}");
+    assert_eq!(approvals[0]["approval"]["by"], "elicitation", "{log:?}");
+    verify(&audit);
 }

@@ -31,7 +31,9 @@ use crate::record::{AnsweredBy, Approval, Scope};
 use crate::sanitize::quoted;
 use crate::strict_json::type_name;
 
-/// What every id of sc-mcp's own requests to the client starts with: `sc-mcp-elicit-1`, `-2`, …
+/// What every id of sc-mcp's own requests to the client starts with: `sc-mcp-elicit-1-R`,
+/// `-2-R`, … where R is 16 random bytes in hex, so that nobody can answer a question whose id it
+/// was not shown.
 pub(crate) const ID_PREFIX: &str = "sc-mcp-elicit-";
 
 /// The form's one question.
@@ -42,7 +44,8 @@ pub(crate) fn is_own_id(id: &Value) -> bool {
     matches!(id, Value::String(text) if text.starts_with(ID_PREFIX))
 }
 
-/// Mints sc-mcp's request ids, in order from `sc-mcp-elicit-1`.
+/// Mints sc-mcp's request ids, in order from `sc-mcp-elicit-1-R`, each with random bytes of its
+/// own.
 #[derive(Debug, Default)]
 pub(crate) struct Questions {
     asked: u64,
@@ -51,7 +54,12 @@ pub(crate) struct Questions {
 impl Questions {
     pub fn mint(&mut self) -> String {
         self.asked += 1;
-        format!("{ID_PREFIX}{}", self.asked)
+        let mut bytes = [0u8; 16];
+        // Without a random source no question can be asked safely: the process ends (a panic
+        // ends every binary), which fails closed.
+        getrandom::fill(&mut bytes).expect("the system's random source is readable");
+        let random: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("{ID_PREFIX}{}-{random}", self.asked)
     }
 }
 
@@ -616,10 +624,18 @@ mod tests {
     }
 
     #[test]
-    fn own_ids_are_minted_in_order_and_recognised() {
+    fn own_ids_are_minted_in_order_unguessable_and_recognised() {
         let mut questions = Questions::default();
-        assert_eq!(questions.mint(), "sc-mcp-elicit-1");
-        assert_eq!(questions.mint(), "sc-mcp-elicit-2");
+        let first = questions.mint();
+        let second = questions.mint();
+        let random = |id: &str, n: &str| {
+            let rest = id.strip_prefix(&format!("sc-mcp-elicit-{n}-")).unwrap();
+            assert_eq!(rest.len(), 32, "{id}");
+            assert!(rest.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+            rest.to_owned()
+        };
+        assert_ne!(random(&first, "1"), random(&second, "2"));
+        assert!(is_own_id(&json!(second)));
         assert!(is_own_id(&json!("sc-mcp-elicit-2")));
         assert!(is_own_id(&json!("sc-mcp-elicit-")));
         assert!(!is_own_id(&json!("sc-mcp-elicit")));

@@ -448,6 +448,13 @@ impl Policy {
         self.taint_scope
     }
 
+    /// The same policy with taint kept at `scope`: `sc-mcp --listen` makes every agent name
+    /// an HTTP client's token uses share that token's taint, in a state of the token's own.
+    pub fn with_taint_scope(mut self, scope: TaintScope) -> Policy {
+        self.taint_scope = scope;
+        self
+    }
+
     pub fn budget_scope(&self) -> BudgetScope {
         self.budget_scope
     }

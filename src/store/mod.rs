@@ -28,6 +28,7 @@ pub mod grants;
 pub mod inbox;
 mod key;
 mod list;
+mod memory;
 pub mod redis;
 mod shared;
 pub mod spent;
@@ -38,6 +39,7 @@ pub(crate) use backend::parse_state;
 pub use backend::Store;
 pub(crate) use backend::{StoreError, ValueRefused};
 pub use key::*;
+pub use memory::MemoryStore;
 pub use shared::*;
 pub use url::*;
 

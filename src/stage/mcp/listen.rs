@@ -1,43 +1,53 @@
 //! `sc-mcp --listen ADDR`: MCP over Streamable HTTP at `/mcp`, in front of the same run as stdio.
 //!
-//! Each HTTP client is a principal of its own (its agent name from `--agent-header`, else
-//! `--agent`), with a session of its own: the very run a stdio client gets
-//! ([`super::proxy::run_with_io`], so the same decision path), fed the client's messages one
-//! line each, its answers routed back to the `POST` they answer. A request's `POST` is answered
-//! with an event stream carrying what sc-mcp sends the client while it waits (a held call's
-//! elicitation) and then the answer; a notification's or a response's with `202 Accepted`.
+//! Each HTTP client is a principal of its own, known by its bearer token
+//! ([`super::principals`]: the token's label, or the name it gives in `--agent-header`, which
+//! belongs to the token that first used it), with a session of its own: the very run a stdio
+//! client gets ([`super::proxy::run_with_io`], so the same decision path), fed the client's
+//! messages one line each, its answers routed back to the `POST` they answer. A request's `POST`
+//! is answered with an event stream carrying what sc-mcp sends the client while it waits (a held
+//! call's elicitation) and then the answer; a notification's or a response's with `202 Accepted`.
+//! Once a session has been initialized, every request to it must carry its `Mcp-Session-Id`
+//! (a 2026-07-28 request, stateless, carries none); a client's answer to a question (a JSON-RPC
+//! response) is taken only with the id of the session the question was sent on, and only for a
+//! question that session was asked and has not had answered. A request whose client went away
+//! before its answer is no longer waited on, and the run is told it was cancelled.
 //!
 //! Every request is checked before anything reads it: the `Host` must be the listener's own
 //! address (or `localhost` at its port) and an `Origin`, when given, the same (else 403: a page
 //! on another name that resolves here, a DNS rebinding, gets nothing); the bearer token must be
-//! the listener's (else 401); the body at most `--max-message-bytes` (else 413); at most
-//! `--max-streams` requests wait at once (else 429); the 2026-07-28 routing headers
+//! one of the listener's (else 401); the body at most `--max-message-bytes` (a `Content-Length`
+//! over it at once, else as it is read: 413), read within the read timeout (else 408), as are
+//! the headers (else the connection is closed); at most `--max-connections` connections are open
+//! at once (more are closed at once); at most `--max-streams` requests wait at once, and one
+//! token's at most half of them, rounded up (else 429); the 2026-07-28 routing headers
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) must say what the body says (else 400 with
 //! JSON-RPC error −32020, HeaderMismatch). A principal's session that has been idle for
-//! `--idle-timeout` ends (its server is stopped); its next request starts a new one.
+//! `--idle-timeout` ends (its server is stopped); its next request starts a new one. A
+//! principal's taint is not the session's: the binary keeps it for the life of the process.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::io::{self, PipeWriter, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
+use axum::{Extension, Router};
 use serde_json::{json, Value};
-use subtle::ConstantTimeEq;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::principals::{Principal, Principals};
 use super::protocol::IdKey;
 use super::proxy::ClientIo;
 use super::upstream::header_value;
@@ -47,26 +57,26 @@ pub use axum::http::HeaderName;
 /// JSON-RPC's error for routing headers that do not say what the body says (2026-07-28).
 pub const HEADER_MISMATCH: i64 = -32020;
 
-/// Starts one principal's session: the agent's name and the client's messages; returns the
-/// session's exit status when it ends.
-pub type StartSession = Arc<dyn Fn(&str, ClientIo) -> Result<u8> + Send + Sync>;
+/// Starts one principal's session: who it is and the client's messages; returns the session's
+/// exit status when it ends.
+pub type StartSession = Arc<dyn Fn(&Principal, ClientIo) -> Result<u8> + Send + Sync>;
 
 /// What `--listen` was told.
-#[derive(Debug, Clone)]
 pub struct ListenOptions {
-    /// The bearer token every request must carry.
-    pub token: String,
-    /// The header an HTTP client names its agent in (`--agent-header`).
-    pub agent_header: Option<HeaderName>,
-    /// The agent of a client that names none.
-    pub agent: String,
+    /// The tokens and their labels, and how a request's agent is named.
+    pub principals: Principals,
     pub max_body: usize,
-    /// How many requests may wait for their answers at once, all clients together.
+    /// How many requests may wait for their answers at once, all clients together; one token's
+    /// at most half of them, rounded up.
     pub max_streams: usize,
     /// How many principals may have a session at once.
     pub max_sessions: usize,
+    /// How many connections may be open at once.
+    pub max_connections: usize,
     /// A principal's session that long without a request ends.
     pub idle: Duration,
+    /// How long a request's headers, and then its body, may take to arrive.
+    pub read_timeout: Duration,
 }
 
 /// Binds `addr` (a loopback address unless `public`); returns the listener and the address it
@@ -109,11 +119,14 @@ pub fn serve(
     hosts.dedup();
     let shared = Arc::new(Shared {
         streams: Arc::new(Semaphore::new(options.max_streams)),
+        share: options.max_streams.div_ceil(2).max(1),
         origins: hosts.iter().map(|host| format!("http://{host}")).collect(),
         hosts,
         options,
         start,
         sessions: Mutex::new(HashMap::new()),
+        held_streams: Mutex::new(HashMap::new()),
+        serial: AtomicU64::new(0),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -121,21 +134,45 @@ pub fn serve(
         .build()
         .context("cannot start the MCP listener's runtime")?;
     runtime.block_on(async move {
-        use axum::serve::ListenerExt;
-        // Each answer leaves at once: without it, an event stream's last chunk waits for the
-        // client's delayed acknowledgement (some 40 ms a call).
-        let listener = tokio::net::TcpListener::from_std(listener)?.tap_io(|stream| {
-            let _ = stream.set_nodelay(true);
-        });
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let reaper = Arc::clone(&shared);
         tokio::spawn(async move { reap_idle(reaper).await });
+        let connections = Arc::new(Semaphore::new(shared.options.max_connections));
+        let read_timeout = shared.options.read_timeout;
         let app = Router::new()
             .route("/mcp", post(post_mcp).get(no_stream).delete(delete_mcp))
             .fallback(|| async { StatusCode::NOT_FOUND })
-            .layer(DefaultBodyLimit::max(shared.options.max_body))
             .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
             .with_state(shared);
-        axum::serve(listener, app).await
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, or a connection reset before it was taken: the next.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // Over the cap, a connection is closed at once: nothing of it is read.
+            let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            // Each answer leaves at once: without it, an event stream's last chunk waits for
+            // the client's delayed acknowledgement (some 40 ms a call).
+            let _ = stream.set_nodelay(true);
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(read_timeout)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                let _ = connection.await;
+                drop(permit);
+            });
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), io::Error>(())
     })?;
     Ok(crate::exit::SUCCESS)
 }
@@ -149,6 +186,12 @@ struct Shared {
     start: StartSession,
     sessions: Mutex<HashMap<String, Arc<ClientSession>>>,
     streams: Arc<Semaphore>,
+    /// How many of `--max-streams` one token may hold.
+    share: usize,
+    /// How many streams each token holds.
+    held_streams: Mutex<HashMap<String, usize>>,
+    /// Numbers each waiting request, so that a stream ends only its own wait.
+    serial: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -157,13 +200,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A request waiting for its answer: its id, its number, the stream its answer goes to.
+type Waiting = (IdKey, u64, UnboundedSender<Vec<u8>>);
+
 /// One principal's session: the pipe its run reads, and the requests waiting for answers.
 struct ClientSession {
-    agent: String,
+    principal: Principal,
     id: String,
     input: Mutex<Option<PipeWriter>>,
-    /// The requests waiting, oldest first, each with the stream its answer goes to.
-    waiting: Mutex<Vec<(IdKey, UnboundedSender<Vec<u8>>)>>,
+    /// The requests waiting, oldest first.
+    waiting: Mutex<Vec<Waiting>>,
+    /// The ids of the requests the run sent the client (its questions) not yet answered.
+    asked: Mutex<HashSet<IdKey>>,
+    /// An `initialize` went through it: from then on every request must name it.
+    initialized: AtomicBool,
     last_used: Mutex<Instant>,
     ended: AtomicBool,
 }
@@ -180,14 +230,21 @@ impl ClientSession {
         let mut waiting = lock(&self.waiting);
         match answer {
             Some(key) => {
-                if let Some(at) = waiting.iter().position(|(id, _)| *id == key) {
-                    let (_, stream) = waiting.remove(at);
+                if let Some(at) = waiting.iter().position(|(id, _, _)| *id == key) {
+                    let (_, _, stream) = waiting.remove(at);
                     let _ = stream.send(line.to_vec());
                     return;
                 }
             }
             None => {
-                if let Some((_, stream)) = waiting.last() {
+                if let Some((_, _, stream)) = waiting.last() {
+                    let question = value
+                        .as_ref()
+                        .filter(|value| value.get("method").is_some())
+                        .and_then(|value| IdKey::of_reference(value.get("id")?));
+                    if let Some(question) = question {
+                        lock(&self.asked).insert(question);
+                    }
                     let _ = stream.send(line.to_vec());
                     return;
                 }
@@ -197,7 +254,7 @@ impl ClientSession {
         let _ = writeln!(
             io::stderr().lock(),
             "sc-mcp: listen: dropped a message for {}: no request of its is waiting",
-            crate::sanitize::for_terminal(&self.agent)
+            crate::sanitize::for_terminal(&self.principal.agent)
         );
     }
 
@@ -222,13 +279,61 @@ impl ClientSession {
     fn end(&self, why: &str) {
         self.ended.store(true, Ordering::SeqCst);
         lock(&self.input).take();
-        for (key, stream) in lock(&self.waiting).drain(..) {
-            let id = match key {
-                IdKey::Integer(n) => json!(n),
-                IdKey::String(s) => json!(s),
-            };
-            let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": format!("sc-mcp: {why}")}});
+        for (key, _, stream) in lock(&self.waiting).drain(..) {
+            let answer = json!({"jsonrpc": "2.0", "id": id_value(&key), "error": {"code": -32603, "message": format!("sc-mcp: {why}")}});
             let _ = stream.send(serde_json::to_vec(&answer).expect("JSON serializes"));
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        !self.ended.load(Ordering::SeqCst) && lock(&self.input).is_some()
+    }
+}
+
+fn id_value(key: &IdKey) -> Value {
+    match key {
+        IdKey::Integer(n) => json!(n),
+        IdKey::String(s) => json!(s),
+    }
+}
+
+/// What a request's event stream holds while it is open: its slot among `--max-streams` and
+/// its token's share. Dropped when the stream ends: answered, or its client went away; then a
+/// request still waiting is no longer waited on, and the run is told it was cancelled.
+struct Wait {
+    shared: Arc<Shared>,
+    session: Arc<ClientSession>,
+    key: IdKey,
+    serial: u64,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        if let Some(held) = lock(&self.shared.held_streams).get_mut(&self.session.principal.label) {
+            *held = held.saturating_sub(1);
+        }
+        let mut waiting = lock(&self.session.waiting);
+        let Some(at) = waiting
+            .iter()
+            .position(|(_, serial, _)| *serial == self.serial)
+        else {
+            return;
+        };
+        waiting.remove(at);
+        drop(waiting);
+        *lock(&self.session.last_used) = Instant::now();
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id_value(&self.key), "reason": "the HTTP client went away"}});
+        let line = serde_json::to_vec(&cancel).expect("JSON serializes");
+        let session = Arc::clone(&self.session);
+        let _ = writeln!(
+            io::stderr().lock(),
+            "sc-mcp: listen: {}: a request's client went away before its answer; it is cancelled",
+            crate::sanitize::for_terminal(&session.principal.agent)
+        );
+        // The pipe may be full: written off the event loop.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(move || session.write(&line));
         }
     }
 }
@@ -257,11 +362,19 @@ impl Write for SessionOutput {
 }
 
 impl Shared {
+    /// The principal's live session, if it has one.
+    fn live_session(&self, agent: &str) -> Option<Arc<ClientSession>> {
+        lock(&self.sessions)
+            .get(agent)
+            .filter(|session| session.is_live())
+            .cloned()
+    }
+
     /// The principal's live session, started when it has none.
-    fn session_for(self: &Arc<Self>, agent: &str) -> Result<Arc<ClientSession>, Refusal> {
+    fn session_for(self: &Arc<Self>, principal: &Principal) -> Result<Arc<ClientSession>, Refusal> {
         let mut sessions = lock(&self.sessions);
-        if let Some(session) = sessions.get(agent) {
-            if !session.ended.load(Ordering::SeqCst) && lock(&session.input).is_some() {
+        if let Some(session) = sessions.get(&principal.agent) {
+            if session.is_live() {
                 return Ok(Arc::clone(session));
             }
         }
@@ -279,10 +392,12 @@ impl Shared {
         }
         let (reader, writer) = io::pipe().map_err(|_| internal())?;
         let session = Arc::new(ClientSession {
-            agent: agent.to_owned(),
+            principal: principal.clone(),
             id: new_token().map_err(|_| internal())?,
             input: Mutex::new(Some(writer)),
             waiting: Mutex::new(Vec::new()),
+            asked: Mutex::new(HashSet::new()),
+            initialized: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             ended: AtomicBool::new(false),
         });
@@ -299,7 +414,7 @@ impl Shared {
         std::thread::Builder::new()
             .name("mcp-session".into())
             .spawn(move || {
-                let why = match start(&running.agent, io) {
+                let why = match start(&running.principal, io) {
                     Ok(0) => "the session ended".to_owned(),
                     Ok(status) => {
                         format!("the session ended (status {status}): see sc-mcp's stderr")
@@ -310,18 +425,18 @@ impl Shared {
                 let _ = writeln!(
                     io::stderr().lock(),
                     "sc-mcp: listen: {}: {why}",
-                    crate::sanitize::for_terminal(&running.agent)
+                    crate::sanitize::for_terminal(&running.principal.agent)
                 );
                 let mut sessions = lock(&shared.sessions);
                 if sessions
-                    .get(&running.agent)
+                    .get(&running.principal.agent)
                     .is_some_and(|kept| Arc::ptr_eq(kept, &running))
                 {
-                    sessions.remove(&running.agent);
+                    sessions.remove(&running.principal.agent);
                 }
             })
             .map_err(|_| internal())?;
-        sessions.insert(agent.to_owned(), Arc::clone(&session));
+        sessions.insert(principal.agent.clone(), Arc::clone(&session));
         Ok(session)
     }
 }
@@ -389,8 +504,12 @@ async fn reap_idle(shared: Arc<Shared>) {
     }
 }
 
-/// Host, Origin and token, before anything else.
-async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+/// Which client's token a request came with.
+#[derive(Debug, Clone, Copy)]
+struct ClientIndex(usize);
+
+/// Host, Origin, token and the body's announced length, before anything else.
+async fn guard(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     let hosts: Vec<&HeaderValue> = headers.get_all(header::HOST).iter().collect();
     let host_ok = matches!(hosts.as_slice(), [host] if shared.hosts.iter().any(|allowed| host.as_bytes() == allowed.as_bytes()));
@@ -403,8 +522,17 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             .any(|allowed| origin.as_bytes() == allowed.as_bytes()),
         _ => false,
     };
-    if !host_ok || !origin_ok {
-        let why = if host_ok { "Origin" } else { "Host" };
+    // An absolute-form target (`POST http://elsewhere/mcp`) names a host of its own: refused,
+    // whatever its `Host` says.
+    let absolute = request.uri().authority().is_some();
+    if !host_ok || !origin_ok || absolute {
+        let why = if absolute {
+            "request target"
+        } else if host_ok {
+            "Origin"
+        } else {
+            "Host"
+        };
         let _ = writeln!(
             io::stderr().lock(),
             "sc-mcp: listen: refused a request: its {why} is not this listener's (403)"
@@ -416,9 +544,7 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             &format!("sc-mcp: the {why} is not this listener's own"),
         );
     }
-    let token_ok = bearer(headers)
-        .is_some_and(|token| bool::from(token.as_bytes().ct_eq(shared.options.token.as_bytes())));
-    if !token_ok {
+    let Some(client) = shared.options.principals.client(headers) else {
         let mut response = refusal(
             StatusCode::UNAUTHORIZED,
             &Value::Null,
@@ -429,55 +555,46 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
+    };
+    // A body announced over the limit is refused before a byte of it is read.
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u128>().ok());
+    if announced.is_some_and(|length| length > shared.options.max_body as u128) {
+        return too_large();
     }
+    request.extensions_mut().insert(ClientIndex(client));
     next.run(request).await
 }
 
-/// The token of the one `Authorization: Bearer TOKEN` header.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let mut values = headers.get_all(header::AUTHORIZATION).iter();
-    let value = values.next()?;
-    if values.next().is_some() {
-        return None;
-    }
-    let (scheme, token) = value.to_str().ok()?.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+fn too_large() -> Response {
+    refusal(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Value::Null,
+        -32600,
+        "sc-mcp: the body is longer than --max-message-bytes",
+    )
 }
 
-/// The principal a request is made for: `--agent-header`'s value (letters, digits, `.`, `_`,
-/// `-`, `@`; at most 64), else `--agent`.
-fn principal(shared: &Shared, headers: &HeaderMap) -> Result<String, Refusal> {
-    let Some(name) = &shared.options.agent_header else {
-        return Ok(shared.options.agent.clone());
-    };
-    let values: Vec<&HeaderValue> = headers.get_all(name).iter().collect();
-    match values.as_slice() {
-        [] => Ok(shared.options.agent.clone()),
-        [value] => {
-            let text = value.to_str().unwrap_or("");
-            let fine = !text.is_empty()
-                && text.len() <= 64
-                && text
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b));
-            if fine {
-                Ok(text.to_owned())
-            } else {
-                Err(refused(
-                    StatusCode::BAD_REQUEST,
-                    &Value::Null,
-                    -32600,
-                    &format!("sc-mcp: the {name} header is not an agent name (letters, digits, . _ - @; at most 64)"),
-                ))
-            }
-        }
-        _ => Err(refused(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            -32600,
-            &format!("sc-mcp: more than one {name} header"),
-        )),
-    }
+/// The principal a request is made for ([`Principals::principal`]).
+fn principal(
+    shared: &Shared,
+    client: ClientIndex,
+    headers: &HeaderMap,
+) -> Result<Principal, Refusal> {
+    shared
+        .options
+        .principals
+        .principal(client.0, headers)
+        .map_err(|why| {
+            let status = match why {
+                super::principals::NameRefused::Taken(_)
+                | super::principals::NameRefused::OneName(_) => StatusCode::FORBIDDEN,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            refused(status, &Value::Null, -32600, &format!("sc-mcp: {why}"))
+        })
 }
 
 /// The one value of a header, `Err` when it is given more than once or is not text.
@@ -549,14 +666,19 @@ async fn no_stream() -> Response {
         .into_response()
 }
 
-/// Ends the principal's session (the client is done with it).
-async fn delete_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let agent = match principal(&shared, &headers) {
-        Ok(agent) => agent,
+/// Ends the principal's session (the client is done with it). Its taint stays: it is the
+/// principal's, not the session's.
+async fn delete_mcp(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientIndex>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match principal(&shared, client, &headers) {
+        Ok(principal) => principal,
         Err(refusal) => return refusal.into_response(),
     };
     let given = one(&headers, "mcp-session-id").ok().flatten();
-    let session = lock(&shared.sessions).get(&agent).cloned();
+    let session = lock(&shared.sessions).get(&principal.agent).cloned();
     match (session, given) {
         (Some(session), Some(given)) if session.id == given => {
             lock(&session.input).take();
@@ -566,10 +688,39 @@ async fn delete_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Re
     }
 }
 
-async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let agent = match principal(&shared, &headers) {
-        Ok(agent) => agent,
+/// Reads the body: at most `--max-message-bytes` (else 413), within the read timeout (else 408).
+async fn read_body(shared: &Shared, body: Body) -> Result<axum::body::Bytes, Response> {
+    match tokio::time::timeout(
+        shared.options.read_timeout,
+        axum::body::to_bytes(body, shared.options.max_body),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(too_large()),
+        Err(_) => Err(refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            &Value::Null,
+            -32600,
+            "sc-mcp: the body did not arrive in time",
+        )),
+    }
+}
+
+async fn post_mcp(
+    State(shared): State<Arc<Shared>>,
+    Extension(client): Extension<ClientIndex>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let principal = match principal(&shared, client, &headers) {
+        Ok(principal) => principal,
         Err(refusal) => return refusal.into_response(),
+    };
+    let body = match read_body(&shared, body).await {
+        Ok(body) => body,
+        Err(response) => return response,
     };
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
         return refusal(
@@ -607,11 +758,15 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             )
         }
     };
-    if let Some(given) = given_session {
-        let live = lock(&shared.sessions)
-            .get(&agent)
-            .is_some_and(|session| session.id == given && !session.ended.load(Ordering::SeqCst));
-        if !live {
+    let method = message.get("method").and_then(Value::as_str);
+    let is_response = method.is_none();
+    let stateless = message
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .is_some();
+    let live = shared.live_session(&principal.agent);
+    match (&live, given_session) {
+        (Some(session), Some(given)) if session.id == given => {}
+        (_, Some(_)) => {
             return refusal(
                 StatusCode::NOT_FOUND,
                 &id,
@@ -619,11 +774,47 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
                 "sc-mcp: no such session (it ended); start a new one",
             );
         }
+        // A client's answer is taken only on the session its question was sent on.
+        (_, None) if is_response => {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                &id,
+                -32600,
+                "sc-mcp: an answer must carry the Mcp-Session-Id of the session that asked",
+            );
+        }
+        (Some(session), None)
+            if session.initialized.load(Ordering::SeqCst)
+                && !stateless
+                && method != Some("initialize") =>
+        {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                &id,
+                -32600,
+                "sc-mcp: this principal's session was initialized: every request must carry its Mcp-Session-Id",
+            );
+        }
+        (_, None) => {}
     }
-    let session = match shared.session_for(&agent) {
-        Ok(session) => session,
-        Err(refusal) => return refusal.into_response(),
+    let session = match live {
+        Some(session) => session,
+        None => match shared.session_for(&principal) {
+            Ok(session) => session,
+            Err(refusal) => return refusal.into_response(),
+        },
     };
+    if is_response {
+        let asked = IdKey::of_reference(&id).is_some_and(|key| lock(&session.asked).remove(&key));
+        if !asked {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                &id,
+                -32600,
+                "sc-mcp: this answers no question this session was asked",
+            );
+        }
+    }
     *lock(&session.last_used) = Instant::now();
     // Parsed, so every line break is whitespace between tokens: the line stays the message as
     // it came, which the run checks strictly (duplicate keys, numbers' text).
@@ -637,7 +828,7 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             }
         })
         .collect();
-    let is_request = message.get("method").is_some() && message.get("id").is_some();
+    let is_request = method.is_some() && message.get("id").is_some();
     let session_header = HeaderValue::from_str(&session.id).ok();
     if !is_request {
         let written = {
@@ -667,18 +858,46 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             )
         }
     };
-    let Ok(permit) = Arc::clone(&shared.streams).try_acquire_owned() else {
-        return refusal(
+    let too_many = || {
+        refusal(
             StatusCode::TOO_MANY_REQUESTS,
             &id,
             -32603,
             "sc-mcp: too many requests are waiting; try again later",
-        );
+        )
+    };
+    {
+        let mut held = lock(&shared.held_streams);
+        let held = held.entry(principal.label.clone()).or_default();
+        if *held >= shared.share {
+            return too_many();
+        }
+        *held += 1;
+    }
+    let serial = shared.serial.fetch_add(1, Ordering::SeqCst);
+    let permit = Arc::clone(&shared.streams).try_acquire_owned();
+    // From here the wait gives its slots back when it ends, however it ends.
+    let wait = match permit {
+        Ok(permit) => Wait {
+            shared: Arc::clone(&shared),
+            session: Arc::clone(&session),
+            key: key.clone(),
+            serial,
+            _permit: permit,
+        },
+        Err(_) => {
+            if let Some(held) = lock(&shared.held_streams).get_mut(&principal.label) {
+                *held = held.saturating_sub(1);
+            }
+            return too_many();
+        }
     };
     let (stream, answers) = unbounded_channel::<Vec<u8>>();
     {
         let mut waiting = lock(&session.waiting);
-        if waiting.iter().any(|(waiting_id, _)| *waiting_id == key) {
+        if waiting.iter().any(|(waiting_id, _, _)| *waiting_id == key) {
+            drop(waiting);
+            drop(wait);
             return refusal(
                 StatusCode::CONFLICT,
                 &id,
@@ -686,7 +905,10 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
                 "sc-mcp: a request with this id is still waiting for its answer",
             );
         }
-        waiting.push((key.clone(), stream));
+        waiting.push((key.clone(), serial, stream));
+    }
+    if method == Some("initialize") {
+        session.initialized.store(true, Ordering::SeqCst);
     }
     let written = {
         let session = Arc::clone(&session);
@@ -695,7 +917,7 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             .unwrap_or(false)
     };
     if !written {
-        lock(&session.waiting).retain(|(waiting_id, _)| *waiting_id != key);
+        lock(&session.waiting).retain(|(_, waiting, _)| *waiting != serial);
         return refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             &id,
@@ -703,15 +925,14 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             "sc-mcp: the session ended",
         );
     }
-    let events =
-        futures_util::stream::unfold((answers, permit), |(mut answers, permit)| async move {
-            let line = answers.recv().await?;
-            let text = String::from_utf8_lossy(&line).into_owned();
-            Some((
-                Ok::<_, Infallible>(Event::default().event("message").data(text)),
-                (answers, permit),
-            ))
-        });
+    let events = futures_util::stream::unfold((answers, wait), |(mut answers, wait)| async move {
+        let line = answers.recv().await?;
+        let text = String::from_utf8_lossy(&line).into_owned();
+        Some((
+            Ok::<_, Infallible>(Event::default().event("message").data(text)),
+            (answers, wait),
+        ))
+    });
     let mut response = Sse::new(events).into_response();
     if let Some(value) = session_header {
         response.headers_mut().insert("mcp-session-id", value);

@@ -91,6 +91,7 @@ mod inbox;
 pub mod listen;
 mod mrtr;
 mod pending;
+pub mod principals;
 mod protocol;
 mod proxy;
 pub mod request_state;

@@ -57,9 +57,14 @@ pub(crate) type Started = (
 #[derive(Clone)]
 pub struct Upstream {
     uri: Uri,
-    /// The URL as errors show it: without user information.
+    /// The URL as errors show it: its scheme, host and port only (a path or a query may hold a
+    /// key).
     shown: String,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The headers' values, and each of their words of 8 bytes or more (the token of
+    /// `Bearer TOKEN`), longest first: redacted from whatever the remote server answers, so that
+    /// a credential it echoes reaches neither the audit log, nor stderr, nor the client.
+    secrets: Vec<Vec<u8>>,
     /// How long one message's answer may take.
     pub timeout: Duration,
 }
@@ -142,10 +147,25 @@ impl Upstream {
             value.set_sensitive(true);
             parsed.push((name, value));
         }
+        let mut secrets: Vec<Vec<u8>> = Vec::new();
+        for (_, value) in &parsed {
+            let value = value.as_bytes();
+            secrets.push(value.to_vec());
+            secrets.extend(
+                value
+                    .split(|byte| byte.is_ascii_whitespace())
+                    .filter(|word| word.len() >= 8)
+                    .map(<[u8]>::to_vec),
+            );
+        }
+        secrets.retain(|secret| !secret.is_empty());
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets.dedup();
         Ok(Upstream {
             shown: shown_url(url),
             uri,
             headers: parsed,
+            secrets,
             timeout,
         })
     }
@@ -246,15 +266,39 @@ impl Upstream {
     }
 }
 
-/// The URL without its user information, for errors.
+/// The URL's scheme, host and port, for errors, stderr and the audit log: no user information,
+/// path or query, any of which may hold a key.
 fn shown_url(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
-            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let authority = &rest[..end];
             let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{scheme}://{host}{path}")
+            format!("{scheme}://{host}")
         }
         None => "(not a URL)".to_owned(),
+    }
+}
+
+impl Upstream {
+    /// `bytes` with every configured header value (and each long word of one) replaced by
+    /// `[redacted]`.
+    fn redact(&self, mut bytes: Vec<u8>) -> Vec<u8> {
+        for secret in &self.secrets {
+            if memchr::memmem::find(&bytes, secret).is_none() {
+                continue;
+            }
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut rest = &bytes[..];
+            while let Some(at) = memchr::memmem::find(rest, secret) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(b"[redacted]");
+                rest = &rest[at + secret.len()..];
+            }
+            out.extend_from_slice(rest);
+            bytes = out;
+        }
+        bytes
     }
 }
 
@@ -461,6 +505,7 @@ impl Link {
                 }
             })
             .collect();
+        let line = self.upstream.redact(line);
         let answers = match (request, &value) {
             (Some((id, method)), Value::Object(object))
                 if object.get("id") == Some(id) && !object.contains_key("method") =>
@@ -565,6 +610,28 @@ pub(crate) fn header_value(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_url_is_shown_as_its_host_only_and_echoed_credentials_are_redacted() {
+        assert_eq!(
+            shown_url("http://u:p@127.0.0.1:9/s/PATHSECRET/mcp?api_key=QSECRET"),
+            "http://127.0.0.1:9"
+        );
+        assert_eq!(shown_url("http://h:1?k=QSECRET"), "http://h:1");
+        let upstream = Upstream::new(
+            "http://127.0.0.1:1/mcp",
+            &["Authorization: Bearer UPSECRET-abc123".into()],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let echoed = br#"{"error":{"message":"bad credentials: Bearer UPSECRET-abc123; token UPSECRET-abc123"}}"#;
+        let redacted = String::from_utf8(upstream.redact(echoed.to_vec())).unwrap();
+        assert!(!redacted.contains("UPSECRET"), "{redacted}");
+        assert!(
+            redacted.contains("bad credentials: [redacted]; token [redacted]"),
+            "{redacted}"
+        );
+    }
 
     #[test]
     fn errors_never_show_a_header_value_or_user_information() {
