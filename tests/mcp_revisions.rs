@@ -556,3 +556,71 @@ fn a_retry_under_a_request_id_in_use_is_refused_and_its_state_kept() {
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
+
+/// A retried hold is decided again, by the one decision, on the crew's state as it is now: a
+/// hold again runs with the person's yes (its amount counted once, when it was held), and a call
+/// that became a deny while the person answered (here the crew's state became unreadable, which
+/// denies every call) is denied whatever the answer. The `approve` event has both.
+#[test]
+fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"holdAboveAmount": 100, "holdAboveTotal": 1000}"#,
+    );
+    let shared = ["--crew", "payments", "--state", url.as_str()];
+    let mut a = door(&scratch, "a", "crew", &policy, &shared);
+    let audit = a.audit.clone();
+    // Decided again as a hold: the yes runs it.
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    let answer = retry(&mut a.proxy, 2, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    // Its 750 was counted once: 100 more stays within the crew's 1000.
+    let within = a.proxy.request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": 100, "memo": "within"}, "_meta": modern_meta(true)}),
+    );
+    assert_eq!(within["result"]["resultType"], "complete", "{within}");
+    assert!(result_text(&within).contains("within"), "{within}");
+    // Held again; while the person answers, the crew's state becomes one sc-mcp cannot read.
+    let state = request_state_of(&held_call(&mut a.proxy, 4));
+    let mut connection = redis.connection();
+    let _: () = redis::cmd("SET")
+        .arg("skeleton-crew:crew:payments:gate")
+        .arg("[]")
+        .query(&mut connection)
+        .unwrap();
+    let denied = retry(&mut a.proxy, 5, &state, true);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(denied["result"]["resultType"], "complete", "{denied}");
+    let text = result_text(&denied);
+    assert!(
+        text.contains("denied") && text.contains("state store unavailable"),
+        "{text}"
+    );
+    audited_refusals(&scratch, a, &[]);
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 2, "{log:?}");
+    for approval in &approvals {
+        assert_eq!(approval["approval"]["approved"], true, "{approval}");
+        assert_eq!(approval["approval"]["by"], "elicitation", "{approval}");
+    }
+    assert_eq!(approvals[0]["decidedAgain"]["decision"], "hold");
+    assert_eq!(approvals[1]["decidedAgain"]["decision"], "deny");
+    assert!(approvals[1]["decidedAgain"]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("state store unavailable"));
+    let last = events(&log, "exec").pop().unwrap();
+    assert_eq!(last["id"], approvals[1]["id"]);
+    assert_eq!(last["decision"], "deny", "{last}");
+    assert_eq!(last["outcome"]["status"], "skipped", "{last}");
+    // The call ran once: the first yes.
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
