@@ -624,3 +624,59 @@ fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
+
+/// A `requestState` is bound to the sc-mcp that gave it: the server it is in front of (its
+/// command line, or its `--upstream` URL), `--sandbox`, and the ways it asks the person. One
+/// given by an sc-mcp with the same key, policy and agent but another of these is refused and
+/// audited, and the call never runs.
+#[test]
+fn a_state_from_an_sc_mcp_before_another_server_sandbox_or_way_of_asking_is_refused() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    // The same server started another way is another server.
+    let audit = scratch.path("audit-b.jsonl");
+    let key = key_file(&scratch);
+    let mut server = fake_server();
+    server.insert(1, "-B".into());
+    let mut b = Door {
+        proxy: Proxy::spawn(
+            &scratch,
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--audit",
+                audit.to_str().unwrap(),
+                "--audit-key",
+                key.to_str().unwrap(),
+                "--agent",
+                "crew",
+            ],
+            &server,
+        ),
+        audit,
+    };
+    refused_with(&retry(&mut b.proxy, 1, &state, true), "another MCP server");
+    // With --sandbox (the server confined, or not started where the sandbox cannot be made).
+    let mut c = door(&scratch, "c", "crew", &policy, &["--sandbox"]);
+    refused_with(
+        &retry(&mut c.proxy, 1, &state, true),
+        "another --sandbox setting",
+    );
+    // Asking the person another way: not through the client.
+    let mut d = door(&scratch, "d", "crew", &policy, &["--no-elicitation"]);
+    refused_with(
+        &retry(&mut d.proxy, 1, &state, true),
+        "asks the person another way",
+    );
+    audited_refusals(&scratch, b, &["another MCP server"]);
+    audited_refusals(&scratch, c, &["another --sandbox setting"]);
+    audited_refusals(&scratch, d, &["asks the person another way"]);
+    // Still unspent, the state is taken by the sc-mcp that gave it.
+    let answer = retry(&mut a.proxy, 2, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    audited_refusals(&scratch, a, &[]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}

@@ -5,7 +5,7 @@
 //! "elicitation/create",…}},"requestState":…}`: the same question as the elicitation of a legacy
 //! client (agent, tool, exact arguments, source, reasons; approve or not, and the scopes offered).
 //! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
-//! the policy's digest and an expiry. The client retries the call with `inputResponses` and the
+//! the policy's digest, the door (the server, `--sandbox`, the ways of asking) and an expiry. The client retries the call with `inputResponses` and the
 //! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
 //! by another sc-mcp of the crew completes, else in this process, which takes only the states it
 //! gave), and the call is decided again by the one decision on the state as it is now
@@ -13,7 +13,8 @@
 //! the person answered counts). A deny now is a deny, whatever the answer; otherwise the answer
 //! settles the call: approved, it is forwarded to the server as it first came; else refused. The
 //! `approve` event records the answer and the new decision (`decidedAgain`). A state that is
-//! tampered with, expired, for another principal, call or policy, or spent already is refused with
+//! tampered with, expired, for another principal, call, policy, server, sandbox setting or way of
+//! asking, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
 
 use std::sync::Arc;
@@ -62,6 +63,7 @@ pub(crate) fn input_required(
         tool: ticket.tool.clone(),
         call: request_state::call_digest(&ticket.tool, arguments),
         policy: retries.policy_digest.clone(),
+        door: retries.door.clone(),
         expires: request_state::millis(now + retries.ttl),
         reasons: reasons.to_vec(),
         scopes: scopes.to_vec(),
@@ -238,7 +240,7 @@ impl super::client::ClientSide<'_> {
             sealed,
             &session.agent,
             &request_state::call_digest(tool, &arguments),
-            &self.retry.retries.policy_digest,
+            (&self.retry.retries.policy_digest, &self.retry.retries.door),
             now,
         );
         let opened = opened.and_then(|state| {
