@@ -227,11 +227,18 @@ impl ClientSide<'_> {
         self.session.to_client(&result_response(&id.value, &result));
     }
 
-    /// Notes whether the client's `initialize` declared elicitation in form mode.
+    /// Notes whether the client's `initialize` declared elicitation in form mode, and the
+    /// revision it asked for.
     fn read_capabilities(&mut self, bytes: &[u8]) {
         // Read strictly already: the message was classified.
         let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
         self.client_elicits = elicitation::declares_form_elicitation(message.get("params"));
+        // For a 2026-07-28 server, which has no `initialize`, the answer sc-mcp makes names it.
+        lock(&self.session.revisions.state).client_version = message
+            .get("params")
+            .and_then(|params| params.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if self.surface() == Surface::Elicitation {
             self.session.narrate(
                 "sc-mcp: the client can ask the person (elicitation): held calls are put to the person through it",
