@@ -722,3 +722,124 @@ fn a_state_from_an_sc_mcp_before_another_server_sandbox_or_way_of_asking_is_refu
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
+
+fn modern_only_server(behaviour: &str) -> Vec<OsString> {
+    let mut server = fake_server();
+    server.push(format!("--modern-only{behaviour}").into());
+    server
+}
+
+/// A legacy client through sc-mcp to a server that speaks 2026-07-28 only, by the scripted
+/// client: its `initialize` is answered from the server's `server/discover` in the revision it
+/// asked for; the server gets the protocol keys on each request and no `notifications/initialized`;
+/// results lose `resultType`; and what cannot be carried fails closed: the server's own
+/// `input_required`, a server that dies at `server/discover`, or one whose `server/discover`
+/// names no revision sc-mcp speaks.
+#[test]
+fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let policy = policy.to_str().unwrap();
+    let args = ["--policy", policy, "--agent", "crew"];
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server(""));
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "fake-modern",
+        "{init}"
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools": {}}),
+        "{init}"
+    );
+    let list = proxy.request(1, "tools/list", json!({}));
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    assert!(list["result"].get("resultType").is_none(), "{list}");
+    assert!(!list.to_string().contains("write_file"), "{list}");
+    let echo = proxy.call(2, "echo", json!({"memo": "through"}));
+    assert!(result_text(&echo).contains("through"), "{echo}");
+    assert!(echo["result"].get("resultType").is_none(), "{echo}");
+    // Denied, as for any server: never sent.
+    let denied = proxy.call(3, "write_file", json!({"path": "x"}));
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    // The server's own question back cannot be carried yet: the call fails, audited.
+    let asked = proxy.call(4, "ask", json!({}));
+    assert_eq!(asked["error"]["code"], -32603, "{asked}");
+    assert!(
+        asked["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("input_required"),
+        "{asked}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("speaks 2026-07-28 only"),
+        "{}",
+        done.stderr
+    );
+    let received = crate::mcp::server_received(&scratch);
+    let lines: Vec<Value> = received
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let methods: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ],
+        "{received}"
+    );
+    for line in &lines[1..] {
+        assert_eq!(
+            line["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+            "{line}"
+        );
+    }
+    assert!(!received.contains("write_file"), "{received}");
+    let log = read_events(&scratch.audit_path());
+    let failed = events(&log, "exec").into_iter().any(|event| {
+        event["tool"] == "ask"
+            && event["outcome"]["status"] == "failed"
+            && event["outcome"]["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("input_required"))
+    });
+    assert!(failed, "{log:?}");
+    verify(&scratch.audit_path(), None);
+
+    // A server that dies at server/discover: the initialize gets an error, and sc-mcp exits 1.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server("=die-at-discover"));
+    let init = proxy.initialize();
+    assert_eq!(init["error"]["code"], -32603, "{init}");
+    assert!(
+        init["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("server/discover"),
+        "{init}"
+    );
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    // One whose server/discover names only a legacy revision: an error, never a made-up answer.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server("=discover-legacy"));
+    let init = proxy.initialize();
+    assert!(init["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("names no revision sc-mcp speaks"));
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+}

@@ -412,7 +412,9 @@ mod tests {
         .unwrap();
         assert_eq!(bare["params"]["_meta"][VERSION_KEY], MODERN);
         // Notifications, answers and a `params` that is not an object go as they came.
-        assert!(with_envelope(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#).is_none());
+        assert!(
+            with_envelope(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#).is_none()
+        );
         assert!(with_envelope(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_none());
         assert!(with_envelope(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#).is_none());
     }
@@ -428,11 +430,15 @@ mod tests {
         assert!(refused_as_modern(&refusal(
             json!({"code": -32022, "message": "m", "data": {"supported": ["2026-07-28"]}})
         )));
-        assert!(refused_as_modern(&refusal(json!({"code": -32601, "message": "m"}))));
+        assert!(refused_as_modern(&refusal(
+            json!({"code": -32601, "message": "m"})
+        )));
         assert!(!refused_as_modern(&refusal(
             json!({"code": -32022, "message": "m", "data": {"supported": ["2030-01-01"]}})
         )));
-        assert!(!refused_as_modern(&refusal(json!({"code": -32603, "message": "m"}))));
+        assert!(!refused_as_modern(&refusal(
+            json!({"code": -32603, "message": "m"})
+        )));
         let discovered = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": {"listChanged": true}}, "instructions": "hi",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "py", "version": "1"}},
