@@ -134,7 +134,7 @@ pub(crate) fn discover_for_client(session: &Session, request: PendingRequest) {
         );
         return;
     }
-    state.discovering = Some(Discovering::Client(request));
+    state.discovering = Some(Discovering::Client(Box::new(request)));
     drop(state);
     session.forward(&discover_request());
 }
@@ -180,7 +180,7 @@ fn take_discover_answer(session: &Session, message: &Map<String, Value>) -> bool
                 }
                 Discovering::Client(request) => {
                     drop(state);
-                    session.fail_request(request, &why);
+                    session.fail_request(*request, &why);
                 }
             }
         }
@@ -198,7 +198,7 @@ pub(crate) fn end_discovering(session: &Session) -> bool {
     let failed = match discovering {
         Some(Discovering::Client(request)) => {
             drop(state);
-            session.fail_request(request, why);
+            session.fail_request(*request, why);
             true
         }
         Some(Discovering::Own) => {

@@ -140,7 +140,7 @@ pub(crate) enum Discovering {
     /// sc-mcp's own handshake, for a 2026-07-28 client ([`super::handshake::ensure_handshake`]).
     Own,
     /// A legacy client's `initialize`, answered from the server's `server/discover` result.
-    Client(PendingRequest),
+    Client(Box<PendingRequest>),
 }
 
 #[derive(Debug, Default)]
