@@ -208,8 +208,9 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_the_published_filesyste
     assert!(!root.join("x.txt").exists());
 }
 
-#[test]
-fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
+/// The matrix against testdata/mcp/py-server.py over stdio, started with `mode` (none: the
+/// SDK's dual-era server).
+fn python_server_matrix(mode: Option<&str>) {
     let scratch = Scratch::new();
     scratch.write("notes/a.txt", "hello\n");
     let root = scratch.path("notes");
@@ -217,11 +218,12 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
         "policy.json",
         r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
     );
-    let server = vec![
+    let mut server = vec![
         python().into_os_string(),
         testdata("mcp/py-server.py").into_os_string(),
         root.clone().into_os_string(),
     ];
+    server.extend(mode.map(OsString::from));
     let calls = json!([
         ["read_note", {"name": "a.txt"}],
         ["delete_note", {"name": "a.txt"}],
@@ -245,46 +247,18 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
     );
 }
 
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
+    python_server_matrix(None);
+}
+
 /// The same matrix with a Python SDK server that speaks 2026-07-28 only (it refuses
 /// `initialize`): sc-mcp finds it so, speaks 2026-07-28 to it (`server/discover`, the protocol
 /// keys on each request) and translates for the legacy client (its `initialize` answered from
 /// `server/discover`, results without `resultType`).
 #[test]
 fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_python_server() {
-    let scratch = Scratch::new();
-    scratch.write("notes/a.txt", "hello\n");
-    let root = scratch.path("notes");
-    let policy = scratch.write(
-        "policy.json",
-        r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
-    );
-    let server = vec![
-        python().into_os_string(),
-        testdata("mcp/py-server.py").into_os_string(),
-        root.clone().into_os_string(),
-        "--modern-only".into(),
-    ];
-    let calls = json!([
-        ["read_note", {"name": "a.txt"}],
-        ["delete_note", {"name": "a.txt"}],
-        ["write_note", {"name": "b.txt", "text": "approved"}],
-    ]);
-    tools_read_deny_and_held(
-        &scratch,
-        &policy,
-        (&server, &[]),
-        &calls,
-        "delete_note",
-        |held| assert_eq!(held["text"], "wrote b.txt"),
-        || {
-            let _ = std::fs::remove_file(root.join("b.txt"));
-        },
-    );
-    assert!(root.join("a.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(root.join("b.txt")).unwrap(),
-        "approved"
-    );
+    python_server_matrix(Some("--modern-only"));
 }
 
 /// The same matrix with the Python SDK server over Streamable HTTP behind `--upstream` (and so,

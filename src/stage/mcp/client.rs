@@ -393,13 +393,7 @@ impl ClientSide<'_> {
             },
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
-                let mut taken = std::mem::take(&mut *lock(&session.taken));
-                crate::stage::exec::take_results_into(
-                    &mut self.state,
-                    &mut taken,
-                    &session.policy,
-                    &self.timing,
-                );
+                self.take_results();
                 let decided = crate::stage::door::decide_on(
                     &mut self.state,
                     call,
@@ -557,6 +551,19 @@ impl ClientSide<'_> {
                 ask_in_the_inbox(session, inbox, asked)
             }
         }
+    }
+
+    /// Takes the results of untrusted-output tools the server gave since the last call into
+    /// the state (value provenance), before a call is decided.
+    pub(super) fn take_results(&mut self) {
+        let session = self.session;
+        let mut taken = std::mem::take(&mut *lock(&session.taken));
+        crate::stage::exec::take_results_into(
+            &mut self.state,
+            &mut taken,
+            &session.policy,
+            &self.timing,
+        );
     }
 
     /// Starts the `--notify` command for a hold as it is put to the person (`url`: the card's

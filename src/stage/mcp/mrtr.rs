@@ -378,13 +378,7 @@ impl super::client::ClientSide<'_> {
             Ok(call) => call,
             Err(malformed) => return Judgement::malformed(malformed),
         };
-        let mut taken = std::mem::take(&mut *lock(&session.taken));
-        crate::stage::exec::take_results_into(
-            &mut self.state,
-            &mut taken,
-            &session.policy,
-            &self.timing,
-        );
+        self.take_results();
         crate::stage::door::decide_again_on(
             &mut self.state,
             call,
