@@ -734,6 +734,9 @@ fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures
     let echo = proxy.call(2, "echo", json!({"memo": "through"}));
     assert!(result_text(&echo).contains("through"), "{echo}");
     assert!(echo["result"].get("resultType").is_none(), "{echo}");
+    // 2026-07-28 has no ping: sc-mcp answers it.
+    let ping = proxy.request(5, "ping", json!({}));
+    assert_eq!(ping["result"], json!({}), "{ping}");
     // Denied, as for any server: never sent.
     let denied = proxy.call(3, "write_file", json!({"path": "x"}));
     assert_eq!(denied["result"]["isError"], true, "{denied}");

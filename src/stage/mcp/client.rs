@@ -124,6 +124,12 @@ impl ClientSide<'_> {
                     self.answer_without_server(read, &id, &method, why);
                     return Ok(());
                 }
+                if method == "ping" && self.session.revisions.server_is_modern() {
+                    // 2026-07-28 has no `ping`: sc-mcp answers a legacy client's for the server.
+                    self.session
+                        .to_client(&result_response(&id.value, &json!({})));
+                    return Ok(());
+                }
                 if method == "initialize" {
                     self.read_capabilities(read);
                 }
