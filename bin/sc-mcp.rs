@@ -299,11 +299,13 @@ fn run(args: Args) -> anyhow::Result<u8> {
             &place(&args.policy.home),
             &place(&args.policy.root),
         ]);
-        let mut retries = mcp::Retries::new(key, digest);
+        // Bound to the server, --sandbox and the ways of asking too: set below, once known.
+        let door = mcp::request_state::DoorBinding::default();
+        let mut retries = mcp::Retries::new(key, digest, door);
         retries.ttl = std::time::Duration::from_secs(args.request_state_ttl);
         retries
     };
-    let options = McpOptions {
+    let mut options = McpOptions {
         retries,
         policy,
         grants,
@@ -347,6 +349,16 @@ fn run(args: Args) -> anyhow::Result<u8> {
             }),
             _ => None,
         },
+    };
+    // A requestState is taken only by an sc-mcp in front of the same server, with the same
+    // --sandbox, asking the person the same ways.
+    options.retries.door = mcp::request_state::DoorBinding {
+        server: match &args.upstream {
+            Some(url) => mcp::request_state::DoorBinding::server_url(url),
+            None => mcp::request_state::DoorBinding::server_command(&args.server),
+        },
+        sandbox: options.sandbox.is_some(),
+        asking: mcp::request_state::DoorBinding::asking(options.asking, options.inbox.is_some()),
     };
     let upstream = match &args.upstream {
         Some(url) => {

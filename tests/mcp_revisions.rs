@@ -208,8 +208,9 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_the_published_filesyste
     assert!(!root.join("x.txt").exists());
 }
 
-#[test]
-fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
+/// The matrix against testdata/mcp/py-server.py over stdio, started with `mode` (none: the
+/// SDK's dual-era server).
+fn python_server_matrix(mode: Option<&str>) {
     let scratch = Scratch::new();
     scratch.write("notes/a.txt", "hello\n");
     let root = scratch.path("notes");
@@ -217,11 +218,12 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
         "policy.json",
         r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
     );
-    let server = vec![
+    let mut server = vec![
         python().into_os_string(),
         testdata("mcp/py-server.py").into_os_string(),
         root.clone().into_os_string(),
     ];
+    server.extend(mode.map(OsString::from));
     let calls = json!([
         ["read_note", {"name": "a.txt"}],
         ["delete_note", {"name": "a.txt"}],
@@ -243,6 +245,20 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
         std::fs::read_to_string(root.join("b.txt")).unwrap(),
         "approved"
     );
+}
+
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server() {
+    python_server_matrix(None);
+}
+
+/// The same matrix with a Python SDK server that speaks 2026-07-28 only (it refuses
+/// `initialize`): sc-mcp finds it so, speaks 2026-07-28 to it (`server/discover`, the protocol
+/// keys on each request) and translates for the legacy client (its `initialize` answered from
+/// `server/discover`, results without `resultType`).
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_python_server() {
+    python_server_matrix(Some("--modern-only"));
 }
 
 /// The same matrix with the Python SDK server over Streamable HTTP behind `--upstream` (and so,
@@ -555,4 +571,252 @@ fn a_retry_under_a_request_id_in_use_is_refused_and_its_state_kept() {
     audited_refusals(&scratch, a, &["already in use"]);
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
+/// A retried hold is decided again, by the one decision, on the crew's state as it is now: a
+/// hold again runs with the person's yes (its amount counted once, when it was held), and a call
+/// that became a deny while the person answered (here the crew's state became unreadable, which
+/// denies every call) is denied whatever the answer. The `approve` event has both.
+#[test]
+fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"holdAboveAmount": 100, "holdAboveTotal": 1000}"#,
+    );
+    let shared = ["--crew", "payments", "--state", url.as_str()];
+    let mut a = door(&scratch, "a", "crew", &policy, &shared);
+    let audit = a.audit.clone();
+    // Decided again as a hold: the yes runs it.
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    let answer = retry(&mut a.proxy, 2, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    // Its 750 was counted once: 100 more stays within the crew's 1000.
+    let within = a.proxy.request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": 100, "memo": "within"}, "_meta": modern_meta(true)}),
+    );
+    assert_eq!(within["result"]["resultType"], "complete", "{within}");
+    assert!(result_text(&within).contains("within"), "{within}");
+    // Held again; while the person answers, the crew's state becomes one sc-mcp cannot read.
+    let state = request_state_of(&held_call(&mut a.proxy, 4));
+    let mut connection = redis.connection();
+    let _: () = redis::cmd("SET")
+        .arg("skeleton-crew:crew:payments:gate")
+        .arg("[]")
+        .query(&mut connection)
+        .unwrap();
+    let denied = retry(&mut a.proxy, 5, &state, true);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(denied["result"]["resultType"], "complete", "{denied}");
+    let text = result_text(&denied);
+    assert!(
+        text.contains("denied") && text.contains("state store unavailable"),
+        "{text}"
+    );
+    audited_refusals(&scratch, a, &[]);
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 2, "{log:?}");
+    for approval in &approvals {
+        assert_eq!(approval["approval"]["approved"], true, "{approval}");
+        assert_eq!(approval["approval"]["by"], "elicitation", "{approval}");
+    }
+    assert_eq!(approvals[0]["decidedAgain"]["decision"], "hold");
+    assert_eq!(approvals[1]["decidedAgain"]["decision"], "deny");
+    assert!(approvals[1]["decidedAgain"]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("state store unavailable"));
+    let last = events(&log, "exec").pop().unwrap();
+    assert_eq!(last["id"], approvals[1]["id"]);
+    assert_eq!(last["decision"], "deny", "{last}");
+    assert_eq!(last["outcome"]["status"], "skipped", "{last}");
+    // The call ran once: the first yes.
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
+/// A `requestState` is bound to the sc-mcp that gave it: the server it is in front of (its
+/// command line, or its `--upstream` URL), `--sandbox`, and the ways it asks the person. One
+/// given by an sc-mcp with the same key, policy and agent but another of these is refused and
+/// audited, and the call never runs.
+#[test]
+fn a_state_from_an_sc_mcp_before_another_server_sandbox_or_way_of_asking_is_refused() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let state = request_state_of(&held_call(&mut a.proxy, 1));
+    // The same server started another way is another server.
+    let audit = scratch.path("audit-b.jsonl");
+    let key = key_file(&scratch);
+    let mut server = fake_server();
+    server.insert(1, "-B".into());
+    let mut b = Door {
+        proxy: Proxy::spawn(
+            &scratch,
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--audit",
+                audit.to_str().unwrap(),
+                "--audit-key",
+                key.to_str().unwrap(),
+                "--agent",
+                "crew",
+            ],
+            &server,
+        ),
+        audit,
+    };
+    refused_with(&retry(&mut b.proxy, 1, &state, true), "another MCP server");
+    // With --sandbox (the server confined, or not started where the sandbox cannot be made).
+    let mut c = door(&scratch, "c", "crew", &policy, &["--sandbox"]);
+    refused_with(
+        &retry(&mut c.proxy, 1, &state, true),
+        "another --sandbox setting",
+    );
+    // Asking the person another way: not through the client.
+    let mut d = door(&scratch, "d", "crew", &policy, &["--no-elicitation"]);
+    refused_with(
+        &retry(&mut d.proxy, 1, &state, true),
+        "asks the person another way",
+    );
+    audited_refusals(&scratch, b, &["another MCP server"]);
+    audited_refusals(&scratch, c, &["another --sandbox setting"]);
+    audited_refusals(&scratch, d, &["asks the person another way"]);
+    // Still unspent, the state is taken by the sc-mcp that gave it.
+    let answer = retry(&mut a.proxy, 2, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    audited_refusals(&scratch, a, &[]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
+fn modern_only_server(behaviour: &str) -> Vec<OsString> {
+    let mut server = fake_server();
+    server.push(format!("--modern-only{behaviour}").into());
+    server
+}
+
+/// A legacy client through sc-mcp to a server that speaks 2026-07-28 only, by the scripted
+/// client: its `initialize` is answered from the server's `server/discover` in the revision it
+/// asked for; the server gets the protocol keys on each request and no `notifications/initialized`;
+/// results lose `resultType`; and what cannot be carried fails closed: the server's own
+/// `input_required`, a server that dies at `server/discover`, or one whose `server/discover`
+/// names no revision sc-mcp speaks.
+#[test]
+fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let policy = policy.to_str().unwrap();
+    let args = ["--policy", policy, "--agent", "crew"];
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server(""));
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "fake-modern",
+        "{init}"
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools": {}}),
+        "{init}"
+    );
+    let list = proxy.request(1, "tools/list", json!({}));
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    assert!(list["result"].get("resultType").is_none(), "{list}");
+    assert!(!list.to_string().contains("write_file"), "{list}");
+    let echo = proxy.call(2, "echo", json!({"memo": "through"}));
+    assert!(result_text(&echo).contains("through"), "{echo}");
+    assert!(echo["result"].get("resultType").is_none(), "{echo}");
+    // 2026-07-28 has no ping: sc-mcp answers it.
+    let ping = proxy.request(5, "ping", json!({}));
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    // Denied, as for any server: never sent.
+    let denied = proxy.call(3, "write_file", json!({"path": "x"}));
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    // The server's own question back cannot be carried yet: the call fails, audited.
+    let asked = proxy.call(4, "ask", json!({}));
+    assert_eq!(asked["error"]["code"], -32603, "{asked}");
+    assert!(
+        asked["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("input_required"),
+        "{asked}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("speaks 2026-07-28 only"),
+        "{}",
+        done.stderr
+    );
+    let received = crate::mcp::server_received(&scratch);
+    let lines: Vec<Value> = received
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let methods: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ],
+        "{received}"
+    );
+    for line in &lines[1..] {
+        assert_eq!(
+            line["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+            "{line}"
+        );
+    }
+    assert!(!received.contains("write_file"), "{received}");
+    let log = read_events(&scratch.audit_path());
+    let failed = events(&log, "exec").into_iter().any(|event| {
+        event["tool"] == "ask"
+            && event["outcome"]["status"] == "failed"
+            && event["outcome"]["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("input_required"))
+    });
+    assert!(failed, "{log:?}");
+    verify(&scratch.audit_path(), None);
+
+    // A server that dies at server/discover: the initialize gets an error, and sc-mcp exits 1.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server("=die-at-discover"));
+    let init = proxy.initialize();
+    assert_eq!(init["error"]["code"], -32603, "{init}");
+    assert!(
+        init["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("server/discover"),
+        "{init}"
+    );
+    let done = proxy.finish();
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    // One whose server/discover names only a legacy revision: an error, never a made-up answer.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &modern_only_server("=discover-legacy"));
+    let init = proxy.initialize();
+    assert!(init["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("names no revision sc-mcp speaks"));
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
 }

@@ -3,11 +3,12 @@
 //! the call a deny. The crew's remembered approvals ([`crate::rules::grant`]) are read from the
 //! store first and given to the decision.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use crate::call::Call;
-use crate::rules::decision::{decide_in, CallContext};
+use crate::rules::decision::{decide_in, evaluate_in, CallContext};
 use crate::rules::grant::Grant;
 use crate::rules::granting::Granted;
 use crate::rules::policy::Policy;
@@ -37,14 +38,8 @@ pub(crate) fn decide_on(
     local: &[Grant],
 ) -> Decided {
     let now = timing.clock.now();
-    let stored;
-    let grants = match state {
-        StateHandle::Shared(shared) => {
-            stored = crew_grants(shared, now);
-            &stored[..]
-        }
-        StateHandle::Memory(_) => local,
-    };
+    let grants = grants_for(state, now, local);
+    let grants = &grants[..];
     let decided = state.update(policy, timing, &mut |state, at| {
         let context = CallContext {
             grants: Some(Granted { grants, now }),
@@ -60,6 +55,46 @@ pub(crate) fn decide_on(
         judgement: unavailable(&err),
         agent: None,
     })
+}
+
+/// Decides again, on the door's state as it is now, a call that was held and recorded then (a
+/// held call put to the person through a 2026-07-28 client's retry): the same rules, grants and
+/// state as [`decide_on`], as one atomic read of the shared state, but nothing is recorded, since
+/// the call's spend and reads were recorded when it was first decided (recording them again would
+/// count its amount twice). A store that fails makes it a deny ([`unavailable`]). The budget
+/// rule sees the call's own amount, counted when it was held, as spent already: it can only
+/// add a hold, which the person's answer covers.
+pub(crate) fn decide_again_on(
+    state: &mut StateHandle,
+    call: &Call,
+    policy: &Policy,
+    timing: &Timing,
+    local: &[Grant],
+) -> Judgement {
+    let now = timing.clock.now();
+    let grants = grants_for(state, now, local);
+    let grants = &grants[..];
+    let decided = state.update(policy, timing, &mut |state, _| {
+        let context = CallContext {
+            grants: Some(Granted { grants, now }),
+            ..CallContext::default()
+        };
+        evaluate_in(call, policy, state, context)
+    });
+    decided.unwrap_or_else(|err| unavailable(&err))
+}
+
+/// The grants a decision on `state` is given: the crew's in the store when the state is a crew's
+/// there, else `local`.
+fn grants_for<'a>(
+    state: &mut StateHandle,
+    now: SystemTime,
+    local: &'a [Grant],
+) -> Cow<'a, [Grant]> {
+    match state {
+        StateHandle::Shared(shared) => Cow::Owned(crew_grants(shared, now)),
+        StateHandle::Memory(_) => Cow::Borrowed(local),
+    }
 }
 
 /// The live grants of the crew whose state `shared` keeps (none for an sc-hook session without a

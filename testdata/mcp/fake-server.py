@@ -22,6 +22,13 @@ prove what did and did not reach the server. Its tools misbehave on purpose:
 `tools/list` with `params.cursor` "tools-as-object" answers with `tools` as an object.
 
 `--die-at-start` exits with status 5 before reading anything.
+
+`--modern-only` speaks MCP 2026-07-28 only: `initialize` is refused with -32022 naming 2026-07-28,
+`server/discover` answers, a request without `_meta["io.modelcontextprotocol/protocolVersion"]`
+and `…/clientCapabilities` is refused with -32602, each result has `resultType`, and the tool
+`ask` answers `input_required` (the server's own retry). `--modern-only=die-at-discover` exits
+with status 4 on `server/discover`; `--modern-only=discover-legacy` answers it naming 2025-11-25
+only.
 At end of input it exits 0.
 """
 import json
@@ -45,9 +52,54 @@ TOOLS = ["echo", "write_file", "crash", "garbage", "dup_answer", "hang", "shout"
 DENIED_LIST = {"tools": [{"name": "write_file", "inputSchema": {"type": "object"}}]}
 
 
+MODERN_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities")
+
+
+def modern_only(message, request_id, behaviour):
+    """Answers what a 2026-07-28-only server answers differently; True when it did."""
+    method = message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": message["params"].get("protocolVersion")}}})
+        return True
+    meta = (message.get("params") or {}).get("_meta") or {}
+    if any(key not in meta for key in MODERN_KEYS):
+        send({"jsonrpc": "2.0", "id": request_id,
+              "error": {"code": -32602, "message": "the request has no 2026-07-28 envelope"}})
+        return True
+    if method == "server/discover":
+        if behaviour == "die-at-discover":
+            sys.exit(4)
+        versions = ["2025-11-25"] if behaviour == "discover-legacy" else ["2026-07-28"]
+        send({"jsonrpc": "2.0", "id": request_id, "result": {
+            "resultType": "complete", "supportedVersions": versions,
+            "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern", "version": "2"}}}})
+        return True
+    if method == "tools/call" and message["params"]["name"] == "ask":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {
+            "resultType": "input_required", "requestState": "server-state",
+            "inputRequests": {"q": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "?", "requestedSchema": {"type": "object"}}}}}})
+        return True
+    return False
+
+
 def main():
     if "--die-at-start" in sys.argv[1:]:
         sys.exit(5)
+    modern = next((arg for arg in sys.argv[1:] if arg.startswith("--modern-only")), None)
+    behaviour = modern.partition("=")[2] if modern else None
+    if modern:
+        global send
+        plain_send = send
+
+        def send(message):
+            result = message.get("result") if isinstance(message, dict) else None
+            if isinstance(result, dict):
+                result.setdefault("resultType", "complete")
+            plain_send(message)
     log_path = os.environ.get("FAKE_MCP_LOG")
     print("fake-mcp: ready", file=sys.stderr, flush=True)
     for line in sys.stdin:
@@ -62,6 +114,8 @@ def main():
         request_id = message.get("id")
         if request_id is None:
             continue  # a notification or a response
+        if modern and modern_only(message, request_id, behaviour):
+            continue
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": request_id, "result": {
                 "protocolVersion": "2025-06-18",

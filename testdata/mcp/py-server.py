@@ -5,6 +5,10 @@ tests/mcp_revisions.rs and tests/mcp_http.rs: notes kept as files in the folder 
     py-server.py FOLDER --http     over Streamable HTTP on a free loopback port, printed as its URL
                                    on stdout; every request must carry `Authorization: Bearer
                                    $PY_SERVER_TOKEN` (else 401)
+    py-server.py FOLDER --modern-only
+                                   over stdio, speaking 2026-07-28 only: the SDK's own serving loop
+                                   for that revision, which refuses `initialize` (-32022) and every
+                                   request without the per-request `_meta` keys
 """
 
 import os
@@ -66,7 +70,27 @@ def serve_http() -> None:
     uvicorn.Server(uvicorn.Config(guarded, log_level="warning", lifespan="on")).run(sockets=[sock])
 
 
+def serve_modern_only() -> None:
+    import anyio
+
+    from mcp.server.runner import _serve_modern_stream
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            async with lowlevel.lifespan(lowlevel) as state:
+                await _serve_modern_stream(
+                    lowlevel, read_stream, write_stream, lifespan_state=state, raise_exceptions=False
+                )
+
+    anyio.run(main)
+
+
 if sys.argv[2:] == ["--http"]:
     serve_http()
+elif sys.argv[2:] == ["--modern-only"]:
+    serve_modern_only()
 else:
     server.run()

@@ -124,6 +124,12 @@ impl ClientSide<'_> {
                     self.answer_without_server(read, &id, &method, why);
                     return Ok(());
                 }
+                if method == "ping" && self.session.revisions.server_is_modern() {
+                    // 2026-07-28 has no `ping`: sc-mcp answers a legacy client's for the server.
+                    self.session
+                        .to_client(&result_response(&id.value, &json!({})));
+                    return Ok(());
+                }
                 if method == "initialize" {
                     self.read_capabilities(read);
                 }
@@ -227,11 +233,18 @@ impl ClientSide<'_> {
         self.session.to_client(&result_response(&id.value, &result));
     }
 
-    /// Notes whether the client's `initialize` declared elicitation in form mode.
+    /// Notes whether the client's `initialize` declared elicitation in form mode, and the
+    /// revision it asked for.
     fn read_capabilities(&mut self, bytes: &[u8]) {
         // Read strictly already: the message was classified.
         let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
         self.client_elicits = elicitation::declares_form_elicitation(message.get("params"));
+        // For a 2026-07-28 server, which has no `initialize`, the answer sc-mcp makes names it.
+        lock(&self.session.revisions.state).client_version = message
+            .get("params")
+            .and_then(|params| params.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if self.surface() == Surface::Elicitation {
             self.session.narrate(
                 "sc-mcp: the client can ask the person (elicitation): held calls are put to the person through it",
@@ -386,13 +399,7 @@ impl ClientSide<'_> {
             },
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
-                let mut taken = std::mem::take(&mut *lock(&session.taken));
-                crate::stage::exec::take_results_into(
-                    &mut self.state,
-                    &mut taken,
-                    &session.policy,
-                    &self.timing,
-                );
+                self.take_results();
                 let decided = crate::stage::door::decide_on(
                     &mut self.state,
                     call,
@@ -550,6 +557,19 @@ impl ClientSide<'_> {
                 ask_in_the_inbox(session, inbox, asked)
             }
         }
+    }
+
+    /// Takes the results of untrusted-output tools the server gave since the last call into
+    /// the state (value provenance), before a call is decided.
+    pub(super) fn take_results(&mut self) {
+        let session = self.session;
+        let mut taken = std::mem::take(&mut *lock(&session.taken));
+        crate::stage::exec::take_results_into(
+            &mut self.state,
+            &mut taken,
+            &session.policy,
+            &self.timing,
+        );
     }
 
     /// Starts the `--notify` command for a hold as it is put to the person (`url`: the card's

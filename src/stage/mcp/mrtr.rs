@@ -5,12 +5,16 @@
 //! "elicitation/create",…}},"requestState":…}`: the same question as the elicitation of a legacy
 //! client (agent, tool, exact arguments, source, reasons; approve or not, and the scopes offered).
 //! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
-//! the policy's digest and an expiry. The client retries the call with `inputResponses` and the
+//! the policy's digest, the door (the server, `--sandbox`, the ways of asking) and an expiry. The client retries the call with `inputResponses` and the
 //! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
 //! by another sc-mcp of the crew completes, else in this process, which takes only the states it
-//! gave), and the answer settles the
-//! call: approved, it is forwarded to the server as it first came; else refused. A state that is
-//! tampered with, expired, for another principal, call or policy, or spent already is refused with
+//! gave), and the call is decided again by the one decision on the state as it is now
+//! ([`crate::stage::door::decide_again_on`]: a taint, a budget spent or a store that fails while
+//! the person answered counts). A deny now is a deny, whatever the answer; otherwise the answer
+//! settles the call: approved, it is forwarded to the server as it first came; else refused. The
+//! `approve` event records the answer and the new decision (`decidedAgain`). A state that is
+//! tampered with, expired, for another principal, call, policy, server, sandbox setting or way of
+//! asking, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
 
 use std::sync::Arc;
@@ -33,7 +37,7 @@ use crate::call::Call;
 use crate::record::Approval;
 use crate::sanitize::for_terminal;
 use crate::store::{spent, Owner, StateHandle};
-use crate::verdict::{Decision, Grantable, Scope};
+use crate::verdict::{Decision, Grantable, Judgement, Scope};
 
 /// The key of sc-mcp's one input request.
 pub(crate) const INPUT_KEY: &str = "sc-mcp-approval";
@@ -59,6 +63,7 @@ pub(crate) fn input_required(
         tool: ticket.tool.clone(),
         call: request_state::call_digest(&ticket.tool, arguments),
         policy: retries.policy_digest.clone(),
+        door: retries.door.clone(),
         expires: request_state::millis(now + retries.ttl),
         reasons: reasons.to_vec(),
         scopes: scopes.to_vec(),
@@ -157,9 +162,9 @@ impl super::client::ClientSide<'_> {
         let session = self.session;
         let stripped = modern.stripped.clone();
         // Checked as it came (a duplicate key, a bad id… is refused before anything is stripped).
-        let (id, is_call) = match classify_client_message(original) {
-            ClientMessage::ToolCall { id, .. } => (id, true),
-            ClientMessage::Request { id, .. } => (id, false),
+        let (id, call_text) = match classify_client_message(original) {
+            ClientMessage::ToolCall { id, text, .. } => (id, Some(text)),
+            ClientMessage::Request { id, .. } => (id, None),
             // Refused, or not a request: as any client's message.
             _ => return self.handle_as(original, &stripped),
         };
@@ -189,7 +194,7 @@ impl super::client::ClientSide<'_> {
         lock(&session.revisions.state)
             .modern
             .insert(id.key.clone(), modern.method.clone());
-        let retry = is_call
+        let retry = call_text.is_some()
             && modern
                 .message
                 .get("params")
@@ -197,13 +202,14 @@ impl super::client::ClientSide<'_> {
         self.retry.current = Some(modern);
         if retry {
             let modern = self.retry.current.clone().expect("just set");
-            return self.take_retry(id, &modern);
+            return self.take_retry(id, &modern, call_text.unwrap_or_default());
         }
         self.handle_as(original, &stripped)
     }
 
-    /// Takes a modern client's retry of a held call (a `tools/call` carrying `requestState`).
-    pub(super) fn take_retry(&mut self, id: RequestId, modern: &Modern) -> Result<()> {
+    /// Takes a modern client's retry of a held call (a `tools/call` carrying `requestState`;
+    /// `text`: the message as it came, for the exact text of `arguments.amount`).
+    pub(super) fn take_retry(&mut self, id: RequestId, modern: &Modern, text: &str) -> Result<()> {
         let session = self.session;
         let message = &modern.message;
         let id_value = id.value.clone();
@@ -234,7 +240,7 @@ impl super::client::ClientSide<'_> {
             sealed,
             &session.agent,
             &request_state::call_digest(tool, &arguments),
-            &self.retry.retries.policy_digest,
+            (&self.retry.retries.policy_digest, &self.retry.retries.door),
             now,
         );
         let opened = opened.and_then(|state| {
@@ -285,12 +291,20 @@ impl super::client::ClientSide<'_> {
             "tool": tool,
             "args": arguments,
             "source": "agent",
-        }));
+        }))
+        .map(|mut call| {
+            call.take_amount_text_from(text, &["params", "arguments", "amount"]);
+            call
+        });
+        // Decided again, as the state is now: what changed while the person answered (a taint,
+        // a budget spent, a store that fails) counts, and a deny now is a deny, whatever the
+        // answer.
+        let again = self.decide_again(&call);
         let mut ticket = Ticket {
             call_id: state.call_id.clone(),
             agent: session.agent.clone(),
             tool: tool.to_owned(),
-            decision: Decision::Hold,
+            decision: again.decision,
             approval: None,
             held_for: match (&state.grantable, call) {
                 (Some(grantable), Ok(call)) => Some(Arc::new((call, grantable.clone()))),
@@ -298,13 +312,16 @@ impl super::client::ClientSide<'_> {
             },
             notify_failed: None,
         };
-        if let Some(held) = &ticket.held_for {
+        if let (Some(held), false) = (&ticket.held_for, again.decision == Decision::Deny) {
             let (call, grantable) = &**held;
             session
                 .grants
                 .keep(&mut approval, call, grantable, &ticket.call_id);
         }
-        self.audit_retry_approval(&ticket, &approval)?;
+        self.audit_retry_approval(&ticket, &approval, &again)?;
+        if again.decision == Decision::Deny {
+            return session.refuse_call(&id_value, &ticket, &again.reasons, None);
+        }
         if !approval.approved {
             return session.refuse_call(&id_value, &ticket, &state.reasons, Some(&approval));
         }
@@ -352,20 +369,51 @@ impl super::client::ClientSide<'_> {
         !matches!(&self.state, StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
     }
 
-    /// The `approve` event of a retry's answer: as every door's, with the protocol revision.
-    fn audit_retry_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
+    /// The one decision ([`crate::stage::door::decide_again_on`]) made again for a retried
+    /// call, on the state as it is now (with the results of untrusted-output tools taken in
+    /// first, as for any call).
+    fn decide_again(&mut self, call: &Result<Call, crate::call::Malformed>) -> Judgement {
+        let session = self.session;
+        let call = match call {
+            Ok(call) => call,
+            Err(malformed) => return Judgement::malformed(malformed),
+        };
+        self.take_results();
+        crate::stage::door::decide_again_on(
+            &mut self.state,
+            call,
+            &session.policy,
+            &self.timing,
+            &session.grants.local(),
+        )
+    }
+
+    /// The `approve` event of a retry's answer: as every door's, with the protocol revision
+    /// and the call's decision made again (`decidedAgain`).
+    fn audit_retry_approval(
+        &self,
+        ticket: &Ticket,
+        approval: &Approval,
+        again: &Judgement,
+    ) -> Result<()> {
         let event = audit::event(Stage::Approve, &ticket.call_id)
             .field("agent", &ticket.agent)
             .field("tool", &ticket.tool)
             .field("approval", approval)
             .field("protocolRevision", MODERN)
+            .field(
+                "decidedAgain",
+                &json!({"decision": again.decision, "reasons": again.reasons}),
+            )
             .finish();
         self.session.audit(&event)?;
         self.session.narrate(&format!(
-            "sc-mcp: {} → {}: {}",
+            "sc-mcp: {} → {}: {}; decided again: {} ({})",
             for_terminal(&ticket.agent),
             for_terminal(&ticket.tool),
-            for_terminal(&approval.reason)
+            for_terminal(&approval.reason),
+            again.decision.as_str(),
+            for_terminal(&again.reasons.join("; "))
         ));
         Ok(())
     }

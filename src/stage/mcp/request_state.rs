@@ -40,6 +40,8 @@ pub(crate) struct HeldState {
     pub call: String,
     /// [`policy_digest`] of the policy that held it.
     pub policy: String,
+    /// The sc-mcp that held it: its server, `--sandbox` and the ways it asks.
+    pub door: DoorBinding,
     /// Unix milliseconds after which the state is refused.
     pub expires: u64,
     pub reasons: Vec<String>,
@@ -49,22 +51,68 @@ pub(crate) struct HeldState {
     pub grantable: Option<Grantable>,
 }
 
+/// What else a state is bound to besides the principal, the call and the policy: what the
+/// decision and its carrying out depend on in the sc-mcp that gave it. A state another sc-mcp
+/// gave is taken only if it is in front of the same server, with the same `--sandbox`, asking
+/// the person the same ways.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DoorBinding {
+    /// SHA-256 of the server: its command line, or its `--upstream` URL ([`DoorBinding::server`]).
+    pub server: String,
+    /// Whether the server runs under `--sandbox`.
+    pub sandbox: bool,
+    /// The ways a held call may be put to the person ([`DoorBinding::asking`]).
+    pub asking: String,
+}
+
+impl DoorBinding {
+    /// The digest of a server started as `command` (each argument length-prefixed, so that
+    /// `a b` and `"a b"` differ).
+    pub fn server_command(command: &[std::ffi::OsString]) -> String {
+        let parts: Vec<&[u8]> = std::iter::once(&b"command"[..])
+            .chain(command.iter().map(|arg| arg.as_encoded_bytes()))
+            .collect();
+        policy_digest(&parts)
+    }
+
+    /// The digest of a remote server at `url` (its credentials, when it has some, never leave
+    /// the digest).
+    pub fn server_url(url: &str) -> String {
+        policy_digest(&[b"upstream", url.as_bytes()])
+    }
+
+    /// How `asking` (and `--inbox`) puts a held call to the person, as a state names it.
+    pub fn asking(asking: super::Asking, inbox: bool) -> String {
+        match (inbox, asking) {
+            (true, _) => "inbox".to_owned(),
+            (false, super::Asking::OnlyTheHuman) => "only-the-human".to_owned(),
+            (false, super::Asking::Wherever { elicitation, web }) => {
+                format!("wherever(elicitation={elicitation},web={})", web.is_some())
+            }
+        }
+    }
+}
+
 /// What sc-mcp needs to put a hold to a modern client as a retry, and to take the retry.
 #[derive(Debug, Clone)]
 pub struct Retries {
     pub key: Key,
     /// [`policy_digest`] of the policy in force.
     pub policy_digest: String,
+    /// This sc-mcp's server, `--sandbox` and ways of asking.
+    pub door: DoorBinding,
     /// How long a state may be presented (default 10 minutes).
     pub ttl: Duration,
 }
 
 impl Retries {
-    /// A key of this run alone, for a policy of this digest.
-    pub fn new(key: Key, policy_digest: String) -> Retries {
+    /// A key of this run alone, for a policy of this digest, at this door.
+    pub fn new(key: Key, policy_digest: String, door: DoorBinding) -> Retries {
         Retries {
             key,
             policy_digest,
+            door,
             ttl: DEFAULT_STATE_TTL,
         }
     }
@@ -134,6 +182,12 @@ pub enum StateRefused {
     OtherCall,
     #[error("the requestState was given under another policy")]
     OtherPolicy,
+    #[error("the requestState was given by an sc-mcp in front of another MCP server")]
+    OtherServer,
+    #[error("the requestState was given by an sc-mcp with another --sandbox setting")]
+    OtherSandbox,
+    #[error("the requestState was given by an sc-mcp that asks the person another way")]
+    OtherAsking,
     #[error("the requestState was already used")]
     Replayed,
     #[error("the requestState was already used, or was not given by this sc-mcp (without a crew's store, each sc-mcp takes only the states it gave, once)")]
@@ -187,13 +241,14 @@ impl Key {
     }
 
     /// Opens a presented state, checking its seal first (in constant time), then that it is
-    /// for this principal, this call and this policy, and not past its expiry at `now`.
+    /// for this principal, this call, this policy and this door, and not past its expiry at
+    /// `now`.
     pub(crate) fn open(
         &self,
         sealed: &str,
         principal: &str,
         call: &str,
-        policy: &str,
+        (policy, door): (&str, &DoorBinding),
         now: SystemTime,
     ) -> Result<HeldState, StateRefused> {
         let (payload, tag) = sealed.split_once('.').ok_or(StateRefused::Tampered)?;
@@ -213,6 +268,15 @@ impl Key {
         }
         if state.policy != policy {
             return Err(StateRefused::OtherPolicy);
+        }
+        if state.door.server != door.server {
+            return Err(StateRefused::OtherServer);
+        }
+        if state.door.sandbox != door.sandbox {
+            return Err(StateRefused::OtherSandbox);
+        }
+        if state.door.asking != door.asking {
+            return Err(StateRefused::OtherAsking);
         }
         if state.call != call {
             return Err(StateRefused::OtherCall);
@@ -265,6 +329,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn door() -> DoorBinding {
+        DoorBinding {
+            server: DoorBinding::server_command(&["srv".into(), "a b".into()]),
+            sandbox: false,
+            asking: "wherever(elicitation=true,web=false)".into(),
+        }
+    }
+
     fn state(expires: u64) -> HeldState {
         HeldState {
             nonce: nonce().unwrap(),
@@ -273,6 +345,7 @@ mod tests {
             tool: "write_file".into(),
             call: call_digest("write_file", &json!({"path": "a"})),
             policy: "p1".into(),
+            door: door(),
             expires,
             reasons: vec!["write_file is held".into()],
             scopes: vec![Scope::Once],
@@ -287,29 +360,66 @@ mod tests {
         let held = state(millis(now) + 60_000);
         let sealed = key.seal(&held);
         let call = held.call.clone();
-        assert_eq!(key.open(&sealed, "fs", &call, "p1", now).unwrap(), held);
         assert_eq!(
-            key.open(&sealed, "other", &call, "p1", now),
+            key.open(&sealed, "fs", &call, ("p1", &door()), now)
+                .unwrap(),
+            held
+        );
+        assert_eq!(
+            key.open(&sealed, "other", &call, ("p1", &door()), now),
             Err(StateRefused::OtherPrincipal("fs".into()))
         );
         assert_eq!(
-            key.open(&sealed, "fs", &call, "p2", now),
+            key.open(&sealed, "fs", &call, ("p2", &door()), now),
             Err(StateRefused::OtherPolicy)
         );
         let other = call_digest("write_file", &json!({"path": "b"}));
         assert_eq!(
-            key.open(&sealed, "fs", &other, "p1", now),
+            key.open(&sealed, "fs", &other, ("p1", &door()), now),
             Err(StateRefused::OtherCall)
         );
         let later = now + Duration::from_secs(120);
         assert!(matches!(
-            key.open(&sealed, "fs", &call, "p1", later),
+            key.open(&sealed, "fs", &call, ("p1", &door()), later),
             Err(StateRefused::Expired(59 | 60))
         ));
+        // Another server, sandbox setting or way of asking.
+        let server = DoorBinding {
+            server: DoorBinding::server_command(&["srv".into(), "a".into(), "b".into()]),
+            ..door()
+        };
+        assert_eq!(
+            key.open(&sealed, "fs", &call, ("p1", &server), now),
+            Err(StateRefused::OtherServer)
+        );
+        let upstream = DoorBinding {
+            server: DoorBinding::server_url("http://127.0.0.1:1/mcp"),
+            ..door()
+        };
+        assert_eq!(
+            key.open(&sealed, "fs", &call, ("p1", &upstream), now),
+            Err(StateRefused::OtherServer)
+        );
+        let sandboxed = DoorBinding {
+            sandbox: true,
+            ..door()
+        };
+        assert_eq!(
+            key.open(&sealed, "fs", &call, ("p1", &sandboxed), now),
+            Err(StateRefused::OtherSandbox)
+        );
+        let asking = DoorBinding {
+            asking: "only-the-human".into(),
+            ..door()
+        };
+        assert_eq!(
+            key.open(&sealed, "fs", &call, ("p1", &asking), now),
+            Err(StateRefused::OtherAsking)
+        );
         // Another key, a flipped byte, a forged payload with its own tag: all tampered.
         let other_key = Key::random().unwrap();
         assert_eq!(
-            other_key.open(&sealed, "fs", &call, "p1", now),
+            other_key.open(&sealed, "fs", &call, ("p1", &door()), now),
             Err(StateRefused::Tampered)
         );
         let (payload, tag) = sealed.split_once('.').unwrap();
@@ -320,12 +430,12 @@ mod tests {
         bytes = text.into_bytes();
         let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&bytes));
         assert_eq!(
-            key.open(&forged, "fx", &call, "p1", now),
+            key.open(&forged, "fx", &call, ("p1", &door()), now),
             Err(StateRefused::Tampered)
         );
         for garbage in ["", ".", "abc", "a.b.c", "!!.!!"] {
             assert_eq!(
-                key.open(garbage, "fs", &call, "p1", now),
+                key.open(garbage, "fs", &call, ("p1", &door()), now),
                 Err(StateRefused::Tampered)
             );
         }
@@ -337,10 +447,10 @@ mod tests {
         let held = state(millis(now) + 60_000);
         let sealed = Key::derived(b"secret").seal(&held);
         assert!(Key::derived(b"secret")
-            .open(&sealed, "fs", &held.call, "p1", now)
+            .open(&sealed, "fs", &held.call, ("p1", &door()), now)
             .is_ok());
         assert_eq!(
-            Key::derived(b"other").open(&sealed, "fs", &held.call, "p1", now),
+            Key::derived(b"other").open(&sealed, "fs", &held.call, ("p1", &door()), now),
             Err(StateRefused::Tampered)
         );
         assert_eq!(

@@ -16,11 +16,13 @@
 //! A held `tools/call` from a modern client that declared elicitation is answered with
 //! `input_required` ([`super::mrtr`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use super::protocol::IdKey;
+use super::pending::PendingRequest;
+use super::protocol::{IdKey, METHOD_NOT_FOUND};
 use crate::rules::policy::Policy;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -51,6 +53,8 @@ pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// The id of sc-mcp's own `initialize` to the server: it starts with the prefix of sc-mcp's own
 /// ids, which a server's request may never use (see `server.rs`).
 pub(crate) const HANDSHAKE_ID: &str = "sc-mcp-elicit-initialize";
+/// The id of sc-mcp's own `server/discover` to a server that refused `initialize`.
+pub(crate) const DISCOVER_ID: &str = "sc-mcp-elicit-discover";
 
 /// What a modern request said of itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +123,24 @@ pub(crate) fn unsupported(id: &Value, requested: &str) -> Vec<u8> {
 pub(crate) struct Revisions {
     pub(crate) state: Mutex<Handshake>,
     pub(crate) changed: Condvar,
+    /// The server speaks 2026-07-28 only: each request to it carries the per-request protocol
+    /// keys ([`with_envelope`]), and its results lose `resultType` for a legacy client.
+    pub(crate) server_modern: AtomicBool,
+}
+
+impl Revisions {
+    pub(crate) fn server_is_modern(&self) -> bool {
+        self.server_modern.load(Ordering::SeqCst)
+    }
+}
+
+/// Who a `server/discover` sc-mcp sent to a server that refused `initialize` is for.
+#[derive(Debug)]
+pub(crate) enum Discovering {
+    /// sc-mcp's own handshake, for a 2026-07-28 client ([`super::handshake::ensure_handshake`]).
+    Own,
+    /// A legacy client's `initialize`, answered from the server's `server/discover` result.
+    Client(Box<PendingRequest>),
 }
 
 #[derive(Debug, Default)]
@@ -131,6 +153,110 @@ pub(crate) struct Handshake {
     pub(crate) failed: Option<String>,
     /// Requests from a modern client awaiting the server's answer, with their method.
     pub(crate) modern: std::collections::HashMap<IdKey, String>,
+    /// sc-mcp's `server/discover` to a server that refused `initialize`, not answered yet.
+    pub(crate) discovering: Option<Discovering>,
+    /// The revision a legacy client asked for in its `initialize`.
+    pub(crate) client_version: Option<String>,
+}
+
+/// The keys sc-mcp's requests to a 2026-07-28 server carry in `params._meta`: the revision, no
+/// client capabilities (a server's request to the client cannot be carried back yet), and
+/// sc-mcp as the client.
+fn envelope() -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(VERSION_KEY.to_owned(), json!(MODERN));
+    meta.insert(CAPABILITIES_KEY.to_owned(), json!({}));
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".to_owned(),
+        json!({"name": "sc-mcp", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    meta
+}
+
+/// A request for a 2026-07-28 server: `params._meta` gains the per-request protocol keys
+/// ([`envelope`]), the rest of `_meta` (`traceparent`…) kept. `None` when `bytes` is not a
+/// request (a notification, an answer) or its `params` or `_meta` is not an object: it goes as
+/// it came, for the server to refuse.
+pub(crate) fn with_envelope(bytes: &[u8]) -> Option<Vec<u8>> {
+    let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(bytes) else {
+        return None;
+    };
+    if !message.contains_key("method") || !message.contains_key("id") {
+        return None;
+    }
+    let params = message
+        .entry("params")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()?;
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()?;
+    for (key, value) in envelope() {
+        meta.insert(key, value);
+    }
+    Some(serde_json::to_vec(&message).expect("a JSON object serializes"))
+}
+
+/// sc-mcp's own `server/discover`, to a server that refused `initialize`.
+pub(crate) fn discover_request() -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "jsonrpc": "2.0",
+        "id": DISCOVER_ID,
+        "method": "server/discover",
+        "params": {"_meta": envelope()},
+    }))
+    .expect("JSON serializes")
+}
+
+/// Whether an error answer to `initialize` is a 2026-07-28 server's: `-32022` with `2026-07-28`
+/// among its supported revisions, or `-32601` (a server with no `initialize` at all).
+pub(crate) fn refused_as_modern(message: &Map<String, Value>) -> bool {
+    let Some(error) = message.get("error") else {
+        return false;
+    };
+    match error.get("code").and_then(Value::as_i64) {
+        Some(UNSUPPORTED_PROTOCOL_VERSION) => error
+            .pointer("/data/supported")
+            .and_then(Value::as_array)
+            .is_some_and(|supported| supported.iter().any(|version| version == MODERN)),
+        Some(METHOD_NOT_FOUND) => true,
+        _ => false,
+    }
+}
+
+/// A `server/discover` result that names 2026-07-28 among its supported revisions, made the
+/// `initialize` result a legacy client reads (in the revision it asked for, when sc-mcp speaks
+/// it): the capabilities, the server's info (a member, or in `_meta`) and its instructions.
+pub(crate) fn initialize_from_discover(
+    discovered: &Value,
+    client_version: Option<&str>,
+) -> Option<Value> {
+    let speaks_modern = discovered
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|versions| versions.iter().any(|version| version == MODERN));
+    if !speaks_modern {
+        return None;
+    }
+    let version = client_version
+        .filter(|version| *version != MODERN && SUPPORTED.contains(version))
+        .unwrap_or(LEGACY_TO_SERVER);
+    let info = discovered
+        .get("serverInfo")
+        .or_else(|| discovered.pointer("/_meta/io.modelcontextprotocol~1serverInfo"))
+        .filter(|info| info.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({"name": "mcp-server", "version": "unknown"}));
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": discovered.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({})),
+        "serverInfo": info,
+    });
+    if let Some(instructions) = discovered.get("instructions").filter(|i| i.is_string()) {
+        result["instructions"] = instructions.clone();
+    }
+    Some(result)
 }
 
 /// The answer to `server/discover`: the server's capabilities (from its `initialize` result),
@@ -270,6 +396,63 @@ mod tests {
         let mut call = json!({"content": []});
         to_modern_result(&mut call, "tools/call");
         assert_eq!(call, json!({"content": [], "resultType": "complete"}));
+    }
+
+    #[test]
+    fn a_request_to_a_modern_server_gains_the_envelope_and_keeps_its_meta() {
+        let line = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","_meta":{"traceparent":"x"}}}"#;
+        let sent: Value = serde_json::from_slice(&with_envelope(line).unwrap()).unwrap();
+        let meta = &sent["params"]["_meta"];
+        assert_eq!(meta["traceparent"], "x");
+        assert_eq!(meta[VERSION_KEY], MODERN);
+        assert_eq!(meta[CAPABILITIES_KEY], json!({}));
+        let bare: Value = serde_json::from_slice(
+            &with_envelope(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(bare["params"]["_meta"][VERSION_KEY], MODERN);
+        // Notifications, answers and a `params` that is not an object go as they came.
+        assert!(
+            with_envelope(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#).is_none()
+        );
+        assert!(with_envelope(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_none());
+        assert!(with_envelope(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#).is_none());
+    }
+
+    #[test]
+    fn a_modern_servers_refusal_and_discover_make_a_legacy_initialize_result() {
+        let refusal = |error: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "error": error})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        assert!(refused_as_modern(&refusal(
+            json!({"code": -32022, "message": "m", "data": {"supported": ["2026-07-28"]}})
+        )));
+        assert!(refused_as_modern(&refusal(
+            json!({"code": -32601, "message": "m"})
+        )));
+        assert!(!refused_as_modern(&refusal(
+            json!({"code": -32022, "message": "m", "data": {"supported": ["2030-01-01"]}})
+        )));
+        assert!(!refused_as_modern(&refusal(
+            json!({"code": -32603, "message": "m"})
+        )));
+        let discovered = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": true}}, "instructions": "hi",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "py", "version": "1"}},
+            "ttlMs": 0, "cacheScope": "private"});
+        let result = initialize_from_discover(&discovered, Some("2025-06-18")).unwrap();
+        assert_eq!(
+            result,
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "py", "version": "1"}, "instructions": "hi"})
+        );
+        let result = initialize_from_discover(&discovered, Some("2026-07-28")).unwrap();
+        assert_eq!(result["protocolVersion"], LEGACY_TO_SERVER);
+        let legacy_only = json!({"supportedVersions": ["2025-11-25"], "capabilities": {}});
+        assert!(initialize_from_discover(&legacy_only, None).is_none());
     }
 
     #[test]

@@ -145,10 +145,11 @@ pub(super) fn relay_server(session: &Session, stdout: impl Read, max: usize) {
             .map(|(_, request)| request)
             .collect()
     };
-    let failed = requests.len();
+    let mut failed = requests.len();
     for request in requests {
         session.fail_request(request, "the MCP server exited before answering");
     }
+    failed += usize::from(super::handshake::end_discovering(session));
     lock(&session.ending).failed_requests += failed;
     if let Some(mut wake) = lock(&session.wake).take() {
         let _ = wake.write_all(b"x");
@@ -292,6 +293,12 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         );
         return Ok(());
     }
+    // A server that speaks 2026-07-28 only refused the client's `initialize`: its
+    // `server/discover` answers it instead.
+    if request.awaiting.method() == "initialize" && super::revision::refused_as_modern(&message) {
+        super::handshake::discover_for_client(session, request);
+        return Ok(());
+    }
     // The client reads its own id back, as it wrote it, even if the server wrote it otherwise.
     let mut rewritten = false;
     if message.get("id") != Some(&request.id.value) {
@@ -305,6 +312,23 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
     if let Some(result) = message.get_mut("result") {
         if request.awaiting.method() == "initialize" {
             super::handshake::keep_initialize_result(session, result);
+        }
+        if session.revisions.server_is_modern() {
+            // A 2026-07-28 server's question back (its own retry) cannot be carried yet: its
+            // `requestState` would come back to sc-mcp as if sc-mcp had given it.
+            if result.get("resultType") == Some(&json!("input_required")) {
+                session.fail_request(
+                    request,
+                    "the MCP server asked for more input (input_required), which sc-mcp does not carry yet",
+                );
+                return Ok(());
+            }
+            // A legacy client reads no `resultType`.
+            if modern.is_none() {
+                if let Some(result) = result.as_object_mut() {
+                    rewritten |= result.shift_remove("resultType").is_some();
+                }
+            }
         }
         if let Some(method) = &modern {
             rewritten |= super::revision::to_modern_result(result, method);

@@ -190,6 +190,13 @@ impl Session {
         }
         pending.requests.insert(key.clone(), request);
         drop(pending);
+        // A 2026-07-28 server reads the protocol keys on every request.
+        let enveloped = if self.revisions.server_is_modern() {
+            super::revision::with_envelope(bytes)
+        } else {
+            None
+        };
+        let bytes = enveloped.as_deref().unwrap_or(bytes);
         if let Err(err) = write_line(&mut server, bytes) {
             *server = None;
             drop(server);
@@ -203,8 +210,16 @@ impl Session {
         Ok(())
     }
 
-    /// Forwards a message that awaits no answer.
+    /// Forwards a message that awaits no answer. A 2026-07-28 server, which has no handshake, is
+    /// not given a legacy client's `notifications/initialized`.
     pub(super) fn forward(&self, bytes: &[u8]) {
+        if self.revisions.server_is_modern()
+            && serde_json::from_slice::<Value>(bytes).is_ok_and(|message| {
+                message.get("method") == Some(&Value::from("notifications/initialized"))
+            })
+        {
+            return;
+        }
         let mut server = lock(&self.server);
         if let Err(err) = write_line(&mut server, bytes) {
             if server.take().is_some() {
