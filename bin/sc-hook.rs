@@ -314,7 +314,19 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
     // are the gate's own too: every confined run keeps them read-only, so a file tool must not
     // change them either (a `Write` of a vendored sc-sandbox would make the next confined call
     // run unconfined).
-    let machinery = hook::guarded_machinery();
+    // Where the call's paths rules place a relative path (--root, else the call's cwd) and
+    // the project: where a file tool's write counts as inside.
+    let places: Option<Vec<PathBuf>> = translated.as_ref().ok().and_then(|t| {
+        #[derive(serde::Deserialize)]
+        struct Cwd {
+            cwd: Option<PathBuf>,
+        }
+        let cwd = serde_json::from_slice::<Cwd>(&t.input).ok()?.cwd;
+        let mut places = vec![t.project.clone()?, cwd?];
+        places.extend(args.policy.root.clone());
+        Some(places)
+    });
+    let machinery = hook::guarded_machinery(places.as_deref());
     let own: Vec<(&std::path::Path, &str)> = store_in_dir
         .iter()
         .map(|path| (path.as_path(), "state store"))

@@ -471,6 +471,10 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
     for name in ["sc-hook", "sc-sandbox"] {
         std::fs::copy(crate::util::bin_path(name), tools.join(name)).unwrap();
     }
+    // cargo's other name for the hook, in the project too: looked for since the project and
+    // the binaries' folder overlap.
+    std::fs::create_dir_all(tools.join("deps")).unwrap();
+    std::fs::hard_link(tools.join("sc-hook"), tools.join("deps/sc_hook-0123")).unwrap();
     s.hook_exe = Some(tools.join("sc-hook"));
     let fetch = json!({"url": "https://blog.example.com/setup", "prompt": "summarise"});
     s.hook("PostToolUse", "WebFetch", &fetch, "toolu_fetch");
@@ -504,6 +508,10 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
         (
             "Write",
             json!({"file_path": tools.join("sc-hook").display().to_string(), "content": "x"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": tools.join("deps/sc_hook-0123").display().to_string(), "content": "x"}),
         ),
         (
             "Edit",

@@ -338,11 +338,27 @@ fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
 /// ([`crate::stage::sandbox::machinery::files`]), and sc-hook's state folder, where prepared
 /// invocations and the sandbox's trial cache are kept. sc-hook protects them from the file tools
 /// as the gate's own files, so that a file tool can change only what a confined command could.
-pub fn guarded_machinery() -> Vec<(PathBuf, String)> {
+///
+/// `inside`: the folders a file tool's write counts as inside (the project, the call's `cwd`,
+/// `--root`), when the input names them. The other names of a hard-linked binary (a cargo
+/// target folder's `deps/`) are then looked for only where one of them and the binaries'
+/// folder overlap: a write outside them is asked already (`outsideRoot`), and reading `deps/`
+/// at every call cost more than the rest of the list. `None`: looked for everywhere.
+pub fn guarded_machinery(inside: Option<&[PathBuf]>) -> Vec<(PathBuf, String)> {
     let mut files = Vec::new();
     if let Ok(helper) = Invocation::beside_current_exe() {
         let bwrap = bwrap::locate().unwrap_or_default();
-        files.extend(crate::stage::sandbox::machinery::files(&helper, &bwrap));
+        let writable: Option<Vec<PathBuf>> = inside.map(|inside| {
+            inside
+                .iter()
+                .map(|place| std::fs::canonicalize(place).unwrap_or_else(|_| place.clone()))
+                .collect()
+        });
+        files.extend(crate::stage::sandbox::machinery::files_within(
+            &helper,
+            &bwrap,
+            writable.as_deref(),
+        ));
     }
     if let Ok(folder) = crate::cli::default_state_folder() {
         files.push((folder, "state folder".to_owned()));

@@ -48,7 +48,13 @@ pub fn files_within(
     writable: Option<&[PathBuf]>,
 ) -> Vec<(PathBuf, String)> {
     let mut binaries: Vec<PathBuf> = vec![helper.to_owned(), bwrap.to_owned()];
-    if let Some(folder) = helper.parent() {
+    // The helper's folder, made canonical once: a name in it that is a file, not a link, is
+    // then canonical too, without a `readlink` for every part of its path (a fifth of a hook's
+    // system calls, for ten binaries).
+    let folder = helper
+        .parent()
+        .and_then(|folder| std::fs::canonicalize(folder).ok());
+    if let Some(folder) = &folder {
         binaries.extend(BINARIES.iter().map(|name| folder.join(name)));
     }
     let mut found: Vec<PathBuf> = Vec::new();
@@ -56,8 +62,16 @@ pub fn files_within(
     // once for all of its files, not once a file.
     let mut linked: Vec<(PathBuf, u64, u64)> = Vec::new();
     for binary in binaries {
-        let Ok(canonical) = std::fs::canonicalize(&binary) else {
-            continue;
+        let in_folder = folder
+            .as_deref()
+            .is_some_and(|f| binary.parent() == Some(f));
+        let canonical = match std::fs::symlink_metadata(&binary) {
+            Ok(meta) if in_folder && meta.is_file() => binary,
+            Ok(_) => match std::fs::canonicalize(&binary) {
+                Ok(canonical) => canonical,
+                Err(_) => continue,
+            },
+            Err(_) => continue,
         };
         let Ok(meta) = std::fs::metadata(&canonical) else {
             continue;
