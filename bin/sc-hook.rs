@@ -321,8 +321,8 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         struct Cwd {
             cwd: Option<PathBuf>,
         }
-        let cwd = serde_json::from_slice::<Cwd>(&t.input).ok()?.cwd;
-        let mut places = vec![t.project.clone()?, cwd?];
+        let mut places = vec![serde_json::from_slice::<Cwd>(&t.input).ok()?.cwd?];
+        places.extend(t.project.clone());
         places.extend(args.policy.root.clone());
         Some(places)
     });

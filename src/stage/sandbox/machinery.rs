@@ -65,16 +65,19 @@ pub fn files_within(
         let in_folder = folder
             .as_deref()
             .is_some_and(|f| binary.parent() == Some(f));
-        let canonical = match std::fs::symlink_metadata(&binary) {
-            Ok(meta) if in_folder && meta.is_file() => binary,
-            Ok(_) => match std::fs::canonicalize(&binary) {
-                Ok(canonical) => canonical,
-                Err(_) => continue,
-            },
+        let (canonical, meta) = match std::fs::symlink_metadata(&binary) {
+            // Not a link: what it names is itself.
+            Ok(meta) if in_folder && meta.is_file() => (binary, meta),
+            Ok(_) => {
+                let Ok(canonical) = std::fs::canonicalize(&binary) else {
+                    continue;
+                };
+                let Ok(meta) = std::fs::metadata(&canonical) else {
+                    continue;
+                };
+                (canonical, meta)
+            }
             Err(_) => continue,
-        };
-        let Ok(meta) = std::fs::metadata(&canonical) else {
-            continue;
         };
         if !meta.is_file() || found.contains(&canonical) {
             continue;
