@@ -304,6 +304,112 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_ove
     }
 }
 
+/// Each side in the newest revision it speaks: sc-mcp opens with `server/discover`, so the Python
+/// SDK's dual-era server (which also answers `initialize`) is spoken to in 2026-07-28, a legacy
+/// client's `initialize` answered from its `server/discover`; and a legacy server (the fake one,
+/// which answers `server/discover` with -32601) is opened with `initialize` as before, for a
+/// legacy client (its own `initialize`, as it came) and for a 2026-07-28 one (sc-mcp's).
+#[test]
+fn sc_mcp_opens_with_server_discover_and_falls_back_to_initialize_with_a_legacy_server() {
+    let scratch = Scratch::new();
+    scratch.write("notes/a.txt", "hello\n");
+    let policy = scratch.write("policy.json", r#"{"denyTools":["delete_note"]}"#);
+    let args = ["--policy", policy.to_str().unwrap(), "--agent", "fs"];
+    let dual = vec![
+        python().into_os_string(),
+        testdata("mcp/py-server.py").into_os_string(),
+        scratch.path("notes").into_os_string(),
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &dual);
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "py-notes", "{init}");
+    let list = proxy.request(1, "tools/list", json!({}));
+    assert!(list["result"].get("resultType").is_none(), "{list}");
+    assert!(!list.to_string().contains("delete_note"), "{list}");
+    let read = proxy.call(2, "read_note", json!({"name": "a.txt"}));
+    assert_eq!(result_text(&read), "hello\n", "{read}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("speaks 2026-07-28 (its server/discover says so)"),
+        "{}",
+        done.stderr
+    );
+
+    // A legacy server: the legacy client's own initialize reaches it, answered by the server.
+    let policy = testdata("mcp/fake-policy.json");
+    let args = ["--policy", policy.to_str().unwrap(), "--agent", "crew"];
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "fake-mcp", "{init}");
+    let echo = proxy.call(1, "echo", json!({"memo": "legacy"}));
+    assert!(result_text(&echo).contains("legacy"), "{echo}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        !done.stderr.contains("speaks 2026-07-28"),
+        "{}",
+        done.stderr
+    );
+    let received = crate::util::parse_lines(&crate::mcp::server_received(&scratch));
+    let methods: Vec<&str> = received
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ],
+        "{received:?}"
+    );
+    assert_eq!(
+        received[1]["params"]["clientInfo"]["name"],
+        "skeleton-crew-tests"
+    );
+    assert!(
+        received[3]["params"].get("_meta").is_none(),
+        "{:?}",
+        received[3]
+    );
+
+    // A 2026-07-28 client in front of the legacy server: sc-mcp's own initialize after the
+    // server's -32601, and the answer made a 2026-07-28 one.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
+    let echo = proxy.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"memo": "modern"}, "_meta": modern_meta(false)}),
+    );
+    assert!(result_text(&echo).contains("modern"), "{echo}");
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = crate::util::parse_lines(&crate::mcp::server_received(&scratch));
+    let methods: Vec<&str> = received
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ],
+        "{received:?}"
+    );
+    assert_eq!(received[1]["params"]["clientInfo"]["name"], "sc-mcp");
+}
+
 // ---------------------------------------------------------------------------------------------
 // requestState, by the scripted client
 
@@ -485,8 +591,12 @@ fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_e
         received.contains("traceparent"),
         "the trace context is passed on: {received}"
     );
+    // Only sc-mcp's opening `server/discover` (answered -32601) carries them.
     assert!(
-        !received.contains("io.modelcontextprotocol/protocolVersion"),
+        received
+            .lines()
+            .filter(|line| !line.contains("server/discover"))
+            .all(|line| !line.contains("io.modelcontextprotocol/protocolVersion")),
         "the legacy server is not given the per-request protocol keys: {received}"
     );
 }
@@ -704,8 +814,9 @@ fn modern_only_server(behaviour: &str) -> Vec<OsString> {
 }
 
 /// A legacy client through sc-mcp to a server that speaks 2026-07-28 only, by the scripted
-/// client: its `initialize` is answered from the server's `server/discover` in the revision it
-/// asked for; the server gets the protocol keys on each request and no `notifications/initialized`;
+/// client: sc-mcp opens with `server/discover`, so the server is never sent `initialize`; the
+/// client's `initialize` is answered from it in the revision it asked for; the server gets the
+/// protocol keys on each request and no `notifications/initialized`;
 /// results lose `resultType`; and what cannot be carried fails closed: the server's own
 /// `input_required`, a server that dies at `server/discover`, or one whose `server/discover`
 /// names no revision sc-mcp speaks.
@@ -753,7 +864,8 @@ fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures
     let done = proxy.finish();
     assert!(done.status.success(), "{}", done.stderr);
     assert!(
-        done.stderr.contains("speaks 2026-07-28 only"),
+        done.stderr
+            .contains("speaks 2026-07-28 (its server/discover says so)"),
         "{}",
         done.stderr
     );
@@ -768,16 +880,10 @@ fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures
         .collect();
     assert_eq!(
         methods,
-        [
-            "initialize",
-            "server/discover",
-            "tools/list",
-            "tools/call",
-            "tools/call"
-        ],
+        ["server/discover", "tools/list", "tools/call", "tools/call"],
         "{received}"
     );
-    for line in &lines[1..] {
+    for line in &lines {
         assert_eq!(
             line["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
             "{line}"
