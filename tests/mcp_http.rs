@@ -480,11 +480,14 @@ pub(crate) struct PyHttpServer {
 pub(crate) const UPSTREAM_SECRET: &str = "upstream-s3cret-never-shown";
 
 impl PyHttpServer {
-    pub(crate) fn start(root: &Path) -> PyHttpServer {
+    /// testdata/mcp/py-server.py over HTTP, with `extra` arguments after `--http`
+    /// (`--modern-only`: it speaks 2026-07-28 only).
+    pub(crate) fn start_with(root: &Path, extra: &[&str]) -> PyHttpServer {
         let mut child = Command::new(python())
             .arg(testdata("mcp/py-server.py"))
             .arg(root)
             .arg("--http")
+            .args(extra)
             .env("PY_SERVER_TOKEN", UPSTREAM_SECRET)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -266,6 +266,21 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_pyt
 /// sc-mcp's stderr.
 #[test]
 fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_over_http() {
+    python_http_server_matrix(&[]);
+}
+
+/// The same with a Python SDK server over Streamable HTTP that speaks 2026-07-28 only (a POST
+/// without `MCP-Protocol-Version: 2026-07-28` is refused; the SDK checks `Mcp-Method` and
+/// `Mcp-Name` against each body): sc-mcp opens with `server/discover` over `--upstream` too, with
+/// the headers the 2026-07-28 transport asks for on every request.
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_python_server_over_http(
+) {
+    python_http_server_matrix(&["--modern-only"]);
+}
+
+/// The matrix against testdata/mcp/py-server.py over Streamable HTTP (`--http`, then `extra`).
+fn python_http_server_matrix(extra: &[&str]) {
     let scratch = Scratch::new();
     scratch.write("notes/a.txt", "hello\n");
     let root = scratch.path("notes");
@@ -273,7 +288,7 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_ove
         "policy.json",
         r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
     );
-    let upstream = PyHttpServer::start(&root);
+    let upstream = PyHttpServer::start_with(&root, extra);
     let header = format!("Authorization: Bearer {UPSTREAM_SECRET}");
     let calls = json!([
         ["read_note", {"name": "a.txt"}],
