@@ -766,6 +766,46 @@ fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
 
+/// The re-decision of a retried hold sees the spend without the held call's own amount (counted
+/// when it was held): the budget rule's total in `decidedAgain` counts it once.
+#[test]
+fn a_retried_holds_budget_total_counts_its_own_amount_once() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "budget-policy.json",
+        r#"{"holdAboveAmount": 10000, "holdAboveTotal": 1000}"#,
+    );
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let audit = a.audit.clone();
+    let first = a.proxy.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": 400, "memo": "first"}, "_meta": modern_meta(true)}),
+    );
+    assert!(result_text(&first).contains("first"), "{first}");
+    let held = held_call(&mut a.proxy, 2);
+    let state = request_state_of(&held);
+    let answer = retry(&mut a.proxy, 3, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    audited_refusals(&scratch, a, &[]);
+    let log = read_events(&audit);
+    let held_reasons = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the call was held")["reasons"]
+        .to_string();
+    assert!(
+        held_reasons.contains("would total 1150 (400 "),
+        "{held_reasons}"
+    );
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["decidedAgain"]["decision"], "hold", "{log:?}");
+    let again = approvals[0]["decidedAgain"]["reasons"].to_string();
+    assert!(again.contains("would total 1150 (400 "), "{again}");
+    assert!(!again.contains("1900"), "{again}");
+}
+
 /// A `requestState` is bound to the sc-mcp that gave it: the server it is in front of (its
 /// command line, or its `--upstream` URL), `--sandbox`, and the ways it asks the person. One
 /// given by an sc-mcp with the same key, policy and agent but another of these is refused and
