@@ -125,8 +125,9 @@ pub(crate) fn unsupported(id: &Value, requested: &str) -> Vec<u8> {
 pub(crate) struct Revisions {
     pub(crate) state: Mutex<Handshake>,
     pub(crate) changed: Condvar,
-    /// The server speaks 2026-07-28 only: each request to it carries the per-request protocol
-    /// keys ([`with_envelope`]), and its results lose `resultType` for a legacy client.
+    /// The server speaks 2026-07-28 (its `server/discover` said so): each request to it carries
+    /// the per-request protocol keys ([`with_envelope`]), and its results lose `resultType` for a
+    /// legacy client.
     pub(crate) server_modern: AtomicBool,
 }
 
