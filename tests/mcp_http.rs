@@ -67,13 +67,17 @@ impl Listener {
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines() {
                     let Ok(line) = line else { break };
-                    if line.starts_with("sc-mcp: MCP at ") {
-                        let _ = found.send(line.clone());
+                    // Kept before it is announced, so that `stderr()` after the announcement
+                    // holds it.
+                    {
+                        let mut all = stderr.0.lock().unwrap();
+                        all.push_str(&line);
+                        all.push('\n');
+                        stderr.1.notify_all();
                     }
-                    let mut all = stderr.0.lock().unwrap();
-                    all.push_str(&line);
-                    all.push('\n');
-                    stderr.1.notify_all();
+                    if line.starts_with("sc-mcp: MCP at ") {
+                        let _ = found.send(line);
+                    }
                 }
             });
         }
