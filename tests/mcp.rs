@@ -830,7 +830,11 @@ fn malformed_client_messages_are_never_forwarded() {
         "reached the server:\n{received}"
     );
     let lines: Vec<&str> = received.lines().collect();
-    assert_eq!(lines.len(), 3, "initialize, initialized, echo: {received}");
+    assert_eq!(
+        lines.len(),
+        4,
+        "server/discover, initialize, initialized, echo: {received}"
+    );
     // Every refused message is audited as a denied call.
     let all = scratch.audit_events();
     let gates = events(&all, "gate");
@@ -1163,10 +1167,15 @@ fn request_ids_that_are_not_plain_integers_or_strings_are_refused_before_the_pub
     let received = node.received();
     assert_eq!(
         methods(&received),
-        ["initialize", "notifications/initialized", "tools/list"],
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/list"
+        ],
         "{received:#?}"
     );
-    assert_eq!(received[2]["id"], 3);
+    assert_eq!(received[3]["id"], 3);
     // Each refusal is audited as a denied, malformed message.
     let all = scratch.audit_events();
     let denied: Vec<&Value> = events(&all, "gate")
@@ -1278,6 +1287,7 @@ fn a_tools_list_the_published_server_answers_after_the_client_cancelled_it_never
     assert_eq!(
         methods(&node.received()),
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",
@@ -1402,7 +1412,12 @@ fn a_notification_with_an_id_or_a_request_that_is_also_an_answer_is_refused() {
     let received = crate::util::parse_lines(&server_received(&scratch));
     assert_eq!(
         methods(&received),
-        ["initialize", "notifications/initialized", "tools/call"],
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ],
         "{received:#?}"
     );
 }

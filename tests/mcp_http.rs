@@ -67,13 +67,17 @@ impl Listener {
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines() {
                     let Ok(line) = line else { break };
-                    if line.starts_with("sc-mcp: MCP at ") {
-                        let _ = found.send(line.clone());
+                    // Kept before it is announced, so that `stderr()` after the announcement
+                    // holds it.
+                    {
+                        let mut all = stderr.0.lock().unwrap();
+                        all.push_str(&line);
+                        all.push('\n');
+                        stderr.1.notify_all();
                     }
-                    let mut all = stderr.0.lock().unwrap();
-                    all.push_str(&line);
-                    all.push('\n');
-                    stderr.1.notify_all();
+                    if line.starts_with("sc-mcp: MCP at ") {
+                        let _ = found.send(line);
+                    }
                 }
             });
         }
@@ -480,11 +484,14 @@ pub(crate) struct PyHttpServer {
 pub(crate) const UPSTREAM_SECRET: &str = "upstream-s3cret-never-shown";
 
 impl PyHttpServer {
-    pub(crate) fn start(root: &Path) -> PyHttpServer {
+    /// testdata/mcp/py-server.py over HTTP, with `extra` arguments after `--http`
+    /// (`--modern-only`: it speaks 2026-07-28 only).
+    pub(crate) fn start_with(root: &Path, extra: &[&str]) -> PyHttpServer {
         let mut child = Command::new(python())
             .arg(testdata("mcp/py-server.py"))
             .arg(root)
             .arg("--http")
+            .args(extra)
             .env("PY_SERVER_TOKEN", UPSTREAM_SECRET)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

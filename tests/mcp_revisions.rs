@@ -266,6 +266,21 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_pyt
 /// sc-mcp's stderr.
 #[test]
 fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_over_http() {
+    python_http_server_matrix(&[]);
+}
+
+/// The same with a Python SDK server over Streamable HTTP that speaks 2026-07-28 only (a POST
+/// without `MCP-Protocol-Version: 2026-07-28` is refused; the SDK checks `Mcp-Method` and
+/// `Mcp-Name` against each body): sc-mcp opens with `server/discover` over `--upstream` too, with
+/// the headers the 2026-07-28 transport asks for on every request.
+#[test]
+fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_strict_2026_07_28_python_server_over_http(
+) {
+    python_http_server_matrix(&["--modern-only"]);
+}
+
+/// The matrix against testdata/mcp/py-server.py over Streamable HTTP (`--http`, then `extra`).
+fn python_http_server_matrix(extra: &[&str]) {
     let scratch = Scratch::new();
     scratch.write("notes/a.txt", "hello\n");
     let root = scratch.path("notes");
@@ -273,7 +288,7 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_ove
         "policy.json",
         r#"{"denyTools":["delete_note"],"sensitiveTools":["write_note"],"untrustedOutputTools":["read_note"],"taintScope":"agent"}"#,
     );
-    let upstream = PyHttpServer::start(&root);
+    let upstream = PyHttpServer::start_with(&root, extra);
     let header = format!("Authorization: Bearer {UPSTREAM_SECRET}");
     let calls = json!([
         ["read_note", {"name": "a.txt"}],
@@ -302,6 +317,112 @@ fn the_python_sdk_client_in_both_modes_through_sc_mcp_to_a_python_sdk_server_ove
             assert!(!log.contains(UPSTREAM_SECRET), "{}", path.display());
         }
     }
+}
+
+/// Each side in the newest revision it speaks: sc-mcp opens with `server/discover`, so the Python
+/// SDK's dual-era server (which also answers `initialize`) is spoken to in 2026-07-28, a legacy
+/// client's `initialize` answered from its `server/discover`; and a legacy server (the fake one,
+/// which answers `server/discover` with -32601) is opened with `initialize` as before, for a
+/// legacy client (its own `initialize`, as it came) and for a 2026-07-28 one (sc-mcp's).
+#[test]
+fn sc_mcp_opens_with_server_discover_and_falls_back_to_initialize_with_a_legacy_server() {
+    let scratch = Scratch::new();
+    scratch.write("notes/a.txt", "hello\n");
+    let policy = scratch.write("policy.json", r#"{"denyTools":["delete_note"]}"#);
+    let args = ["--policy", policy.to_str().unwrap(), "--agent", "fs"];
+    let dual = vec![
+        python().into_os_string(),
+        testdata("mcp/py-server.py").into_os_string(),
+        scratch.path("notes").into_os_string(),
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &dual);
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "py-notes", "{init}");
+    let list = proxy.request(1, "tools/list", json!({}));
+    assert!(list["result"].get("resultType").is_none(), "{list}");
+    assert!(!list.to_string().contains("delete_note"), "{list}");
+    let read = proxy.call(2, "read_note", json!({"name": "a.txt"}));
+    assert_eq!(result_text(&read), "hello\n", "{read}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("speaks 2026-07-28 (its server/discover says so)"),
+        "{}",
+        done.stderr
+    );
+
+    // A legacy server: the legacy client's own initialize reaches it, answered by the server.
+    let policy = testdata("mcp/fake-policy.json");
+    let args = ["--policy", policy.to_str().unwrap(), "--agent", "crew"];
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
+    let init = proxy.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "fake-mcp", "{init}");
+    let echo = proxy.call(1, "echo", json!({"memo": "legacy"}));
+    assert!(result_text(&echo).contains("legacy"), "{echo}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        !done.stderr.contains("speaks 2026-07-28"),
+        "{}",
+        done.stderr
+    );
+    let received = crate::util::parse_lines(&crate::mcp::server_received(&scratch));
+    let methods: Vec<&str> = received
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ],
+        "{received:?}"
+    );
+    assert_eq!(
+        received[1]["params"]["clientInfo"]["name"],
+        "skeleton-crew-tests"
+    );
+    assert!(
+        received[3]["params"].get("_meta").is_none(),
+        "{:?}",
+        received[3]
+    );
+
+    // A 2026-07-28 client in front of the legacy server: sc-mcp's own initialize after the
+    // server's -32601, and the answer made a 2026-07-28 one.
+    let scratch = Scratch::new();
+    let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
+    let echo = proxy.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"memo": "modern"}, "_meta": modern_meta(false)}),
+    );
+    assert!(result_text(&echo).contains("modern"), "{echo}");
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = crate::util::parse_lines(&crate::mcp::server_received(&scratch));
+    let methods: Vec<&str> = received
+        .iter()
+        .filter_map(|line| line["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ],
+        "{received:?}"
+    );
+    assert_eq!(received[1]["params"]["clientInfo"]["name"], "sc-mcp");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,8 +606,12 @@ fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_e
         received.contains("traceparent"),
         "the trace context is passed on: {received}"
     );
+    // Only sc-mcp's opening `server/discover` (answered -32601) carries them.
     assert!(
-        !received.contains("io.modelcontextprotocol/protocolVersion"),
+        received
+            .lines()
+            .filter(|line| !line.contains("server/discover"))
+            .all(|line| !line.contains("io.modelcontextprotocol/protocolVersion")),
         "the legacy server is not given the per-request protocol keys: {received}"
     );
 }
@@ -641,6 +766,46 @@ fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
 
+/// The re-decision of a retried hold sees the spend without the held call's own amount (counted
+/// when it was held): the budget rule's total in `decidedAgain` counts it once.
+#[test]
+fn a_retried_holds_budget_total_counts_its_own_amount_once() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "budget-policy.json",
+        r#"{"holdAboveAmount": 10000, "holdAboveTotal": 1000}"#,
+    );
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let audit = a.audit.clone();
+    let first = a.proxy.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": 400, "memo": "first"}, "_meta": modern_meta(true)}),
+    );
+    assert!(result_text(&first).contains("first"), "{first}");
+    let held = held_call(&mut a.proxy, 2);
+    let state = request_state_of(&held);
+    let answer = retry(&mut a.proxy, 3, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    audited_refusals(&scratch, a, &[]);
+    let log = read_events(&audit);
+    let held_reasons = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the call was held")["reasons"]
+        .to_string();
+    assert!(
+        held_reasons.contains("would total 1150 (400 "),
+        "{held_reasons}"
+    );
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["decidedAgain"]["decision"], "hold", "{log:?}");
+    let again = approvals[0]["decidedAgain"]["reasons"].to_string();
+    assert!(again.contains("would total 1150 (400 "), "{again}");
+    assert!(!again.contains("1900"), "{again}");
+}
+
 /// A `requestState` is bound to the sc-mcp that gave it: the server it is in front of (its
 /// command line, or its `--upstream` URL), `--sandbox`, and the ways it asks the person. One
 /// given by an sc-mcp with the same key, policy and agent but another of these is refused and
@@ -704,8 +869,9 @@ fn modern_only_server(behaviour: &str) -> Vec<OsString> {
 }
 
 /// A legacy client through sc-mcp to a server that speaks 2026-07-28 only, by the scripted
-/// client: its `initialize` is answered from the server's `server/discover` in the revision it
-/// asked for; the server gets the protocol keys on each request and no `notifications/initialized`;
+/// client: sc-mcp opens with `server/discover`, so the server is never sent `initialize`; the
+/// client's `initialize` is answered from it in the revision it asked for; the server gets the
+/// protocol keys on each request and no `notifications/initialized`;
 /// results lose `resultType`; and what cannot be carried fails closed: the server's own
 /// `input_required`, a server that dies at `server/discover`, or one whose `server/discover`
 /// names no revision sc-mcp speaks.
@@ -753,7 +919,8 @@ fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures
     let done = proxy.finish();
     assert!(done.status.success(), "{}", done.stderr);
     assert!(
-        done.stderr.contains("speaks 2026-07-28 only"),
+        done.stderr
+            .contains("speaks 2026-07-28 (its server/discover says so)"),
         "{}",
         done.stderr
     );
@@ -768,16 +935,10 @@ fn a_legacy_client_through_sc_mcp_to_a_strict_2026_07_28_server_and_its_failures
         .collect();
     assert_eq!(
         methods,
-        [
-            "initialize",
-            "server/discover",
-            "tools/list",
-            "tools/call",
-            "tools/call"
-        ],
+        ["server/discover", "tools/list", "tools/call", "tools/call"],
         "{received}"
     );
-    for line in &lines[1..] {
+    for line in &lines {
         assert_eq!(
             line["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
             "{line}"

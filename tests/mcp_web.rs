@@ -686,9 +686,14 @@ fn past_sixteen_waiting_cards_a_hold_is_declined_unasked() {
     let received = parse_lines(&server_received(&scratch));
     assert_eq!(
         methods(&received),
-        ["initialize", "notifications/initialized", "tools/call"]
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
     );
-    assert_eq!(received[2]["params"]["arguments"]["to"], "payee-3");
+    assert_eq!(received[3]["params"]["arguments"]["to"], "payee-3");
 }
 
 // ---------------------------------------------------------------------------------------------

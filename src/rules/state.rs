@@ -418,6 +418,28 @@ impl CrewState {
         true
     }
 
+    /// Takes back from the agent's spend and the crew's the amount [`CrewState::record`] added
+    /// for `call` (never below 0: a budget window that ended since took it back already), so a
+    /// call recorded when it was held is decided again on the spend without its own.
+    pub(crate) fn take_back_spend(&mut self, call: &Call) {
+        let Some(value) = call.args.amount() else {
+            return;
+        };
+        let (amount, amount_exact) =
+            amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()));
+        if amount == 0.0 || !amount.is_finite() {
+            return;
+        }
+        let (crew, crew_exact) = add_exactly(self.crew_spent, -amount);
+        self.crew_inexact |= !amount_exact || !crew_exact;
+        self.crew_spent = crew.max(0.0);
+        if let Some(agent) = self.agents.get_mut(&call.agent) {
+            let (sum, sum_exact) = add_exactly(agent.spent, -amount);
+            agent.inexact |= !amount_exact || !sum_exact;
+            agent.spent = sum.max(0.0);
+        }
+    }
+
     /// Updates the state after a call was decided. Denied calls change nothing.
     pub fn record(&mut self, call: &Call, id: &str, judgement: &Judgement, policy: &Policy) {
         self.record_at(call, id, judgement, policy, None);

@@ -61,9 +61,9 @@ pub(crate) fn decide_on(
 /// held call put to the person through a 2026-07-28 client's retry): the same rules, grants and
 /// state as [`decide_on`], as one atomic read of the shared state, but nothing is recorded, since
 /// the call's spend and reads were recorded when it was first decided (recording them again would
-/// count its amount twice). A store that fails makes it a deny ([`unavailable`]). The budget
-/// rule sees the call's own amount, counted when it was held, as spent already: it can only
-/// add a hold, which the person's answer covers.
+/// count its amount twice). A store that fails makes it a deny ([`unavailable`]). The rules see
+/// the state without the call's own amount (counted when it was held), so the budget rule sums
+/// it once; its hold, if any, the person's answer covers.
 pub(crate) fn decide_again_on(
     state: &mut StateHandle,
     call: &Call,
@@ -79,7 +79,10 @@ pub(crate) fn decide_again_on(
             grants: Some(Granted { grants, now }),
             ..CallContext::default()
         };
-        evaluate_in(call, policy, state, context)
+        // A copy: nothing of the re-decision is recorded.
+        let mut without_own = state.clone();
+        without_own.take_back_spend(call);
+        evaluate_in(call, policy, &without_own, context)
     });
     decided.unwrap_or_else(|err| unavailable(&err))
 }

@@ -9,6 +9,10 @@ tests/mcp_revisions.rs and tests/mcp_http.rs: notes kept as files in the folder 
                                    over stdio, speaking 2026-07-28 only: the SDK's own serving loop
                                    for that revision, which refuses `initialize` (-32022) and every
                                    request without the per-request `_meta` keys
+    py-server.py FOLDER --http --modern-only
+                                   over Streamable HTTP, speaking 2026-07-28 only: a POST without
+                                   `MCP-Protocol-Version: 2026-07-28` is refused (400, -32022); the
+                                   SDK checks `Mcp-Method`/`Mcp-Name` against the body
 """
 
 import os
@@ -48,18 +52,29 @@ def delete_note(name: str) -> str:
     return f"deleted {name}"
 
 
-def serve_http() -> None:
+def serve_http(modern_only: bool) -> None:
+    import json
     import socket
 
     import uvicorn
 
     app = server.streamable_http_app()
     expected = f"Bearer {os.environ['PY_SERVER_TOKEN']}".encode()
+    refusal = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28"]}}}).encode()
 
     async def guarded(scope, receive, send):
-        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+        headers = dict(scope["headers"]) if scope["type"] == "http" else {}
+        if scope["type"] == "http" and headers.get(b"authorization") != expected:
             await send({"type": "http.response.start", "status": 401, "headers": []})
             await send({"type": "http.response.body", "body": b"no token"})
+            return
+        if modern_only and scope["type"] == "http" and (
+                headers.get(b"mcp-protocol-version") != b"2026-07-28" or scope["method"] != "POST"):
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": refusal})
             return
         await app(scope, receive, send)
 
@@ -89,7 +104,9 @@ def serve_modern_only() -> None:
 
 
 if sys.argv[2:] == ["--http"]:
-    serve_http()
+    serve_http(modern_only=False)
+elif sys.argv[2:] == ["--http", "--modern-only"]:
+    serve_http(modern_only=True)
 elif sys.argv[2:] == ["--modern-only"]:
     serve_modern_only()
 else:

@@ -138,8 +138,12 @@ impl ClientSide<'_> {
                 } else {
                     Awaiting::Other(method)
                 };
-                self.session
-                    .forward_request(bytes, PendingRequest { id, awaiting })
+                let request = PendingRequest { id, awaiting };
+                if request.awaiting.method() == "initialize" {
+                    // sc-mcp opens with the server in the newest revision it speaks.
+                    return super::handshake::initialize_for_client(self.session, bytes, request);
+                }
+                self.session.forward_request(bytes, request)
             }
             ClientMessage::Notification { cancels } => {
                 if let Some(cancelled) = cancels {

@@ -609,14 +609,32 @@ fn one<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()> {
     value.to_str().map(Some).map_err(|_| ())
 }
 
+/// Why a message's routing headers are refused: each says which header does not say what the
+/// body says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RoutingMismatch {
+    #[error("{0} is given more than once, or is not text")]
+    BadHeader(&'static str),
+    #[error("MCP-Protocol-Version does not match the request's protocol version")]
+    Version,
+    #[error("Mcp-Method does not match the request's method")]
+    Method,
+    #[error("Mcp-Name does not match the request's {0}")]
+    Name(&'static str),
+    #[error("Mcp-Name is given for a method that names nothing")]
+    NameForNothing,
+}
+
 /// Checks the routing headers against the body, as the 2026-07-28 transport asks: a message
 /// that carries its protocol version in `_meta` must carry it in `MCP-Protocol-Version` too, and
 /// its method in `Mcp-Method`, and for `tools/call`, `prompts/get` and `resources/read` its name
 /// in `Mcp-Name`; any of these headers given must say what the body says.
-pub(crate) fn check_routing_headers(headers: &HeaderMap, message: &Value) -> Result<(), String> {
-    let header = |name: &str| {
-        one(headers, name).map_err(|()| format!("{name} is given more than once, or is not text"))
-    };
+pub(crate) fn check_routing_headers(
+    headers: &HeaderMap,
+    message: &Value,
+) -> Result<(), RoutingMismatch> {
+    let header =
+        |name: &'static str| one(headers, name).map_err(|()| RoutingMismatch::BadHeader(name));
     let version = header("mcp-protocol-version")?;
     let method_header = header("mcp-method")?;
     let name_header = header("mcp-name")?;
@@ -626,15 +644,13 @@ pub(crate) fn check_routing_headers(headers: &HeaderMap, message: &Value) -> Res
     let method = message.get("method").and_then(Value::as_str);
     if let Some(meta_version) = meta_version {
         if version != Some(meta_version) {
-            return Err(
-                "MCP-Protocol-Version does not match the request's protocol version".into(),
-            );
+            return Err(RoutingMismatch::Version);
         }
         if method_header != method {
-            return Err("Mcp-Method does not match the request's method".into());
+            return Err(RoutingMismatch::Method);
         }
     } else if method_header.is_some() && method_header != method {
-        return Err("Mcp-Method does not match the request's method".into());
+        return Err(RoutingMismatch::Method);
     }
     let name_key = match method {
         Some("tools/call" | "prompts/get") => Some("name"),
@@ -650,10 +666,10 @@ pub(crate) fn check_routing_headers(headers: &HeaderMap, message: &Value) -> Res
         match (name_header, body) {
             (None, _) if !required => {}
             (Some(given), Some(body)) if given == header_value(body) || given == body => {}
-            _ => return Err(format!("Mcp-Name does not match the request's {key}")),
+            _ => return Err(RoutingMismatch::Name(key)),
         }
     } else if name_header.is_some() && meta_version.is_some() {
-        return Err("Mcp-Name is given for a method that names nothing".into());
+        return Err(RoutingMismatch::NameForNothing);
     }
     Ok(())
 }
@@ -984,10 +1000,18 @@ mod tests {
             );
         }
         // Missing, or given twice.
-        assert!(check_routing_headers(&headers(&right[..2]), &modern).is_err());
+        assert_eq!(
+            check_routing_headers(&headers(&right[..2]), &modern)
+                .unwrap_err()
+                .to_string(),
+            "Mcp-Name does not match the request's name"
+        );
         let mut twice = headers(&right);
         twice.append("mcp-method", HeaderValue::from_static("tools/call"));
-        assert!(check_routing_headers(&twice, &modern).is_err());
+        assert_eq!(
+            check_routing_headers(&twice, &modern),
+            Err(RoutingMismatch::BadHeader("mcp-method"))
+        );
         // A legacy request needs none, but one given must match.
         let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_file"}});
         assert!(check_routing_headers(&HeaderMap::new(), &legacy).is_ok());

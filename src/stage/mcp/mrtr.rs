@@ -156,8 +156,8 @@ impl super::client::ClientSide<'_> {
 
     /// Handles a request of a 2026-07-28 client: a revision sc-mcp does not speak is refused,
     /// `server/discover` answered, a retry of a held call taken, and anything else handled as a
-    /// legacy request (the server is spoken to in its legacy revision) whose answer is made a
-    /// 2026-07-28 one.
+    /// legacy request (the server is spoken to in the newest revision it speaks,
+    /// [`super::handshake`]) whose answer is made a 2026-07-28 one.
     pub(super) fn handle_modern(&mut self, original: &[u8], modern: Modern) -> Result<()> {
         let session = self.session;
         let stripped = modern.stripped.clone();

@@ -209,17 +209,23 @@ mod tests {
         .unwrap()
     }
 
+    /// Why a request has no agent.
+    #[derive(Debug, thiserror::Error)]
+    enum NoAgent {
+        #[error("no client")]
+        NoClient,
+        #[error(transparent)]
+        Refused(#[from] NameRefused),
+    }
+
     fn agent_of(
         principals: &Principals,
         token: &str,
         agent: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, NoAgent> {
         let headers = request(token, agent);
-        let client = principals.client(&headers).ok_or("no client")?;
-        principals
-            .principal(client, &headers)
-            .map(|principal| principal.agent)
-            .map_err(|err| err.to_string())
+        let client = principals.client(&headers).ok_or(NoAgent::NoClient)?;
+        Ok(principals.principal(client, &headers)?.agent)
     }
 
     #[test]
@@ -230,6 +236,7 @@ mod tests {
         // Another token cannot take a name the first one established, nor another's label.
         assert!(agent_of(&principals, "token-b", Some("el"))
             .unwrap_err()
+            .to_string()
             .contains("another client's token"));
         assert!(agent_of(&principals, "token-b", Some("alice")).is_err());
         assert_eq!(
@@ -247,6 +254,7 @@ mod tests {
         assert_eq!(agent_of(&principals, "token-a", Some("el")).unwrap(), "el");
         assert!(agent_of(&principals, "token-a", Some("other"))
             .unwrap_err()
+            .to_string()
             .contains("acts as agent \"el\""));
         assert!(agent_of(&principals, "token-a", None).is_err());
     }

@@ -6,10 +6,12 @@
 //! - **modern** (2026-07-28): no handshake; every request carries
 //!   `_meta["io.modelcontextprotocol/protocolVersion"]` and `…/clientCapabilities`, and every
 //!   result a `resultType`. [`read_modern`] reads such a request and strips the per-request
-//!   protocol keys (the rest of `_meta`, `traceparent` included, is passed on); the server is
-//!   spoken to in its own legacy revision, with a handshake sc-mcp makes itself
-//!   ([`ensure_handshake`]) when the client made none. `server/discover` is answered by sc-mcp
-//!   from the server's `initialize` result, filtered by the policy ([`discover_result`]), and each
+//!   protocol keys (the rest of `_meta`, `traceparent` included, is passed on).
+//!
+//! The server is spoken to in the newest revision it speaks: sc-mcp opens with `server/discover`
+//! and falls back to `initialize` with a legacy server ([`super::handshake`]), translating each
+//! way. `server/discover` from a client is answered by sc-mcp from the server's `initialize`
+//! result (or the one made from its `server/discover`), filtered by the policy ([`discover_result`]), and each
 //!   answer to a modern request gains `resultType: "complete"` and, on a list or read, `ttlMs: 0`
 //!   and `cacheScope: "private"` where the server gave none ([`to_modern_result`]).
 //!
@@ -53,7 +55,7 @@ pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// The id of sc-mcp's own `initialize` to the server: it starts with the prefix of sc-mcp's own
 /// ids, which a server's request may never use (see `server.rs`).
 pub(crate) const HANDSHAKE_ID: &str = "sc-mcp-elicit-initialize";
-/// The id of sc-mcp's own `server/discover` to a server that refused `initialize`.
+/// The id of sc-mcp's own `server/discover`, with which it opens with the server.
 pub(crate) const DISCOVER_ID: &str = "sc-mcp-elicit-discover";
 
 /// What a modern request said of itself.
@@ -123,8 +125,9 @@ pub(crate) fn unsupported(id: &Value, requested: &str) -> Vec<u8> {
 pub(crate) struct Revisions {
     pub(crate) state: Mutex<Handshake>,
     pub(crate) changed: Condvar,
-    /// The server speaks 2026-07-28 only: each request to it carries the per-request protocol
-    /// keys ([`with_envelope`]), and its results lose `resultType` for a legacy client.
+    /// The server speaks 2026-07-28 (its `server/discover` said so): each request to it carries
+    /// the per-request protocol keys ([`with_envelope`]), and its results lose `resultType` for a
+    /// legacy client.
     pub(crate) server_modern: AtomicBool,
 }
 
@@ -134,13 +137,17 @@ impl Revisions {
     }
 }
 
-/// Who a `server/discover` sc-mcp sent to a server that refused `initialize` is for.
+/// Who a `server/discover` sc-mcp sent to the server is for.
 #[derive(Debug)]
 pub(crate) enum Discovering {
     /// sc-mcp's own handshake, for a 2026-07-28 client ([`super::handshake::ensure_handshake`]).
     Own,
-    /// A legacy client's `initialize`, answered from the server's `server/discover` result.
-    Client(Box<PendingRequest>),
+    /// A legacy client's `initialize` (as it came), answered from the server's
+    /// `server/discover` result, or forwarded to a legacy server.
+    Client {
+        request: Box<PendingRequest>,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -150,11 +157,13 @@ pub(crate) struct Handshake {
     /// sc-mcp's own handshake was sent and is not answered yet.
     pub(crate) waiting: bool,
     /// Why sc-mcp's own handshake failed.
-    pub(crate) failed: Option<String>,
+    pub(crate) failed: Option<super::handshake::HandshakeError>,
     /// Requests from a modern client awaiting the server's answer, with their method.
     pub(crate) modern: std::collections::HashMap<IdKey, String>,
-    /// sc-mcp's `server/discover` to a server that refused `initialize`, not answered yet.
+    /// sc-mcp's `server/discover` to the server, not answered yet.
     pub(crate) discovering: Option<Discovering>,
+    /// The server answered `server/discover` as a legacy server: it is opened with `initialize`.
+    pub(crate) fell_back: bool,
     /// The revision a legacy client asked for in its `initialize`.
     pub(crate) client_version: Option<String>,
 }
@@ -198,7 +207,7 @@ pub(crate) fn with_envelope(bytes: &[u8]) -> Option<Vec<u8>> {
     Some(serde_json::to_vec(&message).expect("a JSON object serializes"))
 }
 
-/// sc-mcp's own `server/discover`, to a server that refused `initialize`.
+/// sc-mcp's own `server/discover`, its first request to the server.
 pub(crate) fn discover_request() -> Vec<u8> {
     serde_json::to_vec(&json!({
         "jsonrpc": "2.0",

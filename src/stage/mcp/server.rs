@@ -293,10 +293,14 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         );
         return Ok(());
     }
-    // A server that speaks 2026-07-28 only refused the client's `initialize`: its
-    // `server/discover` answers it instead.
+    // The server answered `server/discover` as a legacy server, and refuses the client's
+    // `initialize` as a 2026-07-28 one: no revision both speak, and nothing is made up.
     if request.awaiting.method() == "initialize" && super::revision::refused_as_modern(&message) {
-        super::handshake::discover_for_client(session, request);
+        let error = message.get("error").unwrap_or(&Value::Null).to_string();
+        session.fail_request(
+            request,
+            &super::handshake::HandshakeError::NoRevision(error).to_string(),
+        );
         return Ok(());
     }
     // The client reads its own id back, as it wrote it, even if the server wrote it otherwise.

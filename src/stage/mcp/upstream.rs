@@ -45,6 +45,24 @@ pub enum UpstreamError {
     Io { url: String, why: String },
 }
 
+/// Why one message's exchange with the remote server failed. Never carries a header's value, nor
+/// the remote server's text (which may say anything).
+#[derive(Debug, thiserror::Error)]
+enum ExchangeError {
+    #[error("the message cannot be sent as an HTTP request")]
+    NotARequest,
+    #[error("cannot reach it ({0})")]
+    Unreachable(String),
+    #[error("it answered HTTP {0}")]
+    Status(u16),
+    #[error("its answer broke off ({0})")]
+    BrokeOff(String),
+    #[error("its answer is over {0} bytes")]
+    TooLarge(usize),
+    #[error("its answer is not JSON")]
+    NotJson,
+}
+
 /// The remote server's input (to write lines to), its output (to read lines from), and the
 /// thread that speaks to it.
 pub(crate) type Started = (
@@ -334,7 +352,7 @@ impl Link {
         {
             Ok(Ok(answered)) => answered,
             Ok(Err(why)) => {
-                self.fail(request.as_ref(), &why);
+                self.fail(request.as_ref(), &why.to_string());
                 return;
             }
             Err(_) => {
@@ -376,7 +394,7 @@ impl Link {
         line: Vec<u8>,
         message: &Option<Value>,
         request: Option<&(Value, String)>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ExchangeError> {
         let mut builder = Request::builder()
             .method(Method::POST)
             .uri(self.upstream.uri.clone())
@@ -430,12 +448,12 @@ impl Link {
         }
         let request_body = builder
             .body(Full::new(Bytes::from(line)))
-            .map_err(|_| "the message cannot be sent as an HTTP request".to_owned())?;
+            .map_err(|_| ExchangeError::NotARequest)?;
         let response = self
             .client
             .request(request_body)
             .await
-            .map_err(|err| format!("cannot reach it ({})", describe(&err)))?;
+            .map_err(|err| ExchangeError::Unreachable(describe(&err)))?;
         let status = response.status();
         if let Some(session) = response.headers().get("mcp-session-id") {
             if request.is_some_and(|(_, method)| method == "initialize") {
@@ -447,7 +465,7 @@ impl Link {
         }
         if !status.is_success() {
             // The body is not shown: it is the remote server's text, which may say anything.
-            return Err(format!("it answered HTTP {}", status.as_u16()));
+            return Err(ExchangeError::Status(status.as_u16()));
         }
         let stream = response
             .headers()
@@ -458,13 +476,12 @@ impl Link {
         let mut buffer: Vec<u8> = Vec::new();
         let mut answered = request.is_none();
         while let Some(frame) = body.frame().await {
-            let frame =
-                frame.map_err(|err| format!("its answer broke off ({})", describe(&err)))?;
+            let frame = frame.map_err(|err| ExchangeError::BrokeOff(describe(&err)))?;
             if let Some(data) = frame.data_ref() {
                 buffer.extend_from_slice(data);
             }
             if buffer.len() > self.max {
-                return Err(format!("its answer is over {} bytes", self.max));
+                return Err(ExchangeError::TooLarge(self.max));
             }
             if stream {
                 while let Some(end) = event_end(&buffer) {
@@ -490,9 +507,12 @@ impl Link {
 
     /// Gives one message of the answer to the session as a line; `Ok(true)` when it answers the
     /// request.
-    fn deliver(&self, data: &[u8], request: Option<&(Value, String)>) -> Result<bool, String> {
-        let value: Value =
-            serde_json::from_slice(data).map_err(|_| "its answer is not JSON".to_owned())?;
+    fn deliver(
+        &self,
+        data: &[u8],
+        request: Option<&(Value, String)>,
+    ) -> Result<bool, ExchangeError> {
+        let value: Value = serde_json::from_slice(data).map_err(|_| ExchangeError::NotJson)?;
         // Parsed, so every line break is whitespace between tokens: the line stays one message,
         // as it came.
         let line: Vec<u8> = data
