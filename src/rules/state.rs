@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -64,11 +64,14 @@ pub struct TaintCause {
     /// The other untrusted sources read since ([`crate::rules::grant::taint_source`]), each
     /// once, at most [`MAX_ALSO`]; past that, [`MORE_SOURCES`] stands for the rest. A `call`
     /// grant covers a call only while every source of the session is one it recorded.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<String>,
+    ///
+    /// Shared, not copied, by each copy of the state: a door keeps a copy of the agent's state
+    /// with every call it decides in a shared store.
+    #[serde(default, skip_serializing_if = "no_other_sources")]
+    pub also: Arc<Vec<String>>,
     /// [`TaintCause::describe`], written once: a tainted agent's every sensitive call names it.
     #[serde(skip)]
-    description: OnceLock<String>,
+    description: OnceLock<Arc<str>>,
 }
 
 impl PartialEq for TaintCause {
@@ -79,14 +82,14 @@ impl PartialEq for TaintCause {
             &self.id,
             &self.argument,
             &self.at,
-            &self.also,
+            &*self.also,
         ) == (
             &other.agent,
             &other.tool,
             &other.id,
             &other.argument,
             &other.at,
-            &other.also,
+            &*other.also,
         )
     }
 }
@@ -101,7 +104,7 @@ impl TaintCause {
             id,
             argument,
             at: None,
-            also: Vec::new(),
+            also: Arc::default(),
             description: OnceLock::new(),
         }
     }
@@ -111,7 +114,7 @@ impl TaintCause {
         crate::rules::grant::TaintSources {
             tool: &self.tool,
             argument: self.argument.as_deref(),
-            also: &self.also,
+            also: self.also.as_slice(),
         }
     }
 
@@ -129,10 +132,11 @@ impl TaintCause {
         if first == source || self.also.iter().any(|known| known == source) {
             return;
         }
-        if self.also.len() < MAX_ALSO {
-            self.also.push(source.to_owned());
+        let also = Arc::make_mut(&mut self.also);
+        if also.len() < MAX_ALSO {
+            also.push(source.to_owned());
         } else {
-            self.also.push(MORE_SOURCES.to_owned());
+            also.push(MORE_SOURCES.to_owned());
         }
     }
 
@@ -150,15 +154,20 @@ impl TaintCause {
                 .as_ref()
                 .map(|a| format!(", {a}"))
                 .unwrap_or_default();
-            format!(
+            Arc::from(format!(
                 "{} (id {}{}) by {}",
                 quoted(&self.tool),
                 quoted(&self.id),
                 for_terminal(&argument),
                 quoted(&self.agent)
-            )
+            ))
         })
     }
+}
+
+/// Whether a taint lists no other source (`also` is then left out).
+fn no_other_sources(also: &Arc<Vec<String>>) -> bool {
+    also.is_empty()
 }
 
 /// What the stream so far says about one agent.
