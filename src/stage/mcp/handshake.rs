@@ -18,26 +18,13 @@ use serde_json::{json, Map, Value};
 use super::pending::PendingRequest;
 use super::protocol::result_response;
 use super::revision::{
-    discover_request, initialize_from_discover, refused_as_modern, Discovering, DISCOVER_ID,
-    HANDSHAKE_ID, LEGACY_TO_SERVER,
+    discover_request, initialize_from_discover, refused_as_modern, Discovering, HandshakeError,
+    DISCOVER_ID, HANDSHAKE_ID, LEGACY_TO_SERVER,
 };
 use super::session::{lock, Session};
 
 /// How long the server has to answer sc-mcp's own `server/discover` and `initialize`.
 const HANDSHAKE_WAIT: Duration = Duration::from_secs(60);
-
-/// Why sc-mcp could not open with the MCP server for a 2026-07-28 client.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum HandshakeError {
-    #[error("the MCP server did not answer sc-mcp's initialize")]
-    NoAnswer,
-    #[error("the MCP server refused sc-mcp's initialize: {0}")]
-    Refused(String),
-    #[error("the MCP server refused initialize, and its answer to server/discover names no revision sc-mcp speaks: {0}")]
-    NoRevision(String),
-    #[error("the MCP server exited before answering server/discover")]
-    ExitedAtDiscover,
-}
 
 /// sc-mcp's own `initialize`, to a legacy server for a 2026-07-28 client.
 fn own_initialize() -> Vec<u8> {

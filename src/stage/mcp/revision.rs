@@ -157,7 +157,7 @@ pub(crate) struct Handshake {
     /// sc-mcp's own handshake was sent and is not answered yet.
     pub(crate) waiting: bool,
     /// Why sc-mcp's own handshake failed.
-    pub(crate) failed: Option<super::handshake::HandshakeError>,
+    pub(crate) failed: Option<HandshakeError>,
     /// Requests from a modern client awaiting the server's answer, with their method.
     pub(crate) modern: std::collections::HashMap<IdKey, String>,
     /// sc-mcp's `server/discover` to the server, not answered yet.
@@ -363,6 +363,19 @@ pub(crate) fn to_modern_result(result: &mut Value, method: &str) -> bool {
         }
     }
     changed
+}
+
+/// Why sc-mcp could not open with the MCP server for a 2026-07-28 client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HandshakeError {
+    #[error("the MCP server did not answer sc-mcp's initialize")]
+    NoAnswer,
+    #[error("the MCP server refused sc-mcp's initialize: {0}")]
+    Refused(String),
+    #[error("the MCP server refused initialize, and its answer to server/discover names no revision sc-mcp speaks: {0}")]
+    NoRevision(String),
+    #[error("the MCP server exited before answering server/discover")]
+    ExitedAtDiscover,
 }
 
 #[cfg(test)]

@@ -299,7 +299,7 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
         let error = message.get("error").unwrap_or(&Value::Null).to_string();
         session.fail_request(
             request,
-            &super::handshake::HandshakeError::NoRevision(error).to_string(),
+            &super::revision::HandshakeError::NoRevision(error).to_string(),
         );
         return Ok(());
     }

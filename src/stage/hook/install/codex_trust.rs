@@ -8,7 +8,7 @@ use std::path::Path;
 
 use toml_edit::DocumentMut;
 
-use super::doctor::Check;
+use super::check::Check;
 use super::file::read;
 use super::target::{config_file, Scope};
 use crate::stage::hook::contract::Agent;

@@ -2,6 +2,7 @@
 //! hold. Each probe runs on its own thread and is given 500 ms: one that has not answered by
 //! then fails, saying so.
 
+pub use super::check::Check;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,29 +30,6 @@ pub struct DoctorRequest {
     pub policy: Option<PathBuf>,
     /// The sc-hook binary running (sc-sandbox is beside it).
     pub exe: PathBuf,
-}
-
-/// One check: whether it holds, what was found, and the fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    pub ok: bool,
-    pub line: String,
-}
-
-impl Check {
-    pub(super) fn pass(line: impl Into<String>) -> Check {
-        Check {
-            ok: true,
-            line: line.into(),
-        }
-    }
-
-    pub(super) fn fail(what: impl Into<String>, fix: impl std::fmt::Display) -> Check {
-        Check {
-            ok: false,
-            line: format!("{}; fix: {fix}", what.into()),
-        }
-    }
 }
 
 /// Runs every check; each within [`PROBE_DEADLINE`].
