@@ -1012,7 +1012,9 @@ fn no_other_stages_line_lands_on_the_prompt_line() {
     // sc-exec's line for the first call comes before the card (when sc-exec ran it before the
     // hold was asked) or after the answer: never inside the question.
     let told = screen.find("sc-exec: scout").expect("sc-exec's line");
-    let card = screen.find("Skeleton Crew: a call is held").expect("the card");
+    let card = screen
+        .find("Skeleton Crew: a call is held")
+        .expect("the card");
     assert!(told < card || told > answered, "{screen}");
     assert!(
         told == 0 || screen[..told].ends_with('\n'),
