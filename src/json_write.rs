@@ -78,6 +78,18 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// A parsed JSON text on one line: every line break in it lies between tokens (a string cannot
+/// hold a raw one), so it becomes a space and the text stays the same value, byte for byte
+/// otherwise (what a line-framed reader checks strictly: duplicate keys, numbers' text).
+pub(crate) fn on_one_line(json: &[u8]) -> Vec<u8> {
+    json.iter()
+        .map(|&byte| match byte {
+            b'\n' | b'\r' => b' ',
+            byte => byte,
+        })
+        .collect()
+}
+
 /// Appends an unsigned integer in decimal.
 pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];

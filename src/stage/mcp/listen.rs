@@ -834,16 +834,7 @@ async fn post_mcp(
     *lock(&session.last_used) = Instant::now();
     // Parsed, so every line break is whitespace between tokens: the line stays the message as
     // it came, which the run checks strictly (duplicate keys, numbers' text).
-    let line: Vec<u8> = body
-        .iter()
-        .map(|&byte| {
-            if byte == b'\n' || byte == b'\r' {
-                b' '
-            } else {
-                byte
-            }
-        })
-        .collect();
+    let line = crate::json_write::on_one_line(&body);
     let is_request = method.is_some() && message.get("id").is_some();
     let session_header = HeaderValue::from_str(&session.id).ok();
     if !is_request {

@@ -515,16 +515,7 @@ impl Link {
         let value: Value = serde_json::from_slice(data).map_err(|_| ExchangeError::NotJson)?;
         // Parsed, so every line break is whitespace between tokens: the line stays one message,
         // as it came.
-        let line: Vec<u8> = data
-            .iter()
-            .map(|&byte| {
-                if byte == b'\n' || byte == b'\r' {
-                    b' '
-                } else {
-                    byte
-                }
-            })
-            .collect();
+        let line = crate::json_write::on_one_line(data);
         let line = self.upstream.redact(line);
         let answers = match (request, &value) {
             (Some((id, method)), Value::Object(object))
