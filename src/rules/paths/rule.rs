@@ -126,9 +126,11 @@ impl LiteralGlob {
             match c {
                 '\\' => text.push(chars.next()?),
                 '[' => {
-                    // A class of one character that is not `!` or `^` (which would negate).
+                    // A class of one character that is not `!` or `^` (which would negate),
+                    // nor `/` (globset drops it from a class under `literal_separator`: `[/]`
+                    // matches nothing there, so it is left to globset).
                     let inner = chars.next()?;
-                    if matches!(inner, '!' | '^') || chars.next()? != ']' {
+                    if matches!(inner, '!' | '^' | '/') || chars.next()? != ']' {
                         return None;
                     }
                     text.push(inner);

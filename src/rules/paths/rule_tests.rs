@@ -133,6 +133,13 @@ fn literal_globs_match_as_their_glob_sets_do() {
         assert_eq!(LiteralGlob::of(Base::Root, wild, 0), None, "{wild}");
     }
     assert_eq!(LiteralGlob::of(Base::Anywhere, "x", 0), None);
+    // `[/]` matches no path under globset (found by a review: the literal read it as `/`).
+    assert_eq!(LiteralGlob::of(Base::Root, "a[/]b", 0), None);
+    let set = GlobSetBuilder::new()
+        .add(glob("a[/]b").unwrap())
+        .build()
+        .unwrap();
+    assert!(!set.is_match(Path::new("a/b")));
 }
 
 /// The rules the gate makes from its sandbox places and protected files build no glob set.
