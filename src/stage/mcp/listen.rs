@@ -838,12 +838,7 @@ async fn post_mcp(
     let is_request = method.is_some() && message.get("id").is_some();
     let session_header = HeaderValue::from_str(&session.id).ok();
     if !is_request {
-        let written = {
-            let session = Arc::clone(&session);
-            tokio::task::spawn_blocking(move || session.write(&line))
-                .await
-                .unwrap_or(false)
-        };
+        let written = write_blocking(&session, line).await;
         if !written {
             return refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -917,12 +912,7 @@ async fn post_mcp(
     if method == Some("initialize") {
         session.initialized.store(true, Ordering::SeqCst);
     }
-    let written = {
-        let session = Arc::clone(&session);
-        tokio::task::spawn_blocking(move || session.write(&line))
-            .await
-            .unwrap_or(false)
-    };
+    let written = write_blocking(&session, line).await;
     if !written {
         lock(&session.waiting).retain(|(_, waiting, _)| *waiting != serial);
         return refusal(
@@ -945,6 +935,15 @@ async fn post_mcp(
         response.headers_mut().insert("mcp-session-id", value);
     }
     response
+}
+
+/// Gives a message line to the session's run, off the async workers (the write may block on a
+/// full pipe); `false` when the run has ended.
+async fn write_blocking(session: &Arc<ClientSession>, line: Vec<u8>) -> bool {
+    let session = Arc::clone(session);
+    tokio::task::spawn_blocking(move || session.write(&line))
+        .await
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
