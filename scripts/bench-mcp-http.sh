@@ -24,7 +24,7 @@ elif [ -x "$TARGET/dist/sc-mcp" ]; then
 else
   if [ ! -x "$TARGET/release/sc-mcp" ]; then
     echo "bench-mcp-http: building sc-mcp (release)" >&2
-    $CARGO build --release --locked --bin sc-mcp >&2
+    $CARGO build --release --locked --bin sc-mcp --bin sc-hook >&2
   fi
   MCP=$TARGET/release/sc-mcp
 fi

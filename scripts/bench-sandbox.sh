@@ -24,7 +24,7 @@ elif [ -x "$TARGET/dist/sc-sandbox" ]; then
 else
   if [ ! -x "$TARGET/release/sc-sandbox" ]; then
     say "building sc-sandbox (release)"
-    $CARGO build --release --locked --bin sc-sandbox >&2
+    $CARGO build --release --locked --bin sc-sandbox --bin sc-hook >&2
   fi
   SANDBOX=$TARGET/release/sc-sandbox
 fi

@@ -345,12 +345,14 @@ fn without_bubblewrap_a_sandboxed_backend_is_not_run_and_the_record_names_it() {
 #[test]
 fn without_sc_sandbox_beside_sc_exec_a_sandboxed_backend_is_not_run() {
     let (scratch, policy) = root_with_policy();
-    // sc-exec alone in a folder, with no sc-sandbox beside it.
+    // sc-exec in a folder with the program it starts (sc-hook), and no sc-sandbox beside them.
     let alone = scratch.path("bin/sc-exec");
     std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    let exe = crate::util::bin_path("sc-exec");
-    if std::fs::hard_link(&exe, &alone).is_err() {
-        std::fs::copy(&exe, &alone).unwrap();
+    for name in ["sc-exec", "sc-hook"] {
+        crate::util::place_exe(
+            &crate::util::bin_path(name),
+            &scratch.path(&format!("bin/{name}")),
+        );
     }
     let records = exec(
         &scratch,

@@ -85,15 +85,18 @@ EOF
 #[test]
 fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
     let scratch = Scratch::new();
-    // A vendored tools folder in the root: sc-sandbox itself (what runs), sc-hook beside it (a
-    // stand-in: it is protected by its name and place), and cargo's other name for sc-hook.
+    // A vendored tools folder in the root: sc-sandbox itself (what runs), sc-hook beside it (the
+    // program the sc-sandbox launcher starts), and cargo's other name for sc-hook.
     let tools = scratch.path("tools");
     std::fs::create_dir_all(tools.join("deps")).unwrap();
     let sandbox = tools.join("sc-sandbox");
+    // Copies, not links: a write that got through must not reach the build's own binaries.
     std::fs::copy(crate::sandbox::sc_sandbox(), &sandbox).unwrap();
-    let hook = scratch.write("tools/sc-hook", "#!/bin/sh\necho the real hook\n");
+    let hook = tools.join("sc-hook");
+    std::fs::copy(crate::util::bin_path("sc-hook"), &hook).unwrap();
     std::fs::hard_link(&hook, tools.join("deps/sc_hook-0123")).unwrap();
     let before = std::fs::read(&sandbox).unwrap();
+    let hook_before = std::fs::read(&hook).unwrap();
     let policy = scratch.write("policy.json", "{}");
     let try_each = [
         "echo x > tools/sc-hook",
@@ -132,9 +135,9 @@ fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
         std::fs::read(&sandbox).unwrap() == before,
         "sc-sandbox was changed"
     );
-    assert_eq!(
-        std::fs::read_to_string(&hook).unwrap(),
-        "#!/bin/sh\necho the real hook\n"
+    assert!(
+        std::fs::read(&hook).unwrap() == hook_before,
+        "sc-hook was changed"
     );
     // The rest of the tools folder stays the project's to write.
     let out = std::process::Command::new(&sandbox)

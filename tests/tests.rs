@@ -25,6 +25,7 @@ mod hook_contracts;
 mod hook_install;
 mod hook_sandbox;
 mod inbox;
+mod launchers;
 mod mcp;
 mod mcp_http;
 mod mcp_revisions;

@@ -9,6 +9,18 @@ use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
+/// Puts a binary of the build at `to`: a hard link where it can, so that no file is open for
+/// writing while another test thread forks (a copy's written file can make an exec fail with
+/// "text file busy"), else a copy.
+pub fn place_exe(from: &Path, to: &Path) {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).unwrap();
+    }
+}
+
 /// A scratch folder with an audit log path inside it; every command built from it writes there.
 pub struct Scratch {
     pub dir: TempDir,

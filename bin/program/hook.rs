@@ -139,7 +139,7 @@ struct DoctorArgs {
     policy: Option<PathBuf>,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     // A panic must block the call too: exit 2, not Rust's 101.
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");

@@ -1,0 +1,66 @@
+//! The one program behind the nine names. `sc-hook` is this program itself, the door that runs on
+//! every tool call of every coding agent, so it starts without a second `exec`; the other eight
+//! names (`bin/sc-gate.rs` …) are launchers a few hundred kilobytes long that start this program
+//! with their own name as `argv[0]` (see `bin/launcher.rs`). Each name keeps its own flags, help,
+//! man page and purpose: the name picks which tool's `main` runs, as busybox does.
+//!
+//! One program instead of nine lets the optimiser and the linker run once, which is most of a
+//! fresh `cargo install` (issue 34), and installs one copy of the library instead of nine.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+mod approve;
+mod exec;
+mod gate;
+mod hook;
+mod inbox;
+mod mcp;
+mod report;
+mod sandbox;
+mod state;
+
+/// The names this program answers to, with the tool each one runs.
+const TOOLS: [(&str, fn() -> ExitCode); 9] = [
+    ("sc-gate", gate::main),
+    ("sc-approve", approve::main),
+    ("sc-exec", exec::main),
+    ("sc-report", report::main),
+    ("sc-mcp", mcp::main),
+    ("sc-hook", hook::main),
+    ("sc-state", state::main),
+    ("sc-sandbox", sandbox::main),
+    ("sc-inbox", inbox::main),
+];
+
+fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let name = Path::new(&argv0).file_name().unwrap_or(OsStr::new(""));
+    // bubblewrap starts the sandbox's helper as this binary, by its own path or mounted as
+    // `/tmp/.sc-sandbox/init` (a launcher's name cannot be passed through it), with the helper's
+    // hidden first flag: that flag, not the name, says which tool runs.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|flag| flag == skeleton_crew::stage::sandbox::INSIDE_FLAG)
+    {
+        return sandbox::main();
+    }
+    match TOOLS.iter().find(|(tool, _)| name == *tool) {
+        Some((_, main)) => main(),
+        None => {
+            // An unknown name runs nothing: a copy renamed by hand must not guess which tool
+            // it is (a gate that guesses could run as the executor).
+            let names: Vec<&str> = TOOLS.iter().map(|(tool, _)| *tool).collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "skeleton-crew: this program runs as one of {} and was started as {:?}; \
+                 start it by one of those names",
+                names.join(", "),
+                name
+            );
+            ExitCode::from(2)
+        }
+    }
+}
