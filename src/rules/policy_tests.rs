@@ -434,4 +434,6 @@ fn the_shipped_pack_s_examples_hold() {
     let err = Policy::from_json_str(&text).unwrap_err().to_string();
     assert!(err.contains("does not match the rule"), "{err}");
     Policy::from_json_str(SHIPPED_PACK).unwrap();
+    // Nor are its numbers read again at each start: each is the number written.
+    assert!(crate::amount::first_inexact_number(SHIPPED_PACK.trim()).is_none());
 }

@@ -346,14 +346,15 @@ impl PathRules {
                 let Some(glob) = sandbox_glob(entry) else {
                     continue;
                 };
-                let value = serde_json::json!({
-                    "glob": [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))],
-                    verb: decision.to_string(),
-                });
+                let tree = format!("{}/**", glob.trim_end_matches('/'));
+                let (read, write) = match verb {
+                    "read" => (Some(decision), None),
+                    _ => (None, Some(decision)),
+                };
                 let index = self.rules.len();
                 let label = format!("sandbox.{name}[{i}]");
                 // The globs are escaped from a checked sandbox path: they always compile.
-                if let Ok(mut compiled) = rule(&label, index, &value) {
+                if let Ok(mut compiled) = build(&label, index, vec![glob, tree], read, write) {
                     compiled.label = label;
                     self.rules.push(compiled);
                 }
@@ -491,14 +492,25 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> 
     if read.is_none() && write.is_none() {
         return Err(PathProblem::NoDecision.at(key));
     }
+    build(key, index, globs, read, write)
+}
+
+/// A rule from its parts, checked: `key` names it in errors (made only for an error).
+fn build(
+    key: &str,
+    index: usize,
+    globs: Vec<String>,
+    read: Option<Decision>,
+    write: Option<Decision>,
+) -> Result<PathRule, PathsError> {
     let mut patterns = Vec::with_capacity(globs.len());
     let mut literals = Vec::new();
     for (i, text) in globs.iter().enumerate() {
-        let glob_key = format!("{key}.glob[{i}]");
+        let glob_key = || format!("{key}.glob[{i}]");
         let (base, pattern) = if let Some(rest) = text.strip_prefix("~/") {
             (Base::Home, rest)
         } else if text.starts_with('~') {
-            return Err(PathProblem::Tilde(text.clone()).at(glob_key));
+            return Err(PathProblem::Tilde(text.clone()).at(glob_key()));
         } else if text.starts_with('/') {
             (Base::Absolute, text.as_str())
         } else if text.starts_with("**") {
@@ -507,13 +519,13 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> 
             (Base::Root, text.strip_prefix("./").unwrap_or(text))
         };
         if pattern.is_empty() {
-            return Err(PathProblem::EmptyGlob.at(glob_key));
+            return Err(PathProblem::EmptyGlob.at(glob_key()));
         }
         if Path::new(pattern)
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
         {
-            return Err(PathProblem::DotPart(text.clone()).at(glob_key));
+            return Err(PathProblem::DotPart(text.clone()).at(glob_key()));
         }
         // A literal (most of them: every sandbox place) always compiles.
         match LiteralGlob::of(base, pattern, i) {
@@ -521,7 +533,7 @@ fn rule(key: &str, index: usize, value: &Value) -> Result<PathRule, PathsError> 
             None => {
                 if let Err(error) = glob(pattern) {
                     let glob = text.clone();
-                    return Err(PathProblem::Glob { glob, error }.at(glob_key));
+                    return Err(PathProblem::Glob { glob, error }.at(glob_key()));
                 }
             }
         }
