@@ -855,6 +855,7 @@ fn prepare<'t>(
                 &options.policy,
                 agent,
                 Some(&id),
+                confine::Check::AtRun,
             )));
         }
     }
