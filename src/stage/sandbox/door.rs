@@ -41,7 +41,7 @@ use crate::store::StateUrl;
 
 /// How long [`Confined::trial`] waits for sc-sandbox's trial run before taking the sandbox as one
 /// that cannot be made.
-const TRIAL_TIMEOUT: Duration = Duration::from_secs(30);
+pub const TRIAL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The gate's own files as the door was given them, for sc-sandbox's command line.
 #[derive(Debug, Clone)]
