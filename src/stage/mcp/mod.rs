@@ -113,7 +113,7 @@ use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
 use crate::rules::policy::Policy;
-use crate::stage::exec::confine::SandboxDoor;
+use crate::stage::sandbox::door::SandboxDoor;
 use crate::store::Timing;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.

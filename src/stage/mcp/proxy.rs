@@ -176,7 +176,7 @@ pub fn run_with_io(
             &options.policy,
             &options.agent,
             None,
-            crate::stage::exec::confine::Check::Trial,
+            crate::stage::sandbox::door::Check::Trial,
         ) {
             Ok(confined) => Some(confined),
             Err(why) => {
