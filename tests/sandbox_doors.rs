@@ -2,8 +2,9 @@
 //! `"sandbox": true`, and the MCP server under `sc-mcp --sandbox`, try to reach a listener the test
 //! opens in its own network namespace and to write a file the policy's `sandbox.readOnly` lists.
 //! Nothing arrives and the file is unchanged, while the same program unconfined does both (so the
-//! tests can fail). Where bubblewrap or sc-sandbox is missing, the program never runs. The
-//! machine needs bubblewrap (`make test-deps` installs it).
+//! tests can fail). Where bubblewrap or sc-sandbox is missing, the program never runs, and
+//! sc-hook, sc-exec and sc-mcp say so in the same words (one door). The machine needs bubblewrap
+//! (`make test-deps` installs it).
 
 use std::ffi::OsString;
 use std::io::{ErrorKind, Read};
@@ -342,35 +343,6 @@ fn without_bubblewrap_a_sandboxed_backend_is_not_run_and_the_record_names_it() {
     assert!(scratch.path("ran.txt").exists());
 }
 
-#[test]
-fn without_sc_sandbox_beside_sc_exec_a_sandboxed_backend_is_not_run() {
-    let (scratch, policy) = root_with_policy();
-    // sc-exec in a folder with the program it starts (sc-hook), and no sc-sandbox beside them.
-    let alone = scratch.path("bin/sc-exec");
-    std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    for name in ["sc-exec", "sc-hook"] {
-        crate::util::place_exe(
-            &crate::util::bin_path(name),
-            &scratch.path(&format!("bin/{name}")),
-        );
-    }
-    let records = exec(
-        &scratch,
-        Some(&alone),
-        &policy,
-        marking_tools(),
-        &[],
-        &[allowed("c-1", "mark", json!({}))],
-    );
-    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
-    let reason = outcome_reason(&records[0]);
-    assert!(
-        reason.contains("sc-sandbox is missing") && reason.contains("was not run"),
-        "{reason}"
-    );
-    assert!(!scratch.path("ran.txt").exists());
-}
-
 /// The escape server's command line, its script copied beside `marker` (in the scratch folder,
 /// the sandbox's root).
 fn escape_server(marker: &Path) -> Vec<OsString> {
@@ -671,4 +643,102 @@ fn sc_exec_and_sc_mcp_run_a_program_given_by_a_path_under_the_hosts_tmp() {
     let result: Value = serde_json::from_str(result_text(&answer)).unwrap();
     assert_eq!(result["sent"], false, "{result}");
     assert_eq!(protected(&scratch), ORIGINAL);
+}
+
+/// `door` (a binary of this package) alone in a folder of its own, with no sc-sandbox beside it;
+/// returns its path and the sc-sandbox it would look for.
+fn alone(scratch: &Scratch, door: &str) -> (PathBuf, PathBuf) {
+    // The door with the program its launcher starts (sc-hook), and no sc-sandbox beside them.
+    let folder = scratch.path(&format!("alone-{door}"));
+    for name in [door, "sc-hook"] {
+        crate::util::place_exe(&crate::util::bin_path(name), &folder.join(name));
+    }
+    (folder.join(door), folder.join("sc-sandbox"))
+}
+
+#[test]
+fn sc_hook_sc_exec_and_sc_mcp_refuse_a_missing_sc_sandbox_in_the_same_words() {
+    let (scratch, policy) = root_with_policy();
+    let why = |door: &str, sandbox: &Path| {
+        format!(
+            "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside {door})",
+            sandbox.display()
+        )
+    };
+    let clean = |exe: &Path| {
+        let mut cmd = assert_cmd::Command::new(exe);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .current_dir(scratch.dir.path())
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .timeout(Duration::from_secs(60));
+        cmd
+    };
+
+    // sc-hook: a Bash call the policy confines is held, with the reason.
+    let (hook, sandbox) = alone(&scratch, "sc-hook");
+    let always = scratch.write(
+        "always.json",
+        json!({"sensitiveTools": [], "sandbox": {"when": "always"}}).to_string(),
+    );
+    let input = json!({
+        "session_id": "s-1",
+        "transcript_path": "/t",
+        "cwd": scratch.dir.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "echo ran > ran.txt"},
+        "tool_use_id": "toolu_1",
+    });
+    let out = clean(&hook)
+        .arg("--policy")
+        .arg(&always)
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "ask", "{answer}");
+    let reason = specific["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains(&why("sc-hook", &sandbox)), "{reason}");
+
+    // sc-exec: a backend with `"sandbox": true` is not run, and its record says why.
+    let (exec_alone, sandbox) = alone(&scratch, "sc-exec");
+    let records = exec(
+        &scratch,
+        Some(&exec_alone),
+        &policy,
+        marking_tools(),
+        &[],
+        &[allowed("c-1", "mark", json!({}))],
+    );
+    assert_eq!(outcome_status(&records[0]), "failed", "{}", records[0]);
+    let reason = outcome_reason(&records[0]);
+    assert!(
+        reason.contains(&why("sc-exec", &sandbox)) && reason.contains("was not run"),
+        "{reason}"
+    );
+
+    // sc-mcp: the server is never started, and sc-mcp says why.
+    let (mcp, sandbox) = alone(&scratch, "sc-mcp");
+    let marker = scratch.path("server-started");
+    let out = clean(&mcp)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--sandbox")
+        .arg("--")
+        .args(escape_server(&marker))
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&why("sc-mcp", &sandbox)), "{said}");
+
+    // Nothing ran, unconfined or not.
+    assert!(!scratch.path("ran.txt").exists());
+    assert!(!marker.exists());
 }

@@ -12,8 +12,8 @@ use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::jsonl::DEFAULT_MAX_RECORD_BYTES;
 use skeleton_crew::rules::state::CrewState;
 use skeleton_crew::stage::exec::backends;
-use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::exec::{self, ExecOptions, ToolSet};
+use skeleton_crew::stage::sandbox::door::SandboxDoor;
 use skeleton_crew::store::{StateHandle, StateUrl, View};
 
 /// Run the calls that were allowed or approved.

@@ -16,12 +16,12 @@ use skeleton_crew::error::UsageError;
 use skeleton_crew::exit;
 use skeleton_crew::rules::policy::TaintScope;
 use skeleton_crew::rules::state::CrewState;
-use skeleton_crew::stage::exec::confine::SandboxDoor;
 use skeleton_crew::stage::mcp::principals::{self as listen_principals, Principal};
 use skeleton_crew::stage::mcp::{
     self, listen, Asking, ClientIo, InboxAt, McpOptions, NobodyHuman, ServerAt,
     DEFAULT_MAX_MESSAGE_BYTES,
 };
+use skeleton_crew::stage::sandbox::door::SandboxDoor;
 use skeleton_crew::store::{MemoryStore, Shared, StateHandle, StateKey, StateUrl, View};
 use std::sync::{Arc, Mutex};
 

@@ -703,7 +703,7 @@ impl Backend {
     /// be made. A backend that asks for the sandbox and has none (an error, or `None`) is not
     /// started. A backend that does not ask for it ignores `sandbox`.
     ///
-    /// [`SandboxDoor::confine`]: super::confine::SandboxDoor::confine
+    /// [`SandboxDoor::confine`]: crate::stage::sandbox::door::SandboxDoor::confine
     pub fn run_confined(
         &self,
         args_json: &str,

@@ -13,7 +13,7 @@
 //! A tool is found in a [`ToolSet`]: the built-in fakes, or the backends of a tools file
 //! ([`crate::stage::exec::backends`]), with the fakes behind them only when asked for. A backend
 //! whose entry says `"sandbox": true` runs under sc-sandbox with sc-exec's policy file, root, home,
-//! audit log and crew, and the call's agent and id ([`confine`]); where the sandbox cannot be
+//! audit log and crew, and the call's agent and id ([`confine`](crate::stage::sandbox::door)); where the sandbox cannot be
 //! made it is not run, and its record is `failed` with a reason naming what is missing. Calls run one at a time
 //! in input order; with `jobs` above 1, backend runs overlap, at most `jobs` at once, except that
 //! an agent's calls still run one after the other, in the order it made them. Decisions are always
@@ -36,7 +36,6 @@ use serde_json::Value;
 use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 pub mod backends;
-pub mod confine;
 pub mod tools;
 
 use crate::call::{Call, Malformed};
@@ -47,10 +46,10 @@ use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ResultRecord, ValueRecord};
 use crate::rules::state::CrewState;
 use crate::sanitize::for_terminal;
+use crate::stage::sandbox::door::{self as confine, Confined, SandboxDoor};
 use crate::store::{Owner, StateHandle, Timing};
 use crate::verdict::{Decision, Judgement};
 use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
-use confine::{Confined, SandboxDoor};
 use tools::BUILTIN_TOOLS;
 
 /// How many records may wait behind a running backend before sc-exec waits for it.
@@ -855,6 +854,7 @@ fn prepare<'t>(
                 &options.policy,
                 agent,
                 Some(&id),
+                confine::Check::AtRun,
             )));
         }
     }

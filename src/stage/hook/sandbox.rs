@@ -10,9 +10,11 @@
 //! Whether the sandbox can be made is found before the decision ([`prepare`]): the decision
 //! then knows whether the call runs confined, and a rule's `whenConfined` decides it.
 //!
-//! Where the machine cannot give a sandbox (no bubblewrap, no sc-sandbox beside sc-hook, a
-//! `sandbox` key that cannot be placed here, no `cwd`), the call is never run unconfined: it is
-//! held, with a reason naming what is missing and saying that approving it runs it unconfined.
+//! Where the machine cannot give a sandbox (no bubblewrap, no sc-sandbox beside sc-hook, a kernel
+//! that refuses the namespaces, a `sandbox` key that cannot be placed here, no `cwd`), the call is
+//! never run unconfined: it is held, with a reason naming what is missing and saying that
+//! approving it runs it unconfined. The checks and their words are those of sc-exec and sc-mcp:
+//! the one door, [`crate::stage::sandbox::door`].
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +22,8 @@ use serde_json::{Map, Value};
 
 use super::input::HookInput;
 use super::HookOptions;
-use crate::stage::sandbox::run::{own_files, RunOptions};
-use crate::stage::sandbox::{bwrap, prepared, Invocation, Sandbox};
-use crate::store::StateUrl;
+use crate::stage::sandbox::door::{Call, Check};
+use crate::stage::sandbox::{bwrap, prepared, Invocation};
 
 /// The gate's own files, as sc-hook was given them, for sc-sandbox's command line.
 #[derive(Debug, Clone, Default)]
@@ -247,7 +248,10 @@ fn holds_a_home(root: &Path, homes: &[PathBuf]) -> bool {
         .any(|root| homes.iter().any(|home| home.starts_with(root)))
 }
 
-/// sc-sandbox's command line for the call, once everything it needs is known to be there.
+/// sc-sandbox's command line for the call, once everything it needs is known to be there: the
+/// root is sc-hook's to find (the project, never one that holds the home); the rest is the one
+/// door every door confines with ([`crate::stage::sandbox::door`]), the kernel tried once and the
+/// success remembered in the state folder.
 fn invocation(
     hook: &HookInput,
     agent: &str,
@@ -258,8 +262,7 @@ fn invocation(
     let Some(root) = project_root(options, hook.cwd.as_deref()) else {
         return Err("the call has no absolute cwd to root the sandbox in (give --root)".into());
     };
-    let home = places.home.clone();
-    let homes = homes(home.as_deref());
+    let homes = homes(places.home.as_deref());
     if holds_a_home(&root, &homes) {
         return Err(format!(
             "its root would be {}, which holds the home folder ({}), and the whole home would be writable (shell profiles, ~/.gitconfig, ~/.claude.json); start Claude Code in a project folder, or give sc-hook --root",
@@ -271,66 +274,29 @@ fn invocation(
                 .join(", ")
         ).into());
     }
-    let bwrap = bwrap::locate().map_err(|err| err.to_string())?;
-    let door = absolute_door(&options.sandbox);
-    let door = &door;
-    let exe = match &door.exe {
-        Some(exe) => exe.clone(),
-        None => Invocation::beside_current_exe()
-            .map_err(|err| format!("cannot find sc-hook's own binary: {err}"))?,
-    };
-    if !bwrap::is_executable(&exe) {
-        return Err(format!(
-            "sc-sandbox is missing: {} is not an executable file (install sc-sandbox beside sc-hook)",
-            exe.display()
-        ).into());
-    }
-    crate::stage::sandbox::probe::can_confine(&exe, &bwrap, door.probe_cache.as_deref())?;
-    let run = RunOptions {
+    let door = &options.sandbox;
+    let confined = crate::stage::sandbox::door::SandboxDoor {
+        door: "sc-hook",
         policy: door.policy.clone(),
-        root: Some(root.clone()),
-        home: home.clone(),
         audit: door.audit.clone(),
         audit_key: door.audit_key.clone(),
-        state: door.state.clone().map(StateUrl::Sqlite),
-        ..RunOptions::default()
-    };
-    Sandbox::from_policy(&options.policy, &root, home.as_deref(), &own_files(&run))
-        .map_err(|err| err.to_string())?;
-    Ok(Invocation {
-        exe,
-        policy: door.policy.clone(),
-        root: Some(root),
-        home,
-        audit: door.audit.clone(),
-        audit_key: door.audit_key.clone(),
-        state: door.state.as_ref().map(|file| file.display().to_string()),
-        protect: Vec::new(),
-        agent: Some(agent.to_owned()),
+        state: door.state.clone(),
         crew: options.crew.clone(),
-        session: Some(hook.session_id.clone()),
-        id: Some(id.to_owned()),
-    })
-}
-
-/// The door's paths made absolute against sc-hook's working folder: sc-sandbox runs in the
-/// call's.
-fn absolute_door(door: &SandboxDoor) -> SandboxDoor {
-    let absolute = |path: &Option<PathBuf>| {
-        path.as_deref()
-            .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
-    };
-    SandboxDoor {
-        policy: absolute(&door.policy),
-        audit: absolute(&door.audit),
-        audit_key: absolute(&door.audit_key),
-        state: absolute(&door.state),
         exe: door.exe.clone(),
-        project: door.project.clone(),
-        probe_cache: door.probe_cache.clone(),
-        prepared: door.prepared.clone(),
-        cannot_rewrite: door.cannot_rewrite,
     }
+    .confine_call(
+        &options.policy,
+        Call {
+            root: &root,
+            agent,
+            session: Some(&hook.session_id),
+            id: Some(id),
+            check: Check::Probe {
+                cache: door.probe_cache.as_deref(),
+            },
+        },
+    )?;
+    Ok(confined.invocation)
 }
 
 /// The files a confined run keeps read-only that are not in the policy: the sc-sandbox binary

@@ -61,20 +61,20 @@
 //! answered with a JSON-RPC error (tool calls get an `exec` event saying so) and sc-mcp exits 1.
 //! The server's stderr passes through to sc-mcp's.
 //!
-//! With `--sandbox`, the server itself runs under sc-sandbox ([`crate::stage::exec::confine`]):
-//! sc-mcp's policy file (its `sandbox` key's paths and network), root (`--root`, else the working
-//! folder), home, audit log and key, agent and crew. A filesystem server is then confined to the
-//! root and what the key makes writable, and reaches no network but `network.allow` through
-//! sc-sandbox's proxy. Before the server starts, the sandbox is made once around `true`
-//! ([`Confined::trial`]). Where the sandbox cannot be made (no bubblewrap, no sc-sandbox beside
-//! sc-mcp, a `sandbox` key that cannot be placed here, sc-sandbox's status 125 on the trial), the
-//! server is never started: sc-mcp says why on stderr and stays up as an MCP server of its own,
-//! answering `initialize`, `tools/list` (no tools) and `ping` itself, and holding every
-//! `tools/call` with the reason (audited as a hold nobody was asked about, answered as a declined
-//! one). sc-sandbox's own status 125 after a trial that worked ends the session as a server that
-//! died.
+//! With `--sandbox`, the server itself runs under sc-sandbox, through the one door sc-hook and
+//! sc-exec use too ([`crate::stage::sandbox::door`]): sc-mcp's policy file (its `sandbox` key's
+//! paths and network), root (`--root`, else the working folder), home, audit log and key, agent and
+//! crew. A filesystem server is then confined to the root and what the key makes writable, and
+//! reaches no network but `network.allow` through sc-sandbox's proxy. Before the server starts, the
+//! sandbox is made once around `true` ([`Confined::trial`]). Where the sandbox cannot be made (no
+//! bubblewrap, no sc-sandbox beside sc-mcp, a `sandbox` key that cannot be placed here,
+//! sc-sandbox's status 125 on the trial), the server is never started: sc-mcp says why on stderr
+//! and stays up as an MCP server of its own, answering `initialize`, `tools/list` (no tools) and
+//! `ping` itself, and holding every `tools/call` with the reason (audited as a hold nobody was
+//! asked about, answered as a declined one). sc-sandbox's own status 125 after a trial that worked
+//! ends the session as a server that died.
 //!
-//! [`Confined::trial`]: crate::stage::exec::confine::Confined::trial
+//! [`Confined::trial`]: crate::stage::sandbox::door::Confined::trial
 //!
 //! A card on the page shows the verdict record sc-mcp makes of the call,
 //! `{"id":…,"call":{…},"decision":"hold","reasons":[…],"agentState":{…}}` ([`Verdict`]), and an
@@ -113,7 +113,7 @@ use crate::approve::remember::Grants;
 use crate::approve::{Human, Reply};
 use crate::record::AnsweredBy;
 use crate::rules::policy::Policy;
-use crate::stage::exec::confine::SandboxDoor;
+use crate::stage::sandbox::door::SandboxDoor;
 use crate::store::Timing;
 
 /// The longest JSON-RPC message read in either direction: 16 MiB.

@@ -172,10 +172,12 @@ pub fn run_with_io(
     // only then). Where it cannot be made, the server never runs unconfined: sc-mcp answers the
     // client itself, with no tools, and holds every call with the reason.
     let confined = match (&options.sandbox, command) {
-        (Some(door), Some(_)) => match door
-            .confine(&options.policy, &options.agent, None)
-            .and_then(|confined| confined.trial().map(|()| confined))
-        {
+        (Some(door), Some(_)) => match door.confine(
+            &options.policy,
+            &options.agent,
+            None,
+            crate::stage::sandbox::door::Check::Trial,
+        ) {
             Ok(confined) => Some(confined),
             Err(why) => {
                 return run_without_server(options, audit_log, state, human, &why, client_io)

@@ -21,12 +21,13 @@
 //!
 //! Everything sc-sandbox itself fails at ends with [`EXIT_SANDBOX_FAILURE`] (125) before the
 //! program runs; it never runs a program unconfined. [`run`] is the outside: it is what the
-//! binary calls. Doors that confine a call (sc-hook, sc-exec, sc-mcp) start the sc-sandbox
-//! binary with an [`Invocation`], and check first with [`Sandbox::from_policy`] and
-//! [`bwrap::locate`] that the sandbox can be made.
+//! binary calls. Doors that confine a call (sc-hook, sc-exec, sc-mcp) go through the one
+//! [`door`]: it checks that the sandbox can be made here and gives the [`Invocation`] that starts
+//! the sc-sandbox binary.
 
 pub mod bridge;
 pub mod bwrap;
+pub mod door;
 pub mod events;
 pub mod files;
 pub mod git;
