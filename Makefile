@@ -141,17 +141,21 @@ fuzz:
 	done
 
 # Throughput, peak memory and latency of every stage against jq, on generated call streams
-# (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it), then what sc-sandbox adds to
-# a command's start (scripts/bench-sandbox.sh) and what an sc-hook call costs under the
-# claude-code pack (scripts/bench-hook.sh) and what sc-mcp --listen adds to an allowed tools/call
-# (scripts/bench-mcp-http.sh). The tables go to stdout and to target/bench/latest.md.
+# (scripts/bench.sh; BENCH_ROUNDS, BENCH_BIG and BENCH_DIR tune it), then issue 34's figures in
+# the same run (scripts/bench-goals.sh): the commit and load average, an sc-hook call against a
+# spawn of /bin/true, what sc-sandbox adds to a command's start, sc-gate against the equal-work
+# floor (../shared/bench/compare.py), what sc-mcp --listen adds, the size of the nine files, and
+# a fresh clone's `cargo install` and `make dist` (BENCH_INSTALL=0 skips those two). The tables
+# go to stdout and to target/bench/latest.md.
 .PHONY: bench
 bench: bubblewrap
 	@CARGO="$(CARGO)" scripts/bench.sh
-	@{ echo; CARGO="$(CARGO)" scripts/bench-sandbox.sh; \
-	  echo; echo "| sc-hook | median | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-hook.sh; \
-	  echo; echo "| sc-mcp over HTTP | added | |"; echo "|---|---|---|"; CARGO="$(CARGO)" scripts/bench-mcp-http.sh; } \
-	  | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
+	@{ echo; CARGO="$(CARGO)" scripts/bench-goals.sh; } | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
+
+# Issue 34's figures alone (scripts/bench-goals.sh), without the stages' throughput tables.
+.PHONY: bench-goals
+bench-goals: bubblewrap
+	@CARGO="$(CARGO)" scripts/bench-goals.sh
 
 # What sc-sandbox adds to a command's start: the median of `sc-sandbox -- /bin/true` against
 # `/bin/true` (scripts/bench-sandbox.sh; BENCH_SANDBOX_RUNS tunes it).

@@ -1,33 +1,32 @@
 #!/usr/bin/env bash
 # What one sc-hook call costs as Claude Code runs it: a new process for each PreToolUse, under
-# policies/claude-code.json, with a SQLite state and an audit log (issue 24's goal: under 5 ms a
-# call). The median of N runs, alternating an untainted and a tainted session so that both the
-# plain answer and the sandboxed rewrite are timed.
+# policies/claude-code.json, with a SQLite state and an audit log, in the profile `cargo install`
+# builds (issue 34's goals: at most 3 ms, within 4.5x a spawn of /bin/true; a rewrite at most
+# 5 ms). The median of N rounds, each spawning /bin/true, an untainted and a tainted session's
+# call in turn, so that both the plain answer and the sandboxed rewrite are timed.
 #
 # Environment:
-#   BENCH_HOOK_RUNS=N  runs (default 101)
+#   BENCH_HOOK_RUNS=N  runs of each (default 41)
 #   BENCH_HOOK_POLICY=FILE  the policy (default policies/claude-code.json; it must confine a
 #                      tainted session's Bash calls)
-#   SC_HOOK=PATH       the binary (default: the dist build, else the release build, else one
-#                      built now with the release profile)
+#   SC_HOOK=PATH       the binary (default: the release build, what `cargo install` builds,
+#                      built now when missing)
 # Prints markdown table rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CARGO=${CARGO:-cargo}
 TARGET=${CARGO_TARGET_DIR:-target}
-RUNS=${BENCH_HOOK_RUNS:-101}
+RUNS=${BENCH_HOOK_RUNS:-41}
 
 say() { echo "bench-hook: $*" >&2; }
 
 if [ -n "${SC_HOOK:-}" ]; then
   HOOK=$SC_HOOK
-elif [ -x "$TARGET/dist/sc-hook" ]; then
-  HOOK=$TARGET/dist/sc-hook
 else
   if [ ! -x "$TARGET/release/sc-hook" ] || [ ! -x "$TARGET/release/sc-sandbox" ]; then
     say "building sc-hook and sc-sandbox (release)"
-    $CARGO build --release --locked --bin sc-hook --bin sc-sandbox >&2
+    $CARGO build --release --locked --bins >&2
   fi
   HOOK=$TARGET/release/sc-hook
 fi
@@ -59,35 +58,21 @@ printf '%s' "$TAINTED_CALL" | hook tainted | grep -q updatedInput ||
 ! printf '%s' "$BASH_CALL" | hook plain | grep -q updatedInput ||
   { say "the untainted session's call was rewritten"; exit 2; }
 
-micros() {
-  local start end
-  start=$(date +%s%N)
-  printf '%s' "$2" | hook "$1" >/dev/null
-  end=$(date +%s%N)
-  echo $(((end - start) / 1000))
-}
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-# The harness itself (a pipe into a process that reads its input): subtracted from both.
-harness() {
-  local start end
-  start=$(date +%s%N)
-  printf '%s' "$1" | cat >/dev/null
-  end=$(date +%s%N)
-  echo $(((end - start) / 1000))
-}
-
-base=() plain=() tainted=()
-for _ in $(seq "$RUNS"); do
-  base+=("$(harness "$BASH_CALL")")
-  plain+=("$(micros plain "$BASH_CALL")")
-  tainted+=("$(micros tainted "$TAINTED_CALL")")
-done
+printf '%s' "$BASH_CALL" > "$WORK/plain.json"
+printf '%s' "$TAINTED_CALL" > "$WORK/tainted.json"
+# Alternating rounds of /bin/true (the floor: spawning a program that does nothing), the untainted
+# call and the tainted one, each spawned without a shell (scripts/spawn-times.py).
+args=(--policy "$POLICY" --home "$WORK/home" --audit)
+times=$(HOME=$WORK/home python3 scripts/spawn-times.py "$RUNS" \
+  "true=$WORK/plain.json" -- /bin/true ";;" \
+  "plain=$WORK/plain.json" -- "$HOOK" "${args[@]}" "$WORK/plain.jsonl" ";;" \
+  "tainted=$WORK/tainted.json" -- "$HOOK" "${args[@]}" "$WORK/tainted.jsonl")
+us() { awk -v name="$1" '$1 == name { print $2 }' <<<"$times"; }
+true_us=$(us true) plain_us=$(us plain) tainted_us=$(us tainted)
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
-base_median=$(printf '%s\n' "${base[@]}" | median)
-plain_median=$(( $(printf '%s\n' "${plain[@]}" | median) - base_median ))
-tainted_median=$(( $(printf '%s\n' "${tainted[@]}" | median) - base_median ))
-verdict() { [ "$1" -lt 5000 ] && echo "met" || echo "NOT met"; }
-echo "| the harness (\`printf … | cat\`), subtracted below (median of $RUNS) | $(ms "$base_median") | |"
-echo "| sc-hook PreToolUse, \`Bash\`, untainted session (median of $RUNS) | $(ms "$plain_median") | goal < 5 ms: $(verdict "$plain_median") |"
-echo "| sc-hook PreToolUse, \`Bash\`, tainted session, rewritten under sc-sandbox (median of $RUNS) | $(ms "$tainted_median") | goal < 5 ms: $(verdict "$tainted_median") |"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f×", a / b }'; }
+verdict() { [ "$1" -le "$2" ] && echo "met" || echo "NOT met"; }
+PROFILE=$(basename "$(dirname "$HOOK")")
+echo "| \`/bin/true\` spawned (the floor; median of $RUNS, alternating) | $(ms "$true_us") | |"
+echo "| sc-hook PreToolUse \`Bash\`, untainted session ($PROFILE; median of $RUNS) | $(ms "$plain_us") = $(ratio "$plain_us" "$true_us") /bin/true | goal ≤ 3 ms: $(verdict "$plain_us" 3000); ≤ 4.5× /bin/true: $(verdict "$((plain_us * 10))" "$((true_us * 45))") |"
+echo "| sc-hook PreToolUse \`Bash\`, tainted session, rewritten under sc-sandbox ($PROFILE; median of $RUNS) | $(ms "$tainted_us") = $(ratio "$tainted_us" "$true_us") /bin/true | goal ≤ 5 ms: $(verdict "$tainted_us" 5000) |"

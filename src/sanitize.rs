@@ -35,7 +35,8 @@ pub(crate) fn is_unsafe(c: char) -> bool {
 
 /// The text with every unsafe character escaped; borrowed when nothing needed escaping.
 pub(crate) fn for_terminal(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
+    // Printable ASCII (most text) is read a byte at a time, without decoding characters.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) || !text.chars().any(is_unsafe) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -96,6 +97,9 @@ pub fn quoted(text: &str) -> Cow<'_, str> {
 /// Whether a person reading `c` would not see it: a character the terminal escaping rewrites
 /// (controls, zero-width and bidi characters).
 pub(crate) fn is_invisible(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
     let mut buffer = [0; 4];
     matches!(for_terminal(c.encode_utf8(&mut buffer)), Cow::Owned(_))
 }

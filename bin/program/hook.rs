@@ -140,6 +140,8 @@ struct DoctorArgs {
 }
 
 pub fn main() -> ExitCode {
+    // One call and out: nothing allocated from here on is ever freed (`arena`).
+    crate::arena::never_free();
     // A panic must block the call too: exit 2, not Rust's 101.
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");

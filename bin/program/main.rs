@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 mod approve;
+mod arena;
 mod exec;
 mod gate;
 mod hook;
@@ -21,6 +22,10 @@ mod mcp;
 mod report;
 mod sandbox;
 mod state;
+
+/// The system's allocator, except in sc-hook's one-shot run (`arena`).
+#[global_allocator]
+static ALLOCATOR: arena::Allocator = arena::Allocator;
 
 /// The names this program answers to, with the tool each one runs.
 const TOOLS: [(&str, fn() -> ExitCode); 9] = [

@@ -20,7 +20,10 @@ pub(crate) fn unseen_characters(name: &str) -> Result<(), NameError> {
     if name.trim() != name {
         return Err(NameError::WhiteSpaceAtAnEnd(name.to_owned()));
     }
-    if name.chars().any(crate::sanitize::is_invisible) {
+    // Printable ASCII (every name of the shipped packs) has nothing invisible.
+    if !name.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && name.chars().any(crate::sanitize::is_invisible)
+    {
         return Err(NameError::Invisible(name.to_owned()));
     }
     Ok(())

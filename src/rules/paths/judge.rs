@@ -117,12 +117,13 @@ impl PathRules {
             format!("{verb} of \"{}\"{by}", shown(&resolved.to_string_lossy()))
         };
         let mut findings: Vec<(Decision, String)> = Vec::new();
+        let placing = super::matching::Placing::of(&resolved, root, home);
         for rule in &self.rules {
             let decisions = [rule.read, if write { rule.write } else { None }];
             let Some(decision) = decisions.into_iter().flatten().max() else {
                 continue;
             };
-            if let Some(glob) = rule.matching(&resolved, root, home) {
+            if let Some(glob) = rule.matching(&placing) {
                 findings.push((
                     decision,
                     format!(

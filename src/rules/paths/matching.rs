@@ -7,14 +7,16 @@ use super::pattern::{parts_may_meet, parts_meet, Base, Part};
 use super::rule::PathRule;
 use super::CASE_INSENSITIVE;
 
-impl PathRule {
-    /// The first glob of the rule that matches the path, as written.
-    pub(super) fn matching(
-        &self,
-        path: &Path,
-        root: Option<&Path>,
-        home: Option<&Path>,
-    ) -> Option<&str> {
+/// A path as each base sees it: under the root, under the home (`None` where it is not).
+#[derive(Clone, Copy)]
+pub(super) struct Placing<'p> {
+    pub path: &'p Path,
+    pub in_root: Option<&'p Path>,
+    pub in_home: Option<&'p Path>,
+}
+
+impl<'p> Placing<'p> {
+    pub fn of(path: &'p Path, root: Option<&Path>, home: Option<&Path>) -> Placing<'p> {
         let under = |base: Option<&Path>| {
             base.filter(|_| path.is_absolute())
                 .and_then(|base| path.strip_prefix(base).ok())
@@ -25,7 +27,23 @@ impl PathRule {
         } else {
             Some(path)
         };
-        let in_home = under(home);
+        Placing {
+            path,
+            in_root,
+            in_home: under(home),
+        }
+    }
+}
+
+impl PathRule {
+    /// The first glob of the rule that matches the path, as written (the path placed once for
+    /// every rule: [`Placing::of`]).
+    pub(super) fn matching(&self, placing: &Placing<'_>) -> Option<&str> {
+        let Placing {
+            path,
+            in_root,
+            in_home,
+        } = *placing;
         // The first glob of the rule, in the order written, that matches.
         let mut first: Option<usize> = None;
         for literal in &self.literals {
