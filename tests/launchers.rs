@@ -130,3 +130,35 @@ fn the_program_under_a_name_it_does_not_know_runs_nothing() {
         "{out:?}"
     );
 }
+
+/// The kernel's name of the process is the tool's, not the program's file: `pgrep sc-gate` and
+/// `pkill sc-gate` find sc-gate, though the file that runs is sc-hook.
+#[test]
+fn the_process_is_named_for_its_tool() {
+    let mut gate = Command::new(bin_path("sc-gate"))
+        .arg("--quiet")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let proc = format!("/proc/{}", gate.id());
+    // The launcher (a file named sc-gate) execs the program (a file named sc-hook), which names
+    // itself: wait until the file that runs is the program and read the name then, as ps does.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (mut exe, mut name) = (String::new(), String::new());
+    while std::time::Instant::now() < deadline {
+        exe = std::fs::read_link(format!("{proc}/exe"))
+            .map(|exe| exe.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        name = std::fs::read_to_string(format!("{proc}/comm")).unwrap_or_default();
+        if exe.ends_with("/sc-hook") && name.trim() == "sc-gate" {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    drop(gate.stdin.take());
+    gate.wait().unwrap();
+    assert!(exe.ends_with("/sc-hook"), "{exe}");
+    assert_eq!(name.trim(), "sc-gate");
+}

@@ -53,7 +53,10 @@ fn main() -> ExitCode {
         return sandbox::main();
     }
     match TOOLS.iter().find(|(tool, _)| name == *tool) {
-        Some((_, main)) => main(),
+        Some((tool, main)) => {
+            name_the_process(tool);
+            main()
+        }
         None => {
             // An unknown name runs nothing: a copy renamed by hand must not guess which tool
             // it is (a gate that guesses could run as the executor).
@@ -68,4 +71,16 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The kernel's name of the process (`ps -o comm`, `pgrep`, `pkill`, `top`) is the file that was
+/// run, `sc-hook`, whichever name started it: set it to the tool's, so that `pkill sc-gate` still
+/// finds sc-gate. Threads started later take this name, or their own.
+fn name_the_process(tool: &str) {
+    // At most 15 bytes and a NUL, as the kernel keeps it; every tool's name is shorter.
+    let mut comm = [0u8; 16];
+    let len = tool.len().min(15);
+    comm[..len].copy_from_slice(&tool.as_bytes()[..len]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from the pointer.
+    unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr() as libc::c_ulong, 0, 0, 0) };
 }
