@@ -299,3 +299,66 @@ fn a_policy_that_cannot_be_read_exits_2_from_every_deciding_stage() {
         }
     }
 }
+
+/// Without `/proc` (a container or sandbox that does not mount it), sc-hook cannot find its own
+/// binary, so it cannot protect it or the sandbox's machinery from the file tools: the call is
+/// blocked (exit 2), never judged without them. Found by a review: the protection was skipped
+/// silently and a `Write` of sc-hook itself got no decision.
+#[test]
+fn sc_hook_without_proc_blocks_the_call_rather_than_leave_its_binary_unprotected() {
+    if Command::new("bwrap").arg("--version").output().is_err() {
+        eprintln!("skipped: no bubblewrap (make test-deps installs it)");
+        return;
+    }
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let input = serde_json::json!({
+        "session_id": "s-1",
+        "transcript_path": "/dev/null",
+        "cwd": scratch.dir.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": bin_path("sc-hook"), "content": "x"},
+        "tool_use_id": "toolu_1",
+    });
+    let run = |proc_mounted: bool| {
+        let mut cmd = Command::new("bwrap");
+        cmd.args(["--bind", "/", "/", "--dev", "/dev"]);
+        if proc_mounted {
+            cmd.args(["--proc", "/proc"]);
+        } else {
+            cmd.args(["--tmpfs", "/proc"]);
+        }
+        cmd.arg(bin_path("sc-hook"))
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .env("HOME", scratch.path("home"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.to_string().as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    };
+    // With /proc, the write to sc-hook is denied by name.
+    let seen = run(true);
+    assert_eq!(seen.status.code(), Some(0), "{seen:?}");
+    assert!(
+        String::from_utf8_lossy(&seen.stdout).contains("\"deny\""),
+        "{seen:?}"
+    );
+    // Without it, the call is blocked with a reason.
+    let blind = run(false);
+    assert_eq!(blind.status.code(), Some(2), "{blind:?}");
+    assert!(
+        String::from_utf8_lossy(&blind.stderr).contains("is /proc mounted"),
+        "{blind:?}"
+    );
+}

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use skeleton_crew::cli::{self, AgentAuditArgs, GenerateArgs, PolicyArgs, StateArgs};
 use skeleton_crew::exit::USAGE_ERROR;
@@ -328,7 +329,8 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         places.extend(args.policy.root.clone());
         Some(places)
     });
-    let machinery = hook::guarded_machinery(places.as_deref());
+    let machinery = hook::guarded_machinery(places.as_deref())
+        .context("cannot find sc-hook's own binary to protect it (is /proc mounted?)")?;
     let own: Vec<(&std::path::Path, &str)> = store_in_dir
         .iter()
         .map(|path| (path.as_path(), "state store"))

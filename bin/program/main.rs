@@ -45,10 +45,13 @@ fn main() -> ExitCode {
     let name = Path::new(&argv0).file_name().unwrap_or(OsStr::new(""));
     // bubblewrap starts the sandbox's helper as this binary, by its own path or mounted as
     // `/tmp/.sc-sandbox/init` (a launcher's name cannot be passed through it), with the helper's
-    // hidden first flag: that flag, not the name, says which tool runs.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|flag| flag == skeleton_crew::stage::sandbox::INSIDE_FLAG)
+    // hidden first flag: under those names (and sc-sandbox's), that flag says which tool runs.
+    if ["sc-hook", "sc-sandbox", "init"]
+        .iter()
+        .any(|own| name == *own)
+        && std::env::args_os()
+            .nth(1)
+            .is_some_and(|flag| flag == skeleton_crew::stage::sandbox::INSIDE_FLAG)
     {
         return sandbox::main();
     }

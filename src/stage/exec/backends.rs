@@ -63,8 +63,8 @@ use nix::unistd::{getpid, Pid};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::confine::{sandbox_failure, Confined, ReportPipe};
 use crate::error::UsageError;
+use crate::stage::sandbox::door::{sandbox_failure, Confined, ReportPipe};
 use crate::stage::sandbox::run::Report;
 use crate::stage::sandbox::EXIT_SANDBOX_FAILURE;
 use crate::strict_json;

@@ -310,9 +310,13 @@ fn invocation(
 /// target folder's `deps/`) are then looked for only where one of them and the binaries'
 /// folder overlap: a write outside them is asked already (`outsideRoot`), and reading `deps/`
 /// at every call cost more than the rest of the list. `None`: looked for everywhere.
-pub fn guarded_machinery(inside: Option<&[PathBuf]>) -> Vec<(PathBuf, String)> {
+///
+/// An error when sc-hook cannot find its own binary (`/proc` not mounted): its files could not
+/// be protected, so the call is refused rather than judged without them.
+pub fn guarded_machinery(inside: Option<&[PathBuf]>) -> std::io::Result<Vec<(PathBuf, String)>> {
     let mut files = Vec::new();
-    if let Ok(helper) = Invocation::beside_current_exe() {
+    {
+        let helper = Invocation::beside_current_exe()?;
         let bwrap = bwrap::locate().unwrap_or_default();
         let writable: Option<Vec<PathBuf>> = inside.map(|inside| {
             inside
@@ -329,5 +333,5 @@ pub fn guarded_machinery(inside: Option<&[PathBuf]>) -> Vec<(PathBuf, String)> {
     if let Ok(folder) = crate::cli::default_state_folder() {
         files.push((folder, "state folder".to_owned()));
     }
-    files
+    Ok(files)
 }
