@@ -15,6 +15,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Once;
 
 /// The address space reserved for the one-shot run: far above what a hook call uses.
 const REGION: usize = 64 << 20;
@@ -37,9 +38,13 @@ static END: AtomicUsize = AtomicUsize::new(0);
 /// after one short piece of work (sc-hook's call); without a region (the kernel refused the
 /// mapping) nothing changes.
 pub fn never_free() {
-    if ON.load(Ordering::Acquire) {
-        return;
-    }
+    // Once: a second region made by a racing call would leave the first one's blocks looking
+    // like the system's, to be freed there.
+    static MADE: Once = Once::new();
+    MADE.call_once(make_region);
+}
+
+fn make_region() {
     // SAFETY: a fresh private anonymous mapping, not shared with anything; checked below.
     let base = unsafe {
         libc::mmap(
@@ -211,6 +216,25 @@ mod tests {
         let zeroed = unsafe { Allocator.alloc_zeroed(layout) };
         let bytes = unsafe { std::slice::from_raw_parts(zeroed, 256) };
         assert!(bytes.iter().all(|b| *b == 0));
+    }
+
+    /// Made once, however many threads ask at the same time: blocks handed out in between are
+    /// still the region's when they are freed (a second region once made them the system's).
+    #[test]
+    fn racing_calls_make_one_region() {
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    never_free();
+                    let block: Vec<u64> = (0..1000).collect();
+                    (START.load(Ordering::Relaxed), block.as_ptr() as usize)
+                })
+            })
+            .collect();
+        let seen: Vec<(usize, usize)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let (start, end) = region();
+        assert!(seen.iter().all(|(s, _)| *s == start));
+        assert!(seen.iter().all(|(_, at)| *at >= start && *at < end));
     }
 
     #[test]
