@@ -536,3 +536,61 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
         json!({"file_path": s.project.join("src/new.sh").display().to_string(), "content": "x"});
     assert_eq!(s.hook("PreToolUse", "Write", &fine, "toolu_f"), None);
 }
+
+/// The hook that runs from the project's own build folder (`target/debug/sc-hook`, as while
+/// developing) cannot be taken away or replaced by an unconfined command through a folder above
+/// it or another name of it, which its globs do not name. Found by a review: `mv target t2`
+/// left the agent's hook command naming nothing (the agent then runs every call without it),
+/// and `mv target/debug/deps target/debug/d2` let the moved hard link of sc-hook be written.
+#[test]
+fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() {
+    let mut s = Session::new(false);
+    let debug = s.project.join("target/debug");
+    std::fs::create_dir_all(debug.join("deps")).unwrap();
+    for name in ["sc-hook", "sc-sandbox"] {
+        std::fs::copy(crate::util::bin_path(name), debug.join(name)).unwrap();
+    }
+    std::fs::hard_link(debug.join("sc-hook"), debug.join("deps/sc_hook-0123")).unwrap();
+    s.hook_exe = Some(debug.join("sc-hook"));
+    let bash = |s: &mut Session, command: &str| {
+        s.hook(
+            "PreToolUse",
+            "Bash",
+            &json!({ "command": command }),
+            "toolu_b",
+        )
+    };
+    for command in [
+        "mv target t2",
+        "mv target/debug target/d2",
+        "mv target/debug/deps target/debug/d2",
+        "rm -rf target/debug",
+    ] {
+        let answer = bash(&mut s, command).unwrap_or_default();
+        assert_eq!(answer["permissionDecision"], "deny", "{command}: {answer}");
+    }
+    // The folder moved anyway (by a person, or before the session): the link is still sc-hook.
+    std::fs::rename(debug.join("deps"), debug.join("d2")).unwrap();
+    let moved = debug.join("d2/sc_hook-0123");
+    let answer = s
+        .hook(
+            "PreToolUse",
+            "Write",
+            &json!({"file_path": moved, "content": "x"}),
+            "toolu_w",
+        )
+        .unwrap_or_default();
+    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+    assert!(
+        answer["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the same file"),
+        "{answer}"
+    );
+    // Work in the project's own folder is not a write above the hook.
+    for command in ["cp README.md .", "mv README.md README.txt", "git status"] {
+        let answer = bash(&mut s, command).unwrap_or_default();
+        assert_ne!(answer["permissionDecision"], "deny", "{command}: {answer}");
+    }
+}

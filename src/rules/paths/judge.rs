@@ -176,6 +176,9 @@ impl PathRules {
                 }
             }
         }
+        if write && resolved.is_absolute() {
+            findings.extend(self.own_files_behind(&resolved, root, home, &subject));
+        }
         if write {
             // A root that is the home folder, or holds it (a session started in `~`), would
             // make every home file a write inside the root: refused, as the sandbox refuses it.
@@ -220,6 +223,70 @@ impl PathRules {
 }
 
 impl PathRules {
+    /// A write the gate's own files' globs do not name but that changes one of them: to a folder
+    /// above one (renaming or removing it takes the file away: `mv target t2` leaves an agent's
+    /// hook command naming nothing, and the agent then runs every call without it), or to
+    /// another name of the same file (a hard link, found by device and inode, wherever it lies).
+    /// The filesystem's root, the call's root and home, and the folders above those are not
+    /// counted as folders above: writing into the project or the home is ordinary work.
+    fn own_files_behind(
+        &self,
+        resolved: &Path,
+        root: Option<&Path>,
+        home: Option<&Path>,
+        subject: &dyn Fn() -> String,
+    ) -> Vec<(Decision, String)> {
+        let mut findings = Vec::new();
+        let everyday = |folder: &Path| {
+            folder.parent().is_none()
+                || [root, home]
+                    .into_iter()
+                    .flatten()
+                    .any(|place| place.starts_with(folder))
+        };
+        // The written file as it is on disk, read once, only when a file to compare has one.
+        let mut identity: Option<Option<(u64, u64)>> = None;
+        for rule in &self.rules {
+            let Some(own) = &rule.own else {
+                continue;
+            };
+            let decision = rule.write.unwrap_or(Decision::Deny);
+            if own.path != resolved && own.path.starts_with(resolved) && !everyday(resolved) {
+                findings.push((
+                    decision,
+                    format!(
+                        "{} is a folder above {} (\"{}\"): renaming or removing it takes that away: {decision}",
+                        subject(),
+                        rule.label,
+                        shown(&own.path.to_string_lossy())
+                    ),
+                ));
+                continue;
+            }
+            let Some(own_identity) = own.identity else {
+                continue;
+            };
+            let seen = *identity.get_or_insert_with(|| {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(resolved)
+                    .ok()
+                    .map(|meta| (meta.dev(), meta.ino()))
+            });
+            if seen == Some(own_identity) && own.path != resolved {
+                findings.push((
+                    decision,
+                    format!(
+                        "{} is another name of {} (\"{}\", the same file): {decision}",
+                        subject(),
+                        rule.label,
+                        shown(&own.path.to_string_lossy())
+                    ),
+                ));
+            }
+        }
+        findings
+    }
+
     /// A path that starts with a tilde-prefix whose folder the gate cannot know
     /// ([`unknown_tilde`]): `~root/.ssh/id_rsa`, `~bob`, `~+`, `~-`. Bash turns `~name` into
     /// that user's home folder, which can be any folder (`~root` is `/root`, `~www-data` may be

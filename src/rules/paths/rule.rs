@@ -94,6 +94,19 @@ pub struct PathRule {
     pub(super) shapes: std::sync::OnceLock<Vec<Shape>>,
     /// What the reason calls the rule.
     pub(super) label: String,
+    /// For the gate's own files ([`PathRules::protect`]): the file as it is on disk, so that a
+    /// write is refused under any other name of it and to any folder above it.
+    pub(super) own: Option<OwnFile>,
+}
+
+/// One of the gate's own files: where it is, and which file it is (device and inode, when it
+/// exists), for the writes a glob cannot see: to another hard link of it (cargo's `deps/` moved
+/// elsewhere), and the rename or removal of a folder above it (`mv target t2` takes the hook an
+/// agent runs away, and the agent then runs every call without it).
+#[derive(Debug, Clone)]
+pub(super) struct OwnFile {
+    pub path: PathBuf,
+    pub identity: Option<(u64, u64)>,
 }
 
 /// A glob without a wildcard, or with one only as a last `/**` part: the path it names (its
@@ -245,6 +258,13 @@ impl PathRules {
             longest_base: 0,
             shapes: std::sync::OnceLock::new(),
             label: format!("the gate's own {what}"),
+            own: Some(OwnFile {
+                identity: std::fs::metadata(&path).ok().map(|meta| {
+                    use std::os::unix::fs::MetadataExt;
+                    (meta.dev(), meta.ino())
+                }),
+                path,
+            }),
         });
     }
 }
@@ -571,6 +591,7 @@ fn build(
             .unwrap_or(0),
         read_bases,
         label: format!("paths.rules[{index}]"),
+        own: None,
     })
 }
 
