@@ -33,7 +33,8 @@ SC_HOOK=$TARGET/release/sc-hook CARGO="$CARGO" scripts/bench-hook.sh
 echo "| $(SC_SANDBOX=$TARGET/release/sc-sandbox CARGO="$CARGO" scripts/bench-sandbox.sh | sed 's/: /| /; s/; goal/ | goal/') |"
 if [ "${BENCH_COMPARE:-1}" != 0 ] && [ -f ../shared/bench/compare.py ]; then
   say "sc-gate against the equal-work floor (python3 ../shared/bench/compare.py . 1000000)"
-  line=$(python3 ../shared/bench/compare.py . 1000000 || true)
+  # compare.py builds and reads target/dist itself: CARGO_TARGET_DIR would send its build elsewhere.
+  line=$(env -u CARGO_TARGET_DIR python3 ../shared/bench/compare.py . 1000000 || true)
   echo "| \`compare.py . 1000000\` (dist) | ${line#bench: } | ≥ 5× the floor, peak unchanged |"
 fi
 bytes=$(du -cb "$TARGET"/release/sc-{gate,approve,exec,report,mcp,hook,state,sandbox,inbox} | tail -1 | cut -f1)

@@ -650,7 +650,9 @@ fn sc_exec_and_sc_mcp_run_a_program_given_by_a_path_under_the_hosts_tmp() {
 fn alone(scratch: &Scratch, door: &str) -> (PathBuf, PathBuf) {
     // The door with the program its launcher starts (sc-hook), and no sc-sandbox beside them.
     let folder = scratch.path(&format!("alone-{door}"));
-    for name in [door, "sc-hook"] {
+    let mut names = vec![door, "sc-hook"];
+    names.dedup();
+    for name in names {
         crate::util::place_exe(&crate::util::bin_path(name), &folder.join(name));
     }
     (folder.join(door), folder.join("sc-sandbox"))

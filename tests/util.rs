@@ -12,10 +12,18 @@ use tempfile::TempDir;
 /// Puts a binary of the build at `to`: a hard link where it can, so that no file is open for
 /// writing while another test thread forks (a copy's written file can make an exec fail with
 /// "text file busy"), else a copy.
+///
+/// Never copies onto a path that is already there: a copy onto another name of the source
+/// truncates the source itself (the build's own sc-hook, once, in a test that placed it twice).
 pub fn place_exe(from: &Path, to: &Path) {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).unwrap();
     }
+    assert!(
+        std::fs::symlink_metadata(to).is_err(),
+        "{} is already there",
+        to.display()
+    );
     if std::fs::hard_link(from, to).is_err() {
         std::fs::copy(from, to).unwrap();
     }
