@@ -27,8 +27,11 @@ mod state;
 #[global_allocator]
 static ALLOCATOR: arena::Allocator = arena::Allocator;
 
+/// A tool's `main`.
+type Main = fn() -> ExitCode;
+
 /// The names this program answers to, with the tool each one runs.
-const TOOLS: [(&str, fn() -> ExitCode); 9] = [
+const TOOLS: [(&str, Main); 9] = [
     ("sc-gate", gate::main),
     ("sc-approve", approve::main),
     ("sc-exec", exec::main),
