@@ -1823,7 +1823,15 @@ fn the_page_offers_only_the_scopes_that_can_be_kept_and_its_reply_names_the_gran
     assert_eq!(reply["scope"], "call", "{reply:#}");
     let grant = reply["grant"].as_str().expect("a grant id");
     assert_eq!(grant.len(), 32, "{reply:#}");
-    let events = pipeline.audit_events("approve");
+    // The reply can reach the page before sc-approve has appended the approval's event.
+    let started = std::time::Instant::now();
+    let events = loop {
+        let events = pipeline.audit_events("approve");
+        if !events.is_empty() || started.elapsed() > DEADLINE {
+            break events;
+        }
+        std::thread::yield_now();
+    };
     pipeline.finish();
     assert_eq!(events[0]["approval"]["grant"], grant, "{:#}", events[0]);
     assert_eq!(events[0]["approval"]["scope"], "call", "{:#}", events[0]);
