@@ -560,11 +560,14 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
             "toolu_b",
         )
     };
+    // A symbolic link to the build folder names the same folders by other words.
+    std::os::unix::fs::symlink(s.project.join("target"), s.project.join("tlink")).unwrap();
     for command in [
         "mv target t2",
         "mv target/debug target/d2",
         "mv target/debug/deps target/debug/d2",
         "rm -rf target/debug",
+        "mv tlink/debug x",
     ] {
         let answer = bash(&mut s, command).unwrap_or_default();
         assert_eq!(answer["permissionDecision"], "deny", "{command}: {answer}");

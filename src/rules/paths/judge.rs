@@ -246,12 +246,22 @@ impl PathRules {
         };
         // The written file as it is on disk, read once, only when a file to compare has one.
         let mut identity: Option<Option<(u64, u64)>> = None;
+        // The path with its symbolic links resolved (`mv link-to-target/debug x`), read once.
+        let mut real: Option<Option<std::path::PathBuf>> = None;
         for rule in &self.rules {
             let Some(own) = &rule.own else {
                 continue;
             };
             let decision = rule.write.unwrap_or(Decision::Deny);
-            if own.path != resolved && own.path.starts_with(resolved) && !everyday(resolved) {
+            let above = |folder: &Path| {
+                own.path != folder && own.path.starts_with(folder) && !everyday(folder)
+            };
+            let mut real_above = || {
+                real.get_or_insert_with(|| std::fs::canonicalize(resolved).ok())
+                    .as_deref()
+                    .is_some_and(|real| real != resolved && above(real))
+            };
+            if above(resolved) || real_above() {
                 findings.push((
                     decision,
                     format!(
