@@ -304,7 +304,8 @@ impl CommandRules {
                     .into());
             };
             for (index, item) in items.iter().enumerate() {
-                let rule = rule(&format!("{key}.rules[{index}]"), index, item)?;
+                let rule = rule("", index, item)
+                    .map_err(|err| err.within(key, &format!(".rules[{index}]")))?;
                 if let Some(Token::Word(programs)) = rule.0.prefix.first() {
                     for program in programs {
                         let indices = rules.by_program.entry(program.clone()).or_default();
@@ -777,15 +778,17 @@ fn rule<'v>(
 ) -> Result<(CommandRule, Examples<'v>), CommandsError> {
     let object: &Map<String, Value> = keys::object(key, value, RULE_KEYS)?;
     let prefix = match object.get("prefix") {
-        Some(prefix) => parse_prefix(&format!("{key}.prefix"), prefix)?,
+        Some(prefix) => parse_prefix(prefix).map_err(|err| err.within(key, ".prefix"))?,
         None => return Err(CommandProblem::Missing("prefix").at(key)),
     };
     let when_confined = object
         .get("whenConfined")
-        .map(|v| keys::decision(&format!("{key}.whenConfined"), v))
+        .map(|v| keys::decision("", v).map_err(|err| err.within(key, ".whenConfined")))
         .transpose()?;
     let decision = match (object.get("decision"), when_confined) {
-        (Some(decision), _) => keys::decision(&format!("{key}.decision"), decision)?,
+        (Some(decision), _) => {
+            keys::decision("", decision).map_err(|err| err.within(key, ".decision"))?
+        }
         (None, Some(when_confined)) => when_confined,
         (None, None) => return Err(CommandProblem::Missing("decision").at(key)),
     };
@@ -801,7 +804,7 @@ fn rule<'v>(
     };
     let examples = |name: &str| -> Result<Vec<&'v str>, KeyError> {
         object.get(name).map_or(Ok(Vec::new()), |v| {
-            keys::strings(&format!("{key}.{name}"), v)
+            keys::strings("", v).map_err(|err| err.within(key, &format!(".{name}")))
         })
     };
     Ok((
@@ -1011,7 +1014,10 @@ fn by_path_rule(key: &str, value: &Value) -> Result<ByPath, CommandsError> {
     })
 }
 
-fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
+/// A rule's `prefix`; errors name their place from the prefix down (`[1]`), for the caller to
+/// put under the rule's key.
+fn parse_prefix(value: &Value) -> Result<Vec<Token>, CommandsError> {
+    let key = "";
     let Value::Array(items) = value else {
         return Err(wrong_type("an array of tokens", value).at(key).into());
     };
@@ -1020,23 +1026,23 @@ fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
     }
     let mut tokens = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let item_key = format!("{key}[{index}]");
+        let item_key = || format!("{key}[{index}]");
         let alternatives: Vec<String> = match item {
             Value::String(text) => vec![text.clone()],
-            Value::Array(list) if !list.is_empty() => keys::strings(&item_key, item)?
+            Value::Array(list) if !list.is_empty() => keys::strings(&item_key(), item)?
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),
-            Value::Array(_) => return Err(CommandProblem::NoAlternatives.at(item_key)),
+            Value::Array(_) => return Err(CommandProblem::NoAlternatives.at(item_key())),
             other => {
                 let expected = "a string or a list of alternatives";
-                return Err(wrong_type(expected, other).at(item_key).into());
+                return Err(wrong_type(expected, other).at(item_key()).into());
             }
         };
         let is_option = |text: &str| text.starts_with('-') && text.len() > 1;
         if let Some(empty) = alternatives.iter().position(String::is_empty) {
             let _ = empty;
-            return Err(CommandProblem::EmptyToken.at(item_key));
+            return Err(CommandProblem::EmptyToken.at(item_key()));
         }
         let options = alternatives.iter().filter(|a| is_option(a)).count();
         let token = if options == alternatives.len() {
@@ -1044,14 +1050,14 @@ fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
         } else if options == 0 {
             Token::Word(alternatives)
         } else {
-            return Err(CommandProblem::MixedToken.at(item_key));
+            return Err(CommandProblem::MixedToken.at(item_key()));
         };
         if index == 0 {
             let Token::Word(programs) = &token else {
-                return Err(CommandProblem::OptionFirst.at(item_key));
+                return Err(CommandProblem::OptionFirst.at(item_key()));
             };
             if let Some(path) = programs.iter().find(|p| p.contains('/')) {
-                return Err(CommandProblem::ProgramPath(path.clone()).at(item_key));
+                return Err(CommandProblem::ProgramPath(path.clone()).at(item_key()));
             }
         }
         tokens.push(token);
@@ -1468,6 +1474,32 @@ mod tests {
             e.contains("commands.rules[0].decision`: expected \"allow\", \"hold\" or \"deny\""),
             "{e}"
         );
+        // The key paths are made only when reading fails; deep ones are whole.
+        let ok = json!({"prefix": ["ls"], "decision": "allow"});
+        let typed = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [ok, {"prefix": ["git", ["push", 7]], "decision": "allow"}]}),
+        );
+        assert_eq!(typed.unwrap_err().key, "commands.rules[1].prefix[1][1]");
+        let typed = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [ok, ok, {"prefix": ["git", ["-a", "b"]], "decision": "allow"}]}),
+        );
+        let typed = typed.unwrap_err();
+        assert_eq!(typed.key, "commands.rules[2].prefix[1]");
+        assert_eq!(typed.problem, CommandProblem::MixedToken);
+        let typed = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [ok, {"prefix": ["ls"], "decision": "allow", "match": ["ls", 3]}]}),
+        );
+        assert_eq!(typed.unwrap_err().key, "commands.rules[1].match[1]");
+        let typed = CommandRules::from_json(
+            "commands",
+            &json!({"rules": [ok, {"prefix": ["ls"], "whenConfined": "yes"}]}),
+        );
+        assert_eq!(typed.unwrap_err().key, "commands.rules[1].whenConfined");
+        let typed = CommandRules::from_json("commands", &json!({"rules": [ok, 5]}));
+        assert_eq!(typed.unwrap_err().key, "commands.rules[1]");
         let e = err(json!({"rules": [{"prefix": ["ls"], "decison": "allow"}]}));
         assert!(
             e.contains("unknown key `decison`; did you mean `decision`?"),

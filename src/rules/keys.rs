@@ -36,6 +36,18 @@ pub trait KeyProblem: fmt::Display + Sized {
     }
 }
 
+impl<P> KeyError<P> {
+    /// This error of a reader given the key path `""`, moved under `parent` and `name`
+    /// (`.prefix`, `[2]`): the path is made only when reading fails, so the hundreds of paths
+    /// of a valid pack (read at every sc-hook call) are never built.
+    pub(crate) fn within(self, parent: &str, name: &str) -> KeyError<P> {
+        KeyError {
+            key: format!("{parent}{name}{}", self.key),
+            problem: self.problem,
+        }
+    }
+}
+
 /// The problems every key's reader has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {

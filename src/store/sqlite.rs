@@ -177,6 +177,20 @@ impl SqliteStore {
             "synchronous",
             if fsync { "FULL" } else { "NORMAL" },
         )?;
+        // A store already of this format (every open but a file's first) is only read: no write
+        // lock and no look at the schema, on the path each sc-hook call takes. Anything else
+        // (no table yet, an older format, an error) takes the locked path below, which decides.
+        let known: Option<String> = self
+            .connection
+            .query_row(
+                "SELECT value FROM sc_meta WHERE key = 'format'",
+                [],
+                |row| row.get(0),
+            )
+            .ok();
+        if known.as_deref() == Some(FORMAT) {
+            return Ok(());
+        }
         // Made a store in one transaction that holds the write lock, so two processes that
         // open a new file at once do not both make it.
         self.connection.execute_batch("BEGIN IMMEDIATE")?;
