@@ -362,3 +362,123 @@ fn sc_hook_without_proc_blocks_the_call_rather_than_leave_its_binary_unprotected
         "{blind:?}"
     );
 }
+
+/// A hook the agent stops waiting for lets the call run (Claude Code, Codex and Gemini CLI after
+/// their hook `timeout`), so sc-hook answers its own refusal first: at `--timeout` (25 s by
+/// default, below the 30 s `sc-hook install` gives each agent) the call is blocked as the agent's
+/// contract blocks one. Two ways a hook gets stuck: an input that never ends, and a state store
+/// another process keeps locked (SQLite would wait 10 s before it failed).
+#[test]
+fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() {
+    use std::io::Write;
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let hook = |args: &[&str]| {
+        let mut cmd = Command::new(bin_path("sc-hook"));
+        cmd.arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .args(args)
+            .env("HOME", scratch.path("home"))
+            .env("XDG_STATE_HOME", scratch.path("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    // Bounded: a hook that never ends is killed and the test fails.
+    let finished = |mut child: Child| {
+        use std::io::Read;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("sc-hook did not end within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut stdout)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_end(&mut stderr)
+            .unwrap();
+        std::process::Output {
+            status,
+            stdout,
+            stderr,
+        }
+    };
+    let refused_by_the_deadline = |out: &std::process::Output| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not decided within 1 s (--timeout)")
+                && stderr.contains("the tool call is blocked"),
+            "{out:?}"
+        );
+    };
+
+    // An input that never ends: Claude Code's block, exit 2, nothing on stdout.
+    let mut waiting = hook(&["--timeout", "1"]);
+    let stdin = waiting.stdin.take().unwrap();
+    let out = finished(waiting);
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    refused_by_the_deadline(&out);
+
+    // The state store locked by another process, after the input said which agent this is:
+    // Copilot CLI's block is its deny answer with status 0, one line of it.
+    let call = |command: &str| {
+        serde_json::json!({"timestamp": 1_767_000_000_000u64, "cwd": scratch.dir.path(),
+                           "toolName": "bash",
+                           "toolArgs": serde_json::json!({"command": command}).to_string()})
+    };
+    let ask = |args: &[&str], input: &Value| {
+        let mut child = hook(args);
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        finished(child)
+    };
+    let first = ask(&["--for", "copilot"], &call("git status"));
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let store = scratch.audit_path().with_file_name("state.sqlite");
+    let holder = rusqlite::Connection::open(&store).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let out = ask(&["--for", "copilot", "--timeout", "1"], &call("git status"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{out:?}");
+    let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(answer["permissionDecision"], "deny", "{out:?}");
+    assert!(answer["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("--timeout"));
+    refused_by_the_deadline(&out);
+    // Claude Code's input, the same store: exit 2.
+    let claude = serde_json::json!({
+        "session_id": "s-1", "transcript_path": "/dev/null", "cwd": scratch.dir.path(),
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git status"}, "tool_use_id": "toolu_1",
+    });
+    let out = ask(&["--timeout", "1"], &claude);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    refused_by_the_deadline(&out);
+    // Unlocked, the same call is decided as before.
+    holder.execute_batch("ROLLBACK").unwrap();
+    let out = ask(&["--timeout", "1"], &claude);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -14,6 +14,8 @@ use skeleton_crew::stage::hook::install::{self, InstallRequest, Outcome, Scope};
 use skeleton_crew::stage::hook::{self, Handled, HookOptions, SandboxDoor};
 use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 
+use crate::deadline;
+
 /// Decide a Claude Code tool call (PreToolUse), and record that it ran (PostToolUse).
 ///
 /// Reads the hook's JSON on stdin; its `hook_event_name` says which event it is. PreToolUse:
@@ -41,7 +43,8 @@ use skeleton_crew::store::{StateUrl, DEFAULT_STATE_FILE};
 /// claude-code pack) are denied.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
-/// any other status.
+/// any other status. A call not decided within --timeout seconds (25) is refused the same way,
+/// before the agent stops waiting for its hook and runs the call.
 ///
 /// `--for codex|gemini|copilot|cursor` speaks that agent's hook contract instead (without it,
 /// the input's shape decides): its events and fields in, its way to deny, ask and allow out.
@@ -73,6 +76,12 @@ struct Args {
     /// --state DIR/state.sqlite (use --state). sc-hook keeps no JSON files in DIR any more.
     #[arg(long, value_name = "DIR", conflicts_with = "state")]
     state_dir: Option<PathBuf>,
+    /// Refuse the call (as the agent's contract blocks one) when it is not decided within
+    /// SECONDS: an agent that stops waiting for its hook runs the call as if there were none.
+    /// Keep it below the agent's hook timeout (`sc-hook install` gives each agent 30 s).
+    #[arg(long, value_name = "SECONDS", default_value_t = 25,
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    timeout: u32,
     #[command(flatten)]
     generate: GenerateArgs,
 }
@@ -169,6 +178,11 @@ pub fn main() -> ExitCode {
         Some(Action::Doctor(doctor)) => return run_doctor(&doctor),
         None => {}
     }
+    // From here on a call that is not decided in time is refused (`deadline`).
+    if let Err(err) = deadline::arm(args.timeout, args.for_agent.unwrap_or(Agent::Claude)) {
+        let err = anyhow::Error::new(err).context("cannot set sc-hook's deadline");
+        return refuse(args.for_agent.unwrap_or(Agent::Claude), None, &err);
+    }
     // The input is read first, for its contract says how an error is refused; the policy and
     // the stores are opened before an input error is reported, as they always were.
     let translated = hook::read_input(io::stdin().lock())
@@ -183,6 +197,7 @@ pub fn main() -> ExitCode {
             None,
         ),
     };
+    deadline::refuse_as(agent, event, args.timeout);
     match run(args, agent, translated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => refuse(agent, event, &err),
@@ -196,6 +211,7 @@ fn refuse(
     event: Option<skeleton_crew::stage::hook::contract::Event>,
     err: &anyhow::Error,
 ) -> ExitCode {
+    deadline::answering();
     let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
     let (line, status) = answer::refusal(agent, event, &format!("{err:#}"));
     if let Some(line) = line {
@@ -382,7 +398,7 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
             &translated.input,
             &options,
             &mut audit,
-            &mut io::stdout().lock(),
+            &mut deadline::Answering(io::stdout().lock()),
         )?;
         return Ok(());
     }
@@ -395,6 +411,7 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         Handled::Ran(_) | Handled::Prompt => answer::recorded(translated, line),
     };
     if let Some(answer) = answer {
+        deadline::answering();
         let mut out = io::stdout().lock();
         writeln!(out, "{answer}")?;
         out.flush()?;

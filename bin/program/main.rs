@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 mod approve;
 mod arena;
+mod deadline;
 mod exec;
 mod gate;
 mod hook;
