@@ -572,6 +572,22 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
         let answer = bash(&mut s, command).unwrap_or_default();
         assert_eq!(answer["permissionDecision"], "deny", "{command}: {answer}");
     }
+    // What find runs on the paths it finds is not judged as a file named `{}`: a person is
+    // asked (it was allowed, and moved the build folder with the hook away).
+    for command in [
+        r"find . -name target -exec mv {} t2 \;",
+        "find . -maxdepth 1 -name 'tl*' -execdir mv {} x +",
+    ] {
+        let answer = bash(&mut s, command).unwrap_or_default();
+        assert_eq!(answer["permissionDecision"], "ask", "{command}: {answer}");
+        assert!(
+            answer["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("find puts the paths it finds where {} is"),
+            "{command}: {answer}"
+        );
+    }
     // The folder moved anyway (by a person, or before the session): the link is still sc-hook.
     std::fs::rename(debug.join("deps"), debug.join("d2")).unwrap();
     let moved = debug.join("d2/sc_hook-0123");

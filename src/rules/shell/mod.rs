@@ -85,6 +85,10 @@ pub enum Caveat {
     ProgramByPath(String),
     /// `xargs` adds arguments read from its input.
     ArgumentsFromInput,
+    /// `find … -exec PROG … {} ;` (and `-execdir`, `-ok`, `-okdir`): find puts each path it
+    /// finds where `{}` is, so the paths the program reads or writes are not in the text
+    /// (`find . -name target -exec mv {} t2 \;` moves whatever it finds).
+    FoundPaths,
     /// `sudo` or `doas` runs it as another user, with rights the agent does not have.
     RunsAsAnotherUser(String),
     /// An argument is an expansion (`$X`, `${X}`, `$((…))`) or a brace expansion (`{a,b}`), so
@@ -112,6 +116,9 @@ impl Caveat {
             }
             Caveat::ArgumentsFromInput => {
                 "xargs adds arguments read from its input, which the rules cannot see".to_owned()
+            }
+            Caveat::FoundPaths => {
+                "find puts the paths it finds where {} is, which the rules cannot see".to_owned()
             }
             Caveat::ExpandedArgument(word) => format!(
                 "the argument \"{}\" is an expansion the rules cannot see",

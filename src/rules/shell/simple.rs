@@ -444,12 +444,14 @@ impl Walker {
                     end += 1;
                 }
                 if end > start && self.nest(depth, &join(&words[start..end])) {
-                    self.normalize(
-                        words[start..end].to_vec(),
-                        caveats.clone(),
-                        false,
-                        depth + 1,
-                    );
+                    let mut caveats = caveats.clone();
+                    if words[start..end]
+                        .iter()
+                        .any(|word| word.text.contains("{}"))
+                    {
+                        caveats.push(Caveat::FoundPaths);
+                    }
+                    self.normalize(words[start..end].to_vec(), caveats, false, depth + 1);
                 }
                 if let Some(terminator) = words.get(end) {
                     own.push(terminator.clone());

@@ -92,6 +92,26 @@ fn find_exec_yields_its_own_command_and_delete_stays_visible() {
     );
 }
 
+/// Found by a review: `find . -name target -exec mv {} t2 \;` was judged as a move of a file
+/// named `{}`, allowed, and moved the gate's own binaries away.
+#[test]
+fn what_find_runs_on_the_paths_it_finds_carries_the_caveat() {
+    use super::super::Caveat;
+    let found = |command: &str| {
+        analyse(command)
+            .commands
+            .iter()
+            .map(|c| (c.words[0].clone(), c.caveats.contains(&Caveat::FoundPaths)))
+            .collect::<Vec<_>>()
+    };
+    let mv = |caveat: bool| vec![("mv".to_owned(), caveat), ("find".to_owned(), false)];
+    assert_eq!(found(r"find . -name target -exec mv {} t2 \;"), mv(true));
+    assert_eq!(found("find . -name target -execdir mv '{}' t2 +"), mv(true));
+    assert_eq!(found("find . -ok mv ./{}.bak t2 ';'"), mv(true));
+    assert_eq!(found("find . -exec mv a t2 ';'"), mv(false));
+    assert_eq!(found("find . -type f"), vec![("find".to_owned(), false)]);
+}
+
 #[test]
 fn find_execdir_changes_directory() {
     assert!(analyse("find . -execdir cat x ';'").changes_directory);
