@@ -577,6 +577,7 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
     for command in [
         r"find . -name target -exec mv {} t2 \;",
         "find . -maxdepth 1 -name 'tl*' -execdir mv {} x +",
+        "find . -name sc-hook -exec tee {} ';'",
     ] {
         let answer = bash(&mut s, command).unwrap_or_default();
         assert_eq!(answer["permissionDecision"], "ask", "{command}: {answer}");
@@ -607,8 +608,14 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
             .contains("the same file"),
         "{answer}"
     );
-    // Work in the project's own folder is not a write above the hook.
-    for command in ["cp README.md .", "mv README.md README.txt", "git status"] {
+    // Work in the project's own folder is not a write above the hook; what find reads is not
+    // written.
+    for command in [
+        "cp README.md .",
+        "mv README.md README.txt",
+        "git status",
+        "find . -name '*.rs' -exec grep -n unsafe {} +",
+    ] {
         let answer = bash(&mut s, command).unwrap_or_default();
         assert_ne!(answer["permissionDecision"], "deny", "{command}: {answer}");
     }

@@ -368,6 +368,18 @@ impl CommandRules {
         self.judge(command, &analysis, tainted, confined)
     }
 
+    /// The caveat that keeps an allow from applying to `simple`, if any. What find runs on the
+    /// paths it finds (`{}`) counts only where those paths are written: by a program whose
+    /// operands `operandWrites` names, or by `tee` (`find -exec grep … {} +` reads, and stays
+    /// allowed; `find -exec mv {} t2 \;` moves whatever it finds).
+    fn caveat_of<'a>(&self, simple: &'a SimpleCommand) -> Option<&'a Caveat> {
+        simple.caveats.iter().find(|caveat| {
+            **caveat != Caveat::FoundPaths
+                || simple.words.first().is_some_and(|program| program == "tee")
+                || self.operand_writes.writes_operands(&simple.words)
+        })
+    }
+
     /// Decides a command already analysed.
     pub(crate) fn judge(
         &self,
@@ -397,7 +409,7 @@ impl CommandRules {
                         continue;
                     }
                     let tainted = tainted && rule.when_tainted != WhenTainted::Allow;
-                    let cap = Cap::of(rule.decision, simple, tainted);
+                    let cap = Cap::of(rule.decision, self.caveat_of(simple), tainted);
                     findings.push((
                         cap.decision(rule.decision),
                         Finding::Rule(simple, rule, cap),
@@ -414,11 +426,11 @@ impl CommandRules {
                 if let (true, Some(decision)) = (confined, by_path.when_confined) {
                     findings.push((decision, Finding::ByPath(simple, Cap::Confined)));
                 } else {
-                    let cap = Cap::of(by_path.decision, simple, tainted);
+                    let cap = Cap::of(by_path.decision, self.caveat_of(simple), tainted);
                     findings.push((cap.decision(by_path.decision), Finding::ByPath(simple, cap)));
                 }
             } else if !matched {
-                let cap = Cap::of(self.unmatched, simple, tainted);
+                let cap = Cap::of(self.unmatched, self.caveat_of(simple), tainted);
                 findings.push((
                     cap.decision(self.unmatched),
                     Finding::Unmatched(simple, cap),
@@ -606,12 +618,12 @@ enum Cap<'a> {
 }
 
 impl<'a> Cap<'a> {
-    fn of(decision: Decision, simple: &'a SimpleCommand, tainted: bool) -> Cap<'a> {
+    fn of(decision: Decision, caveat: Option<&'a Caveat>, tainted: bool) -> Cap<'a> {
         if decision != Decision::Allow {
             Cap::None
         } else if tainted {
             Cap::Tainted
-        } else if let Some(caveat) = simple.caveats.first() {
+        } else if let Some(caveat) = caveat {
             Cap::Caveat(caveat)
         } else {
             Cap::None
