@@ -438,6 +438,69 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     assert!(out.stdout.is_empty(), "{out:?}");
     refused_by_the_deadline(&out);
 
+    // Found by a review: a parent that blocked SIGALRM (a blocked signal survives exec), and
+    // a stderr nobody reads (a full pipe, where the refusal's own write would block). Both
+    // still end, refused.
+    let mut blocked = Command::new(bin_path("sc-hook"));
+    blocked
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .args(["--timeout", "1"])
+        .env("HOME", scratch.path("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only sigprocmask between fork and exec.
+    unsafe {
+        blocked.pre_exec(|| {
+            let mut set = nix::sys::signal::SigSet::empty();
+            set.add(Signal::SIGALRM);
+            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&set), None)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = blocked.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = finished(child);
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    refused_by_the_deadline(&out);
+    let (full_read, full_write) = nix::unistd::pipe().unwrap();
+    nix::fcntl::fcntl(
+        &full_write,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .unwrap();
+    let mut pipe_write = std::fs::File::from(full_write.try_clone().unwrap());
+    while pipe_write.write(&[b'x'; 4096]).is_ok() {}
+    nix::fcntl::fcntl(
+        &full_write,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )
+    .unwrap();
+    let mut child = Command::new(bin_path("sc-hook"))
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .args(["--timeout", "1"])
+        .env("HOME", scratch.path("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(full_write))
+        .spawn()
+        .unwrap();
+    drop(pipe_write);
+    let stdin = child.stdin.take().unwrap();
+    child.stderr = Some(std::process::ChildStderr::from(std::os::fd::OwnedFd::from(
+        std::fs::File::open("/dev/null").unwrap(),
+    )));
+    let out = finished(child);
+    drop((stdin, full_read));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+
     // The state store locked by another process, after the input said which agent this is:
     // Copilot CLI's block is its deny answer with status 0, one line of it.
     let call = |command: &str| {

@@ -550,6 +550,23 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
     );
     spoil(r#"UPDATE sc_states SET state = 'garbage'"#);
     refused(&scratch, "not valid JSON");
+    // Found by a review: a trigger that deletes the crew's state (its taint) as it is written,
+    // and an `sc_meta` that is a view answering another table's format. Neither is read.
+    spoil("UPDATE sc_states SET state = '{}'; DELETE FROM sc_states");
+    spoil("CREATE TRIGGER forget AFTER INSERT ON sc_states BEGIN DELETE FROM sc_states; END");
+    refused(&scratch, "it has views or triggers");
+    spoil("DROP TRIGGER forget");
+    spoil(
+        "CREATE TABLE fake (key TEXT, value TEXT); INSERT INTO fake SELECT * FROM sc_meta;
+         DROP TABLE sc_meta; CREATE VIEW sc_meta AS SELECT * FROM fake",
+    );
+    refused(&scratch, "not a Skeleton Crew state store");
+    spoil("DROP VIEW sc_meta; ALTER TABLE fake RENAME TO sc_meta");
+    assert_eq!(
+        decisions(&gate_run(&scratch, &args, &[payment("a", 1)])),
+        ["allow"],
+        "the store, tables again, is read"
+    );
     spoil("DELETE FROM sc_meta");
     refused(&scratch, "its `sc_meta` table has no format");
     std::fs::write(&file, vec![0x5a; 8192]).unwrap();

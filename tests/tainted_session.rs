@@ -578,6 +578,10 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
         r"find . -name target -exec mv {} t2 \;",
         "find . -maxdepth 1 -name 'tl*' -execdir mv {} x +",
         "find . -name sc-hook -exec tee {} ';'",
+        // Found by a review: a write through an option's value, and code run from a folder
+        // find names.
+        "find .git -maxdepth 1 -name hooks -exec go build -o {}/pre-commit ./x ';'",
+        "find /tmp -maxdepth 0 -exec make -C {} ';'",
     ] {
         let answer = bash(&mut s, command).unwrap_or_default();
         assert_eq!(answer["permissionDecision"], "ask", "{command}: {answer}");
@@ -606,6 +610,16 @@ fn the_hook_in_the_project_cannot_be_moved_away_or_written_under_another_name() 
             .as_str()
             .unwrap_or_default()
             .contains("the same file"),
+        "{answer}"
+    );
+    // A found path put into a shell's script runs as code: asked, as dynamic.
+    let answer = bash(&mut s, r"find . -name 'x;*' -exec bash -c 'cat {}' \;").unwrap_or_default();
+    assert_eq!(answer["permissionDecision"], "ask", "{answer}");
+    assert!(
+        answer["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("where a file's name runs as code"),
         "{answer}"
     );
     // Work in the project's own folder is not a write above the hook; what find reads is not

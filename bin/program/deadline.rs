@@ -25,20 +25,37 @@ struct Refusal {
 static REFUSAL: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 /// Whether the hook began writing its own answer: a fired deadline then writes nothing more.
 static ANSWERING: AtomicBool = AtomicBool::new(false);
+/// Whether the deadline fired: a second firing (one second later, while a write of the first
+/// blocks on a full pipe) ends the process at once.
+static FIRED: AtomicBool = AtomicBool::new(false);
 
 /// Ends the process with [`refusal`]'s answer after `seconds`, unless it ended before. Fails
 /// when the signal's handler cannot be set (the caller refuses the call then).
 pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
     refuse_as(agent, None, seconds);
-    // SAFETY: a handler that only loads atomics, writes and calls _exit (async-signal-safe).
+    // SAFETY: a handler that only loads atomics, writes, sets the alarm and calls _exit
+    // (async-signal-safe). SA_NODEFER: its second firing may interrupt its first.
     let set = unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = fired as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_NODEFER;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut())
     };
     if set != 0 {
         return Err(io::Error::last_os_error());
+    }
+    // A blocked signal is inherited through exec: a parent that blocked SIGALRM would leave the
+    // deadline pending forever (found by a review).
+    // SAFETY: a signal set of our own, changed for this thread (the only one yet).
+    let unblocked = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGALRM);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut())
+    };
+    if unblocked != 0 {
+        return Err(io::Error::from_raw_os_error(unblocked));
     }
     // SAFETY: alarm only sets this process's timer.
     unsafe { libc::alarm(seconds) };
@@ -64,8 +81,9 @@ pub fn refuse_as(agent: Agent, event: Option<Event>, seconds: u32) {
     REFUSAL.store(Box::into_raw(refusal), Ordering::Release);
 }
 
-/// The hook begins writing its own answer: a deadline that fires now ends the process with the
-/// refusal's status and writes nothing, so that the agent never reads two answers.
+/// The hook begins writing its own answer: a deadline that fires now ends the process with status
+/// 2 and writes nothing, so that the agent never reads two answers (Copilot CLI reads a hook
+/// that fails as a refusal; for Cursor nothing after a torn answer can block).
 pub fn answering() {
     ANSWERING.store(true, Ordering::Release);
 }
@@ -86,18 +104,28 @@ impl<W: Write> Write for Answering<W> {
 
 extern "C" fn fired(_signal: libc::c_int) {
     let refusal = REFUSAL.load(Ordering::Acquire);
-    if refusal.is_null() {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(2) };
-    }
+    let answering = ANSWERING.load(Ordering::Acquire);
     // SAFETY: set from a leaked Box by refuse_as and never freed.
-    let refusal = unsafe { &*refusal };
-    if !ANSWERING.load(Ordering::Acquire) {
-        write_all(1, &refusal.stdout);
+    let status = match unsafe { refusal.as_ref() } {
+        Some(refusal) if !answering => refusal.status,
+        _ => 2,
+    };
+    if FIRED.swap(true, Ordering::AcqRel) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(status) };
     }
-    write_all(2, &refusal.stderr);
+    // The writes below may block (a pipe nobody reads): the process ends a second later anyway.
+    // SAFETY: alarm is async-signal-safe.
+    unsafe { libc::alarm(1) };
+    // SAFETY: as above.
+    if let Some(refusal) = unsafe { refusal.as_ref() } {
+        if !answering {
+            write_all(1, &refusal.stdout);
+        }
+        write_all(2, &refusal.stderr);
+    }
     // SAFETY: _exit is async-signal-safe; nothing is flushed or unwound.
-    unsafe { libc::_exit(refusal.status) };
+    unsafe { libc::_exit(status) };
 }
 
 /// Every byte to `fd` as far as `write` takes them (in a signal handler: no allocation).

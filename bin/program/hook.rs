@@ -212,12 +212,14 @@ fn refuse(
     err: &anyhow::Error,
 ) -> ExitCode {
     deadline::answering();
-    let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
+    // The answer first: for Copilot CLI and Cursor it is the block, and stderr may be a pipe
+    // nobody reads.
     let (line, status) = answer::refusal(agent, event, &format!("{err:#}"));
     if let Some(line) = line {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     }
+    let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
     ExitCode::from(status)
 }
 

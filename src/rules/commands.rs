@@ -369,14 +369,17 @@ impl CommandRules {
     }
 
     /// The caveat that keeps an allow from applying to `simple`, if any. What find runs on the
-    /// paths it finds (`{}`) counts only where those paths are written: by a program whose
-    /// operands `operandWrites` names, or by `tee` (`find -exec grep … {} +` reads, and stays
-    /// allowed; `find -exec mv {} t2 \;` moves whatever it finds).
+    /// paths it finds (`{}`) counts for every program but the plain readers of
+    /// [`FOUND_PATH_READERS`], whose words can only name files they read (`find -exec grep … {}
+    /// +` stays allowed; `find -exec mv {} t2 \;`, `-exec go build -o {}/x`, `-exec make -C
+    /// {}` are asked about).
     fn caveat_of<'a>(&self, simple: &'a SimpleCommand) -> Option<&'a Caveat> {
         simple.caveats.iter().find(|caveat| {
             **caveat != Caveat::FoundPaths
-                || simple.words.first().is_some_and(|program| program == "tee")
-                || self.operand_writes.writes_operands(&simple.words)
+                || !simple
+                    .words
+                    .first()
+                    .is_some_and(|program| FOUND_PATH_READERS.contains(&program.as_str()))
         })
     }
 
@@ -607,6 +610,33 @@ enum Finding<'a> {
     Network(&'a DynamicPart),
     TaintedWrite(&'a WrittenPath),
 }
+
+/// Programs that only read the files their words name, with no option that writes a file, runs
+/// a program or changes folder: what find runs them on (`{}`) keeps their allow. Not here:
+/// `sort` (`-o`), `rg` (`--pre` runs a program), `file` (`-C` writes), `tee`, `jq`, and every
+/// program a rule does not allow anyway.
+const FOUND_PATH_READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "ls",
+    "stat",
+    "du",
+    "grep",
+    "egrep",
+    "fgrep",
+    "diff",
+    "cmp",
+    "nl",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+];
 
 /// Why an allow counts as hold, or why `whenConfined` decides.
 enum Cap<'a> {

@@ -120,11 +120,6 @@ impl OperandWrites {
         roots
     }
 
-    /// Whether the program `words` run writes its operands (`operandWrites` names it).
-    pub(crate) fn writes_operands(&self, words: &[String]) -> bool {
-        self.operand_program(words).is_some()
-    }
-
     /// The root decision of the program `words` run, and where its operands start: a key
     /// `PROGRAM SUBCOMMAND` (`git mv`) names the first word after the program that is not an
     /// option, and its operands follow it; a key `PROGRAM`, every word after the program.

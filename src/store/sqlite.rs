@@ -58,6 +58,10 @@ pub(crate) enum SqliteProblem {
         "it is a SQLite database of something else (it has tables, but no `sc_meta`), not a Skeleton Crew state store"
     )]
     SomethingElse,
+    #[error(
+        "it has views or triggers (or an `sc_meta` that is not a table), which a Skeleton Crew state store never has: it was edited"
+    )]
+    NotOnlyTables,
     /// A state stored under a path that is not a [`StateKey::path`].
     #[error(
         "a state is stored under {}, a key this program never writes: the store was edited",
@@ -178,18 +182,20 @@ impl SqliteStore {
             if fsync { "FULL" } else { "NORMAL" },
         )?;
         // A store already of this format (every open but a file's first) is only read: no write
-        // lock and no look at the schema, on the path each sc-hook call takes. Anything else
-        // (no table yet, an older format, an error) takes the locked path below, which decides.
-        let known: Option<String> = self
-            .connection
-            .query_row(
-                "SELECT value FROM sc_meta WHERE key = 'format'",
-                [],
-                |row| row.get(0),
-            )
-            .ok();
-        if known.as_deref() == Some(FORMAT) {
-            return Ok(());
+        // lock, on the path each sc-hook call takes. Anything else (no table yet, an older
+        // format, an error, something not only tables) takes the locked path below, which decides.
+        if self.only_tables().unwrap_or(false) {
+            let known: Option<String> = self
+                .connection
+                .query_row(
+                    "SELECT value FROM sc_meta WHERE key = 'format'",
+                    [],
+                    |row| row.get(0),
+                )
+                .ok();
+            if known.as_deref() == Some(FORMAT) {
+                return Ok(());
+            }
         }
         // Made a store in one transaction that holds the write lock, so two processes that
         // open a new file at once do not both make it.
@@ -209,11 +215,27 @@ impl SqliteStore {
                 |row| row.get(0),
             )
             .optional()?;
+        if !self.only_tables()? {
+            return Err(SqliteProblem::NotOnlyTables);
+        }
         match format {
             Some(format) if format == FORMAT => Ok(()),
             Some(other) => Err(SqliteProblem::OtherFormat(other)),
             None => Err(SqliteProblem::NoFormat),
         }
+    }
+
+    /// Whether the schema holds no view or trigger, and `sc_meta`, if there, is a table: a view
+    /// or trigger would make the store do what it was not asked (a trigger that deletes a
+    /// session's taint; a view that answers the format of another table).
+    fn only_tables(&self) -> rusqlite::Result<bool> {
+        let others: i64 = self.connection.query_row(
+            "SELECT count(*) FROM sqlite_schema
+             WHERE type IN ('view', 'trigger') OR (name = 'sc_meta' AND type != 'table')",
+            [],
+            |row| row.get(0),
+        )?;
+        Ok(others == 0)
     }
 
     /// In a transaction: the tables and the format of a new store; for a store of format 1, its

@@ -401,6 +401,16 @@ impl Walker {
         }
         if command {
             match words.get(i) {
+                // GNU find puts each path it finds into the script's text too: a file named
+                // `x;sh ev` would run as code (`find . -exec bash -c 'cat {}' \;`).
+                Some(script)
+                    if script.text.contains("{}") && caveats.contains(&Caveat::FoundPaths) =>
+                {
+                    self.dynamic(
+                        join(words),
+                        "find puts the paths it finds into the shell's script, where a file's name runs as code",
+                    )
+                }
                 Some(script) if script.is_fixed() => {
                     if self.nest(depth, &script.text) {
                         let outer = self.inherited.clone();

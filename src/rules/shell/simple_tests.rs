@@ -110,6 +110,20 @@ fn what_find_runs_on_the_paths_it_finds_carries_the_caveat() {
     assert_eq!(found("find . -ok mv ./{}.bak t2 ';'"), mv(true));
     assert_eq!(found("find . -exec mv a t2 ';'"), mv(false));
     assert_eq!(found("find . -type f"), vec![("find".to_owned(), false)]);
+    // Put into a shell's script, a found path is code (found by a review: a file named
+    // `x;sh ev` ran `sh ev`): dynamic, however the shell is reached.
+    for command in [
+        r"find . -name 'x;*' -exec bash -c 'cat {}' \;",
+        r#"find . -exec sh -c 'echo "{}"' ';'"#,
+        r"find . -exec env bash -c 'cat {}' \;",
+        r"find . -execdir bash -lc -- 'cat {}' +",
+    ] {
+        assert!(!analyse(command).dynamic.is_empty(), "{command}");
+    }
+    // The script that takes the path as an argument is not dynamic for this reason.
+    assert!(analyse(r#"find . -exec bash -c 'cat "$1"' _ {} \;"#)
+        .dynamic
+        .is_empty());
 }
 
 #[test]
