@@ -11,6 +11,7 @@
 //! audits each batch before its records leave. Writing JSON text is [`crate::json_write`], below
 //! both this module and the audit log, and is re-exported here.
 
+pub(crate) mod ahead;
 pub mod input;
 pub mod output;
 
