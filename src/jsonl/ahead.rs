@@ -118,11 +118,10 @@ impl<T: Send + 'static> ReadAhead<T> {
         }
     }
 
-    /// Gives an emptied batch back, for the reading to fill again.
-    pub(crate) fn give_back(&self, mut batch: Batch<T>) {
-        batch.entries.clear();
-        batch.text.clear();
-        // Full: the reader has enough batches; this one is dropped.
+    /// Gives a batch back, for the reading to empty (its thread made the items, and frees them
+    /// too, which costs less than freeing them here) and fill again.
+    pub(crate) fn give_back(&self, batch: Batch<T>) {
+        // Full: the reader has enough batches; this one is dropped here.
         let _ = self.emptied.try_send(batch);
     }
 
@@ -160,7 +159,11 @@ fn reader<T>(
     let mut diagnostics = Notes(&notes);
     let mut lines = InputLines::new(program, inputs, max_line_bytes, &mut diagnostics);
     let fresh = || match recycled.try_recv() {
-        Ok(batch) => batch,
+        Ok(mut batch) => {
+            batch.entries.clear();
+            batch.text.clear();
+            batch
+        }
         Err(TryRecvError::Empty | TryRecvError::Disconnected) => Batch::new(),
     };
     let mut batch = fresh();
@@ -205,4 +208,144 @@ fn reader<T>(
     take_notes(&mut batch);
     batch.end = Some(end.map(|()| lines.completion()));
     let _ = sender.send(batch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Every entry of the reading to its end: lines as `(input, number, text, last_before_wait)`,
+    /// diagnostics as `(usize::MAX, 0, message, false)`; and the batches' sizes.
+    type Seen = Vec<(usize, u64, String, bool)>;
+
+    fn read_all(inputs: Vec<Input>) -> (Seen, Vec<usize>, Completion) {
+        let mut ahead = ReadAhead::start("test", inputs, 16, |line, text| match line {
+            Line::Text(bytes) => {
+                let start = text.len();
+                text.push_str(std::str::from_utf8(bytes).unwrap());
+                start..text.len()
+            }
+            Line::TooLong { length, .. } => {
+                let start = text.len();
+                text.push_str(&format!("too long: {length}"));
+                start..text.len()
+            }
+        })
+        .unwrap();
+        let (mut seen, mut sizes) = (Vec::new(), Vec::new());
+        while let Some(batch) = ahead.next_batch().unwrap() {
+            sizes.push(batch.entries.len());
+            for entry in &batch.entries {
+                seen.push(match entry {
+                    Entry::Line {
+                        item,
+                        input,
+                        number,
+                        last_before_wait,
+                    } => (
+                        *input,
+                        *number,
+                        batch.text[item.clone()].to_owned(),
+                        *last_before_wait,
+                    ),
+                    Entry::Diagnostic(message) => (usize::MAX, 0, message.clone(), false),
+                });
+            }
+            ahead.give_back(batch);
+        }
+        (seen, sizes, ahead.completion())
+    }
+
+    fn scratch_file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn lines_come_in_order_across_batches_and_inputs_with_the_diagnostics_in_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let many: String = (0..3 * BATCH_LINES).map(|n| format!("a{n}\n")).collect();
+        let a = scratch_file(&dir, "a", &many);
+        let b = scratch_file(&dir, "b", "b1\n\nthis line is too long\nb4");
+        let missing = dir.path().join("missing");
+        let (seen, sizes, completion) =
+            read_all(vec![Input::File(a), Input::File(missing), Input::File(b)]);
+        assert_eq!(completion.unreadable_inputs, 1);
+        assert!(sizes.len() >= 3, "{sizes:?}");
+        assert!(sizes.iter().all(|&size| size <= BATCH_LINES), "{sizes:?}");
+        let mut expected: Seen = (0..3 * BATCH_LINES)
+            .map(|n| (0, n as u64 + 1, format!("a{n}"), false))
+            .collect();
+        let note = &seen[3 * BATCH_LINES].2;
+        assert!(note.starts_with("test: cannot open") && note.contains("missing"));
+        expected.push((usize::MAX, 0, note.clone(), false));
+        expected.extend([
+            (2, 1, "b1".to_owned(), false),
+            (2, 2, String::new(), false),
+            (2, 3, "too long: 21".to_owned(), false),
+            (2, 4, "b4".to_owned(), false),
+        ]);
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn a_batch_ends_and_leaves_at_a_line_after_which_the_input_waits() {
+        let (reading, mut writing) = io::pipe().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&reading);
+        let input = Input::File(PathBuf::from(format!("/dev/fd/{fd}")));
+        let mut ahead = ReadAhead::start("test", vec![input], 64, |line, _| match line {
+            Line::Text(bytes) => bytes.to_vec(),
+            Line::TooLong { .. } => Vec::new(),
+        })
+        .unwrap();
+        writing.write_all(b"first\n").unwrap();
+        // The input stays open: the batch comes because the reader saw it would wait.
+        let batch = ahead.next_batch().unwrap().unwrap();
+        match &batch.entries[..] {
+            [Entry::Line {
+                item,
+                last_before_wait: true,
+                ..
+            }] => assert_eq!(item, b"first"),
+            _ => panic!("one line, marked as the last before a wait"),
+        }
+        ahead.give_back(batch);
+        writing.write_all(b"second\n").unwrap();
+        drop(writing);
+        let mut rest = Vec::new();
+        while let Some(batch) = ahead.next_batch().unwrap() {
+            for entry in &batch.entries {
+                if let Entry::Line { item, .. } = entry {
+                    rest.push(item.clone());
+                }
+            }
+        }
+        assert_eq!(rest, [b"second".to_vec()]);
+        drop(reading);
+    }
+
+    #[test]
+    fn a_read_error_comes_after_the_lines_read_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = scratch_file(&dir, "a", "one\ntwo\n");
+        let mut ahead = ReadAhead::start(
+            "test",
+            vec![Input::File(a), Input::File(dir.path().to_owned())],
+            64,
+            |_, _| (),
+        )
+        .unwrap();
+        let mut lines = 0;
+        let err = loop {
+            match ahead.next_batch() {
+                Ok(Some(batch)) => lines += batch.entries.len(),
+                Ok(None) => panic!("a folder read as an input"),
+                Err(err) => break err,
+            }
+        };
+        assert_eq!(lines, 2);
+        assert!(format!("{err:#}").contains("cannot read"), "{err:#}");
+    }
 }

@@ -66,8 +66,10 @@ pub fn run<W: Write, E: Write>(
         max_line_bytes,
         move |line, text| scan(line, text, max_line_bytes),
     )?;
-    while let Some(mut batch) = ahead.next_batch()? {
-        for entry in batch.entries.drain(..) {
+    while let Some(batch) = ahead.next_batch()? {
+        // The batch's items are read in place and go back with it: the reading thread, which
+        // made them, frees them too.
+        for entry in &batch.entries {
             let (scanned, input, line_number, last_before_wait) = match entry {
                 Entry::Diagnostic(message) => {
                     let _ = diagnostics.write_all(message.as_bytes());
@@ -78,14 +80,14 @@ pub fn run<W: Write, E: Write>(
                     input,
                     number,
                     last_before_wait,
-                } => (item, &inputs[input], number, last_before_wait),
+                } => (item, &inputs[*input], *number, *last_before_wait),
             };
             let now = options.timing.clock.now();
             let decided = match scanned {
                 Scanned::Blank => None,
                 Scanned::Call(call, text) => Some(decide_call(
                     call,
-                    &batch.text[text],
+                    &batch.text[text.clone()],
                     options,
                     &mut state,
                     now,
@@ -95,24 +97,23 @@ pub fn run<W: Write, E: Write>(
                     state.enter(&options.policy, now, options.timing.taint_ttl);
                     let id = ids.mint();
                     let values = record.apply(&mut state, &id, &options.policy);
-                    write_value_record(&line, &id, &record, values, &[], output);
+                    write_value_record(line, &id, record, values, &[], output);
                     None
                 }
-                Scanned::Malformed(malformed, raw) => {
-                    Some(Decided::malformed(ids.mint(), &malformed, raw))
-                }
+                Scanned::Malformed(malformed, raw) => Some(Decided {
+                    id: ids.mint(),
+                    judgement: Judgement::malformed(malformed),
+                    call: None,
+                    text: CallText::Raw(raw),
+                }),
             };
             if let Some(decided) = decided {
-                let id = decided.id;
-                let agent = decided
-                    .call
-                    .as_ref()
-                    .and_then(|call| state.agent(&call.agent));
+                let agent = decided.call.and_then(|call| state.agent(&call.agent));
                 let verdict = Verdict {
-                    id: &id,
+                    id: &decided.id,
                     judgement: &decided.judgement,
-                    call: decided.call.as_ref(),
-                    text: decided.text.as_call_text(),
+                    call: decided.call,
+                    text: decided.text,
                     origin: (input, line_number),
                     agent,
                 };
@@ -489,24 +490,13 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
 struct Decided<'a> {
     id: String,
     judgement: Judgement,
-    call: Option<Call>,
-    text: LineText<&'a str>,
-}
-
-impl Decided<'_> {
-    fn malformed(id: String, malformed: &Malformed, raw: String) -> Decided<'static> {
-        Decided {
-            id,
-            judgement: Judgement::malformed(malformed),
-            call: None,
-            text: LineText::Raw(raw),
-        }
-    }
+    call: Option<&'a Call>,
+    text: CallText<'a>,
 }
 
 /// Decides a call the reading thread scanned.
 fn decide_call<'a>(
-    call: Call,
+    call: &'a Call,
     text: &'a str,
     options: &GateOptions,
     state: &mut CrewState,
@@ -520,10 +510,10 @@ fn decide_call<'a>(
     // time for each call.
     let at = options.timing.taint_ttl.map(|_| now);
     Decided {
-        judgement: decide(&call, &id, &options.policy, state, at),
+        judgement: decide(call, &id, &options.policy, state, at),
         id,
         call: Some(call),
-        text: LineText::Json(text),
+        text: CallText::Json(text),
     }
 }
 
