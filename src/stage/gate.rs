@@ -1,4 +1,6 @@
-//! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time.
+//! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time;
+//! in memory, lines are read and scanned a little ahead on a thread of their own
+//! ([`crate::jsonl::ahead`]), while this thread decides and writes.
 //!
 //! The crew's state (taint, spend) lives in memory for the stream, or, with `--state`, in a
 //! store shared with other processes of the crew ([`crate::store`]). With a store, the calls of
