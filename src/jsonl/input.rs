@@ -109,8 +109,6 @@ impl LineReader<LineSource> {
 pub(crate) struct InputLines<'a> {
     program: &'a str,
     inputs: std::slice::Iter<'a, Input>,
-    /// How many inputs there are.
-    count: usize,
     current: Option<(&'a Input, LineReader<LineSource>)>,
     max_line_bytes: usize,
     diagnostics: &'a mut dyn Write,
@@ -127,7 +125,6 @@ impl<'a> InputLines<'a> {
         InputLines {
             program,
             inputs: inputs.iter(),
-            count: inputs.len(),
             current: None,
             max_line_bytes,
             diagnostics,
@@ -172,12 +169,6 @@ impl<'a> InputLines<'a> {
             .with_context(|| format!("cannot read {}", input.name()))?
             .expect("a line was waiting");
         Ok(Some((line, input, number)))
-    }
-
-    /// The index among the inputs of the one the last line came from.
-    pub(crate) fn input_index(&self) -> usize {
-        // The inputs not yet opened are those after the current one.
-        (self.count - self.inputs.len()).saturating_sub(1)
     }
 
     /// Whether reading the next line may wait for input (see [`LineReader::next_read_would_block`]).

@@ -8,11 +8,9 @@
 //! events of a batch are written, in one locked append, before the batch's records leave.
 //!
 //! Two files, one concern each: [`input`] reads lines, [`output`] is a stage's output, which
-//! audits each batch before its records leave; [`ahead`] reads and scans a stage's lines on a
-//! thread of their own and hands them over in order. Writing JSON text is [`crate::json_write`],
-//! below both this module and the audit log, and is re-exported here.
+//! audits each batch before its records leave. Writing JSON text is [`crate::json_write`], below
+//! both this module and the audit log, and is re-exported here.
 
-pub(crate) mod ahead;
 pub mod input;
 pub mod output;
 

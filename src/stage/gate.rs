@@ -1,6 +1,4 @@
-//! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time;
-//! in memory, lines are read and scanned a little ahead on a thread of their own
-//! ([`crate::jsonl::ahead`]), while this thread decides and writes.
+//! `sc-gate`: calls in, verdicts out. Read → parse → decide → audit → write, one line at a time.
 //!
 //! The crew's state (taint, spend) lives in memory for the stream, or, with `--state`, in a
 //! store shared with other processes of the crew ([`crate::store`]). With a store, the calls of
@@ -11,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::ops::Range;
 
 use anyhow::Result;
 
@@ -19,7 +16,6 @@ use crate::audit::chain::Chain;
 use crate::audit::{self, IdMinter, Stage};
 use crate::call::{Call, Malformed};
 use crate::exit::Completion;
-use crate::jsonl::ahead::{Entry, ReadAhead};
 use crate::jsonl::{self, Input, InputLines, JsonLine, Line, StageOutput};
 use crate::record::{self, CallText};
 use crate::rules::decision::{decide, decide_in, CallContext};
@@ -48,10 +44,6 @@ pub struct GateOptions {
 
 /// Decides every call of every input, in order, with the crew's state in memory. Inputs that
 /// cannot be opened are reported on `diagnostics` and counted; the others are still read.
-///
-/// The lines are read and scanned on a thread of their own ([`ReadAhead`], [`scan`]), which hands
-/// them over in order; this thread decides them, writes their verdicts and events, and commits
-/// where the input would wait, as reading them itself would.
 pub fn run<W: Write, E: Write>(
     inputs: &[Input],
     options: &GateOptions,
@@ -61,108 +53,58 @@ pub fn run<W: Write, E: Write>(
     let mut ids = IdMinter::new();
     let mut state = CrewState::new();
     let mut rendered_states = RenderedStates::default();
-    let max_line_bytes = options.max_line_bytes;
-    let mut ahead = ReadAhead::start(
-        "sc-gate",
-        inputs.to_vec(),
-        max_line_bytes,
-        move |line, text| scan(line, text, max_line_bytes),
-    )?;
-    while let Some(batch) = ahead.next_batch()? {
-        // The batch's items are read in place and go back with it: the reading thread, which
-        // made them, frees them too.
-        for entry in &batch.entries {
-            let (scanned, input, line_number, last_before_wait) = match entry {
-                Entry::Diagnostic(message) => {
-                    let _ = diagnostics.write_all(message.as_bytes());
-                    continue;
-                }
-                Entry::Line {
-                    item,
-                    input,
-                    number,
-                    last_before_wait,
-                } => (item, &inputs[*input], *number, *last_before_wait),
-            };
-            let now = options.timing.clock.now();
-            let decided = match scanned {
-                Scanned::Blank => None,
-                Scanned::Call(call, text) => Some(decide_call(
-                    call,
-                    &batch.text[text.clone()],
+    let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
+    while let Some((line, input, line_number)) = lines.next_line()? {
+        let now = options.timing.clock.now();
+        let decided = match line {
+            Line::Text(bytes) if jsonl::is_blank(bytes) => None,
+            Line::Text(bytes) => match read_line(bytes) {
+                Read::Call(call, text) => Some(decide_line(
+                    Some((call, text)),
+                    bytes,
                     options,
                     &mut state,
                     now,
                     &mut ids,
                 )),
-                Scanned::Record(record, line) => {
+                Read::Record(Ok(record)) => {
                     state.enter(&options.policy, now, options.timing.taint_ttl);
                     let id = ids.mint();
                     let values = record.apply(&mut state, &id, &options.policy);
-                    write_value_record(line, &id, record, values, &[], output);
+                    write_value_record(bytes, &id, &record, values, &[], output);
                     None
                 }
-                Scanned::Malformed(malformed, raw) => Some(Decided {
-                    id: ids.mint(),
-                    judgement: Judgement::malformed(malformed),
-                    call: None,
-                    text: CallText::Raw(raw),
-                }),
+                Read::Record(Err((malformed, raw))) => {
+                    Some(Decided::malformed(ids.mint(), &malformed, raw))
+                }
+                Read::Other => Some(decide_line(None, bytes, options, &mut state, now, &mut ids)),
+            },
+            Line::TooLong { length, start } => Some(Decided::malformed(
+                ids.mint(),
+                &too_long(length, options),
+                jsonl::raw_excerpt(start),
+            )),
+        };
+        if let Some(decided) = decided {
+            let id = decided.id;
+            let agent = decided
+                .call
+                .as_ref()
+                .and_then(|call| state.agent(&call.agent));
+            let verdict = Verdict {
+                id: &id,
+                judgement: &decided.judgement,
+                call: decided.call.as_ref(),
+                text: decided.text.as_call_text(),
+                origin: (input, line_number),
+                agent,
             };
-            if let Some(decided) = decided {
-                let agent = decided.call.and_then(|call| state.agent(&call.agent));
-                let verdict = Verdict {
-                    id: &decided.id,
-                    judgement: &decided.judgement,
-                    call: decided.call,
-                    text: decided.text,
-                    origin: (input, line_number),
-                    agent,
-                };
-                write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
-            }
-            output.commit_if_due(!last_before_wait)?;
+            write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
         }
-        ahead.give_back(batch);
+        output.commit_if_due(!lines.next_read_would_block())?;
     }
     output.commit()?;
-    Ok(ahead.completion())
-}
-
-/// A line as the reading thread scanned it: everything about it that needs no state.
-enum Scanned {
-    Blank,
-    /// A call, and where its JSON is in the batch's text.
-    Call(Call, Range<usize>),
-    /// A `task` or `result` record, and its line.
-    Record(ValueRecord, Box<[u8]>),
-    /// A line to deny: why, and an excerpt of it.
-    Malformed(Malformed, String),
-}
-
-/// Scans a line ([`read_line`]) on the reading thread, keeping a call's JSON in `text`.
-fn scan(line: Line<'_>, text: &mut String, max_line_bytes: usize) -> Scanned {
-    let bytes = match line {
-        Line::Text(bytes) if jsonl::is_blank(bytes) => return Scanned::Blank,
-        Line::Text(bytes) => bytes,
-        Line::TooLong { length, start } => {
-            return Scanned::Malformed(too_long(length, max_line_bytes), jsonl::raw_excerpt(start))
-        }
-    };
-    let scanned = match read_line(bytes) {
-        Read::Call(call, json) => Ok((call, json)),
-        Read::Record(Ok(record)) => return Scanned::Record(record, bytes.into()),
-        Read::Record(Err((malformed, raw))) => return Scanned::Malformed(malformed, raw),
-        Read::Other => Call::parse_line(bytes),
-    };
-    match scanned {
-        Ok((call, json)) => {
-            let start = text.len();
-            text.push_str(json);
-            Scanned::Call(call, start..text.len())
-        }
-        Err(malformed) => Scanned::Malformed(malformed, jsonl::raw_excerpt(bytes)),
-    }
+    Ok(lines.completion())
 }
 
 /// Decides every call of every input, in order, with the crew's state in a shared store.
@@ -228,7 +170,7 @@ pub fn run_shared<W: Write, E: Write>(
             }
             Line::TooLong { length, start } => {
                 batch_bytes += start.len();
-                let malformed = too_long(length, options.max_line_bytes);
+                let malformed = too_long(length, options);
                 batch.push(Pending::malformed(
                     ids.mint(),
                     &malformed,
@@ -280,9 +222,10 @@ fn store_members(shared: &Shared) -> Vec<u8> {
     line
 }
 
-fn too_long(length: u64, max_line_bytes: usize) -> Malformed {
+fn too_long(length: u64, options: &GateOptions) -> Malformed {
     Malformed::new(format!(
-        "the line is {length} bytes, over the line limit of {max_line_bytes} bytes"
+        "the line is {length} bytes, over the line limit of {} bytes",
+        options.max_line_bytes
     ))
 }
 
@@ -492,30 +435,46 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
 struct Decided<'a> {
     id: String,
     judgement: Judgement,
-    call: Option<&'a Call>,
-    text: CallText<'a>,
+    call: Option<Call>,
+    text: LineText<&'a str>,
 }
 
-/// Decides a call the reading thread scanned.
-fn decide_call<'a>(
-    call: &'a Call,
-    text: &'a str,
+impl Decided<'_> {
+    fn malformed(id: String, malformed: &Malformed, raw: String) -> Decided<'static> {
+        Decided {
+            id,
+            judgement: Judgement::malformed(malformed),
+            call: None,
+            text: LineText::Raw(raw),
+        }
+    }
+}
+
+/// Decides a line: the call the scanner already read from it, or read now.
+fn decide_line<'a>(
+    scanned: Option<(Call, &'a str)>,
+    bytes: &'a [u8],
     options: &GateOptions,
     state: &mut CrewState,
     now: std::time::SystemTime,
     ids: &mut IdMinter,
 ) -> Decided<'a> {
     let id = ids.mint();
-    state.enter(&options.policy, now, options.timing.taint_ttl);
-    // In memory, the time of a taint matters only to `--taint-ttl` (no other process reads this
-    // state); leaving it out keeps every event of a tainted agent shorter and skips formatting a
-    // time for each call.
-    let at = options.timing.taint_ttl.map(|_| now);
-    Decided {
-        judgement: decide(call, &id, &options.policy, state, at),
-        id,
-        call: Some(call),
-        text: CallText::Json(text),
+    match scanned.map_or_else(|| Call::parse_line(bytes), Ok) {
+        Ok((call, text)) => {
+            state.enter(&options.policy, now, options.timing.taint_ttl);
+            // In memory, the time of a taint matters only to `--taint-ttl` (no other process
+            // reads this state); leaving it out keeps every event of a tainted agent shorter and
+            // skips formatting a time for each call.
+            let at = options.timing.taint_ttl.map(|_| now);
+            Decided {
+                judgement: decide(&call, &id, &options.policy, state, at),
+                id,
+                call: Some(call),
+                text: LineText::Json(text),
+            }
+        }
+        Err(malformed) => Decided::malformed(id, &malformed, jsonl::raw_excerpt(bytes)),
     }
 }
 
