@@ -807,3 +807,108 @@ fn an_amount_just_above_the_limit_is_held_though_it_rounds_to_the_limit() {
         [json!("hold"), json!("hold"), json!("allow"), json!("allow")]
     );
 }
+
+// 13. Lines read ahead on a thread of their own, handed over in batches.
+
+/// Many lines of every kind, far more than one batch holds (512 lines, 64 KiB): each verdict
+/// comes in the order of its line, and the records pass in their place.
+#[test]
+fn many_lines_of_every_kind_keep_their_order_across_batches() {
+    let scratch = Scratch::new();
+    let record =
+        r#"{"kind":"task","agent":"planner","source":"user","instruction":"plan the trip"}"#;
+    // Denied by the reading of records, not by that of calls.
+    let bad_record = r#"{"kind":"task","agent":"planner"}"#;
+    let mut input = String::new();
+    let mut expected = Vec::new();
+    for n in 0..6000 {
+        match n % 7 {
+            0 => input.push_str("  \n"),
+            1 => {
+                input.push_str("not json\n");
+                expected.push("malformed".to_owned());
+            }
+            2 if n % 3 == 0 => {
+                input.push_str(&format!(
+                    "{{\"agent\":\"{}\",\"tool\":\"t\"}}\n",
+                    "y".repeat(300)
+                ));
+                expected.push("too long".to_owned());
+            }
+            3 if n % 5 == 0 => {
+                input.push_str(record);
+                input.push('\n');
+                expected.push("record".to_owned());
+            }
+            4 if n % 5 == 0 => {
+                input.push_str(bad_record);
+                input.push('\n');
+                expected.push("malformed".to_owned());
+            }
+            _ => {
+                input.push_str(&tagged_call(&format!("c{n}")));
+                input.push('\n');
+                expected.push(format!("c{n}"));
+            }
+        }
+    }
+    let output = run(scratch
+        .cmd("sc-gate")
+        .args(["--quiet", "--max-line-bytes", "200"])
+        .write_stdin(input));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_text(&output));
+    let seen: Vec<String> = parse_stdout(&output.stdout)
+        .iter()
+        .map(|line| {
+            if line.get("kind").is_some() {
+                "record".to_owned()
+            } else if let Some(agent) = line["call"]["agent"].as_str() {
+                agent.to_owned()
+            } else if line["reasons"].to_string().contains("over the line limit") {
+                "too long".to_owned()
+            } else {
+                "malformed".to_owned()
+            }
+        })
+        .collect();
+    assert_eq!(seen.len(), expected.len());
+    assert!(seen == expected, "the output is out of order");
+    // One event per verdict and record, in the same order.
+    let events = scratch.audit_events();
+    assert_eq!(events.len(), expected.len());
+}
+
+/// An input that fails to be read after thousands of lines were read from the one before it:
+/// the gate stops with the read error, naming the input, and what it wrote before is a prefix
+/// of the verdicts in order, each audited.
+#[test]
+fn a_read_error_after_many_lines_ends_the_gate_naming_the_input() {
+    let scratch = Scratch::new();
+    let calls: String = (0..3000)
+        .map(|n| tagged_call(&format!("c{n}")) + "\n")
+        .collect();
+    let good = scratch.write("good.jsonl", calls);
+    // A folder opens like a file, and reading it fails.
+    let folder = scratch.path("a-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let output = run(scratch
+        .cmd("sc-gate")
+        .arg("--quiet")
+        .arg(&good)
+        .arg(&folder));
+    let stderr = stderr_text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("a-folder"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let verdicts = parse_stdout(&output.stdout);
+    // Batches of verdicts left while the good input was read.
+    assert!(!verdicts.is_empty());
+    for (n, verdict) in verdicts.iter().enumerate() {
+        assert_eq!(verdict["call"]["agent"], json!(format!("c{n}")));
+    }
+    let audited: HashSet<String> = ids_of(&scratch.audit_events()).into_iter().collect();
+    assert!(ids_of(&verdicts).iter().all(|id| audited.contains(id)));
+}
