@@ -373,7 +373,7 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     use std::io::Write;
     let scratch = Scratch::new();
     let policy = testdata("../policies/claude-code.json");
-    let hook = |args: &[&str]| {
+    let command = |args: &[&str]| {
         let mut cmd = Command::new(bin_path("sc-hook"));
         cmd.arg("--policy")
             .arg(&policy)
@@ -385,8 +385,9 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        cmd.spawn().unwrap()
+        cmd
     };
+    let hook = |args: &[&str]| command(args).spawn().unwrap();
     // Bounded: a hook that never ends is killed and the test fails.
     let finished = |mut child: Child| {
         use std::io::Read;
@@ -441,17 +442,7 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     // Found by a review: a parent that blocked SIGALRM (a blocked signal survives exec), and
     // a stderr nobody reads (a full pipe, where the refusal's own write would block). Both
     // still end, refused.
-    let mut blocked = Command::new(bin_path("sc-hook"));
-    blocked
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(scratch.audit_path())
-        .args(["--timeout", "1"])
-        .env("HOME", scratch.path("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut blocked = command(&["--timeout", "1"]);
     // SAFETY: only sigprocmask between fork and exec.
     unsafe {
         blocked.pre_exec(|| {
@@ -480,15 +471,7 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
     )
     .unwrap();
-    let mut child = Command::new(bin_path("sc-hook"))
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(scratch.audit_path())
-        .args(["--timeout", "1"])
-        .env("HOME", scratch.path("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = command(&["--timeout", "1"])
         .stderr(Stdio::from(full_write))
         .spawn()
         .unwrap();
