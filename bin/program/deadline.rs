@@ -29,7 +29,8 @@ static ANSWERING: AtomicBool = AtomicBool::new(false);
 /// blocks on a full pipe) ends the process at once.
 static FIRED: AtomicBool = AtomicBool::new(false);
 
-/// Ends the process with [`refusal`]'s answer after `seconds`, unless it ended before. Fails
+/// Ends the process with the agent's refusal ([`refuse_as`]) after `seconds`, unless it ended
+/// before. Fails
 /// when the signal's handler cannot be set (the caller refuses the call then).
 pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
     refuse_as(agent, None, seconds);

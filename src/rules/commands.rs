@@ -304,7 +304,7 @@ impl CommandRules {
                     .into());
             };
             for (index, item) in items.iter().enumerate() {
-                let rule = rule("", index, item)
+                let rule = rule(index, item)
                     .map_err(|err| err.within(key, &format!(".rules[{index}]")))?;
                 if let Some(Token::Word(programs)) = rule.0.prefix.first() {
                     for program in programs {
@@ -813,26 +813,22 @@ struct Examples<'v> {
     not_matching: Vec<&'v str>,
 }
 
-fn rule<'v>(
-    key: &str,
-    index: usize,
-    value: &'v Value,
-) -> Result<(CommandRule, Examples<'v>), CommandsError> {
-    let object: &Map<String, Value> = keys::object(key, value, RULE_KEYS)?;
+/// The rule at `index`; its errors name their place from the rule down (`.prefix[1]`), for the
+/// caller to put under `commands.rules[INDEX]` (paths are made only when reading fails).
+fn rule<'v>(index: usize, value: &'v Value) -> Result<(CommandRule, Examples<'v>), CommandsError> {
+    let object: &Map<String, Value> = keys::object("", value, RULE_KEYS)?;
     let prefix = match object.get("prefix") {
-        Some(prefix) => parse_prefix(prefix).map_err(|err| err.within(key, ".prefix"))?,
-        None => return Err(CommandProblem::Missing("prefix").at(key)),
+        Some(prefix) => parse_prefix(".prefix", prefix)?,
+        None => return Err(CommandProblem::Missing("prefix").at("")),
     };
     let when_confined = object
         .get("whenConfined")
-        .map(|v| keys::decision("", v).map_err(|err| err.within(key, ".whenConfined")))
+        .map(|v| keys::decision(".whenConfined", v))
         .transpose()?;
     let decision = match (object.get("decision"), when_confined) {
-        (Some(decision), _) => {
-            keys::decision("", decision).map_err(|err| err.within(key, ".decision"))?
-        }
+        (Some(decision), _) => keys::decision(".decision", decision)?,
         (None, Some(when_confined)) => when_confined,
-        (None, None) => return Err(CommandProblem::Missing("decision").at(key)),
+        (None, None) => return Err(CommandProblem::Missing("decision").at("")),
     };
     let confined_only = !object.contains_key("decision");
     let when_tainted = match object.get("whenTainted").map(Value::as_str) {
@@ -841,13 +837,13 @@ fn rule<'v>(
         Some(Some("allow")) => WhenTainted::Allow,
         Some(_) => {
             let found = object["whenTainted"].to_string();
-            return Err(CommandProblem::WhenTainted(found).at(format!("{key}.whenTainted")));
+            return Err(CommandProblem::WhenTainted(found).at(".whenTainted"));
         }
     };
-    let examples = |name: &str| -> Result<Vec<&'v str>, KeyError> {
-        object.get(name).map_or(Ok(Vec::new()), |v| {
-            keys::strings("", v).map_err(|err| err.within(key, &format!(".{name}")))
-        })
+    let examples = |name: &str, key: &str| -> Result<Vec<&'v str>, KeyError> {
+        object
+            .get(name)
+            .map_or(Ok(Vec::new()), |v| keys::strings(key, v))
     };
     Ok((
         CommandRule {
@@ -859,8 +855,8 @@ fn rule<'v>(
             confined_only,
         },
         Examples {
-            matching: examples("match")?,
-            not_matching: examples("notMatch")?,
+            matching: examples("match", ".match")?,
+            not_matching: examples("notMatch", ".notMatch")?,
         },
     ))
 }
@@ -1056,10 +1052,8 @@ fn by_path_rule(key: &str, value: &Value) -> Result<ByPath, CommandsError> {
     })
 }
 
-/// A rule's `prefix`; errors name their place from the prefix down (`[1]`), for the caller to
-/// put under the rule's key.
-fn parse_prefix(value: &Value) -> Result<Vec<Token>, CommandsError> {
-    let key = "";
+/// A rule's `prefix`, at the key path `key` (an item's path is made only when it is wrong).
+fn parse_prefix(key: &str, value: &Value) -> Result<Vec<Token>, CommandsError> {
     let Value::Array(items) = value else {
         return Err(wrong_type("an array of tokens", value).at(key).into());
     };

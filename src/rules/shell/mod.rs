@@ -88,7 +88,7 @@ pub enum Caveat {
     /// `find … -exec PROG … {} ;` (and `-execdir`, `-ok`, `-okdir`): find puts each path it
     /// finds where `{}` is, so the paths the program reads or writes are not in the text
     /// (`find . -name target -exec mv {} t2 \;` moves whatever it finds). The command rules
-    /// count it only for a program that writes its operands.
+    /// let the plain readers keep their allow despite it (`FOUND_PATH_READERS`).
     FoundPaths,
     /// `sudo` or `doas` runs it as another user, with rights the agent does not have.
     RunsAsAnotherUser(String),
