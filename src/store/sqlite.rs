@@ -108,6 +108,9 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// What a state store's schema never holds: a view, a trigger, an `sc_meta` that is not a table.
+const NOT_A_TABLE: &str = "type IN ('view', 'trigger') OR (name = 'sc_meta' AND type != 'table')";
+
 /// An open SQLite state file.
 pub(crate) struct SqliteStore {
     connection: Connection,
@@ -184,18 +187,20 @@ impl SqliteStore {
         // A store already of this format (every open but a file's first) is only read: no write
         // lock, on the path each sc-hook call takes. Anything else (no table yet, an older
         // format, an error, something not only tables) takes the locked path below, which decides.
-        if self.only_tables().unwrap_or(false) {
-            let known: Option<String> = self
-                .connection
-                .query_row(
-                    "SELECT value FROM sc_meta WHERE key = 'format'",
-                    [],
-                    |row| row.get(0),
-                )
-                .ok();
-            if known.as_deref() == Some(FORMAT) {
-                return Ok(());
-            }
+        // One statement: the format, found only where the schema holds nothing but tables.
+        let known: Option<String> = self
+            .connection
+            .query_row(
+                &format!(
+                    "SELECT value FROM sc_meta WHERE key = 'format'
+                     AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE {NOT_A_TABLE})"
+                ),
+                [],
+                |row| row.get(0),
+            )
+            .ok();
+        if known.as_deref() == Some(FORMAT) {
+            return Ok(());
         }
         // Made a store in one transaction that holds the write lock, so two processes that
         // open a new file at once do not both make it.
@@ -230,8 +235,7 @@ impl SqliteStore {
     /// session's taint; a view that answers the format of another table).
     fn only_tables(&self) -> rusqlite::Result<bool> {
         let others: i64 = self.connection.query_row(
-            "SELECT count(*) FROM sqlite_schema
-             WHERE type IN ('view', 'trigger') OR (name = 'sc_meta' AND type != 'table')",
+            &format!("SELECT count(*) FROM sqlite_schema WHERE {NOT_A_TABLE}"),
             [],
             |row| row.get(0),
         )?;
