@@ -554,7 +554,10 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
     // and an `sc_meta` that is a view answering another table's format. Neither is read.
     spoil("UPDATE sc_states SET state = '{}'; DELETE FROM sc_states");
     spoil("CREATE TRIGGER forget AFTER INSERT ON sc_states BEGIN DELETE FROM sc_states; END");
-    refused(&scratch, "it has views or triggers");
+    refused(
+        &scratch,
+        "it holds what a Skeleton Crew state store never has",
+    );
     spoil("DROP TRIGGER forget");
     spoil(
         "CREATE TABLE fake (key TEXT, value TEXT); INSERT INTO fake SELECT * FROM sc_meta;
@@ -562,6 +565,29 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
     );
     refused(&scratch, "not a Skeleton Crew state store");
     spoil("DROP VIEW sc_meta; ALTER TABLE fake RENAME TO sc_meta");
+    // Found by a second review: the same trigger with its schema row retyped `'Trigger'`
+    // (SQLite builds it from its text all the same), and a view spelt `SC_META` beside a
+    // table of another program's.
+    spoil(
+        "CREATE TRIGGER forget AFTER INSERT ON sc_states BEGIN DELETE FROM sc_states; END;
+         PRAGMA writable_schema = ON;
+         UPDATE sqlite_schema SET type = 'Trigger' WHERE type = 'trigger';
+         PRAGMA writable_schema = OFF",
+    );
+    refused(
+        &scratch,
+        "it holds what a Skeleton Crew state store never has",
+    );
+    spoil(
+        "PRAGMA writable_schema = ON; DELETE FROM sqlite_schema WHERE name = 'forget';
+         PRAGMA writable_schema = OFF",
+    );
+    spoil("CREATE TABLE other_app (x)");
+    refused(
+        &scratch,
+        "it holds what a Skeleton Crew state store never has",
+    );
+    spoil("DROP TABLE other_app");
     assert_eq!(
         decisions(&gate_run(&scratch, &args, &[payment("a", 1)])),
         ["allow"],

@@ -59,7 +59,7 @@ pub(crate) enum SqliteProblem {
     )]
     SomethingElse,
     #[error(
-        "it has views or triggers (or an `sc_meta` that is not a table), which a Skeleton Crew state store never has: it was edited"
+        "it holds what a Skeleton Crew state store never has (a view, a trigger, another table or index): it was edited"
     )]
     NotOnlyTables,
     /// A state stored under a path that is not a [`StateKey::path`].
@@ -108,8 +108,12 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// What a state store's schema never holds: a view, a trigger, an `sc_meta` that is not a table.
-const NOT_A_TABLE: &str = "type IN ('view', 'trigger') OR (name = 'sc_meta' AND type != 'table')";
+/// A schema row that is not one of a state store's own: its three tables, spelt exactly, and
+/// their primary keys' automatic indexes. Listed by what is allowed, not by what is refused: a
+/// review retyped a trigger's row `'Trigger'` and named a view `SC_META`, and SQLite still built
+/// both from their text.
+const NOT_OURS: &str = "NOT ((type = 'table' AND name IN ('sc_meta', 'sc_states', 'sc_values')) \
+     OR (type = 'index' AND name GLOB 'sqlite_autoindex_sc_*' AND sql IS NULL))";
 
 /// An open SQLite state file.
 pub(crate) struct SqliteStore {
@@ -148,6 +152,17 @@ impl SqliteStore {
         }
         let connection = Connection::open_with_flags(path, flags)
             .map_err(|err| fail(SqliteProblem::CannotOpen(err)))?;
+        // What the file holds is data: its schema may not call functions with side effects, and
+        // this connection may not rewrite the schema itself.
+        use rusqlite::config::DbConfig;
+        for (setting, on) in [
+            (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
+            (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+        ] {
+            connection
+                .set_db_config(setting, on)
+                .map_err(|err| fail(SqliteProblem::CannotOpen(err)))?;
+        }
         let store = SqliteStore {
             connection,
             shown: shown.clone(),
@@ -193,7 +208,7 @@ impl SqliteStore {
             .query_row(
                 &format!(
                     "SELECT value FROM sc_meta WHERE key = 'format'
-                     AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE {NOT_A_TABLE})"
+                     AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE {NOT_OURS})"
                 ),
                 [],
                 |row| row.get(0),
@@ -230,12 +245,12 @@ impl SqliteStore {
         }
     }
 
-    /// Whether the schema holds no view or trigger, and `sc_meta`, if there, is a table: a view
-    /// or trigger would make the store do what it was not asked (a trigger that deletes a
+    /// Whether the schema holds only a state store's own tables and indexes ([`NOT_OURS`]): a
+    /// view or trigger would make the store do what it was not asked (a trigger that deletes a
     /// session's taint; a view that answers the format of another table).
     fn only_tables(&self) -> rusqlite::Result<bool> {
         let others: i64 = self.connection.query_row(
-            &format!("SELECT count(*) FROM sqlite_schema WHERE {NOT_A_TABLE}"),
+            &format!("SELECT count(*) FROM sqlite_schema WHERE {NOT_OURS}"),
             [],
             |row| row.get(0),
         )?;
