@@ -514,6 +514,38 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
         .unwrap()
         .contains("--timeout"));
     refused_by_the_deadline(&out);
+    // Copilot CLI's deny answer to a stdout nobody reads (its write fails): status 2, not the
+    // 0 of a deny answer given whole, whether the answer is the decision's, the deadline's
+    // (the store locked) or an error's; and never a second answer after a torn first.
+    let create = serde_json::json!({"timestamp": 1_767_000_000_000u64, "cwd": scratch.dir.path(),
+        "toolName": "create",
+        "toolArgs": serde_json::json!({"path": ".github/hooks/x.json", "file_text": "{}"}).to_string()});
+    let unread = |args: &[&str]| {
+        let (closed_read, closed_write) = nix::unistd::pipe().unwrap();
+        drop(closed_read);
+        let mut child = command(args)
+            .stdout(Stdio::from(closed_write))
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(create.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        child.stdout = Some(std::process::ChildStdout::from(std::os::fd::OwnedFd::from(
+            std::fs::File::open("/dev/null").unwrap(),
+        )));
+        finished(child)
+    };
+    for args in [
+        &["--for", "copilot", "--timeout", "1"][..],
+        &["--for", "copilot", "--timeout", "30"],
+    ] {
+        let out = unread(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {out:?}");
+    }
+    holder.execute_batch("ROLLBACK").unwrap();
+    let out = unread(&["--for", "copilot"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     // Claude Code's input, the same store: exit 2.
     let claude = serde_json::json!({
         "session_id": "s-1", "transcript_path": "/dev/null", "cwd": scratch.dir.path(),

@@ -84,9 +84,10 @@ pub fn refuse_as(agent: Agent, event: Option<Event>, seconds: u32) {
 
 /// The hook begins writing its own answer: a deadline that fires now ends the process with status
 /// 2 and writes nothing, so that the agent never reads two answers (Copilot CLI reads a hook
-/// that fails as a refusal; for Cursor nothing after a torn answer can block).
-pub fn answering() {
-    ANSWERING.store(true, Ordering::Release);
+/// that fails as a refusal; for Cursor nothing after a torn answer can block). Whether it had
+/// begun before.
+pub fn answering() -> bool {
+    ANSWERING.swap(true, Ordering::AcqRel)
 }
 
 /// Standard output, with [`answering`] said before its first byte.
@@ -118,10 +119,12 @@ extern "C" fn fired(_signal: libc::c_int) {
     // The writes below may block (a pipe nobody reads): the process ends a second later anyway.
     // SAFETY: alarm is async-signal-safe.
     unsafe { libc::alarm(1) };
+    let mut status = status;
     // SAFETY: as above.
     if let Some(refusal) = unsafe { refusal.as_ref() } {
-        if !answering {
-            write_all(1, &refusal.stdout);
+        if !answering && !write_all(1, &refusal.stdout) {
+            // The answer could not be given (a closed stdout): a status 0 would block nothing.
+            status = 2;
         }
         write_all(2, &refusal.stderr);
     }
@@ -129,8 +132,9 @@ extern "C" fn fired(_signal: libc::c_int) {
     unsafe { libc::_exit(status) };
 }
 
-/// Every byte to `fd` as far as `write` takes them (in a signal handler: no allocation).
-fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
+/// Every byte to `fd` as far as `write` takes them (in a signal handler: no allocation); whether
+/// all were written.
+fn write_all(fd: libc::c_int, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {
         // SAFETY: a valid slice; write is async-signal-safe.
         let wrote = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
@@ -138,8 +142,9 @@ fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
             if wrote < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return;
+            return false;
         }
         bytes = &bytes[wrote as usize..];
     }
+    true
 }

@@ -211,16 +211,19 @@ fn refuse(
     event: Option<skeleton_crew::stage::hook::contract::Event>,
     err: &anyhow::Error,
 ) -> ExitCode {
-    deadline::answering();
     // The answer first: for Copilot CLI and Cursor it is the block, and stderr may be a pipe
-    // nobody reads.
+    // nobody reads. None after an answer already begun (a write of it failed): the agent never
+    // reads two, and the status is 2, as the deadline's then.
+    let began = deadline::answering();
     let (line, status) = answer::refusal(agent, event, &format!("{err:#}"));
-    if let Some(line) = line {
+    let mut given = !began;
+    if let Some(line) = line.filter(|_| !began) {
         let mut out = io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        given = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     }
     let _ = writeln!(io::stderr(), "sc-hook: {err:#}; the tool call is blocked");
-    ExitCode::from(status)
+    // A deny answer that could not be given (a closed stdout) blocks nothing with status 0.
+    ExitCode::from(if given { status } else { 2 })
 }
 
 fn scope_of(args: &ScopeArgs) -> anyhow::Result<Scope> {
