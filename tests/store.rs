@@ -1317,3 +1317,46 @@ fn sc_state_show_on_a_store_that_does_not_exist_yet_says_so_and_makes_nothing() 
     );
     assert!(!default_store.exists());
 }
+
+/// A database of another program named as the state store by mistake is refused and left as it
+/// was: its journal mode is not switched to WAL first (found by a review: a file an older SQLite,
+/// or a read-only medium, could no longer open in WAL mode).
+#[test]
+fn a_database_that_is_not_a_store_is_refused_unchanged() {
+    let scratch = Scratch::new();
+    let file = scratch.path("other.sqlite");
+    {
+        let other = rusqlite::Connection::open(&file).unwrap();
+        other
+            .execute_batch("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ann');")
+            .unwrap();
+    }
+    let mode = || -> String {
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(mode(), "delete");
+    let before = std::fs::read(&file).unwrap();
+    let out = scratch
+        .cmd("sc-gate")
+        .args(["--state", file.to_str().unwrap()])
+        .write_stdin(payment("a", 1))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("not a Skeleton Crew state store"),
+        "{stderr}"
+    );
+    assert_eq!(mode(), "delete");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the file is as it was"
+    );
+    assert!(!scratch.path("other.sqlite-wal").exists());
+}

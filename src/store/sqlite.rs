@@ -186,6 +186,25 @@ impl SqliteStore {
 
     fn prepare(&self, fsync: bool) -> Result<(), SqliteProblem> {
         self.connection.busy_timeout(BUSY_WAIT)?;
+        // A store already of this format (every open but a file's first) is only read: no write
+        // lock, on the path each sc-hook call takes. Anything else (no table yet, an older
+        // format, an error, something not only tables) takes the locked path below, which decides.
+        // One statement: the format, found only where the schema holds nothing but tables. It
+        // comes before the journal mode is set: a database that is not a store is left as it was.
+        let known: Option<String> = self
+            .connection
+            .query_row(
+                &format!(
+                    "SELECT value FROM sc_meta WHERE key = 'format'
+                     AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE {NOT_OURS})"
+                ),
+                [],
+                |row| row.get(0),
+            )
+            .ok();
+        if known.as_deref() != Some(FORMAT) {
+            self.refuse_what_is_not_a_store()?;
+        }
         let mode: String =
             self.connection
                 .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
@@ -199,21 +218,6 @@ impl SqliteStore {
             "synchronous",
             if fsync { "FULL" } else { "NORMAL" },
         )?;
-        // A store already of this format (every open but a file's first) is only read: no write
-        // lock, on the path each sc-hook call takes. Anything else (no table yet, an older
-        // format, an error, something not only tables) takes the locked path below, which decides.
-        // One statement: the format, found only where the schema holds nothing but tables.
-        let known: Option<String> = self
-            .connection
-            .query_row(
-                &format!(
-                    "SELECT value FROM sc_meta WHERE key = 'format'
-                     AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE {NOT_OURS})"
-                ),
-                [],
-                |row| row.get(0),
-            )
-            .ok();
         if known.as_deref() == Some(FORMAT) {
             return Ok(());
         }
@@ -243,6 +247,26 @@ impl SqliteStore {
             Some(other) => Err(SqliteProblem::OtherFormat(other)),
             None => Err(SqliteProblem::NoFormat),
         }
+    }
+
+    /// A database that is not a state store (nor an empty file to make one in) refused before
+    /// anything in it is changed, its journal mode included: a file of another program named by
+    /// mistake is left as it was.
+    fn refuse_what_is_not_a_store(&self) -> Result<(), SqliteProblem> {
+        let count = |sql: &str| -> rusqlite::Result<i64> {
+            self.connection.query_row(sql, [], |row| row.get(0))
+        };
+        let ours =
+            count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?;
+        if ours == 0
+            && count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0
+        {
+            return Err(SqliteProblem::SomethingElse);
+        }
+        if !self.only_tables()? {
+            return Err(SqliteProblem::NotOnlyTables);
+        }
+        Ok(())
     }
 
     /// Whether the schema holds only a state store's own tables and indexes ([`NOT_OURS`]): a
