@@ -160,6 +160,7 @@ fn bench(c: &mut Criterion) {
         cwd: Some(std::path::Path::new("/w/proj")),
         root: None,
         home: Some(std::path::Path::new("/home/me")),
+        links: None,
     };
     let mut group = c.benchmark_group("commands");
     group.throughput(Throughput::Elements(1));

@@ -549,3 +549,83 @@ fn every_door_documents_home_and_root() {
         }
     }
 }
+
+/// A symbolic link already in the project (a cloned repository can carry one) does not carry a
+/// shell command's path past the rules that name where it leads: sc-hook follows a command's
+/// paths through their links, wildcards expanded as bash would, and the stricter answer wins.
+/// Without it, `cat cloud/credentials` with `cloud -> ~/.aws` was allowed in an untainted
+/// session, and `echo x > conf/settings.json` with `conf -> .claude` wrote the agent's settings.
+#[test]
+fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
+    let scratch = Scratch::new();
+    let top = std::fs::canonicalize(scratch.dir.path()).unwrap();
+    let (home, proj) = (top.join("home"), top.join("proj"));
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), "[default]\nkey = k\n").unwrap();
+    std::fs::create_dir_all(proj.join(".claude")).unwrap();
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::os::unix::fs::symlink(home.join(".aws"), proj.join("cloud")).unwrap();
+    std::os::unix::fs::symlink(".claude", proj.join("conf")).unwrap();
+    let cwd = proj.to_str().unwrap();
+    let ask = |n: usize, command: &str| {
+        let input = pre_tool_use(
+            "links",
+            "Bash",
+            &json!({"command": command}),
+            Some(cwd),
+            &format!("toolu_{n}"),
+        );
+        let mut child = Command::new(bin_path("sc-hook"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .current_dir(&proj)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .arg("--policy")
+            .arg(pack_path())
+            .arg("--home")
+            .arg(&home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sc-hook starts");
+        let text = input.to_string();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
+        hook_answer(&out)
+    };
+    let secret = home.join(".aws/credentials").display().to_string();
+    // Held already by its text: a wildcard that may match `**/*.pem`.
+    assert_eq!(ask(9, "cat cloud/*").0, "hold");
+    for (n, command) in [
+        "cat cloud/credentials",
+        "cat cl*/credentials",
+        "cat cloud/../.aws/credentials",
+        "wc -c < cloud/credentials",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (decision, reason) = ask(n, command);
+        assert_eq!(decision, "hold", "{command}: {reason}");
+        assert!(
+            reason.contains("leads through a symbolic link to") && reason.contains(&secret),
+            "{command}: {reason}"
+        );
+    }
+    let (decision, reason) = ask(10, "echo x > conf/settings.json");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains(".claude/settings.json"), "{reason}");
+    // What leads where it is written is judged as before.
+    for (n, command) in ["cat src/main.rs", "ls src/*.rs", "grep -n main src/*.rs"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(ask(20 + n, command).0, "allow", "{command}");
+    }
+}

@@ -63,6 +63,7 @@ fn context(cwd: Option<&Path>) -> PathContext<'_> {
         cwd,
         root: None,
         home: Some(Path::new(HOME)),
+        links: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! decision.
 
 use crate::call::Call;
+use crate::rules::paths::{Links, PathContext};
 use crate::rules::policy::Policy;
 use crate::verdict::Decision;
 
@@ -25,13 +26,19 @@ pub(crate) fn coding_agent_findings(
     let mut findings = Vec::new();
     let context = policy.places().context(call.cwd.as_deref());
     if let Some(commands) = policy.commands() {
+        // A command's paths are judged where they lead too, when the door can tell; a file
+        // tool's path is resolved by the door itself (`resolved`, below).
+        let command_context = PathContext {
+            links: judging.links,
+            ..context
+        };
         if let Some(judged) = commands.decide_call(
             &call.tool,
             call.args.map(),
             judging.tainted,
             judging.confined,
             policy.paths(),
-            context,
+            command_context,
         ) {
             findings.push(CodingFinding {
                 decision: judged.decision,
@@ -107,6 +114,8 @@ pub(crate) struct Judging<'a> {
     /// What a fetch tool's host name resolved to, when the door resolved it
     /// ([`super::decision::CallContext::addresses`]).
     pub addresses: &'a [std::net::IpAddr],
+    /// Where a command's paths lead ([`super::decision::CallContext::links`]).
+    pub links: Option<Links<'a>>,
 }
 
 /// A decision of the `commands` or `paths` key on a call, with its reasons, and whether it is a

@@ -115,6 +115,9 @@ pub struct CallContext<'a> {
     /// What the host name of a fetch tool's URL resolved to (`fetch` key), when the door
     /// resolved it within its deadline; empty: judged by the name alone.
     pub addresses: &'a [std::net::IpAddr],
+    /// Where a shell command's paths lead through symbolic links, when the door sees the file
+    /// system (sc-hook): the `paths` rules judge those places too, and the strictest answer wins.
+    pub links: Option<super::paths::Links<'a>>,
 }
 
 /// Decides a well-formed call under a policy, given what the stream so far did.
@@ -391,6 +394,7 @@ fn coding_agent_rules(
         project: context.project,
         resolved: context.resolved,
         addresses: context.addresses,
+        links: context.links,
     };
     let mut findings = Vec::new();
     for found in super::coding::coding_agent_findings(call, policy, judging) {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::pattern::{has_wildcard, plain_parts, word_parts};
-use super::place::{resolve, unknown_tilde, Placed};
+use super::place::{joined, resolve, unknown_tilde, Leads, Placed};
 use super::{PathJudgement, PathRules};
 use crate::rules::keys::shown;
 use crate::verdict::Decision;
@@ -46,8 +46,74 @@ impl PathRules {
     /// ("… matches no paths rule"), which a shell argument's first look never shows. `expands`:
     /// the path is a shell word whose wildcards bash expands (an unquoted `*`, `?`, `[`); in any
     /// other path (a file tool's, a quoted word) a wildcard is a character of the name.
+    ///
+    /// Where the door can tell where a path leads ([`Placed::links`]), the places it leads to
+    /// through symbolic links are judged too, and the strictest answer wins.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn judge_with(
+        &self,
+        path: &str,
+        write: bool,
+        placeable: bool,
+        by: Option<&str>,
+        placed: &Placed,
+        allow_reason: bool,
+        expands: bool,
+    ) -> PathJudgement {
+        let written =
+            self.judge_as_written(path, write, placeable, by, placed, allow_reason, expands);
+        let Some(links) = placed.links.filter(|_| !path.contains('\0')) else {
+            return written;
+        };
+        let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
+        if unknown_tilde(path, home).is_some() {
+            return written;
+        }
+        let dir = if placeable {
+            placed.cwd.as_deref().or(root)
+        } else {
+            None
+        };
+        let lexical = joined(path, dir, home);
+        if !lexical.is_absolute() {
+            return written;
+        }
+        let wild = expands && has_wildcard(path.as_bytes());
+        let mut best = written;
+        match (links.0)(&lexical, wild) {
+            Leads::Elsewhere(places) => {
+                for place in places {
+                    let text = place.to_string_lossy();
+                    let mut judged =
+                        self.judge_as_written(&text, write, false, by, placed, allow_reason, false);
+                    if judged.decision > best.decision {
+                        let note = format!(
+                            "\"{}\" leads through a symbolic link to \"{}\": ",
+                            shown(&resolve(path, dir, home).to_string_lossy()),
+                            shown(&text)
+                        );
+                        for reason in &mut judged.reasons {
+                            reason.insert_str(0, &note);
+                        }
+                        best = judged;
+                    }
+                }
+            }
+            Leads::Unknown(why) => {
+                let why = format!("may lead anywhere through symbolic links: {why}");
+                let placed_at = resolve(path, dir, home);
+                let judged = self.judge_as_any(&placed_at.to_string_lossy(), &why, write, by);
+                if judged.decision > best.decision {
+                    best = judged;
+                }
+            }
+        }
+        best
+    }
+
+    /// [`PathRules::judge_with`] on the path as written, its links not followed.
+    #[allow(clippy::too_many_arguments)]
+    fn judge_as_written(
         &self,
         path: &str,
         write: bool,

@@ -137,6 +137,7 @@ fn a_wildcard_reads_the_folder_before_it() {
         cwd: Some(Path::new("/home/me/code/p[1]")),
         root: None,
         home: Some(Path::new("/home/me")),
+        links: None,
     };
     let placed = Placed::of(odd);
     let decide = |path: &str| {
@@ -149,4 +150,58 @@ fn a_wildcard_reads_the_folder_before_it() {
     assert_eq!(decide("../*"), Decision::Allow);
     assert_eq!(decide("../../*"), Decision::Hold);
     assert_eq!(decide("../.."), Decision::Hold);
+}
+
+#[test]
+fn a_path_is_judged_where_its_links_lead_too_and_the_strictest_wins() {
+    use super::super::{Leads, Links};
+    use std::path::PathBuf;
+    let rules = issue_rules();
+    // What a door that sees the file system answers: `/w/proj/cloud` is a link to ~/.aws,
+    // `/w/proj/conf` one to the project's .claude, `/w/proj/many` a folder too big to list.
+    let leads = |path: &Path, wild: bool| -> Leads {
+        let text = path.to_string_lossy();
+        if let Some(rest) = text.strip_prefix("/w/proj/cloud/") {
+            return Leads::Elsewhere(vec![PathBuf::from("/home/me/.aws").join(rest)]);
+        }
+        if let Some(rest) = text.strip_prefix("/w/proj/conf/") {
+            return Leads::Elsewhere(vec![PathBuf::from("/w/proj/.claude").join(rest)]);
+        }
+        if wild && text.starts_with("/w/proj/many/") {
+            return Leads::Unknown("too many names".to_owned());
+        }
+        Leads::Elsewhere(Vec::new())
+    };
+    let with_links = PathContext {
+        links: Some(Links(&leads)),
+        ..context()
+    };
+    let placed = Placed::of(with_links);
+    let judge = |path: &str, write: bool, expands: bool| {
+        rules.judge_with(path, write, true, Some("cat"), &placed, true, expands)
+    };
+
+    let read = judge("cloud/credentials", false, false);
+    assert_eq!(read.decision, Decision::Hold, "{read:?}");
+    assert_eq!(
+        read.reasons,
+        ["\"/w/proj/cloud/credentials\" leads through a symbolic link to \"/home/me/.aws/credentials\": read of \"/home/me/.aws/credentials\" by cat matches paths.rules[1] (glob ~/.aws/**): hold"]
+    );
+    let write = judge("conf/settings.json", true, false);
+    assert_eq!(write.decision, Decision::Deny, "{write:?}");
+    assert!(write.reasons[0].contains("glob .claude/**"), "{write:?}");
+    let unknown = judge("many/*", false, true);
+    assert_eq!(unknown.decision, Decision::Hold, "{unknown:?}");
+    assert!(
+        unknown.reasons[0].contains("may lead anywhere through symbolic links: too many names"),
+        "{unknown:?}"
+    );
+    // A path with no link on its way is judged as written, and a stricter answer as written
+    // is kept.
+    assert_eq!(judge("src/main.rs", false, false).decision, Decision::Allow);
+    assert_eq!(judge(".claude/x", true, false).decision, Decision::Deny);
+    // Without a door that sees the file system, the same words are judged by their text.
+    let plain = Placed::of(context());
+    let read = rules.judge_with("cloud/credentials", false, true, None, &plain, true, false);
+    assert_eq!(read.decision, Decision::Allow);
 }

@@ -164,6 +164,7 @@ fn a_relative_path_that_cannot_be_placed_may_line_up_with_a_base() {
         cwd: None,
         root: None,
         home: Some(Path::new("/home/me")),
+        links: None,
     };
     assert_eq!(
         rules.decide_path(".", false, nowhere).decision,
@@ -216,6 +217,7 @@ fn a_wildcard_may_match_a_name_a_glob_names() {
         cwd: Some(Path::new("/w/p[1]")),
         root: None,
         home: Some(Path::new("/home/me")),
+        links: None,
     };
     let rules = PathRules::from_json(
         "paths",

@@ -44,7 +44,7 @@ mod rule;
 
 pub(crate) use place::normalize as normalized;
 pub(crate) use place::Placed;
-pub use place::{PathContext, Places};
+pub use place::{Leads, Links, PathContext, Places};
 pub(crate) use rule::PathRule;
 
 use serde_json::{Map, Value};
@@ -172,7 +172,7 @@ impl PathRules {
     }
 
     /// A call's context, placed once for every path of a shell command.
-    pub fn place(&self, context: PathContext) -> Placed {
+    pub fn place<'a>(&self, context: PathContext<'a>) -> Placed<'a> {
         Placed::of(context)
     }
 

@@ -24,6 +24,7 @@ pub(super) fn context() -> PathContext<'static> {
         cwd: Some(Path::new("/w/proj")),
         root: None,
         home: Some(Path::new("/home/me")),
+        links: None,
     }
 }
 
@@ -104,6 +105,7 @@ fn reads_writes_and_the_root() {
             cwd: Some(Path::new("/w/proj/sub")),
             root: Some(Path::new("/w/proj")),
             home: None,
+            links: None,
         },
     );
     assert_eq!(rooted.decision, Decision::Allow, "{rooted:?}");

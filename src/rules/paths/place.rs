@@ -6,14 +6,15 @@ use std::path::{Component, Path, PathBuf};
 /// A call's context with its directories normalized once, for all the paths it names
 /// ([`PathRules::place`](super::PathRules::place)).
 #[derive(Debug, Clone)]
-pub struct Placed {
+pub struct Placed<'a> {
     pub(super) cwd: Option<PathBuf>,
     pub(super) root: Option<PathBuf>,
     pub(super) home: Option<PathBuf>,
+    pub(super) links: Option<Links<'a>>,
 }
 
-impl Placed {
-    pub(super) fn of(context: PathContext) -> Placed {
+impl<'a> Placed<'a> {
+    pub(super) fn of(context: PathContext<'a>) -> Placed<'a> {
         let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
         let root = context
             .root
@@ -21,8 +22,41 @@ impl Placed {
             .map(normalize)
             .or_else(|| cwd.clone());
         let home = context.home.filter(|p| p.is_absolute()).map(normalize);
-        Placed { cwd, root, home }
+        Placed {
+            cwd,
+            root,
+            home,
+            links: context.links,
+        }
     }
+}
+
+/// Where a path leads on the file system, through the symbolic links on its way: given by a door
+/// that sees the file system (sc-hook, for a shell command's paths), so that a link already in
+/// the project (`keys -> ~/.ssh`) does not carry `cat keys/id_ed25519` past the rules that name
+/// the place it leads to. The rules themselves never read the file system.
+///
+/// Called with a placed (absolute) path and whether bash expands wildcards in it; answers the
+/// places it leads to that are not the path as written ([`Leads::Elsewhere`]; for a wildcard,
+/// each name it matches that leads elsewhere), or [`Leads::Unknown`] when the door could not
+/// tell (a wildcard matching more names than it lists).
+#[derive(Clone, Copy)]
+pub struct Links<'a>(pub &'a (dyn Fn(&Path, bool) -> Leads + 'a));
+
+impl std::fmt::Debug for Links<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Links")
+    }
+}
+
+/// What [`Links`] found for a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leads {
+    /// Where it leads through symbolic links, each place a different one from the path as
+    /// written; empty: it leads where it is written.
+    Elsewhere(Vec<PathBuf>),
+    /// It may lead anywhere: why.
+    Unknown(String),
 }
 
 /// Where the call happens: its working directory, the root it may write in (`--root`, else the
@@ -33,6 +67,8 @@ pub struct PathContext<'a> {
     pub cwd: Option<&'a Path>,
     pub root: Option<&'a Path>,
     pub home: Option<&'a Path>,
+    /// Where a path leads on the file system, when the door can tell ([`Links`]).
+    pub links: Option<Links<'a>>,
 }
 
 /// Where calls happen, as the command line says: the home directory (`--home`, else `$HOME`)
@@ -50,6 +86,7 @@ impl Places {
             cwd: cwd.map(Path::new),
             root: self.root.as_deref(),
             home: self.home.as_deref(),
+            links: None,
         }
     }
 }
@@ -66,6 +103,12 @@ pub(super) fn unknown_tilde<'p>(path: &'p str, home: Option<&Path>) -> Option<&'
 
 /// A path resolved lexically: absolute when it can be placed, else relative as given.
 pub(super) fn resolve(path: &str, base: Option<&Path>, home: Option<&Path>) -> PathBuf {
+    normalize(&joined(path, base, home))
+}
+
+/// [`resolve`] before `.` and `..` are folded: where the kernel starts walking the path, for a
+/// door that follows its symbolic links (`keys/../x`, with `keys` a link, is not `x`).
+pub(super) fn joined(path: &str, base: Option<&Path>, home: Option<&Path>) -> PathBuf {
     let expanded = match (path.strip_prefix('~'), home) {
         (Some(""), Some(home)) => home.to_path_buf(),
         (Some(rest), Some(home)) if rest.starts_with('/') => {
@@ -73,12 +116,9 @@ pub(super) fn resolve(path: &str, base: Option<&Path>, home: Option<&Path>) -> P
         }
         _ => PathBuf::from(path),
     };
-    if expanded.is_absolute() {
-        return normalize(&expanded);
-    }
     match base {
-        Some(base) => normalize(&base.join(expanded)),
-        None => normalize(&expanded),
+        Some(base) if !expanded.is_absolute() => base.join(expanded),
+        _ => expanded,
     }
 }
 

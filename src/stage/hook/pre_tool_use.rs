@@ -61,6 +61,16 @@ pub(super) fn decide(
     } else {
         super::resolved::resolved_args(&hook.tool_input, hook.cwd.as_deref())
     };
+    // Where a command's paths lead through symbolic links: asked by the decision for each path
+    // it judges, each answer kept for a second look (a store update that is retried).
+    let leads = std::cell::RefCell::new(std::collections::HashMap::new());
+    let places_behind = |path: &std::path::Path, wild: bool| {
+        leads
+            .borrow_mut()
+            .entry((path.to_owned(), wild))
+            .or_insert_with(|| super::resolved::places_behind(path, wild))
+            .clone()
+    };
     // Where a fetch tool's host name leads (read before the decision: it asks the resolver).
     let addresses =
         super::fetch_host::fetch_addresses(&options.policy, &call.tool, call.args.map());
@@ -89,6 +99,7 @@ pub(super) fn decide(
                     now,
                 }),
                 addresses: &addresses,
+                links: Some(crate::rules::paths::Links(&places_behind)),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::rules::paths::Leads;
+
 /// The keys of Claude Code's file tools that name a file.
 const PATH_KEYS: &[&str] = &["file_path", "notebook_path", "path"];
 
@@ -49,6 +51,97 @@ fn leads_to(path: &Path, cwd: Option<&Path>) -> Option<PathBuf> {
     let written = crate::rules::paths::normalized(&absolute);
     let leads = follow(&absolute, 40)?;
     (leads != written).then_some(leads)
+}
+
+/// The most directory entries a shell command's wildcards are matched against when sc-hook looks
+/// for the symbolic links they may lead through: past it the path may lead anywhere.
+const MAX_LISTED: usize = 10_000;
+
+/// Where a shell command's path (absolute, as the rules placed it, `..` not folded) leads
+/// through symbolic links ([`crate::rules::paths::Links`]): each place other than the path as
+/// written. With `wild` (bash expands its `*`, `?` and `[`), each name the wildcards match in the
+/// folders they stand in is followed, and the word as written too (what bash keeps when nothing
+/// matches); more than [`MAX_LISTED`] entries listed: it may lead anywhere. A loop of links leads
+/// nowhere (the command reads nothing through it).
+pub(super) fn places_behind(path: &Path, wild: bool) -> Leads {
+    let mut candidates = vec![path.to_owned()];
+    if wild {
+        match expand(path) {
+            Ok(found) => candidates.extend(found),
+            Err(why) => return Leads::Unknown(why),
+        }
+    }
+    let mut places: Vec<PathBuf> = Vec::new();
+    for candidate in candidates {
+        let written = crate::rules::paths::normalized(&candidate);
+        if let Some(leads) = follow(&candidate, 40).filter(|leads| *leads != written) {
+            if !places.contains(&leads) {
+                places.push(leads);
+            }
+        }
+    }
+    Leads::Elsewhere(places)
+}
+
+/// The names an absolute path's wildcards match, one folder level at a time as bash expands
+/// them; a dot-file is matched too (bash would need `.*`), which only adds places to judge.
+fn expand(path: &Path) -> Result<Vec<PathBuf>, String> {
+    use std::path::Component;
+    let mut found = vec![PathBuf::from("/")];
+    let mut listed = 0usize;
+    for part in path.components() {
+        let name = match part {
+            Component::RootDir | Component::Prefix(_) => continue,
+            Component::CurDir => continue,
+            Component::ParentDir => std::ffi::OsStr::new(".."),
+            Component::Normal(name) => name,
+        };
+        let text = name.to_string_lossy();
+        let matcher = has_wildcard(&text)
+            .then(|| {
+                globset::GlobBuilder::new(&text)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .ok()
+            })
+            .flatten()
+            .map(|glob| glob.compile_matcher());
+        let Some(matcher) = matcher else {
+            // A part without a wildcard (or one bash would keep as it is written).
+            for place in &mut found {
+                place.push(name);
+            }
+            continue;
+        };
+        let mut next = Vec::new();
+        for folder in &found {
+            let Ok(entries) = std::fs::read_dir(folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                listed += 1;
+                if listed > MAX_LISTED {
+                    return Err(format!(
+                        "its wildcards match among more than {MAX_LISTED} names, more than sc-hook lists to find where they lead"
+                    ));
+                }
+                let file = entry.file_name();
+                if matcher.is_match(Path::new(&file)) {
+                    next.push(folder.join(&file));
+                }
+            }
+        }
+        found = next;
+        if found.is_empty() {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+fn has_wildcard(text: &str) -> bool {
+    text.bytes().any(|b| matches!(b, b'*' | b'?' | b'['))
 }
 
 /// `path` (absolute) with every symbolic link on it resolved; `links` bounds how many are
@@ -167,5 +260,53 @@ mod tests {
             resolved_args(&input("cl/x"), None).is_none(),
             "relative, no cwd"
         );
+    }
+
+    #[test]
+    fn a_command_s_path_is_followed_through_links_and_wildcards() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(dir.path()).unwrap();
+        let (home, proj) = (top.join("home"), top.join("proj"));
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        std::fs::write(home.join(".aws/credentials"), "key").unwrap();
+        std::fs::create_dir_all(proj.join("src")).unwrap();
+        std::fs::write(proj.join("src/main.rs"), "fn main() {}").unwrap();
+        std::os::unix::fs::symlink(home.join(".aws"), proj.join("cloud")).unwrap();
+        let leads = |path: &str, wild: bool| places_behind(&proj.join(path), wild);
+        let secret = home.join(".aws/credentials");
+
+        assert_eq!(
+            leads("cloud/credentials", false),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // `..` is taken after the link before it, as the kernel does.
+        assert_eq!(
+            leads("cloud/../.aws/credentials", false),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A wildcard that matches the link, and one under it.
+        assert_eq!(
+            leads("cl*/credentials", true),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        assert_eq!(
+            leads("cloud/*", true),
+            Leads::Elsewhere(vec![home.join(".aws/*"), secret.clone()])
+        );
+        // Unexpanded (quoted), the same word names a file called `cl*`: no link on its way.
+        assert_eq!(leads("cl*/credentials", false), Leads::Elsewhere(vec![]));
+        assert_eq!(leads("src/*.rs", true), Leads::Elsewhere(vec![]));
+        assert_eq!(leads("src/main.rs", false), Leads::Elsewhere(vec![]));
+        // A loop leads nowhere: the command reads nothing through it.
+        std::os::unix::fs::symlink("loop", proj.join("loop")).unwrap();
+        assert_eq!(leads("loop/x", false), Leads::Elsewhere(vec![]));
+        // More names than sc-hook lists: it may lead anywhere.
+        let many = proj.join("many");
+        std::fs::create_dir_all(&many).unwrap();
+        for n in 0..=MAX_LISTED {
+            std::fs::write(many.join(n.to_string()), "").unwrap();
+        }
+        assert!(matches!(leads("many/*", true), Leads::Unknown(_)));
+        assert_eq!(leads("many/1", false), Leads::Elsewhere(vec![]));
     }
 }
