@@ -54,7 +54,8 @@ pub fn trial_run(
         .spawn()
         .map_err(|err| format!("cannot be started: {err}"))?;
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let reader = std::thread::spawn(move || {
+    // No signal for it: under sc-hook, the deadline's handler runs on the thread that answers.
+    let reader = crate::stage::quiet_thread::spawn(move || {
         let mut kept = Vec::new();
         let mut chunk = [0u8; 4096];
         loop {

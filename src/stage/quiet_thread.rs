@@ -1,0 +1,48 @@
+//! Threads that take no signal. sc-hook's deadline is a signal (SIGALRM, `bin/program/deadline.rs`)
+//! whose handler writes the agent's refusal and ends the process: it must interrupt the thread
+//! that answers, never run beside it on a helper thread, where both could write an answer.
+
+use std::thread::JoinHandle;
+
+/// Starts `work` on a thread with every signal blocked. A signal sent meanwhile waits for the
+/// calling thread; where the mask cannot be set, the thread runs anyway, as a plain one would.
+pub(crate) fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
+    let mut before = SigSet::empty();
+    let blocked = pthread_sigmask(
+        SigmaskHow::SIG_BLOCK,
+        Some(&SigSet::all()),
+        Some(&mut before),
+    )
+    .is_ok();
+    // A new thread starts with its creator's mask.
+    let handle = std::thread::spawn(work);
+    if blocked {
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+    }
+    handle
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
+
+    fn mask() -> SigSet {
+        let mut now = SigSet::empty();
+        pthread_sigmask(SigmaskHow::SIG_BLOCK, None, Some(&mut now)).unwrap();
+        now
+    }
+
+    #[test]
+    fn the_thread_takes_no_signal_and_its_caller_s_mask_is_as_it_was() {
+        let before = mask();
+        let blocked = super::spawn(|| mask().contains(Signal::SIGALRM))
+            .join()
+            .unwrap();
+        assert!(blocked, "the deadline's signal must not reach the helper");
+        assert_eq!(
+            mask().contains(Signal::SIGALRM),
+            before.contains(Signal::SIGALRM)
+        );
+    }
+}
