@@ -564,7 +564,11 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
          DROP TABLE sc_meta; CREATE VIEW sc_meta AS SELECT * FROM fake",
     );
     refused(&scratch, "not a Skeleton Crew state store");
-    spoil("DROP VIEW sc_meta; ALTER TABLE fake RENAME TO sc_meta");
+    spoil(
+        "DROP VIEW sc_meta;
+         CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
+         INSERT INTO sc_meta SELECT * FROM fake; DROP TABLE fake",
+    );
     // Found by a second review: the same trigger with its schema row retyped `'Trigger'`
     // (SQLite builds it from its text all the same), and a view spelt `SC_META` beside a
     // table of another program's.
@@ -592,6 +596,29 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
         decisions(&gate_run(&scratch, &args, &[payment("a", 1)])),
         ["allow"],
         "the store, tables again, is read"
+    );
+    // Found by a third review: `sc_states` redefined with a generated column whose NOT NULL
+    // conflict is ignored, so that every state written after is dropped without an error.
+    spoil(
+        "CREATE TABLE kept AS SELECT * FROM sc_states; DROP TABLE sc_states;
+         CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL,
+           updated TEXT NOT NULL, g ANY GENERATED ALWAYS AS (NULL) VIRTUAL NOT NULL ON CONFLICT IGNORE) STRICT;
+         INSERT INTO sc_states (key, state, updated) SELECT key, state, updated FROM kept;
+         DROP TABLE kept",
+    );
+    refused(
+        &scratch,
+        "it holds what a Skeleton Crew state store never has",
+    );
+    spoil(
+        "CREATE TABLE kept AS SELECT key, state, updated FROM sc_states; DROP TABLE sc_states;
+         CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
+         INSERT INTO sc_states SELECT * FROM kept; DROP TABLE kept",
+    );
+    assert_eq!(
+        decisions(&gate_run(&scratch, &args, &[payment("a", 1)])),
+        ["allow"],
+        "the store, its tables as made, is read"
     );
     spoil("DELETE FROM sc_meta");
     refused(&scratch, "its `sc_meta` table has no format");
@@ -1359,4 +1386,31 @@ fn a_database_that_is_not_a_store_is_refused_unchanged() {
         "the file is as it was"
     );
     assert!(!scratch.path("other.sqlite-wal").exists());
+
+    // Found by a review: another program's database with a table named `sc_meta`, refused by
+    // its format, was switched to WAL mode first.
+    let named = scratch.path("named.sqlite");
+    rusqlite::Connection::open(&named)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE sc_meta (key TEXT, value TEXT);
+             INSERT INTO sc_meta VALUES ('format', 'other-program 7');",
+        )
+        .unwrap();
+    let before = std::fs::read(&named).unwrap();
+    let out = scratch
+        .cmd("sc-gate")
+        .args(["--state", named.to_str().unwrap()])
+        .write_stdin(payment("a", 1))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("state store unavailable"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&named).unwrap(),
+        before,
+        "the file is as it was"
+    );
+    assert!(!scratch.path("named.sqlite-wal").exists());
 }

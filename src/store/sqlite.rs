@@ -28,6 +28,11 @@ pub(crate) const FORMAT: &str = "skeleton-crew state 2";
 pub(crate) const FORMAT_1: &str = "skeleton-crew state 1";
 /// The table of values ([`ValueKey`]), added in format 2.
 const VALUES_TABLE: &str = "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL) STRICT;";
+/// The other two tables of a store, as every format made them (SQLite keeps the statement
+/// without `IF NOT EXISTS` and its `;`, which [`NOT_OURS`] compares).
+const META_TABLE: &str =
+    "CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;";
+const STATES_TABLE: &str = "CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;";
 /// How long an update waits for another process's transaction before it fails.
 pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(10);
 
@@ -62,6 +67,8 @@ pub(crate) enum SqliteProblem {
         "it holds what a Skeleton Crew state store never has (a view, a trigger, another table or index): it was edited"
     )]
     NotOnlyTables,
+    #[error("a write to it changed {0} rows instead of one: it was edited")]
+    WriteIgnored(usize),
     /// A state stored under a path that is not a [`StateKey::path`].
     #[error(
         "a state is stored under {}, a key this program never writes: the store was edited",
@@ -112,7 +119,12 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
 /// their primary keys' automatic indexes. Listed by what is allowed, not by what is refused: a
 /// review retyped a trigger's row `'Trigger'` and named a view `SC_META`, and SQLite still built
 /// both from their text.
-const NOT_OURS: &str = "NOT ((type = 'table' AND name IN ('sc_meta', 'sc_states', 'sc_values')) \
+/// A table's definition is compared too: a review redefined `sc_states` with a generated column
+/// `NOT NULL ON CONFLICT IGNORE`, and every taint written after was silently dropped.
+const NOT_OURS: &str = "NOT ((type = 'table' AND \
+     ((name = 'sc_meta' AND sql = 'CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT') \
+     OR (name = 'sc_states' AND sql = 'CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT') \
+     OR (name = 'sc_values' AND sql = 'CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL) STRICT'))) \
      OR (type = 'index' AND name GLOB 'sqlite_autoindex_sc_*' AND sql IS NULL))";
 
 /// An open SQLite state file.
@@ -266,6 +278,22 @@ impl SqliteStore {
         if !self.only_tables()? {
             return Err(SqliteProblem::NotOnlyTables);
         }
+        if ours > 0 {
+            // Another program's `sc_meta` is refused before its file changes too.
+            let format: Option<String> = self
+                .connection
+                .query_row(
+                    "SELECT value FROM sc_meta WHERE key = 'format'",
+                    [],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            match format.as_deref() {
+                Some(known) if known == FORMAT || known == FORMAT_1 => {}
+                Some(other) => return Err(SqliteProblem::OtherFormat(other.to_owned())),
+                None => return Err(SqliteProblem::NoFormat),
+            }
+        }
         Ok(())
     }
 
@@ -305,13 +333,12 @@ impl SqliteStore {
         if count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0 {
             return Err(SqliteProblem::SomethingElse);
         }
-        self.connection
-            .execute_batch(&format!(
-                "CREATE TABLE sc_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;
-                 CREATE TABLE sc_states (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, updated TEXT NOT NULL) STRICT;
+        self.connection.execute_batch(&format!(
+            "{META_TABLE}
+                 {STATES_TABLE}
                  {VALUES_TABLE}
                  INSERT INTO sc_meta (key, value) VALUES ('format', '{FORMAT}');"
-            ))?;
+        ))?;
         Ok(())
     }
 
@@ -353,10 +380,23 @@ impl SqliteStore {
                      ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated = excluded.updated",
                 )
                 .and_then(|mut upsert| upsert.execute([&path, &text, &updated]))
-                .map_err(fail)?;
+                .map_err(fail)
+                .and_then(|rows| written_once(rows, &shown))?;
         }
         transaction.commit().map_err(fail)
     }
+}
+
+/// An upsert writes exactly one row; anything else (a conflict clause an edit put in the
+/// table, which drops the write without an error) fails closed.
+fn written_once(rows: usize, shown: &str) -> Result<(), StoreError> {
+    if rows == 1 {
+        return Ok(());
+    }
+    Err(StoreError::Unavailable {
+        store: shown.to_owned(),
+        problem: Box::new(SqliteProblem::WriteIgnored(rows)),
+    })
 }
 
 impl SqliteStore {
@@ -395,7 +435,8 @@ impl SqliteStore {
                          ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated = excluded.updated",
                     )
                     .and_then(|mut upsert| upsert.execute([&path, &text, &updated]))
-                    .map_err(fail)?;
+                    .map_err(fail)
+                    .and_then(|rows| written_once(rows, &shown))?;
             }
             ValueChange::Remove => {
                 transaction
@@ -491,6 +532,26 @@ fn absolute(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use crate::store::{ValueChange, ValueKey, View};
+
+    #[test]
+    fn a_write_that_changed_no_row_fails_closed() {
+        assert!(written_once(1, "sqlite:s").is_ok());
+        for rows in [0, 2] {
+            let err = written_once(rows, "sqlite:s").unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("a write to it changed {rows} rows instead of one")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_schema_check_names_each_table_as_it_is_made() {
+        for table in [META_TABLE, STATES_TABLE, VALUES_TABLE] {
+            let kept = table.trim_end_matches(';');
+            assert!(NOT_OURS.contains(&format!("sql = '{kept}'")), "{kept}");
+        }
+    }
 
     fn open(path: &Path) -> SqliteStore {
         SqliteStore::open(
