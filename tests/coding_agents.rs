@@ -567,6 +567,13 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
     std::fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::os::unix::fs::symlink(home.join(".aws"), proj.join("cloud")).unwrap();
     std::os::unix::fs::symlink(".claude", proj.join("conf")).unwrap();
+    // Found by a review: a name with a brace, a quoted `[`, a link through /proc/self/root.
+    std::os::unix::fs::symlink(home.join(".aws"), proj.join("n{")).unwrap();
+    std::os::unix::fs::symlink(".claude", proj.join("c{")).unwrap();
+    std::fs::create_dir_all(proj.join("docs[1]")).unwrap();
+    std::os::unix::fs::symlink(home.join(".aws"), proj.join("docs[1]/cloud")).unwrap();
+    let through_root = format!("/proc/self/root{}", home.join(".aws").display());
+    std::os::unix::fs::symlink(&through_root, proj.join("pcloud")).unwrap();
     let cwd = proj.to_str().unwrap();
     let ask = |n: usize, command: &str| {
         let input = pre_tool_use(
@@ -607,6 +614,9 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
         "cat cl*/credentials",
         "cat cloud/../.aws/credentials",
         "wc -c < cloud/credentials",
+        "cat *{/credentials",
+        "cat 'docs[1]'/cl*/credentials",
+        "cat pcloud/credentials",
     ]
     .into_iter()
     .enumerate()
@@ -618,9 +628,20 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
             "{command}: {reason}"
         );
     }
-    let (decision, reason) = ask(10, "echo x > conf/settings.json");
-    assert_eq!(decision, "deny", "{reason}");
-    assert!(reason.contains(".claude/settings.json"), "{reason}");
+    for (n, command) in [
+        "echo x > conf/settings.json",
+        "cp src/main.rs c*{/settings.json",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (decision, reason) = ask(15 + n, command);
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        assert!(
+            reason.contains(".claude/settings.json"),
+            "{command}: {reason}"
+        );
+    }
     // What leads where it is written is judged as before.
     for (n, command) in ["cat src/main.rs", "ls src/*.rs", "grep -n main src/*.rs"]
         .into_iter()

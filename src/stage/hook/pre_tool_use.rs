@@ -64,11 +64,12 @@ pub(super) fn decide(
     // Where a command's paths lead through symbolic links: asked by the decision for each path
     // it judges, each answer kept for a second look (a store update that is retried).
     let leads = std::cell::RefCell::new(std::collections::HashMap::new());
+    let listings = super::resolved::Listings::default();
     let places_behind = |path: &std::path::Path, wild: bool| {
         leads
             .borrow_mut()
             .entry((path.to_owned(), wild))
-            .or_insert_with(|| super::resolved::places_behind(path, wild))
+            .or_insert_with(|| super::resolved::places_behind(path, wild, &listings))
             .clone()
     };
     // Where a fetch tool's host name leads (read before the decision: it asks the resolver).

@@ -4,6 +4,8 @@
 //! gives the decision the path with its links resolved as well, and the stricter answer wins
 //! ([`crate::rules::decision::CallContext::resolved`]).
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -63,10 +65,10 @@ const MAX_LISTED: usize = 10_000;
 /// folders they stand in is followed, and the word as written too (what bash keeps when nothing
 /// matches); more than [`MAX_LISTED`] entries listed: it may lead anywhere. A loop of links leads
 /// nowhere (the command reads nothing through it).
-pub(super) fn places_behind(path: &Path, wild: bool) -> Leads {
+pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Leads {
     let mut candidates = vec![path.to_owned()];
     if wild {
-        match expand(path) {
+        match expand(path, listings) {
             Ok(found) => candidates.extend(found),
             Err(why) => return Leads::Unknown(why),
         }
@@ -74,18 +76,80 @@ pub(super) fn places_behind(path: &Path, wild: bool) -> Leads {
     let mut places: Vec<PathBuf> = Vec::new();
     for candidate in candidates {
         let written = crate::rules::paths::normalized(&candidate);
-        if let Some(leads) = follow(&candidate, 40).filter(|leads| *leads != written) {
-            if !places.contains(&leads) {
-                places.push(leads);
-            }
+        let Some(leads) = follow(&candidate, 40) else {
+            continue;
+        };
+        // A process's working directory (`/proc/self/cwd`) is a folder this process cannot
+        // see as the command will: the command may have changed it.
+        if through_proc_cwd(&leads) {
+            return Leads::Unknown(format!(
+                "it leads through \"{}\", the working directory of the process that uses it",
+                leads.display()
+            ));
+        }
+        if leads != written && !places.contains(&leads) {
+            places.push(leads);
         }
     }
     Leads::Elsewhere(places)
 }
 
+/// The most names listed for all of one call's wildcards together: past it, a path may lead
+/// anywhere (a command of a thousand wildcards over a big folder would otherwise take seconds).
+const MAX_LISTED_IN_A_CALL: usize = 100_000;
+
+/// The folders one call's wildcards were matched in, each read once for the whole call.
+pub(super) struct Listings {
+    folders: std::cell::RefCell<HashMap<PathBuf, std::rc::Rc<Vec<OsString>>>>,
+    listed: std::cell::Cell<usize>,
+    budget: usize,
+}
+
+impl Default for Listings {
+    fn default() -> Listings {
+        Listings::with_budget(MAX_LISTED_IN_A_CALL)
+    }
+}
+
+impl Listings {
+    fn with_budget(budget: usize) -> Listings {
+        Listings {
+            folders: Default::default(),
+            listed: Default::default(),
+            budget,
+        }
+    }
+
+    /// The names in `folder` (none when it cannot be read), read once.
+    fn of(&self, folder: &Path) -> Result<std::rc::Rc<Vec<OsString>>, String> {
+        if let Some(names) = self.folders.borrow().get(folder) {
+            return Ok(names.clone());
+        }
+        let mut names = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(folder) {
+            for entry in entries.flatten() {
+                let listed = self.listed.get() + 1;
+                self.listed.set(listed);
+                if listed > self.budget {
+                    return Err(format!(
+                        "the call's wildcards match among more than {} names, more than sc-hook lists to find where they lead",
+                        self.budget
+                    ));
+                }
+                names.push(entry.file_name());
+            }
+        }
+        let names = std::rc::Rc::new(names);
+        self.folders
+            .borrow_mut()
+            .insert(folder.to_owned(), names.clone());
+        Ok(names)
+    }
+}
+
 /// The names an absolute path's wildcards match, one folder level at a time as bash expands
 /// them; a dot-file is matched too (bash would need `.*`), which only adds places to judge.
-fn expand(path: &Path) -> Result<Vec<PathBuf>, String> {
+fn expand(path: &Path, listings: &Listings) -> Result<Vec<PathBuf>, String> {
     use std::path::Component;
     let mut found = vec![PathBuf::from("/")];
     let mut listed = 0usize;
@@ -97,38 +161,24 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, String> {
             Component::Normal(name) => name,
         };
         let text = name.to_string_lossy();
-        let matcher = has_wildcard(&text)
-            .then(|| {
-                globset::GlobBuilder::new(&text)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .ok()
-            })
-            .flatten()
-            .map(|glob| glob.compile_matcher());
-        let Some(matcher) = matcher else {
-            // A part without a wildcard (or one bash would keep as it is written).
+        if !has_wildcard(&text) {
             for place in &mut found {
                 place.push(name);
             }
             continue;
-        };
+        }
+        let matches = part_matcher(&text);
         let mut next = Vec::new();
         for folder in &found {
-            let Ok(entries) = std::fs::read_dir(folder) else {
-                continue;
-            };
-            for entry in entries.flatten() {
+            for file in listings.of(folder)?.iter() {
                 listed += 1;
                 if listed > MAX_LISTED {
                     return Err(format!(
                         "its wildcards match among more than {MAX_LISTED} names, more than sc-hook lists to find where they lead"
                     ));
                 }
-                let file = entry.file_name();
-                if matcher.is_match(Path::new(&file)) {
-                    next.push(folder.join(&file));
+                if file == name || matches(file) {
+                    next.push(folder.join(file));
                 }
             }
         }
@@ -138,6 +188,27 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(found)
+}
+
+/// Whether a name may be one that a part of a path with wildcards matches, erring towards yes:
+/// the rules do not say which of its characters were quoted (`'docs[1]'/cl*`), nor is a folder
+/// the call's `cwd` names a pattern (`p[1]`), so the name as written matches too (the caller
+/// checks), the part is read with and without `\` escaping, braces are plain characters (bash
+/// expands them before), and a part no glob reads (`[` unclosed) matches every name.
+fn part_matcher(text: &str) -> impl Fn(&std::ffi::OsStr) -> bool {
+    let braces_plain = text.replace('{', "[{]").replace('}', "[}]");
+    let globs: Vec<globset::GlobMatcher> = [true, false]
+        .into_iter()
+        .filter_map(|escape| {
+            globset::GlobBuilder::new(&braces_plain)
+                .literal_separator(true)
+                .backslash_escape(escape)
+                .build()
+                .ok()
+        })
+        .map(|glob| glob.compile_matcher())
+        .collect();
+    move |name: &std::ffi::OsStr| globs.is_empty() || globs.iter().any(|glob| glob.is_match(name))
 }
 
 fn has_wildcard(text: &str) -> bool {
@@ -173,6 +244,18 @@ fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
             continue;
         }
         let next = out.join(&part);
+        // `/proc/self/root` (any process's, or thread's, `root`) is the root the writer sees:
+        // this process's, outside a sandbox, so what follows it is followed from `/`.
+        if is_proc_root(&next) {
+            out = PathBuf::from("/");
+            continue;
+        }
+        // `/proc/self` and `/proc/thread-self` name the process that uses the path, not this
+        // one: kept as written, for what follows to be read under them.
+        if next == Path::new("/proc/self") || next == Path::new("/proc/thread-self") {
+            out = next;
+            continue;
+        }
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 // `/proc/self/cwd`, `/dev/fd/N` and the like lead somewhere else in the process
@@ -191,6 +274,26 @@ fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
         }
     }
     Some(out)
+}
+
+/// Whether `path` goes through a process's or a thread's working directory in `/proc`
+/// (`/proc/self/cwd/…`, `/proc/PID/task/TID/cwd/…`).
+fn through_proc_cwd(path: &Path) -> bool {
+    let parts: Vec<&std::ffi::OsStr> = path.iter().collect();
+    parts.len() >= 4
+        && parts[1] == "proc"
+        && (parts[3] == "cwd" || (parts.len() >= 6 && parts[3] == "task" && parts[5] == "cwd"))
+}
+
+/// Whether `path` is a process's or a thread's root in `/proc`: `/proc/PID/root`,
+/// `/proc/self/root`, `/proc/thread-self/root`, `/proc/PID/task/TID/root`.
+fn is_proc_root(path: &Path) -> bool {
+    let parts: Vec<&std::ffi::OsStr> = path.iter().collect();
+    matches!(
+        parts.as_slice(),
+        [root, proc, _, last] | [root, proc, _, _, _, last]
+            if *root == "/" && *proc == "proc" && *last == "root"
+    ) && (parts.len() == 4 || parts[3] == "task")
 }
 
 #[cfg(test)]
@@ -272,7 +375,11 @@ mod tests {
         std::fs::create_dir_all(proj.join("src")).unwrap();
         std::fs::write(proj.join("src/main.rs"), "fn main() {}").unwrap();
         std::os::unix::fs::symlink(home.join(".aws"), proj.join("cloud")).unwrap();
-        let leads = |path: &str, wild: bool| places_behind(&proj.join(path), wild);
+        // A call's listings are kept for the call; each check here is a call of its own, as the
+        // folders change between them.
+        let listings = Listings::default();
+        let leads =
+            |path: &str, wild: bool| places_behind(&proj.join(path), wild, &Listings::default());
         let secret = home.join(".aws/credentials");
 
         assert_eq!(
@@ -300,6 +407,26 @@ mod tests {
         // A loop leads nowhere: the command reads nothing through it.
         std::os::unix::fs::symlink("loop", proj.join("loop")).unwrap();
         assert_eq!(leads("loop/x", false), Leads::Elsewhere(vec![]));
+        // A folder is listed once in a call: what a second wildcard over it finds is that list.
+        let once = Listings::default();
+        let before = places_behind(&proj.join("cl*/credentials"), true, &once);
+        std::os::unix::fs::symlink(home.join(".aws"), proj.join("clone")).unwrap();
+        assert_eq!(
+            places_behind(&proj.join("cl*/credentials"), true, &once),
+            before
+        );
+        assert_eq!(
+            places_behind(&proj.join("cl*/credentials"), true, &Listings::default()),
+            Leads::Elsewhere(vec![secret.clone()]),
+            "the same place, once: both links lead to it"
+        );
+        std::fs::remove_file(proj.join("clone")).unwrap();
+        // And a call lists so many names in all, then its paths may lead anywhere.
+        let small = Listings::with_budget(2);
+        assert!(matches!(
+            places_behind(&proj.join("*/x"), true, &small),
+            Leads::Unknown(why) if why.contains("more than 2 names")
+        ));
         // More names than sc-hook lists: it may lead anywhere.
         let many = proj.join("many");
         std::fs::create_dir_all(&many).unwrap();
@@ -308,5 +435,58 @@ mod tests {
         }
         assert!(matches!(leads("many/*", true), Leads::Unknown(_)));
         assert_eq!(leads("many/1", false), Leads::Elsewhere(vec![]));
+
+        // Found by a review. A brace no glob reads (bash keeps it as a character).
+        std::os::unix::fs::symlink(home.join(".aws"), proj.join("n{")).unwrap();
+        assert_eq!(
+            leads("*{/credentials", true),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A quoted `[` (or one in the working directory's name) is a character, not a class.
+        std::fs::create_dir_all(proj.join("docs[1]")).unwrap();
+        std::os::unix::fs::symlink(home.join(".aws"), proj.join("docs[1]/cloud")).unwrap();
+        assert_eq!(
+            leads("docs[1]/cl*/credentials", true),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A backslash a quote kept, before a wildcard.
+        std::os::unix::fs::symlink(home.join(".aws"), proj.join("a\\bk")).unwrap();
+        assert_eq!(
+            leads("a\\*k/credentials", true),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A link into /proc/self/root is followed from the root it names.
+        let through_root = format!("/proc/self/root{}", home.join(".aws").display());
+        std::os::unix::fs::symlink(&through_root, proj.join("pcloud")).unwrap();
+        assert_eq!(
+            leads("pcloud/credentials", false),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A process's working directory may be any folder.
+        assert!(matches!(
+            places_behind(
+                Path::new("/proc/self/cwd/cloud/credentials"),
+                false,
+                &listings
+            ),
+            Leads::Unknown(_)
+        ));
+        std::os::unix::fs::symlink("/proc/self/cwd", proj.join("here")).unwrap();
+        assert!(matches!(leads("here/x", false), Leads::Unknown(_)));
+        // What a command reads of its own process stays judged by its text.
+        for plain in [
+            "/proc/self/status",
+            "/proc/cpuinfo",
+            "/dev/null",
+            "/dev/stderr",
+        ] {
+            assert!(
+                !matches!(
+                    places_behind(Path::new(plain), false, &listings),
+                    Leads::Unknown(_)
+                ),
+                "{plain}"
+            );
+        }
     }
 }
