@@ -628,6 +628,22 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
             "{command}: {reason}"
         );
     }
+    // Found by a second review: `..` after /proc/thread-self, and an open folder used as a path.
+    let aws = home.join(".aws");
+    for (n, command) in [
+        format!(
+            "cat /proc/thread-self/../../root{}/credentials",
+            aws.display()
+        ),
+        format!("cat /dev/fd/../root{}/credentials", aws.display()),
+        "cat /dev/fd/3/cloud/credentials 3<.".to_owned(),
+        "cat /proc/thread-self/../../cwd/cloud/credentials".to_owned(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(ask(30 + n, &command).0, "hold", "{command}");
+    }
     for (n, command) in [
         "echo x > conf/settings.json",
         "cp src/main.rs c*{/settings.json",
@@ -643,9 +659,14 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
         );
     }
     // What leads where it is written is judged as before.
-    for (n, command) in ["cat src/main.rs", "ls src/*.rs", "grep -n main src/*.rs"]
-        .into_iter()
-        .enumerate()
+    for (n, command) in [
+        "cat src/main.rs",
+        "ls src/*.rs",
+        "grep -n main src/*.rs",
+        "echo done > /dev/stderr",
+    ]
+    .into_iter()
+    .enumerate()
     {
         assert_eq!(ask(20 + n, command).0, "allow", "{command}");
     }

@@ -51,13 +51,19 @@ fn leads_to(path: &Path, cwd: Option<&Path>) -> Option<PathBuf> {
         cwd.join(path)
     };
     let written = crate::rules::paths::normalized(&absolute);
-    let leads = follow(&absolute, 40)?;
+    // The tool runs in the agent's process, whose working directory is the call's `cwd`.
+    let leads = match follow(&absolute, 40, cwd.filter(|cwd| cwd.is_absolute()))? {
+        Followed::Leads(leads) => leads,
+        // Judged from where it stopped, by its text (a write there is outside the root).
+        Followed::Anywhere(stopped) => stopped,
+        Followed::Here => return None,
+    };
     (leads != written).then_some(leads)
 }
 
 /// The most directory entries a shell command's wildcards are matched against when sc-hook looks
 /// for the symbolic links they may lead through: past it the path may lead anywhere.
-const MAX_LISTED: usize = 10_000;
+const MAX_LISTED: usize = 50_000;
 
 /// Where a shell command's path (absolute, as the rules placed it, `..` not folded) leads
 /// through symbolic links ([`crate::rules::paths::Links`]): each place other than the path as
@@ -76,17 +82,18 @@ pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Lea
     let mut places: Vec<PathBuf> = Vec::new();
     for candidate in candidates {
         let written = crate::rules::paths::normalized(&candidate);
-        let Some(leads) = follow(&candidate, 40) else {
-            continue;
+        let leads = match follow(&candidate, 40, None) {
+            None | Some(Followed::Here) => continue,
+            Some(Followed::Leads(leads)) => leads,
+            // A process's working directory or open file used as a folder (`/proc/self/cwd`,
+            // `/dev/fd/3/x`): a place this process cannot see as the command will.
+            Some(Followed::Anywhere(stopped)) => {
+                return Leads::Unknown(format!(
+                    "it leads through \"{}\", a folder of the process that uses it",
+                    stopped.display()
+                ))
+            }
         };
-        // A process's working directory (`/proc/self/cwd`) is a folder this process cannot
-        // see as the command will: the command may have changed it.
-        if through_proc_cwd(&leads) {
-            return Leads::Unknown(format!(
-                "it leads through \"{}\", the working directory of the process that uses it",
-                leads.display()
-            ));
-        }
         if leads != written && !places.contains(&leads) {
             places.push(leads);
         }
@@ -94,30 +101,46 @@ pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Lea
     Leads::Elsewhere(places)
 }
 
-/// The most names listed for all of one call's wildcards together: past it, a path may lead
-/// anywhere (a command of a thousand wildcards over a big folder would otherwise take seconds).
-const MAX_LISTED_IN_A_CALL: usize = 100_000;
+/// The most names listed and matched for all of one call's wildcards together: past it, a path
+/// may lead anywhere (a command of a thousand wildcards over a big folder would otherwise take
+/// seconds).
+const MAX_LISTED_IN_A_CALL: usize = 200_000;
 
 /// The folders one call's wildcards were matched in, each read once for the whole call.
 pub(super) struct Listings {
     folders: std::cell::RefCell<HashMap<PathBuf, std::rc::Rc<Vec<OsString>>>>,
     listed: std::cell::Cell<usize>,
     budget: usize,
+    per_path: usize,
 }
 
 impl Default for Listings {
     fn default() -> Listings {
-        Listings::with_budget(MAX_LISTED_IN_A_CALL)
+        Listings::with_limits(MAX_LISTED, MAX_LISTED_IN_A_CALL)
     }
 }
 
 impl Listings {
-    fn with_budget(budget: usize) -> Listings {
+    fn with_limits(per_path: usize, budget: usize) -> Listings {
         Listings {
             folders: Default::default(),
             listed: Default::default(),
             budget,
+            per_path,
         }
+    }
+
+    /// One more name listed or matched in this call; an error past the call's budget.
+    fn count(&self) -> Result<(), String> {
+        let listed = self.listed.get() + 1;
+        self.listed.set(listed);
+        if listed > self.budget {
+            return Err(format!(
+                "the call's wildcards match among more than {} names, more than sc-hook lists to find where they lead",
+                self.budget
+            ));
+        }
+        Ok(())
     }
 
     /// The names in `folder` (none when it cannot be read), read once.
@@ -128,14 +151,7 @@ impl Listings {
         let mut names = Vec::new();
         if let Ok(entries) = std::fs::read_dir(folder) {
             for entry in entries.flatten() {
-                let listed = self.listed.get() + 1;
-                self.listed.set(listed);
-                if listed > self.budget {
-                    return Err(format!(
-                        "the call's wildcards match among more than {} names, more than sc-hook lists to find where they lead",
-                        self.budget
-                    ));
-                }
+                self.count()?;
                 names.push(entry.file_name());
             }
         }
@@ -171,10 +187,12 @@ fn expand(path: &Path, listings: &Listings) -> Result<Vec<PathBuf>, String> {
         let mut next = Vec::new();
         for folder in &found {
             for file in listings.of(folder)?.iter() {
+                listings.count()?;
                 listed += 1;
-                if listed > MAX_LISTED {
+                if listed > listings.per_path {
                     return Err(format!(
-                        "its wildcards match among more than {MAX_LISTED} names, more than sc-hook lists to find where they lead"
+                        "its wildcards match among more than {} names, more than sc-hook lists to find where they lead",
+                        listings.per_path
                     ));
                 }
                 if file == name || matches(file) {
@@ -215,9 +233,25 @@ fn has_wildcard(text: &str) -> bool {
     text.bytes().any(|b| matches!(b, b'*' | b'?' | b'['))
 }
 
+/// Where [`follow`] took a path.
+#[derive(Debug, PartialEq, Eq)]
+enum Followed {
+    /// Every link on it resolved.
+    Leads(PathBuf),
+    /// Through a link of a process in `/proc` (its working directory; an open file, with more
+    /// of the path after it): where that leads is the using process's, not this one's.
+    Anywhere(PathBuf),
+    /// It ends at a process's open file (`/dev/stderr`): judged by its text.
+    Here,
+}
+
 /// `path` (absolute) with every symbolic link on it resolved; `links` bounds how many are
 /// followed (a loop leads nowhere: `None`). A part that does not exist is kept as written.
-fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
+/// `/proc/self` and `/proc/thread-self` are followed in this process (the using process's are
+/// shaped alike, so `..` after them goes where it goes there); a process's `root` is `/`; its
+/// `cwd` is `cwd` when the caller knows the using process's (a file tool's), else the path may
+/// lead anywhere, as it may through an open file (`/dev/fd/3/x`).
+fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed> {
     use std::collections::VecDeque;
     use std::path::Component;
     let mut out = PathBuf::from("/");
@@ -244,56 +278,74 @@ fn follow(path: &Path, mut links: usize) -> Option<PathBuf> {
             continue;
         }
         let next = out.join(&part);
-        // `/proc/self/root` (any process's, or thread's, `root`) is the root the writer sees:
-        // this process's, outside a sandbox, so what follows it is followed from `/`.
+        // A process's (or thread's) `root` is the root the using process sees: this one's,
+        // outside a sandbox, so what follows it is followed from `/`.
         if is_proc_root(&next) {
             out = PathBuf::from("/");
             continue;
         }
-        // `/proc/self` and `/proc/thread-self` name the process that uses the path, not this
-        // one: kept as written, for what follows to be read under them.
-        if next == Path::new("/proc/self") || next == Path::new("/proc/thread-self") {
-            out = next;
-            continue;
-        }
+        // An open file of the using process (`/proc/PID/fd/3`), whether or not this one has it.
+        let open_file = next
+            .parent()
+            .is_some_and(|folder| proc_entry_is(folder, "fd"));
         match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                // `/proc/self/cwd`, `/dev/fd/N` and the like lead somewhere else in the process
-                // that writes than in this one: not followed, the path is judged from there
-                // (outside the root, which the pack holds).
-                if next.starts_with("/proc") || next.starts_with("/dev/fd") {
-                    let mut rest = next;
-                    rest.extend(todo.iter().filter(|part| *part != "/"));
-                    return Some(rest);
+            Ok(meta) if meta.file_type().is_symlink() || open_file => {
+                let own = next == Path::new("/proc/self") || next == Path::new("/proc/thread-self");
+                if next.starts_with("/proc") && !own {
+                    if is_proc_cwd(&next) {
+                        if let Some(cwd) = cwd {
+                            links = links.checked_sub(1)?;
+                            push_front(&mut todo, cwd);
+                            out = PathBuf::from("/");
+                            continue;
+                        }
+                    } else if todo.iter().all(|part| part == "/") {
+                        return Some(Followed::Here);
+                    }
+                    let mut stopped = next;
+                    stopped.extend(todo.iter().filter(|part| *part != "/"));
+                    return Some(Followed::Anywhere(stopped));
                 }
                 links = links.checked_sub(1)?;
                 let target = std::fs::read_link(&next).ok()?;
                 push_front(&mut todo, &target);
             }
+            _ if open_file => {
+                if todo.iter().all(|part| part == "/") {
+                    return Some(Followed::Here);
+                }
+                let mut stopped = next;
+                stopped.extend(todo.iter().filter(|part| *part != "/"));
+                return Some(Followed::Anywhere(stopped));
+            }
             _ => out = next,
         }
     }
-    Some(out)
+    Some(Followed::Leads(out))
 }
 
-/// Whether `path` goes through a process's or a thread's working directory in `/proc`
-/// (`/proc/self/cwd/…`, `/proc/PID/task/TID/cwd/…`).
-fn through_proc_cwd(path: &Path) -> bool {
-    let parts: Vec<&std::ffi::OsStr> = path.iter().collect();
-    parts.len() >= 4
-        && parts[1] == "proc"
-        && (parts[3] == "cwd" || (parts.len() >= 6 && parts[3] == "task" && parts[5] == "cwd"))
+/// Whether `path` is a process's or a thread's working directory in `/proc`
+/// (`/proc/PID/cwd`, `/proc/PID/task/TID/cwd`).
+fn is_proc_cwd(path: &Path) -> bool {
+    proc_entry_is(path, "cwd")
 }
 
 /// Whether `path` is a process's or a thread's root in `/proc`: `/proc/PID/root`,
 /// `/proc/self/root`, `/proc/thread-self/root`, `/proc/PID/task/TID/root`.
 fn is_proc_root(path: &Path) -> bool {
+    proc_entry_is(path, "root")
+}
+
+/// Whether `path` is `/proc/X/NAME` or `/proc/X/task/Y/NAME`.
+fn proc_entry_is(path: &Path, name: &str) -> bool {
     let parts: Vec<&std::ffi::OsStr> = path.iter().collect();
-    matches!(
-        parts.as_slice(),
-        [root, proc, _, last] | [root, proc, _, _, _, last]
-            if *root == "/" && *proc == "proc" && *last == "root"
-    ) && (parts.len() == 4 || parts[3] == "task")
+    match parts.as_slice() {
+        [root, proc, _, last] => *root == "/" && *proc == "proc" && *last == name,
+        [root, proc, _, task, _, last] => {
+            *root == "/" && *proc == "proc" && *task == "task" && *last == name
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -349,12 +401,12 @@ mod tests {
             written["file_path"],
             json!(root.join(".claude/settings.local.json"))
         );
-        // A link through /proc/self is not followed in this process: judged from there.
+        // A link through /proc/self/cwd leads, for a file tool, where the call's cwd does.
         std::os::unix::fs::symlink("/proc/self/cwd/cl/settings.json", root.join("w")).unwrap();
         let proc_self = resolved_args(&input("w"), Some(cwd)).unwrap();
         assert_eq!(
             proc_self["file_path"],
-            json!("/proc/self/cwd/cl/settings.json")
+            json!(root.join(".claude/settings.json"))
         );
         // Paths with no link on the way are judged as written only.
         assert!(resolved_args(&input("src/main.rs"), Some(cwd)).is_none());
@@ -422,7 +474,7 @@ mod tests {
         );
         std::fs::remove_file(proj.join("clone")).unwrap();
         // And a call lists so many names in all, then its paths may lead anywhere.
-        let small = Listings::with_budget(2);
+        let small = Listings::with_limits(MAX_LISTED, 2);
         assert!(matches!(
             places_behind(&proj.join("*/x"), true, &small),
             Leads::Unknown(why) if why.contains("more than 2 names")
@@ -430,10 +482,24 @@ mod tests {
         // More names than sc-hook lists: it may lead anywhere.
         let many = proj.join("many");
         std::fs::create_dir_all(&many).unwrap();
-        for n in 0..=MAX_LISTED {
+        for n in 0..=100 {
             std::fs::write(many.join(n.to_string()), "").unwrap();
         }
-        assert!(matches!(leads("many/*", true), Leads::Unknown(_)));
+        let per_path = |path: &str| {
+            places_behind(
+                &proj.join(path),
+                true,
+                &Listings::with_limits(100, MAX_LISTED_IN_A_CALL),
+            )
+        };
+        assert!(
+            matches!(per_path("many/*"), Leads::Unknown(why) if why.contains("more than 100 names"))
+        );
+        assert_eq!(
+            leads("many/*", true),
+            Leads::Elsewhere(vec![]),
+            "within the real limits"
+        );
         assert_eq!(leads("many/1", false), Leads::Elsewhere(vec![]));
 
         // Found by a review. A brace no glob reads (bash keeps it as a character).
@@ -473,6 +539,44 @@ mod tests {
         ));
         std::os::unix::fs::symlink("/proc/self/cwd", proj.join("here")).unwrap();
         assert!(matches!(leads("here/x", false), Leads::Unknown(_)));
+        // Found by a second review: `..` after /proc/thread-self or /dev/fd goes where the
+        // kernel takes it, and an open folder used as a path may be any folder.
+        let aws = home.join(".aws");
+        for path in [
+            format!("/proc/thread-self/../../root{}/credentials", aws.display()),
+            format!("/dev/fd/../root{}/credentials", aws.display()),
+            format!("/proc/self/task/../root{}/credentials", aws.display()),
+        ] {
+            assert_eq!(
+                places_behind(Path::new(&path), false, &listings),
+                Leads::Elsewhere(vec![secret.clone()]),
+                "{path}"
+            );
+        }
+        for path in [
+            "/proc/thread-self/../../cwd/cloud/credentials",
+            "/dev/fd/../cwd/cloud/credentials",
+            "/dev/fd/3/cloud/credentials",
+            "/proc/self/fd/0/x",
+            "/dev/stdin/cloud/credentials",
+        ] {
+            assert!(
+                matches!(
+                    places_behind(Path::new(path), false, &listings),
+                    Leads::Unknown(_)
+                ),
+                "{path}"
+            );
+        }
+        std::os::unix::fs::symlink("/dev/fd/..", proj.join("pl")).unwrap();
+        assert_eq!(
+            leads(&format!("pl/root{}/credentials", aws.display()), false),
+            Leads::Elsewhere(vec![secret.clone()])
+        );
+        // A file tool runs in the agent's process, whose working directory is the call's.
+        let input = json!({"file_path": "/proc/self/cwd/cloud/credentials"});
+        let through_cwd = resolved_args(input.as_object().unwrap(), proj.to_str()).unwrap();
+        assert_eq!(through_cwd["file_path"], json!(secret));
         // What a command reads of its own process stays judged by its text.
         for plain in [
             "/proc/self/status",
