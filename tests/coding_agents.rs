@@ -644,6 +644,54 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
     {
         assert_eq!(ask(30 + n, &command).0, "hold", "{command}");
     }
+    // Found by a third review: a file tool, and an MCP filesystem tool's path arguments, are
+    // judged where they lead too.
+    let tool = |n: usize, name: &str, input: Value| {
+        let input = pre_tool_use("links", name, &input, Some(cwd), &format!("toolu_{n}"));
+        let mut child = Command::new(bin_path("sc-hook"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .current_dir(&proj)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .arg("--policy")
+            .arg(pack_path())
+            .arg("--home")
+            .arg(&home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sc-hook starts");
+        let text = input.to_string();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{text}: {out:?}");
+        hook_answer(&out).0
+    };
+    let through_pid1 = format!("/proc/1/cwd{}/credentials", aws.display());
+    assert_eq!(tool(40, "Read", json!({"file_path": through_pid1})), "hold");
+    let linked = proj.join("cloud/credentials").display().to_string();
+    assert_eq!(
+        tool(
+            41,
+            "mcp__filesystem__read_multiple_files",
+            json!({"paths": [linked]})
+        ),
+        "hold"
+    );
+    let settings = proj.join("conf/settings.json").display().to_string();
+    let source = proj.join("src/main.rs").display().to_string();
+    assert_eq!(
+        tool(
+            42,
+            "mcp__filesystem__move_file",
+            json!({"source": source, "destination": settings})
+        ),
+        "deny"
+    );
     for (n, command) in [
         "echo x > conf/settings.json",
         "cp src/main.rs c*{/settings.json",
@@ -664,6 +712,7 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
         "ls src/*.rs",
         "grep -n main src/*.rs",
         "echo done > /dev/stderr",
+        "cat /proc/net/dev",
     ]
     .into_iter()
     .enumerate()

@@ -24,21 +24,20 @@ pub(crate) fn coding_agent_findings(
     judging: Judging,
 ) -> Vec<CodingFinding> {
     let mut findings = Vec::new();
-    let context = policy.places().context(call.cwd.as_deref());
+    // Every path is judged where it leads too, when the door can tell (`links`): a command's,
+    // a file tool's and a path argument's (`source`, `destination`, `paths`).
+    let context = PathContext {
+        links: judging.links,
+        ..policy.places().context(call.cwd.as_deref())
+    };
     if let Some(commands) = policy.commands() {
-        // A command's paths are judged where they lead too, when the door can tell; a file
-        // tool's path is resolved by the door itself (`resolved`, below).
-        let command_context = PathContext {
-            links: judging.links,
-            ..context
-        };
         if let Some(judged) = commands.decide_call(
             &call.tool,
             call.args.map(),
             judging.tainted,
             judging.confined,
             policy.paths(),
-            command_context,
+            context,
         ) {
             findings.push(CodingFinding {
                 decision: judged.decision,

@@ -248,9 +248,10 @@ enum Followed {
 /// `path` (absolute) with every symbolic link on it resolved; `links` bounds how many are
 /// followed (a loop leads nowhere: `None`). A part that does not exist is kept as written.
 /// `/proc/self` and `/proc/thread-self` are followed in this process (the using process's are
-/// shaped alike, so `..` after them goes where it goes there); a process's `root` is `/`; its
-/// `cwd` is `cwd` when the caller knows the using process's (a file tool's), else the path may
-/// lead anywhere, as it may through an open file (`/dev/fd/3/x`).
+/// shaped alike, so `..` after them goes where it goes there); a process's `root` is `/`; the
+/// using process's own `cwd` is `cwd` when the caller knows it (a file tool's), and any other
+/// process's `cwd`, or a path on past an open file (`/dev/fd/3/x`), may lead anywhere. These
+/// are known by their place in `/proc`, not by what this process finds there.
 fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed> {
     use std::collections::VecDeque;
     use std::path::Component;
@@ -267,6 +268,9 @@ fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed>
         }
     };
     push_front(&mut todo, path);
+    // This process's folder in `/proc`, once the path went through `/proc/self`: what the using
+    // process sees there as its own.
+    let mut own: Option<PathBuf> = None;
     while let Some(part) = todo.pop_front() {
         if part == "/" {
             out = PathBuf::from("/");
@@ -284,39 +288,40 @@ fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed>
             out = PathBuf::from("/");
             continue;
         }
-        // An open file of the using process (`/proc/PID/fd/3`), whether or not this one has it.
-        let open_file = next
-            .parent()
-            .is_some_and(|folder| proc_entry_is(folder, "fd"));
-        match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() || open_file => {
-                let own = next == Path::new("/proc/self") || next == Path::new("/proc/thread-self");
-                if next.starts_with("/proc") && !own {
-                    if is_proc_cwd(&next) {
-                        if let Some(cwd) = cwd {
-                            links = links.checked_sub(1)?;
-                            push_front(&mut todo, cwd);
-                            out = PathBuf::from("/");
-                            continue;
-                        }
-                    } else if todo.iter().all(|part| part == "/") {
-                        return Some(Followed::Here);
-                    }
-                    let mut stopped = next;
-                    stopped.extend(todo.iter().filter(|part| *part != "/"));
-                    return Some(Followed::Anywhere(stopped));
+        // A process's working directory and open files, known by their place, whether or not
+        // such a process runs now (a command's own `cat` gets a PID of its own).
+        let rest_empty = todo.iter().all(|part| part == "/");
+        let stopped = |next: PathBuf, todo: &VecDeque<std::ffi::OsString>| {
+            let mut stopped = next;
+            stopped.extend(todo.iter().filter(|part| *part != "/"));
+            Some(Followed::Anywhere(stopped))
+        };
+        if is_proc_cwd(&next) {
+            // Only the using process's own (reached through `/proc/self`) is the call's `cwd`.
+            match cwd.filter(|_| own.as_ref().is_some_and(|own| next.starts_with(own))) {
+                Some(cwd) => {
+                    links = links.checked_sub(1)?;
+                    push_front(&mut todo, cwd);
+                    out = PathBuf::from("/");
+                    continue;
                 }
+                None => return stopped(next, &todo),
+            }
+        }
+        if is_proc_open_file(&next) {
+            if rest_empty {
+                return Some(Followed::Here);
+            }
+            return stopped(next, &todo);
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
                 links = links.checked_sub(1)?;
                 let target = std::fs::read_link(&next).ok()?;
-                push_front(&mut todo, &target);
-            }
-            _ if open_file => {
-                if todo.iter().all(|part| part == "/") {
-                    return Some(Followed::Here);
+                if next == Path::new("/proc/self") || next == Path::new("/proc/thread-self") {
+                    own = Some(PathBuf::from(format!("/proc/{}", std::process::id())));
                 }
-                let mut stopped = next;
-                stopped.extend(todo.iter().filter(|part| *part != "/"));
-                return Some(Followed::Anywhere(stopped));
+                push_front(&mut todo, &target);
             }
             _ => out = next,
         }
@@ -328,6 +333,16 @@ fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed>
 /// (`/proc/PID/cwd`, `/proc/PID/task/TID/cwd`).
 fn is_proc_cwd(path: &Path) -> bool {
     proc_entry_is(path, "cwd")
+}
+
+/// Whether `path` is one of a process's (or thread's) open files or mapped files in `/proc`, or
+/// its program: `/proc/PID/fd/N`, `/proc/PID/map_files/R`, `/proc/PID/exe` (and under
+/// `/proc/PID/task/TID/`).
+fn is_proc_open_file(path: &Path) -> bool {
+    proc_entry_is(path, "exe")
+        || path
+            .parent()
+            .is_some_and(|folder| proc_entry_is(folder, "fd") || proc_entry_is(folder, "map_files"))
 }
 
 /// Whether `path` is a process's or a thread's root in `/proc`: `/proc/PID/root`,
@@ -577,6 +592,36 @@ mod tests {
         let input = json!({"file_path": "/proc/self/cwd/cloud/credentials"});
         let through_cwd = resolved_args(input.as_object().unwrap(), proj.to_str()).unwrap();
         assert_eq!(through_cwd["file_path"], json!(secret));
+        // Found by a third review: a process's cwd or open file is known by its place, whether
+        // or not such a process runs now (each `cat` gets a PID of its own); only the using
+        // process's own cwd is the call's; /proc/net is /proc/self/net.
+        for path in [
+            "/proc/999999999/cwd/../home/.aws/credentials",
+            "/proc/self/task/999999999/cwd/x",
+            "/proc/1/cwd/.aws/credentials",
+            "/proc/1/fd/3/credentials",
+            "/proc/999999999/fd/3/credentials",
+            "/proc/1/map_files/1-2/x",
+        ] {
+            assert!(
+                matches!(
+                    places_behind(Path::new(path), false, &listings),
+                    Leads::Unknown(_)
+                ),
+                "{path}"
+            );
+        }
+        let input = json!({"file_path": "/proc/1/cwd/cloud/credentials"});
+        let other = resolved_args(input.as_object().unwrap(), proj.to_str());
+        assert_ne!(
+            other.map(|args| args["file_path"].clone()),
+            Some(json!(proj.join("cloud/credentials"))),
+            "another process's cwd is not the call's"
+        );
+        assert!(!matches!(
+            places_behind(Path::new("/proc/net/dev"), false, &listings),
+            Leads::Unknown(_)
+        ));
         // What a command reads of its own process stays judged by its text.
         for plain in [
             "/proc/self/status",
