@@ -35,15 +35,40 @@ fn pre_tool_use(session: &str, tool: &str, input: &Value, cwd: Option<&str>, id:
 
 /// Runs sc-hook under `policy` on one input; its exit status must be 0.
 fn run_hook_under(scratch: &Scratch, policy: &std::path::Path, input: &Value) -> Output {
-    let mut child = Command::new(bin_path("sc-hook"))
+    run_hook_in(
+        scratch,
+        policy,
+        input,
+        (HOME.as_ref(), None),
+        scratch.dir.path(),
+    )
+}
+
+/// [`run_hook_under`] with `--home` at `home.0`, `HOME` set to `home.1` (else unset), and `dir`
+/// as the working folder.
+fn run_hook_in(
+    scratch: &Scratch,
+    policy: &std::path::Path,
+    input: &Value,
+    home: (&std::path::Path, Option<&std::path::Path>),
+    dir: &std::path::Path,
+) -> Output {
+    let mut command = Command::new(bin_path("sc-hook"));
+    command
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(scratch.dir.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    if let Some(env_home) = home.1 {
+        command.env("HOME", env_home);
+    }
+    let home = home.0;
+    let mut child = command
+        .current_dir(dir)
         .arg("--audit")
         .arg(scratch.audit_path())
         .arg("--policy")
         .arg(policy)
-        .args(["--home", HOME])
+        .arg("--home")
+        .arg(home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -575,37 +600,13 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
     let through_root = format!("/proc/self/root{}", home.join(".aws").display());
     std::os::unix::fs::symlink(&through_root, proj.join("pcloud")).unwrap();
     let cwd = proj.to_str().unwrap();
-    let ask = |n: usize, command: &str| {
-        let input = pre_tool_use(
-            "links",
-            "Bash",
-            &json!({"command": command}),
-            Some(cwd),
-            &format!("toolu_{n}"),
-        );
-        let mut child = Command::new(bin_path("sc-hook"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .current_dir(&proj)
-            .arg("--audit")
-            .arg(scratch.audit_path())
-            .arg("--policy")
-            .arg(pack_path())
-            .arg("--home")
-            .arg(&home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sc-hook starts");
-        let text = input.to_string();
-        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
-        hook_answer(&out)
+    // One tool call through sc-hook, as Claude Code makes it: its decision and reason.
+    let hook = |n: usize, tool: &str, input: Value| {
+        let input = pre_tool_use("links", tool, &input, Some(cwd), &format!("toolu_{n}"));
+        let homes = (home.as_path(), Some(home.as_path()));
+        hook_answer(&run_hook_in(&scratch, &pack_path(), &input, homes, &proj))
     };
+    let ask = |n: usize, command: &str| hook(n, "Bash", json!({"command": command}));
     let secret = home.join(".aws/credentials").display().to_string();
     // Held already by its text: a wildcard that may match `**/*.pem`.
     assert_eq!(ask(9, "cat cloud/*").0, "hold");
@@ -646,31 +647,7 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
     }
     // Found by a third review: a file tool, and an MCP filesystem tool's path arguments, are
     // judged where they lead too.
-    let tool = |n: usize, name: &str, input: Value| {
-        let input = pre_tool_use("links", name, &input, Some(cwd), &format!("toolu_{n}"));
-        let mut child = Command::new(bin_path("sc-hook"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .current_dir(&proj)
-            .arg("--audit")
-            .arg(scratch.audit_path())
-            .arg("--policy")
-            .arg(pack_path())
-            .arg("--home")
-            .arg(&home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sc-hook starts");
-        let text = input.to_string();
-        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{text}: {out:?}");
-        hook_answer(&out).0
-    };
+    let tool = |n: usize, name: &str, input: Value| hook(n, name, input).0;
     let through_pid1 = format!("/proc/1/cwd{}/credentials", aws.display());
     assert_eq!(tool(40, "Read", json!({"file_path": through_pid1})), "hold");
     let linked = proj.join("cloud/credentials").display().to_string();

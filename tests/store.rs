@@ -1351,66 +1351,47 @@ fn sc_state_show_on_a_store_that_does_not_exist_yet_says_so_and_makes_nothing() 
 #[test]
 fn a_database_that_is_not_a_store_is_refused_unchanged() {
     let scratch = Scratch::new();
-    let file = scratch.path("other.sqlite");
-    {
-        let other = rusqlite::Connection::open(&file).unwrap();
-        other
-            .execute_batch("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ann');")
-            .unwrap();
-    }
-    let mode = || -> String {
+    // Makes a database of another program, runs sc-gate on it, and checks that it was refused
+    // with `expected` and that no byte of it changed.
+    let refused_unchanged = |name: &str, sql: &str, expected: &str| {
+        let file = scratch.path(name);
         rusqlite::Connection::open(&file)
             .unwrap()
-            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
-            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+        let mode = || -> String {
+            rusqlite::Connection::open(&file)
+                .unwrap()
+                .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+                .unwrap()
+        };
+        assert_eq!(mode(), "delete");
+        let before = std::fs::read(&file).unwrap();
+        let out = scratch
+            .cmd("sc-gate")
+            .args(["--state", file.to_str().unwrap()])
+            .write_stdin(payment("a", 1))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(stderr.contains(expected), "{stderr}");
+        assert_eq!(mode(), "delete");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{name} is as it was");
+        assert!(!scratch.path(&format!("{name}-wal")).exists());
     };
-    assert_eq!(mode(), "delete");
-    let before = std::fs::read(&file).unwrap();
-    let out = scratch
-        .cmd("sc-gate")
-        .args(["--state", file.to_str().unwrap()])
-        .write_stdin(payment("a", 1))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(out.stdout.is_empty());
-    assert!(
-        stderr.contains("not a Skeleton Crew state store"),
-        "{stderr}"
+    refused_unchanged(
+        "other.sqlite",
+        "CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ann');",
+        "not a Skeleton Crew state store",
     );
-    assert_eq!(mode(), "delete");
-    assert_eq!(
-        std::fs::read(&file).unwrap(),
-        before,
-        "the file is as it was"
+    // Found by a review: another program's database with a table named `sc_meta` was switched
+    // to WAL mode before its format refused it.
+    refused_unchanged(
+        "named.sqlite",
+        "CREATE TABLE sc_meta (key TEXT, value TEXT);
+         INSERT INTO sc_meta VALUES ('format', 'other-program 7');",
+        "state store unavailable",
     );
-    assert!(!scratch.path("other.sqlite-wal").exists());
-
-    // Found by a review: another program's database with a table named `sc_meta`, refused by
-    // its format, was switched to WAL mode first.
-    let named = scratch.path("named.sqlite");
-    rusqlite::Connection::open(&named)
-        .unwrap()
-        .execute_batch(
-            "CREATE TABLE sc_meta (key TEXT, value TEXT);
-             INSERT INTO sc_meta VALUES ('format', 'other-program 7');",
-        )
-        .unwrap();
-    let before = std::fs::read(&named).unwrap();
-    let out = scratch
-        .cmd("sc-gate")
-        .args(["--state", named.to_str().unwrap()])
-        .write_stdin(payment("a", 1))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("state store unavailable"), "{stderr}");
-    assert_eq!(
-        std::fs::read(&named).unwrap(),
-        before,
-        "the file is as it was"
-    );
-    assert!(!scratch.path("named.sqlite-wal").exists());
 }

@@ -243,22 +243,22 @@ impl SqliteStore {
         };
         made?;
         ended?;
-        let format: Option<String> = self
-            .connection
+        let format = self.format()?;
+        if !self.only_tables()? {
+            return Err(SqliteProblem::NotOnlyTables);
+        }
+        format_known(format, &[FORMAT])
+    }
+
+    /// The format `sc_meta` records, if any.
+    fn format(&self) -> rusqlite::Result<Option<String>> {
+        self.connection
             .query_row(
                 "SELECT value FROM sc_meta WHERE key = 'format'",
                 [],
                 |row| row.get(0),
             )
-            .optional()?;
-        if !self.only_tables()? {
-            return Err(SqliteProblem::NotOnlyTables);
-        }
-        match format {
-            Some(format) if format == FORMAT => Ok(()),
-            Some(other) => Err(SqliteProblem::OtherFormat(other)),
-            None => Err(SqliteProblem::NoFormat),
-        }
+            .optional()
     }
 
     /// A database that is not a state store (nor an empty file to make one in) refused before
@@ -280,19 +280,7 @@ impl SqliteStore {
         }
         if ours > 0 {
             // Another program's `sc_meta` is refused before its file changes too.
-            let format: Option<String> = self
-                .connection
-                .query_row(
-                    "SELECT value FROM sc_meta WHERE key = 'format'",
-                    [],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            match format.as_deref() {
-                Some(known) if known == FORMAT || known == FORMAT_1 => {}
-                Some(other) => return Err(SqliteProblem::OtherFormat(other.to_owned())),
-                None => return Err(SqliteProblem::NoFormat),
-            }
+            format_known(self.format()?, &[FORMAT, FORMAT_1])?;
         }
         Ok(())
     }
@@ -384,6 +372,15 @@ impl SqliteStore {
                 .and_then(|rows| written_once(rows, &shown))?;
         }
         transaction.commit().map_err(fail)
+    }
+}
+
+/// A recorded format that is one of `known`, else why not.
+fn format_known(format: Option<String>, known: &[&str]) -> Result<(), SqliteProblem> {
+    match format {
+        Some(format) if known.contains(&format.as_str()) => Ok(()),
+        Some(other) => Err(SqliteProblem::OtherFormat(other)),
+        None => Err(SqliteProblem::NoFormat),
     }
 }
 
