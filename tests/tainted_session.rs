@@ -129,7 +129,22 @@ impl Session {
             .env("XDG_STATE_HOME", &self.state)
             .env("CLAUDE_PROJECT_DIR", &self.project)
             .current_dir(&self.project);
-        let out = cmd.write_stdin(event.to_string()).output().unwrap();
+        cmd.write_stdin(event.to_string());
+        // A hook copied into the project moments ago may still be open for writing in a child
+        // another test forked meanwhile, until that child's exec closes it: the kernel then
+        // refuses to run it ("text file busy"). It is started again until the copy is free.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let out = loop {
+            match cmd.output() {
+                Err(err)
+                    if err.kind() == std::io::ErrorKind::ExecutableFileBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::yield_now()
+                }
+                out => break out.unwrap(),
+            }
+        };
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         if out.stdout.is_empty() {
             return None;

@@ -149,10 +149,26 @@ impl Listings {
             return Ok(names.clone());
         }
         let mut names = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(folder) {
-            for entry in entries.flatten() {
-                self.count()?;
-                names.push(entry.file_name());
+        match std::fs::read_dir(folder) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    self.count()?;
+                    names.push(entry.file_name());
+                }
+            }
+            // Not there, not a folder, or not readable: bash finds nothing in it either.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::NotFound
+                        | std::io::ErrorKind::NotADirectory
+                        | std::io::ErrorKind::PermissionDenied
+                ) => {}
+            Err(err) => {
+                return Err(format!(
+                    "sc-hook cannot list \"{}\" to find where its wildcards lead: {err}",
+                    folder.display()
+                ))
             }
         }
         let names = std::rc::Rc::new(names);
@@ -309,7 +325,10 @@ fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed>
             }
         }
         if is_proc_open_file(&next) {
-            if rest_empty {
+            // The using process's own (`/dev/stderr`), ending there: judged by its text.
+            // Another process's may be any file or folder it holds open.
+            let owned = own.as_ref().is_some_and(|own| next.starts_with(own));
+            if rest_empty && owned {
                 return Some(Followed::Here);
             }
             return stopped(next, &todo);
@@ -323,7 +342,19 @@ fn follow(path: &Path, mut links: usize, cwd: Option<&Path>) -> Option<Followed>
                 }
                 push_front(&mut todo, &target);
             }
-            _ => out = next,
+            Ok(_) => out = next,
+            // What does not exist (or is under a file) is kept as written: nothing there leads
+            // elsewhere. Any other failure (a path longer than the kernel looks up at once,
+            // which it still walks a part at a time) may hide a link.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                out = next
+            }
+            Err(_) => return stopped(next, &todo),
         }
     }
     Some(Followed::Leads(out))
@@ -620,6 +651,18 @@ mod tests {
         );
         assert!(!matches!(
             places_behind(Path::new("/proc/net/dev"), false, &listings),
+            Leads::Unknown(_)
+        ));
+        // Found by a fourth review: a path the kernel walks a part at a time but this process
+        // cannot look up at once (over 4096 bytes) may hide a link; another process's open
+        // file may be any file.
+        let long = format!("/tmp/{}/cloud/credentials", "a/".repeat(2100));
+        assert!(matches!(
+            places_behind(Path::new(&long), false, &listings),
+            Leads::Unknown(_)
+        ));
+        assert!(matches!(
+            places_behind(Path::new("/proc/1/fd/3"), false, &listings),
             Leads::Unknown(_)
         ));
         // What a command reads of its own process stays judged by its text.
