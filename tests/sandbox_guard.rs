@@ -113,16 +113,16 @@ fn the_sandboxs_own_binaries_inside_the_root_cannot_be_replaced_from_inside() {
         .iter()
         .map(|attempt| format!("if ({attempt}) 2>/dev/null; then echo 'written: {attempt}'; else echo refused; fi\n"))
         .collect();
-    let out = std::process::Command::new(&sandbox)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(scratch.dir.path())
-        .arg("--policy")
-        .arg(&policy)
-        .args(["--", "bash", "-c", &script])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = crate::util::output_when_free(
+        std::process::Command::new(&sandbox)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .current_dir(scratch.dir.path())
+            .arg("--policy")
+            .arg(&policy)
+            .args(["--", "bash", "-c", &script])
+            .stdin(std::process::Stdio::null()),
+    );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(!stdout.contains("written"), "{stdout}");

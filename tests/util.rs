@@ -102,6 +102,24 @@ pub fn bare_cmd(bin: &str) -> Command {
     cmd
 }
 
+/// `command`'s output, started again while the kernel refuses to run its program because a
+/// copy made moments ago is still open for writing in a child another test forked ("text file
+/// busy", until that child's exec closes it), for at most a minute.
+pub fn output_when_free(command: &mut std::process::Command) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match command.output() {
+            Err(err)
+                if err.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::yield_now()
+            }
+            out => return out.expect("the program starts"),
+        }
+    }
+}
+
 /// The path of a binary of this package.
 pub fn bin_path(bin: &str) -> PathBuf {
     match bin {
