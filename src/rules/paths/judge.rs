@@ -65,15 +65,11 @@ impl PathRules {
         let Some(links) = placed.links.filter(|_| !path.contains('\0')) else {
             return written;
         };
-        let (root, home) = (placed.root.as_deref(), placed.home.as_deref());
+        let home = placed.home.as_deref();
         if unknown_tilde(path, home).is_some() {
             return written;
         }
-        let dir = if placeable {
-            placed.cwd.as_deref().or(root)
-        } else {
-            None
-        };
+        let dir = placed.base(placeable);
         let lexical = joined(path, dir, home);
         if !lexical.is_absolute() {
             return written;
@@ -137,11 +133,7 @@ impl PathRules {
         if let Some(prefix) = unknown_tilde(path, home) {
             return self.judge_unknown_home(path, prefix, write, by);
         }
-        let dir = if placeable {
-            placed.cwd.as_deref().or(root)
-        } else {
-            None
-        };
+        let dir = placed.base(placeable);
         let resolved = resolve(path, dir, home);
         // Where the part the call wrote begins in `resolved` (past the working directory it was
         // joined to): a wildcard counts only there, not in the name of the project's folder.

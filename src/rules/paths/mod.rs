@@ -194,11 +194,7 @@ impl PathRules {
     /// command changes directory) may be, when it is `.` or starts with `..`.
     pub(crate) fn root_itself(&self, written: &WrittenPath, placed: &Placed) -> Option<String> {
         let root = placed.root.as_deref()?;
-        let dir = if written.placeable {
-            placed.cwd.as_deref().or(Some(root))
-        } else {
-            None
-        };
+        let dir = placed.base(written.placeable);
         let resolved = place::resolve(&written.path, dir, placed.home.as_deref());
         let may_be = if resolved.is_absolute() {
             root.starts_with(&resolved)

@@ -14,6 +14,14 @@ pub struct Placed<'a> {
 }
 
 impl<'a> Placed<'a> {
+    /// The folder a relative path is placed in: the call's `cwd`, else the root; none for a
+    /// path that cannot be placed (the command changes directory).
+    pub(super) fn base(&self, placeable: bool) -> Option<&Path> {
+        placeable
+            .then(|| self.cwd.as_deref().or(self.root.as_deref()))
+            .flatten()
+    }
+
     pub(super) fn of(context: PathContext<'a>) -> Placed<'a> {
         let cwd = context.cwd.filter(|p| p.is_absolute()).map(normalize);
         let root = context
