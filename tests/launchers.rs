@@ -162,3 +162,54 @@ fn the_process_is_named_for_its_tool() {
     assert!(exe.ends_with("/sc-hook"), "{exe}");
     assert_eq!(name.trim(), "sc-gate");
 }
+
+/// The program is linked the way the build says it is (build.rs): statically against the C
+/// library where the system has its static archives, with no dynamic loader to start at each
+/// call, and position-independent either way, so its addresses are still randomised.
+#[test]
+fn the_program_is_linked_as_the_build_says() {
+    let program = std::fs::read(bin_path("sc-hook")).unwrap();
+    let linked = env!("SKELETON_CREW_LINKED");
+    let elf = Elf::read(&program);
+    assert_eq!(elf.kind, ET_DYN, "sc-hook is not position-independent");
+    match linked {
+        "static-pie" => assert!(
+            !elf.segments.contains(&PT_INTERP),
+            "build.rs linked sc-hook statically, yet it names a dynamic loader"
+        ),
+        "dynamic" => assert!(elf.segments.contains(&PT_INTERP)),
+        other => panic!("build.rs said {other:?}"),
+    }
+    // The launchers are dynamic: small, each linking none of the C library's archive.
+    let launcher = std::fs::read(bin_path("sc-gate")).unwrap();
+    assert!(Elf::read(&launcher).segments.contains(&PT_INTERP));
+}
+
+const ET_DYN: u16 = 3;
+const PT_INTERP: u32 = 3;
+
+/// What the test needs of a 64-bit little-endian ELF file: its type and its segments' types.
+struct Elf {
+    kind: u16,
+    segments: Vec<u32>,
+}
+
+impl Elf {
+    fn read(bytes: &[u8]) -> Elf {
+        assert_eq!(
+            &bytes[..6],
+            b"\x7fELF\x02\x01",
+            "not a 64-bit little-endian ELF file"
+        );
+        let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let table = u64_at(0x20) as usize;
+        let size = u16_at(0x36) as usize;
+        let count = u16_at(0x38) as usize;
+        Elf {
+            kind: u16_at(0x10),
+            segments: (0..count).map(|n| u32_at(table + n * size)).collect(),
+        }
+    }
+}
