@@ -265,14 +265,16 @@ impl SqliteStore {
     /// anything in it is changed, its journal mode included: a file of another program named by
     /// mistake is left as it was.
     fn refuse_what_is_not_a_store(&self) -> Result<(), SqliteProblem> {
-        let count = |sql: &str| -> rusqlite::Result<i64> {
-            self.connection.query_row(sql, [], |row| row.get(0))
-        };
-        let ours =
-            count("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'")?;
-        if ours == 0
-            && count("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")? > 0
-        {
+        // One statement, so one reading of the schema: between two, another process making this
+        // file a store could commit its tables, and the second would see them without `sc_meta`
+        // having been seen by the first (sixteen hooks starting on a new store at once).
+        let (ours, named): (i64, i64) = self.connection.query_row(
+            "SELECT (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sc_meta'),
+                    (SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%')",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        if ours == 0 && named > 0 {
             return Err(SqliteProblem::SomethingElse);
         }
         if !self.only_tables()? {
