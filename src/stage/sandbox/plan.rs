@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::walk::{resolve, Resolved};
+use super::walk::{Resolved, Walker};
 use super::SandboxError;
 use super::{git, sockets};
 use crate::rules::policy::Policy;
@@ -168,8 +168,11 @@ impl Sandbox {
                 });
             }
         }
+        // One walker for every path of the plan: they share their folders.
+        let mut walker = Walker::default();
         for entry in &rules.writable {
-            if let Resolved::Exists(path) = resolve(&place(entry, "writable")?, &mut |_, _| Ok(()))?
+            if let Resolved::Exists(path) =
+                walker.resolve(&place(entry, "writable")?, &mut |_, _| Ok(()))?
             {
                 if path == Path::new("/") {
                     return Err(place_err(
@@ -197,7 +200,7 @@ impl Sandbox {
         // The files whose stand-ins git must not take for the real thing.
         let mut stand_ins = Vec::new();
         for path in &hidden {
-            if let Resolved::Exists(path) = resolve(path, &mut |_, _| Ok(()))? {
+            if let Resolved::Exists(path) = walker.resolve(path, &mut |_, _| Ok(()))? {
                 if state(&entries, &path, true) == State::Private {
                     continue;
                 }
@@ -214,7 +217,7 @@ impl Sandbox {
         // The host's unix sockets the program could still see: a read-only mount does not stop
         // connect(); an empty file over each does.
         for socket in sockets::host_sockets() {
-            if let Resolved::Exists(path) = resolve(&socket, &mut |_, _| Ok(()))? {
+            if let Resolved::Exists(path) = walker.resolve(&socket, &mut |_, _| Ok(()))? {
                 if state(&entries, &path, true) != State::Private {
                     entries.push((path.clone(), State::Private));
                     mounts.push(Mount {
@@ -236,7 +239,7 @@ impl Sandbox {
         // with all read-only mounts known.
         let mut read_only = Vec::new();
         for path in &protected {
-            if let Resolved::Exists(target) = resolve(path, &mut |_, _| Ok(()))? {
+            if let Resolved::Exists(target) = walker.resolve(path, &mut |_, _| Ok(()))? {
                 read_only.push((target, State::ReadOnly));
             }
         }
@@ -253,7 +256,7 @@ impl Sandbox {
                 }
                 Ok(())
             };
-            let (target, kind) = match resolve(path, &mut check_link)? {
+            let (target, kind) = match walker.resolve(path, &mut check_link)? {
                 Resolved::Exists(target) => {
                     if state(&before, &target, true) != State::Writable {
                         continue;
