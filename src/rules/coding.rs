@@ -64,8 +64,13 @@ pub(crate) fn coding_agent_findings(
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
-        // Only where the sandbox applies: its path rules are compiled on first use.
-        if let Some(sandbox) = judging.sandboxed.then(|| policy.sandbox_paths()).flatten() {
+        // Only where the sandbox applies, for a tool its path rules judge: they are compiled
+        // on first use.
+        if let Some(sandbox) = judging
+            .sandboxed
+            .then(|| policy.sandbox_paths_for(&call.tool))
+            .flatten()
+        {
             let mut placed = context;
             if let Some(project) = judging.project {
                 placed.root = Some(project);

@@ -642,6 +642,17 @@ impl Policy {
         }
     }
 
+    /// [`Policy::sandbox_paths`] when they judge some call of `tool`. A call they do not judge
+    /// (a shell command's, which the sandbox itself confines) does not compile their globs: a
+    /// fifth of a confined `Bash` call's instructions under the pack.
+    pub(crate) fn sandbox_paths_for(&self, tool: &str) -> Option<&PathRules> {
+        self.sandbox.as_ref()?;
+        if !PathRules::sandbox_tools(self.paths.as_ref()).judges_tool(tool) {
+            return None;
+        }
+        self.sandbox_paths()
+    }
+
     /// The `sandbox` key's `readOnly` and `hidden` places (and the gate's own files) as path
     /// rules for the file tools, when the policy has a `sandbox` key.
     pub(crate) fn sandbox_paths(&self) -> Option<&PathRules> {

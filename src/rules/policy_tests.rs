@@ -437,3 +437,44 @@ fn the_shipped_pack_s_examples_hold() {
     // Nor are its numbers read again at each start: each is the number written.
     assert!(crate::amount::first_inexact_number(SHIPPED_PACK.trim()).is_none());
 }
+
+/// The sandbox's path rules are compiled only for a tool they judge, and every tool they judge
+/// gets them: the file tools (the `paths` key's, else Claude Code's) and the tools whose
+/// `pathArguments` are named; a shell command does not.
+#[test]
+fn the_sandbox_path_rules_are_there_for_every_tool_they_judge() {
+    let sandbox =
+        r#""sandbox": {"when": "tainted", "hidden": ["~/.ssh"], "readOnly": ["~/.bashrc"]}"#;
+    let bare = Policy::from_json_str(&format!("{{{sandbox}}}")).unwrap();
+    let with_paths = Policy::from_json_str(&format!(
+        r#"{{{sandbox}, "paths": {{"tools": {{"Open": "path"}}, "writeTools": ["Open"],
+            "pathArguments": {{"mcp__fs__*": ["source"]}}, "rules": []}}}}"#
+    ))
+    .unwrap();
+    for (policy, judged, not) in [
+        (
+            &bare,
+            &["Write", "Edit", "MultiEdit", "NotebookEdit", "Read"][..],
+            &["Bash", "Open"][..],
+        ),
+        (
+            &with_paths,
+            &["Open", "mcp__fs__move"][..],
+            &["Bash", "Write", "mcp__git__log"][..],
+        ),
+    ] {
+        for tool in judged {
+            let rules = policy.sandbox_paths_for(tool);
+            assert!(rules.is_some_and(|rules| rules.judges_tool(tool)), "{tool}");
+            assert!(!rules.unwrap().rules().is_empty(), "{tool}");
+        }
+        for tool in not {
+            assert!(policy.sandbox_paths_for(tool).is_none(), "{tool}");
+            // What compiling them would have said of the tool: nothing.
+            let compiled = policy.sandbox_paths().unwrap();
+            assert!(!compiled.judges_tool(tool), "{tool}");
+        }
+    }
+    let unsandboxed = Policy::from_json_str("{}").unwrap();
+    assert!(unsandboxed.sandbox_paths_for("Write").is_none());
+}

@@ -121,6 +121,13 @@ impl PathRules {
         crate::rules::tools::entry_for(&self.tools, tool).map(String::as_str)
     }
 
+    /// Whether the rules judge any call of `tool`: the path of a file tool, or the arguments
+    /// `pathArguments` names for it ([`PathRules::decide_call`] and
+    /// [`PathRules::decide_path_arguments`] say `None` for every other tool).
+    pub(crate) fn judges_tool(&self, tool: &str) -> bool {
+        self.arg_key(tool).is_some() || self.path_argument_names(tool).is_some()
+    }
+
     /// Whether a call of `tool` is a write.
     pub(crate) fn is_write_tool(&self, tool: &str) -> bool {
         self.write_tools.matches(tool)

@@ -278,7 +278,35 @@ impl PathRules {
     /// (`outsideRoot` is the `paths` key's say). The gate's own files are added by
     /// [`PathRules::protect`], as for the `paths` key.
     pub(crate) fn for_sandbox(sandbox: &SandboxRules, like: Option<&PathRules>) -> PathRules {
-        let mut rules = match like {
+        let mut rules = PathRules::sandbox_tools(like);
+        let lists = [
+            ("readOnly", &sandbox.read_only, "write", Decision::Deny),
+            ("hidden", &sandbox.hidden, "read", Decision::Hold),
+        ];
+        for (name, list, verb, decision) in lists {
+            for (i, entry) in list.iter().enumerate() {
+                let Some(glob) = sandbox_glob(entry) else {
+                    continue;
+                };
+                let value = serde_json::json!({
+                    "glob": [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))],
+                    verb: decision.to_string(),
+                });
+                let index = rules.rules.len();
+                // The globs are escaped from a checked sandbox path: they always compile.
+                if let Ok(mut compiled) = rule(&format!("sandbox.{name}[{i}]"), index, &value) {
+                    compiled.label = format!("sandbox.{name}[{i}]");
+                    rules.rules.push(compiled);
+                }
+            }
+        }
+        rules
+    }
+
+    /// The sandbox's path rules without their rules: which tools they judge and how
+    /// ([`PathRules::for_sandbox`]), known without compiling a glob.
+    pub(crate) fn sandbox_tools(like: Option<&PathRules>) -> PathRules {
+        match like {
             Some(like) => PathRules {
                 tools: like.tools.clone(),
                 write_tools: like.write_tools.clone(),
@@ -306,29 +334,7 @@ impl PathRules {
                 rules: Vec::new(),
                 outside_root: Decision::Allow,
             },
-        };
-        let lists = [
-            ("readOnly", &sandbox.read_only, "write", Decision::Deny),
-            ("hidden", &sandbox.hidden, "read", Decision::Hold),
-        ];
-        for (name, list, verb, decision) in lists {
-            for (i, entry) in list.iter().enumerate() {
-                let Some(glob) = sandbox_glob(entry) else {
-                    continue;
-                };
-                let value = serde_json::json!({
-                    "glob": [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))],
-                    verb: decision.to_string(),
-                });
-                let index = rules.rules.len();
-                // The globs are escaped from a checked sandbox path: they always compile.
-                if let Ok(mut compiled) = rule(&format!("sandbox.{name}[{i}]"), index, &value) {
-                    compiled.label = format!("sandbox.{name}[{i}]");
-                    rules.rules.push(compiled);
-                }
-            }
         }
-        rules
     }
 }
 
