@@ -504,12 +504,12 @@ fn a_file_tool_cannot_change_the_sandboxs_own_machinery() {
         .unwrap();
     assert_eq!(answer["permissionDecision"], "allow", "{answer}");
     let invocations = s.state.join("skeleton-crew/invocations");
+    // An invocation's file (its id: 16 hexadecimal digits), not the folder's sweep mark.
     let prepared = std::fs::read_dir(&invocations)
         .unwrap()
-        .next()
-        .expect("a prepared invocation")
-        .unwrap()
-        .path();
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.file_name().is_some_and(|name| name.len() == 16))
+        .expect("a prepared invocation");
     let sandbox = tools.join("sc-sandbox").display().to_string();
     for (tool, input) in [
         (

@@ -48,6 +48,15 @@ pub const FOLDER: &str = "invocations";
 /// which may be hours later. Older files are refused, and removed by the next [`prepare`].
 pub const LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How often [`prepare`] looks for files past their lifetime: each look reads every file of the
+/// folder, and a day of confined calls that were held, declined or not run leaves hundreds (a
+/// sweep at every call took a millisecond of it with 170 files).
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// The file of the folder whose modification time says when it was last swept (not 16
+/// hexadecimal digits, so never an invocation).
+const SWEPT: &str = "swept";
+
 /// The format of the file; another is refused.
 const VERSION: u32 = 1;
 
@@ -382,8 +391,22 @@ fn check_folder(folder: &Path) -> Result<(), PreparedError> {
     Ok(())
 }
 
-/// Removes the files of `folder` past their lifetime, by their change time (best effort).
+/// Removes the files of `folder` past their lifetime, by their change time, when it was not
+/// swept in the last [`SWEEP_EVERY`] (best effort: a file left over is refused by [`take`] all
+/// the same).
 fn sweep(folder: &Path, now: SystemTime) {
+    let marker = folder.join(SWEPT);
+    let swept = fs::symlink_metadata(&marker)
+        .ok()
+        .filter(|meta| meta.is_file())
+        .and_then(|meta| meta.modified().ok());
+    // A mark in the future (a clock set back) is no mark.
+    if swept
+        .and_then(|swept| now.duration_since(swept).ok())
+        .is_some_and(|since| since < SWEEP_EVERY)
+    {
+        return;
+    }
     let Ok(entries) = fs::read_dir(folder) else {
         return;
     };
@@ -398,6 +421,14 @@ fn sweep(folder: &Path, now: SystemTime) {
             let _ = fs::remove_file(entry.path());
         }
     }
+    let _ = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&marker)
+        .and_then(|file| file.set_modified(now));
 }
 
 fn new_id() -> std::io::Result<String> {

@@ -95,6 +95,34 @@ fn an_expired_or_future_invocation_is_refused_and_old_ones_are_swept() {
     assert!(!old.exists());
 }
 
+/// The folder is read through for old files at most once an hour, however many calls are
+/// confined: an old file waits for the next hour's sweep, and is refused meanwhile.
+#[test]
+fn the_folder_is_swept_at_most_once_an_hour() {
+    let (_dir, folder) = folder();
+    let start = SystemTime::now();
+    let long_ago = start - LIFETIME - Duration::from_secs(5);
+    prepare(&folder, &invocation(), "ls", start).unwrap();
+    let old = folder.join(prepare(&folder, &invocation(), "ls", start).unwrap());
+    let file = fs::File::options().write(true).open(&old).unwrap();
+    file.set_modified(long_ago).unwrap();
+    drop(file);
+    let soon = start + SWEEP_EVERY - Duration::from_secs(60);
+    prepare(&folder, &invocation(), "ls", soon).unwrap();
+    assert!(old.exists(), "swept twice within the hour");
+    let later = start + SWEEP_EVERY + Duration::from_secs(60);
+    prepare(&folder, &invocation(), "ls", later).unwrap();
+    assert!(!old.exists(), "not swept after the hour");
+    // The mark is the folder's own file, and no invocation.
+    let mark = folder.join("swept");
+    assert_eq!(
+        fs::metadata(&mark).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let err = take_script(&folder, "swept", "ls").unwrap_err();
+    assert!(matches!(err, PreparedError::BadId(_)), "{err}");
+}
+
 #[test]
 fn files_and_folders_that_are_not_sc_hooks_own_are_refused() {
     let (dir, folder) = folder();
