@@ -421,14 +421,27 @@ fn sweep(folder: &Path, now: SystemTime) {
             let _ = fs::remove_file(entry.path());
         }
     }
-    let _ = fs::OpenOptions::new()
+    mark(folder, &marker, now);
+}
+
+/// Puts a new mark in place, timed `now`: a file of its own, made anew and renamed over the old
+/// name. Whatever had the name (a hard link to another file, a pipe, a link) is never opened or
+/// written: writing through it would truncate the other file, or wait on the pipe forever.
+fn mark(folder: &Path, marker: &Path, now: SystemTime) {
+    let Ok(id) = new_id() else {
+        return;
+    };
+    let fresh = folder.join(format!("{SWEPT}.{id}"));
+    let made = fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&marker)
+        .open(&fresh)
         .and_then(|file| file.set_modified(now));
+    if made.is_err() || fs::rename(&fresh, marker).is_err() {
+        let _ = fs::remove_file(&fresh);
+    }
 }
 
 fn new_id() -> std::io::Result<String> {

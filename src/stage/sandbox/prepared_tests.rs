@@ -1,5 +1,5 @@
 use super::*;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
 
 fn invocation() -> Invocation {
@@ -121,6 +121,46 @@ fn the_folder_is_swept_at_most_once_an_hour() {
     );
     let err = take_script(&folder, "swept", "ls").unwrap_err();
     assert!(matches!(err, PreparedError::BadId(_)), "{err}");
+}
+
+/// Whatever has the mark's name is replaced, never written through: a hard link to another
+/// file (the settings a hook is registered in, the state store) keeps that file whole, and a
+/// pipe does not stop the call (a review truncated both, and hung a call on a pipe).
+#[test]
+fn the_sweep_mark_never_writes_through_what_has_its_name() {
+    let (dir, folder) = folder();
+    let start = SystemTime::now();
+    let long_ago = start - SWEEP_EVERY - Duration::from_secs(60);
+    let other = dir.path().join("settings.json");
+    fs::write(&other, "{\"hooks\": {}}").unwrap();
+    let mark = folder.join("swept");
+    prepare(&folder, &invocation(), "ls", start).unwrap();
+    fs::remove_file(&mark).unwrap();
+    fs::hard_link(&other, &mark).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&other)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    prepare(&folder, &invocation(), "ls", start).unwrap();
+    assert_eq!(fs::read_to_string(&other).unwrap(), "{\"hooks\": {}}");
+    assert_eq!(
+        fs::metadata(&mark).unwrap().nlink(),
+        1,
+        "the mark is a file of its own"
+    );
+    // A pipe at the name: the call is not held up, and the pipe is replaced.
+    fs::remove_file(&mark).unwrap();
+    let status = Command::new("mkfifo").arg(&mark).status().unwrap();
+    assert!(status.success());
+    prepare(&folder, &invocation(), "ls", start).unwrap();
+    assert!(fs::symlink_metadata(&mark).unwrap().is_file());
+    // Nothing else is left behind in the folder but invocations and the mark.
+    for entry in fs::read_dir(&folder).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(name == "swept" || name.len() == 16, "{name}");
+    }
 }
 
 #[test]
