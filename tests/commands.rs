@@ -134,10 +134,22 @@ fn decide_line(
     {
         return (judged.decision, judged.reasons);
     }
-    let judged = paths
-        .decide_call(tool, args, context(cwd))
-        .unwrap_or_else(|| panic!("no rules apply to {tool}"));
-    (judged.decision, judged.reasons)
+    if let Some(judged) = paths.decide_call(tool, args, context(cwd)) {
+        return (judged.decision, judged.reasons);
+    }
+    if let Some(judged) = paths.decide_path_arguments(tool, args, context(cwd)) {
+        return (judged.decision, judged.reasons);
+    }
+    // A search tool (`pathArguments`) called without its path argument searches the working
+    // folder, and nothing of the keys judges it; any other tool must be one the keys judge.
+    let with_path = serde_json::json!({"path": "/"});
+    assert!(
+        paths
+            .decide_path_arguments(tool, with_path.as_object().unwrap(), context(cwd))
+            .is_some(),
+        "no rules apply to {tool}"
+    );
+    (Decision::Allow, Vec::new())
 }
 
 /// A crew state in which the pack's agents are tainted: one of them fetched a web page.
