@@ -560,3 +560,88 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     let out = ask(&["--timeout", "1"], &claude);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// A hook that crashes is read by its agent as no answer, and the call would run: sc-hook
+/// refuses it as its agent blocks instead, whatever the fault (a bug in the C library or SQLite,
+/// a stack overflow, an abort). Here the fault is sent while the hook waits on its input.
+#[test]
+fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    // The last: a parent that blocked the fault (a blocked signal survives exec).
+    for (signal, agent, blocked) in [
+        (Signal::SIGSEGV, None, false),
+        (Signal::SIGBUS, None, false),
+        (Signal::SIGABRT, None, false),
+        (Signal::SIGSEGV, Some("copilot"), false),
+        (Signal::SIGSEGV, None, true),
+    ] {
+        let mut command = Command::new(bin_path("sc-hook"));
+        command
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .env("HOME", scratch.path("home"))
+            .env("XDG_STATE_HOME", scratch.path("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(agent) = agent {
+            command.args(["--for", agent]);
+        }
+        if blocked {
+            // SAFETY: only sigprocmask between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let mut set = nix::sys::signal::SigSet::empty();
+                    set.add(signal);
+                    nix::sys::signal::sigprocmask(
+                        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+                        Some(&set),
+                        None,
+                    )
+                    .map_err(std::io::Error::from)
+                });
+            }
+        }
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        // The handlers are set before the input is read: wait until the hook reads it.
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let syscall =
+                std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+            // `read` (0) of file descriptor 0.
+            if syscall.starts_with("0 0x0 ") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sc-hook never read its input: {syscall}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill(Pid::from_raw(pid as i32), signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("sc-hook crashed") && stderr.contains("the tool call is blocked"),
+            "{signal}: {out:?}"
+        );
+        match agent {
+            // Claude Code's block: exit 2, nothing on stdout.
+            None => {
+                assert_eq!(out.status.code(), Some(2), "{signal}: {out:?}");
+                assert!(out.stdout.is_empty(), "{out:?}");
+            }
+            // Copilot CLI's: its deny answer, one line.
+            Some(_) => {
+                let answer: Value = serde_json::from_slice(&out.stdout).expect("a deny answer");
+                assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+            }
+        }
+    }
+}

@@ -5,9 +5,14 @@
 //! `sc-hook install` gives each agent, and when it fires the agent gets the hook's refusal (its
 //! contract's block: exit status 2, or a deny answer) and the process ends at once.
 //!
-//! What runs in the signal handler is what a handler may run: loads of atomics, `write` of bytes
-//! made beforehand, and `_exit`. A kill (`SIGKILL`, the kernel's out-of-memory killer) cannot be
-//! answered by any process; docs/coding-agents.md says what each agent does then.
+//! A crash is refused the same way: an agent reads a hook killed by a signal as no answer, and
+//! runs the call. From [`arm`] on, a fault (`SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`: a bug in
+//! the C library, SQLite or a stack overflow) and an abort (`SIGABRT`) end the process with the
+//! agent's refusal too.
+//!
+//! What runs in the signal handlers is what a handler may run: loads of atomics, `write` of
+//! bytes made beforehand, and `_exit`. A kill (`SIGKILL`, the kernel's out-of-memory killer)
+//! cannot be answered by any process; docs/coding-agents.md says what each agent does then.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -23,6 +28,17 @@ struct Refusal {
 
 /// The refusal the deadline gives now: none before [`arm`] (then it ends with status 2).
 static REFUSAL: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
+/// The refusal a crash gives now, likewise.
+static CRASH: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The signals of a crash, refused from [`arm`] on.
+const CRASHES: [libc::c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+];
 /// Whether the hook began writing its own answer: a fired deadline then writes nothing more.
 static ANSWERING: AtomicBool = AtomicBool::new(false);
 /// Whether the deadline fired: a second firing (one second later, while a write of the first
@@ -30,8 +46,8 @@ static ANSWERING: AtomicBool = AtomicBool::new(false);
 static FIRED: AtomicBool = AtomicBool::new(false);
 
 /// Ends the process with the agent's refusal ([`refuse_as`]) after `seconds`, unless it ended
-/// before. Fails
-/// when the signal's handler cannot be set (the caller refuses the call then).
+/// before, and at once on a crash from now on. Fails when a signal's handler cannot be set (the
+/// caller refuses the call then).
 pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
     refuse_as(agent, None, seconds);
     // SAFETY: a handler that only loads atomics, writes, sets the alarm and calls _exit
@@ -46,6 +62,21 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
     if set != 0 {
         return Err(io::Error::last_os_error());
     }
+    for signal in CRASHES {
+        // SAFETY: a handler that only loads atomics, writes and calls _exit. On the signal
+        // stack std made for this thread (a stack overflow is one of these faults); reset to
+        // the default first, so that a fault inside the handler ends the process.
+        let set = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = crashed as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_ONSTACK | libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if set != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
     // A blocked signal is inherited through exec: a parent that blocked SIGALRM would leave the
     // deadline pending forever (found by a review).
     // SAFETY: a signal set of our own, changed for this thread (the only one yet).
@@ -53,6 +84,10 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGALRM);
+        // A fault blocked would end the process with no handler run.
+        for signal in CRASHES {
+            libc::sigaddset(&mut set, signal);
+        }
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut())
     };
     if unblocked != 0 {
@@ -70,16 +105,22 @@ pub fn refuse_as(agent: Agent, event: Option<Event>, seconds: u32) {
         "the call was not decided within {seconds} s (--timeout), before the agent would stop \
          waiting and run the call"
     );
-    let (line, status) = answer::refusal(agent, event, &reason);
-    let refusal = Box::new(Refusal {
+    REFUSAL.store(refusal(agent, event, &reason), Ordering::Release);
+    let reason = "sc-hook crashed (a fault or an abort) before it decided the call";
+    CRASH.store(refusal(agent, event, reason), Ordering::Release);
+}
+
+/// The agent's block for `event` with `reason`, made now for a signal handler to write later.
+/// Never freed: a handler may be reading the one before (the process is short-lived).
+fn refusal(agent: Agent, event: Option<Event>, reason: &str) -> *mut Refusal {
+    let (line, status) = answer::refusal(agent, event, reason);
+    Box::into_raw(Box::new(Refusal {
         stdout: line
             .map(|line| format!("{line}\n").into_bytes())
             .unwrap_or_default(),
         stderr: format!("sc-hook: {reason}; the tool call is blocked\n").into_bytes(),
         status: i32::from(status),
-    });
-    // Never freed: a handler may be reading the one before (the process is short-lived).
-    REFUSAL.store(Box::into_raw(refusal), Ordering::Release);
+    }))
 }
 
 /// The hook begins writing its own answer: a deadline that fires now ends the process with status
@@ -125,6 +166,22 @@ extern "C" fn fired(_signal: libc::c_int) {
         if !answering && !write_all(1, &refusal.stdout) {
             // The answer could not be given (a closed stdout): a status 0 would block nothing.
             status = 2;
+        }
+        write_all(2, &refusal.stderr);
+    }
+    // SAFETY: _exit is async-signal-safe; nothing is flushed or unwound.
+    unsafe { libc::_exit(status) };
+}
+
+extern "C" fn crashed(_signal: libc::c_int) {
+    let refusal = CRASH.load(Ordering::Acquire);
+    // A crash while the hook writes its own answer adds nothing to it.
+    let answering = ANSWERING.swap(true, Ordering::AcqRel);
+    let mut status = 2;
+    // SAFETY: set from a leaked Box by refuse_as and never freed.
+    if let Some(refusal) = unsafe { refusal.as_ref() } {
+        if !answering && write_all(1, &refusal.stdout) {
+            status = refusal.status;
         }
         write_all(2, &refusal.stderr);
     }

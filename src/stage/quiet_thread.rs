@@ -4,17 +4,29 @@
 
 use std::thread::JoinHandle;
 
-/// Starts `work` on a thread with every signal blocked. A signal sent meanwhile waits for the
-/// calling thread; where the mask cannot be set, the thread runs anyway, as a plain one would.
+/// The signals of a fault, which the kernel gives the thread that faulted. Blocked, it would end
+/// the process with no handler run, so they are left open: sc-hook's crash handler refuses the
+/// call from whichever thread faulted (the resolver's, in the C library's name lookup).
+const FAULTS: [nix::sys::signal::Signal; 5] = [
+    nix::sys::signal::Signal::SIGSEGV,
+    nix::sys::signal::Signal::SIGBUS,
+    nix::sys::signal::Signal::SIGILL,
+    nix::sys::signal::Signal::SIGFPE,
+    nix::sys::signal::Signal::SIGABRT,
+];
+
+/// Starts `work` on a thread with every signal but a fault's blocked. A signal sent meanwhile
+/// waits for the calling thread; where the mask cannot be set, the thread runs anyway, as a
+/// plain one would.
 pub(crate) fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
     use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
+    let mut quiet = SigSet::all();
+    for fault in FAULTS {
+        quiet.remove(fault);
+    }
     let mut before = SigSet::empty();
-    let blocked = pthread_sigmask(
-        SigmaskHow::SIG_BLOCK,
-        Some(&SigSet::all()),
-        Some(&mut before),
-    )
-    .is_ok();
+    // Set, not added to: a fault the caller had blocked is open in the thread too.
+    let blocked = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&quiet), Some(&mut before)).is_ok();
     // A new thread starts with its creator's mask.
     let handle = std::thread::spawn(work);
     if blocked {
@@ -40,6 +52,13 @@ mod tests {
             .join()
             .unwrap();
         assert!(blocked, "the deadline's signal must not reach the helper");
+        let open = super::spawn(|| super::FAULTS.iter().all(|fault| !mask().contains(*fault)))
+            .join()
+            .unwrap();
+        assert!(
+            open,
+            "a fault blocked in the helper ends the process with no handler run"
+        );
         assert_eq!(
             mask().contains(Signal::SIGALRM),
             before.contains(Signal::SIGALRM)
