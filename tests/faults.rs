@@ -573,6 +573,8 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
         (Signal::SIGSEGV, None, false),
         (Signal::SIGBUS, None, false),
         (Signal::SIGABRT, None, false),
+        (Signal::SIGXCPU, None, false),
+        (Signal::SIGSYS, None, false),
         (Signal::SIGSEGV, Some("copilot"), false),
         (Signal::SIGSEGV, None, true),
     ] {
@@ -644,4 +646,114 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
             }
         }
     }
+}
+
+/// A command the shell parser panics on is read as dynamic and held, at every agent: the panic
+/// unwinds to the parser's guard. It once reached the hook's panic handler first, which ended
+/// the process with nothing on stdout: refused for Claude Code, and let through by Cursor, which
+/// reads a hook that prints nothing as a yes (found by a review).
+#[test]
+fn a_command_the_parser_panics_on_is_held_at_every_agent() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let project = scratch.path("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let command = "rm -rf ~/important\necho ${<<EOF ${a}\nEOF";
+    let claude = serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
+        "cwd": project, "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t"});
+    let cursor = serde_json::json!({"hook_event_name": "beforeShellExecution",
+        "command": command, "cwd": project, "conversation_id": "c", "generation_id": "g",
+        "workspace_roots": [project]});
+    for (args, input, decision) in [
+        (&[][..], claude, "/hookSpecificOutput/permissionDecision"),
+        (&["--for", "cursor"][..], cursor, "/permission"),
+    ] {
+        let out = Command::new(bin_path("sc-hook"))
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(scratch.audit_path())
+            .args(args)
+            .env("HOME", scratch.path("home"))
+            .env("XDG_STATE_HOME", scratch.path("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(input.to_string().as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        let answer: Value = serde_json::from_slice(&out.stdout).expect("an answer");
+        assert_eq!(
+            answer.pointer(decision),
+            Some(&Value::from("ask")),
+            "{answer}"
+        );
+        assert!(
+            answer.to_string().contains("brush-parser panicked"),
+            "{answer}"
+        );
+    }
+}
+
+/// A file size limit (`ulimit -f`) the audit log runs into fails the write, which is refused as
+/// any failure is; its signal (`SIGXFSZ`) once ended the hook with no answer.
+#[test]
+fn a_file_size_limit_refuses_the_call() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let input = serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
+        "cwd": scratch.dir.path(), "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git status"}, "tool_use_id": "t"});
+    let mut command = Command::new(bin_path("sc-hook"));
+    command
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .env("HOME", scratch.path("home"))
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the tool call is blocked"),
+        "{out:?}"
+    );
 }

@@ -31,13 +31,17 @@ static REFUSAL: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 /// The refusal a crash gives now, likewise.
 static CRASH: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The signals of a crash, refused from [`arm`] on.
-const CRASHES: [libc::c_int; 5] = [
+/// The signals of a crash, refused from [`arm`] on: faults, an abort, a bad system call, and
+/// the CPU time limit (`ulimit -t`). The file size limit's (`SIGXFSZ`, `ulimit -f`) is ignored
+/// instead: the write then fails, and the failure is refused as any other.
+const CRASHES: [libc::c_int; 7] = [
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGILL,
     libc::SIGFPE,
     libc::SIGABRT,
+    libc::SIGSYS,
+    libc::SIGXCPU,
 ];
 /// Whether the hook began writing its own answer: a fired deadline then writes nothing more.
 static ANSWERING: AtomicBool = AtomicBool::new(false);
@@ -76,6 +80,10 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
         if set != 0 {
             return Err(io::Error::last_os_error());
         }
+    }
+    // SAFETY: ignoring a signal changes no memory.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
     }
     // A blocked signal is inherited through exec: a parent that blocked SIGALRM would leave the
     // deadline pending forever (found by a review).
@@ -174,6 +182,12 @@ extern "C" fn fired(_signal: libc::c_int) {
 }
 
 extern "C" fn crashed(_signal: libc::c_int) {
+    crash()
+}
+
+/// Ends the process with the crash's refusal, from a signal handler or a panic: status 2 and
+/// nothing on stdout before [`arm`] made one, or once the hook's own answer began.
+pub fn crash() -> ! {
     let refusal = CRASH.load(Ordering::Acquire);
     // A crash while the hook writes its own answer adds nothing to it.
     let answering = ANSWERING.swap(true, Ordering::AcqRel);

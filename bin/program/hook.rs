@@ -152,10 +152,15 @@ struct DoctorArgs {
 pub fn main() -> ExitCode {
     // One call and out: nothing allocated from here on is ever freed (`arena`).
     crate::arena::never_free();
-    // A panic must block the call too: exit 2, not Rust's 101.
+    // A panic must block the call too: the agent's refusal (a crash's, once the deadline has
+    // made it; exit 2 before), not Rust's 101. The shell parser's own panic is caught where it
+    // is called, and the command read as dynamic: it unwinds there.
     std::panic::set_hook(Box::new(|info| {
+        if skeleton_crew::rules::shell::catching_a_parser_panic() {
+            return;
+        }
         let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");
-        std::process::exit(i32::from(USAGE_ERROR));
+        deadline::crash();
     }));
     let mut args = match Args::try_parse() {
         Ok(args) => args,

@@ -235,10 +235,27 @@ impl Walker {
 /// such as an `unwrap` in its tokenizer on a rare here-document shape).
 const PARSER_FAILED: &str = "the parser failed on it (brush-parser panicked)";
 
+thread_local! {
+    /// Whether this thread is inside [`guarded`].
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a panic now, on this thread, is the parser's, which [`guarded`] catches and reads as
+/// a dynamic command. A process's panic hook that ends the process (sc-hook's refuses the call)
+/// must let this one unwind to its catch instead: ended there, a command the parser cannot read
+/// was refused outright, and for Cursor, which reads a hook that prints nothing as a yes, let
+/// through (found by a review).
+pub fn catching_a_parser_panic() -> bool {
+    GUARDED.with(std::cell::Cell::get)
+}
+
 /// Runs a brush-parser call, turning a panic inside it into `None`: fail closed, never crash the
 /// gate. (The panic message still reaches the panic hook, stderr by default.)
 fn guarded<T>(call: impl FnOnce() -> T) -> Option<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).ok()
+    let outer = GUARDED.with(|guarded| guarded.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).ok();
+    GUARDED.with(|guarded| guarded.set(outer));
+    result
 }
 
 fn is_absolute_or_home(path: &str) -> bool {
