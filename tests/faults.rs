@@ -13,6 +13,32 @@ use serde_json::Value;
 
 use crate::util::{bin_path, parse_lines, parse_stdout, testdata, Scratch};
 
+/// sc-hook under `policy`, with its audit log, home and state folder in `scratch`, each stream
+/// piped.
+fn hook_command(scratch: &Scratch, policy: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin_path("sc-hook"));
+    cmd.arg("--policy")
+        .arg(policy)
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .env("HOME", scratch.path("home"))
+        .env("XDG_STATE_HOME", scratch.path("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// `command` given `input` on its standard input, run to its end.
+fn answered(command: &mut Command, input: &Value) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
 fn stage(scratch: &Scratch, bin: &str) -> Command {
     let mut cmd = Command::new(bin_path(bin));
     cmd.env_clear()
@@ -374,17 +400,8 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     let scratch = Scratch::new();
     let policy = testdata("../policies/claude-code.json");
     let command = |args: &[&str]| {
-        let mut cmd = Command::new(bin_path("sc-hook"));
-        cmd.arg("--policy")
-            .arg(&policy)
-            .arg("--audit")
-            .arg(scratch.audit_path())
-            .args(args)
-            .env("HOME", scratch.path("home"))
-            .env("XDG_STATE_HOME", scratch.path("state"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut cmd = hook_command(&scratch, &policy);
+        cmd.args(args);
         cmd
     };
     let hook = |args: &[&str]| command(args).spawn().unwrap();
@@ -578,17 +595,7 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
         (Signal::SIGSEGV, Some("copilot"), false),
         (Signal::SIGSEGV, None, true),
     ] {
-        let mut command = Command::new(bin_path("sc-hook"));
-        command
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--audit")
-            .arg(scratch.audit_path())
-            .env("HOME", scratch.path("home"))
-            .env("XDG_STATE_HOME", scratch.path("state"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut command = hook_command(&scratch, &policy);
         if let Some(agent) = agent {
             command.args(["--for", agent]);
         }
@@ -669,28 +676,7 @@ fn a_command_the_parser_panics_on_is_held_at_every_agent() {
         (&[][..], claude, "/hookSpecificOutput/permissionDecision"),
         (&["--for", "cursor"][..], cursor, "/permission"),
     ] {
-        let out = Command::new(bin_path("sc-hook"))
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--audit")
-            .arg(scratch.audit_path())
-            .args(args)
-            .env("HOME", scratch.path("home"))
-            .env("XDG_STATE_HOME", scratch.path("state"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(input.to_string().as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap();
+        let out = answered(hook_command(&scratch, &policy).args(args), &input);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
         let answer: Value = serde_json::from_slice(&out.stdout).expect("an answer");
         assert_eq!(
@@ -715,17 +701,7 @@ fn a_file_size_limit_refuses_the_call() {
         "cwd": scratch.dir.path(), "permission_mode": "default",
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "git status"}, "tool_use_id": "t"});
-    let mut command = Command::new(bin_path("sc-hook"));
-    command
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(scratch.audit_path())
-        .env("HOME", scratch.path("home"))
-        .env("XDG_STATE_HOME", scratch.path("state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = hook_command(&scratch, &policy);
     // SAFETY: only setrlimit between fork and exec.
     unsafe {
         command.pre_exec(|| {
@@ -739,18 +715,7 @@ fn a_file_size_limit_refuses_the_call() {
             Ok(())
         });
     }
-    let out = command
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.to_string().as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let out = answered(&mut command, &input);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("the tool call is blocked"),
