@@ -530,18 +530,7 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
             .execute_batch(sql)
             .unwrap()
     };
-    let refused = |scratch: &Scratch, expected: &str| {
-        let out = scratch
-            .cmd("sc-gate")
-            .args(args)
-            .write_stdin(payment("a", 1))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(out.stdout.is_empty());
-        assert!(stderr.contains(expected), "{stderr}");
-    };
+    let refused = |scratch: &Scratch, expected: &str| gate_refuses(scratch, &args, expected);
     // The taint, edited away into a state of another shape.
     spoil(r#"UPDATE sc_states SET state = '{"agents":{},"crewSpent":0,"crewTaintedBy":null}'"#);
     refused(
@@ -1367,16 +1356,7 @@ fn a_database_that_is_not_a_store_is_refused_unchanged() {
         };
         assert_eq!(mode(), "delete");
         let before = std::fs::read(&file).unwrap();
-        let out = scratch
-            .cmd("sc-gate")
-            .args(["--state", file.to_str().unwrap()])
-            .write_stdin(payment("a", 1))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(out.stdout.is_empty());
-        assert!(stderr.contains(expected), "{stderr}");
+        gate_refuses(&scratch, &["--state", file.to_str().unwrap()], expected);
         assert_eq!(mode(), "delete");
         assert_eq!(std::fs::read(&file).unwrap(), before, "{name} is as it was");
         assert!(!scratch.path(&format!("{name}-wal")).exists());
@@ -1394,4 +1374,19 @@ fn a_database_that_is_not_a_store_is_refused_unchanged() {
          INSERT INTO sc_meta VALUES ('format', 'other-program 7');",
         "state store unavailable",
     );
+}
+
+/// sc-gate run with `args` on one payment: it refuses to start (status 1, nothing on stdout),
+/// saying `expected`.
+fn gate_refuses(scratch: &Scratch, args: &[&str], expected: &str) {
+    let out = scratch
+        .cmd("sc-gate")
+        .args(args)
+        .write_stdin(payment("a", 1))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains(expected), "{stderr}");
 }
