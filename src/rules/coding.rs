@@ -55,6 +55,12 @@ pub(crate) fn coding_agent_findings(
     // The path as written, and where it leads when a symbolic link makes that another place.
     let written = call.args.map();
     let all_args = std::iter::once(written).chain(judging.resolved);
+    // Only where the sandbox applies, for a tool its path rules judge: they are compiled on
+    // first use. Asked once for every form of the arguments.
+    let sandbox = judging
+        .sandboxed
+        .then(|| policy.sandbox_paths_for(&call.tool))
+        .flatten();
     for args in all_args {
         if let Some(paths) = policy.paths() {
             if let Some(judged) = paths.decide_call(&call.tool, args, context) {
@@ -64,13 +70,7 @@ pub(crate) fn coding_agent_findings(
                 push_stricter(&mut findings, judged.decision, judged.reasons);
             }
         }
-        // Only where the sandbox applies, for a tool its path rules judge: they are compiled
-        // on first use.
-        if let Some(sandbox) = judging
-            .sandboxed
-            .then(|| policy.sandbox_paths_for(&call.tool))
-            .flatten()
-        {
+        if let Some(sandbox) = sandbox {
             let mut placed = context;
             if let Some(project) = judging.project {
                 placed.root = Some(project);
