@@ -16,8 +16,9 @@
 //! program alone (`rustc-link-arg-bin`) is linked with `-static-pie`, and the C libraries rustc
 //! asks for by name (`-lc`, `-lgcc_s`, ...) are found first in a folder of this build's own, as
 //! linker scripts naming the system's static archives (`libgcc_s` becomes `libgcc_eh`, the
-//! static unwinder, as rustc does for a static link). The tests, examples, launchers and the
-//! library are linked as before.
+//! static unwinder, as rustc does for a static link). The integration tests, examples, launchers
+//! and the library are linked as before; the program's own unit tests (its test build is the
+//! same binary target) are linked statically too.
 //!
 //! When: Linux with the GNU C library, the C compiler links a static program (`-static-pie`)
 //! and every archive is installed (on Fedora they are in `glibc-static`). Anything else, or
@@ -57,7 +58,7 @@ fn main() {
         }
         Err(Dynamic { why, say }) => {
             if say {
-                println!("cargo:warning=linking the programs dynamically: {why}");
+                println!("cargo:warning=linking sc-hook dynamically: {why}");
             }
             "dynamic"
         }
