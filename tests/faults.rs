@@ -722,3 +722,41 @@ fn a_file_size_limit_refuses_the_call() {
         "{out:?}"
     );
 }
+
+/// Interval timers survive `exec`: a parent's profiling timer (`SIGPROF`, whose default is to
+/// end the process) once killed the hook with no answer; it stops them first (found by a review).
+#[test]
+fn a_timer_left_running_by_the_parent_does_not_end_the_hook() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let input = serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
+        "cwd": scratch.dir.path(), "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t"});
+    let mut command = hook_command(&scratch, &policy);
+    // SAFETY: only setitimer between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            // 10 ms of CPU time, then every 10 ms: the hook's call takes more than that.
+            let every = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 10_000,
+            };
+            let timer = libc::itimerval {
+                it_interval: every,
+                it_value: every,
+            };
+            if libc::setitimer(libc::ITIMER_PROF, &timer, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = answered(&mut command, &input);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("an answer");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+}

@@ -32,22 +32,33 @@ static REFUSAL: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 static CRASH: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The signals of a crash, refused from [`arm`] on: faults, an abort, a bad system call, and
-/// the CPU time limit (`ulimit -t`). The file size limit's (`SIGXFSZ`, `ulimit -f`) is ignored
-/// instead: the write then fails, and the failure is refused as any other.
-const CRASHES: [libc::c_int; 7] = [
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGILL,
-    libc::SIGFPE,
-    libc::SIGABRT,
-    libc::SIGSYS,
-    libc::SIGXCPU,
-];
+/// the CPU time limit (`ulimit -t`); the same list helper threads leave open. The file size
+/// limit's (`SIGXFSZ`, `ulimit -f`) is ignored instead: the write then fails, and the failure is
+/// refused as any other.
+const CRASHES: [libc::c_int; 7] = skeleton_crew::stage::quiet_thread::FAULTS;
+
 /// Whether the hook began writing its own answer: a fired deadline then writes nothing more.
 static ANSWERING: AtomicBool = AtomicBool::new(false);
 /// Whether the deadline fired: a second firing (one second later, while a write of the first
 /// blocks on a full pipe) ends the process at once.
 static FIRED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a crash is being answered (on whichever thread): the hook's own answer then waits
+/// for the process to end rather than give a second answer, or an exit status of 0 while the
+/// crash's refusal is still being written.
+static CRASHING: AtomicBool = AtomicBool::new(false);
+
+/// Stops the interval timers a parent left running: they survive `exec`, and their signals
+/// (`SIGPROF`, `SIGVTALRM`, an early `SIGALRM`) would end the hook with no answer.
+pub fn clear_inherited_timers() {
+    for timer in [libc::ITIMER_REAL, libc::ITIMER_VIRTUAL, libc::ITIMER_PROF] {
+        // SAFETY: a zeroed itimerval stops the timer; setitimer changes no memory of ours.
+        unsafe {
+            let stop: libc::itimerval = std::mem::zeroed();
+            libc::setitimer(timer, &stop, std::ptr::null_mut());
+        }
+    }
+}
 
 /// Ends the process with the agent's refusal ([`refuse_as`]) after `seconds`, unless it ended
 /// before, and at once on a crash from now on. Fails when a signal's handler cannot be set (the
@@ -136,6 +147,11 @@ fn refusal(agent: Agent, event: Option<Event>, reason: &str) -> *mut Refusal {
 /// that fails as a refusal; for Cursor nothing after a torn answer can block). Whether it had
 /// begun before.
 pub fn answering() -> bool {
+    while CRASHING.load(Ordering::Acquire) {
+        // The crash's handler ends the process (within a second: its alarm).
+        // SAFETY: pause only waits for a signal.
+        unsafe { libc::pause() };
+    }
     ANSWERING.swap(true, Ordering::AcqRel)
 }
 
@@ -155,7 +171,8 @@ impl<W: Write> Write for Answering<W> {
 
 extern "C" fn fired(_signal: libc::c_int) {
     let refusal = REFUSAL.load(Ordering::Acquire);
-    let answering = ANSWERING.load(Ordering::Acquire);
+    // Taken: a crash's handler that runs now writes no second answer.
+    let answering = ANSWERING.swap(true, Ordering::AcqRel);
     // SAFETY: set from a leaked Box by refuse_as and never freed.
     let status = match unsafe { refusal.as_ref() } {
         Some(refusal) if !answering => refusal.status,
@@ -188,6 +205,11 @@ extern "C" fn crashed(_signal: libc::c_int) {
 /// Ends the process with the crash's refusal, from a signal handler or a panic: status 2 and
 /// nothing on stdout before [`arm`] made one, or once the hook's own answer began.
 pub fn crash() -> ! {
+    CRASHING.store(true, Ordering::Release);
+    // The writes below may block (a pipe nobody reads): the deadline's handler ends the process
+    // a second later, with nothing more on stdout.
+    // SAFETY: alarm is async-signal-safe.
+    unsafe { libc::alarm(1) };
     let refusal = CRASH.load(Ordering::Acquire);
     // A crash while the hook writes its own answer adds nothing to it.
     let answering = ANSWERING.swap(true, Ordering::AcqRel);

@@ -152,6 +152,7 @@ struct DoctorArgs {
 pub fn main() -> ExitCode {
     // One call and out: nothing allocated from here on is ever freed (`arena`).
     crate::arena::never_free();
+    deadline::clear_inherited_timers();
     // A panic must block the call too: the agent's refusal (a crash's, once the deadline has
     // made it; exit 2 before), not Rust's 101. The shell parser's own panic is caught where it
     // is called, and the command read as dynamic: it unwinds there.

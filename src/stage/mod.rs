@@ -8,7 +8,7 @@ pub mod gate;
 pub mod hook;
 pub mod inbox;
 pub mod mcp;
-mod quiet_thread;
+pub mod quiet_thread;
 pub mod report;
 pub mod sandbox;
 pub mod state;

@@ -4,15 +4,18 @@
 
 use std::thread::JoinHandle;
 
-/// The signals of a fault, which the kernel gives the thread that faulted. Blocked, it would end
-/// the process with no handler run, so they are left open: sc-hook's crash handler refuses the
-/// call from whichever thread faulted (the resolver's, in the C library's name lookup).
-const FAULTS: [nix::sys::signal::Signal; 5] = [
-    nix::sys::signal::Signal::SIGSEGV,
-    nix::sys::signal::Signal::SIGBUS,
-    nix::sys::signal::Signal::SIGILL,
-    nix::sys::signal::Signal::SIGFPE,
-    nix::sys::signal::Signal::SIGABRT,
+/// The signals of a fault or a crash (faults, an abort, a bad system call, the CPU time limit),
+/// which the kernel gives the thread that caused them. Blocked, a fault ends the process with no
+/// handler run, so they are left open: sc-hook's crash handler (`bin/program/deadline.rs`, which
+/// sets a handler for each of these) refuses the call from whichever thread faulted.
+pub const FAULTS: [libc::c_int; 7] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+    libc::SIGSYS,
+    libc::SIGXCPU,
 ];
 
 /// Starts `work` on a thread with every signal but a fault's blocked. A signal sent meanwhile
@@ -22,7 +25,9 @@ pub(crate) fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static
     use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
     let mut quiet = SigSet::all();
     for fault in FAULTS {
-        quiet.remove(fault);
+        if let Ok(fault) = nix::sys::signal::Signal::try_from(fault) {
+            quiet.remove(fault);
+        }
     }
     let mut before = SigSet::empty();
     // Set, not added to: a fault the caller had blocked is open in the thread too.
@@ -52,9 +57,13 @@ mod tests {
             .join()
             .unwrap();
         assert!(blocked, "the deadline's signal must not reach the helper");
-        let open = super::spawn(|| super::FAULTS.iter().all(|fault| !mask().contains(*fault)))
-            .join()
-            .unwrap();
+        let open = super::spawn(|| {
+            super::FAULTS
+                .iter()
+                .all(|fault| !mask().contains(Signal::try_from(*fault).unwrap()))
+        })
+        .join()
+        .unwrap();
         assert!(
             open,
             "a fault blocked in the helper ends the process with no handler run"
