@@ -168,19 +168,21 @@ fn the_process_is_named_for_its_tool() {
 /// call, and position-independent either way, so its addresses are still randomised.
 #[test]
 fn the_program_is_linked_as_the_build_says() {
-    let program = std::fs::read(bin_path("sc-hook")).unwrap();
     let linked = env!("SKELETON_CREW_LINKED");
-    let elf = Elf::read(&program);
-    assert_eq!(elf.kind, ET_DYN, "sc-hook is not position-independent");
-    match linked {
-        "static-pie" => assert!(
-            !elf.segments.contains(&PT_INTERP),
-            "build.rs linked sc-hook statically, yet it names a dynamic loader"
-        ),
-        "dynamic" => assert!(elf.segments.contains(&PT_INTERP)),
-        other => panic!("build.rs said {other:?}"),
+    // The program, and sc-sandbox's launcher, which starts every confined call.
+    for name in ["sc-hook", "sc-sandbox"] {
+        let elf = Elf::read(&std::fs::read(bin_path(name)).unwrap());
+        assert_eq!(elf.kind, ET_DYN, "{name} is not position-independent");
+        match linked {
+            "static-pie" => assert!(
+                !elf.segments.contains(&PT_INTERP),
+                "build.rs linked {name} statically, yet it names a dynamic loader"
+            ),
+            "dynamic" => assert!(elf.segments.contains(&PT_INTERP)),
+            other => panic!("build.rs said {other:?}"),
+        }
     }
-    // The launchers are dynamic: small, each linking none of the C library's archive.
+    // The other launchers are dynamic: small, each linking none of the C library's archive.
     let launcher = std::fs::read(bin_path("sc-gate")).unwrap();
     assert!(Elf::read(&launcher).segments.contains(&PT_INTERP));
 }

@@ -396,13 +396,29 @@ pub(crate) struct ChromeDriver {
 }
 
 impl ChromeDriver {
+    /// chromedriver started, and the port it says it listens on. A chromedriver whose output
+    /// ends before it names its port (it exited: once in a full CI run, with other tests'
+    /// browsers starting beside it) is started again, twice at most, and what it wrote on
+    /// stderr is in the failure.
     pub(crate) fn start() -> ChromeDriver {
+        let mut ended = Vec::new();
+        for _ in 0..3 {
+            match ChromeDriver::try_start() {
+                Ok(driver) => return driver,
+                Err(why) => ended.push(why),
+            }
+        }
+        panic!("chromedriver ended three times before naming its port: {ended:#?}");
+    }
+
+    fn try_start() -> Result<ChromeDriver, String> {
         let program = "chromedriver";
+        let stderr = tempfile::NamedTempFile::new().expect("a file for chromedriver's stderr");
         let mut child = Command::new(program)
             .arg("--port=0")
             .process_group(0)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr.reopen().expect("chromedriver's stderr"))
             .spawn()
             .unwrap_or_else(|err| {
                 panic!("cannot start {program} ({err}): `make test-deps` installs Debian's chromium and chromium-driver")
@@ -416,20 +432,34 @@ impl ChromeDriver {
             }
         });
         let start = Instant::now();
+        let mut lines = Vec::new();
         let port = loop {
             let left = DEADLINE.saturating_sub(start.elapsed());
-            let line = said
-                .recv_timeout(left)
-                .expect("chromedriver started in time");
-            if let Some((_, port)) = line.split_once("started successfully on port ") {
-                break port.trim_end_matches('.').parse().expect("a port");
+            match said.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some((_, port)) = line.split_once("started successfully on port ") {
+                        break port.trim_end_matches('.').parse().expect("a port");
+                    }
+                    lines.push(line);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("chromedriver did not name its port within {DEADLINE:?}: {lines:?}")
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait().expect("chromedriver's status");
+                    let stderr = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+                    return Err(format!(
+                        "{status}; stdout {lines:?}; stderr {:?}",
+                        stderr.trim()
+                    ));
+                }
             }
         };
-        ChromeDriver {
+        Ok(ChromeDriver {
             child,
             port,
             _profile: tempfile::tempdir().expect("a profile folder"),
-        }
+        })
     }
 
     /// A new headless Chromium session with an empty profile.
