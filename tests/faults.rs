@@ -39,6 +39,14 @@ fn answered(command: &mut Command, input: &Value) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// Claude Code's PreToolUse of `Bash` running `command`, in the scratch folder.
+fn bash_call(scratch: &Scratch, command: &str) -> Value {
+    serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
+        "cwd": scratch.dir.path(), "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}, "tool_use_id": "t"})
+}
+
 fn stage(scratch: &Scratch, bin: &str) -> Command {
     let mut cmd = Command::new(bin_path(bin));
     cmd.env_clear()
@@ -697,10 +705,7 @@ fn a_command_the_parser_panics_on_is_held_at_every_agent() {
 fn a_file_size_limit_refuses_the_call() {
     let scratch = Scratch::new();
     let policy = testdata("../policies/claude-code.json");
-    let input = serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
-        "cwd": scratch.dir.path(), "permission_mode": "default",
-        "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": {"command": "git status"}, "tool_use_id": "t"});
+    let input = bash_call(&scratch, "git status");
     let mut command = hook_command(&scratch, &policy);
     // SAFETY: only setrlimit between fork and exec.
     unsafe {
@@ -729,10 +734,7 @@ fn a_file_size_limit_refuses_the_call() {
 fn a_timer_left_running_by_the_parent_does_not_end_the_hook() {
     let scratch = Scratch::new();
     let policy = testdata("../policies/claude-code.json");
-    let input = serde_json::json!({"session_id": "s", "transcript_path": "/dev/null",
-        "cwd": scratch.dir.path(), "permission_mode": "default",
-        "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t"});
+    let input = bash_call(&scratch, "rm -rf /");
     let mut command = hook_command(&scratch, &policy);
     // SAFETY: only setitimer between fork and exec.
     unsafe {

@@ -633,14 +633,7 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
         .arg("[]")
         .query(&mut connection)
         .unwrap();
-    let out = scratch
-        .cmd("sc-gate")
-        .args(redis_args)
-        .write_stdin(payment("a", 1))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("the state must be an object"));
+    gate_refuses(&scratch, &redis_args, "the state must be an object");
     let _: () = redis::cmd("DEL")
         .arg("skeleton-crew:crew:c:gate")
         .query(&mut connection)
@@ -650,14 +643,7 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
         .arg("x")
         .query(&mut connection)
         .unwrap();
-    let out = scratch
-        .cmd("sc-gate")
-        .args(redis_args)
-        .write_stdin(payment("a", 1))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("WRONGTYPE"));
+    gate_refuses(&scratch, &redis_args, "WRONGTYPE");
 }
 
 #[test]
