@@ -11,7 +11,7 @@ build:
 	$(CARGO) build --locked --bins
 
 test: test-deps
-	$(CARGO) test --locked --workspace
+	$(CARGO) test --locked
 
 # What the tests need besides crates: a browser (below), the published MCP server that sc-mcp's
 # tests put the gate in front of, pinned in testdata/mcp/package-lock.json, installed when
@@ -96,7 +96,7 @@ report: build
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --locked --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -28,7 +28,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use skeleton_crew_schema as json_schema;
 
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
 use super::tools::{PatternError, ToolPattern};
@@ -48,7 +47,7 @@ pub struct ArgRule {
     pub pattern: ToolPattern,
     pub schema: Value,
     pub when_tainted: WhenTainted,
-    validator: Arc<json_schema::Validator>,
+    validator: Arc<jsonschema::Validator>,
     /// The argument names the schema speaks of, by their folds ([`fold_key`]).
     names: HashMap<String, Vec<String>>,
 }
@@ -186,7 +185,7 @@ pub(crate) const FORMATS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     #[error("the schema is not valid JSON Schema (draft 2020-12) at {at}: {0}", at = location(.0.instance_path().as_str()))]
-    NotJsonSchema(json_schema::ValidationError<'static>),
+    NotJsonSchema(jsonschema::ValidationError<'static>),
     /// A `format` the validator does not know (at `at` in the schema), with the nearest known.
     #[error("the format \"{}\" at {at} is not one the gate can check, so values would pass unchecked; {}the formats checked are {}", crate::sanitize::quoted(.format), format_hint(*.suggestion), FORMATS.join(", "))]
     UnknownFormat {
@@ -195,7 +194,7 @@ pub enum SchemaError {
         suggestion: Option<&'static str>,
     },
     #[error("the schema cannot be compiled at {at}: {0} (remote and file references are not fetched)", at = location(.0.instance_path().as_str()))]
-    NotCompiled(json_schema::ValidationError<'static>),
+    NotCompiled(jsonschema::ValidationError<'static>),
 }
 
 fn format_hint(suggestion: Option<&str>) -> String {
@@ -247,13 +246,20 @@ impl ArgRule {
         schema: Value,
         when_tainted: WhenTainted,
     ) -> Result<ArgRule, SchemaError> {
-        if let Err(err) = json_schema::check_meta(&schema) {
+        if let Err(err) = jsonschema::draft202012::meta::validate(&schema) {
             return Err(SchemaError::NotJsonSchema(err.to_owned()));
         }
-        let validator = json_schema::compile(&schema, exact_multiple_of).map_err(|err| {
-            unknown_format(&schema, err.schema_path().as_str())
-                .unwrap_or_else(|| SchemaError::NotCompiled(err.to_owned()))
-        })?;
+        let validator = jsonschema::draft202012::options()
+            .with_keyword("multipleOf", exact_multiple_of)
+            .should_validate_formats(true)
+            .should_ignore_unknown_formats(false)
+            // RFC 5321's Mailbox, as JSON Schema defines `email`: no `Name <a@b>` display text.
+            .with_email_options(jsonschema::EmailOptions::default().without_display_text())
+            .build(&schema)
+            .map_err(|err| {
+                unknown_format(&schema, err.schema_path().as_str())
+                    .unwrap_or_else(|| SchemaError::NotCompiled(err.to_owned()))
+            })?;
         let names = names_in_schema(&schema);
         Ok(ArgRule {
             pattern,
@@ -279,7 +285,7 @@ impl ArgRule {
             )));
         }
         let instance = Value::Object(args.clone());
-        let err = self.validator.first_error(&instance)?;
+        let err = self.validator.iter_errors(&instance).next()?;
         let rule = location(err.schema_path().as_str());
         let path = err.instance_path().as_str();
         Some(Violation(if path.is_empty() {
@@ -363,12 +369,12 @@ fn unknown_format(schema: &Value, schema_path: &str) -> Option<SchemaError> {
 fn exact_multiple_of<'a>(
     _: &'a Map<String, Value>,
     value: &'a Value,
-    _: json_schema::Location,
-) -> Result<Box<dyn for<'i> json_schema::Keyword<'i>>, json_schema::ValidationError<'a>> {
+    _: jsonschema::paths::Location,
+) -> Result<Box<dyn for<'i> jsonschema::Keyword<'i>>, jsonschema::ValidationError<'a>> {
     // The meta-schema has already required a number above 0.
     match value {
         Value::Number(multiple) => Ok(Box::new(ExactMultipleOf(multiple.to_string()))),
-        _ => Err(json_schema::ValidationError::custom(
+        _ => Err(jsonschema::ValidationError::custom(
             "`multipleOf` must be a number above 0",
         )),
     }
@@ -377,12 +383,12 @@ fn exact_multiple_of<'a>(
 /// The divisor of a `multipleOf`, as its decimal text.
 struct ExactMultipleOf(String);
 
-impl<'i> json_schema::Keyword<'i> for ExactMultipleOf {
-    fn validate(&self, instance: &'i Value) -> Result<(), json_schema::ValidationError<'i>> {
-        if json_schema::Keyword::is_valid(self, instance) {
+impl<'i> jsonschema::Keyword<'i> for ExactMultipleOf {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if jsonschema::Keyword::is_valid(self, instance) {
             Ok(())
         } else {
-            Err(json_schema::ValidationError::custom(format!(
+            Err(jsonschema::ValidationError::custom(format!(
                 "{instance} is not a multiple of {}",
                 self.0
             )))

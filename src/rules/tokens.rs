@@ -217,7 +217,7 @@ fn host_shaped(host: &str) -> bool {
 
 /// Whether a (lower-case) host ends in a known public suffix, with a label before it.
 fn has_public_suffix(host: &str) -> bool {
-    skeleton_crew_suffix::has_public_suffix(host.as_bytes())
+    psl::domain(host.as_bytes()).is_some_and(|domain| domain.suffix().is_known())
 }
 
 /// A URL (after its scheme, if it had one) or a bare host: its host, and the URL with its path.
