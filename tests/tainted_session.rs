@@ -239,21 +239,28 @@ fn a_tainted_session_asks_only_about_the_push() {
         ("Read", json!({"file_path": path("src/lib.sh")})),
         ("Glob", json!({"pattern": "**/*.sh"})),
         ("Grep", json!({"pattern": "greet"})),
+        ("Grep", json!({"pattern": "greet", "path": path(".")})),
         ("Grep", json!({"pattern": "greet", "path": path("src")})),
         ("Glob", json!({"pattern": "*.sh", "path": path("src")})),
     ] {
         let turn = s.call(tool, input, |_| {});
         tally(tool, &turn);
     }
-    // A search of a place the sandbox hides, or of the project's root, where it hides `.env`
-    // files (the search would print them), is asked: the file tools are not confined.
+    // A search of a place the sandbox hides, or of the project's root once it has a `.env`
+    // the sandbox hides (the search would print it), is asked: the file tools are not
+    // confined. A search without a path searches the root too. Without a `.env`, the same
+    // searches of the root were answered above, unasked.
+    std::fs::write(path(".env"), "API_KEY=secret\n").unwrap();
     for input in [
         json!({"pattern": "greet", "path": path(".")}),
+        json!({"pattern": "API_KEY"}),
+        json!({"pattern": "API_KEY", "glob": ".env"}),
         json!({"pattern": ".", "path": s.home.join(".ssh").display().to_string()}),
     ] {
         let turn = s.call("Grep", input.clone(), |_| {});
         assert_eq!(turn.decision.as_deref(), Some("ask"), "{input}");
     }
+    std::fs::remove_file(path(".env")).unwrap();
     // Edits through the file tools, as an agent makes most of them: judged as a confined
     // command's writes (`sandbox.confineFileTools`), so they run unasked inside the root.
     let edits = [

@@ -72,6 +72,9 @@ pub enum Problem {
     },
     #[error("is an empty string")]
     EmptyString,
+    /// A `pathDefaults` entry for an argument `pathArguments` does not list for the tool.
+    #[error("names argument `{0}`, which `pathArguments` does not list for this tool")]
+    NotAPathArgument(String),
     /// A tool name of a `tools` map that is not a tool name or pattern.
     #[error("{tool:?} {problem}")]
     ToolName { tool: String, problem: PatternError },

@@ -76,7 +76,7 @@ impl PathRules {
         }
         let wild = expands && has_wildcard(path.as_bytes());
         let mut best = written;
-        match (links.0)(&lexical, wild) {
+        match (links.leads)(&lexical, wild) {
             Leads::Elsewhere(places) => {
                 for place in places {
                     let text = place.to_string_lossy();
@@ -195,7 +195,8 @@ impl PathRules {
             // A folder on the way to what a read glob names: reading it (`rg -uuu . ~`,
             // `tar czf x.tgz ~`) may read the secret too.
             if let Some((read, (glob, folder))) = rule.read.and_then(|read| {
-                rule.holding(&resolved, written_from, wild, root, home)
+                let present = placed.links.map(|links| links.present);
+                rule.holding(&resolved, written_from, wild, root, home, present)
                     .map(|held| (read, held))
             }) {
                 let how = if !resolved.is_absolute() {

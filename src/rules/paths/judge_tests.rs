@@ -173,7 +173,10 @@ fn a_path_is_judged_where_its_links_lead_too_and_the_strictest_wins() {
         Leads::Elsewhere(Vec::new())
     };
     let with_links = PathContext {
-        links: Some(Links(&leads)),
+        links: Some(Links {
+            leads: &leads,
+            present: &|_| true,
+        }),
         ..context()
     };
     let placed = Placed::of(with_links);

@@ -145,6 +145,7 @@ impl PathRule {
         wild: bool,
         root: Option<&Path>,
         home: Option<&Path>,
+        present: Option<&dyn Fn(&Path) -> bool>,
     ) -> Option<(&str, Option<&'p [u8]>)> {
         if self.read_bases.is_empty() {
             return None;
@@ -190,16 +191,32 @@ impl PathRule {
             })
         };
         let (to_home, to_root) = (from(home), from(root));
+        // Where the door can look (sc-hook), a folder on the way to a base in the project that
+        // is not there reads nothing the rule names: `Grep` of the project holds no `.env` it
+        // does not have. Only for a path without a wildcard, whose folder is the one read.
+        let absent = |base: &super::rule::ReadBase| {
+            let Some(present) = present.filter(|_| !wild) else {
+                return false;
+            };
+            // Only in the project: a home's secrets (`~/.ssh`) are asked about whether or not
+            // they are there yet, as `rg -uuu . ~` is rare in honest work.
+            let place = match base.base {
+                Base::Root => root.map(|root| root.join(&base.rel)),
+                Base::Home | Base::Absolute | Base::Anywhere => None,
+            };
+            place.is_some_and(|place| !present(&place))
+        };
         self.read_bases
             .iter()
             .find(|base| {
                 let rel = base.rel.as_os_str().as_encoded_bytes();
-                match base.base {
+                let on_the_way = match base.base {
                     Base::Home => to_home.holds(rel),
                     Base::Root => to_root.holds(rel),
                     Base::Absolute => on_the_way(bytes, rel),
                     Base::Anywhere => false,
-                }
+                };
+                on_the_way && !absent(base)
             })
             .map(|base| {
                 let cut = (bytes.len() < path.as_os_str().len()).then_some(bytes);

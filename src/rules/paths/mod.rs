@@ -5,7 +5,9 @@
 //! "paths": {
 //!   "tools": {"Write": "file_path", "Edit": "file_path", "Read": "file_path"},
 //!   "writeTools": ["Write", "Edit", "mcp__filesystem__write_file"],
-//!   "pathArguments": {"mcp__filesystem__*": ["path", "paths", "source", "destination"]},
+//!   "pathArguments": {"mcp__filesystem__*": ["path", "paths", "source", "destination"], "Grep": ["path"]},
+//!   "pathDefaults": {"Grep": {"path": "."}},
+//!   "globArguments": {"Glob": ["pattern"]},
 //!   "rules": [
 //!     {"glob": [".claude/**", "~/.bashrc"], "write": "deny"},
 //!     {"glob": ["**/.env", "~/.ssh/**"], "read": "hold"}
@@ -60,6 +62,8 @@ pub const KEYS: &[&str] = &[
     "tools",
     "writeTools",
     "pathArguments",
+    "pathDefaults",
+    "globArguments",
     "rules",
     "outsideRoot",
     "gitFiles",
@@ -77,6 +81,11 @@ pub struct PathRules {
     write_tools: ToolList,
     /// `pathArguments`: other tools' arguments that hold paths ([`named`]).
     path_arguments: Vec<(ToolPattern, Vec<String>)>,
+    /// `pathDefaults`: the path a tool acts on when it is called without one of its path
+    /// arguments ([`named`]).
+    path_defaults: Vec<(ToolPattern, named::PathDefaults)>,
+    /// `globArguments`: arguments that hold glob patterns the tool matches itself ([`named`]).
+    glob_arguments: Vec<(ToolPattern, Vec<String>)>,
     rules: Vec<PathRule>,
     outside_root: Decision,
 }
@@ -86,6 +95,8 @@ impl PartialEq for PathRules {
         self.tools == other.tools
             && self.write_tools == other.write_tools
             && self.path_arguments == other.path_arguments
+            && self.path_defaults == other.path_defaults
+            && self.glob_arguments == other.glob_arguments
             && self.outside_root == other.outside_root
             && self.rules.len() == other.rules.len()
             && self.rules.iter().zip(&other.rules).all(|(a, b)| {
@@ -109,6 +120,8 @@ impl Default for PathRules {
             tools: Vec::new(),
             write_tools: ToolList::default(),
             path_arguments: Vec::new(),
+            path_defaults: Vec::new(),
+            glob_arguments: Vec::new(),
             rules: Vec::new(),
             outside_root: Decision::Hold,
         }
@@ -125,7 +138,9 @@ impl PathRules {
     /// `pathArguments` names for it ([`PathRules::decide_call`] and
     /// [`PathRules::decide_path_arguments`] say `None` for every other tool).
     pub(crate) fn judges_tool(&self, tool: &str) -> bool {
-        self.arg_key(tool).is_some() || self.path_argument_names(tool).is_some()
+        self.arg_key(tool).is_some()
+            || self.path_argument_names(tool).is_some()
+            || self.glob_argument_names(tool).is_some()
     }
 
     /// Whether a call of `tool` is a write.

@@ -8,14 +8,32 @@
 //! ```
 //!
 //! A tool listed in `writeTools` writes every path it names; any other reads them. An argument
-//! that is absent is not judged (an MCP tool's arguments may be optional); one that is present
-//! must be a path or an array of paths, else the call is denied as malformed.
+//! that is absent is not judged (an MCP tool's arguments may be optional), unless `pathDefaults`
+//! says where the tool acts without it; one that is present must be a path or an array of paths,
+//! else the call is denied as malformed.
+//!
+//! ```json
+//! "pathDefaults": {"Grep": {"path": "."}},
+//! "globArguments": {"Glob": ["pattern"], "read_many_files": ["paths", "include"]}
+//! ```
+//!
+//! `pathDefaults`: the path a tool acts on when a call leaves one of its `pathArguments` out.
+//! Claude Code's `Grep` without `path` searches the working folder, so it is judged as a search
+//! of `"."` is: a missing argument is never a way around the rule its value would meet.
+//!
+//! `globArguments`: arguments that hold glob patterns the tool matches itself (`Glob`'s
+//! `pattern`, Gemini CLI's `read_many_files`). Each is judged as written (placed in the folder
+//! the tool's first path argument names, or its default) and, when it has a wildcard, as a read
+//! of the folder before its first wildcard, which the tool reads in: `/home/me/.ssh/*` reads in
+//! `~/.ssh`, `../../*` in a folder above the project.
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
 use super::place::Placed;
 use super::{PathContext, PathJudgement, PathRules};
-use crate::rules::keys::{self, KeyError, KeyProblem, Problem};
+use crate::rules::keys::{self, shown, wrong_type, KeyError, KeyProblem, Problem};
 use crate::rules::tools::ToolPattern;
 use crate::sanitize::quoted;
 use crate::strict_json::type_name;
@@ -46,60 +64,209 @@ pub(super) fn path_arguments(
     })
 }
 
+/// A tool's `pathDefaults`: each argument, and the path the tool acts on without it.
+pub(super) type PathDefaults = Vec<(String, String)>;
+
+/// Reads `pathDefaults`: tool name or pattern → {argument → the path the tool acts on without
+/// it}. Each argument must be one `pathArguments` lists for the tool (`rules` has it read).
+pub(super) fn path_defaults(
+    key: &str,
+    value: &Value,
+    rules: &PathRules,
+) -> Result<Vec<(ToolPattern, PathDefaults)>, KeyError> {
+    let expected = "an object mapping tool names to {argument: path} objects";
+    keys::tool_entries(key, value, expected, |at, entry| {
+        let Value::Object(entry) = entry else {
+            let problem = Problem::Type {
+                expected: "an object mapping arguments to paths",
+                found: type_name(entry),
+            };
+            return Err(problem.at(at));
+        };
+        let tool = at.strip_prefix(key).and_then(|rest| rest.strip_prefix('.'));
+        let tool = tool.unwrap_or(at);
+        let listed = rules.path_argument_names(tool).unwrap_or_default();
+        entry
+            .iter()
+            .map(|(name, path)| {
+                let at = format!("{at}.{name}");
+                if !listed.iter().any(|listed| listed == name) {
+                    return Err(Problem::NotAPathArgument(name.clone()).at(at));
+                }
+                match path {
+                    Value::String(path) if path.is_empty() => Err(Problem::EmptyString.at(at)),
+                    Value::String(path) => Ok((name.clone(), path.clone())),
+                    other => Err(wrong_type("a path (a string)", other).at(at)),
+                }
+            })
+            .collect()
+    })
+}
+
+/// One path a call names, and how it came to be judged when the call did not write it as is.
+struct Named<'a> {
+    path: Cow<'a, str>,
+    /// Said before each reason: why this path is judged (a default, a glob's folder).
+    note: Option<String>,
+}
+
+/// The strings an argument holds, or the deny for one that holds anything else.
+fn strings_of<'a>(tool: &str, name: &str, value: &'a Value) -> Result<Vec<&'a str>, PathJudgement> {
+    match value {
+        Value::String(path) => Ok(vec![path.as_str()]),
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            Ok(items.iter().filter_map(Value::as_str).collect())
+        }
+        other => Err(PathJudgement {
+            decision: Decision::Deny,
+            reasons: vec![format!(
+                "malformed call: argument `{name}` of {} must be a path or an array of paths, found {}",
+                quoted(tool),
+                type_name(other)
+            )],
+        }),
+    }
+}
+
+/// The folder a glob pattern is matched in before its first wildcard (`*`, `?`, `[`, `{`):
+/// `None` for a pattern without one. `src/**/*.rs` → `src`, `*.md` → `.`, `/etc/*` → `/etc`.
+fn glob_folder(pattern: &str) -> Option<String> {
+    let first_wild = pattern.find(['*', '?', '[', '{'])?;
+    let literal = &pattern[..first_wild];
+    Some(match literal.rfind('/') {
+        Some(0) => "/".to_owned(),
+        Some(end) => literal[..end].to_owned(),
+        None => ".".to_owned(),
+    })
+}
+
 impl PathRules {
     /// The arguments of `tool` that hold paths (`pathArguments`), if it names the tool.
     pub(crate) fn path_argument_names(&self, tool: &str) -> Option<&[String]> {
         crate::rules::tools::entry_for(&self.path_arguments, tool).map(Vec::as_slice)
     }
 
-    /// Decides the paths a call names in the arguments `pathArguments` lists for its tool:
-    /// `None` when it lists none of the tool's, or when none of them is present; the strictest
-    /// decision of them otherwise, with the reasons of each path that has it.
+    /// The arguments of `tool` that hold glob patterns (`globArguments`), if it names the tool.
+    pub(crate) fn glob_argument_names(&self, tool: &str) -> Option<&[String]> {
+        crate::rules::tools::entry_for(&self.glob_arguments, tool).map(Vec::as_slice)
+    }
+
+    /// Where `tool` acts when a call leaves its path argument `name` out (`pathDefaults`).
+    fn path_default(&self, tool: &str, name: &str) -> Option<&str> {
+        crate::rules::tools::entry_for(&self.path_defaults, tool)?
+            .iter()
+            .find(|(argument, _)| argument == name)
+            .map(|(_, path)| path.as_str())
+    }
+
+    /// The paths a call names in its `pathArguments` (an absent one as its `pathDefaults`
+    /// says), then in its `globArguments`, each placed in the folder of the first path
+    /// argument, with the folder before its first wildcard.
+    fn named_paths<'a>(
+        &self,
+        tool: &str,
+        args: &'a Map<String, Value>,
+    ) -> Result<Vec<Named<'a>>, PathJudgement> {
+        let mut named = Vec::new();
+        let mut folder: Option<Cow<'a, str>> = None;
+        for name in self.path_argument_names(tool).unwrap_or_default() {
+            match args.get(name) {
+                Some(value) => {
+                    let paths = strings_of(tool, name, value)?;
+                    if let ([path], None) = (&paths[..], &folder) {
+                        folder = Some(Cow::Borrowed(*path));
+                    }
+                    named.extend(paths.into_iter().map(|path| Named {
+                        path: Cow::Borrowed(path),
+                        note: None,
+                    }));
+                }
+                None => {
+                    let Some(default) = self.path_default(tool, name) else {
+                        continue;
+                    };
+                    folder.get_or_insert_with(|| Cow::Owned(default.to_owned()));
+                    named.push(Named {
+                        path: Cow::Owned(default.to_owned()),
+                        note: Some(format!(
+                            "{} without `{name}` acts on \"{}\": ",
+                            quoted(tool),
+                            shown(default)
+                        )),
+                    });
+                }
+            }
+        }
+        for name in self.glob_argument_names(tool).unwrap_or_default() {
+            let Some(value) = args.get(name) else {
+                continue;
+            };
+            for pattern in strings_of(tool, name, value)? {
+                let placed = match &folder {
+                    Some(folder) if !pattern.starts_with(['/', '~']) => {
+                        Cow::Owned(format!("{}/{pattern}", folder.trim_end_matches('/')))
+                    }
+                    _ => Cow::Borrowed(pattern),
+                };
+                if let Some(base) = glob_folder(&placed) {
+                    named.push(Named {
+                        note: Some(format!(
+                            "{} matches the pattern \"{}\" in \"{}\": ",
+                            quoted(tool),
+                            shown(pattern),
+                            shown(&base)
+                        )),
+                        path: Cow::Owned(base),
+                    });
+                }
+                named.push(Named {
+                    path: placed,
+                    note: None,
+                });
+            }
+        }
+        Ok(named)
+    }
+
+    /// Decides the paths a call names in the arguments `pathArguments` and `globArguments` list
+    /// for its tool (an absent one as `pathDefaults` says): `None` when they list none of the
+    /// tool's, or when none of them is present; the strictest decision of them otherwise, with
+    /// the reasons of each path that has it.
     pub fn decide_path_arguments(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         context: PathContext,
     ) -> Option<PathJudgement> {
-        let names = self.path_argument_names(tool)?;
+        if self.path_argument_names(tool).is_none() && self.glob_argument_names(tool).is_none() {
+            return None;
+        }
+        let named = match self.named_paths(tool, args) {
+            Ok(named) => named,
+            Err(malformed) => return Some(malformed),
+        };
         let write = self.is_write_tool(tool);
         let placed = Placed::of(context);
         let mut best: Option<PathJudgement> = None;
-        for name in names {
-            let Some(value) = args.get(name) else {
-                continue;
-            };
-            let paths: Vec<&str> = match value {
-                Value::String(path) => vec![path.as_str()],
-                Value::Array(items) if items.iter().all(Value::is_string) => {
-                    items.iter().filter_map(Value::as_str).collect()
+        for Named { path, note } in named {
+            let mut judged = self.judge(&path, write, true, None, &placed);
+            if let Some(note) = note {
+                for reason in &mut judged.reasons {
+                    reason.insert_str(0, &note);
                 }
-                other => {
-                    return Some(PathJudgement {
-                        decision: Decision::Deny,
-                        reasons: vec![format!(
-                            "malformed call: argument `{name}` of {} must be a path or an array of paths, found {}",
-                            quoted(tool),
-                            type_name(other)
-                        )],
-                    })
-                }
-            };
-            for path in paths {
-                let judged = self.judge(path, write, true, None, &placed);
-                best = Some(match best {
-                    Some(mut kept) if kept.decision == judged.decision => {
-                        for reason in judged.reasons {
-                            if !kept.reasons.contains(&reason) {
-                                kept.reasons.push(reason);
-                            }
-                        }
-                        kept
-                    }
-                    Some(kept) if kept.decision > judged.decision => kept,
-                    _ => judged,
-                });
             }
+            best = Some(match best {
+                Some(mut kept) if kept.decision == judged.decision => {
+                    for reason in judged.reasons {
+                        if !kept.reasons.contains(&reason) {
+                            kept.reasons.push(reason);
+                        }
+                    }
+                    kept
+                }
+                Some(kept) if kept.decision > judged.decision => kept,
+                _ => judged,
+            });
         }
         best
     }

@@ -119,3 +119,158 @@ fn the_key_is_checked_when_the_policy_loads() {
         assert!(err.contains(says), "{value}: {err}");
     }
 }
+
+/// Rules with a search tool's default folder, a tool's glob arguments, and a read rule on a
+/// place in the project (as the sandbox's `hidden` has `.env`).
+fn search_rules() -> PathRules {
+    PathRules::from_json(
+        "paths",
+        &json!({
+          "pathArguments": {"Grep": ["path"], "list": ["dir"]},
+          "pathDefaults": {"Grep": {"path": "."}},
+          "globArguments": {"read_many": ["include"], "list": ["pattern"]},
+          "rules": [
+            {"glob": [".env"], "read": "hold"},
+            {"glob": ["~/.aws/**"], "read": "hold"}
+          ]
+        }),
+    )
+    .unwrap()
+}
+
+fn search(tool: &str, args: serde_json::Value, present: bool) -> Option<PathJudgement> {
+    let serde_json::Value::Object(args) = args else {
+        panic!("args are an object")
+    };
+    let leads = |_: &std::path::Path, _: bool| crate::rules::paths::Leads::Elsewhere(Vec::new());
+    let there = move |_: &std::path::Path| present;
+    let with_links = PathContext {
+        links: Some(crate::rules::paths::Links {
+            leads: &leads,
+            present: &there,
+        }),
+        ..context()
+    };
+    search_rules().decide_path_arguments(tool, &args, with_links)
+}
+
+#[test]
+fn a_search_without_its_path_is_judged_as_a_search_of_its_default() {
+    let rules = search_rules();
+    let without = rules
+        .decide_path_arguments(
+            "Grep",
+            json!({"pattern": "KEY"}).as_object().unwrap(),
+            context(),
+        )
+        .unwrap();
+    let with = rules
+        .decide_path_arguments(
+            "Grep",
+            json!({"pattern": "KEY", "path": "."}).as_object().unwrap(),
+            context(),
+        )
+        .unwrap();
+    // The project's root is on the way to `.env`: both held, the default named in the reason.
+    assert_eq!(without.decision, Decision::Hold, "{without:?}");
+    assert_eq!(with.decision, without.decision);
+    assert!(
+        without.reasons[0].starts_with("Grep without `path` acts on \".\": read of \"/w/proj\""),
+        "{without:?}"
+    );
+    // A search of `src` is not on the way to it.
+    let src = rules
+        .decide_path_arguments(
+            "Grep",
+            json!({"pattern": "x", "path": "src"}).as_object().unwrap(),
+            context(),
+        )
+        .unwrap();
+    assert_eq!(src.decision, Decision::Allow, "{src:?}");
+    // A tool without a default is not judged without its argument.
+    assert_eq!(
+        rules.decide_path_arguments("list", json!({}).as_object().unwrap(), context()),
+        None
+    );
+}
+
+#[test]
+fn a_folder_on_the_way_to_a_place_in_the_project_that_is_not_there_is_not_held() {
+    // The door says whether the place is there: the stricter answer when it is.
+    let there = search("Grep", json!({"pattern": "KEY"}), true).unwrap();
+    assert_eq!(there.decision, Decision::Hold, "{there:?}");
+    let absent = search("Grep", json!({"pattern": "KEY"}), false).unwrap();
+    assert_eq!(absent.decision, Decision::Allow, "{absent:?}");
+    // The file itself is held whether or not it is there (the rule matches its name).
+    let file = search("Grep", json!({"pattern": "KEY", "path": ".env"}), false).unwrap();
+    assert_eq!(file.decision, Decision::Hold, "{file:?}");
+    // A home's places are held on the way whether or not they are there.
+    let home = search("Grep", json!({"pattern": "KEY", "path": "~"}), false).unwrap();
+    assert_eq!(home.decision, Decision::Hold, "{home:?}");
+}
+
+#[test]
+fn a_glob_argument_is_judged_as_written_and_at_the_folder_it_matches_in() {
+    // A pattern under a secret's folder: held at that folder.
+    let aws = search("read_many", json!({"include": ["~/.aws/*"]}), true).unwrap();
+    assert_eq!(aws.decision, Decision::Hold, "{aws:?}");
+    assert!(
+        aws.reasons[0].starts_with("read_many matches the pattern \"~/.aws/*\" in \"~/.aws\""),
+        "{aws:?}"
+    );
+    // A pattern naming the secret itself: held as written.
+    let env = search(
+        "read_many",
+        json!({"include": ["docs/*.md", ".env"]}),
+        false,
+    )
+    .unwrap();
+    assert_eq!(env.decision, Decision::Hold, "{env:?}");
+    // A pattern from the working folder reads in it: held when the project has a `.env`.
+    let all = search("read_many", json!({"include": ["**/*"]}), true).unwrap();
+    assert_eq!(all.decision, Decision::Hold, "{all:?}");
+    let none = search("read_many", json!({"include": ["**/*"]}), false).unwrap();
+    assert_eq!(none.decision, Decision::Allow, "{none:?}");
+    // A relative pattern is placed in the folder of the tool's path argument.
+    let placed = search(
+        "list",
+        json!({"dir": "/home/me", "pattern": ".aws/*"}),
+        false,
+    )
+    .unwrap();
+    assert_eq!(placed.decision, Decision::Hold, "{placed:?}");
+    assert!(
+        placed
+            .reasons
+            .iter()
+            .any(|r| r.contains("in \"/home/me/.aws\"")),
+        "{placed:?}"
+    );
+    // Anything but a string or an array of strings is malformed.
+    let odd = search("read_many", json!({"include": 3}), false).unwrap();
+    assert_eq!(odd.decision, Decision::Deny, "{odd:?}");
+}
+
+#[test]
+fn path_defaults_are_checked_when_the_policy_loads() {
+    for (value, says) in [
+        (json!({"Grep": {"path": "."}}), "`paths.pathDefaults.Grep.path`: names argument `path`, which `pathArguments` does not list for this tool"),
+        (json!({"mcp__x__*": {"dir": "."}}), "`paths.pathDefaults.mcp__x__*.dir`: names argument `dir`"),
+        (json!({"search": {"dir": ""}}), "`paths.pathDefaults.search.dir`: is an empty string"),
+        (json!({"search": {"dir": 1}}), "`paths.pathDefaults.search.dir`: expected a path (a string)"),
+        (json!({"search": ["dir"]}), "`paths.pathDefaults.search`: expected an object mapping arguments to paths"),
+    ] {
+        let err = PathRules::from_json(
+            "paths",
+            &json!({"pathArguments": {"search": ["dir"]}, "pathDefaults": value}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(says), "{value}: {err}");
+    }
+    assert!(PathRules::from_json(
+        "paths",
+        &json!({"pathArguments": {"search": ["dir"]}, "pathDefaults": {"search": {"dir": "."}}}),
+    )
+    .is_ok());
+}

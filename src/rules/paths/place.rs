@@ -48,8 +48,15 @@ impl<'a> Placed<'a> {
 /// places it leads to that are not the path as written ([`Leads::Elsewhere`]; for a wildcard,
 /// each name it matches that leads elsewhere), or [`Leads::Unknown`] when the door could not
 /// tell (a wildcard matching more names than it lists).
+///
+/// `present` says whether a place is there (`lstat` finds it; any error but "not found" counts
+/// as there): a read of a folder on the way to what a read rule names (`Grep` of the project,
+/// `.env` hidden from a tainted session) holds only when that place exists.
 #[derive(Clone, Copy)]
-pub struct Links<'a>(pub &'a (dyn Fn(&Path, bool) -> Leads + 'a));
+pub struct Links<'a> {
+    pub leads: &'a (dyn Fn(&Path, bool) -> Leads + 'a),
+    pub present: &'a (dyn Fn(&Path) -> bool + 'a),
+}
 
 impl std::fmt::Debug for Links<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -199,6 +199,14 @@ impl PathRules {
             rules.path_arguments =
                 super::named::path_arguments(&format!("{key}.pathArguments"), named)?;
         }
+        if let Some(defaults) = object.get("pathDefaults") {
+            rules.path_defaults =
+                super::named::path_defaults(&format!("{key}.pathDefaults"), defaults, &rules)?;
+        }
+        if let Some(globs) = object.get("globArguments") {
+            rules.glob_arguments =
+                super::named::path_arguments(&format!("{key}.globArguments"), globs)?;
+        }
         if let Some(write_tools) = object.get("writeTools") {
             let names = keys::strings(&format!("{key}.writeTools"), write_tools)?;
             rules.write_tools = ToolList::parse(&names)
@@ -311,6 +319,8 @@ impl PathRules {
                 tools: like.tools.clone(),
                 write_tools: like.write_tools.clone(),
                 path_arguments: like.path_arguments.clone(),
+                path_defaults: like.path_defaults.clone(),
+                glob_arguments: like.glob_arguments.clone(),
                 rules: Vec::new(),
                 outside_root: Decision::Allow,
             },
@@ -331,6 +341,8 @@ impl PathRules {
                 )
                 .unwrap_or_default(),
                 path_arguments: Vec::new(),
+                path_defaults: Vec::new(),
+                glob_arguments: Vec::new(),
                 rules: Vec::new(),
                 outside_root: Decision::Allow,
             },

@@ -100,7 +100,10 @@ pub(super) fn decide(
                     now,
                 }),
                 addresses: &addresses,
-                links: Some(crate::rules::paths::Links(&places_behind)),
+                links: Some(crate::rules::paths::Links {
+                    leads: &places_behind,
+                    present: &super::resolved::present,
+                }),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));

@@ -101,6 +101,18 @@ pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Lea
     Leads::Elsewhere(places)
 }
 
+/// Whether a place is there ([`crate::rules::paths::Links::present`]): `lstat` finds it, or
+/// fails with anything but "not found" (a folder it cannot search may hold it: fail closed).
+pub(super) fn present(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => true,
+        Err(err) => !matches!(
+            err.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
+    }
+}
+
 /// The most names listed and matched for all of one call's wildcards together: past it, a path
 /// may lead anywhere (a command of a thousand wildcards over a big folder would otherwise take
 /// seconds).
