@@ -74,6 +74,9 @@ pub(crate) const RULE_KEYS: &[&str] = &["glob", "read", "write"];
 /// Globs match case-insensitively where the file system usually does.
 const CASE_INSENSITIVE: bool = cfg!(any(target_os = "macos", target_os = "windows"));
 
+/// A tool's `pathDefaults`: each argument, and the path the tool acts on without it.
+type PathDefaults = Vec<(String, String)>;
+
 /// The checked `paths` key.
 #[derive(Debug, Clone)]
 pub struct PathRules {
@@ -83,7 +86,7 @@ pub struct PathRules {
     path_arguments: Vec<(ToolPattern, Vec<String>)>,
     /// `pathDefaults`: the path a tool acts on when it is called without one of its path
     /// arguments ([`named`]).
-    path_defaults: Vec<(ToolPattern, named::PathDefaults)>,
+    path_defaults: Vec<(ToolPattern, PathDefaults)>,
     /// `globArguments`: arguments that hold glob patterns the tool matches itself ([`named`]).
     glob_arguments: Vec<(ToolPattern, Vec<String>)>,
     rules: Vec<PathRule>,

@@ -32,7 +32,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::place::Placed;
-use super::{PathContext, PathJudgement, PathRules};
+use super::{PathContext, PathDefaults, PathJudgement, PathRules};
 use crate::rules::keys::{self, shown, wrong_type, KeyError, KeyProblem, Problem};
 use crate::rules::tools::ToolPattern;
 use crate::sanitize::quoted;
@@ -63,9 +63,6 @@ pub(super) fn path_arguments(
         Ok(names.into_iter().map(str::to_owned).collect())
     })
 }
-
-/// A tool's `pathDefaults`: each argument, and the path the tool acts on without it.
-pub(super) type PathDefaults = Vec<(String, String)>;
 
 /// Reads `pathDefaults`: tool name or pattern → {argument → the path the tool acts on without
 /// it}. Each argument must be one `pathArguments` lists for the tool (`rules` has it read).
