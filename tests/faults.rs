@@ -586,6 +586,95 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// Waits until sc-hook blocks reading its input: its signal handlers are set by then.
+fn reading_its_input(child: &Child) {
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let syscall = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+        // `read` (0) of file descriptor 0.
+        if syscall.starts_with("0 0x0 ") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sc-hook never read its input: {syscall}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A hook stopped by a signal (the agent's Ctrl-C reaches its hooks too, a session's end sends
+/// `SIGHUP`, a supervisor `SIGTERM`) is read by its agent as no answer, and the call would run:
+/// sc-hook refuses it as its agent blocks instead. A stop its parent ignores stays ignored.
+#[test]
+fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    for (signal, agent) in [
+        (Signal::SIGTERM, None),
+        (Signal::SIGINT, None),
+        (Signal::SIGHUP, None),
+        (Signal::SIGTERM, Some("copilot")),
+    ] {
+        let mut command = hook_command(&scratch, &policy);
+        if let Some(agent) = agent {
+            command.args(["--for", agent]);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        reading_its_input(&child);
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("sc-hook was stopped") && stderr.contains("the tool call is blocked"),
+            "{signal}: {out:?}"
+        );
+        match agent {
+            None => {
+                assert_eq!(out.status.code(), Some(2), "{signal}: {out:?}");
+                assert!(out.stdout.is_empty(), "{out:?}");
+            }
+            Some(_) => {
+                let answer: Value = serde_json::from_slice(&out.stdout).expect("a deny answer");
+                assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+            }
+        }
+    }
+    // Ignored by the parent (a background job, `nohup`): the signal is dropped as it is sent,
+    // and the call is decided as without it.
+    let mut command = hook_command(&scratch, &policy);
+    // SAFETY: only signal between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::signal(libc::SIGINT, libc::SIG_IGN) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    reading_its_input(&child);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let input = serde_json::json!({
+        "session_id": "s-stop", "transcript_path": "/dev/null", "cwd": scratch.dir.path(),
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git status"}, "tool_use_id": "toolu_stop",
+    });
+    use std::io::Write as _;
+    stdin.write_all(input.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("stopped"),
+        "{out:?}"
+    );
+}
+
 /// A hook that crashes is read by its agent as no answer, and the call would run: sc-hook
 /// refuses it as its agent blocks instead, whatever the fault (a bug in the C library or SQLite,
 /// a stack overflow, an abort). Here the fault is sent while the hook waits on its input.
@@ -625,22 +714,8 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
         let mut child = command.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         // The handlers are set before the input is read: wait until the hook reads it.
-        let pid = child.id();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let syscall =
-                std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
-            // `read` (0) of file descriptor 0.
-            if syscall.starts_with("0 0x0 ") {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "sc-hook never read its input: {syscall}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        kill(Pid::from_raw(pid as i32), signal).unwrap();
+        reading_its_input(&child);
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
         drop(stdin);
         let stderr = String::from_utf8_lossy(&out.stderr);

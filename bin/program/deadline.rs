@@ -10,6 +10,10 @@
 //! the C library, SQLite or a stack overflow) and an abort (`SIGABRT`) end the process with the
 //! agent's refusal too.
 //!
+//! A stop is refused the same way: `SIGTERM`, `SIGINT` (a Ctrl-C in the agent's terminal reaches
+//! its hooks too) and `SIGHUP` end the process with the agent's refusal, never with no answer.
+//! A parent that set one of them to be ignored keeps it ignored.
+//!
 //! What runs in the signal handlers is what a handler may run: loads of atomics, `write` of
 //! bytes made beforehand, and `_exit`. A kill (`SIGKILL`, the kernel's out-of-memory killer)
 //! cannot be answered by any process; docs/coding-agents.md says what each agent does then.
@@ -30,6 +34,11 @@ struct Refusal {
 static REFUSAL: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 /// The refusal a crash gives now, likewise.
 static CRASH: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
+/// The refusal a stop (`SIGTERM`, `SIGINT`, `SIGHUP`) gives now, likewise.
+static STOPPED: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The signals that ask a process to stop, refused from [`arm`] on unless a parent ignores them.
+const STOPS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 
 /// The signals of a crash, refused from [`arm`] on: faults, an abort, a bad system call, and
 /// the CPU time limit (`ulimit -t`); the same list helper threads leave open. The file size
@@ -92,6 +101,27 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
+    for signal in STOPS {
+        // SAFETY: reads the signal's action, and sets a handler that only loads atomics, writes,
+        // sets the alarm and calls _exit; the signal is blocked while it runs.
+        let set = unsafe {
+            let mut was: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut was) != 0 {
+                -1
+            } else if was.sa_sigaction == libc::SIG_IGN {
+                // Ignored by the parent (`nohup`, a background job): left so.
+                0
+            } else {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = stopped as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut())
+            }
+        };
+        if set != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
     // SAFETY: ignoring a signal changes no memory.
     if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
         return Err(io::Error::last_os_error());
@@ -127,6 +157,8 @@ pub fn refuse_as(agent: Agent, event: Option<Event>, seconds: u32) {
     REFUSAL.store(refusal(agent, event, &reason), Ordering::Release);
     let reason = "sc-hook crashed (a fault or an abort) before it decided the call";
     CRASH.store(refusal(agent, event, reason), Ordering::Release);
+    let reason = "sc-hook was stopped (SIGTERM, SIGINT or SIGHUP) before it decided the call";
+    STOPPED.store(refusal(agent, event, reason), Ordering::Release);
 }
 
 /// The agent's block for `event` with `reason`, made now for a signal handler to write later.
@@ -202,15 +234,24 @@ extern "C" fn crashed(_signal: libc::c_int) {
     crash()
 }
 
+extern "C" fn stopped(_signal: libc::c_int) {
+    end_with(&STOPPED)
+}
+
 /// Ends the process with the crash's refusal, from a signal handler or a panic: status 2 and
 /// nothing on stdout before [`arm`] made one, or once the hook's own answer began.
 pub fn crash() -> ! {
+    end_with(&CRASH)
+}
+
+/// Ends the process with `refusal` (a crash's or a stop's), as [`crash`] says.
+fn end_with(refusal: &AtomicPtr<Refusal>) -> ! {
     CRASHING.store(true, Ordering::Release);
     // The writes below may block (a pipe nobody reads): the deadline's handler ends the process
     // a second later, with nothing more on stdout.
     // SAFETY: alarm is async-signal-safe.
     unsafe { libc::alarm(1) };
-    let refusal = CRASH.load(Ordering::Acquire);
+    let refusal = refusal.load(Ordering::Acquire);
     // A crash while the hook writes its own answer adds nothing to it.
     let answering = ANSWERING.swap(true, Ordering::AcqRel);
     let mut status = 2;
