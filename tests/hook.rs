@@ -177,6 +177,33 @@ fn after_a_web_fetch_sensitive_calls_ask_naming_the_page() {
     );
 }
 
+/// Values are counted before the input is read into trees: a call of more than sc-hook reads
+/// is refused, as its agent blocks (2 MB of `[1,1,…]` once took a gigabyte, and a hook the
+/// kernel kills is no answer); a tool's response that large is put aside, and its after-event
+/// still taints the session.
+#[test]
+fn an_input_of_too_many_values_is_refused_and_a_response_that_large_put_aside() {
+    let scratch = Scratch::new();
+    let many: Value = serde_json::from_str(&format!("[{}]", vec!["1"; 100_001].join(","))).unwrap();
+    let mut call: Value = serde_json::from_str(&recorded("mcp-github-create-issue")).unwrap();
+    call["tool_input"]["labels"] = many.clone();
+    assert_blocked(
+        &hook(&scratch, &call.to_string()),
+        "JSON values, over the 100000 sc-hook reads",
+    );
+    // The page's response, too large to read: put aside, the session tainted all the same.
+    let mut fetched: Value = serde_json::from_str(&recorded_post("webfetch")).unwrap();
+    fetched["tool_response"]["links"] = many;
+    assert_recorded_quietly(&hook(&scratch, &fetched.to_string()));
+    let (verdict, reason) =
+        decision(&hook(&scratch, &recorded("mcp-github-create-issue"))).unwrap();
+    assert_eq!(verdict, "ask", "{reason}");
+    assert!(
+        reason.contains("tainted") && reason.contains("WebFetch"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn two_sessions_do_not_share_taint() {
     let scratch = Scratch::new();

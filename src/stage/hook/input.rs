@@ -197,7 +197,8 @@ impl HookInput {
     }
 }
 
-/// Reads at most [`MAX_INPUT_BYTES`] of hook input; more is an error.
+/// Reads at most [`MAX_INPUT_BYTES`] of hook input; more is an error, and so is one of more
+/// JSON values than sc-hook reads, a tool's response aside ([`super::bounded`]).
 pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     input
@@ -211,7 +212,10 @@ pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         bail!("the hook input is empty");
     }
-    Ok(bytes)
+    Ok(match super::bounded::bounded(&bytes)? {
+        std::borrow::Cow::Borrowed(_) => bytes,
+        std::borrow::Cow::Owned(aside) => aside,
+    })
 }
 
 /// Whether a tool's response says it failed: a JSON object with `isError: true`, as an MCP

@@ -57,6 +57,7 @@
 //! refused (exit 2), never read as none. A session id names a state and its links, so anything
 //! but `[A-Za-z0-9._-]` in it is refused.
 
+mod bounded;
 pub mod contract;
 mod fetch_host;
 mod input;

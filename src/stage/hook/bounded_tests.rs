@@ -1,0 +1,66 @@
+use super::*;
+
+fn many(n: usize) -> String {
+    format!("[{}]", vec!["1"; n].join(","))
+}
+
+#[test]
+fn values_are_counted_outside_strings_only() {
+    assert_eq!(count_values(br#"1"#), 1);
+    assert_eq!(count_values(br#"[1,2,3]"#), 4);
+    assert_eq!(count_values(br#"{"a":1,"b":[true,null]}"#), 5);
+    // Brackets and commas in a string, escaped quotes and backslashes included, are text.
+    assert_eq!(count_values(br#"["a,[{", "b\",{", "c\\", ","]"#), 5);
+    assert_eq!(count_values(many(1000).as_bytes()), 1001);
+}
+
+#[test]
+fn an_input_within_the_bound_is_read_as_it_is() {
+    let input = format!(r#"{{"tool_input":{{"a":{}}}}}"#, many(1000));
+    assert!(matches!(
+        bounded(input.as_bytes()).unwrap(),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn a_call_of_too_many_values_is_refused() {
+    let input = format!(
+        r#"{{"hook_event_name":"PreToolUse","tool_input":{{"a":{}}}}}"#,
+        many(MAX_INPUT_VALUES)
+    );
+    let err = bounded(input.as_bytes()).unwrap_err().to_string();
+    assert!(err.contains("over the 100000 sc-hook reads"), "{err}");
+    // Even beside a response, and whatever the response's size.
+    let input = format!(
+        r#"{{"tool_input":{{"a":{}}},"tool_response":{}}}"#,
+        many(MAX_INPUT_VALUES),
+        many(10)
+    );
+    let err = bounded(input.as_bytes()).unwrap_err().to_string();
+    assert!(err.contains("besides the tool's response"), "{err}");
+    // Not one JSON object, or not UTF-8: refused, not looked into.
+    let input = format!("{}garbage", many(MAX_INPUT_VALUES + 1));
+    assert!(bounded(input.as_bytes()).is_err());
+    let mut input = many(MAX_INPUT_VALUES + 1).into_bytes();
+    input.push(0xff);
+    assert!(bounded(&input).is_err());
+}
+
+#[test]
+fn a_response_of_too_many_values_is_put_aside() {
+    for key in RESPONSE_KEYS {
+        let input = format!(
+            r#"{{"hook_event_name":"PostToolUse","tool_input":{{"a":1}}, "{key}" : {} ,"tool_use_id":"t"}}"#,
+            many(MAX_INPUT_VALUES + 5)
+        );
+        let read = bounded(input.as_bytes()).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&read).unwrap();
+        assert_eq!(
+            value[key], "sc-hook: the response holds over 100000 JSON values and was not read",
+            "{key}"
+        );
+        assert_eq!(value["tool_input"]["a"], 1);
+        assert_eq!(value["tool_use_id"], "t");
+    }
+}
