@@ -191,11 +191,14 @@ impl PathRule {
             })
         };
         let (to_home, to_root) = (from(home), from(root));
-        // Where the door can look (sc-hook), a folder on the way to a base in the project that
-        // is not there reads nothing the rule names: `Grep` of the project holds no `.env` it
-        // does not have. Only for a path without a wildcard, whose folder is the one read.
+        // Where the door can look (sc-hook), a folder in the project on the way to a base in it
+        // that is not there reads nothing the rule names: `Grep` of the project holds no `.env`
+        // it does not have; nor a wildcard in it, which reads in the folder before it.
+        // A folder above the root (`..` from it) keeps its hold: where the root is only the
+        // working folder (no git work tree, no project folder given), the project may be above.
+        let in_root = root.is_some_and(|root| path.starts_with(root));
         let absent = |base: &super::rule::ReadBase| {
-            let Some(present) = present.filter(|_| !wild) else {
+            let Some(present) = present.filter(|_| in_root) else {
                 return false;
             };
             // Only in the project: a home's secrets (`~/.ssh`) are asked about whether or not

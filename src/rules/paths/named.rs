@@ -105,6 +105,9 @@ struct Named<'a> {
     path: Cow<'a, str>,
     /// Said before each reason: why this path is judged (a default, a glob's folder).
     note: Option<String>,
+    /// A glob pattern: its wildcards are expanded where the door can look, and each name they
+    /// match is followed through its links, as a shell word's.
+    expands: bool,
 }
 
 /// The strings an argument holds, or the deny for one that holds anything else.
@@ -125,10 +128,11 @@ fn strings_of<'a>(tool: &str, name: &str, value: &'a Value) -> Result<Vec<&'a st
     }
 }
 
-/// The folder a glob pattern is matched in before its first wildcard (`*`, `?`, `[`, `{`):
-/// `None` for a pattern without one. `src/**/*.rs` → `src`, `*.md` → `.`, `/etc/*` → `/etc`.
+/// The folder a glob pattern is matched in before its first wildcard (`*`, `?`, `[`, `{`, and
+/// `(` of an extended glob such as `@(a|b)`): `None` for a pattern without one. `src/**/*.rs` →
+/// `src`, `*.md` → `.`, `/etc/*` → `/etc`.
 fn glob_folder(pattern: &str) -> Option<String> {
-    let first_wild = pattern.find(['*', '?', '[', '{'])?;
+    let first_wild = pattern.find(['*', '?', '[', '{', '('])?;
     let literal = &pattern[..first_wild];
     Some(match literal.rfind('/') {
         Some(0) => "/".to_owned(),
@@ -156,6 +160,20 @@ impl PathRules {
             .map(|(_, path)| path.as_str())
     }
 
+    /// The default path of `tool`'s argument `name`, with the note that says why it is judged.
+    fn default_of<'a>(&self, tool: &str, name: &str) -> Option<Named<'a>> {
+        let default = self.path_default(tool, name)?;
+        Some(Named {
+            path: Cow::Owned(default.to_owned()),
+            note: Some(format!(
+                "{} without `{name}` acts on \"{}\": ",
+                quoted(tool),
+                shown(default)
+            )),
+            expands: false,
+        })
+    }
+
     /// The paths a call names in its `pathArguments` (an absent one as its `pathDefaults`
     /// says), then in its `globArguments`, each placed in the folder of the first path
     /// argument, with the folder before its first wildcard.
@@ -173,9 +191,16 @@ impl PathRules {
                     if let ([path], None) = (&paths[..], &folder) {
                         folder = Some(Cow::Borrowed(*path));
                     }
+                    if let (true, Some(default)) = (paths.is_empty(), self.default_of(tool, name)) {
+                        // No path given: the tool acts where it would without the argument.
+                        folder.get_or_insert_with(|| default.path.clone());
+                        named.push(default);
+                        continue;
+                    }
                     named.extend(paths.into_iter().map(|path| Named {
                         path: Cow::Borrowed(path),
                         note: None,
+                        expands: false,
                     }));
                 }
                 None => {
@@ -183,14 +208,7 @@ impl PathRules {
                         continue;
                     };
                     folder.get_or_insert_with(|| Cow::Owned(default.to_owned()));
-                    named.push(Named {
-                        path: Cow::Owned(default.to_owned()),
-                        note: Some(format!(
-                            "{} without `{name}` acts on \"{}\": ",
-                            quoted(tool),
-                            shown(default)
-                        )),
-                    });
+                    named.extend(self.default_of(tool, name));
                 }
             }
         }
@@ -199,27 +217,41 @@ impl PathRules {
                 continue;
             };
             for pattern in strings_of(tool, name, value)? {
+                // A glob library takes `\` for `/` on some systems (Gemini CLI turns every one
+                // into `/`), and may match without case (Gemini CLI's `nocase`): each spelling
+                // the tool may read is judged.
+                let slashed = pattern.replace('\\', "/");
                 let placed = match &folder {
-                    Some(folder) if !pattern.starts_with(['/', '~']) => {
-                        Cow::Owned(format!("{}/{pattern}", folder.trim_end_matches('/')))
+                    Some(folder) if !slashed.starts_with(['/', '~']) => {
+                        format!("{}/{slashed}", folder.trim_end_matches('/'))
                     }
-                    _ => Cow::Borrowed(pattern),
+                    _ => slashed,
                 };
-                if let Some(base) = glob_folder(&placed) {
+                let lower = placed.to_lowercase();
+                let spellings = if lower == placed {
+                    vec![placed]
+                } else {
+                    vec![placed, lower]
+                };
+                for spelling in spellings {
+                    if let Some(base) = glob_folder(&spelling) {
+                        named.push(Named {
+                            note: Some(format!(
+                                "{} matches the pattern \"{}\" in \"{}\": ",
+                                quoted(tool),
+                                shown(pattern),
+                                shown(&base)
+                            )),
+                            path: Cow::Owned(base),
+                            expands: false,
+                        });
+                    }
                     named.push(Named {
-                        note: Some(format!(
-                            "{} matches the pattern \"{}\" in \"{}\": ",
-                            quoted(tool),
-                            shown(pattern),
-                            shown(&base)
-                        )),
-                        path: Cow::Owned(base),
+                        path: Cow::Owned(spelling),
+                        note: None,
+                        expands: true,
                     });
                 }
-                named.push(Named {
-                    path: placed,
-                    note: None,
-                });
             }
         }
         Ok(named)
@@ -245,8 +277,19 @@ impl PathRules {
         let write = self.is_write_tool(tool);
         let placed = Placed::of(context);
         let mut best: Option<PathJudgement> = None;
-        for Named { path, note } in named {
-            let mut judged = self.judge(&path, write, true, None, &placed);
+        for Named {
+            path,
+            note,
+            expands,
+        } in named
+        {
+            let mut judged = if expands && path.contains('(') {
+                // `@(…)`, `!(…)`, `+(…)`: what an extended glob matches is not modelled here.
+                let why = "has an extended glob `(…)`, which the gate does not match, so it may be any file";
+                self.judge_as_any(&path, why, write, None)
+            } else {
+                self.judge_with(&path, write, true, None, &placed, true, expands)
+            };
             if let Some(note) = note {
                 for reason in &mut judged.reasons {
                     reason.insert_str(0, &note);

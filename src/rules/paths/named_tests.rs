@@ -274,3 +274,43 @@ fn path_defaults_are_checked_when_the_policy_loads() {
     )
     .is_ok());
 }
+
+#[test]
+fn a_glob_argument_is_judged_in_every_spelling_the_tool_may_read() {
+    // `\` for `/`, and any case (Gemini CLI globs with `nocase`): each is judged.
+    for pattern in [".ENV", "x\\..\\.env", ".\\.env", "~/.AWS/credentials"] {
+        let judged = search("read_many", json!({ "include": [pattern] }), false).unwrap();
+        assert_eq!(judged.decision, Decision::Hold, "{pattern}: {judged:?}");
+    }
+    // An extended glob is not matched here: it may be any file.
+    for pattern in ["@(.env)", "!(x)", "src/+(a|b)/*"] {
+        let judged = search("read_many", json!({ "include": [pattern] }), false).unwrap();
+        assert_eq!(judged.decision, Decision::Hold, "{pattern}: {judged:?}");
+        assert!(
+            judged.reasons[0].contains("has an extended glob"),
+            "{judged:?}"
+        );
+    }
+    // Honest patterns.
+    for pattern in ["src/**/*.ts", "README.md", "*.md"] {
+        let judged = search("read_many", json!({ "include": [pattern] }), false).unwrap();
+        assert_eq!(judged.decision, Decision::Allow, "{pattern}: {judged:?}");
+    }
+}
+
+#[test]
+fn an_empty_list_of_paths_is_the_default_and_a_folder_above_the_root_keeps_its_hold() {
+    // No path given in a list: the tool acts where it would without the argument.
+    let empty = search("Grep", json!({"pattern": "KEY", "path": []}), true).unwrap();
+    assert_eq!(empty.decision, Decision::Hold, "{empty:?}");
+    assert!(
+        empty.reasons[0].starts_with("Grep without `path`"),
+        "{empty:?}"
+    );
+    // Above the root, the place is not looked for: the project may be above (the root is only
+    // the working folder when no project folder is known).
+    let above = search("Grep", json!({"pattern": "KEY", "path": ".."}), false).unwrap();
+    assert_eq!(above.decision, Decision::Hold, "{above:?}");
+    let pattern = search("read_many", json!({"include": ["../*"]}), false).unwrap();
+    assert_eq!(pattern.decision, Decision::Hold, "{pattern:?}");
+}
