@@ -643,6 +643,28 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
             }
         }
     }
+    // A stop before the handler is set (here: held pending from before the program started,
+    // as one that comes while the command line is read is held) is refused once it is set.
+    let mut command = hook_command(&scratch, &policy);
+    // SAFETY: only sigprocmask between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let mut set = nix::sys::signal::SigSet::empty();
+            set.add(Signal::SIGTERM);
+            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&set), None)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sc-hook was stopped"),
+        "{out:?}"
+    );
     // Ignored by the parent (a background job, `nohup`): the signal is dropped as it is sent,
     // and the call is decided as without it.
     let mut command = hook_command(&scratch, &policy);

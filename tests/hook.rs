@@ -202,6 +202,21 @@ fn an_input_of_too_many_values_is_refused_and_a_response_that_large_put_aside() 
         reason.contains("tainted") && reason.contains("WebFetch"),
         "{reason}"
     );
+    // A response the parser cannot read (nested deeper than it goes, a lone surrogate, as a
+    // server's JSON.stringify may write one): put aside too, each session tainted.
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    for (session, response) in [("s-deep", deep.as_str()), ("s-surrogate", r#""\ud800""#)] {
+        let mut fetched: Value = serde_json::from_str(&recorded_post("webfetch")).unwrap();
+        fetched["session_id"] = json!(session);
+        fetched["tool_response"] = json!("RESPONSE");
+        let odd = fetched.to_string().replace(r#""RESPONSE""#, response);
+        assert!(serde_json::from_str::<Value>(&odd).is_err(), "{session}");
+        assert_recorded_quietly(&hook(&scratch, &odd));
+        let call = in_session("mcp-github-create-issue", session);
+        let (verdict, reason) = decision(&hook(&scratch, &call)).unwrap();
+        assert_eq!(verdict, "ask", "{session}: {reason}");
+        assert!(reason.contains("tainted"), "{reason}");
+    }
 }
 
 #[test]

@@ -57,6 +57,30 @@ static FIRED: AtomicBool = AtomicBool::new(false);
 /// crash's refusal is still being written.
 static CRASHING: AtomicBool = AtomicBool::new(false);
 
+/// Holds the stop signals until [`arm`] has set their handler: a stop in the first
+/// milliseconds (while the command line is read) would end the process with no answer. Held,
+/// a stop waits, and is refused as soon as the handler is set.
+pub fn hold_stops() {
+    set_stops_mask(libc::SIG_BLOCK);
+}
+
+/// Lets the stop signals through again without a handler (install, doctor: a stop ends them).
+pub fn release_stops() {
+    set_stops_mask(libc::SIG_UNBLOCK);
+}
+
+fn set_stops_mask(how: libc::c_int) {
+    // SAFETY: a signal set of our own, changed for this thread (the only one yet).
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in STOPS {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
 /// Stops the interval timers a parent left running: they survive `exec`, and their signals
 /// (`SIGPROF`, `SIGVTALRM`, an early `SIGALRM`) would end the hook with no answer.
 pub fn clear_inherited_timers() {
@@ -135,6 +159,10 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
         libc::sigaddset(&mut set, libc::SIGALRM);
         // A fault blocked would end the process with no handler run.
         for signal in CRASHES {
+            libc::sigaddset(&mut set, signal);
+        }
+        // A stop held since the start ([`hold_stops`]) is refused now.
+        for signal in STOPS {
             libc::sigaddset(&mut set, signal);
         }
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut())

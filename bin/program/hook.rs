@@ -151,6 +151,8 @@ struct DoctorArgs {
 }
 
 pub fn main() -> ExitCode {
+    // A stop before the deadline's handlers are set waits for them (`deadline::hold_stops`).
+    deadline::hold_stops();
     // One call and out: nothing allocated from here on is ever freed (`arena`).
     crate::arena::never_free();
     deadline::clear_inherited_timers();
@@ -179,7 +181,11 @@ pub fn main() -> ExitCode {
     if let Some(status) = cli::answer_generate::<Args>("sc-hook", &args.generate) {
         return status;
     }
-    match args.command.take() {
+    let command = args.command.take();
+    if command.is_some() {
+        deadline::release_stops();
+    }
+    match command {
         Some(Action::Install(install)) => return run_install(&install),
         Some(Action::Uninstall(scope)) => return run_uninstall(&scope),
         Some(Action::Doctor(doctor)) => return run_doctor(&doctor),

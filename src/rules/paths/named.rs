@@ -128,6 +128,23 @@ fn strings_of<'a>(tool: &str, name: &str, value: &'a Value) -> Result<Vec<&'a st
     }
 }
 
+/// Whether a brace of a glob pattern holds a `/` or `..` (`src/{../.env,x}`, `{a..z}`): its
+/// alternatives may then name other folders, which only expanding them would tell.
+fn brace_crosses_folders(pattern: &str) -> bool {
+    let bytes = pattern.as_bytes();
+    let mut depth = 0usize;
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b'/' if depth > 0 => return true,
+            b'.' if depth > 0 && bytes.get(at + 1) == Some(&b'.') => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// The folder a glob pattern is matched in before its first wildcard (`*`, `?`, `[`, `{`, and
 /// `(` of an extended glob such as `@(a|b)`): `None` for a pattern without one. `src/**/*.rs` →
 /// `src`, `*.md` → `.`, `/etc/*` → `/etc`.
@@ -283,9 +300,18 @@ impl PathRules {
             expands,
         } in named
         {
-            let mut judged = if expands && path.contains('(') {
+            let unmatched = if !expands {
+                None
+            } else if path.contains('(') {
                 // `@(…)`, `!(…)`, `+(…)`: what an extended glob matches is not modelled here.
-                let why = "has an extended glob `(…)`, which the gate does not match, so it may be any file";
+                Some("has an extended glob `(…)`, which the gate does not match, so it may be any file")
+            } else if brace_crosses_folders(&path) {
+                // `src/{../.env,x}`: the tool expands the braces before it folds `..`.
+                Some("has a brace `{…}` with a `/` or `..` in it, which the gate does not expand, so it may be any file")
+            } else {
+                None
+            };
+            let mut judged = if let Some(why) = unmatched {
                 self.judge_as_any(&path, why, write, None)
             } else {
                 self.judge_with(&path, write, true, None, &placed, true, expands)

@@ -7,15 +7,15 @@
 //!
 //! A tool's response (`tool_response`, Copilot CLI's `toolResult`, Cursor's `tool_output`,
 //! `result_json`, `output`) is not the call: the tool already ran, and refusing its after-event
-//! would leave the session untainted. A response too large to read is put aside instead (a
-//! string says so): the session is still tainted by an untrusted tool, the call recorded as
-//! ran, and none of the response's values become trusted.
+//! would leave the session untainted. A response too large to read, or one the parser cannot
+//! read (nested deeper than it goes, a lone surrogate `\ud800`), is put aside instead (a string
+//! says so): the session is still tainted by an untrusted tool, the call recorded as ran, and
+//! none of the response's values are taken. The top-level members are found by counting
+//! brackets outside strings, at any depth.
 
 use std::borrow::Cow;
 
 use anyhow::{bail, Result};
-
-use crate::json_lex::Lexer;
 
 /// The most JSON values (each element, member value, object and array) a hook input is read
 /// with, a tool's response aside: a call's arguments hold a few dozen.
@@ -34,6 +34,29 @@ const RESPONSE_KEYS: [&str; 5] = [
 const RESPONSE_PUT_ASIDE: &str =
     "\"sc-hook: the response holds over 100000 JSON values and was not read\"";
 
+/// The input as sc-hook reads it: with its tool's response put aside when the response holds
+/// too many values ([`bounded`]), or cannot be read as JSON at all (nested deeper than the
+/// parser goes, a lone surrogate) while the rest can: the after-event must still taint its
+/// session. Anything else unreadable is left for the parser to refuse.
+pub(super) fn readable(bytes: Vec<u8>) -> Result<Vec<u8>> {
+    let bytes = match bounded(&bytes)? {
+        Cow::Borrowed(_) => bytes,
+        Cow::Owned(aside) => aside,
+    };
+    if is_json(&bytes) {
+        return Ok(bytes);
+    }
+    Ok(response_put_aside(&bytes)
+        .filter(|aside| is_json(aside))
+        .unwrap_or(bytes))
+}
+
+/// Whether the text is one JSON document the hook's strict parser reads (its syntax, depth,
+/// escapes, no key twice). Its values are bounded by now, so the tree it builds is too.
+fn is_json(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|text| crate::strict_json::parse(text).is_ok())
+}
+
 /// The input, or the input with its tool's response put aside, when it holds at most
 /// [`MAX_INPUT_VALUES`] values besides; else the error that refuses it.
 pub(super) fn bounded(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
@@ -46,40 +69,127 @@ pub(super) fn bounded(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
             "the hook input holds about {values} JSON values, over the {MAX_INPUT_VALUES} sc-hook reads"
         )
     };
-    let Ok(text) = std::str::from_utf8(bytes) else {
+    let Some(responses) = response_spans(bytes).filter(|spans| !spans.is_empty()) else {
         return Err(refused());
     };
-    // The top-level members, each with where its value starts and ends.
-    let mut members: Vec<(&str, usize, usize)> = Vec::new();
-    let mut lexer = Lexer::new(text, 128);
-    lexer.skip_space();
-    let read = lexer.object(|lexer, key| {
-        let start = lexer.at();
-        lexer.value()?;
-        members.push((key, start, lexer.at()));
-        Some(())
-    });
-    if read.is_none() || !lexer.at_end() {
-        return Err(refused());
-    }
-    let response = members
+    let response_values: usize = responses
         .iter()
-        .filter(|(key, _, _)| RESPONSE_KEYS.contains(key))
-        .max_by_key(|(_, start, end)| count_values(&bytes[*start..*end]));
-    let Some(&(_, start, end)) = response else {
-        return Err(refused());
-    };
-    let rest = values - count_values(&bytes[start..end]) + 1;
+        .map(|&(start, end)| count_values(&bytes[start..end]) - 1)
+        .sum();
+    let rest = values - response_values;
     if rest > MAX_INPUT_VALUES {
         bail!(
             "the hook input holds about {rest} JSON values besides the tool's response, over the {MAX_INPUT_VALUES} sc-hook reads"
         );
     }
-    let mut aside = Vec::with_capacity(bytes.len() - (end - start) + RESPONSE_PUT_ASIDE.len());
-    aside.extend_from_slice(&bytes[..start]);
-    aside.extend_from_slice(RESPONSE_PUT_ASIDE.as_bytes());
-    aside.extend_from_slice(&bytes[end..]);
-    Ok(Cow::Owned(aside))
+    Ok(Cow::Owned(put_aside(bytes, &responses)))
+}
+
+/// The input with its tool's response put aside, for an after-event whose response could not
+/// be read (nested too deep, a lone surrogate): its session must still be tainted. `None` when
+/// it has no response at the top level, or is not one JSON object.
+pub(super) fn response_put_aside(bytes: &[u8]) -> Option<Vec<u8>> {
+    let responses = response_spans(bytes).filter(|spans| !spans.is_empty())?;
+    Some(put_aside(bytes, &responses))
+}
+
+fn put_aside(bytes: &[u8], responses: &[(usize, usize)]) -> Vec<u8> {
+    let mut aside = Vec::with_capacity(bytes.len());
+    let mut from = 0;
+    for &(start, end) in responses {
+        aside.extend_from_slice(&bytes[from..start]);
+        aside.extend_from_slice(RESPONSE_PUT_ASIDE.as_bytes());
+        from = end;
+    }
+    aside.extend_from_slice(&bytes[from..]);
+    aside
+}
+
+/// Where the values of the top-level members named by [`RESPONSE_KEYS`] start and end, found by
+/// counting brackets outside strings (any depth, nothing allocated per value); `None` for a
+/// text that is not one JSON object.
+fn response_spans(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
+    let mut spans = Vec::new();
+    let mut at = skip_space(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at = skip_space(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return (skip_space(bytes, at + 1) == bytes.len()).then_some(spans);
+    }
+    loop {
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(bytes, at)?;
+        let key = &bytes[at + 1..key_end - 1];
+        at = skip_space(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        let start = skip_space(bytes, at + 1);
+        let end = value_end(bytes, start)?;
+        if RESPONSE_KEYS.iter().any(|name| name.as_bytes() == key) {
+            spans.push((start, end));
+        }
+        at = skip_space(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_space(bytes, at + 1),
+            Some(b'}') => {
+                return (skip_space(bytes, at + 1) == bytes.len()).then_some(spans);
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Just past the string that opens at `at` (its `"`).
+fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    at += 1;
+    loop {
+        at += crate::json_lex::plain_run(bytes.get(at..)?);
+        match bytes.get(at)? {
+            b'"' => return Some(at + 1),
+            b'\\' => at += 2,
+            _ => at += 1,
+        }
+    }
+}
+
+/// Just past the value that starts at `at`: a string, or anything up to the `,`, `}` or `]`
+/// that ends it at its own depth.
+fn value_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match *bytes.get(at)? {
+            b'"' => {
+                at = string_end(bytes, at)?;
+                if depth == 0 {
+                    return Some(at);
+                }
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth == 0 => return Some(at),
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            b',' if depth == 0 => return Some(at),
+            _ => {}
+        }
+        at += 1;
+    }
 }
 
 /// How many JSON values `bytes` holds, counted without reading them: one, and one more for each

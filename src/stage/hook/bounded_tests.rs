@@ -64,3 +64,36 @@ fn a_response_of_too_many_values_is_put_aside() {
         assert_eq!(value["tool_use_id"], "t");
     }
 }
+
+#[test]
+fn a_response_the_parser_cannot_read_is_put_aside() {
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    for response in [
+        deep.as_str(),
+        r#""\ud800""#,
+        r#"{"a":"x\"}\\","b":[1,{"c":"]"}]}"#,
+    ] {
+        let input = format!(
+            r#"{{"hook_event_name":"PostToolUse","tool_response":{response},"tool_input":{{"a":"}}"}}}}"#
+        );
+        let read = readable(input.clone().into_bytes()).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&read).unwrap();
+        assert_eq!(value["tool_input"]["a"], "}", "{response}");
+        if serde_json::from_str::<serde_json::Value>(&input).is_ok() {
+            // Readable: left as it is.
+            assert_eq!(read, input.as_bytes());
+        } else {
+            assert_eq!(
+                value["tool_response"],
+                "sc-hook: the response holds over 100000 JSON values and was not read"
+            );
+        }
+    }
+    // Without a response, or unreadable elsewhere: left for the parser to refuse.
+    for input in [r#"{"tool_input":"\ud800"}"#, "{", r#"{"tool_response":1,}"#] {
+        assert_eq!(
+            readable(input.as_bytes().to_vec()).unwrap(),
+            input.as_bytes()
+        );
+    }
+}

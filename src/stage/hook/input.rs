@@ -198,7 +198,8 @@ impl HookInput {
 }
 
 /// Reads at most [`MAX_INPUT_BYTES`] of hook input; more is an error, and so is one of more
-/// JSON values than sc-hook reads, a tool's response aside ([`super::bounded`]).
+/// JSON values than sc-hook reads. A tool's response too large or unreadable is put aside
+/// ([`super::bounded`]).
 pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     input
@@ -212,10 +213,7 @@ pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         bail!("the hook input is empty");
     }
-    Ok(match super::bounded::bounded(&bytes)? {
-        std::borrow::Cow::Borrowed(_) => bytes,
-        std::borrow::Cow::Owned(aside) => aside,
-    })
+    super::bounded::readable(bytes)
 }
 
 /// Whether a tool's response says it failed: a JSON object with `isError: true`, as an MCP
