@@ -1079,13 +1079,14 @@ fn a_post_tool_use_that_cannot_be_recorded_exits_2() {
         (with("tool_use_id", json!(["toolu_1"])), "must be a string"),
         (with("tool_use_id", json!("")), "`tool_use_id` is empty"),
         (with("tool_name", json!("")), "`tool_name` is empty"),
+        // A key twice in the call (one twice in its response only puts the response aside).
         (
             recorded_post("bash").replacen(
-                "\"tool_response\":{",
-                "\"tool_response\":{\"stdout\":\"\",",
+                "\"tool_input\":{",
+                "\"tool_input\":{\"command\":\"\",",
                 1,
             ),
-            "duplicate key `stdout`",
+            "duplicate key `command`",
         ),
     ] {
         assert_blocked(&hook(&scratch, &input), expected);
