@@ -403,6 +403,13 @@ fn status_output_input_and_signals_pass_through() {
         (end[0]["status"].as_u64(), end[1]["signal"].as_u64()),
         (Some(7), Some(9))
     );
+    // No signal is blocked for the program (sc-hook holds its stops until its handler is set;
+    // the sandbox's helper starts as the same program, and a blocked signal survives exec).
+    let mask = bash(
+        &mut sandboxed(&scratch, "{}"),
+        "grep SigBlk /proc/self/status",
+    );
+    assert_eq!(text(&mask.stdout), "SigBlk:\t0000000000000000\n");
     let missing = sandboxed(&scratch, "{}")
         .args(["--", "no-such-program-anywhere"])
         .output()

@@ -151,8 +151,8 @@ struct DoctorArgs {
 }
 
 pub fn main() -> ExitCode {
-    // A stop before the deadline's handlers are set waits for them (`deadline::hold_stops`).
-    deadline::hold_stops();
+    // A stop before the deadline's handlers are set waits for them: held from the start of the
+    // program's `main` (`deadline::hold_stops`), released for what answers no call.
     // One call and out: nothing allocated from here on is ever freed (`arena`).
     crate::arena::never_free();
     deadline::clear_inherited_timers();
@@ -166,7 +166,12 @@ pub fn main() -> ExitCode {
         let _ = writeln!(io::stderr(), "sc-hook: internal error: {info}");
         deadline::crash();
     }));
-    let mut args = match Args::try_parse() {
+    let parsed = Args::try_parse();
+    if !matches!(&parsed, Ok(args) if args.command.is_none() && args.generate.generate.is_none()) {
+        // --help, --version, a usage error, --generate, install, uninstall, doctor.
+        deadline::release_stops();
+    }
+    let mut args = match parsed {
         Ok(args) => args,
         Err(err) if !err.use_stderr() => {
             // --help and --version.
@@ -181,11 +186,7 @@ pub fn main() -> ExitCode {
     if let Some(status) = cli::answer_generate::<Args>("sc-hook", &args.generate) {
         return status;
     }
-    let command = args.command.take();
-    if command.is_some() {
-        deadline::release_stops();
-    }
-    match command {
+    match args.command.take() {
         Some(Action::Install(install)) => return run_install(&install),
         Some(Action::Uninstall(scope)) => return run_uninstall(&scope),
         Some(Action::Doctor(doctor)) => return run_doctor(&doctor),

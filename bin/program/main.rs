@@ -45,8 +45,15 @@ const TOOLS: [(&str, Main); 9] = [
 ];
 
 fn main() -> ExitCode {
+    // sc-hook refuses a call when it is stopped, once its handler is set: a stop before then
+    // waits for it (`deadline::hold_stops`), from the first instruction here on. Released at
+    // once for every other tool.
+    crate::deadline::hold_stops();
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let name = Path::new(&argv0).file_name().unwrap_or(OsStr::new(""));
+    if name != "sc-hook" {
+        crate::deadline::release_stops();
+    }
     // bubblewrap starts the sandbox's helper as this binary, by its own path or mounted as
     // `/tmp/.sc-sandbox/init` (a launcher's name cannot be passed through it), with the helper's
     // hidden first flag: under those names (and sc-sandbox's), that flag says which tool runs.
@@ -57,6 +64,8 @@ fn main() -> ExitCode {
             .nth(1)
             .is_some_and(|flag| flag == skeleton_crew::stage::sandbox::INSIDE_FLAG)
     {
+        // The sandbox's helper: what it runs must take a stop as it comes.
+        crate::deadline::release_stops();
         return sandbox::main();
     }
     match TOOLS.iter().find(|(tool, _)| name == *tool) {

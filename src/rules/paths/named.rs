@@ -128,21 +128,28 @@ fn strings_of<'a>(tool: &str, name: &str, value: &'a Value) -> Result<Vec<&'a st
     }
 }
 
-/// Whether a brace of a glob pattern holds a `/` or `..` (`src/{../.env,x}`, `{a..z}`): its
-/// alternatives may then name other folders, which only expanding them would tell.
-fn brace_crosses_folders(pattern: &str) -> bool {
-    let bytes = pattern.as_bytes();
-    let mut depth = 0usize;
-    for (at, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'{' => depth += 1,
-            b'}' => depth = depth.saturating_sub(1),
-            b'/' if depth > 0 => return true,
-            b'.' if depth > 0 && bytes.get(at + 1) == Some(&b'.') => return true,
-            _ => {}
-        }
-    }
-    false
+/// Whether a `..` part comes after a part with a wildcard (`src/**/../x`).
+fn dots_after_wildcard(pattern: &str) -> bool {
+    pattern
+        .split('/')
+        .skip_while(|part| !part.contains(['*', '?', '[']))
+        .any(|part| part == "..")
+}
+
+/// The pattern with a `.` before each part that starts with a wildcard (`*env` → `.*env`,
+/// `?env` → `.env`): what the tool's wildcards match of a dot-file, as shell-like matching
+/// (where a wildcard never matches a leading dot) sees it.
+fn dotted(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .map(|part| match part.as_bytes().first() {
+            _ if part == "**" => part.to_owned(),
+            Some(b'*' | b'[') => format!(".{part}"),
+            Some(b'?') => format!(".{}", &part[1..]),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The folder a glob pattern is matched in before its first wildcard (`*`, `?`, `[`, `{`, and
@@ -245,11 +252,23 @@ impl PathRules {
                     _ => slashed,
                 };
                 let lower = placed.to_lowercase();
-                let spellings = if lower == placed {
+                let mut spellings = if lower == placed {
                     vec![placed]
                 } else {
                     vec![placed, lower]
                 };
+                // The tool's `*`, `?` and `[…]` match a leading dot (Gemini CLI globs with
+                // `dot`), and its `**` matches no folder too: those readings, as the gate's
+                // shell-like matching would see them, are judged as well.
+                let readings: Vec<String> = spellings
+                    .iter()
+                    .flat_map(|spelling| {
+                        let no_folders = spelling.replace("**/", "");
+                        [dotted(spelling), dotted(&no_folders), no_folders]
+                    })
+                    .filter(|reading| !spellings.contains(reading))
+                    .collect();
+                spellings.extend(readings);
                 for spelling in spellings {
                     if let Some(base) = glob_folder(&spelling) {
                         named.push(Named {
@@ -305,9 +324,14 @@ impl PathRules {
             } else if path.contains('(') {
                 // `@(…)`, `!(…)`, `+(…)`: what an extended glob matches is not modelled here.
                 Some("has an extended glob `(…)`, which the gate does not match, so it may be any file")
-            } else if brace_crosses_folders(&path) {
-                // `src/{../.env,x}`: the tool expands the braces before it folds `..`.
-                Some("has a brace `{…}` with a `/` or `..` in it, which the gate does not expand, so it may be any file")
+            } else if path.contains('{') {
+                // `src/{../.env,x}`, `{.env,x}`, `.en{v,}`: what the tool's brace expansion
+                // makes is not modelled here.
+                Some("has a brace `{…}`, which the gate does not expand, so it may be any file")
+            } else if dots_after_wildcard(&path) {
+                // `src/**/../../.aws/x`: where `..` leads depends on how many folders the
+                // wildcard matched.
+                Some("has `..` after a wildcard, so it may lead to any folder, and any file")
             } else {
                 None
             };
