@@ -586,6 +586,31 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// A hook ended by `signal` refused its call as its agent blocks: `said` and the block on
+/// stderr; for Claude Code exit 2 and nothing on stdout, for Copilot CLI its deny answer.
+fn refused_as_its_agent_blocks(
+    out: &std::process::Output,
+    agent: Option<&str>,
+    said: &str,
+    signal: Signal,
+) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(said) && stderr.contains("the tool call is blocked"),
+        "{signal}: {out:?}"
+    );
+    match agent {
+        None => {
+            assert_eq!(out.status.code(), Some(2), "{signal}: {out:?}");
+            assert!(out.stdout.is_empty(), "{out:?}");
+        }
+        Some(_) => {
+            let answer: Value = serde_json::from_slice(&out.stdout).expect("a deny answer");
+            assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+        }
+    }
+}
+
 /// Waits until sc-hook blocks reading its input: its signal handlers are set by then.
 fn reading_its_input(child: &Child) {
     let pid = child.id();
@@ -627,21 +652,7 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
         drop(stdin);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("sc-hook was stopped") && stderr.contains("the tool call is blocked"),
-            "{signal}: {out:?}"
-        );
-        match agent {
-            None => {
-                assert_eq!(out.status.code(), Some(2), "{signal}: {out:?}");
-                assert!(out.stdout.is_empty(), "{out:?}");
-            }
-            Some(_) => {
-                let answer: Value = serde_json::from_slice(&out.stdout).expect("a deny answer");
-                assert_eq!(answer["permissionDecision"], "deny", "{answer}");
-            }
-        }
+        refused_as_its_agent_blocks(&out, agent, "sc-hook was stopped", signal);
     }
     // A stop before the handler is set (here: held pending from before the program started,
     // as one that comes while the command line is read is held) is refused once it is set.
@@ -740,23 +751,7 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
         drop(stdin);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("sc-hook crashed") && stderr.contains("the tool call is blocked"),
-            "{signal}: {out:?}"
-        );
-        match agent {
-            // Claude Code's block: exit 2, nothing on stdout.
-            None => {
-                assert_eq!(out.status.code(), Some(2), "{signal}: {out:?}");
-                assert!(out.stdout.is_empty(), "{out:?}");
-            }
-            // Copilot CLI's: its deny answer, one line.
-            Some(_) => {
-                let answer: Value = serde_json::from_slice(&out.stdout).expect("a deny answer");
-                assert_eq!(answer["permissionDecision"], "deny", "{answer}");
-            }
-        }
+        refused_as_its_agent_blocks(&out, agent, "sc-hook crashed", signal);
     }
 }
 
