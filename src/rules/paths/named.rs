@@ -14,18 +14,21 @@
 //!
 //! ```json
 //! "pathDefaults": {"Grep": {"path": "."}},
-//! "globArguments": {"Glob": ["pattern"], "read_many_files": ["paths", "include"]}
+//! "globArguments": {"read_many_files": ["include", "paths"]}
 //! ```
 //!
-//! `pathDefaults`: the path a tool acts on when a call leaves one of its `pathArguments` out.
-//! Claude Code's `Grep` without `path` searches the working folder, so it is judged as a search
-//! of `"."` is: a missing argument is never a way around the rule its value would meet.
+//! `pathDefaults`: the path a tool acts on when a call leaves one of its `pathArguments` out
+//! (or gives an empty list). Claude Code's `Grep` without `path` searches the working folder,
+//! so it is judged as a search of `"."` is: a missing argument is never a way around the rule
+//! its value would meet.
 //!
-//! `globArguments`: arguments that hold glob patterns the tool matches itself (`Glob`'s
-//! `pattern`, Gemini CLI's `read_many_files`). Each is judged as written (placed in the folder
-//! the tool's first path argument names, or its default) and, when it has a wildcard, as a read
-//! of the folder before its first wildcard, which the tool reads in: `/home/me/.ssh/*` reads in
-//! `~/.ssh`, `../../*` in a folder above the project.
+//! `globArguments`: arguments that hold glob patterns the tool matches itself (Gemini CLI's
+//! `read_many_files`). Each is judged as written, its wildcards expanded by the door (placed in
+//! the folder the tool's first path argument names, or its default); in each reading the tool
+//! may make that shell-like matching would not (`\` as `/`, any case, a wildcard matching a
+//! leading dot, `**` matching no folder); and, when it has a wildcard, as a read of the folder
+//! before its first wildcard: `/home/me/.ssh/*` reads in `~/.ssh`. A brace, an extended glob
+//! and a `..` after a wildcard are not expanded here: such a pattern may be any file.
 
 use std::borrow::Cow;
 
@@ -228,11 +231,10 @@ impl PathRules {
                     }));
                 }
                 None => {
-                    let Some(default) = self.path_default(tool, name) else {
-                        continue;
-                    };
-                    folder.get_or_insert_with(|| Cow::Owned(default.to_owned()));
-                    named.extend(self.default_of(tool, name));
+                    if let Some(default) = self.default_of(tool, name) {
+                        folder.get_or_insert_with(|| default.path.clone());
+                        named.push(default);
+                    }
                 }
             }
         }

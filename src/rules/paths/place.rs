@@ -50,8 +50,9 @@ impl<'a> Placed<'a> {
 /// tell (a wildcard matching more names than it lists).
 ///
 /// `present` says whether a place is there (`lstat` finds it; any error but "not found" counts
-/// as there): a read of a folder on the way to what a read rule names (`Grep` of the project,
-/// `.env` hidden from a tainted session) holds only when that place exists.
+/// as there): a read of a folder in the project on the way to a place in the project that a
+/// read rule names (`Grep` of the project, `.env` hidden from a tainted session) holds only when
+/// that place exists. The home's places and a folder above the root hold either way.
 #[derive(Clone, Copy)]
 pub struct Links<'a> {
     pub leads: &'a (dyn Fn(&Path, bool) -> Leads + 'a),
