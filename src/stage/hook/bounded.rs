@@ -43,12 +43,16 @@ pub(super) fn readable(bytes: Vec<u8>) -> Result<Vec<u8>> {
         Cow::Borrowed(_) => bytes,
         Cow::Owned(aside) => aside,
     };
+    // Only an input with a response is looked at again (an after-event): a call's input is
+    // parsed once, by the reader, on the path every call takes.
+    let Some(responses) = response_spans(&bytes).filter(|spans| !spans.is_empty()) else {
+        return Ok(bytes);
+    };
     if is_json(&bytes) {
         return Ok(bytes);
     }
-    Ok(response_put_aside(&bytes)
-        .filter(|aside| is_json(aside))
-        .unwrap_or(bytes))
+    let aside = put_aside(&bytes, &responses);
+    Ok(if is_json(&aside) { aside } else { bytes })
 }
 
 /// Whether the text is one JSON document the hook's strict parser reads (its syntax, depth,
@@ -83,14 +87,6 @@ pub(super) fn bounded(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
         );
     }
     Ok(Cow::Owned(put_aside(bytes, &responses)))
-}
-
-/// The input with its tool's response put aside, for an after-event whose response could not
-/// be read (nested too deep, a lone surrogate): its session must still be tainted. `None` when
-/// it has no response at the top level, or is not one JSON object.
-pub(super) fn response_put_aside(bytes: &[u8]) -> Option<Vec<u8>> {
-    let responses = response_spans(bytes).filter(|spans| !spans.is_empty())?;
-    Some(put_aside(bytes, &responses))
 }
 
 fn put_aside(bytes: &[u8], responses: &[(usize, usize)]) -> Vec<u8> {
