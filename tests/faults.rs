@@ -468,15 +468,7 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     // a stderr nobody reads (a full pipe, where the refusal's own write would block). Both
     // still end, refused.
     let mut blocked = command(&["--timeout", "1"]);
-    // SAFETY: only sigprocmask between fork and exec.
-    unsafe {
-        blocked.pre_exec(|| {
-            let mut set = nix::sys::signal::SigSet::empty();
-            set.add(Signal::SIGALRM);
-            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&set), None)
-                .map_err(std::io::Error::from)
-        });
-    }
+    blocked_in_the_child(&mut blocked, Signal::SIGALRM);
     let mut child = blocked.spawn().unwrap();
     let stdin = child.stdin.take().unwrap();
     let out = finished(child);
@@ -586,6 +578,20 @@ fn a_hook_not_decided_within_its_timeout_refuses_the_call_as_its_agent_blocks() 
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// Starts `command` with `signal` blocked, as a parent that blocked it would (a blocked signal
+/// survives exec).
+fn blocked_in_the_child(command: &mut Command, signal: Signal) {
+    // SAFETY: only sigprocmask between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let mut set = nix::sys::signal::SigSet::empty();
+            set.add(signal);
+            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&set), None)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
 /// A hook ended by `signal` refused its call as its agent blocks: `said` and the block on
 /// stderr; for Claude Code exit 2 and nothing on stdout, for Copilot CLI its deny answer.
 fn refused_as_its_agent_blocks(
@@ -657,15 +663,7 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
     // A stop before the handler is set (here: held pending from before the program started,
     // as one that comes while the command line is read is held) is refused once it is set.
     let mut command = hook_command(&scratch, &policy);
-    // SAFETY: only sigprocmask between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            let mut set = nix::sys::signal::SigSet::empty();
-            set.add(Signal::SIGTERM);
-            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&set), None)
-                .map_err(std::io::Error::from)
-        });
-    }
+    blocked_in_the_child(&mut command, Signal::SIGTERM);
     let mut child = command.spawn().unwrap();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let stdin = child.stdin.take().unwrap();
@@ -730,19 +728,7 @@ fn a_hook_that_crashes_refuses_the_call_as_its_agent_blocks() {
             command.args(["--for", agent]);
         }
         if blocked {
-            // SAFETY: only sigprocmask between fork and exec.
-            unsafe {
-                command.pre_exec(move || {
-                    let mut set = nix::sys::signal::SigSet::empty();
-                    set.add(signal);
-                    nix::sys::signal::sigprocmask(
-                        nix::sys::signal::SigmaskHow::SIG_BLOCK,
-                        Some(&set),
-                        None,
-                    )
-                    .map_err(std::io::Error::from)
-                });
-            }
+            blocked_in_the_child(&mut command, signal);
         }
         let mut child = command.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();

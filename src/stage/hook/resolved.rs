@@ -412,6 +412,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_place_is_absent_only_when_the_kernel_says_it_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".env"), "KEY=1").unwrap();
+        std::fs::create_dir(root.join(".envrc")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join(".env.local")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        // A file, a folder and a dangling link are there.
+        for there in [".env", ".envrc", ".env.local"] {
+            assert!(present(&root.join(there)), "{there}");
+        }
+        // Not found, or under a file: not there.
+        assert!(!present(&root.join(".env.production")));
+        assert!(!present(&root.join(".env/x")));
+        // Any other error (a loop of links on the way) may hide it: there, failing closed.
+        assert!(present(&root.join("loop/.env")));
+    }
+
+    #[test]
     fn a_link_on_the_way_or_at_the_end_is_followed_and_a_plain_path_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
