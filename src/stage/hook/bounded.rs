@@ -160,28 +160,40 @@ fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
     }
 }
 
-/// Just past the value that starts at `at`: a string, or anything up to the `,`, `}` or `]`
-/// that ends it at its own depth.
+/// Just past the value that starts at `at`: a string; an array or object, each closing bracket
+/// the one its opening bracket needs; or one token of a number or literal. `None` for anything
+/// else (an empty value, brackets that do not pair, text after a token), so that a value never
+/// takes in a member after it.
 fn value_end(bytes: &[u8], mut at: usize) -> Option<usize> {
-    let mut depth = 0usize;
+    match *bytes.get(at)? {
+        b'"' => return string_end(bytes, at),
+        b'[' | b'{' => {}
+        _ => {
+            let token = bytes[at..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+                .count();
+            return (token > 0).then_some(at + token);
+        }
+    }
+    // The closing brackets owed, innermost last.
+    let mut owed: Vec<u8> = Vec::new();
     loop {
         match *bytes.get(at)? {
             b'"' => {
                 at = string_end(bytes, at)?;
-                if depth == 0 {
-                    return Some(at);
-                }
                 continue;
             }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth == 0 => return Some(at),
-            b']' | b'}' => {
-                depth -= 1;
-                if depth == 0 {
+            b'[' => owed.push(b']'),
+            b'{' => owed.push(b'}'),
+            close @ (b']' | b'}') => {
+                if owed.pop()? != close {
+                    return None;
+                }
+                if owed.is_empty() {
                     return Some(at + 1);
                 }
             }
-            b',' if depth == 0 => return Some(at),
             _ => {}
         }
         at += 1;

@@ -97,3 +97,23 @@ fn a_response_the_parser_cannot_read_is_put_aside() {
         );
     }
 }
+
+#[test]
+fn a_response_never_takes_in_the_members_after_it() {
+    // Brackets that do not pair, an empty value, text after a token: not one value, so the
+    // input is left for the parser to refuse, never read without what followed.
+    for input in [
+        r#"{"hook_event_name":"PreToolUse","output":[{],"tool_input":{"command":"rm -rf /"}},"tool_input":{"command":"ls"}}"#,
+        r#"{"tool_input":{"command":"ls"},"output":,"x":1}"#,
+        r#"{"output":1 {"a":"\ud800"} ,"tool_input":{"command":"ls"}}"#,
+    ] {
+        assert_eq!(response_spans(input.as_bytes()), None, "{input}");
+        assert_eq!(
+            readable(input.as_bytes().to_vec()).unwrap(),
+            input.as_bytes()
+        );
+    }
+    // Tokens and paired brackets are values.
+    let input = br#"{"output":-1.5e3,"tool_response":[{"a":"]}"}],"x":true}"#;
+    assert_eq!(response_spans(input).unwrap().len(), 2);
+}
