@@ -619,20 +619,106 @@ fn refused_as_its_agent_blocks(
 
 /// Waits until sc-hook blocks reading its input: its signal handlers are set by then.
 fn reading_its_input(child: &Child) {
+    // `read` (0) of file descriptor 0.
+    waits_in(child, "0 0x0 ", "read its input");
+}
+
+/// Waits until `child` waits in the system call that `/proc/PID/syscall` starts with `call`.
+fn waits_in(child: &Child, call: &str, what: &str) {
     let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let syscall = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
-        // `read` (0) of file descriptor 0.
-        if syscall.starts_with("0 0x0 ") {
+        if syscall.starts_with(call) {
             return;
+        }
+        assert!(Instant::now() < deadline, "sc-hook never {what}: {syscall}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A stop that comes while sc-hook writes its answer waits for the answer: answered at once, it
+/// ended the process with no answer at all, which Cursor reads as a yes (a review saw it in 1
+/// Cursor run of 300). Here the answer's write waits on a full pipe when the stop comes.
+#[test]
+fn a_stop_while_the_answer_is_written_waits_for_the_answer() {
+    use std::io::{Read as _, Write as _};
+    use std::os::fd::AsFd as _;
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let project = scratch.path("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let (mut reader, mut writer) = std::io::pipe().unwrap();
+    // Filled, the pipe takes no byte of the answer until this test reads.
+    let flags = |writer: &std::io::PipeWriter, nonblocking: bool| {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let flags = if nonblocking {
+            OFlag::O_NONBLOCK
+        } else {
+            OFlag::empty()
+        };
+        fcntl(writer.as_fd(), FcntlArg::F_SETFL(flags)).unwrap();
+    };
+    flags(&writer, true);
+    let mut filled = 0;
+    loop {
+        match writer.write(&[b'.'; 4096]) {
+            Ok(wrote) => filled += wrote,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(err) => panic!("{err}"),
+        }
+    }
+    flags(&writer, false);
+    let mut command = hook_command(&scratch, &policy);
+    command.args(["--for", "cursor"]).stdout(writer);
+    let mut child = command.spawn().unwrap();
+    // The test's own copy of the pipe's end: else the read below never ends.
+    drop(command);
+    let input = serde_json::json!({"hook_event_name": "beforeShellExecution",
+        "command": "git push", "cwd": project, "conversation_id": "c", "generation_id": "g",
+        "workspace_roots": [project]});
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    // `write` (1) to file descriptor 1.
+    waits_in(&child, "1 0x1 ", "wrote its answer");
+    let pid = child.id();
+    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    // The stop is taken (the process ends) or held (pending) before the pipe is read: read at
+    // once, the answer could get through before the stop's handler ran.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .map(str::trim)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let pending = u64::from_str_radix(&field("ShdPnd:"), 16).unwrap();
+        if field("State:").starts_with('Z') || pending & (1 << (libc::SIGTERM - 1)) != 0 {
+            break;
         }
         assert!(
             Instant::now() < deadline,
-            "sc-hook never read its input: {syscall}"
+            "the stop was never taken: {status}"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    let mut stdout = Vec::new();
+    reader.read_to_end(&mut stdout).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answer = &stdout[filled.min(stdout.len())..];
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{out:?} {}",
+        String::from_utf8_lossy(answer)
+    );
+    let answer: Value = serde_json::from_slice(answer).expect("the hook's answer");
+    assert_eq!(answer["permission"], "ask", "{answer}");
 }
 
 /// A hook stopped by a signal (the agent's Ctrl-C reaches its hooks too, a session's end sends

@@ -12,7 +12,8 @@
 //!
 //! A stop is refused the same way: `SIGTERM`, `SIGINT` (a Ctrl-C in the agent's terminal reaches
 //! its hooks too) and `SIGHUP` end the process with the agent's refusal, never with no answer.
-//! A parent that set one of them to be ignored keeps it ignored.
+//! A parent that set one of them to be ignored keeps it ignored. Once the hook's own answer is
+//! begun ([`answering`]), a stop waits: the answer is written, and the process ends with it.
 //!
 //! What runs in the signal handlers is what a handler may run: loads of atomics, `write` of
 //! bytes made beforehand, and `_exit`. A kill (`SIGKILL`, the kernel's out-of-memory killer)
@@ -204,9 +205,13 @@ fn refusal(agent: Agent, event: Option<Event>, reason: &str) -> *mut Refusal {
 
 /// The hook begins writing its own answer: a deadline that fires now ends the process with status
 /// 2 and writes nothing, so that the agent never reads two answers (Copilot CLI reads a hook
-/// that fails as a refusal; for Cursor nothing after a torn answer can block). Whether it had
-/// begun before.
+/// that fails as a refusal; for Cursor nothing after a torn answer can block). A stop that comes
+/// now waits until the process ends with its answer: answered by its handler, it would end the
+/// process with no answer at all, which Cursor reads as a yes (found by a review, 1 run in 300).
+/// Whether it had begun before.
 pub fn answering() -> bool {
+    // Stops go only to this thread: helper threads block every signal but the faults.
+    hold_stops();
     while CRASHING.load(Ordering::Acquire) {
         // The crash's handler ends the process (within a second: its alarm).
         // SAFETY: pause only waits for a signal.
