@@ -217,6 +217,28 @@ fn an_input_of_too_many_values_is_refused_and_a_response_that_large_put_aside() 
         assert_eq!(verdict, "ask", "{session}: {reason}");
         assert!(reason.contains("tainted"), "{reason}");
     }
+    // A response of more bytes than sc-hook reads (here 40 MiB, its key escaped): dropped as it
+    // is read, the session tainted; refused whole, it left the session untainted.
+    let mut fetched: Value = serde_json::from_str(&recorded_post("webfetch")).unwrap();
+    fetched["session_id"] = json!("s-long");
+    fetched["tool_response"] = json!("RESPONSE");
+    let long = fetched.to_string().replace(
+        r#""tool_response":"RESPONSE""#,
+        &format!(r#""tool\u005fresponse":"{}""#, "x".repeat(40 << 20)),
+    );
+    assert!(long.len() > 40 << 20);
+    assert_recorded_quietly(&hook(&scratch, &long));
+    let call = in_session("mcp-github-create-issue", "s-long");
+    let (verdict, reason) = decision(&hook(&scratch, &call)).unwrap();
+    assert_eq!(verdict, "ask", "{reason}");
+    assert!(reason.contains("tainted"), "{reason}");
+    // A call that long is refused still.
+    let mut call: Value = serde_json::from_str(&recorded("bash")).unwrap();
+    call["tool_input"]["description"] = json!("x".repeat(40 << 20));
+    assert_blocked(
+        &hook(&scratch, &call.to_string()),
+        "bytes besides its tool's response",
+    );
 }
 
 #[test]

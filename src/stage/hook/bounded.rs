@@ -1,4 +1,5 @@
-//! How much JSON a hook input may hold. Its bytes are bounded ([`super::input::MAX_INPUT_BYTES`]),
+//! How much JSON a hook input may hold. Its bytes are bounded ([`super::input::MAX_INPUT_BYTES`],
+//! a tool's response aside: [`super::oversized`]),
 //! but every value of it is copied into a tree several times on the way to a decision, so 2 MB
 //! of `[1,1,…]` once took a gigabyte: an input made to be large would have the kernel kill the
 //! hook, which Claude Code, Codex and Gemini CLI read as no answer, and run the call. So the
@@ -22,7 +23,7 @@ use anyhow::{bail, Result};
 pub(crate) const MAX_INPUT_VALUES: usize = 100_000;
 
 /// The keys under which the agents give a tool's response.
-const RESPONSE_KEYS: [&str; 5] = [
+pub(super) const RESPONSE_KEYS: [&str; 5] = [
     "tool_response",
     "toolResult",
     "tool_output",
@@ -30,9 +31,9 @@ const RESPONSE_KEYS: [&str; 5] = [
     "output",
 ];
 
-/// What a response too large to read is replaced with.
-const RESPONSE_PUT_ASIDE: &str =
-    "\"sc-hook: the response holds over 100000 JSON values and was not read\"";
+/// What a response too large or unreadable is replaced with.
+pub(super) const RESPONSE_PUT_ASIDE: &str =
+    "\"sc-hook: the response was too large or unreadable and was not read\"";
 
 /// The input as sc-hook reads it: with its tool's response put aside when the response holds
 /// too many values ([`bounded`]), or cannot be read as JSON at all (nested deeper than the
@@ -89,6 +90,35 @@ pub(super) fn bounded(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
     Ok(Cow::Owned(put_aside(bytes, &responses)))
 }
 
+/// Whether a key as written (between its quotes, escapes and all) names a tool's response.
+pub(super) fn is_response_key(raw: &[u8]) -> bool {
+    if !raw.contains(&b'\\') {
+        return RESPONSE_KEYS.iter().any(|name| name.as_bytes() == raw);
+    }
+    // Escaped (`"tool\u005fresponse"`): read as the parser reads it; no response key is longer
+    // than its own length six times over (each character a `\uXXXX`).
+    if raw.len() > 6 * MAX_RESPONSE_KEY {
+        return false;
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).is_ok_and(|key| RESPONSE_KEYS.contains(&key.as_str()))
+}
+
+/// The length of the longest of [`RESPONSE_KEYS`].
+pub(super) const MAX_RESPONSE_KEY: usize = {
+    let (mut at, mut longest) = (0, 0);
+    while at < RESPONSE_KEYS.len() {
+        if RESPONSE_KEYS[at].len() > longest {
+            longest = RESPONSE_KEYS[at].len();
+        }
+        at += 1;
+    }
+    longest
+};
+
 fn put_aside(bytes: &[u8], responses: &[(usize, usize)]) -> Vec<u8> {
     let mut aside = Vec::with_capacity(bytes.len());
     let mut from = 0;
@@ -126,7 +156,7 @@ fn response_spans(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
         }
         let start = skip_space(bytes, at + 1);
         let end = value_end(bytes, start)?;
-        if RESPONSE_KEYS.iter().any(|name| name.as_bytes() == key) {
+        if is_response_key(key) {
             spans.push((start, end));
         }
         at = skip_space(bytes, end);

@@ -57,7 +57,7 @@ fn a_response_of_too_many_values_is_put_aside() {
         let read = bounded(input.as_bytes()).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&read).unwrap();
         assert_eq!(
-            value[key], "sc-hook: the response holds over 100000 JSON values and was not read",
+            value[key], "sc-hook: the response was too large or unreadable and was not read",
             "{key}"
         );
         assert_eq!(value["tool_input"]["a"], 1);
@@ -85,7 +85,7 @@ fn a_response_the_parser_cannot_read_is_put_aside() {
         } else {
             assert_eq!(
                 value["tool_response"],
-                "sc-hook: the response holds over 100000 JSON values and was not read"
+                "sc-hook: the response was too large or unreadable and was not read"
             );
         }
     }
@@ -116,4 +116,34 @@ fn a_response_never_takes_in_the_members_after_it() {
     // Tokens and paired brackets are values.
     let input = br#"{"output":-1.5e3,"tool_response":[{"a":"]}"}],"x":true}"#;
     assert_eq!(response_spans(input).unwrap().len(), 2);
+}
+
+#[test]
+fn a_response_key_is_known_however_it_is_escaped() {
+    for (raw, response) in [
+        ("tool_response", true),
+        (r"tool\u005fresponse", true),
+        (
+            r"\u0074\u006f\u006f\u006c\u005f\u0072\u0065\u0073\u0070\u006f\u006e\u0073\u0065",
+            true,
+        ),
+        (r"t\u006fol\u0072esult", false),
+        (r"t\u006folResult", true),
+        (r"tool\u005fresponses", false),
+        (r"tool\u005", false),
+        ("tool_input", false),
+    ] {
+        assert_eq!(is_response_key(raw.as_bytes()), response, "{raw}");
+    }
+    assert_eq!(MAX_RESPONSE_KEY, "tool_response".len());
+    let input = format!(
+        r#"{{"hook_event_name":"PostToolUse","tool\u005fresponse":{}}}"#,
+        many(MAX_INPUT_VALUES + 5)
+    );
+    let value: serde_json::Value =
+        serde_json::from_slice(&bounded(input.as_bytes()).unwrap()).unwrap();
+    assert_eq!(
+        value["tool_response"],
+        "sc-hook: the response was too large or unreadable and was not read"
+    );
 }

@@ -197,9 +197,10 @@ impl HookInput {
     }
 }
 
-/// Reads at most [`MAX_INPUT_BYTES`] of hook input; more is an error, and so is one of more
-/// JSON values than sc-hook reads. A tool's response too large or unreadable is put aside
-/// ([`super::bounded`]).
+/// Reads at most [`MAX_INPUT_BYTES`] of hook input, a tool's response aside: an input over that
+/// is read on with its responses dropped as they pass ([`super::oversized`]), and refused when
+/// the rest is over it too. One of more JSON values than sc-hook reads is refused. A tool's
+/// response too large or unreadable is put aside ([`super::bounded`]).
 pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     input
@@ -208,7 +209,7 @@ pub fn read_input(mut input: impl Read) -> Result<Vec<u8>> {
         .read_to_end(&mut bytes)
         .context("cannot read the hook input")?;
     if bytes.len() > MAX_INPUT_BYTES {
-        bail!("the hook input is over {MAX_INPUT_BYTES} bytes");
+        bytes = super::oversized::without_responses(bytes, input)?;
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
         bail!("the hook input is empty");

@@ -64,6 +64,7 @@ mod input;
 pub mod install;
 mod links;
 mod output;
+mod oversized;
 mod post_tool_use;
 mod pre_tool_use;
 mod provenance;
