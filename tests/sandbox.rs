@@ -451,7 +451,7 @@ fn a_bad_policy_or_flag_is_125_and_the_program_does_not_run() {
     let scratch = Scratch::new();
     for (policy, flag, expected) in [
         (
-            r#"{"sandbox": {"hidden": ["~/.ssh/*"]}}"#,
+            r#"{"sandbox": {"hidden": ["~/.ssh/*/id_rsa"]}}"#,
             None,
             "key `sandbox.hidden[0]`",
         ),

@@ -32,8 +32,8 @@ fn git(dir: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// A repository in `scratch/proj` with `.env` and `a` committed, and `.env.local` (hidden too)
-/// untracked; no `.mcp.json`.
+/// A repository in `scratch/proj` with `.env`, `a`, `server.pem` and `config/.env.staging`
+/// committed, and `.env.local` (hidden too) untracked; no `.mcp.json`.
 fn project(scratch: &Scratch) -> PathBuf {
     let proj = scratch.path("proj");
     std::fs::create_dir_all(&proj).unwrap();
@@ -43,6 +43,10 @@ fn project(scratch: &Scratch) -> PathBuf {
     git(&proj, &["config", "user.name", "dev"]);
     std::fs::write(proj.join(".env"), SECRET).unwrap();
     std::fs::write(proj.join("a"), "one\n").unwrap();
+    // Hidden by the pack's patterns (`*.pem`, `config/.env.*`), not by name.
+    std::fs::write(proj.join("server.pem"), SECRET).unwrap();
+    std::fs::create_dir_all(proj.join("config")).unwrap();
+    std::fs::write(proj.join("config/.env.staging"), SECRET).unwrap();
     git(&proj, &["add", "-A"]);
     git(&proj, &["commit", "-qm", "init"]);
     std::fs::write(proj.join(".env.local"), "LOCAL=1\n").unwrap();
@@ -81,6 +85,7 @@ fn a_confined_commit_takes_neither_the_hidden_stand_in_nor_the_placeholder() {
         &proj,
         r#"set -e
 test ! -s .env && echo "env reads empty"
+test ! -s server.pem && test ! -s config/.env.staging && echo "patterns read empty"
 test -e .mcp.json && echo "placeholder inside"
 echo two >> a
 git add -A
@@ -91,6 +96,7 @@ echo "inside: $(git status --porcelain | tr '\n' ' ')"
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("env reads empty"), "{stdout}");
+    assert!(stdout.contains("patterns read empty"), "{stdout}");
     assert!(stdout.contains("placeholder inside"), "{stdout}");
     // Inside, git sees neither stand-in: not the hidden file, not the placeholder.
     assert!(stdout.contains("inside: \n"), "{stdout}");
@@ -99,8 +105,14 @@ echo "inside: $(git status --porcelain | tr '\n' ' ')"
         git(&proj, &["show", "--name-status", "--format=", "HEAD"]),
         "M\ta\n"
     );
-    assert_eq!(git(&proj, &["ls-tree", "--name-only", "HEAD"]), ".env\na\n");
-    assert_eq!(git(&proj, &["show", "HEAD:.env"]), SECRET);
+    assert_eq!(
+        git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]),
+        ".env\na\nconfig/.env.staging\nserver.pem\n"
+    );
+    for hidden in [".env", "server.pem", "config/.env.staging"] {
+        assert_eq!(git(&proj, &["show", &format!("HEAD:{hidden}")]), SECRET);
+        assert_eq!(std::fs::read_to_string(proj.join(hidden)).unwrap(), SECRET);
+    }
     // On the host afterwards: the hidden file unchanged, the placeholder gone, the untracked
     // hidden file still untracked.
     assert_eq!(
@@ -211,8 +223,9 @@ rm -f .running .go .inside-status"#,
     // Inside, git lists neither the placeholder nor the untracked hidden file. A tracked hidden
     // file may show as modified (its size differs from what the index recorded, and git says
     // so without reading it) until a `git add` reads it as unchanged: status only.
+    let tracked_hidden = [" M .env", " M config/.env.staging", " M server.pem"];
     assert!(
-        inside.is_empty() || inside == " M .env",
+        inside.lines().all(|line| tracked_hidden.contains(&line)),
         "git inside lists a stand-in: {inside:?}"
     );
     assert!(

@@ -261,6 +261,22 @@ fn a_tainted_session_asks_only_about_the_push() {
         assert_eq!(turn.decision.as_deref(), Some("ask"), "{input}");
     }
     std::fs::remove_file(path(".env")).unwrap();
+    // Likewise for a secret the sandbox hides by a pattern of names (`*.pem`, `config/.env.*`),
+    // asked while one is there.
+    std::fs::create_dir_all(path("config")).unwrap();
+    for secret in ["server.pem", "config/.env.staging"] {
+        std::fs::write(path(secret), "SECRET\n").unwrap();
+        for input in [
+            json!({"pattern": "greet", "path": path(".")}),
+            json!({"pattern": "SECRET"}),
+        ] {
+            let turn = s.call("Grep", input.clone(), |_| {});
+            assert_eq!(turn.decision.as_deref(), Some("ask"), "{secret}: {input}");
+        }
+        std::fs::remove_file(path(secret)).unwrap();
+    }
+    let turn = s.call("Grep", json!({"pattern": "SECRET"}), |_| {});
+    assert_eq!(turn.decision, None, "{:?}", turn.decision);
     // Edits through the file tools, as an agent makes most of them: judged as a confined
     // command's writes (`sandbox.confineFileTools`), so they run unasked inside the root.
     let edits = [

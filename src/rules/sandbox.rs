@@ -16,7 +16,8 @@
 //! relative to the root, `~` or `~/…` (the home folder), or absolute. It names one place: a
 //! wildcard, an empty path, a `..` component, `~user` and an invisible character are refused,
 //! because the kernel mounts places, not patterns, and a rule that silently covers nothing would
-//! break the promise it was written for.
+//! break the promise it was written for. One exception: a `hidden` path's last part may be a
+//! pattern of names in one folder (`*.pem`), which the sandbox lists when it starts.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -84,6 +85,8 @@ pub struct SandboxPath {
     base: Base,
     /// Normal components only (no `.`, `..` or root), possibly empty (the base itself).
     relative: PathBuf,
+    /// Whether the last component is a pattern of names (`hidden` only: `*.pem`, `.env.*`).
+    pattern: bool,
 }
 
 /// What a [`SandboxPath`] is relative to.
@@ -100,6 +103,18 @@ pub enum Base {
 impl SandboxPath {
     /// Parses one entry; the error says what is wrong (the caller names the key).
     pub fn parse(text: &str) -> Result<SandboxPath, PathError> {
+        Self::parse_as(text, false)
+    }
+
+    /// Parses one `hidden` entry: as [`SandboxPath::parse`], but its last component may be a
+    /// pattern of names in one folder (`*`, `?`, `[…]`: `*.pem`, `config/.env.*`), which the
+    /// sandbox matches against the folder's entries when it starts. Every file a pattern
+    /// matches is hidden; one made while the program runs is the program's own.
+    pub fn parse_hidden(text: &str) -> Result<SandboxPath, PathError> {
+        Self::parse_as(text, true)
+    }
+
+    fn parse_as(text: &str, patterns: bool) -> Result<SandboxPath, PathError> {
         if text.is_empty() {
             return Err(PathError::Empty);
         }
@@ -107,8 +122,26 @@ impl SandboxPath {
         if text.chars().any(is_invisible) {
             return Err(PathError::Invisible(shown));
         }
-        if let Some(c) = text.chars().find(|c| "*?[]{}".contains(*c)) {
-            return Err(PathError::Wildcard(shown, c));
+        let (folder, last) = text.rsplit_once('/').unwrap_or(("", text));
+        let pattern = patterns && last.contains(['*', '?', '[', ']', '{', '}']);
+        let fixed = if pattern { folder } else { text };
+        if let Some(c) = fixed.chars().find(|c| "*?[]{}".contains(*c)) {
+            return Err(if patterns {
+                PathError::WildcardBeforeLast(shown, c)
+            } else {
+                PathError::Wildcard(shown, c)
+            });
+        }
+        if pattern {
+            if let Some(c) = last.chars().find(|c| "{}\\".contains(*c)) {
+                return Err(PathError::NotAPattern(shown, c.to_string()));
+            }
+            if last.contains("**") {
+                return Err(PathError::NotAPattern(shown, "**".into()));
+            }
+            if let Err(err) = globset::Glob::new(last) {
+                return Err(PathError::NotAPattern(shown, err.kind().to_string()));
+            }
         }
         let (base, rest) = if text == "~" {
             (Base::Home, "")
@@ -139,7 +172,13 @@ impl SandboxPath {
             written: text.to_owned(),
             base,
             relative,
+            pattern,
         })
+    }
+
+    /// Whether the last component is a pattern of names ([`SandboxPath::parse_hidden`]).
+    pub fn is_pattern(&self) -> bool {
+        self.pattern
     }
 
     /// The entry as the policy wrote it.
@@ -152,6 +191,7 @@ impl SandboxPath {
     }
 
     /// The absolute place: joined to `root`, to `home` (`None` when no home is known), or `/`.
+    /// For a pattern, its last component is the pattern as written.
     pub fn place(&self, root: &Path, home: Option<&Path>) -> Option<PathBuf> {
         let base = match self.base {
             Base::Root => root,
@@ -196,6 +236,15 @@ pub enum PathError {
     Invisible(String),
     #[error("\"{0}\" holds the wildcard `{1}`; a sandbox path names one file or folder")]
     Wildcard(String, char),
+    #[error(
+        "\"{0}\" holds the wildcard `{1}` before its last part; a hidden path names one folder, \
+         and only its last part may be a pattern of names (`*.pem`)"
+    )]
+    WildcardBeforeLast(String, char),
+    #[error(
+        "\"{0}\": its last part is not a pattern of names in one folder (`{1}`); use `*`, `?` and `[…]`"
+    )]
+    NotAPattern(String, String),
     #[error("\"{0}\": only `~` and `~/…` (the home folder) are understood, not `~user`")]
     OtherHome(String),
     #[error("\"{0}\" holds `..`; name the place without climbing out of it")]
@@ -266,7 +315,7 @@ pub fn from_json(key: &str, value: &Value) -> Result<SandboxRules, SandboxError>
                 }
             }
             "readOnly" => rules.read_only = paths(&path, value)?,
-            "hidden" => rules.hidden = paths(&path, value)?,
+            "hidden" => rules.hidden = paths_as(&path, value, SandboxPath::parse_hidden)?,
             "writable" => rules.writable = paths(&path, value)?,
             "network" => {
                 let network = keys::object(&path, value, NETWORK_KEYS)?;
@@ -291,12 +340,19 @@ pub fn from_json(key: &str, value: &Value) -> Result<SandboxRules, SandboxError>
 }
 
 fn paths(key: &str, value: &Value) -> Result<Vec<SandboxPath>, SandboxError> {
+    paths_as(key, value, SandboxPath::parse)
+}
+
+fn paths_as(
+    key: &str,
+    value: &Value,
+    parse: fn(&str) -> Result<SandboxPath, PathError>,
+) -> Result<Vec<SandboxPath>, SandboxError> {
     keys::strings(key, value)?
         .into_iter()
         .enumerate()
         .map(|(index, text)| {
-            SandboxPath::parse(text)
-                .map_err(|why| SandboxProblem::from(why).at(format!("{key}[{index}]")))
+            parse(text).map_err(|why| SandboxProblem::from(why).at(format!("{key}[{index}]")))
         })
         .collect()
 }
@@ -397,8 +453,20 @@ mod tests {
                 "unknown key `sandbx`; did you mean `sandbox`?",
             ),
             (
-                r#"{"sandbox": {"hidden": ["~/.ssh/*"]}}"#,
-                "key `sandbox.hidden[0]`: \"~/.ssh/*\" holds the wildcard `*`",
+                r#"{"sandbox": {"hidden": ["~/.ssh/*/id"]}}"#,
+                "key `sandbox.hidden[0]`: \"~/.ssh/*/id\" holds the wildcard `*` before its last part",
+            ),
+            (
+                r#"{"sandbox": {"hidden": ["{a,b}.pem"]}}"#,
+                "key `sandbox.hidden[0]`: \"{a,b}.pem\": its last part is not a pattern of names in one folder (`{`)",
+            ),
+            (
+                r#"{"sandbox": {"hidden": ["config/**.key"]}}"#,
+                "(`**`)",
+            ),
+            (
+                r#"{"sandbox": {"hidden": ["[a.pem"]}}"#,
+                "its last part is not a pattern of names",
             ),
         ] {
             let err = Policy::from_json_str(text).unwrap_err().to_string();

@@ -175,7 +175,7 @@ fn a_path_is_judged_where_its_links_lead_too_and_the_strictest_wins() {
     let with_links = PathContext {
         links: Some(Links {
             leads: &leads,
-            present: &|_| true,
+            present: &|_, _| true,
         }),
         ..context()
     };

@@ -145,7 +145,7 @@ impl PathRule {
         wild: bool,
         root: Option<&Path>,
         home: Option<&Path>,
-        present: Option<&dyn Fn(&Path) -> bool>,
+        present: Option<&super::place::Present<'_>>,
     ) -> Option<(&str, Option<&'p [u8]>)> {
         if self.read_bases.is_empty() {
             return None;
@@ -207,7 +207,7 @@ impl PathRule {
                 Base::Root => root.map(|root| root.join(&base.rel)),
                 Base::Home | Base::Absolute | Base::Anywhere => None,
             };
-            place.is_some_and(|place| !present(&place))
+            place.is_some_and(|place| !present(&place, base.names.as_deref()))
         };
         self.read_bases
             .iter()

@@ -19,6 +19,21 @@ fn the_literal_base_of_a_glob() {
     assert_eq!(literal_base("a/b?/d"), Path::new("a"));
     assert_eq!(literal_base("a/[bc]/d"), Path::new("a"));
     assert_eq!(literal_base(r"we\*ird/x*"), Path::new("we*ird"));
+    use super::super::rule::names_after_base;
+    for (glob, names) in [
+        ("*.pem", Some("*.pem")),
+        ("config/*.pem", Some("*.pem")),
+        ("*.pem/**", Some("*.pem")),
+        ("/etc/ssl/*.key", Some("*.key")),
+        (r"we\*ird/x*", Some("x*")),
+        (".env", None),
+        ("secrets/**", None),
+        ("**", None),
+        ("a*/b", None),
+        ("{a,b}.pem", None),
+    ] {
+        assert_eq!(names_after_base(glob).as_deref(), names, "{glob}");
+    }
     assert!(on_the_way(b"/", b"/home/me"));
     assert!(on_the_way(b"/home", b"/home/me"));
     assert!(on_the_way(b"/home/me", b"/home/me"));

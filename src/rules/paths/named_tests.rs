@@ -143,7 +143,7 @@ fn search(tool: &str, args: serde_json::Value, present: bool) -> Option<PathJudg
         panic!("args are an object")
     };
     let leads = |_: &std::path::Path, _: bool| crate::rules::paths::Leads::Elsewhere(Vec::new());
-    let there = move |_: &std::path::Path| present;
+    let there = move |_: &std::path::Path, _: Option<&str>| present;
     let with_links = PathContext {
         links: Some(crate::rules::paths::Links {
             leads: &leads,
@@ -331,4 +331,52 @@ fn an_empty_list_of_paths_is_the_default_and_a_folder_above_the_root_keeps_its_h
     assert_eq!(above.decision, Decision::Hold, "{above:?}");
     let pattern = search("read_many", json!({"include": ["../*"]}), false).unwrap();
     assert_eq!(pattern.decision, Decision::Hold, "{pattern:?}");
+}
+
+#[test]
+fn a_folder_on_the_way_to_a_pattern_of_names_is_held_when_one_of_them_is_there() {
+    let rules = PathRules::from_json(
+        "paths",
+        &json!({
+          "pathArguments": {"Grep": ["path"]},
+          "pathDefaults": {"Grep": {"path": "."}},
+          "rules": [{"glob": ["*.pem", "config/.env.*/**"], "read": "hold"}]
+        }),
+    )
+    .unwrap();
+    // The door is asked about the folder and the pattern: here it holds a `server.pem` only.
+    let asked = std::cell::RefCell::new(Vec::new());
+    let leads = |_: &std::path::Path, _: bool| crate::rules::paths::Leads::Elsewhere(Vec::new());
+    let grep = |path: &str, pems: bool| {
+        let there = |folder: &std::path::Path, names: Option<&str>| {
+            asked
+                .borrow_mut()
+                .push((folder.to_owned(), names.map(str::to_owned)));
+            pems && names == Some("*.pem")
+        };
+        let context = PathContext {
+            links: Some(crate::rules::paths::Links {
+                leads: &leads,
+                present: &there,
+            }),
+            ..context()
+        };
+        rules
+            .decide_path_arguments("Grep", json!({"path": path}).as_object().unwrap(), context)
+            .unwrap()
+            .decision
+    };
+    assert_eq!(grep(".", true), Decision::Hold);
+    assert_eq!(grep(".", false), Decision::Allow);
+    assert_eq!(grep("config", false), Decision::Allow);
+    assert_eq!(grep("src", true), Decision::Allow);
+    let asked = asked.borrow();
+    assert!(
+        asked.contains(&("/w/proj".into(), Some("*.pem".to_owned()))),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(&("/w/proj/config".into(), Some(".env.*".to_owned()))),
+        "{asked:?}"
+    );
 }

@@ -50,14 +50,20 @@ impl<'a> Placed<'a> {
 /// tell (a wildcard matching more names than it lists).
 ///
 /// `present` says whether a place is there (`lstat` finds it; any error but "not found" counts
-/// as there): a read of a folder in the project on the way to a place in the project that a
-/// read rule names (`Grep` of the project, `.env` hidden from a tainted session) holds only when
-/// that place exists. The home's places and a folder above the root hold either way.
+/// as there), or, given a pattern of names, whether the folder holds an entry that matches it
+/// (`*.pem`; a folder that cannot be listed counts as holding one): a read of a folder in the
+/// project on the way to a place in the project that a read rule names (`Grep` of the project,
+/// `.env` hidden from a tainted session) holds only when that place exists. The home's places
+/// and a folder above the root hold either way.
 #[derive(Clone, Copy)]
 pub struct Links<'a> {
     pub leads: &'a (dyn Fn(&Path, bool) -> Leads + 'a),
-    pub present: &'a (dyn Fn(&Path) -> bool + 'a),
+    pub present: &'a Present<'a>,
 }
+
+/// Whether a place is there, or a folder holds an entry a pattern of names matches
+/// ([`Links::present`]).
+pub type Present<'a> = dyn Fn(&Path, Option<&str>) -> bool + 'a;
 
 impl std::fmt::Debug for Links<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

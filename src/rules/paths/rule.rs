@@ -184,6 +184,10 @@ pub(super) struct ReadBase {
     pub(super) rel: PathBuf,
     /// The index in the rule's `globs` of the first glob with this base.
     pub(super) glob: usize,
+    /// The pattern of names the glob's last part is, in the folder `rel` (`*.pem` of
+    /// `config/*.pem` and of `config/*.pem/**`): the base is there when an entry of the folder
+    /// matches it ([`super::Links::present`]).
+    pub(super) names: Option<String>,
 }
 
 impl PathRules {
@@ -407,7 +411,12 @@ impl PathRules {
 fn sandbox_glob(entry: &SandboxPath) -> Option<String> {
     let placed = entry.place(Path::new("/"), Some(Path::new("/")))?;
     let relative = placed.strip_prefix("/").ok()?.to_str()?;
-    let escaped = globset::escape(relative);
+    // A hidden pattern's last part (`*.pem`) stays a pattern; the rest names itself.
+    let escaped = match relative.rsplit_once('/') {
+        _ if !entry.is_pattern() => globset::escape(relative),
+        Some((folder, last)) => format!("{}/{last}", globset::escape(folder)),
+        None => relative.to_owned(),
+    };
     match entry.base() {
         _ if relative.is_empty() => None,
         SandboxBase::Root => Some(escaped),
@@ -443,6 +452,23 @@ pub(super) fn literal_base(pattern: &str) -> PathBuf {
         }
     }
     base
+}
+
+/// The pattern of names right after a glob's literal base ([`literal_base`]), when it is the
+/// glob's last part, or is followed by `/**` alone: `*.pem` of `*.pem`, `config/*.pem` and
+/// `*.pem/**`; `None` for `**`, `secrets/**` and `a*/b`.
+pub(super) fn names_after_base(pattern: &str) -> Option<String> {
+    let parts: Vec<&str> = pattern.split('/').filter(|part| !part.is_empty()).collect();
+    let literal = literal_base(pattern)
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .count();
+    match &parts[literal.min(parts.len())..] {
+        [names] | [names, "**"] if *names != "**" && !names.contains('{') => {
+            Some((*names).to_owned())
+        }
+        _ => None,
+    }
 }
 
 fn glob(text: &str) -> Result<Glob, globset::Error> {
@@ -584,11 +610,16 @@ fn build(
                 continue;
             }
             let rel = literal_base(pattern);
-            if !read_bases.iter().any(|b| b.base == *base && b.rel == rel) {
+            let names = names_after_base(pattern);
+            if !read_bases
+                .iter()
+                .any(|b| b.base == *base && b.rel == rel && b.names == names)
+            {
                 read_bases.push(ReadBase {
                     base: *base,
                     rel,
                     glob: *glob,
+                    names,
                 });
             }
         }

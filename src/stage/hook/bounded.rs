@@ -1,4 +1,4 @@
-//! How much JSON a hook input may hold. Its bytes are bounded ([`super::input::MAX_INPUT_BYTES`],
+//! How much JSON a hook input may hold. Its bytes are bounded ([`super::oversized::MAX_INPUT_BYTES`],
 //! a tool's response aside: [`super::oversized`]),
 //! but every value of it is copied into a tree several times on the way to a decision, so 2 MB
 //! of `[1,1,…]` once took a gigabyte: an input made to be large would have the kernel kill the

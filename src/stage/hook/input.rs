@@ -8,8 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::strict_json;
 
-/// The largest hook input read (a `Write` carries the whole file): 32 MiB.
-pub(crate) const MAX_INPUT_BYTES: usize = 32 << 20;
+pub(crate) use super::oversized::MAX_INPUT_BYTES;
 /// The longest session id accepted.
 const MAX_SESSION_ID_CHARS: usize = 128;
 

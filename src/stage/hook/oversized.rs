@@ -1,4 +1,4 @@
-//! An input over [`MAX_INPUT_BYTES`](super::input::MAX_INPUT_BYTES). Refused whole, an
+//! An input over [`MAX_INPUT_BYTES`]. Refused whole, an
 //! after-event whose tool answered with more than 32 MiB (a page, a file, a server's result)
 //! left its session untainted: the next call was judged as if nothing untrusted had been read.
 //! So such an input is read on as a stream, each top-level response member's value
@@ -16,7 +16,10 @@ use std::io::{BufRead, BufReader, Read};
 use anyhow::{bail, Context, Result};
 
 use super::bounded::{is_response_key, MAX_RESPONSE_KEY, RESPONSE_PUT_ASIDE};
-use super::input::MAX_INPUT_BYTES;
+
+/// The largest hook input read, a tool's response aside (a `Write` carries the whole file):
+/// 32 MiB.
+pub(crate) const MAX_INPUT_BYTES: usize = 32 << 20;
 
 /// The deepest a dropped response may nest: its owed brackets are kept, one byte each.
 const MAX_DEPTH: usize = 1 << 20;

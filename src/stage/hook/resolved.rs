@@ -103,13 +103,31 @@ pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Lea
 
 /// Whether a place is there ([`crate::rules::paths::Links::present`]): `lstat` finds it, or
 /// fails with anything but "not found" (a folder it cannot search may hold it: fail closed).
-pub(super) fn present(path: &Path) -> bool {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => true,
-        Err(err) => !matches!(
+/// With a pattern of `names`: whether the folder `path` holds an entry whose name matches it,
+/// listed (a folder that cannot be listed, or a pattern that does not compile, holds one).
+pub(super) fn present(path: &Path, names: Option<&str>) -> bool {
+    let unless_missing = |err: std::io::Error| {
+        !matches!(
             err.kind(),
             std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-        ),
+        )
+    };
+    let Some(names) = names else {
+        return std::fs::symlink_metadata(path).map_or_else(unless_missing, |_| true);
+    };
+    let Ok(names) = globset::GlobBuilder::new(names)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+    else {
+        return true;
+    };
+    let names = names.compile_matcher();
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => {
+            entries.any(|entry| entry.map_or(true, |entry| names.is_match(entry.file_name())))
+        }
+        Err(err) => unless_missing(err),
     }
 }
 
@@ -421,13 +439,21 @@ mod tests {
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
         // A file, a folder and a dangling link are there.
         for there in [".env", ".envrc", ".env.local"] {
-            assert!(present(&root.join(there)), "{there}");
+            assert!(present(&root.join(there), None), "{there}");
         }
         // Not found, or under a file: not there.
-        assert!(!present(&root.join(".env.production")));
-        assert!(!present(&root.join(".env/x")));
+        assert!(!present(&root.join(".env.production"), None));
+        assert!(!present(&root.join(".env/x"), None));
         // Any other error (a loop of links on the way) may hide it: there, failing closed.
-        assert!(present(&root.join("loop/.env")));
+        assert!(present(&root.join("loop/.env"), None));
+        // A pattern of names: there when an entry of the folder matches it.
+        assert!(present(root, Some(".env.*")));
+        assert!(present(root, Some("*rc")));
+        assert!(!present(root, Some("*.pem")));
+        assert!(!present(&root.join("missing"), Some("*")));
+        assert!(!present(&root.join(".env"), Some("*")));
+        // A folder that cannot be listed (a loop) may hold one.
+        assert!(present(&root.join("loop"), Some("*.pem")));
     }
 
     #[test]

@@ -191,12 +191,16 @@ impl Sandbox {
                 });
             }
         }
-        let hidden = rules
-            .hidden
-            .iter()
-            .map(|entry| place(entry, "hidden"))
-            .chain(secret_own.into_iter().map(Ok))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut hidden = Vec::new();
+        for entry in &rules.hidden {
+            let path = place(entry, "hidden")?;
+            if entry.is_pattern() {
+                hidden.extend(matching(&mut walker, &path)?);
+            } else {
+                hidden.push(path);
+            }
+        }
+        hidden.extend(secret_own);
         // The files whose stand-ins git must not take for the real thing.
         let mut stand_ins = Vec::new();
         for path in &hidden {
@@ -388,6 +392,43 @@ fn pin(entries: &[(PathBuf, State)], mounts: &mut Vec<Mount>, target: &Path) {
             });
         }
     }
+}
+
+/// The entries of a folder whose names match the pattern that ends `pattern` (a `hidden` place
+/// such as `/work/p/*.pem`), in the folder as it is now, sorted; none when the folder is not
+/// there. A folder that cannot be listed fails the plan: a secret in it would be shown.
+fn matching(walker: &mut Walker, pattern: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+    let (Some(folder), Some(name)) = (pattern.parent(), pattern.file_name()) else {
+        return Ok(Vec::new());
+    };
+    let refused = |why: String| SandboxError::Place {
+        what: "a hidden pattern's folder".into(),
+        path: folder.to_owned(),
+        why,
+    };
+    // Checked as a glob when the policy loaded.
+    let matcher = globset::GlobBuilder::new(&name.to_string_lossy())
+        .literal_separator(true)
+        .build()
+        .map_err(|err| refused(err.to_string()))?
+        .compile_matcher();
+    let Resolved::Exists(folder) = walker.resolve(folder, &mut |_, _| Ok(()))? else {
+        return Ok(Vec::new());
+    };
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => return Ok(Vec::new()),
+        Err(err) => return Err(refused(err.to_string())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let name = entry.map_err(|err| refused(err.to_string()))?.file_name();
+        if matcher.is_match(Path::new(&name)) {
+            found.push(folder.join(name));
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// The git views of the stand-ins (hidden files, file placeholders) that are in repositories
@@ -599,6 +640,50 @@ mod tests {
             assert!(!sandbox.shows_host_file(&tmp_root.join("secret/sc-sandbox")));
             assert!(!sandbox.shows_host_file(Path::new("/tmp/elsewhere/sc-sandbox")));
         }
+    }
+
+    #[test]
+    fn a_hidden_pattern_hides_each_entry_of_its_folder_that_matches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("config/.env.d")).unwrap();
+        for file in [
+            "server.pem",
+            "b.pem",
+            "a.pem.txt",
+            "config/.env.staging",
+            "config/x.pem",
+        ] {
+            std::fs::write(root.join(file), "SECRET").unwrap();
+        }
+        let patterns = rules(serde_json::json!({
+            "hidden": ["*.pem", "config/.env.*", "none/*.pem", "server.pem/*"]
+        }));
+        let sandbox = Sandbox::new(&patterns, &root, None, &[]).unwrap();
+        assert_eq!(
+            kinds(&sandbox, &root)
+                .into_iter()
+                .filter(|(kind, _)| matches!(kind, MountKind::HiddenFile | MountKind::HiddenDir))
+                .collect::<Vec<_>>(),
+            vec![
+                (MountKind::HiddenFile, "./b.pem".to_owned()),
+                (MountKind::HiddenFile, "./server.pem".to_owned()),
+                (MountKind::HiddenDir, "./config/.env.d".to_owned()),
+                (MountKind::HiddenFile, "./config/.env.staging".to_owned()),
+            ]
+        );
+        // A folder that cannot be listed fails the plan: a secret in it would be shown.
+        std::fs::create_dir(root.join("locked")).unwrap();
+        std::fs::set_permissions(
+            root.join("locked"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o300),
+        )
+        .unwrap();
+        let locked = rules(serde_json::json!({"hidden": ["locked/*.pem"]}));
+        let listed = std::fs::read_dir(root.join("locked")).is_ok();
+        let planned = Sandbox::new(&locked, &root, None, &[]);
+        // Root lists any folder: the refusal is seen only where the kernel refuses.
+        assert_eq!(planned.is_ok(), listed, "{:?}", planned.err());
     }
 
     #[test]
