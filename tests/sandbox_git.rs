@@ -86,6 +86,7 @@ fn a_confined_commit_takes_neither_the_hidden_stand_in_nor_the_placeholder() {
         r#"set -e
 test ! -s .env && echo "env reads empty"
 test ! -s server.pem && test ! -s config/.env.staging && echo "patterns read empty"
+! mv config config-old 2>/dev/null && echo "config pinned"
 test -e .mcp.json && echo "placeholder inside"
 echo two >> a
 git add -A
@@ -97,6 +98,7 @@ echo "inside: $(git status --porcelain | tr '\n' ' ')"
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("env reads empty"), "{stdout}");
     assert!(stdout.contains("patterns read empty"), "{stdout}");
+    assert!(stdout.contains("config pinned"), "{stdout}");
     assert!(stdout.contains("placeholder inside"), "{stdout}");
     // Inside, git sees neither stand-in: not the hidden file, not the placeholder.
     assert!(stdout.contains("inside: \n"), "{stdout}");

@@ -215,6 +215,9 @@ impl Sandbox {
                     MountKind::HiddenFile
                 };
                 entries.push((path.clone(), State::Private));
+                // A folder on the way is pinned: renamed (`mv config old`), it would take the
+                // hidden file out of the place the next sandbox hides (found by a review).
+                pin(&entries, &mut mounts, &path);
                 mounts.push(Mount { kind, path });
             }
         }
@@ -672,6 +675,12 @@ mod tests {
                 (MountKind::HiddenFile, "./config/.env.staging".to_owned()),
             ]
         );
+        // The folder on the way is pinned, once: renamed, it would take them out of view.
+        let pins: Vec<_> = kinds(&sandbox, &root)
+            .into_iter()
+            .filter(|(kind, _)| *kind == MountKind::Pin)
+            .collect();
+        assert_eq!(pins, vec![(MountKind::Pin, "./config".to_owned())]);
         // A folder that cannot be listed fails the plan: a secret in it would be shown.
         std::fs::create_dir(root.join("locked")).unwrap();
         std::fs::set_permissions(
