@@ -733,6 +733,10 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
         (Signal::SIGINT, None),
         (Signal::SIGHUP, None),
         (Signal::SIGTERM, Some("copilot")),
+        // Any other signal whose default ends a process: a terminal's Ctrl-\, a user's.
+        (Signal::SIGQUIT, None),
+        (Signal::SIGUSR1, Some("copilot")),
+        (Signal::SIGPROF, None),
     ] {
         let mut command = hook_command(&scratch, &policy);
         if let Some(agent) = agent {
@@ -746,6 +750,19 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
         drop(stdin);
         refused_as_its_agent_blocks(&out, agent, "sc-hook was stopped", signal);
     }
+    // A real-time signal (no name of its own) likewise.
+    let mut command = hook_command(&scratch, &policy);
+    let mut child = command.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    reading_its_input(&child);
+    // SAFETY: kill only sends a signal.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as i32, libc::SIGRTMIN() + 3) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    refused_as_its_agent_blocks(&out, None, "sc-hook was stopped", Signal::SIGTERM);
     // A stop before the handler is set (here: held pending from before the program started,
     // as one that comes while the command line is read is held) is refused once it is set.
     let mut command = hook_command(&scratch, &policy);

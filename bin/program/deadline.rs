@@ -11,7 +11,8 @@
 //! agent's refusal too.
 //!
 //! A stop is refused the same way: `SIGTERM`, `SIGINT` (a Ctrl-C in the agent's terminal reaches
-//! its hooks too) and `SIGHUP` end the process with the agent's refusal, never with no answer.
+//! its hooks too), `SIGHUP` and every other signal that would end the process ([`stops`]) end
+//! it with the agent's refusal, never with no answer.
 //! A parent that set one of them to be ignored keeps it ignored. Once the hook's own answer is
 //! begun ([`answering`]), a stop waits: the answer is written, and the process ends with it.
 //!
@@ -38,8 +39,29 @@ static CRASH: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 /// The refusal a stop (`SIGTERM`, `SIGINT`, `SIGHUP`) gives now, likewise.
 static STOPPED: AtomicPtr<Refusal> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The signals that ask a process to stop, refused from [`arm`] on unless a parent ignores them.
-const STOPS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+/// The signals that ask a process to stop, refused from [`arm`] on unless a parent ignores them:
+/// `SIGTERM`, `SIGINT`, `SIGHUP`, and every other whose default is to end the process
+/// (`SIGQUIT`, a terminal's Ctrl-\; `SIGUSR1`, the real-time signals, …: a review ended the hook
+/// with no answer by each). `SIGPIPE` is ignored (a write to a closed pipe fails, and the
+/// failure is refused); a crash's are [`CRASHES`]; `SIGALRM` is the deadline.
+fn stops() -> impl Iterator<Item = libc::c_int> {
+    [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTRAP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGIO,
+        libc::SIGPWR,
+        libc::SIGSTKFLT,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+    ]
+    .into_iter()
+    .chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+}
 
 /// The signals of a crash, refused from [`arm`] on: faults, an abort, a bad system call, and
 /// the CPU time limit (`ulimit -t`); the same list helper threads leave open. The file size
@@ -75,7 +97,7 @@ fn set_stops_mask(how: libc::c_int) {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for signal in STOPS {
+        for signal in stops() {
             libc::sigaddset(&mut set, signal);
         }
         libc::pthread_sigmask(how, &set, std::ptr::null_mut());
@@ -126,7 +148,7 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
-    for signal in STOPS {
+    for signal in stops() {
         // SAFETY: reads the signal's action, and sets a handler that only loads atomics, writes,
         // sets the alarm and calls _exit; the signal is blocked while it runs.
         let set = unsafe {
@@ -163,7 +185,7 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
             libc::sigaddset(&mut set, signal);
         }
         // A stop held since the start ([`hold_stops`]) is refused now.
-        for signal in STOPS {
+        for signal in stops() {
             libc::sigaddset(&mut set, signal);
         }
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut())
@@ -186,7 +208,8 @@ pub fn refuse_as(agent: Agent, event: Option<Event>, seconds: u32) {
     REFUSAL.store(refusal(agent, event, &reason), Ordering::Release);
     let reason = "sc-hook crashed (a fault or an abort) before it decided the call";
     CRASH.store(refusal(agent, event, reason), Ordering::Release);
-    let reason = "sc-hook was stopped (SIGTERM, SIGINT or SIGHUP) before it decided the call";
+    let reason = "sc-hook was stopped (SIGTERM, SIGINT, SIGHUP or another signal that ends a \
+                  process) before it decided the call";
     STOPPED.store(refusal(agent, event, reason), Ordering::Release);
 }
 

@@ -45,7 +45,7 @@ use crate::deadline;
 /// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
 /// any other status. A call not decided within --timeout seconds (25) is refused the same way,
 /// before the agent stops waiting for its hook and runs the call; so is a crash, and a stop by
-/// SIGTERM, SIGINT or SIGHUP.
+/// SIGTERM, SIGINT, SIGHUP or another signal that would end it.
 ///
 /// `--for codex|gemini|copilot|cursor` speaks that agent's hook contract instead (without it,
 /// the input's shape decides): its events and fields in, its way to deny, ask and allow out.
