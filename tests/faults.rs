@@ -750,19 +750,6 @@ fn a_hook_that_is_stopped_refuses_the_call_as_its_agent_blocks() {
         drop(stdin);
         refused_as_its_agent_blocks(&out, agent, "sc-hook was stopped", signal);
     }
-    // A real-time signal (no name of its own) likewise.
-    let mut command = hook_command(&scratch, &policy);
-    let mut child = command.spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    reading_its_input(&child);
-    // SAFETY: kill only sends a signal.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as i32, libc::SIGRTMIN() + 3) },
-        0
-    );
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
-    refused_as_its_agent_blocks(&out, None, "sc-hook was stopped", Signal::SIGTERM);
     // A stop before the handler is set (here: held pending from before the program started,
     // as one that comes while the command line is read is held) is refused once it is set.
     let mut command = hook_command(&scratch, &policy);

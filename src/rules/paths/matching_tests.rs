@@ -284,3 +284,32 @@ fn a_wildcard_may_match_a_name_a_glob_names() {
         "`*` may be `home`, after `cd /`"
     );
 }
+
+#[test]
+fn a_name_is_matched_by_a_pattern_of_names_as_a_glob_matches_it() {
+    use super::super::name_matches;
+    use std::ffi::OsStr;
+    for (glob, name, matched) in [
+        ("*.pem", "server.pem", true),
+        ("*.pem", ".pem", true),
+        ("*.pem", "server.pem.txt", false),
+        (".env.*", ".env.staging", true),
+        (".env.*", ".env", false),
+        ("id_?sa", "id_rsa", true),
+        ("[a-c].key", "b.key", true),
+        ("[!a-c].key", "b.key", false),
+        ("[!a-c].key", "d.key", true),
+        (r"\*.pem", "*.pem", true),
+        (r"\*.pem", "x.pem", false),
+        ("*", "anything at all", true),
+    ] {
+        assert_eq!(
+            name_matches(glob, OsStr::new(name)),
+            matched,
+            "{glob} {name}"
+        );
+    }
+    // A name that is not UTF-8: its bad bytes are matched by a wildcard.
+    let odd = <OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff.pem");
+    assert!(name_matches("*.pem", odd));
+}

@@ -44,9 +44,10 @@ mod pattern;
 mod place;
 mod rule;
 
+pub use pattern::name_matches;
 pub(crate) use place::normalize as normalized;
 pub(crate) use place::Placed;
-pub use place::{Leads, Links, PathContext, Places};
+pub use place::{Leads, Links, PathContext, Places, Present};
 pub(crate) use rule::PathRule;
 
 use serde_json::{Map, Value};

@@ -267,6 +267,15 @@ fn names_meet(word: &[Token], glob: &[Token]) -> bool {
     reach[p * (q + 1) + q]
 }
 
+/// Whether `name` (one part of a path) is matched by `glob`, a pattern of names (`*`, `?`,
+/// `[…]`, `\` escapes), as the `paths` rules' globs match it: a `*` or `?` matches a leading
+/// `.` too. A name that is not UTF-8 is read with its bad bytes as U+FFFD, which a wildcard
+/// matches.
+pub fn name_matches(glob: &str, name: &std::ffi::OsStr) -> bool {
+    let word: Vec<Token> = name.to_string_lossy().chars().map(Token::Char).collect();
+    names_meet(&word, &tokens(glob, true))
+}
+
 /// Whether some path is matched both by the parts of a shell word and by the parts of a glob:
 /// the same walk over parts, where `**` (on either side) takes any number of parts.
 /// `head` is the folder the glob is relative to, as plain parts before the glob's own.

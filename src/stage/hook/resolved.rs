@@ -104,7 +104,7 @@ pub(super) fn places_behind(path: &Path, wild: bool, listings: &Listings) -> Lea
 /// Whether a place is there ([`crate::rules::paths::Links::present`]): `lstat` finds it, or
 /// fails with anything but "not found" (a folder it cannot search may hold it: fail closed).
 /// With a pattern of `names`: whether the folder `path` holds an entry whose name matches it,
-/// listed (a folder that cannot be listed, or a pattern that does not compile, holds one).
+/// listed (a folder that cannot be listed holds one).
 pub(super) fn present(path: &Path, names: Option<&str>) -> bool {
     let unless_missing = |err: std::io::Error| {
         !matches!(
@@ -115,18 +115,12 @@ pub(super) fn present(path: &Path, names: Option<&str>) -> bool {
     let Some(names) = names else {
         return std::fs::symlink_metadata(path).map_or_else(unless_missing, |_| true);
     };
-    let Ok(names) = globset::GlobBuilder::new(names)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-    else {
-        return true;
-    };
-    let names = names.compile_matcher();
     match std::fs::read_dir(path) {
-        Ok(mut entries) => {
-            entries.any(|entry| entry.map_or(true, |entry| names.is_match(entry.file_name())))
-        }
+        Ok(mut entries) => entries.any(|entry| {
+            entry.map_or(true, |entry| {
+                crate::rules::paths::name_matches(names, &entry.file_name())
+            })
+        }),
         Err(err) => unless_missing(err),
     }
 }

@@ -409,12 +409,9 @@ fn matching(walker: &mut Walker, pattern: &Path) -> Result<Vec<PathBuf>, Sandbox
         path: folder.to_owned(),
         why,
     };
-    // Checked as a glob when the policy loaded.
-    let matcher = globset::GlobBuilder::new(&name.to_string_lossy())
-        .literal_separator(true)
-        .build()
-        .map_err(|err| refused(err.to_string()))?
-        .compile_matcher();
+    // Checked as a glob when the policy loaded; matched as the `paths` rules match a name
+    // (no regular expression is built: this runs at every confined call's start).
+    let pattern = name.to_string_lossy();
     let Resolved::Exists(folder) = walker.resolve(folder, &mut |_, _| Ok(()))? else {
         return Ok(Vec::new());
     };
@@ -426,7 +423,7 @@ fn matching(walker: &mut Walker, pattern: &Path) -> Result<Vec<PathBuf>, Sandbox
     let mut found = Vec::new();
     for entry in entries {
         let name = entry.map_err(|err| refused(err.to_string()))?.file_name();
-        if matcher.is_match(Path::new(&name)) {
+        if crate::rules::paths::name_matches(&pattern, &name) {
             found.push(folder.join(name));
         }
     }
