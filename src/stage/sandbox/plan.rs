@@ -192,10 +192,11 @@ impl Sandbox {
             }
         }
         let mut hidden = Vec::new();
+        let mut listed = Listed::new();
         for entry in &rules.hidden {
             let path = place(entry, "hidden")?;
             if entry.is_pattern() {
-                hidden.extend(matching(&mut walker, &path)?);
+                hidden.extend(matching(&mut walker, &mut listed, &path)?);
             } else {
                 hidden.push(path);
             }
@@ -397,10 +398,18 @@ fn pin(entries: &[(PathBuf, State)], mounts: &mut Vec<Mount>, target: &Path) {
     }
 }
 
+/// The names in each folder a hidden pattern was matched in (canonical), listed once per plan:
+/// the pack matches three patterns in the root.
+type Listed = std::collections::HashMap<PathBuf, Vec<std::ffi::OsString>>;
+
 /// The entries of a folder whose names match the pattern that ends `pattern` (a `hidden` place
 /// such as `/work/p/*.pem`), in the folder as it is now, sorted; none when the folder is not
 /// there. A folder that cannot be listed fails the plan: a secret in it would be shown.
-fn matching(walker: &mut Walker, pattern: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+fn matching(
+    walker: &mut Walker,
+    listed: &mut Listed,
+    pattern: &Path,
+) -> Result<Vec<PathBuf>, SandboxError> {
     let (Some(folder), Some(name)) = (pattern.parent(), pattern.file_name()) else {
         return Ok(Vec::new());
     };
@@ -415,20 +424,29 @@ fn matching(walker: &mut Walker, pattern: &Path) -> Result<Vec<PathBuf>, Sandbox
     let Resolved::Exists(folder) = walker.resolve(folder, &mut |_, _| Ok(()))? else {
         return Ok(Vec::new());
     };
-    let entries = match std::fs::read_dir(&folder) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => return Ok(Vec::new()),
-        Err(err) => return Err(refused(err.to_string())),
-    };
-    let mut found = Vec::new();
-    for entry in entries {
-        let name = entry.map_err(|err| refused(err.to_string()))?.file_name();
-        if crate::rules::paths::name_matches(&pattern, &name) {
-            found.push(folder.join(name));
+    let names = match listed.entry(folder.clone()) {
+        std::collections::hash_map::Entry::Occupied(names) => names.into_mut(),
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            let entries = match std::fs::read_dir(&folder) {
+                Ok(entries) => entries,
+                Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => {
+                    return Ok(Vec::new())
+                }
+                Err(err) => return Err(refused(err.to_string())),
+            };
+            let mut names = Vec::new();
+            for entry in entries {
+                names.push(entry.map_err(|err| refused(err.to_string()))?.file_name());
+            }
+            names.sort();
+            slot.insert(names)
         }
-    }
-    found.sort();
-    Ok(found)
+    };
+    Ok(names
+        .iter()
+        .filter(|name| crate::rules::paths::name_matches(&pattern, name))
+        .map(|name| folder.join(name))
+        .collect())
 }
 
 /// The git views of the stand-ins (hidden files, file placeholders) that are in repositories
