@@ -80,28 +80,60 @@ static FIRED: AtomicBool = AtomicBool::new(false);
 /// crash's refusal is still being written.
 static CRASHING: AtomicBool = AtomicBool::new(false);
 
+/// The signal mask the process started with, kept by [`hold_stops`] for [`release_stops`].
+static STARTED_WITH: std::sync::OnceLock<Mask> = std::sync::OnceLock::new();
+
+/// A signal set (a plain bit set, safe to share).
+#[derive(Clone, Copy)]
+struct Mask(libc::sigset_t);
+
 /// Holds the stop signals until [`arm`] has set their handler: a stop in the first
 /// milliseconds (while the command line is read) would end the process with no answer. Held,
-/// a stop waits, and is refused as soon as the handler is set.
+/// a stop waits, and is refused as soon as the handler is set. So do the deadline's, a crash's
+/// and the file size limit's signals, which sent from outside before [`arm`] would end it the
+/// same way (a review did, with `kill -ALRM`); a fault of the program's own ends it either way.
 pub fn hold_stops() {
-    set_stops_mask(libc::SIG_BLOCK);
+    let mut held = signals(stops());
+    for signal in CRASHES.into_iter().chain([libc::SIGALRM, libc::SIGXFSZ]) {
+        // SAFETY: adds a valid signal number to a set of our own.
+        unsafe { libc::sigaddset(&mut held.0, signal) };
+    }
+    // SAFETY: changes this thread's mask (the only thread yet), reading the one it replaces.
+    let started_with = unsafe {
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &held.0, &mut before);
+        before
+    };
+    let _ = STARTED_WITH.set(Mask(started_with));
 }
 
-/// Lets the stop signals through again without a handler (install, doctor: a stop ends them).
+/// Gives back the mask the process started with (install, doctor, another tool: a stop ends
+/// them, and what they start inherits no signal held by this program).
 pub fn release_stops() {
-    set_stops_mask(libc::SIG_UNBLOCK);
+    if let Some(Mask(started_with)) = STARTED_WITH.get() {
+        // SAFETY: sets this thread's mask to one the kernel gave.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, started_with, std::ptr::null_mut()) };
+    }
 }
 
-fn set_stops_mask(how: libc::c_int) {
-    // SAFETY: a signal set of our own, changed for this thread (the only one yet).
+/// The set of `signals`.
+fn signals(signals: impl Iterator<Item = libc::c_int>) -> Mask {
+    // SAFETY: a zeroed sigset_t emptied and filled with valid signal numbers.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for signal in stops() {
+        for signal in signals {
             libc::sigaddset(&mut set, signal);
         }
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+        Mask(set)
     }
+}
+
+/// Blocks the stop signals on this thread, the one that takes them.
+fn block_stops() {
+    let stops = signals(stops());
+    // SAFETY: adds signals of our own set to this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &stops.0, std::ptr::null_mut()) };
 }
 
 /// Stops the interval timers a parent left running: they survive `exec`, and their signals
@@ -127,7 +159,9 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = fired as extern "C" fn(libc::c_int) as libc::sighandler_t;
         action.sa_flags = libc::SA_NODEFER;
-        libc::sigemptyset(&mut action.sa_mask);
+        // A stop waits while a refusal is written: taken then, it would end the process with
+        // status 2 after an answer of 0 was begun (found by a review).
+        action.sa_mask = signals(stops()).0;
         libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut())
     };
     if set != 0 {
@@ -141,7 +175,7 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = crashed as extern "C" fn(libc::c_int) as libc::sighandler_t;
             action.sa_flags = libc::SA_ONSTACK | libc::SA_RESETHAND;
-            libc::sigemptyset(&mut action.sa_mask);
+            action.sa_mask = signals(stops()).0;
             libc::sigaction(signal, &action, std::ptr::null_mut())
         };
         if set != 0 {
@@ -155,7 +189,9 @@ pub fn arm(seconds: u32, agent: Agent) -> io::Result<()> {
         let set = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = stopped as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
+            // Every other stop waits while this one's refusal is written; the deadline's
+            // alarm does not (it ends a write that blocks).
+            action.sa_mask = signals(stops()).0;
             let mut was: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(signal, &action, &mut was) != 0 {
                 -1
@@ -235,7 +271,7 @@ fn refusal(agent: Agent, event: Option<Event>, reason: &str) -> *mut Refusal {
 /// Whether it had begun before.
 pub fn answering() -> bool {
     // Stops go only to this thread: helper threads block every signal but the faults.
-    hold_stops();
+    block_stops();
     while CRASHING.load(Ordering::Acquire) {
         // The crash's handler ends the process (within a second: its alarm).
         // SAFETY: pause only waits for a signal.

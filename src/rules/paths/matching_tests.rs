@@ -312,4 +312,10 @@ fn a_name_is_matched_by_a_pattern_of_names_as_a_glob_matches_it() {
     // A name that is not UTF-8: its bad bytes are matched by a wildcard.
     let odd = <OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff.pem");
     assert!(name_matches("*.pem", odd));
+    // Not ASCII: a `?` is one character here and one byte to the paths rules' globs, and a
+    // match by either counts (a review found `??.key` showing `é.key`, which the paths rules'
+    // `**/??.key` holds).
+    assert!(name_matches("??.key", OsStr::new("é.key")));
+    assert!(name_matches("?.key", OsStr::new("é.key")));
+    assert!(!name_matches("???.key", OsStr::new("é.key")));
 }

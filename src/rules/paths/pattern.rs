@@ -269,11 +269,24 @@ fn names_meet(word: &[Token], glob: &[Token]) -> bool {
 
 /// Whether `name` (one part of a path) is matched by `glob`, a pattern of names (`*`, `?`,
 /// `[…]`, `\` escapes), as the `paths` rules' globs match it: a `*` or `?` matches a leading
-/// `.` too. A name that is not UTF-8 is read with its bad bytes as U+FFFD, which a wildcard
-/// matches.
+/// `.` too. Where either is not ASCII, the `paths` rules' matcher (globset, whose `?` is one
+/// byte) is asked as well, and a match by either counts: a secret's name is hidden or held
+/// when either reads it so. A name that is not UTF-8 is read here with its bad bytes as U+FFFD.
 pub fn name_matches(glob: &str, name: &std::ffi::OsStr) -> bool {
     let word: Vec<Token> = name.to_string_lossy().chars().map(Token::Char).collect();
-    names_meet(&word, &tokens(glob, true))
+    if names_meet(&word, &tokens(glob, true)) {
+        return true;
+    }
+    if glob.is_ascii() && name.as_encoded_bytes().is_ascii() {
+        return false;
+    }
+    // A glob that does not compile matches as the walk above read it.
+    globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .case_insensitive(CASE_INSENSITIVE)
+        .backslash_escape(true)
+        .build()
+        .is_ok_and(|glob| glob.compile_matcher().is_match(std::path::Path::new(name)))
 }
 
 /// Whether some path is matched both by the parts of a shell word and by the parts of a glob:
