@@ -320,3 +320,30 @@ fn every_git_path_the_sandbox_protects_is_denied_to_file_tools_and_redirections(
         }
     }
 }
+
+/// A hidden `.env` that is a link (`.env -> secrets/real.env`, as deploy tools lay it out)
+/// hides its target; a confined call may remove the link, and the next confined call still
+/// hides the target: the place is remembered in the state folder (found by a review).
+#[test]
+fn a_hidden_link_removed_by_one_confined_call_keeps_its_target_hidden_from_the_next() {
+    let scratch = Scratch::new();
+    let proj = scratch.path("proj");
+    std::fs::create_dir_all(proj.join("secrets")).unwrap();
+    std::fs::create_dir_all(scratch.path("home")).unwrap();
+    std::fs::write(proj.join("secrets/real.env"), SECRET).unwrap();
+    std::os::unix::fs::symlink("secrets/real.env", proj.join(".env")).unwrap();
+    let first = run(
+        &scratch,
+        &proj,
+        "cat .env secrets/real.env; rm .env && echo removed",
+    );
+    assert_eq!(text(&first.stdout), "removed\n", "{}", text(&first.stderr));
+    assert!(std::fs::symlink_metadata(proj.join(".env")).is_err());
+    let next = run(&scratch, &proj, "cat secrets/real.env; echo end");
+    assert_eq!(text(&next.stdout), "end\n", "{}", text(&next.stderr));
+    // On the host, the secret is as it was.
+    assert_eq!(
+        std::fs::read_to_string(proj.join("secrets/real.env")).unwrap(),
+        SECRET
+    );
+}

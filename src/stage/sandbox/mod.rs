@@ -40,6 +40,7 @@ pub mod probe;
 pub mod program;
 pub mod proxy;
 pub mod relay;
+pub mod remembered;
 pub mod request;
 pub mod run;
 pub mod seccomp;

@@ -105,15 +105,28 @@ impl Sandbox {
         own: &[(PathBuf, String)],
     ) -> Result<Sandbox, SandboxError> {
         let rules = policy.sandbox().cloned().unwrap_or_default();
-        Sandbox::new(&rules, root, home, own)
+        let state = crate::cli::default_state_folder().ok();
+        Sandbox::remembering(&rules, root, home, own, state.as_deref())
     }
 
-    /// [`Sandbox::from_policy`] from the rules themselves.
+    /// [`Sandbox::from_policy`] from the rules themselves, remembering nothing.
     pub fn new(
         rules: &SandboxRules,
         root: &Path,
         home: Option<&Path>,
         own: &[(PathBuf, String)],
+    ) -> Result<Sandbox, SandboxError> {
+        Sandbox::remembering(rules, root, home, own, None)
+    }
+
+    /// [`Sandbox::new`], hiding too the places a link on the way to a hidden one led to in an
+    /// earlier plan of the same root, remembered in the `state` folder ([`super::remembered`]).
+    pub fn remembering(
+        rules: &SandboxRules,
+        root: &Path,
+        home: Option<&Path>,
+        own: &[(PathBuf, String)],
+        state_folder: Option<&Path>,
     ) -> Result<Sandbox, SandboxError> {
         let place_err = |what: &str, path: &Path, why: String| SandboxError::Place {
             what: what.to_owned(),
@@ -202,10 +215,20 @@ impl Sandbox {
             }
         }
         hidden.extend(secret_own);
+        let remembered = match state_folder {
+            Some(folder) => super::remembered::recall(folder, &root)?,
+            None => Vec::new(),
+        };
+        hidden.extend(remembered.iter().cloned());
+        // The places a link on the way led to, to be remembered.
+        let mut led_to = Vec::new();
         // The files whose stand-ins git must not take for the real thing.
         let mut stand_ins = Vec::new();
-        for path in &hidden {
-            if let Resolved::Exists(path) = walker.resolve(path, &mut |_, _| Ok(()))? {
+        for placed in &hidden {
+            if let Resolved::Exists(path) = walker.resolve(placed, &mut |_, _| Ok(()))? {
+                if path != *placed {
+                    led_to.push(path.clone());
+                }
                 if state(&entries, &path, true) == State::Private {
                     continue;
                 }
@@ -221,6 +244,9 @@ impl Sandbox {
                 pin(&entries, &mut mounts, &path);
                 mounts.push(Mount { kind, path });
             }
+        }
+        if let Some(folder) = state_folder {
+            super::remembered::remember(folder, &root, &remembered, &led_to)?;
         }
         // The host's unix sockets the program could still see: a read-only mount does not stop
         // connect(); an empty file over each does.
@@ -410,18 +436,18 @@ fn matching(
     listed: &mut Listed,
     pattern: &Path,
 ) -> Result<Vec<PathBuf>, SandboxError> {
-    let (Some(folder), Some(name)) = (pattern.parent(), pattern.file_name()) else {
+    let (Some(placed), Some(name)) = (pattern.parent(), pattern.file_name()) else {
         return Ok(Vec::new());
     };
     let refused = |why: String| SandboxError::Place {
         what: "a hidden pattern's folder".into(),
-        path: folder.to_owned(),
+        path: placed.to_owned(),
         why,
     };
     // Checked as a glob when the policy loaded; matched as the `paths` rules match a name
     // (no regular expression is built: this runs at every confined call's start).
     let pattern = name.to_string_lossy();
-    let Resolved::Exists(folder) = walker.resolve(folder, &mut |_, _| Ok(()))? else {
+    let Resolved::Exists(folder) = walker.resolve(placed, &mut |_, _| Ok(()))? else {
         return Ok(Vec::new());
     };
     let names = match listed.entry(folder.clone()) {
@@ -442,10 +468,11 @@ fn matching(
             slot.insert(names)
         }
     };
+    // As placed (through any link on the way, which the caller resolves and remembers).
     Ok(names
         .iter()
         .filter(|name| crate::rules::paths::name_matches(&pattern, name))
-        .map(|name| folder.join(name))
+        .map(|name| placed.join(name))
         .collect())
 }
 
@@ -708,6 +735,41 @@ mod tests {
         let planned = Sandbox::new(&locked, &root, None, &[]);
         // Root lists any folder: the refusal is seen only where the kernel refuses.
         assert_eq!(planned.is_ok(), listed, "{:?}", planned.err());
+    }
+
+    #[test]
+    fn a_place_a_link_led_to_stays_hidden_once_the_link_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("proj");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::create_dir_all(root.join("conf.d")).unwrap();
+        std::fs::write(root.join("secrets/real.env"), "KEY=1").unwrap();
+        std::fs::write(root.join("conf.d/server.key"), "KEY").unwrap();
+        std::os::unix::fs::symlink("secrets/real.env", root.join(".env")).unwrap();
+        std::os::unix::fs::symlink("conf.d", root.join("config")).unwrap();
+        let rules = rules(serde_json::json!({"hidden": [".env", "config/*.key"]}));
+        let hidden = |sandbox: &Sandbox| -> Vec<String> {
+            kinds(sandbox, &root)
+                .into_iter()
+                .filter(|(kind, _)| *kind == MountKind::HiddenFile)
+                .map(|(_, path)| path)
+                .collect()
+        };
+        let expected = ["./conf.d/server.key", "./secrets/real.env"];
+        let first = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        assert_eq!(hidden(&first), expected);
+        // A confined call removes both links; the next plan of the root hides the same.
+        std::fs::remove_file(root.join(".env")).unwrap();
+        std::fs::remove_file(root.join("config")).unwrap();
+        let next = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        assert_eq!(hidden(&next), expected);
+        // Without the state folder, nothing is remembered: the two are shown.
+        assert!(hidden(&Sandbox::new(&rules, &root, None, &[]).unwrap()).is_empty());
+        // A place no longer there is not hidden (and nothing fails).
+        std::fs::remove_file(root.join("secrets/real.env")).unwrap();
+        let gone = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        assert_eq!(hidden(&gone), ["./conf.d/server.key"]);
     }
 
     #[test]
