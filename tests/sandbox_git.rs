@@ -55,6 +55,12 @@ fn project(scratch: &Scratch) -> PathBuf {
 
 /// sc-sandbox under the claude-code pack, rooted at `proj`, running `script` in bash.
 fn confined(scratch: &Scratch, proj: &Path, script: &str) -> Command {
+    let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json");
+    confined_under(scratch, proj, &pack, script)
+}
+
+/// [`confined`] under `policy`.
+fn confined_under(scratch: &Scratch, proj: &Path, policy: &Path, script: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sc-sandbox"));
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -62,7 +68,7 @@ fn confined(scratch: &Scratch, proj: &Path, script: &str) -> Command {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .current_dir(proj)
         .arg("--policy")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json"))
+        .arg(policy)
         .arg("--audit")
         .arg(scratch.path("logs/audit.jsonl"))
         .args(["--", "bash", "-c", script])
@@ -346,4 +352,33 @@ fn a_hidden_link_removed_by_one_confined_call_keeps_its_target_hidden_from_the_n
         std::fs::read_to_string(proj.join("secrets/real.env")).unwrap(),
         SECRET
     );
+}
+
+/// The remembered places are the gate's own: read-only inside however the policy opens the
+/// home (here `writable: ["~/.local"]`, where the state folder is), so that a confined call
+/// cannot make the next one forget (found by a review).
+#[test]
+fn a_confined_call_cannot_make_the_next_forget_a_hidden_place() {
+    let scratch = Scratch::new();
+    let proj = scratch.path("proj");
+    let home = scratch.path("home");
+    std::fs::create_dir_all(proj.join("secrets")).unwrap();
+    std::fs::create_dir_all(home.join(".local")).unwrap();
+    std::fs::write(proj.join("secrets/real.env"), SECRET).unwrap();
+    std::os::unix::fs::symlink("secrets/real.env", proj.join(".env")).unwrap();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"sandbox": {"hidden": [".env"], "writable": ["~/.local"]}}"#,
+    );
+    let confined = |script: &str| {
+        confined_under(&scratch, &proj, &policy, script)
+            .output()
+            .expect("sc-sandbox runs")
+    };
+    let first = confined(
+        "rm .env; rm -rf ~/.local/state/skeleton-crew/sandbox-hidden 2>/dev/null || echo kept",
+    );
+    assert_eq!(text(&first.stdout), "kept\n", "{}", text(&first.stderr));
+    let next = confined("cat secrets/real.env; echo end");
+    assert_eq!(text(&next.stdout), "end\n", "{}", text(&next.stderr));
 }

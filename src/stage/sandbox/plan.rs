@@ -149,6 +149,16 @@ impl Sandbox {
                     entry: format!("{key} entry \"{entry}\""),
                 })
         };
+        // The places remembered for the root ([`super::remembered`]) are the gate's own too:
+        // read-only inside, whichever door runs the sandbox, so that no confined call can make
+        // a later one forget (a review wrote them with `writable: ["~/.local"]`).
+        let mut own = own.to_vec();
+        if let Some(state) = state_folder {
+            own.push((
+                super::remembered::folder(state)?,
+                "the sandbox's remembered places".to_owned(),
+            ));
+        }
         // The audit key seals the log, verdicts and approvals: the program must not read it
         // either, so it is hidden, not only read-only.
         let secret_own: Vec<PathBuf> = own

@@ -47,31 +47,71 @@ pub fn recall(state: &Path, root: &Path) -> Result<Vec<PathBuf>, SandboxError> {
         .collect())
 }
 
-/// Adds `places` (absolute) to what is remembered for `root`, beside `known` (what [`recall`]
-/// gave); writes nothing when all of them are known.
+/// Where a link may lead without the place being remembered: the system's own folders. A
+/// confined call could plant `tool.key -> /usr/bin/bash`, and remembered, bash would be hidden
+/// from every later sandbox of the root (found by a review). The sandbox of the call that finds
+/// such a link still hides the place, while the link is there.
+const NOT_REMEMBERED: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/boot",
+    "/proc", "/sys", "/dev", "/run", "/snap", "/nix",
+];
+
+/// Whether a place a link led to is remembered: not one of the system's ([`NOT_REMEMBERED`]).
+pub fn rememberable(place: &Path) -> bool {
+    place.is_absolute()
+        && place != Path::new("/")
+        && !NOT_REMEMBERED
+            .iter()
+            .any(|folder| place.starts_with(folder))
+}
+
+/// The folder the places are remembered in, under `state`: made (0700) if missing, so that a
+/// run can protect it (read-only inside the sandbox) before anything is remembered.
+pub fn folder(state: &Path) -> Result<PathBuf, SandboxError> {
+    let folder = state.join(FOLDER);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&folder)
+        .map_err(SandboxError::io(format!("making {}", folder.display())))?;
+    Ok(folder)
+}
+
+/// Adds `places` to what is remembered for `root`, beside `known` (what [`recall`] gave),
+/// leaving out the system's ([`rememberable`]); writes nothing when all of them are known. The
+/// file is read again under a lock before it is written, so that two plans of one root at once
+/// never lose each other's places.
 pub fn remember(
     state: &Path,
     root: &Path,
     known: &[PathBuf],
     places: &[PathBuf],
 ) -> Result<(), SandboxError> {
-    let new: Vec<&PathBuf> = places
+    if places
         .iter()
-        .filter(|place| place.is_absolute() && !known.contains(place))
-        .collect();
-    if new.is_empty() {
+        .all(|place| known.contains(place) || !rememberable(place))
+    {
         return Ok(());
     }
     let path = file(state, root);
     let failed = |what: &str| SandboxError::io(format!("{what} {}", path.display()));
-    let folder = state.join(FOLDER);
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&folder)
-        .map_err(failed("making the folder of"))?;
+    folder(state)?;
+    let lock = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path.with_extension("lock"))
+        .map_err(failed("locking"))?;
+    lock.lock().map_err(failed("locking"))?;
+    let mut all = recall(state, root)?;
+    for place in places {
+        if rememberable(place) && !all.contains(place) {
+            all.push(place.clone());
+        }
+    }
     let mut bytes = Vec::new();
-    for place in known.iter().chain(new.iter().copied()) {
+    for place in &all {
         bytes.extend_from_slice(place.as_os_str().as_bytes());
         bytes.push(0);
     }
@@ -88,6 +128,8 @@ pub fn remember(
         let _ = fs::remove_file(&partial);
         return Err(failed("writing")(err));
     }
+    // The lock goes with the file's handle.
+    drop(lock);
     Ok(())
 }
 
@@ -106,6 +148,14 @@ mod tests {
         assert_eq!(known, places);
         remember(&state, root, &known, &[PathBuf::from("/k/server.key")]).unwrap();
         assert_eq!(recall(&state, root).unwrap().len(), 3);
+        // A place another plan remembered meanwhile is kept: the file is read again.
+        remember(&state, root, &[], &[PathBuf::from("/k/other.key")]).unwrap();
+        assert_eq!(recall(&state, root).unwrap().len(), 4);
+        // The system's places are not remembered.
+        for system in ["/usr/bin/bash", "/etc/passwd", "/", "relative"] {
+            remember(&state, root, &[], &[PathBuf::from(system)]).unwrap();
+        }
+        assert_eq!(recall(&state, root).unwrap().len(), 4);
         assert!(recall(&state, Path::new("/work/q")).unwrap().is_empty());
         let file = file(&state, root);
         use std::os::unix::fs::PermissionsExt;
