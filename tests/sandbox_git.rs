@@ -382,3 +382,66 @@ fn a_confined_call_cannot_make_the_next_forget_a_hidden_place() {
     let next = confined("cat secrets/real.env; echo end");
     assert_eq!(text(&next.stdout), "end\n", "{}", text(&next.stderr));
 }
+
+/// Waits, with a generous deadline, until `path` exists.
+fn appears(path: &Path, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("sc-sandbox ended early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two confined calls of one root at once (an agent's parallel tool calls): the first to end
+/// once removed its placeholders (`.claude`) while the second ran on them, which detached the
+/// second's mounts, and its program wrote `.claude/settings.json` (found by a review). The
+/// placeholders now go only when the last run of the root ends.
+#[test]
+fn a_run_that_ends_first_leaves_the_placeholders_of_one_still_running() {
+    let scratch = Scratch::new();
+    let proj = scratch.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(scratch.path("home")).unwrap();
+    let mut first = confined(
+        &scratch,
+        &proj,
+        ": > a-running; while [ ! -e a-go ]; do sleep 0.02; done",
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    appears(&proj.join("a-running"), &mut first);
+    let mut second = confined(
+        &scratch,
+        &proj,
+        ": > b-running; while [ ! -e b-go ]; do sleep 0.02; done
+mkdir -p .claude 2>/dev/null; echo '{}' > .claude/settings.json 2>/dev/null && echo wrote
+echo done",
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    appears(&proj.join("b-running"), &mut second);
+    std::fs::write(proj.join("a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    std::fs::write(proj.join("b-go"), "").unwrap();
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    assert!(!proj.join(".claude/settings.json").exists());
+    // Both ended: the placeholders are gone, the program's own files stay.
+    let mut left: Vec<String> = std::fs::read_dir(&proj)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a-go", "a-running", "b-go", "b-running"]);
+}

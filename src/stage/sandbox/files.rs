@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::bwrap::RunFiles;
 use super::git::{git_info_source, GitView};
 use super::plan::Placeholder;
+use super::sharing::RootLock;
 use super::SandboxError;
 
 /// sc-sandbox's private folder of one run (mode 700, in a memory file system when there is one:
@@ -178,16 +179,37 @@ impl Drop for RunFolder {
 }
 
 /// The placeholders of one run, created on the host before it and removed after it when they are
-/// still empty (a file of zero bytes, a folder with nothing in it).
+/// still empty (a file of zero bytes, a folder with nothing in it). With the run's hold on its
+/// root ([`RootLock`]), only by the last run of the root to end ([`super::sharing`]).
 #[derive(Debug, Default)]
 pub struct Placeholders {
     made: Vec<Placeholder>,
+    lock: Option<RootLock>,
 }
 
 impl Placeholders {
-    pub fn create(wanted: &[Placeholder]) -> Result<Placeholders, SandboxError> {
-        let mut made = Placeholders::default();
+    /// Makes the `wanted` placeholders; one another run of the root made already, as it is made,
+    /// serves this run too.
+    pub fn create(
+        wanted: &[Placeholder],
+        lock: Option<RootLock>,
+    ) -> Result<Placeholders, SandboxError> {
+        let mut made = Placeholders {
+            made: Vec::new(),
+            lock,
+        };
         for placeholder in wanted {
+            // Made by another run of the root since this one's plan: it serves. A folder may
+            // hold that run's deeper placeholders; a real one made meanwhile is blocked all
+            // the same (the empty read-only folder is mounted over it).
+            let made_by_another = if placeholder.dir {
+                std::fs::symlink_metadata(&placeholder.path).is_ok_and(|meta| meta.is_dir())
+            } else {
+                unchanged(placeholder)
+            };
+            if made.lock.is_some() && made_by_another {
+                continue;
+            }
             let path = &placeholder.path;
             let created = if placeholder.dir {
                 DirBuilder::new().create(path)
@@ -206,6 +228,13 @@ impl Placeholders {
                 path.display()
             )))?;
             made.made.push(placeholder.clone());
+            if let Some(lock) = &made.lock {
+                // Recorded as soon as made: a run killed after this leaves it to the last run.
+                lock.record(std::slice::from_ref(placeholder))?;
+            }
+        }
+        if let Some(lock) = &mut made.lock {
+            lock.planned();
         }
         Ok(made)
     }
@@ -213,28 +242,43 @@ impl Placeholders {
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
-        for placeholder in self.made.iter().rev() {
-            remove_if_unchanged(placeholder);
+        match self.lock.take() {
+            Some(lock) => lock.last_out(remove_if_unchanged),
+            None => {
+                for placeholder in self.made.iter().rev() {
+                    remove_if_unchanged(placeholder);
+                }
+            }
         }
     }
 }
 
-/// Removes a placeholder that is as it was made: a folder with nothing in it, a file holding
-/// what it was made with.
-fn remove_if_unchanged(placeholder: &Placeholder) {
+/// Whether a placeholder is there as it is made: a folder with nothing in it, a file holding
+/// what it is made with.
+fn unchanged(placeholder: &Placeholder) -> bool {
     let path = &placeholder.path;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return;
+        return false;
     };
-    if placeholder.dir && meta.is_dir() {
-        let _ = std::fs::remove_dir(path);
-    } else if !placeholder.dir
-        && meta.is_file()
-        && meta.len() == placeholder.contents.len() as u64
-        && std::fs::read(path).is_ok_and(|held| held == placeholder.contents)
-    {
-        let _ = std::fs::remove_file(path);
+    if placeholder.dir {
+        meta.is_dir() && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+    } else {
+        meta.is_file()
+            && meta.len() == placeholder.contents.len() as u64
+            && std::fs::read(path).is_ok_and(|held| held == placeholder.contents)
     }
+}
+
+/// Removes a placeholder that is as it was made ([`unchanged`]).
+fn remove_if_unchanged(placeholder: &Placeholder) {
+    if !unchanged(placeholder) {
+        return;
+    }
+    let _ = if placeholder.dir {
+        std::fs::remove_dir(&placeholder.path)
+    } else {
+        std::fs::remove_file(&placeholder.path)
+    };
 }
 
 #[cfg(test)]
@@ -271,7 +315,7 @@ mod tests {
                 contents: b".\n",
             },
         ];
-        let made = Placeholders::create(&wanted).unwrap();
+        let made = Placeholders::create(&wanted, None).unwrap();
         assert_eq!(std::fs::read(dir.path().join("d")).unwrap(), b".\n");
         std::fs::write(dir.path().join("c"), "written outside meanwhile").unwrap();
         drop(made);

@@ -44,6 +44,7 @@ pub mod remembered;
 pub mod request;
 pub mod run;
 pub mod seccomp;
+pub mod sharing;
 pub mod sockets;
 pub mod unconfinable;
 pub mod walk;

@@ -20,6 +20,7 @@ use nix::sys::signal::{SigSet, Signal};
 use super::events::{Recorder, Who};
 use super::files::{Placeholders, RunFolder};
 use super::plan::Sandbox;
+use super::sharing::RootLock;
 use super::{bwrap, machinery, program, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions};
@@ -162,13 +163,22 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
         &bwrap,
         writable.as_deref(),
     ));
+    // Held before the plan: no other run of the root removes a placeholder this one would
+    // find and bind ([`super::sharing`]).
+    let lock = match (
+        crate::cli::default_state_folder(),
+        std::fs::canonicalize(&root),
+    ) {
+        (Ok(state), Ok(canonical)) => Some(RootLock::shared(&state, &canonical)?),
+        _ => None,
+    };
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
     folder.write_git_views(sandbox.git_views())?;
     let listener = UnixListener::bind(&folder.socket)
         .map_err(SandboxError::io("listening on the proxy's socket"))?;
-    let placeholders = Placeholders::create(sandbox.placeholders())?;
+    let placeholders = Placeholders::create(sandbox.placeholders(), lock)?;
     let allow: Vec<String> = sandbox
         .network()
         .allow()

@@ -1,0 +1,220 @@
+//! Sandboxes of one root at once (an agent's parallel tool calls). A run's placeholders (the
+//! empty file or folder a missing protected path is blocked on, `.claude`) are on the host, and
+//! a second run planned meanwhile binds them read-only as it finds them. Removed by the first
+//! run at its end, they took the second's mounts with them (the kernel detaches a mount whose
+//! place another namespace removes), and its program could then write `.claude/settings.json`
+//! (found by a review). So each run holds a shared lock on its root for as long as it runs, and
+//! records the placeholders it makes; the placeholders are removed only by a run that, at its
+//! end, finds itself the last (the lock taken exclusively, without waiting), and then all that
+//! any run recorded. A run that was killed leaves its record for the next last run. And runs
+//! plan and make their placeholders one at a time (a second lock, held from before the plan
+//! until the placeholders are made): a plan that saw `.git` missing while another run made it
+//! mounted git's views into a folder it had made read-only, and bubblewrap failed.
+//!
+//! The locks and the record are `sandbox-runs/<SHA-256 of the root>.lock`, `.plan` and
+//! `.placeholders` in the state folder (folder 0700, files 0600).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::git::COMMONDIR_SELF;
+use super::plan::Placeholder;
+use super::SandboxError;
+
+/// The folder of the locks and records, inside the state folder.
+pub const FOLDER: &str = "sandbox-runs";
+
+/// A run's shared hold on its root, and while it plans, the root's planning to itself.
+#[derive(Debug)]
+pub struct RootLock {
+    lock: File,
+    planning: Option<File>,
+    record: PathBuf,
+}
+
+impl RootLock {
+    /// Waits for no run of `root` (canonical) to be removing placeholders, and holds the root
+    /// shared until [`RootLock::last_out`].
+    pub fn shared(state: &Path, root: &Path) -> Result<RootLock, SandboxError> {
+        let folder = state.join(FOLDER);
+        let failed = |what: &str| SandboxError::io(format!("{what} {}", folder.display()));
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&folder)
+            .map_err(failed("making"))?;
+        let digest = Sha256::digest(root.as_os_str().as_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let open = |extension: &str| {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(folder.join(format!("{name}.{extension}")))
+                .map_err(failed("opening the root's lock in"))
+        };
+        let lock = open("lock")?;
+        lock.lock_shared().map_err(failed("locking the root in"))?;
+        let planning = open("plan")?;
+        planning
+            .lock()
+            .map_err(failed("locking the root's plan in"))?;
+        Ok(RootLock {
+            lock,
+            planning: Some(planning),
+            record: folder.join(format!("{name}.placeholders")),
+        })
+    }
+
+    /// The run's placeholders are made: another run of the root may plan.
+    pub fn planned(&mut self) {
+        if let Some(planning) = self.planning.take() {
+            let _ = planning.unlock();
+        }
+    }
+
+    /// Records placeholders this run made, for whichever run is the last.
+    pub fn record(&self, made: &[Placeholder]) -> Result<(), SandboxError> {
+        if made.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        for placeholder in made {
+            bytes.push(kind(placeholder));
+            bytes.extend_from_slice(placeholder.path.as_os_str().as_bytes());
+            bytes.push(0);
+        }
+        let failed = SandboxError::io(format!(
+            "recording placeholders in {}",
+            self.record.display()
+        ));
+        // One write of the whole record, appended: runs that record at once never interleave.
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.record)
+            .and_then(|mut file| file.write_all(&bytes))
+            .map_err(failed)
+    }
+
+    /// Ends this run's hold: when no other run of the root holds it, the placeholders every run
+    /// recorded (this one's among them) are given to `remove`, and the record emptied.
+    pub fn last_out(mut self, remove: impl Fn(&Placeholder)) {
+        self.planned();
+        let _ = self.lock.unlock();
+        if self.lock.try_lock().is_err() {
+            // Another run holds the root: the last of them removes the placeholders.
+            return;
+        }
+        if let Ok(bytes) = fs::read(&self.record) {
+            // Deepest first: a folder placeholder may hold another run's.
+            let mut placeholders = parse(&bytes);
+            placeholders.reverse();
+            placeholders.sort_by_key(|placeholder| {
+                std::cmp::Reverse(placeholder.path.components().count())
+            });
+            for placeholder in &placeholders {
+                remove(placeholder);
+            }
+            let _ = fs::write(&self.record, b"");
+        }
+        let _ = self.lock.unlock();
+    }
+}
+
+fn kind(placeholder: &Placeholder) -> u8 {
+    match (placeholder.dir, placeholder.contents) {
+        (true, _) => b'd',
+        (false, contents) if contents == COMMONDIR_SELF => b'c',
+        _ => b'f',
+    }
+}
+
+/// The placeholders of a record (a kind byte, the path, a NUL each); anything else is skipped.
+fn parse(bytes: &[u8]) -> Vec<Placeholder> {
+    bytes
+        .split(|byte| *byte == 0)
+        .filter_map(|record| {
+            let (&kind, path) = record.split_first()?;
+            if path.first() != Some(&b'/') {
+                return None;
+            }
+            let path = PathBuf::from(std::ffi::OsString::from_vec(path.to_vec()));
+            let (dir, contents): (bool, &'static [u8]) = match kind {
+                b'd' => (true, b""),
+                b'c' => (false, COMMONDIR_SELF),
+                b'f' => (false, b""),
+                _ => return None,
+            };
+            Some(Placeholder {
+                path,
+                dir,
+                contents,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_last_run_out_removes_what_every_run_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
+        let placeholder = |name: &str, dir: bool, contents: &'static [u8]| Placeholder {
+            path: PathBuf::from("/work/p").join(name),
+            dir,
+            contents,
+        };
+        let mut first = RootLock::shared(&state, root).unwrap();
+        first.planned();
+        let mut second = RootLock::shared(&state, root).unwrap();
+        second.planned();
+        first
+            .record(&[
+                placeholder(".claude", false, b""),
+                placeholder(".git/info", true, b""),
+            ])
+            .unwrap();
+        second
+            .record(&[placeholder(".git/commondir", false, COMMONDIR_SELF)])
+            .unwrap();
+        let removed = std::cell::RefCell::new(Vec::new());
+        let remove = |p: &Placeholder| {
+            removed
+                .borrow_mut()
+                .push((p.path.clone(), p.dir, p.contents))
+        };
+        // The first out is not the last: nothing is removed.
+        first.last_out(remove);
+        assert!(removed.borrow().is_empty());
+        // The last removes all three, the last recorded first, and empties the record.
+        second.last_out(remove);
+        assert_eq!(
+            *removed.borrow(),
+            vec![
+                (
+                    PathBuf::from("/work/p/.git/commondir"),
+                    false,
+                    COMMONDIR_SELF
+                ),
+                (PathBuf::from("/work/p/.git/info"), true, &b""[..]),
+                (PathBuf::from("/work/p/.claude"), false, &b""[..]),
+            ]
+        );
+        removed.borrow_mut().clear();
+        RootLock::shared(&state, root).unwrap().last_out(remove);
+        assert!(removed.borrow().is_empty());
+    }
+}
