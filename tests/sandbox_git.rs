@@ -376,9 +376,15 @@ fn a_confined_call_cannot_make_the_next_forget_a_hidden_place() {
             .expect("sc-sandbox runs")
     };
     let first = confined(
-        "rm .env; rm -rf ~/.local/state/skeleton-crew/sandbox-hidden 2>/dev/null || echo kept",
+        "rm .env; rm -rf ~/.local/state/skeleton-crew/sandbox-hidden 2>/dev/null || echo kept
+: > ~/.local/state/skeleton-crew/sandbox-runs/x 2>/dev/null || echo runs kept",
     );
-    assert_eq!(text(&first.stdout), "kept\n", "{}", text(&first.stderr));
+    assert_eq!(
+        text(&first.stdout),
+        "kept\nruns kept\n",
+        "{}",
+        text(&first.stderr)
+    );
     let next = confined("cat secrets/real.env; echo end");
     assert_eq!(text(&next.stdout), "end\n", "{}", text(&next.stderr));
 }

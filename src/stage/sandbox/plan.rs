@@ -158,12 +158,6 @@ impl Sandbox {
                 super::remembered::folder(state)?,
                 "the sandbox's remembered places".to_owned(),
             ));
-            // And the runs' locks and records of placeholders ([`super::sharing`]): a record
-            // written inside would have the last run remove empty files anywhere.
-            own.push((
-                state.join(super::sharing::FOLDER),
-                "the sandbox's runs".to_owned(),
-            ));
         }
         // The audit key seals the log, verdicts and approvals: the program must not read it
         // either, so it is hidden, not only read-only.

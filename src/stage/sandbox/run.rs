@@ -169,7 +169,15 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
         crate::cli::default_state_folder(),
         std::fs::canonicalize(&root),
     ) {
-        (Ok(state), Ok(canonical)) => Some(RootLock::shared(&state, &canonical)?),
+        (Ok(state), Ok(canonical)) => {
+            // The locks and the record are the gate's own: a record written inside would have
+            // the last run remove empty files anywhere.
+            own.push((
+                state.join(super::sharing::FOLDER),
+                "the sandbox's runs".to_owned(),
+            ));
+            Some(RootLock::shared(&state, &canonical)?)
+        }
         _ => None,
     };
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
