@@ -31,6 +31,8 @@ pub const VAR_RUN: &str = "/var/run";
 /// What the gate's own file that is hidden as well as read-only is called (the `what` of
 /// [`super::run::own_files`]).
 pub const SECRET_OWN_FILE: &str = "audit key";
+/// What the runs' locks and records are called among the gate's own files: hidden too.
+pub const HIDDEN_OWN_FOLDER: &str = "the sandbox's runs";
 
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -163,7 +165,7 @@ impl Sandbox {
         // either, so it is hidden, not only read-only.
         let secret_own: Vec<PathBuf> = own
             .iter()
-            .filter(|(_, what)| what == SECRET_OWN_FILE)
+            .filter(|(_, what)| what == SECRET_OWN_FILE || what == HIDDEN_OWN_FOLDER)
             .map(|(path, _)| absolute(path))
             .collect();
         let own: Vec<PathBuf> = own.iter().map(|(path, _)| absolute(path)).collect();

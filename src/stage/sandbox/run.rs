@@ -165,19 +165,24 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     ));
     // Held before the plan: no other run of the root removes a placeholder this one would
     // find and bind ([`super::sharing`]).
+    // Without a state folder (no HOME, no XDG_STATE_HOME: the doors run sc-sandbox with a
+    // cleared environment for its trial) no lock is shared, and each run removes what it made,
+    // as before (docs/sandbox.md says what that leaves open).
     let lock = match (
         crate::cli::default_state_folder(),
         std::fs::canonicalize(&root),
     ) {
         (Ok(state), Ok(canonical)) => {
-            // The locks and the record are the gate's own: a record written inside would have
-            // the last run remove empty files anywhere.
+            // The locks and the record are the gate's own, and hidden: written inside, a
+            // record would have the last run remove empty files anywhere, and a lock held
+            // inside would stop every later run of the root (found by a review).
             own.push((
                 state.join(super::sharing::FOLDER),
-                "the sandbox's runs".to_owned(),
+                super::plan::HIDDEN_OWN_FOLDER.to_owned(),
             ));
             Some(RootLock::shared(&state, &canonical)?)
         }
+        // The plan refuses a root it cannot find.
         _ => None,
     };
     let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
