@@ -27,9 +27,25 @@ pub const FOLDER: &str = "sandbox-hidden";
 
 /// Where the places of `root` (canonical) are remembered, under `state` (the state folder).
 fn file(state: &Path, root: &Path) -> PathBuf {
+    state.join(FOLDER).join(root_name(root))
+}
+
+/// What a root's files are named in the sandbox's folders of the state folder (this one and
+/// [`super::sharing`]'s): the SHA-256 of its canonical path, in hexadecimal.
+pub(super) fn root_name(root: &Path) -> String {
     let digest = Sha256::digest(root.as_os_str().as_bytes());
-    let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    state.join(FOLDER).join(name)
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The folder `name` of the state folder `state`, made (0700, with what leads to it) if missing.
+pub(super) fn state_folder(state: &Path, name: &str) -> Result<PathBuf, SandboxError> {
+    let folder = state.join(name);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&folder)
+        .map_err(SandboxError::io(format!("making {}", folder.display())))?;
+    Ok(folder)
 }
 
 /// The places remembered for `root`; none when nothing was.
@@ -68,13 +84,7 @@ pub fn rememberable(place: &Path) -> bool {
 /// The folder the places are remembered in, under `state`: made (0700) if missing, so that a
 /// run can protect it (read-only inside the sandbox) before anything is remembered.
 pub fn folder(state: &Path) -> Result<PathBuf, SandboxError> {
-    let folder = state.join(FOLDER);
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&folder)
-        .map_err(SandboxError::io(format!("making {}", folder.display())))?;
-    Ok(folder)
+    state_folder(state, FOLDER)
 }
 
 /// Adds `places` to what is remembered for `root`, beside `known` (what [`recall`] gave),

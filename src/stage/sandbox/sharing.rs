@@ -17,10 +17,8 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
 
 use super::git::COMMONDIR_SELF;
 use super::plan::Placeholder;
@@ -41,15 +39,9 @@ impl RootLock {
     /// Waits for no run of `root` (canonical) to be removing placeholders, and holds the root
     /// shared until [`RootLock::last_out`].
     pub fn shared(state: &Path, root: &Path) -> Result<RootLock, SandboxError> {
-        let folder = state.join(FOLDER);
+        let folder = super::remembered::state_folder(state, FOLDER)?;
         let failed = |what: &str| SandboxError::io(format!("{what} {}", folder.display()));
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&folder)
-            .map_err(failed("making"))?;
-        let digest = Sha256::digest(root.as_os_str().as_bytes());
-        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let name = super::remembered::root_name(root);
         let open = |extension: &str| {
             OpenOptions::new()
                 .write(true)
@@ -216,5 +208,24 @@ mod tests {
         removed.borrow_mut().clear();
         RootLock::shared(&state, root).unwrap().last_out(remove);
         assert!(removed.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_fails_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
+        let mut lock = RootLock::shared(&state, root).unwrap();
+        lock.planned();
+        // A folder where the record should be: the run is refused, never left unrecorded.
+        fs::create_dir(&lock.record).unwrap();
+        let placeholder = Placeholder {
+            path: PathBuf::from("/work/p/.claude"),
+            dir: false,
+            contents: b"",
+        };
+        assert!(lock.record(&[placeholder]).is_err());
+        // A state folder that cannot be made: no lock, and the caller refuses the run.
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        assert!(RootLock::shared(&dir.path().join("file"), root).is_err());
     }
 }
