@@ -15,7 +15,10 @@ use skeleton_crew::store::{self, StateUrl};
 /// Files: `/` is read-only; the root (default: the working folder), a private /tmp and the
 /// policy's `writable` folders are writable; `readOnly` paths, and the gate's own files (the policy
 /// file, the audit log and its key, the state store), are read-only even inside the root; `hidden`
-/// paths read as empty; a protected path that does not exist yet cannot be created.
+/// paths (a last part may be a pattern: `*.pem`) read as empty, and so does a place a link to one
+/// led to in an earlier run of the root (remembered in the state folder); a protected path that
+/// does not exist yet cannot be created. Runs of one root at once share its placeholders (a lock
+/// in the state folder).
 /// Network: none but an HTTP proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) that reaches the hosts of
 /// `network.allow` alone; with --audit, every connection attempt is an audit event, as are the
 /// start and end of the run. Processes: new PID, network, IPC and user namespaces, no
