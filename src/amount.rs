@@ -77,6 +77,35 @@ impl Amount {
     }
 }
 
+/// Whether a float read from `text` is surely written back as the same decimal, without
+/// formatting it: `text` is a plain decimal (digits and at most one point, no exponent) of at
+/// most 20 bytes, so its value lies far inside the normal floats, with at most 15 significant
+/// digits. Two such decimals differ by more than the width of one float's rounding interval
+/// (IEEE 754's 15 decimal digits of precision), so the float's shortest text is this decimal.
+/// `false` means only "not known this way": [`decimal_cmp`] against the float's text decides.
+pub(crate) fn surely_round_trips(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || bytes.len() > 20 || !bytes[0].is_ascii_digit() {
+        return false;
+    }
+    let (mut points, mut digits) = (0, 0);
+    let (mut first, mut last) = (None, 0);
+    for &byte in bytes {
+        match byte {
+            b'0' => digits += 1,
+            b'1'..=b'9' => {
+                first.get_or_insert(digits);
+                last = digits;
+                digits += 1;
+            }
+            b'.' => points += 1,
+            _ => return false,
+        }
+    }
+    // All zeros are zero, which every float writes back.
+    points <= 1 && first.is_none_or(|first| last - first < 15)
+}
+
 /// Compares two non-negative decimal texts (`12`, `12.50`, `1.25e1`) exactly; `None` when either
 /// is not such a number or its exponent is out of range.
 pub(crate) fn decimal_cmp(a: &str, b: &str) -> Option<Ordering> {
@@ -375,6 +404,74 @@ fn parse_plain_decimal(s: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_decimal_said_to_round_trip_does() {
+        use super::{decimal_cmp, surely_round_trips};
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut said = 0;
+        let mut texts: Vec<String> = [
+            "0",
+            "0.0",
+            "00.000",
+            "1",
+            "0.1",
+            "0.3",
+            "100",
+            "750.00",
+            "999999999999999",
+            "9999999999999999",
+            "0.000000000000001",
+            "123456789012345.6",
+            "1.5e3",
+            "1.",
+            ".5",
+            "1..2",
+            "",
+            "-1",
+            "$1",
+            "12345678901234567890",
+            "123456789012345678901",
+            "0.00000000000000000001",
+            "9007199254740993",
+        ]
+        .iter()
+        .map(|text| text.to_string())
+        .collect();
+        for _ in 0..200_000 {
+            let digits = 1 + next() % 19;
+            let mut text: String = (0..digits)
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect();
+            let point = next() % (digits + 2);
+            if point < digits && point > 0 {
+                text.insert(point as usize, '.');
+            }
+            texts.push(text);
+        }
+        for text in &texts {
+            if !surely_round_trips(text) {
+                continue;
+            }
+            said += 1;
+            let value: f64 = text.parse().unwrap();
+            assert_eq!(
+                decimal_cmp(text, &format!("{value}")),
+                Some(std::cmp::Ordering::Equal),
+                "{text} read as {value}"
+            );
+        }
+        assert!(said > 100_000, "{said}");
+        for text in ["9999999999999999", "1.5e3", "1..2", "", "-1", "$1", ".5"] {
+            assert!(!surely_round_trips(text), "{text}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

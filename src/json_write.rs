@@ -154,6 +154,13 @@ impl JsonLine {
         JsonLine { buf, open }
     }
 
+    /// A line begun at `open` in `buf` (its `{` there), whose first fields its caller wrote
+    /// itself; fields added now follow them.
+    pub(crate) fn resume(buf: Vec<u8>, open: usize) -> Self {
+        debug_assert_eq!(buf.get(open), Some(&b'{'));
+        JsonLine { buf, open }
+    }
+
     /// How long the buffer is so far, to mark where a field starts or ends.
     pub fn len(&self) -> usize {
         self.buf.len()

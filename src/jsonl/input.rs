@@ -204,6 +204,9 @@ pub(crate) struct LineReader<R> {
     number: u64,
     /// Bytes of the read buffer that the line last handed out still occupies.
     pending: usize,
+    /// Where [`LineReader::has_complete_line`] found the next line's end, past `pending`, so
+    /// that [`LineReader::next_line`] does not look for it again: `(pending, end)`.
+    next_end: std::cell::Cell<Option<(usize, usize)>>,
 }
 
 impl<R: Read> LineReader<R> {
@@ -214,13 +217,21 @@ impl<R: Read> LineReader<R> {
             max,
             number: 0,
             pending: 0,
+            next_end: std::cell::Cell::new(None),
         }
     }
 
     /// Whether the input is used up: nothing buffered and nothing more to read. May wait for
     /// input, as reading the next line would.
     pub(crate) fn at_end(&mut self) -> io::Result<bool> {
-        self.reader.consume(std::mem::take(&mut self.pending));
+        // A line's end already found stays found: the buffer it is in is not refilled while
+        // it holds a line (only an empty one is).
+        let known = self.next_end.take();
+        let pending = std::mem::take(&mut self.pending);
+        self.reader.consume(pending);
+        if let Some((_, end)) = known.filter(|&(at, _)| at == pending) {
+            self.next_end.set(Some((0, end)));
+        }
         loop {
             match self.reader.fill_buf() {
                 Ok(bytes) => return Ok(bytes.is_empty()),
@@ -237,17 +248,25 @@ impl<R: Read> LineReader<R> {
 
     /// Whether a whole line is already buffered, so the next read will not block.
     pub(crate) fn has_complete_line(&self) -> bool {
-        find_newline(&self.reader.buffer()[self.pending..]).is_some()
+        let end = find_newline(&self.reader.buffer()[self.pending..]);
+        self.next_end.set(end.map(|end| (self.pending, end)));
+        end.is_some()
     }
 
     /// The next line, or `None` at end of input. A last line without `\n` is still a line.
     pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        let known_end = match self.next_end.take() {
+            Some((pending, end)) if pending == self.pending => Some(end),
+            _ => None,
+        };
         self.reader.consume(std::mem::take(&mut self.pending));
         self.line.clear();
         // The common case: the whole line is already in the read buffer.
         let whole = match self.reader.buffer() {
             [] => None,
-            buffered => find_newline(buffered).filter(|&end| end <= self.max),
+            buffered => known_end
+                .or_else(|| find_newline(buffered))
+                .filter(|&end| end <= self.max),
         };
         if let Some(end) = whole {
             self.pending = end + 1;

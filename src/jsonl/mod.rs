@@ -142,6 +142,40 @@ mod tests {
     }
 
     #[test]
+    fn asking_whether_a_line_waits_changes_no_line_read() {
+        /// Hands out its bytes a few at a time, as a pipe may.
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.1.min(buf.len()).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let input = b"a\nsecond\n\nthis line is too long\nok\nlast";
+        let plain = lines(input, 8);
+        for step in 1..input.len() + 1 {
+            let mut reader = LineReader::new(Trickle(input, step), 8);
+            let mut got = Vec::new();
+            reader.has_complete_line();
+            // As the stages read: whether the input is at its end, then the line.
+            while !reader.at_end().unwrap() {
+                let line = reader.next_line().unwrap().expect("a line was waiting");
+                got.push(match line {
+                    Line::Text(text) => String::from_utf8_lossy(text).into_owned(),
+                    Line::TooLong { length, start } => {
+                        format!("too long {length} {}", String::from_utf8_lossy(start))
+                    }
+                });
+                reader.has_complete_line();
+                reader.has_complete_line();
+            }
+            assert_eq!(got, plain, "{step}");
+        }
+    }
+
+    #[test]
     fn lines_straddling_reads_are_whole() {
         /// Hands out its bytes a few at a time, as a pipe may.
         struct Trickle<'a>(&'a [u8], usize);

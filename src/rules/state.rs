@@ -691,8 +691,9 @@ pub(crate) fn amount_and_exactness(amount: &Amount) -> (f64, bool) {
     match amount {
         Amount::Understood { value, exact, .. } => (
             *value,
-            crate::amount::decimal_cmp(exact, &format!("{value}"))
-                == Some(std::cmp::Ordering::Equal),
+            crate::amount::surely_round_trips(exact)
+                || crate::amount::decimal_cmp(exact, &format!("{value}"))
+                    == Some(std::cmp::Ordering::Equal),
         ),
         Amount::NotUnderstood { .. } => (0.0, true),
     }
