@@ -23,21 +23,35 @@ use std::collections::HashSet;
 pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut run = 0;
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+    // Each byte's high bit set when it may need attention; the lowest set is exact (a borrow
+    // only runs upwards from a true match).
+    let flags = |word: u64| {
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
         let special = word.wrapping_sub(ONES * 0x20)
             | quote.wrapping_sub(ONES)
             | backslash.wrapping_sub(ONES);
-        let found = special & !word & HIGHS;
+        special & !word & HIGHS
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let mut run = 0;
+    for chunk in &mut chunks {
+        let found = flags(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
         if found != 0 {
-            // The lowest flagged byte is exact (a borrow only runs upwards from a true match).
             return run + (found.trailing_zeros() / 8) as usize;
         }
         run += 8;
+    }
+    let rest = chunks.remainder().len();
+    if rest > 0 && run >= 8 {
+        // The last eight bytes, overlapping some already found plain: those flag nothing and
+        // lend no borrow, so shifted out they leave the rest's flags exact.
+        let last: [u8; 8] = bytes[bytes.len() - 8..].try_into().expect("eight bytes");
+        let found = flags(u64::from_le_bytes(last)) >> ((8 - rest) * 8);
+        return match found {
+            0 => bytes.len(),
+            found => run + (found.trailing_zeros() / 8) as usize,
+        };
     }
     while let Some(&byte) = bytes.get(run) {
         if byte == b'"' || byte == b'\\' || byte < 0x20 {
@@ -515,10 +529,24 @@ mod tests {
     #[test]
     fn plain_runs_stop_at_every_special_byte_in_every_position() {
         for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
-            for at in 0..20 {
-                let mut bytes = vec![b'a'; 20];
-                bytes[at] = special;
-                assert_eq!(plain_run(&bytes), at, "{special:#x} at {at}");
+            for len in 1..=25 {
+                assert_eq!(plain_run(&vec![b'a'; len]), len);
+                for at in 0..len {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = special;
+                    assert_eq!(plain_run(&bytes), at, "{special:#x} at {at} of {len}");
+                    // A second special byte after the first changes nothing.
+                    if at + 1 < len {
+                        bytes[len - 1] = b'"';
+                        assert_eq!(plain_run(&bytes), at, "{special:#x} at {at} of {len}");
+                    }
+                }
+            }
+        }
+        // Bytes just above and below each special one are plain.
+        for len in 1..=25 {
+            for byte in [0x20, b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff] {
+                assert_eq!(plain_run(&vec![byte; len]), len, "{byte:#x} × {len}");
             }
         }
         assert_eq!(plain_run("é€😀 ~\u{7f}".as_bytes()), "é€😀 ~\u{7f}".len());

@@ -203,6 +203,25 @@ impl JsonLine {
         self
     }
 
+    /// A string field whose key and value are constants of the program that need no escape
+    /// (a decision, a stage): the same bytes as [`JsonLine::str_field`], without looking for
+    /// escapes.
+    pub(crate) fn plain_str_field(mut self, key: &'static str, value: &'static str) -> Self {
+        debug_assert!(plain_run(key.as_bytes()) == key.len());
+        debug_assert!(plain_run(value.as_bytes()) == value.len());
+        let comma = self.buf.len() > self.open + 1;
+        self.buf.reserve(key.len() + value.len() + 6);
+        if comma {
+            self.buf.push(b',');
+        }
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":\"");
+        self.buf.extend_from_slice(value.as_bytes());
+        self.buf.push(b'"');
+        self
+    }
+
     /// An array of strings; the same bytes as [`JsonLine::field`] gives, written directly.
     pub(crate) fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
         self.key(key);

@@ -80,7 +80,7 @@ pub(crate) fn write_verdict(
     let after_id = line.len() + 1;
     let line = call
         .add_to(line)
-        .str_field("decision", judgement.decision.as_str())
+        .plain_str_field("decision", judgement.decision.as_str())
         .strs_field("reasons", &judgement.reasons);
     let batch = match &judgement.granting {
         Granting::Nothing => line,
@@ -109,7 +109,8 @@ pub(crate) fn grantable_text(judgement: &Judgement) -> Option<String> {
 /// A [`Grantable`] as JSON, written as `serde_json` writes it (a test holds the two together):
 /// every hold has one, and serde's writer made a fifth of a held call's cost in the gate.
 fn grantable_json(grantable: &Grantable) -> String {
-    let mut out = Vec::with_capacity(64);
+    // Room for a hold's usual scopes, kind and source without growing.
+    let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"{\"scopes\":[");
     for (i, scope) in grantable.scopes.iter().enumerate() {
         if i > 0 {

@@ -477,11 +477,11 @@ impl CrewState {
         self.crew_inexact |= !amount_exact || !crew_sum_exact;
         // Saturate rather than reach infinity, which JSON cannot carry (the state must round-trip).
         self.crew_spent = crew_sum.min(f64::MAX);
-        if !self.agents.contains_key(&call.agent) {
-            self.agents
-                .insert(call.agent.clone(), AgentState::default());
-        }
-        let agent = self.agents.get_mut(&call.agent).expect("inserted above");
+        // One lookup for an agent seen before (every call but its first).
+        let agent = match self.agents.get_mut(&call.agent) {
+            Some(agent) => agent,
+            None => self.agents.entry(call.agent.clone()).or_default(),
+        };
         let (sum, sum_exact) = add_exactly(agent.spent, amount);
         agent.inexact |= !amount_exact || !sum_exact;
         agent.spent = sum.min(f64::MAX);
