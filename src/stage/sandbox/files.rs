@@ -269,16 +269,68 @@ fn unchanged(placeholder: &Placeholder) -> bool {
     }
 }
 
-/// Removes a placeholder that is as it was made ([`unchanged`]).
+/// Removes a placeholder that is as it was made ([`unchanged`]), reached without following a
+/// link. Its path is canonical (planned from the canonical root), so a link on the way now was
+/// put there since (a confined `mv .git x && ln -s /elsewhere .git`), and what it leads to is not
+/// this run's to remove: the placeholder is left where it is.
 fn remove_if_unchanged(placeholder: &Placeholder) {
-    if !unchanged(placeholder) {
-        return;
-    }
-    let _ = if placeholder.dir {
-        std::fs::remove_dir(&placeholder.path)
-    } else {
-        std::fs::remove_file(&placeholder.path)
+    let _ = remove_unchanged_at(placeholder);
+}
+
+fn remove_unchanged_at(placeholder: &Placeholder) -> std::io::Result<()> {
+    use std::io::Read;
+    use std::os::fd::OwnedFd;
+    use std::path::Component;
+
+    use nix::fcntl::{open, openat, OFlag};
+    use nix::sys::stat::Mode;
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+
+    let (Some(parent), Some(name)) = (placeholder.path.parent(), placeholder.path.file_name())
+    else {
+        return Ok(());
     };
+    let walk = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut folder: OwnedFd = open("/", walk, Mode::empty())?;
+    for component in parent.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(part) => folder = openat(&folder, part, walk, Mode::empty())?,
+            // Not a canonical path: nothing of it is removed.
+            _ => return Ok(()),
+        }
+    }
+    if placeholder.dir {
+        // Removed only while empty, which rmdir itself holds to.
+        let opened = openat(
+            &folder,
+            name,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        drop(opened);
+        unlinkat(&folder, name, UnlinkatFlags::RemoveDir)?;
+        return Ok(());
+    }
+    // Without waiting on a pipe put in its place.
+    let opened = openat(
+        &folder,
+        name,
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut file = std::fs::File::from(opened);
+    let meta = file.metadata()?;
+    let size = placeholder.contents.len();
+    if !meta.is_file() || meta.len() != size as u64 {
+        return Ok(());
+    }
+    let mut held = Vec::with_capacity(size + 1);
+    (&mut file).take(size as u64 + 1).read_to_end(&mut held)?;
+    if held == placeholder.contents {
+        unlinkat(&folder, name, UnlinkatFlags::NoRemoveDir)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -325,5 +377,49 @@ mod tests {
             dir.path().join("c").exists(),
             "a placeholder that is not empty stays"
         );
+    }
+
+    #[test]
+    fn a_link_put_on_the_way_to_a_placeholder_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (project, elsewhere) = (base.join("project"), base.join("elsewhere"));
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(elsewhere.join("hooks")).unwrap();
+        std::fs::write(elsewhere.join("config"), b"").unwrap();
+        let wanted = [
+            Placeholder {
+                path: project.join(".git/hooks"),
+                dir: true,
+                contents: b"",
+            },
+            Placeholder {
+                path: project.join(".git/config"),
+                dir: false,
+                contents: b"",
+            },
+        ];
+        let made = Placeholders::create(&wanted, None).unwrap();
+        // What a confined program could do while the run lasts: its `.git` moved away, a link
+        // to another folder with the same empty names put in its place.
+        std::fs::rename(project.join(".git"), project.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, project.join(".git")).unwrap();
+        drop(made);
+        assert!(elsewhere.join("hooks").is_dir(), "removed through a link");
+        assert!(elsewhere.join("config").is_file(), "removed through a link");
+        // Back in place, they are removed as made.
+        std::fs::remove_file(project.join(".git")).unwrap();
+        std::fs::rename(project.join("moved"), project.join(".git")).unwrap();
+        let made = Placeholders::create(&[], None).unwrap();
+        drop(made);
+        for placeholder in &wanted {
+            remove_if_unchanged(placeholder);
+            assert!(!placeholder.path.exists(), "{}", placeholder.path.display());
+        }
+        // A pipe in a file placeholder's place is not waited on, nor removed.
+        let pipe = project.join(".git/config");
+        nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        remove_if_unchanged(&wanted[1]);
+        assert!(std::fs::symlink_metadata(&pipe).is_ok());
     }
 }
