@@ -811,3 +811,29 @@ fn hold_unnamed_when_tainted_is_checked_when_the_policy_loads() {
         assert!(err.contains(says), "{text}: {err}");
     }
 }
+
+#[test]
+fn the_allow_reason_joined_is_the_one_formatted() {
+    for source in [
+        r#""source":"user","#,
+        r#""source":"agent","#,
+        r#""source":"untrusted-content","#,
+        r#""source":"web","#,
+        "",
+    ] {
+        for tool in [
+            "read_file",
+            "send\\u200b_payment",
+            "a\\nb",
+            &"x".repeat(300),
+        ] {
+            let line = format!(r#"{{"agent":"a",{source}"tool":"{tool}"}}"#);
+            let call = call(&line).unwrap();
+            assert_eq!(
+                allow_reason(&call),
+                allow_reason_formatted(&call, &call.provenance),
+                "{line}"
+            );
+        }
+    }
+}
