@@ -31,6 +31,18 @@ mod tests {
     use super::*;
     use std::io::{self, Read};
 
+    /// Hands out its bytes a few at a time, as a pipe may.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
     fn lines(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = LineReader::new(input, max);
         let mut out = Vec::new();
@@ -143,16 +155,6 @@ mod tests {
 
     #[test]
     fn asking_whether_a_line_waits_changes_no_line_read() {
-        /// Hands out its bytes a few at a time, as a pipe may.
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let n = self.1.min(buf.len()).min(self.0.len());
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let input = b"a\nsecond\n\nthis line is too long\nok\nlast";
         let plain = lines(input, 8);
         for step in 1..input.len() + 1 {
@@ -177,16 +179,6 @@ mod tests {
 
     #[test]
     fn lines_straddling_reads_are_whole() {
-        /// Hands out its bytes a few at a time, as a pipe may.
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let n = self.1.min(buf.len()).min(self.0.len());
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let input = b"first line\nsecond\n\nthird line here\nlast";
         for step in 1..12 {
             let mut reader = LineReader::new(Trickle(input, step), 100);
