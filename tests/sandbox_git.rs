@@ -375,15 +375,26 @@ fn a_confined_call_cannot_make_the_next_forget_a_hidden_place() {
             .output()
             .expect("sc-sandbox runs")
     };
-    let first = confined(
+    // The runs' locks are in the state folder of the user's home in the password database.
+    let runs = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .expect("the user has a home")
+        .dir
+        .join(".local/state/skeleton-crew/sandbox-runs");
+    let first = confined(&format!(
         "rm .env; rm -rf ~/.local/state/skeleton-crew/sandbox-hidden 2>/dev/null || echo kept
-ls -A ~/.local/state/skeleton-crew/sandbox-runs | grep -q . || echo runs hidden",
-    );
+ls -A '{}' | grep -q . || echo runs hidden",
+        runs.display()
+    ));
     assert_eq!(
         text(&first.stdout),
         "kept\nruns hidden\n",
         "{}",
         text(&first.stderr)
+    );
+    assert!(
+        std::fs::read_dir(&runs).unwrap().next().is_some(),
+        "the locks are there on the host"
     );
     let next = confined("cat secrets/real.env; echo end");
     assert_eq!(text(&next.stdout), "end\n", "{}", text(&next.stderr));
@@ -411,31 +422,81 @@ fn appears(path: &Path, child: &mut std::process::Child) {
 /// placeholders now go only when the last run of the root ends.
 #[test]
 fn a_run_that_ends_first_leaves_the_placeholders_of_one_still_running() {
+    ends_first_while_another_runs(|first| first, |second| second);
+}
+
+/// The same with runs given different environments: another `HOME` (an agent's), and none at
+/// all (a door's trial run, sc-exec's commands). They share the lock of the user's home.
+#[test]
+fn runs_given_different_homes_or_none_leave_each_other_s_placeholders() {
+    ends_first_while_another_runs(
+        |first| first.env("HOME", std::env::temp_dir()),
+        |second| second,
+    );
+    ends_first_while_another_runs(
+        |first| first,
+        |second| second.env("XDG_STATE_HOME", std::env::temp_dir()),
+    );
+    // No HOME at all (the home given by `--home`, as the doors do).
+    ends_first_while_another_runs(
+        |first| {
+            let args: Vec<std::ffi::OsString> = first.get_args().map(Into::into).collect();
+            let home = first
+                .get_envs()
+                .find(|(name, _)| *name == "HOME")
+                .and_then(|(_, value)| value.map(std::ffi::OsStr::to_os_string))
+                .unwrap();
+            let mut without = Command::new(first.get_program());
+            without
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .current_dir(first.get_current_dir().unwrap())
+                .stdin(Stdio::null())
+                .arg("--home")
+                .arg(home)
+                .args(args);
+            *first = without;
+            first
+        },
+        |second| second,
+    );
+}
+
+/// Two confined runs of one project at once, each command given its own environment by
+/// `first` and `second`: the first ends while the second still runs, and the second then tries
+/// to write `.claude/settings.json`, whose placeholder the first must not have taken away.
+fn ends_first_while_another_runs(
+    first: impl FnOnce(&mut Command) -> &mut Command,
+    second: impl FnOnce(&mut Command) -> &mut Command,
+) {
     let scratch = Scratch::new();
     let proj = scratch.path("proj");
     std::fs::create_dir_all(&proj).unwrap();
     std::fs::create_dir_all(scratch.path("home")).unwrap();
-    let mut first = confined(
+    let mut a = confined(
         &scratch,
         &proj,
         ": > a-running; while [ ! -e a-go ]; do sleep 0.02; done",
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    );
+    let mut first = first(&mut a)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     appears(&proj.join("a-running"), &mut first);
-    let mut second = confined(
+    let mut b = confined(
         &scratch,
         &proj,
         ": > b-running; while [ ! -e b-go ]; do sleep 0.02; done
 mkdir -p .claude 2>/dev/null; echo '{}' > .claude/settings.json 2>/dev/null && echo wrote
 echo done",
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    );
+    let mut second = second(&mut b)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     appears(&proj.join("b-running"), &mut second);
     std::fs::write(proj.join("a-go"), "").unwrap();
     assert!(first.wait().unwrap().success());
@@ -450,4 +511,48 @@ echo done",
         .collect();
     left.sort();
     assert_eq!(left, ["a-go", "a-running", "b-go", "b-running"]);
+}
+
+/// Two runs of one repository at once: the second finds the first's placeholders (`.mcp.json`,
+/// `.claude`) made, and its `git add -A` must keep them out of the commit as the first's own
+/// does (a review committed them; the host then saw them deleted).
+#[test]
+fn a_second_run_commits_none_of_the_first_run_s_placeholders() {
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let tracked = git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    let mut first = confined(
+        &scratch,
+        &proj,
+        ": > .a-running; while [ ! -e .a-go ]; do sleep 0.02; done",
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    appears(&proj.join(".a-running"), &mut first);
+    assert!(
+        proj.join(".mcp.json").exists(),
+        "the first run made its placeholders"
+    );
+    let out = run(
+        &scratch,
+        &proj,
+        "rm -f .a-running; echo two > b; git add -A && git commit -qm second",
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    std::fs::write(proj.join(".a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert_eq!(
+        git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]),
+        tracked.replacen("a\n", "a\nb\n", 1),
+        "the second commit holds b and no placeholder"
+    );
+    std::fs::remove_file(proj.join(".a-go")).unwrap();
+    assert_eq!(git(&proj, &["status", "--porcelain"]), "?? .env.local\n");
 }

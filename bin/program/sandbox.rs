@@ -18,7 +18,8 @@ use skeleton_crew::store::{self, StateUrl};
 /// paths (a last part may be a pattern: `*.pem`) read as empty, and so does a place a link to one
 /// led to in an earlier run of the root (remembered in the state folder); a protected path that
 /// does not exist yet cannot be created. Runs of one root at once share its placeholders (a lock
-/// in the state folder).
+/// in the state folder of the user's home, whatever HOME each run was given), and git inside any
+/// of them keeps every run's placeholders out of a commit.
 /// Network: none but an HTTP proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) that reaches the hosts of
 /// `network.allow` alone; with --audit, every connection attempt is an audit event, as are the
 /// start and end of the run. Processes: new PID, network, IPC and user namespaces, no

@@ -255,7 +255,7 @@ impl Drop for Placeholders {
 
 /// Whether a placeholder is there as it is made: a folder with nothing in it, a file holding
 /// what it is made with.
-fn unchanged(placeholder: &Placeholder) -> bool {
+pub(super) fn unchanged(placeholder: &Placeholder) -> bool {
     let path = &placeholder.path;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;

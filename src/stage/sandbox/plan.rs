@@ -106,9 +106,23 @@ impl Sandbox {
         home: Option<&Path>,
         own: &[(PathBuf, String)],
     ) -> Result<Sandbox, SandboxError> {
+        Sandbox::from_policy_among(policy, root, home, own, &[])
+    }
+
+    /// [`Sandbox::from_policy`] beside other runs of the root, whose placeholders (`others`,
+    /// recorded by [`super::sharing`]) this plan finds made: git inside keeps them out of a
+    /// commit as it does this run's own (a second run's `git add -A` committed the first's
+    /// empty `.mcp.json`, found by a review).
+    pub fn from_policy_among(
+        policy: &Policy,
+        root: &Path,
+        home: Option<&Path>,
+        own: &[(PathBuf, String)],
+        others: &[Placeholder],
+    ) -> Result<Sandbox, SandboxError> {
         let rules = policy.sandbox().cloned().unwrap_or_default();
         let state = crate::cli::default_state_folder().ok();
-        Sandbox::remembering(&rules, root, home, own, state.as_deref())
+        Sandbox::remembering(&rules, root, home, own, state.as_deref(), others)
     }
 
     /// [`Sandbox::from_policy`] from the rules themselves, remembering nothing.
@@ -118,17 +132,20 @@ impl Sandbox {
         home: Option<&Path>,
         own: &[(PathBuf, String)],
     ) -> Result<Sandbox, SandboxError> {
-        Sandbox::remembering(rules, root, home, own, None)
+        Sandbox::remembering(rules, root, home, own, None, &[])
     }
 
     /// [`Sandbox::new`], hiding too the places a link on the way to a hidden one led to in an
-    /// earlier plan of the same root, remembered in the `state` folder ([`super::remembered`]).
+    /// earlier plan of the same root, remembered in the `state` folder ([`super::remembered`]),
+    /// and taking `others`, the placeholders other runs of the root made, for the stand-ins
+    /// they are where they are found as made.
     pub fn remembering(
         rules: &SandboxRules,
         root: &Path,
         home: Option<&Path>,
         own: &[(PathBuf, String)],
         state_folder: Option<&Path>,
+        others: &[Placeholder],
     ) -> Result<Sandbox, SandboxError> {
         let place_err = |what: &str, path: &Path, why: String| SandboxError::Place {
             what: what.to_owned(),
@@ -292,6 +309,7 @@ impl Sandbox {
         let before = entries.clone();
         entries.extend(read_only);
         let mut placeholders = Vec::new();
+        let mut others_found = Vec::new();
         for path in &protected {
             let mut check_link = |link: &Path, folder: &Path| {
                 if state(&entries, folder, true) == State::Writable {
@@ -306,6 +324,13 @@ impl Sandbox {
                 Resolved::Exists(target) => {
                     if state(&before, &target, true) != State::Writable {
                         continue;
+                    }
+                    // Another run's file placeholder, as it made it: a stand-in here too, which
+                    // git inside keeps out of a commit (a folder is nothing to git).
+                    if others.iter().any(|other| {
+                        !other.dir && other.path == target && super::files::unchanged(other)
+                    }) {
+                        others_found.push(target.clone());
                     }
                     (target, MountKind::ReadOnly)
                 }
@@ -347,7 +372,8 @@ impl Sandbox {
             placeholders
                 .iter()
                 .filter(|placeholder| !placeholder.dir)
-                .map(|placeholder| placeholder.path.clone()),
+                .map(|placeholder| placeholder.path.clone())
+                .chain(others_found),
         );
         let git_views = git_views(&stand_ins, &entries, &mut mounts, &mut placeholders);
         Ok(Sandbox {
@@ -769,18 +795,18 @@ mod tests {
                 .collect()
         };
         let expected = ["./conf.d/server.key", "./secrets/real.env"];
-        let first = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        let first = Sandbox::remembering(&rules, &root, None, &[], Some(&state), &[]).unwrap();
         assert_eq!(hidden(&first), expected);
         // A confined call removes both links; the next plan of the root hides the same.
         std::fs::remove_file(root.join(".env")).unwrap();
         std::fs::remove_file(root.join("config")).unwrap();
-        let next = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        let next = Sandbox::remembering(&rules, &root, None, &[], Some(&state), &[]).unwrap();
         assert_eq!(hidden(&next), expected);
         // Without the state folder, nothing is remembered: the two are shown.
         assert!(hidden(&Sandbox::new(&rules, &root, None, &[]).unwrap()).is_empty());
         // A place no longer there is not hidden (and nothing fails).
         std::fs::remove_file(root.join("secrets/real.env")).unwrap();
-        let gone = Sandbox::remembering(&rules, &root, None, &[], Some(&state)).unwrap();
+        let gone = Sandbox::remembering(&rules, &root, None, &[], Some(&state), &[]).unwrap();
         assert_eq!(hidden(&gone), ["./conf.d/server.key"]);
     }
 

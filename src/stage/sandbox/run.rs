@@ -164,28 +164,44 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
         writable.as_deref(),
     ));
     // Held before the plan: no other run of the root removes a placeholder this one would
-    // find and bind ([`super::sharing`]).
-    // Without a state folder (no HOME, no XDG_STATE_HOME: the doors run sc-sandbox with a
-    // cleared environment for its trial) no lock is shared, and each run removes what it made,
-    // as before (docs/sandbox.md says what that leaves open).
-    let lock = match (
-        crate::cli::default_state_folder(),
-        std::fs::canonicalize(&root),
-    ) {
-        (Ok(state), Ok(canonical)) => {
-            // The locks and the record are the gate's own, and hidden: written inside, a
-            // record would have the last run remove empty files anywhere, and a lock held
-            // inside would stop every later run of the root (found by a review).
-            own.push((
-                state.join(super::sharing::FOLDER),
-                super::plan::HIDDEN_OWN_FOLDER.to_owned(),
-            ));
-            Some(RootLock::shared(&state, &canonical)?)
+    // find and bind ([`super::sharing`]), whatever environment each was given. Without any
+    // state folder (no home in the password database, neither HOME nor XDG_STATE_HOME) no lock
+    // is shared, and each run removes what it made, as before (docs/sandbox.md says what that
+    // leaves open).
+    let lock = match std::fs::canonicalize(&root) {
+        Ok(canonical) => {
+            let mut held = None;
+            let mut failure = None;
+            for state in super::sharing::state_folders() {
+                match RootLock::shared(&state, &canonical) {
+                    Ok(lock) => {
+                        // The locks and the record are the gate's own, and hidden: written
+                        // inside, a record would have the last run remove empty files
+                        // anywhere, and a lock held inside would stop every later run of the
+                        // root (found by a review).
+                        own.push((
+                            state.join(super::sharing::FOLDER),
+                            super::plan::HIDDEN_OWN_FOLDER.to_owned(),
+                        ));
+                        held = Some(lock);
+                        break;
+                    }
+                    Err(err) => failure = Some(err),
+                }
+            }
+            match (held, failure) {
+                (None, Some(err)) => return Err(err),
+                (held, _) => held,
+            }
         }
         // The plan refuses a root it cannot find.
-        _ => None,
+        Err(_) => None,
     };
-    let sandbox = Sandbox::from_policy(&policy, &root, home.as_deref(), &own)?;
+    let others = match &lock {
+        Some(lock) => lock.recorded()?,
+        None => Vec::new(),
+    };
+    let sandbox = Sandbox::from_policy_among(&policy, &root, home.as_deref(), &own, &others)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
     folder.write_git_views(sandbox.git_views())?;

@@ -12,7 +12,8 @@
 //! mounted git's views into a folder it had made read-only, and bubblewrap failed.
 //!
 //! The locks and the record are `sandbox-runs/<SHA-256 of the root>.lock`, `.plan` and
-//! `.placeholders` in the state folder (folder 0700, files 0600).
+//! `.placeholders` in the state folder of the user's home ([`state_folders`]; folder 0700, files
+//! 0600).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -26,6 +27,29 @@ use super::SandboxError;
 
 /// The folder of the locks and records, inside the state folder.
 pub const FOLDER: &str = "sandbox-runs";
+
+/// Where runs look for the root's lock, in order: the state folder of the user's home in the
+/// password database, then the environment's (`XDG_STATE_HOME`, else `HOME`). The first is the
+/// same for every run of the user, whatever environment it was given: a door's trial run and
+/// sc-exec's commands clear it, and an agent may set another `HOME`. Runs that held different
+/// locks did not see each other, and the first to end took the other's placeholders (and so
+/// its mounts) away. The second serves a user whose home cannot hold it (a system account
+/// whose home is not its own).
+pub fn state_folders() -> Vec<PathBuf> {
+    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+        .filter(|home| home.is_absolute() && home.is_dir())
+        .map(|home| home.join(".local/state").join(crate::cli::STATE_FOLDER));
+    let mut folders: Vec<PathBuf> = passwd.into_iter().collect();
+    if let Ok(state) = crate::cli::default_state_folder() {
+        if !folders.contains(&state) {
+            folders.push(state);
+        }
+    }
+    folders
+}
 
 /// A run's shared hold on its root, and while it plans, the root's planning to itself.
 #[derive(Debug)]
@@ -69,6 +93,19 @@ impl RootLock {
     pub fn planned(&mut self) {
         if let Some(planning) = self.planning.take() {
             let _ = planning.unlock();
+        }
+    }
+
+    /// The placeholders other runs of the root recorded and the last run has not removed yet:
+    /// read while this run plans, for the stand-ins they are. None when nothing was recorded.
+    pub fn recorded(&self) -> Result<Vec<Placeholder>, SandboxError> {
+        match fs::read(&self.record) {
+            Ok(bytes) => Ok(parse(&bytes)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(err) => Err(SandboxError::io(format!(
+                "reading the placeholders recorded in {}",
+                self.record.display()
+            ))(err)),
         }
     }
 
