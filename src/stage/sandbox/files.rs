@@ -205,7 +205,7 @@ impl Placeholders {
             let made_by_another = if placeholder.dir {
                 std::fs::symlink_metadata(&placeholder.path).is_ok_and(|meta| meta.is_dir())
             } else {
-                unchanged(placeholder)
+                placeholder.is_as_made()
             };
             if made.lock.is_some() && made_by_another {
                 continue;
@@ -253,23 +253,7 @@ impl Drop for Placeholders {
     }
 }
 
-/// Whether a placeholder is there as it is made: a folder with nothing in it, a file holding
-/// what it is made with.
-pub(super) fn unchanged(placeholder: &Placeholder) -> bool {
-    let path = &placeholder.path;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    if placeholder.dir {
-        meta.is_dir() && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
-    } else {
-        meta.is_file()
-            && meta.len() == placeholder.contents.len() as u64
-            && std::fs::read(path).is_ok_and(|held| held == placeholder.contents)
-    }
-}
-
-/// Removes a placeholder that is as it was made ([`unchanged`]), reached without following a
+/// Removes a placeholder that is as it was made ([`Placeholder::is_as_made`]), reached without following a
 /// link. Its path is canonical (planned from the canonical root), so a link on the way now was
 /// put there since (a confined `mv .git x && ln -s /elsewhere .git`), and what it leads to is not
 /// this run's to remove: the placeholder is left where it is.

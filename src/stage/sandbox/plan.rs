@@ -74,6 +74,25 @@ pub struct Placeholder {
     pub contents: &'static [u8],
 }
 
+impl Placeholder {
+    /// Whether the placeholder is there as it is made: a folder with nothing in it, a file
+    /// holding what it is made with.
+    pub fn is_as_made(&self) -> bool {
+        let path = &self.path;
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        if self.dir {
+            meta.is_dir()
+                && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+        } else {
+            meta.is_file()
+                && meta.len() == self.contents.len() as u64
+                && std::fs::read(path).is_ok_and(|held| held == self.contents)
+        }
+    }
+}
+
 /// A sandbox worked out for one root: its mounts, in the order bubblewrap must make them, and its
 /// network rules.
 #[derive(Debug, Clone)]
@@ -327,9 +346,10 @@ impl Sandbox {
                     }
                     // Another run's file placeholder, as it made it: a stand-in here too, which
                     // git inside keeps out of a commit (a folder is nothing to git).
-                    if others.iter().any(|other| {
-                        !other.dir && other.path == target && super::files::unchanged(other)
-                    }) {
+                    if others
+                        .iter()
+                        .any(|other| !other.dir && other.path == target && other.is_as_made())
+                    {
                         others_found.push(target.clone());
                     }
                     (target, MountKind::ReadOnly)
