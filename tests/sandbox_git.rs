@@ -556,3 +556,76 @@ fn a_second_run_commits_none_of_the_first_run_s_placeholders() {
     std::fs::remove_file(proj.join(".a-go")).unwrap();
     assert_eq!(git(&proj, &["status", "--porcelain"]), "?? .env.local\n");
 }
+
+/// Runs `second` to its end while `first` waits (a sc-sandbox command whose program runs
+/// [`WAIT`] in the folder `proj`), then lets `first` end; the second's output.
+fn while_another_runs(proj: &Path, mut first: Command, mut second: Command) -> Output {
+    let mut first = first
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&proj.join(".a-running"), &mut first);
+    let out = second.output().expect("sc-sandbox runs");
+    std::fs::write(proj.join(".a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    for name in [".a-go", ".a-running"] {
+        let _ = std::fs::remove_file(proj.join(name));
+    }
+    out
+}
+
+/// What the first run's program does: says it runs, waits to be let go.
+const WAIT: &str = ": > .a-running; while [ ! -e .a-go ]; do sleep 0.02; done";
+
+/// Runs that protect less than another (a smaller policy, a root above the other's, another
+/// HOME) keep its placeholders out of their commits and cannot remove or write them (found by a
+/// review: each committed them, and removing one took the other run's mount away).
+#[test]
+fn a_run_that_protects_less_neither_commits_nor_removes_another_run_s_placeholders() {
+    let second_script = "rm -f .a-running sub/.a-running; echo two > b
+git add -A && git commit -qm second
+rm -f .mcp.json sub/.mcp.json .bashrc 2>/dev/null; echo x > .claude 2>/dev/null; echo end";
+    let policies = Scratch::new();
+    let small = policies.write("small.json", r#"{"sandbox": {"readOnly": []}}"#);
+    // A smaller policy; a root above the other's; the first run's HOME in the project.
+    for case in ["smaller policy", "root above", "home in the project"] {
+        let scratch = Scratch::new();
+        let proj = project(&scratch);
+        std::fs::create_dir_all(proj.join("sub")).unwrap();
+        let tracked = git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]);
+        let mut first = match case {
+            "root above" => confined(&scratch, &proj.join("sub"), WAIT),
+            _ => confined(&scratch, &proj, WAIT),
+        };
+        if case == "home in the project" {
+            first.env("HOME", &proj);
+        }
+        let second = match case {
+            "smaller policy" => confined_under(&scratch, &proj, &small, second_script),
+            _ => confined(&scratch, &proj, second_script),
+        };
+        let waits_in = match case {
+            "root above" => proj.join("sub"),
+            _ => proj.clone(),
+        };
+        let out = while_another_runs(&waits_in, first, second);
+        assert_eq!(text(&out.stdout), "end\n", "{case}: {}", text(&out.stderr));
+        // The smaller policy hides nothing: `.env.local` is the project's to commit there.
+        let (committed, untracked) = match case {
+            "smaller policy" => (tracked.replacen(".env\n", ".env\n.env.local\n", 1), ""),
+            _ => (tracked.clone(), "?? .env.local\n"),
+        };
+        assert_eq!(
+            git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]),
+            committed.replacen("a\n", "a\nb\n", 1),
+            "{case}: the second commit holds b and no placeholder"
+        );
+        // Both ended: every placeholder is gone.
+        assert_eq!(
+            git(&proj, &["status", "--porcelain", "--untracked-files=all"]),
+            untracked,
+            "{case}"
+        );
+    }
+}

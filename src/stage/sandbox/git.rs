@@ -232,6 +232,11 @@ fn repository_of(path: &Path) -> Option<(PathBuf, PathBuf)> {
             continue;
         };
         let git_dir = if meta.is_dir() {
+            // As git looks: a `.git` folder that is no repository (a run's empty placeholder)
+            // is passed over for the one above.
+            if !dot_git.join("HEAD").is_file() {
+                continue;
+            }
             dot_git
         } else if meta.is_file() {
             gitdir_of(&dot_git)?
@@ -377,9 +382,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(root.join("gitdirs/sub")).unwrap();
         std::fs::write(root.join("sub/.git"), "gitdir: ../gitdirs/sub\n").unwrap();
+        // An empty `.git` (another run's placeholder) is no repository: the one above is.
+        std::fs::create_dir_all(root.join("a b/.git")).unwrap();
         let found = views(&[
             root.join(".env"),
             root.join("a b/*x"),

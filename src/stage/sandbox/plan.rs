@@ -328,7 +328,6 @@ impl Sandbox {
         let before = entries.clone();
         entries.extend(read_only);
         let mut placeholders = Vec::new();
-        let mut others_found = Vec::new();
         for path in &protected {
             let mut check_link = |link: &Path, folder: &Path| {
                 if state(&entries, folder, true) == State::Writable {
@@ -343,14 +342,6 @@ impl Sandbox {
                 Resolved::Exists(target) => {
                     if state(&before, &target, true) != State::Writable {
                         continue;
-                    }
-                    // Another run's file placeholder, as it made it: a stand-in here too, which
-                    // git inside keeps out of a commit (a folder is nothing to git).
-                    if others
-                        .iter()
-                        .any(|other| !other.dir && other.path == target && other.is_as_made())
-                    {
-                        others_found.push(target.clone());
                     }
                     (target, MountKind::ReadOnly)
                 }
@@ -387,6 +378,29 @@ impl Sandbox {
             };
             pin(&entries, &mut mounts, &target);
             mounts.push(Mount { kind, path: target });
+        }
+        // Other runs' placeholders (recorded by [`super::sharing`]) found as they were made:
+        // stand-ins here too, which git inside keeps out of a commit (a folder is nothing to
+        // git), and read-only where this run could write them, whatever its own policy
+        // protects. A run under a smaller policy, or rooted above the other's root, committed
+        // them, or removed them and so took the other run's mounts away (found by reviews).
+        let mut others_found = Vec::new();
+        for other in others {
+            if !other.is_as_made() {
+                continue;
+            }
+            let path = &other.path;
+            if !other.dir {
+                others_found.push(path.clone());
+            }
+            let mounted = mounts.iter().any(|mount| &mount.path == path);
+            if !mounted && state(&entries, path, true) == State::Writable {
+                pin(&entries, &mut mounts, path);
+                mounts.push(Mount {
+                    kind: MountKind::ReadOnly,
+                    path: path.clone(),
+                });
+            }
         }
         stand_ins.extend(
             placeholders
@@ -636,6 +650,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(root.join(".claude")).unwrap();
         std::fs::write(root.join(".env"), "SECRET=1").unwrap();
         let rules = rules(serde_json::json!({
