@@ -11,12 +11,10 @@
 //! until the placeholders are made): a plan that saw `.git` missing while another run made it
 //! mounted git's views into a folder it had made read-only, and bubblewrap failed.
 //!
-//! The locks and the record are `sandbox-runs/<SHA-256 of the project>.lock`, `.plan` and
+//! The locks and the record are `sandbox-runs/<SHA-256 of the root>.lock`, `.plan` and
 //! `.placeholders` in the state folder of the user's home ([`state_folders`]; folder 0700, files
-//! 0600), where the project is the repository the root is in ([`project_of`]), since runs
-//! rooted one inside another share placeholders too. A run's plan takes every placeholder
-//! recorded that it finds as made for a stand-in, read-only inside where it could write,
-//! whatever its own policy protects.
+//! 0600). A run's plan takes every placeholder recorded that it finds as made for a stand-in,
+//! read-only inside where it could write, whatever its own policy protects.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -30,23 +28,6 @@ use super::SandboxError;
 
 /// The folder of the locks and records, inside the state folder.
 pub const FOLDER: &str = "sandbox-runs";
-
-/// The project a canonical root is in, for its runs' lock: the top of the nearest repository
-/// at or above it (a folder with a `.git` that is one: a folder holding `HEAD`, or a file), else
-/// the root itself. An empty `.git`, a run's placeholder, is not a repository.
-pub fn project_of(root: &Path) -> PathBuf {
-    root.ancestors()
-        .find(|folder| {
-            let dot_git = folder.join(".git");
-            match std::fs::symlink_metadata(&dot_git) {
-                Ok(meta) if meta.is_dir() => dot_git.join("HEAD").is_file(),
-                Ok(meta) => meta.is_file(),
-                Err(_) => false,
-            }
-        })
-        .unwrap_or(root)
-        .to_path_buf()
-}
 
 /// Where runs look for the root's lock, in order: the state folder of the user's home in the
 /// password database, then the environment's (`XDG_STATE_HOME`, else `HOME`). The first is the
@@ -80,15 +61,15 @@ pub struct RootLock {
 }
 
 impl RootLock {
-    /// Waits for no run of `root`'s project ([`project_of`]) to be removing placeholders, and
-    /// holds the project shared until [`RootLock::last_out`]. One lock for a repository, not
-    /// for a root: runs rooted in a folder and in a folder inside it (an agent's calls from
-    /// different working folders) write on each other's placeholders as runs of one root do
-    /// (found by a review).
+    /// Waits for no run of `root` (canonical) to be removing placeholders, and holds the root
+    /// shared until [`RootLock::last_out`]. Keyed by the root as given, which nothing inside a
+    /// run can change: a key from the repository around it (tried) followed a `HEAD` file that a
+    /// confined program could write or move, and split one root's runs across two locks (found
+    /// by a review).
     pub fn shared(state: &Path, root: &Path) -> Result<RootLock, SandboxError> {
         let folder = super::remembered::state_folder(state, FOLDER)?;
         let failed = |what: &str| SandboxError::io(format!("{what} {}", folder.display()));
-        let name = super::remembered::root_name(&project_of(root));
+        let name = super::remembered::root_name(root);
         let open = |extension: &str| {
             OpenOptions::new()
                 .write(true)
@@ -219,26 +200,6 @@ fn parse(bytes: &[u8]) -> Vec<Placeholder> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_root_s_project_is_its_repository_and_an_empty_dot_git_is_none() {
-        let dir = tempfile::tempdir().unwrap();
-        let top = std::fs::canonicalize(dir.path()).unwrap();
-        let deep = top.join("repo/sub/deeper");
-        std::fs::create_dir_all(&deep).unwrap();
-        // No repository: the root itself.
-        assert_eq!(project_of(&deep), deep);
-        // A placeholder `.git` (empty) is none either.
-        std::fs::create_dir(deep.join(".git")).unwrap();
-        assert_eq!(project_of(&deep), deep);
-        std::fs::create_dir_all(top.join("repo/.git")).unwrap();
-        std::fs::write(top.join("repo/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        assert_eq!(project_of(&deep), top.join("repo"));
-        assert_eq!(project_of(&top.join("repo")), top.join("repo"));
-        // A worktree's `.git` file.
-        std::fs::write(top.join("repo/sub/.git"), "gitdir: ../.git/worktrees/sub\n").unwrap();
-        assert_eq!(project_of(&deep), top.join("repo/sub"));
-    }
 
     #[test]
     fn only_the_last_run_out_removes_what_every_run_recorded() {
