@@ -109,6 +109,16 @@ impl AgentAuditArgs {
     }
 }
 
+/// The user's home in the password database, whatever `HOME` says; `None` when it has none or
+/// an odd one (not absolute).
+pub(crate) fn passwd_home() -> Option<PathBuf> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+        .filter(|home| home.is_absolute())
+}
+
 /// `$XDG_STATE_HOME/skeleton-crew`, else `$HOME/.local/state/skeleton-crew` (a relative or empty
 /// value of either is ignored, as the XDG base directory specification says); neither is a usage
 /// error.

@@ -217,11 +217,7 @@ fn homes(home: Option<&Path>) -> Vec<PathBuf> {
     let env_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|home| home.is_absolute());
-    let passwd_home = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|user| user.dir)
-        .filter(|home| home.is_absolute());
+    let passwd_home = crate::cli::passwd_home();
     let mut homes = Vec::new();
     for home in home
         .map(Path::to_path_buf)

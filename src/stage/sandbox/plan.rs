@@ -382,8 +382,8 @@ impl Sandbox {
         // Other runs' placeholders (recorded by [`super::sharing`]) found as they were made:
         // stand-ins here too, which git inside keeps out of a commit (a folder is nothing to
         // git), and read-only where this run could write them, whatever its own policy
-        // protects. A run under a smaller policy, or rooted above the other's root, committed
-        // them, or removed them and so took the other run's mounts away (found by reviews).
+        // protects. A second run, or one under a smaller policy, committed them, or removed
+        // them and so took the other run's mounts away (found by reviews).
         let mut others_found = Vec::new();
         for other in others {
             if !other.is_as_made() {

@@ -37,11 +37,8 @@ pub const FOLDER: &str = "sandbox-runs";
 /// its mounts) away. The second serves a user whose home cannot hold it (a system account
 /// whose home is not its own).
 pub fn state_folders() -> Vec<PathBuf> {
-    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|user| user.dir)
-        .filter(|home| home.is_absolute() && home.is_dir())
+    let passwd = crate::cli::passwd_home()
+        .filter(|home| home.is_dir())
         .map(|home| home.join(".local/state").join(crate::cli::STATE_FOLDER));
     let mut folders: Vec<PathBuf> = passwd.into_iter().collect();
     if let Ok(state) = crate::cli::default_state_folder() {
@@ -200,6 +197,17 @@ fn parse(bytes: &[u8]) -> Vec<Placeholder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_that_cannot_be_read_refuses_the_plan_and_none_is_no_placeholder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
+        let lock = RootLock::shared(&state, root).unwrap();
+        assert!(lock.recorded().unwrap().is_empty(), "nothing recorded yet");
+        // Something not a file where the record goes: the run is refused, not planned blind.
+        std::fs::create_dir(&lock.record).unwrap();
+        assert!(lock.recorded().is_err());
+    }
 
     #[test]
     fn only_the_last_run_out_removes_what_every_run_recorded() {
