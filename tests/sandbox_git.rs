@@ -622,3 +622,55 @@ rm -f .mcp.json sub/.mcp.json .bashrc 2>/dev/null; echo x > .claude 2>/dev/null;
         );
     }
 }
+
+/// A user's own empty file at a placeholder's path is not the placeholder: put there while a run
+/// lasts (the placeholder removed on the host first), or after a killed run left its placeholder
+/// and record behind, it is neither removed at the end nor kept out of a commit as a stand-in
+/// (a review found both: an empty file at the path was taken for the placeholder).
+#[test]
+fn a_user_s_own_empty_file_at_a_placeholder_s_path_is_neither_removed_nor_a_stand_in() {
+    // Moved away rather than removed, so that its inode is not the new file's: told apart by
+    // the inode here, by its birth time too where a removed one's number is reused.
+    let replace = |proj: &Path| {
+        let placeholder = proj.join(".mcp.json");
+        assert!(placeholder.exists(), "the run made its placeholder");
+        let away = proj.parent().unwrap().join("moved-away");
+        std::fs::rename(&placeholder, away).unwrap();
+        std::fs::File::create(&placeholder).unwrap();
+    };
+    // While a run lasts.
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let mut first = confined(&scratch, &proj, WAIT)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&proj.join(".a-running"), &mut first);
+    replace(&proj);
+    std::fs::write(proj.join(".a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert!(proj.join(".mcp.json").is_file(), "the user's file is kept");
+
+    // After a killed run: the next run's commit takes the user's file, and its end keeps it.
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let mut killed = confined(&scratch, &proj, WAIT)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&proj.join(".a-running"), &mut killed);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    replace(&proj);
+    let out = run(
+        &scratch,
+        &proj,
+        "rm -f .a-running; git add -A && git commit -qm second && echo end",
+    );
+    assert_eq!(text(&out.stdout), "end\n", "{}", text(&out.stderr));
+    assert!(proj.join(".mcp.json").is_file(), "the user's file is kept");
+    let tree = git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(tree.lines().any(|name| name == ".mcp.json"), "{tree}");
+}

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::bwrap::RunFiles;
 use super::git::{git_info_source, GitView};
-use super::plan::Placeholder;
+use super::plan::{Made, Placeholder};
 use super::sharing::RootLock;
 use super::SandboxError;
 
@@ -212,7 +212,13 @@ impl Placeholders {
             }
             let path = &placeholder.path;
             let created = if placeholder.dir {
-                DirBuilder::new().create(path)
+                DirBuilder::new().create(path).and_then(|()| {
+                    std::fs::File::options()
+                        .read(true)
+                        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                        .open(path)?
+                        .metadata()
+                })
             } else {
                 OpenOptions::new()
                     .write(true)
@@ -220,17 +226,22 @@ impl Placeholders {
                     .open(path)
                     .and_then(|mut file| {
                         use std::io::Write;
-                        file.write_all(placeholder.contents)
+                        file.write_all(placeholder.contents)?;
+                        file.metadata()
                     })
             };
-            created.map_err(SandboxError::io(format!(
+            let meta = created.map_err(SandboxError::io(format!(
                 "blocking the protected path {}",
                 path.display()
             )))?;
+            let placeholder = Placeholder {
+                made: Some(Made::of(&meta)),
+                ..placeholder.clone()
+            };
             made.made.push(placeholder.clone());
             if let Some(lock) = &made.lock {
                 // Recorded as soon as made: a run killed after this leaves it to the last run.
-                lock.record(std::slice::from_ref(placeholder))?;
+                lock.record(std::slice::from_ref(&placeholder))?;
             }
         }
         if let Some(lock) = &mut made.lock {
@@ -292,7 +303,10 @@ fn remove_unchanged_at(placeholder: &Placeholder) -> std::io::Result<()> {
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         )?;
-        drop(opened);
+        let meta = std::fs::File::from(opened).metadata()?;
+        if placeholder.made.is_some_and(|made| !made.is(&meta)) {
+            return Ok(());
+        }
         unlinkat(&folder, name, UnlinkatFlags::RemoveDir)?;
         return Ok(());
     }
@@ -306,7 +320,10 @@ fn remove_unchanged_at(placeholder: &Placeholder) -> std::io::Result<()> {
     let mut file = std::fs::File::from(opened);
     let meta = file.metadata()?;
     let size = placeholder.contents.len();
-    if !meta.is_file() || meta.len() != size as u64 {
+    if !meta.is_file()
+        || meta.len() != size as u64
+        || placeholder.made.is_some_and(|made| !made.is(&meta))
+    {
         return Ok(());
     }
     let mut held = Vec::with_capacity(size + 1);
@@ -334,21 +351,25 @@ mod tests {
                 path: dir.path().join("a"),
                 dir: true,
                 contents: b"",
+                made: None,
             },
             Placeholder {
                 path: dir.path().join("b"),
                 dir: false,
                 contents: b"",
+                made: None,
             },
             Placeholder {
                 path: dir.path().join("c"),
                 dir: false,
                 contents: b"",
+                made: None,
             },
             Placeholder {
                 path: dir.path().join("d"),
                 dir: false,
                 contents: b".\n",
+                made: None,
             },
         ];
         let made = Placeholders::create(&wanted, None).unwrap();
@@ -364,6 +385,46 @@ mod tests {
     }
 
     #[test]
+    fn another_file_or_folder_put_in_a_placeholder_s_place_is_not_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let wanted = [
+            Placeholder {
+                path: base.join("folder"),
+                dir: true,
+                contents: b"",
+                made: None,
+            },
+            Placeholder {
+                path: base.join("file"),
+                dir: false,
+                contents: b"",
+                made: None,
+            },
+        ];
+        let made = Placeholders::create(&wanted, None).unwrap();
+        let recorded: Vec<Placeholder> = made.made.clone();
+        assert!(recorded
+            .iter()
+            .all(|placeholder| placeholder.made.is_some() && placeholder.is_as_made()));
+        // Someone moves each away and puts an empty one of their own there: as empty as the
+        // placeholder was, and not it (moved rather than removed, so that the inode number is
+        // not reused: where it is, the birth time tells them apart).
+        std::fs::rename(base.join("folder"), base.join("folder-away")).unwrap();
+        std::fs::rename(base.join("file"), base.join("file-away")).unwrap();
+        std::fs::create_dir(base.join("folder")).unwrap();
+        std::fs::File::create(base.join("file")).unwrap();
+        assert!(recorded.iter().all(|placeholder| !placeholder.is_as_made()));
+        drop(made);
+        assert!(base.join("folder").is_dir() && base.join("file").is_file());
+        // A placeholder recorded before it said which file it is goes by its path alone.
+        for placeholder in &wanted {
+            remove_if_unchanged(placeholder);
+            assert!(!placeholder.path.exists(), "{}", placeholder.path.display());
+        }
+    }
+
+    #[test]
     fn a_link_put_on_the_way_to_a_placeholder_is_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
@@ -376,11 +437,13 @@ mod tests {
                 path: project.join(".git/hooks"),
                 dir: true,
                 contents: b"",
+                made: None,
             },
             Placeholder {
                 path: project.join(".git/config"),
                 dir: false,
                 contents: b"",
+                made: None,
             },
         ];
         let made = Placeholders::create(&wanted, None).unwrap();

@@ -72,16 +72,60 @@ pub struct Placeholder {
     pub dir: bool,
     /// What a file placeholder holds (empty, but for a git `commondir`: [`git::COMMONDIR_SELF`]).
     pub contents: &'static [u8],
+    /// Which file it is once made; `None` while only planned (or recorded before this was).
+    pub made: Option<Made>,
+}
+
+/// Which file or folder a placeholder is: its device, inode and, where the file system keeps
+/// one, its birth time. A user's own empty file put at a placeholder's path (after removing it
+/// during a run, or after a killed run left it) is another file, and is neither taken for a
+/// stand-in nor removed (a review found both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Made {
+    pub dev: u64,
+    pub ino: u64,
+    /// Nanoseconds since the epoch; `None` where the file system keeps no birth time.
+    pub born: Option<u128>,
+}
+
+impl Made {
+    pub fn of(meta: &std::fs::Metadata) -> Made {
+        use std::os::unix::fs::MetadataExt;
+        Made {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            born: meta
+                .created()
+                .ok()
+                .and_then(|born| born.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|since| since.as_nanos()),
+        }
+    }
+
+    /// Whether `meta` is of this file (the birth time compared where both have one: an inode
+    /// number is reused as soon as it is free).
+    pub fn is(&self, meta: &std::fs::Metadata) -> bool {
+        let now = Made::of(meta);
+        now.dev == self.dev
+            && now.ino == self.ino
+            && match (now.born, self.born) {
+                (Some(now), Some(then)) => now == then,
+                _ => true,
+            }
+    }
 }
 
 impl Placeholder {
     /// Whether the placeholder is there as it is made: a folder with nothing in it, a file
-    /// holding what it is made with.
+    /// holding what it is made with, and, once made, the same file.
     pub fn is_as_made(&self) -> bool {
         let path = &self.path;
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return false;
         };
+        if self.made.is_some_and(|made| !made.is(&meta)) {
+            return false;
+        }
         if self.dir {
             meta.is_dir()
                 && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
@@ -365,6 +409,7 @@ impl Sandbox {
                         path: first.clone(),
                         dir: more,
                         contents: if commondir { git::COMMONDIR_SELF } else { b"" },
+                        made: None,
                     });
                     let kind = if more {
                         MountKind::BlockDir
@@ -580,6 +625,7 @@ fn git_views(
                 path: info.clone(),
                 dir: true,
                 contents: b"",
+                made: None,
             });
         }
         pin(entries, mounts, info);
@@ -684,6 +730,7 @@ mod tests {
             path: root.join(path),
             dir,
             contents,
+            made: None,
         };
         assert_eq!(
             sandbox.placeholders(),

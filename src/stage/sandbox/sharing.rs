@@ -23,7 +23,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::git::COMMONDIR_SELF;
-use super::plan::Placeholder;
+use super::plan::{Made, Placeholder};
 use super::SandboxError;
 
 /// The folder of the locks and records, inside the state folder.
@@ -118,6 +118,10 @@ impl RootLock {
         let mut bytes = Vec::new();
         for placeholder in made {
             bytes.push(kind(placeholder));
+            if let Some(made) = placeholder.made {
+                let born = made.born.map(|born| born.to_string()).unwrap_or_default();
+                bytes.extend_from_slice(format!("{}:{}:{born}", made.dev, made.ino).as_bytes());
+            }
             bytes.extend_from_slice(placeholder.path.as_os_str().as_bytes());
             bytes.push(0);
         }
@@ -169,15 +173,20 @@ fn kind(placeholder: &Placeholder) -> u8 {
     }
 }
 
-/// The placeholders of a record (a kind byte, the path, a NUL each); anything else is skipped.
+/// The placeholders of a record (a kind byte, which file it is as `dev:ino:born`, the path, a
+/// NUL each); anything else is skipped. A record without `dev:ino:born`, as written before
+/// placeholders were told apart from a user's own files, is taken by its path alone.
 fn parse(bytes: &[u8]) -> Vec<Placeholder> {
     bytes
         .split(|byte| *byte == 0)
         .filter_map(|record| {
-            let (&kind, path) = record.split_first()?;
-            if path.first() != Some(&b'/') {
-                return None;
-            }
+            let (&kind, rest) = record.split_first()?;
+            let slash = rest.iter().position(|byte| *byte == b'/')?;
+            let (made, path) = rest.split_at(slash);
+            let made = match made {
+                [] => None,
+                made => Some(parse_made(made)?),
+            };
             let path = PathBuf::from(std::ffi::OsString::from_vec(path.to_vec()));
             let (dir, contents): (bool, &'static [u8]) = match kind {
                 b'd' => (true, b""),
@@ -189,9 +198,28 @@ fn parse(bytes: &[u8]) -> Vec<Placeholder> {
                 path,
                 dir,
                 contents,
+                made,
             })
         })
         .collect()
+}
+
+/// `dev:ino:born`, the birth time empty where the file system keeps none.
+fn parse_made(text: &[u8]) -> Option<Made> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut parts = text.split(':');
+    let (dev, ino, born) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Made {
+        dev: dev.parse().ok()?,
+        ino: ino.parse().ok()?,
+        born: match born {
+            "" => None,
+            born => Some(born.parse().ok()?),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -217,6 +245,7 @@ mod tests {
             path: PathBuf::from("/work/p").join(name),
             dir,
             contents,
+            made: None,
         };
         let mut first = RootLock::shared(&state, root).unwrap();
         first.planned();
@@ -260,6 +289,47 @@ mod tests {
     }
 
     #[test]
+    fn a_record_says_which_file_each_placeholder_is_and_older_records_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
+        let mut lock = RootLock::shared(&state, root).unwrap();
+        lock.planned();
+        let made = |born| Made {
+            dev: 2049,
+            ino: 77,
+            born,
+        };
+        let placeholders = [
+            Placeholder {
+                path: PathBuf::from("/work/p/.mcp.json"),
+                dir: false,
+                contents: b"",
+                made: Some(made(Some(1_796_290_840_068_176_123))),
+            },
+            Placeholder {
+                path: PathBuf::from("/work/p/.git/info"),
+                dir: true,
+                contents: b"",
+                made: Some(made(None)),
+            },
+        ];
+        lock.record(&placeholders).unwrap();
+        assert_eq!(lock.recorded().unwrap(), placeholders);
+        // A record written before placeholders said which file they are: by its path alone.
+        // One whose file is not `dev:ino:born` is skipped.
+        let old = parse(b"f/work/p/.claude\0f1:2/work/p/x\0f1:x:/work/p/y\0");
+        assert_eq!(
+            old,
+            [Placeholder {
+                path: PathBuf::from("/work/p/.claude"),
+                dir: false,
+                contents: b"",
+                made: None,
+            }]
+        );
+    }
+
+    #[test]
     fn a_record_that_cannot_be_written_fails_the_run() {
         let dir = tempfile::tempdir().unwrap();
         let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
@@ -271,6 +341,7 @@ mod tests {
             path: PathBuf::from("/work/p/.claude"),
             dir: false,
             contents: b"",
+            made: None,
         };
         assert!(lock.record(&[placeholder]).is_err());
         // A state folder that cannot be made: no lock, and the caller refuses the run.
