@@ -61,7 +61,7 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(&bytes[start..i]);
         start = i + 1;
         if escape == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
+            const HEX: &[u8; 16] = crate::hex::DIGITS;
             out.extend_from_slice(&[
                 b'\\',
                 b'u',

@@ -12,6 +12,7 @@ pub mod call;
 pub mod cli;
 pub mod error;
 pub mod exit;
+pub mod hex;
 pub(crate) mod json_lex;
 pub mod json_write;
 pub mod jsonl;

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "error",
             "exit",
+            "hex",
             "strict_json",
             "json_lex",
             "json_write",

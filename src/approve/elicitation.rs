@@ -58,7 +58,7 @@ impl Questions {
         // Without a random source no question can be asked safely: the process ends (a panic
         // ends every binary), which fails closed.
         getrandom::fill(&mut bytes).expect("the system's random source is readable");
-        let random: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+        let random: String = crate::hex::encode(bytes);
         format!("{ID_PREFIX}{}-{random}", self.asked)
     }
 }

@@ -41,7 +41,7 @@ pub(crate) fn record_digest(line: &[u8]) -> String {
 
 /// Bytes as lowercase hex digits.
 pub(crate) fn lower_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::hex::encode(bytes)
 }
 
 /// Where a person who pressed a button gave their answer, as the approval's reason says it.

@@ -88,7 +88,7 @@ impl Link {
 
     /// The 64 lowercase hex digits.
     pub fn hex(&self) -> [u8; 64] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
+        const HEX: &[u8; 16] = crate::hex::DIGITS;
         let mut out = [0u8; 64];
         for (i, byte) in self.0.iter().enumerate() {
             out[2 * i] = HEX[(byte >> 4) as usize];

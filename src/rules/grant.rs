@@ -173,7 +173,7 @@ pub fn time_text(time: SystemTime) -> String {
 }
 
 fn lower_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::hex::encode(bytes)
 }
 
 /// The SHA-256 (lowercase hex) of a call's arguments in canonical JSON: object keys sorted (by

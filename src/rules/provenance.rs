@@ -704,7 +704,7 @@ impl ValueRecord {
         use sha2::{Digest, Sha256};
         let text = self.carried_text();
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex: String = crate::hex::encode(digest);
         let mut line = crate::json_write::JsonLine::new()
             .str_field("kind", self.kind())
             .str_field("agent", self.agent());

@@ -342,7 +342,7 @@ fn update<R>(
 }
 
 fn lower_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::hex::encode(bytes)
 }
 
 /// A new grant id: 128 random bits, as 32 lowercase hex digits.

@@ -209,10 +209,7 @@ fn is_lower_hex(text: &str, len: usize) -> bool {
 
 fn digest_of(line: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(line.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::hex::encode(Sha256::digest(line.as_bytes()))
 }
 
 /// Checks a hold's parts as [`put`] and the reader both do.
@@ -361,7 +358,7 @@ fn new_id() -> Result<String, InboxError> {
     getrandom::fill(&mut bytes).map_err(|err| {
         InboxError::Invalid(Refusal(format!("no random bytes for its id: {err}")))
     })?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(crate::hex::encode(bytes))
 }
 
 /// Puts a door's hold in the crew's inbox, pending, at `now`, with an id no hold of the inbox has.

@@ -100,7 +100,7 @@ pub fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
         .map_err(|err| anyhow::anyhow!("cannot read the system's random source: {err}"))?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(crate::hex::encode(bytes))
 }
 
 /// Serves MCP at `/mcp` until the process ends.

@@ -295,22 +295,18 @@ pub(crate) fn millis(time: SystemTime) -> u64 {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 /// A fresh nonce: 128 random bits as hex.
 pub(crate) fn nonce() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
-    Ok(hex(&bytes))
+    Ok(crate::hex::encode(bytes))
 }
 
 /// The digest a state binds a call by: SHA-256 of `[tool, arguments]` as serde_json writes it
 /// (object members in the order read; the retry carries the same arguments, as the spec asks).
 pub(crate) fn call_digest(tool: &str, arguments: &Value) -> String {
     let text = serde_json::to_vec(&(tool, arguments)).expect("JSON serializes");
-    hex(&Sha256::digest(text))
+    crate::hex::encode(Sha256::digest(text))
 }
 
 /// The digest a state binds the policy by: SHA-256 of what the policy was made of (the policy
@@ -321,7 +317,7 @@ pub fn policy_digest(parts: &[&[u8]]) -> String {
         digest.update((part.len() as u64).to_be_bytes());
         digest.update(part);
     }
-    hex(&digest.finalize())
+    crate::hex::encode(digest.finalize())
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ impl RunFolder {
             let mut random = [0u8; 8];
             getrandom::fill(&mut random)
                 .map_err(|err| SandboxError::Start(format!("no randomness: {err}")))?;
-            let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            let name: String = crate::hex::encode(random);
             let folder = base.join(format!("sc-sandbox-{name}"));
             match DirBuilder::new().mode(0o700).create(&folder) {
                 Ok(()) => break folder,

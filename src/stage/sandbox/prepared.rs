@@ -132,10 +132,7 @@ pub fn argv_digest(program: &OsStr, args: &[OsString]) -> String {
         hash.update((word.len() as u64).to_be_bytes());
         hash.update(word.as_bytes());
     }
-    hash.finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::hex::encode(hash.finalize())
 }
 
 /// Writes `invocation` (its `exe` aside: sc-sandbox runs itself) to run `bash -c script`, in
@@ -447,7 +444,7 @@ fn mark(folder: &Path, marker: &Path, now: SystemTime) {
 fn new_id() -> std::io::Result<String> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|err| std::io::Error::other(err.to_string()))?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(crate::hex::encode(bytes))
 }
 
 fn seconds(time: SystemTime) -> u64 {

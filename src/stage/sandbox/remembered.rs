@@ -34,7 +34,7 @@ fn file(state: &Path, root: &Path) -> PathBuf {
 /// [`super::sharing`]'s): the SHA-256 of its canonical path, in hexadecimal.
 pub(super) fn root_name(root: &Path) -> String {
     let digest = Sha256::digest(root.as_os_str().as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::hex::encode(digest)
 }
 
 /// The folder `name` of the state folder `state`, made (0700, with what leads to it) if missing.

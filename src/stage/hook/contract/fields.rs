@@ -102,7 +102,7 @@ pub(super) fn rename(input: &mut Map<String, Value>, from: &str, to: &str) {
 pub(super) fn session_for_folder(prefix: &str, cwd: Option<&str>) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(cwd.unwrap_or("").as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = crate::hex::encode(&digest[..8]);
     format!("{prefix}-{hex}")
 }
 
