@@ -419,7 +419,7 @@ fn appears(path: &Path, child: &mut std::process::Child) {
 /// Two confined calls of one root at once (an agent's parallel tool calls): the first to end
 /// once removed its placeholders (`.claude`) while the second ran on them, which detached the
 /// second's mounts, and its program wrote `.claude/settings.json` (found by a review). The
-/// placeholders now go only when the last run of the root ends.
+/// placeholders now go only when no running run recorded them.
 #[test]
 fn a_run_that_ends_first_leaves_the_placeholders_of_one_still_running() {
     ends_first_while_another_runs(|first| first, |second| second);
@@ -558,19 +558,19 @@ fn a_second_run_commits_none_of_the_first_run_s_placeholders() {
 }
 
 /// Runs `second` to its end while `first` waits (a sc-sandbox command whose program runs
-/// [`WAIT`] in the folder `proj`), then lets `first` end; the second's output.
-fn while_another_runs(proj: &Path, mut first: Command, mut second: Command) -> Output {
+/// [`WAIT`] in the folder `folder`), then lets `first` end; the second's output.
+fn while_another_runs(folder: &Path, mut first: Command, mut second: Command) -> Output {
     let mut first = first
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    appears(&proj.join(".a-running"), &mut first);
+    appears(&folder.join(".a-running"), &mut first);
     let out = second.output().expect("sc-sandbox runs");
-    std::fs::write(proj.join(".a-go"), "").unwrap();
+    std::fs::write(folder.join(".a-go"), "").unwrap();
     assert!(first.wait().unwrap().success());
     for name in [".a-go", ".a-running"] {
-        let _ = std::fs::remove_file(proj.join(name));
+        let _ = std::fs::remove_file(folder.join(name));
     }
     out
 }
@@ -585,24 +585,31 @@ fn a_run_that_protects_less_neither_commits_nor_removes_another_run_s_placeholde
     let second_script = "rm -f .a-running sub/.a-running; echo two > b
 git add -A && git commit -qm second
 rm -f .mcp.json sub/.mcp.json .bashrc 2>/dev/null; echo x > .claude 2>/dev/null; echo end";
+    // The first's `.claude` is `sub/.claude` when it is rooted there.
+    let above_script = second_script.replace(".claude", "sub/.claude");
     let policies = Scratch::new();
     let small = policies.write("small.json", r#"{"sandbox": {"readOnly": []}}"#);
-    // A smaller policy; the first run's HOME in the project. (A run rooted above another's
-    // root holds another lock, and is not covered yet: docs/sandbox.md.)
-    for case in ["smaller policy", "home in the project"] {
+    // A smaller policy; the first run's HOME in the project; the first rooted in `sub/`, the
+    // second above it (per-root locks did not see each other: a review).
+    for case in ["smaller policy", "home in the project", "root above"] {
         let scratch = Scratch::new();
         let proj = project(&scratch);
         std::fs::create_dir_all(proj.join("sub")).unwrap();
         let tracked = git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]);
-        let mut first = confined(&scratch, &proj, WAIT);
+        let first_root = match case {
+            "root above" => proj.join("sub"),
+            _ => proj.clone(),
+        };
+        let mut first = confined(&scratch, &first_root, WAIT);
         if case == "home in the project" {
             first.env("HOME", &proj);
         }
         let second = match case {
             "smaller policy" => confined_under(&scratch, &proj, &small, second_script),
+            "root above" => confined(&scratch, &proj, &above_script),
             _ => confined(&scratch, &proj, second_script),
         };
-        let out = while_another_runs(&proj, first, second);
+        let out = while_another_runs(&first_root, first, second);
         assert_eq!(text(&out.stdout), "end\n", "{case}: {}", text(&out.stderr));
         // The smaller policy hides nothing: `.env.local` is the project's to commit there.
         let (committed, untracked) = match case {
@@ -673,4 +680,49 @@ fn a_user_s_own_empty_file_at_a_placeholder_s_path_is_neither_removed_nor_a_stan
     assert!(proj.join(".mcp.json").is_file(), "the user's file is kept");
     let tree = git(&proj, &["ls-tree", "-r", "--name-only", "HEAD"]);
     assert!(tree.lines().any(|name| name == ".mcp.json"), "{tree}");
+}
+
+/// Runs of two projects that share a writable `~` (a policy's `writable: ["~"]`) each need the
+/// placeholder of a missing `~/.gitconfig`: the first to end left the other's in place only
+/// while the locks were per root by chance of timing; now a run that stands on another's
+/// placeholder records it, and the first to end leaves it, so the second's program cannot write
+/// `~/.gitconfig`.
+#[test]
+fn runs_of_two_projects_sharing_a_writable_home_keep_each_other_s_placeholders() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "policy.json",
+        r#"{"sandbox": {"readOnly": ["~/.gitconfig"], "writable": ["~"]}}"#,
+    );
+    std::fs::create_dir_all(scratch.path("home")).unwrap();
+    let (one, two) = (scratch.path("one"), scratch.path("two"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&two).unwrap();
+    let mut first = confined_under(&scratch, &one, &policy, WAIT)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&one.join(".a-running"), &mut first);
+    let gitconfig = scratch.path("home/.gitconfig");
+    assert!(gitconfig.is_file(), "the first run made its placeholder");
+    let mut second = confined_under(
+        &scratch,
+        &two,
+        &policy,
+        ": > b-running; while [ ! -e b-go ]; do sleep 0.02; done
+echo '[x]' > ~/.gitconfig 2>/dev/null && echo wrote; echo done",
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    appears(&two.join("b-running"), &mut second);
+    std::fs::write(one.join(".a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert!(gitconfig.is_file(), "the second run stands on it");
+    std::fs::write(two.join("b-go"), "").unwrap();
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    assert!(!gitconfig.exists(), "the last run out removed it");
 }

@@ -17,9 +17,10 @@ use skeleton_crew::store::{self, StateUrl};
 /// file, the audit log and its key, the state store), are read-only even inside the root; `hidden`
 /// paths (a last part may be a pattern: `*.pem`) read as empty, and so does a place a link to one
 /// led to in an earlier run of the root (remembered in the state folder); a protected path that
-/// does not exist yet cannot be created. Runs of one root at once share its placeholders (a lock
-/// in the state folder of the user's home, whatever HOME each run was given), and git inside any
-/// of them keeps every run's placeholders out of a commit.
+/// does not exist yet cannot be created. Runs at once share their placeholders (records and a
+/// lock in the state folder of the user's home, whatever HOME each run was given; nested roots
+/// and a shared writable `~` alike), and git inside any of them keeps every run's placeholders
+/// out of a commit.
 /// Network: none but an HTTP proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) that reaches the hosts of
 /// `network.allow` alone; with --audit, every connection attempt is an audit event, as are the
 /// start and end of the run. Processes: new PID, network, IPC and user namespaces, no

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::bwrap::RunFiles;
 use super::git::{git_info_source, GitView};
 use super::plan::{Made, Placeholder};
-use super::sharing::RootLock;
+use super::sharing::RunRecord;
 use super::SandboxError;
 
 /// sc-sandbox's private folder of one run (mode 700, in a memory file system when there is one:
@@ -179,27 +179,31 @@ impl Drop for RunFolder {
 }
 
 /// The placeholders of one run, created on the host before it and removed after it when they are
-/// still empty (a file of zero bytes, a folder with nothing in it). With the run's hold on its
-/// root ([`RootLock`]), only by the last run of the root to end ([`super::sharing`]).
+/// still empty (a file of zero bytes, a folder with nothing in it). With the run's record
+/// ([`RunRecord`]), only while no running run recorded them ([`super::sharing`]).
 #[derive(Debug, Default)]
 pub struct Placeholders {
     made: Vec<Placeholder>,
-    lock: Option<RootLock>,
+    lock: Option<RunRecord>,
 }
 
 impl Placeholders {
-    /// Makes the `wanted` placeholders; one another run of the root made already, as it is made,
-    /// serves this run too.
+    /// Makes the `wanted` placeholders, after recording those of other runs the run
+    /// `stands_on`; one another run made already, as it is made, serves this run too.
     pub fn create(
         wanted: &[Placeholder],
-        lock: Option<RootLock>,
+        stands_on: &[Placeholder],
+        lock: Option<RunRecord>,
     ) -> Result<Placeholders, SandboxError> {
         let mut made = Placeholders {
             made: Vec::new(),
             lock,
         };
+        if let Some(lock) = &made.lock {
+            lock.record(stands_on)?;
+        }
         for placeholder in wanted {
-            // Made by another run of the root since this one's plan: it serves. A folder may
+            // Made by another run since this one's plan: it serves. A folder may
             // hold that run's deeper placeholders; a real one made meanwhile is blocked all
             // the same (the empty read-only folder is mounted over it).
             let made_by_another = if placeholder.dir {
@@ -372,7 +376,7 @@ mod tests {
                 made: None,
             },
         ];
-        let made = Placeholders::create(&wanted, None).unwrap();
+        let made = Placeholders::create(&wanted, &[], None).unwrap();
         assert_eq!(std::fs::read(dir.path().join("d")).unwrap(), b".\n");
         std::fs::write(dir.path().join("c"), "written outside meanwhile").unwrap();
         drop(made);
@@ -402,7 +406,7 @@ mod tests {
                 made: None,
             },
         ];
-        let made = Placeholders::create(&wanted, None).unwrap();
+        let made = Placeholders::create(&wanted, &[], None).unwrap();
         let recorded: Vec<Placeholder> = made.made.clone();
         assert!(recorded
             .iter()
@@ -446,7 +450,7 @@ mod tests {
                 made: None,
             },
         ];
-        let made = Placeholders::create(&wanted, None).unwrap();
+        let made = Placeholders::create(&wanted, &[], None).unwrap();
         // What a confined program could do while the run lasts: its `.git` moved away, a link
         // to another folder with the same empty names put in its place.
         std::fs::rename(project.join(".git"), project.join("moved")).unwrap();
@@ -457,7 +461,7 @@ mod tests {
         // Back in place, they are removed as made.
         std::fs::remove_file(project.join(".git")).unwrap();
         std::fs::rename(project.join("moved"), project.join(".git")).unwrap();
-        let made = Placeholders::create(&[], None).unwrap();
+        let made = Placeholders::create(&[], &[], None).unwrap();
         drop(made);
         for placeholder in &wanted {
             remove_if_unchanged(placeholder);

@@ -223,6 +223,12 @@ pub fn views(paths: &[PathBuf]) -> Vec<GitView> {
     views
 }
 
+/// The top of the work tree `folder` is in: itself, or the nearest folder above it with a
+/// repository.
+pub(super) fn work_tree_of(folder: &Path) -> Option<PathBuf> {
+    repository_of(&folder.join(DOT_GIT)).map(|(top, _)| top)
+}
+
 /// The work tree's top and its common git dir's `info` folder, for the nearest `.git` above
 /// `path`.
 fn repository_of(path: &Path) -> Option<(PathBuf, PathBuf)> {

@@ -145,6 +145,8 @@ pub struct Sandbox {
     network: NetworkRules,
     mounts: Vec<Mount>,
     placeholders: Vec<Placeholder>,
+    /// Other runs' placeholders this run found as made and stands on.
+    stands_on: Vec<Placeholder>,
     /// What git inside sees of the repositories the stand-ins are in.
     git_views: Vec<git::GitView>,
     /// Whether `/var/run` is a folder (not a link to `/run`), made anew inside.
@@ -172,7 +174,7 @@ impl Sandbox {
         Sandbox::from_policy_among(policy, root, home, own, &[])
     }
 
-    /// [`Sandbox::from_policy`] beside other runs of the root, whose placeholders (`others`,
+    /// [`Sandbox::from_policy`] beside other runs, whose placeholders (`others`,
     /// recorded by [`super::sharing`]) this plan finds made: git inside keeps them out of a
     /// commit as it does this run's own (a second run's `git add -A` committed the first's
     /// empty `.mcp.json`, found by a review).
@@ -200,7 +202,7 @@ impl Sandbox {
 
     /// [`Sandbox::new`], hiding too the places a link on the way to a hidden one led to in an
     /// earlier plan of the same root, remembered in the `state` folder ([`super::remembered`]),
-    /// and taking `others`, the placeholders other runs of the root made, for the stand-ins
+    /// and taking `others`, the placeholders other runs made, for the stand-ins
     /// they are where they are found as made.
     pub fn remembering(
         rules: &SandboxRules,
@@ -429,17 +431,29 @@ impl Sandbox {
         // git), and read-only where this run could write them, whatever its own policy
         // protects. A second run, or one under a smaller policy, committed them, or removed
         // them and so took the other run's mounts away (found by reviews).
+        // Those of other roots count where this run could reach them: in its root, in the
+        // repository around it (whose `git add -A` would take them), or where it may write (a
+        // run rooted inside another, or sharing a writable `~`). This run stands on them:
+        // recorded as its own, no run removes them while it runs.
         let mut others_found = Vec::new();
+        let mut stands_on = Vec::new();
+        let work_tree = git::work_tree_of(&root);
         for other in others {
-            if !other.is_as_made() {
+            let path = &other.path;
+            let writable = state(&entries, path, true) == State::Writable;
+            // In a folder this run may write, whether or not it protects the place itself.
+            let reached = path.starts_with(&root)
+                || work_tree.as_ref().is_some_and(|top| path.starts_with(top))
+                || state(&entries, path, false) == State::Writable;
+            if !reached || !other.is_as_made() || stands_on.contains(other) {
                 continue;
             }
-            let path = &other.path;
+            stands_on.push(other.clone());
             if !other.dir {
                 others_found.push(path.clone());
             }
             let mounted = mounts.iter().any(|mount| &mount.path == path);
-            if !mounted && state(&entries, path, true) == State::Writable {
+            if !mounted && writable {
                 pin(&entries, &mut mounts, path);
                 mounts.push(Mount {
                     kind: MountKind::ReadOnly,
@@ -460,6 +474,7 @@ impl Sandbox {
             network: rules.network.clone(),
             mounts: ordered(mounts),
             placeholders,
+            stands_on,
             git_views,
             var_run,
         })
@@ -485,6 +500,12 @@ impl Sandbox {
 
     /// What git inside sees of the repositories the stand-ins are in; each is mounted by a
     /// [`MountKind::GitInfo`] at its `info`.
+    /// Other runs' placeholders (`others`) found as made, that this run stands on: as stand-ins
+    /// for git, read-only where it could write them.
+    pub fn stands_on(&self) -> &[Placeholder] {
+        &self.stands_on
+    }
+
     pub fn git_views(&self) -> &[git::GitView] {
         &self.git_views
     }

@@ -20,7 +20,7 @@ use nix::sys::signal::{SigSet, Signal};
 use super::events::{Recorder, Who};
 use super::files::{Placeholders, RunFolder};
 use super::plan::Sandbox;
-use super::sharing::RootLock;
+use super::sharing::RunRecord;
 use super::{bwrap, machinery, program, proxy, seccomp, SandboxError, EXIT_SANDBOX_FAILURE};
 use crate::audit::chain::Chain;
 use crate::audit::{AuditLog, AuditOptions};
@@ -163,22 +163,20 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
         &bwrap,
         writable.as_deref(),
     ));
-    // Held before the plan: no other run of the root removes a placeholder this one would
-    // find and bind ([`super::sharing`]), whatever environment each was given. Without any
-    // state folder (no home in the password database, neither HOME nor XDG_STATE_HOME) no lock
-    // is shared, and each run removes what it made, as before (docs/sandbox.md says what that
-    // leaves open).
+    // Held before the plan: no other run removes a placeholder this one would find and bind
+    // ([`super::sharing`]), whatever environment each was given. Without any state folder (no
+    // home in the password database, neither HOME nor XDG_STATE_HOME) no record is shared, and
+    // each run removes what it made, as before (docs/sandbox.md says what that leaves open).
     let lock = match std::fs::canonicalize(&root) {
-        Ok(canonical) => {
+        Ok(_) => {
             let mut held = None;
             let mut failure = None;
             for state in super::sharing::state_folders() {
-                match RootLock::shared(&state, &canonical) {
+                match RunRecord::join(&state) {
                     Ok(lock) => {
-                        // The locks and the record are the gate's own, and hidden: written
-                        // inside, a record would have the last run remove empty files
-                        // anywhere, and a lock held inside would stop every later run of the
-                        // root (found by a review).
+                        // The lock and the records are the gate's own, and hidden: written
+                        // inside, a record would have a run remove empty files anywhere, and
+                        // a lock held inside would stop every later run (found by a review).
                         own.push((
                             state.join(super::sharing::FOLDER),
                             super::plan::HIDDEN_OWN_FOLDER.to_owned(),
@@ -207,7 +205,7 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     folder.write_git_views(sandbox.git_views())?;
     let listener = UnixListener::bind(&folder.socket)
         .map_err(SandboxError::io("listening on the proxy's socket"))?;
-    let placeholders = Placeholders::create(sandbox.placeholders(), lock)?;
+    let placeholders = Placeholders::create(sandbox.placeholders(), sandbox.stands_on(), lock)?;
     let allow: Vec<String> = sandbox
         .network()
         .allow()

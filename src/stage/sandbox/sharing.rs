@@ -1,20 +1,26 @@
-//! Sandboxes of one root at once (an agent's parallel tool calls). A run's placeholders (the
-//! empty file or folder a missing protected path is blocked on, `.claude`) are on the host, and
-//! a second run planned meanwhile binds them read-only as it finds them. Removed by the first
-//! run at its end, they took the second's mounts with them (the kernel detaches a mount whose
-//! place another namespace removes), and its program could then write `.claude/settings.json`
-//! (found by a review). So each run holds a shared lock on its root for as long as it runs, and
-//! records the placeholders it makes; the placeholders are removed only by a run that, at its
-//! end, finds itself the last (the lock taken exclusively, without waiting), and then all that
-//! any run recorded. A run that was killed leaves its record for the next last run. And runs
-//! plan and make their placeholders one at a time (a second lock, held from before the plan
-//! until the placeholders are made): a plan that saw `.git` missing while another run made it
-//! mounted git's views into a folder it had made read-only, and bubblewrap failed.
+//! Sandboxes at once (an agent's parallel tool calls; runs of nested roots; runs sharing a
+//! writable folder). A run's placeholders (the empty file or folder a missing protected path is
+//! blocked on, `.claude`) are on the host, and another run planned meanwhile binds them
+//! read-only as it finds them. Removed by the first run at its end, they took the second's
+//! mounts with them (the kernel detaches a mount whose place another namespace removes), and its
+//! program could then write `.claude/settings.json` (found by a review).
 //!
-//! The locks and the record are `sandbox-runs/<SHA-256 of the root>.lock`, `.plan` and
-//! `.placeholders` in the state folder of the user's home ([`state_folders`]; folder 0700, files
-//! 0600). A run's plan takes every placeholder recorded that it finds as made for a stand-in,
-//! read-only inside where it could write, whatever its own policy protects.
+//! So every run keeps a record of the placeholders it made and of the other runs' it stands on
+//! (found as made where it plans), locked for as long as it runs. At its end, a run removes
+//! what it recorded, and what runs that ended without removing theirs (killed) recorded, but
+//! for any placeholder a running run recorded; then it deletes those records. Runs plan, make
+//! their placeholders and remove them one at a time (one lock, held by sc-sandbox itself for
+//! milliseconds, never by a confined program): a plan that saw `.git` missing while another
+//! run made it mounted git's views into a folder it had made read-only, and bubblewrap failed.
+//! One lock and one set of records serve every root: runs rooted one inside another held
+//! different locks when they were per root, and either could commit or remove the other's
+//! placeholders (found by a review).
+//!
+//! The lock and the records are `sandbox-runs/plan.lock` and `sandbox-runs/run-<random>.uses`
+//! in the state folder of the user's home ([`state_folders`]; folder 0700, files 0600), hidden
+//! inside every sandbox. A run's plan takes every placeholder recorded that it finds as made,
+//! in its root, its repository or a folder it may write, for a stand-in, read-only inside
+//! where it could write, whatever its own policy protects.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -49,74 +55,117 @@ pub fn state_folders() -> Vec<PathBuf> {
     folders
 }
 
-/// A run's shared hold on its root, and while it plans, the root's planning to itself.
+/// A run among the others of the user, of any root: its record of the placeholders it made or
+/// stands on, locked for as long as it runs, and while it plans, the planning of every run.
 #[derive(Debug)]
-pub struct RootLock {
-    lock: File,
+pub struct RunRecord {
+    folder: PathBuf,
     planning: Option<File>,
-    record: PathBuf,
+    own: File,
+    path: PathBuf,
 }
 
-impl RootLock {
-    /// Waits for no run of `root` (canonical) to be removing placeholders, and holds the root
-    /// shared until [`RootLock::last_out`]. Keyed by the root as given, which nothing inside a
-    /// run can change: a key from the repository around it (tried) followed a `HEAD` file that a
-    /// confined program could write or move, and split one root's runs across two locks (found
-    /// by a review).
-    pub fn shared(state: &Path, root: &Path) -> Result<RootLock, SandboxError> {
+/// What a run's record is called: `run-<128 random bits>.uses`.
+const RECORD_PREFIX: &str = "run-";
+const RECORD_SUFFIX: &str = ".uses";
+/// A record of the per-root scheme before (`<SHA-256 of the root>.placeholders`): read as a
+/// record whose run has ended.
+const OLD_RECORD_SUFFIX: &str = ".placeholders";
+
+impl RunRecord {
+    /// Waits for no run to be planning or removing placeholders, and starts this run's record,
+    /// locked until [`RunRecord::last_out`]. One lock for every root: runs rooted one inside
+    /// another (a repository and its `sub/`), or sharing a writable folder (`~`), make
+    /// placeholders the other must see (a review found nested roots holding different locks).
+    /// Nothing a confined program can change names it: a key from the repository around the
+    /// root (tried) followed a `HEAD` file that one could write or move.
+    pub fn join(state: &Path) -> Result<RunRecord, SandboxError> {
         let folder = super::remembered::state_folder(state, FOLDER)?;
         let failed = |what: &str| SandboxError::io(format!("{what} {}", folder.display()));
-        let name = super::remembered::root_name(root);
-        let open = |extension: &str| {
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(folder.join(format!("{name}.{extension}")))
-                .map_err(failed("opening the root's lock in"))
-        };
-        let lock = open("lock")?;
-        lock.lock_shared().map_err(failed("locking the root in"))?;
-        let planning = open("plan")?;
+        let planning = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(folder.join("plan.lock"))
+            .map_err(failed("opening the runs' lock in"))?;
         planning
             .lock()
-            .map_err(failed("locking the root's plan in"))?;
-        Ok(RootLock {
-            lock,
+            .map_err(failed("locking the runs' plan in"))?;
+        let mut name = [0u8; 16];
+        getrandom::fill(&mut name)
+            .map_err(|err| SandboxError::Start(format!("no randomness: {err}")))?;
+        let path = folder.join(format!(
+            "{RECORD_PREFIX}{}{RECORD_SUFFIX}",
+            crate::hex::encode(name)
+        ));
+        let own = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(failed("starting the run's record in"))?;
+        own.try_lock().map_err(|_| {
+            SandboxError::io(format!("locking {}", path.display()))(std::io::Error::from(
+                std::io::ErrorKind::WouldBlock,
+            ))
+        })?;
+        Ok(RunRecord {
+            folder,
             planning: Some(planning),
-            record: folder.join(format!("{name}.placeholders")),
+            own,
+            path,
         })
     }
 
-    /// The run's placeholders are made: another run of the root may plan.
+    /// The placeholders are made and recorded: another run may plan.
     pub fn planned(&mut self) {
         if let Some(planning) = self.planning.take() {
             let _ = planning.unlock();
         }
     }
 
-    /// The placeholders other runs of the root recorded and the last run has not removed yet:
-    /// read while this run plans, for the stand-ins they are. None when nothing was recorded.
+    /// The placeholders every other run recorded, running or ended (a killed run's stay until a
+    /// run removes them): read while this run plans, for the stand-ins they are.
     pub fn recorded(&self) -> Result<Vec<Placeholder>, SandboxError> {
-        match fs::read(&self.record) {
-            Ok(bytes) => Ok(parse(&bytes)),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(err) => Err(SandboxError::io(format!(
-                "reading the placeholders recorded in {}",
-                self.record.display()
-            ))(err)),
+        let mut found = Vec::new();
+        for path in self.records()? {
+            found.extend(read_record(&path)?);
         }
+        Ok(found)
     }
 
-    /// Records placeholders this run made, for whichever run is the last.
-    pub fn record(&self, made: &[Placeholder]) -> Result<(), SandboxError> {
-        if made.is_empty() {
+    /// The other runs' records in the folder, running or ended.
+    fn records(&self) -> Result<Vec<PathBuf>, SandboxError> {
+        let failed = || SandboxError::io(format!("reading {}", self.folder.display()));
+        let mut records = Vec::new();
+        for entry in fs::read_dir(&self.folder).map_err(failed())? {
+            let entry = entry.map_err(failed())?;
+            let name = entry.file_name();
+            let name = name.as_bytes();
+            let path = entry.path();
+            if path == self.path {
+                continue;
+            }
+            let current = name.starts_with(RECORD_PREFIX.as_bytes())
+                && name.ends_with(RECORD_SUFFIX.as_bytes());
+            if current || name.ends_with(OLD_RECORD_SUFFIX.as_bytes()) {
+                records.push(path);
+            }
+        }
+        Ok(records)
+    }
+
+    /// Records placeholders this run made, or stands on (another run's, found as made): no run
+    /// removes them while this one runs.
+    pub fn record(&self, placeholders: &[Placeholder]) -> Result<(), SandboxError> {
+        if placeholders.is_empty() {
             return Ok(());
         }
         let mut bytes = Vec::new();
-        for placeholder in made {
+        for placeholder in placeholders {
             bytes.push(kind(placeholder));
             if let Some(made) = placeholder.made {
                 let born = made.born.map(|born| born.to_string()).unwrap_or_default();
@@ -125,43 +174,88 @@ impl RootLock {
             bytes.extend_from_slice(placeholder.path.as_os_str().as_bytes());
             bytes.push(0);
         }
-        let failed = SandboxError::io(format!(
-            "recording placeholders in {}",
-            self.record.display()
-        ));
-        // One write of the whole record, appended: runs that record at once never interleave.
-        OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.record)
-            .and_then(|mut file| file.write_all(&bytes))
-            .map_err(failed)
+        // One write of the whole record, appended.
+        (&self.own)
+            .write_all(&bytes)
+            .map_err(SandboxError::io(format!(
+                "recording placeholders in {}",
+                self.path.display()
+            )))
     }
 
-    /// Ends this run's hold: when no other run of the root holds it, the placeholders every run
-    /// recorded (this one's among them) are given to `remove`, and the record emptied.
+    /// Ends this run: with every run's planning held, the placeholders this run recorded, and
+    /// those of runs that ended without removing theirs (killed), are given to `remove`, but
+    /// for those a running run recorded; the ended records are deleted.
     pub fn last_out(mut self, remove: impl Fn(&Placeholder)) {
-        self.planned();
-        let _ = self.lock.unlock();
-        if self.lock.try_lock().is_err() {
-            // Another run holds the root: the last of them removes the placeholders.
-            return;
+        if self.planning.is_none() {
+            let planning = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(self.folder.join("plan.lock"));
+            match planning {
+                Ok(file) if file.lock().is_ok() => self.planning = Some(file),
+                // Without the lock, removing could take a planning run's placeholders: they
+                // stay for a later run.
+                _ => return,
+            }
         }
-        if let Ok(bytes) = fs::read(&self.record) {
-            // Deepest first: a folder placeholder may hold another run's.
-            let mut placeholders = parse(&bytes);
-            placeholders.reverse();
-            placeholders.sort_by_key(|placeholder| {
-                std::cmp::Reverse(placeholder.path.components().count())
-            });
-            for placeholder in &placeholders {
+        let Ok(records) = self.records() else {
+            return;
+        };
+        let mut running: Vec<PathBuf> = Vec::new();
+        let mut candidates = read_record(&self.path).unwrap_or_default();
+        let mut ended = vec![self.path.clone()];
+        for path in records {
+            let Ok(file) = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+            else {
+                continue;
+            };
+            let Ok(recorded) = read_record(&path) else {
+                continue;
+            };
+            if file.try_lock().is_err() {
+                running.extend(recorded.into_iter().map(|placeholder| placeholder.path));
+            } else {
+                candidates.extend(recorded);
+                ended.push(path);
+            }
+        }
+        // Deepest first: a folder placeholder may hold another run's.
+        candidates.reverse();
+        candidates.sort_by(|a, b| {
+            let depth = |p: &Placeholder| std::cmp::Reverse(p.path.components().count());
+            depth(a).cmp(&depth(b)).then_with(|| a.path.cmp(&b.path))
+        });
+        candidates.dedup();
+        for placeholder in &candidates {
+            if !running.contains(&placeholder.path) {
                 remove(placeholder);
             }
-            let _ = fs::write(&self.record, b"");
         }
-        let _ = self.lock.unlock();
+        for path in ended {
+            let _ = fs::remove_file(path);
+        }
+        self.planned();
+    }
+}
+
+/// The placeholders a record holds; none when it is gone (removed by a run that ended meanwhile).
+fn read_record(path: &Path) -> Result<Vec<Placeholder>, SandboxError> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let mut bytes = Vec::new();
+    match opened.and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes)) {
+        Ok(_) => Ok(parse(&bytes)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(SandboxError::io(format!(
+            "reading the placeholders recorded in {}",
+            path.display()
+        ))(err)),
     }
 }
 
@@ -226,73 +320,129 @@ fn parse_made(text: &[u8]) -> Option<Made> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_record_that_cannot_be_read_refuses_the_plan_and_none_is_no_placeholder() {
-        let dir = tempfile::tempdir().unwrap();
-        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
-        let lock = RootLock::shared(&state, root).unwrap();
-        assert!(lock.recorded().unwrap().is_empty(), "nothing recorded yet");
-        // Something not a file where the record goes: the run is refused, not planned blind.
-        std::fs::create_dir(&lock.record).unwrap();
-        assert!(lock.recorded().is_err());
-    }
-
-    #[test]
-    fn only_the_last_run_out_removes_what_every_run_recorded() {
-        let dir = tempfile::tempdir().unwrap();
-        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
-        let placeholder = |name: &str, dir: bool, contents: &'static [u8]| Placeholder {
+    fn placeholder(name: &str, dir: bool, contents: &'static [u8]) -> Placeholder {
+        Placeholder {
             path: PathBuf::from("/work/p").join(name),
             dir,
             contents,
             made: None,
-        };
-        let mut first = RootLock::shared(&state, root).unwrap();
-        first.planned();
-        let mut second = RootLock::shared(&state, root).unwrap();
-        second.planned();
+        }
+    }
+
+    /// `last_out` of `run`, with what it gave to remove.
+    fn removed_by(run: RunRecord) -> Vec<PathBuf> {
+        let removed = std::cell::RefCell::new(Vec::new());
+        run.last_out(|p: &Placeholder| removed.borrow_mut().push(p.path.clone()));
+        removed.into_inner()
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_read_refuses_the_plan_and_none_is_no_placeholder() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = RunRecord::join(&dir.path().join("state")).unwrap();
+        assert!(lock.recorded().unwrap().is_empty(), "nothing recorded yet");
+        // Something not a file where a record is: the run is refused, not planned blind.
+        std::fs::create_dir(lock.folder.join("run-0.uses")).unwrap();
+        assert!(lock.recorded().is_err());
+    }
+
+    #[test]
+    fn a_placeholder_goes_when_no_running_run_recorded_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let mut first = RunRecord::join(&state).unwrap();
         first
             .record(&[
                 placeholder(".claude", false, b""),
                 placeholder(".git/info", true, b""),
             ])
             .unwrap();
+        first.planned();
+        let mut second = RunRecord::join(&state).unwrap();
+        // The second plans with the first's placeholders in view, and stands on `.claude`.
+        assert_eq!(second.recorded().unwrap().len(), 2);
         second
-            .record(&[placeholder(".git/commondir", false, COMMONDIR_SELF)])
+            .record(&[
+                placeholder(".claude", false, b""),
+                placeholder(".git/commondir", false, COMMONDIR_SELF),
+            ])
             .unwrap();
-        let removed = std::cell::RefCell::new(Vec::new());
-        let remove = |p: &Placeholder| {
-            removed
-                .borrow_mut()
-                .push((p.path.clone(), p.dir, p.contents))
-        };
-        // The first out is not the last: nothing is removed.
-        first.last_out(remove);
-        assert!(removed.borrow().is_empty());
-        // The last removes all three, the last recorded first, and empties the record.
-        second.last_out(remove);
+        second.planned();
+        // The first out removes what it alone recorded, and its record goes.
+        assert_eq!(removed_by(first), [PathBuf::from("/work/p/.git/info")]);
+        let records = || fs::read_dir(state.join(FOLDER)).unwrap().count();
+        assert_eq!(records(), 2, "the lock and the second's record");
+        // The last removes the rest, deepest first.
         assert_eq!(
-            *removed.borrow(),
-            vec![
-                (
-                    PathBuf::from("/work/p/.git/commondir"),
-                    false,
-                    COMMONDIR_SELF
-                ),
-                (PathBuf::from("/work/p/.git/info"), true, &b""[..]),
-                (PathBuf::from("/work/p/.claude"), false, &b""[..]),
+            removed_by(second),
+            [
+                PathBuf::from("/work/p/.git/commondir"),
+                PathBuf::from("/work/p/.claude")
             ]
         );
-        removed.borrow_mut().clear();
-        RootLock::shared(&state, root).unwrap().last_out(remove);
-        assert!(removed.borrow().is_empty());
+        assert_eq!(records(), 1, "the lock alone");
+        let mut third = RunRecord::join(&state).unwrap();
+        third.planned();
+        assert!(removed_by(third).is_empty());
+    }
+
+    #[test]
+    fn a_killed_run_s_placeholders_go_with_the_next_run_unless_a_running_one_stands_on_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let mut running = RunRecord::join(&state).unwrap();
+        running.planned();
+        let mut killed = RunRecord::join(&state).unwrap();
+        killed
+            .record(&[
+                placeholder(".mcp.json", false, b""),
+                placeholder(".claude", false, b""),
+            ])
+            .unwrap();
+        killed.planned();
+        // Killed: its record stays, unlocked.
+        drop(killed);
+        // A record of the per-root scheme before, left by a killed run: an ended run's too.
+        fs::write(
+            state.join(FOLDER).join("0123.placeholders"),
+            b"f/work/p/.codex\0",
+        )
+        .unwrap();
+        let mut next = RunRecord::join(&state).unwrap();
+        assert_eq!(next.recorded().unwrap().len(), 3, "ended runs' are in view");
+        next.record(&[placeholder(".claude", false, b"")]).unwrap();
+        next.planned();
+        let mut removed = removed_by(next);
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                PathBuf::from("/work/p/.claude"),
+                PathBuf::from("/work/p/.codex"),
+                PathBuf::from("/work/p/.mcp.json")
+            ]
+        );
+        // A running run that stands on a killed run's placeholder keeps it.
+        let mut killed = RunRecord::join(&state).unwrap();
+        killed
+            .record(&[placeholder(".gemini", false, b"")])
+            .unwrap();
+        killed.planned();
+        drop(killed);
+        running
+            .record(&[placeholder(".gemini", false, b"")])
+            .unwrap();
+        let mut next = RunRecord::join(&state).unwrap();
+        next.planned();
+        assert!(removed_by(next).is_empty());
+        assert_eq!(removed_by(running), [PathBuf::from("/work/p/.gemini")]);
+        assert_eq!(fs::read_dir(state.join(FOLDER)).unwrap().count(), 1);
     }
 
     #[test]
     fn a_record_says_which_file_each_placeholder_is_and_older_records_still_read() {
         let dir = tempfile::tempdir().unwrap();
-        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
-        let mut lock = RootLock::shared(&state, root).unwrap();
+        let mut lock = RunRecord::join(&dir.path().join("state")).unwrap();
         lock.planned();
         let made = |born| Made {
             dev: 2049,
@@ -314,7 +464,7 @@ mod tests {
             },
         ];
         lock.record(&placeholders).unwrap();
-        assert_eq!(lock.recorded().unwrap(), placeholders);
+        assert_eq!(read_record(&lock.path).unwrap(), placeholders);
         // A record written before placeholders said which file they are: by its path alone.
         // One whose file is not `dev:ino:born` is skipped.
         let old = parse(b"f/work/p/.claude\0f1:2/work/p/x\0f1:x:/work/p/y\0");
@@ -330,22 +480,9 @@ mod tests {
     }
 
     #[test]
-    fn a_record_that_cannot_be_written_fails_the_run() {
+    fn a_state_folder_that_cannot_be_made_refuses_the_run() {
         let dir = tempfile::tempdir().unwrap();
-        let (state, root) = (dir.path().join("state"), Path::new("/work/p"));
-        let mut lock = RootLock::shared(&state, root).unwrap();
-        lock.planned();
-        // A folder where the record should be: the run is refused, never left unrecorded.
-        fs::create_dir(&lock.record).unwrap();
-        let placeholder = Placeholder {
-            path: PathBuf::from("/work/p/.claude"),
-            dir: false,
-            contents: b"",
-            made: None,
-        };
-        assert!(lock.record(&[placeholder]).is_err());
-        // A state folder that cannot be made: no lock, and the caller refuses the run.
         std::fs::write(dir.path().join("file"), "").unwrap();
-        assert!(RootLock::shared(&dir.path().join("file"), root).is_err());
+        assert!(RunRecord::join(&dir.path().join("file")).is_err());
     }
 }
