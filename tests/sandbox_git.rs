@@ -726,3 +726,97 @@ echo '[x]' > ~/.gitconfig 2>/dev/null && echo wrote; echo done",
     assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
     assert!(!gitconfig.exists(), "the last run out removed it");
 }
+
+/// Waits, with a generous deadline, for `child` to end; a run that hangs fails the test.
+fn ends_within_deadline(mut child: std::process::Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A confined program that makes a folder look like a repository whose `commondir` is a pipe
+/// made every later plan wait on it, under the lock every run takes: every run of the user, in
+/// any project, hung (a review). Plans now read such files without waiting.
+#[test]
+fn a_pipe_planted_where_git_keeps_a_file_hangs_no_later_run() {
+    let scratch = Scratch::new();
+    let proj = project(&scratch);
+    let out = run(
+        &scratch,
+        &proj,
+        "mkdir -p config/.git && : > config/.git/HEAD && : > config/.env && mkfifo config/.git/commondir && echo planted",
+    );
+    assert_eq!(text(&out.stdout), "planted\n", "{}", text(&out.stderr));
+    let other = scratch.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    for (root, what) in [
+        (&proj, "the project's next run"),
+        (&other, "another project's run"),
+    ] {
+        let child = confined(&scratch, root, "echo ran")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = ends_within_deadline(child, what);
+        assert_eq!(text(&out.stdout), "ran\n", "{what}: {}", text(&out.stderr));
+    }
+}
+
+/// A folder placeholder that held a host's temporary file while another run planned was not
+/// found as made, so that run did not stand on it; emptied again, the first run to end removed
+/// it under the other's mount, and the other's program wrote `.github/workflows/x.yml` (a
+/// review). A run now stands on every placeholder of others it reaches.
+#[test]
+fn a_placeholder_not_as_made_while_another_run_plans_is_still_kept_for_it() {
+    let scratch = Scratch::new();
+    let proj = scratch.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(scratch.path("home")).unwrap();
+    let workflows = scratch.write(
+        "workflows.json",
+        r#"{"sandbox": {"readOnly": [".github/workflows"]}}"#,
+    );
+    let github = scratch.write("github.json", r#"{"sandbox": {"readOnly": [".github"]}}"#);
+    let mut first = confined_under(&scratch, &proj, &workflows, WAIT)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&proj.join(".a-running"), &mut first);
+    assert!(proj.join(".github").is_dir(), "the first run's placeholder");
+    // An editor's swap file, on the host, while the second run plans.
+    std::fs::write(proj.join(".github/editor.swp"), "x").unwrap();
+    let mut second = confined_under(
+        &scratch,
+        &proj,
+        &github,
+        ": > b-running; while [ ! -e b-go ]; do sleep 0.02; done
+mkdir -p .github/workflows 2>/dev/null && echo evil > .github/workflows/x.yml 2>/dev/null && echo wrote
+echo done",
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    appears(&proj.join("b-running"), &mut second);
+    std::fs::remove_file(proj.join(".github/editor.swp")).unwrap();
+    std::fs::write(proj.join(".a-go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    std::fs::write(proj.join("b-go"), "").unwrap();
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    assert!(!proj.join(".github/workflows/x.yml").exists());
+    assert!(
+        !proj.join(".github").exists(),
+        "the last run out removed it"
+    );
+}

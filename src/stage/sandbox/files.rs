@@ -87,9 +87,9 @@ impl RunFolder {
                     if !entry.file_type().is_ok_and(|kind| kind.is_file()) {
                         continue;
                     }
-                    let mut from = std::fs::File::open(entry.path()).map_err(SandboxError::io(
-                        format!("reading {}", entry.path().display()),
-                    ))?;
+                    let mut from = super::walk::open_regular(&entry.path()).map_err(
+                        SandboxError::io(format!("reading {}", entry.path().display())),
+                    )?;
                     let mut to = OpenOptions::new()
                         .write(true)
                         .create_new(true)

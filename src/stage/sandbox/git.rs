@@ -152,7 +152,7 @@ fn gitdir_of(dot_git: &Path) -> Option<PathBuf> {
 fn read_line(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
+    super::walk::open_regular(path)
         .ok()?
         .take(4096)
         .read_to_string(&mut text)

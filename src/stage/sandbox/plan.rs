@@ -132,7 +132,13 @@ impl Placeholder {
         } else {
             meta.is_file()
                 && meta.len() == self.contents.len() as u64
-                && std::fs::read(path).is_ok_and(|held| held == self.contents)
+                && super::walk::open_regular(path).is_ok_and(|file| {
+                    use std::io::Read;
+                    let mut held = Vec::new();
+                    file.take(self.contents.len() as u64 + 1)
+                        .read_to_end(&mut held)
+                        .is_ok_and(|_| held == self.contents)
+                })
         }
     }
 }
@@ -445,10 +451,16 @@ impl Sandbox {
             let reached = path.starts_with(&root)
                 || work_tree.as_ref().is_some_and(|top| path.starts_with(top))
                 || state(&entries, path, false) == State::Writable;
-            if !reached || !other.is_as_made() || stands_on.contains(other) {
+            if !reached || stands_on.contains(other) {
                 continue;
             }
+            // Stood on whether or not it is as made now: a folder placeholder with a host's
+            // temporary file in it, emptied again later, was removed under this run's mount
+            // (a review). Removal still takes only the file made, and only empty.
             stands_on.push(other.clone());
+            if !other.is_as_made() {
+                continue;
+            }
             if !other.dir {
                 others_found.push(path.clone());
             }

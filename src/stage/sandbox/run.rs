@@ -167,33 +167,28 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     // ([`super::sharing`]), whatever environment each was given. Without any state folder (no
     // home in the password database, neither HOME nor XDG_STATE_HOME) no record is shared, and
     // each run removes what it made, as before (docs/sandbox.md says what that leaves open).
-    let lock = match std::fs::canonicalize(&root) {
-        Ok(_) => {
-            let mut held = None;
-            let mut failure = None;
-            for state in super::sharing::state_folders() {
-                match RunRecord::join(&state) {
-                    Ok(lock) => {
-                        // The lock and the records are the gate's own, and hidden: written
-                        // inside, a record would have a run remove empty files anywhere, and
-                        // a lock held inside would stop every later run (found by a review).
-                        own.push((
-                            state.join(super::sharing::FOLDER),
-                            super::plan::HIDDEN_OWN_FOLDER.to_owned(),
-                        ));
-                        held = Some(lock);
-                        break;
-                    }
-                    Err(err) => failure = Some(err),
-                }
+    // The records' folder of every state folder a run may use is the gate's own, and hidden:
+    // written inside, a record would have a run remove empty files anywhere, and a lock held
+    // inside would stop every later run (found by reviews). A run uses the first that can be
+    // made, and is refused when that one fails it: falling back on any failure split runs
+    // across two sets of records, and the first to end took the other's mounts away (a review).
+    let mut folders = Vec::new();
+    let mut failure = None;
+    for state in super::sharing::state_folders() {
+        match super::sharing::folder(&state) {
+            Ok(folder) => {
+                own.push((folder, super::plan::HIDDEN_OWN_FOLDER.to_owned()));
+                folders.push(state);
             }
-            match (held, failure) {
-                (None, Some(err)) => return Err(err),
-                (held, _) => held,
-            }
+            Err(err) => failure = Some(err),
         }
+    }
+    let lock = match (folders.first(), failure) {
         // The plan refuses a root it cannot find.
-        Err(_) => None,
+        _ if std::fs::canonicalize(&root).is_err() => None,
+        (Some(state), _) => Some(RunRecord::join(state)?),
+        (None, Some(err)) => return Err(err),
+        (None, None) => None,
     };
     let others = match &lock {
         Some(lock) => lock.recorded()?,

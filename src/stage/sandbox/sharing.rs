@@ -55,6 +55,11 @@ pub fn state_folders() -> Vec<PathBuf> {
     folders
 }
 
+/// The records' folder of the state folder `state`, made (0700) if missing.
+pub fn folder(state: &Path) -> Result<PathBuf, SandboxError> {
+    super::remembered::state_folder(state, FOLDER)
+}
+
 /// A run among the others of the user, of any root: its record of the placeholders it made or
 /// stands on, locked for as long as it runs, and while it plans, the planning of every run.
 #[derive(Debug)]
@@ -80,7 +85,7 @@ impl RunRecord {
     /// Nothing a confined program can change names it: a key from the repository around the
     /// root (tried) followed a `HEAD` file that one could write or move.
     pub fn join(state: &Path) -> Result<RunRecord, SandboxError> {
-        let folder = super::remembered::state_folder(state, FOLDER)?;
+        let folder = self::folder(state)?;
         let failed = |what: &str| SandboxError::io(format!("{what} {}", folder.display()));
         let planning = OpenOptions::new()
             .write(true)
@@ -90,9 +95,7 @@ impl RunRecord {
             .custom_flags(libc::O_NOFOLLOW)
             .open(folder.join("plan.lock"))
             .map_err(failed("opening the runs' lock in"))?;
-        planning
-            .lock()
-            .map_err(failed("locking the runs' plan in"))?;
+        lock_within(&planning, PLAN_WAIT).map_err(failed("locking the runs' plan in"))?;
         let mut name = [0u8; 16];
         getrandom::fill(&mut name)
             .map_err(|err| SandboxError::Start(format!("no randomness: {err}")))?;
@@ -193,7 +196,7 @@ impl RunRecord {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(self.folder.join("plan.lock"));
             match planning {
-                Ok(file) if file.lock().is_ok() => self.planning = Some(file),
+                Ok(file) if lock_within(&file, PLAN_WAIT).is_ok() => self.planning = Some(file),
                 // Without the lock, removing could take a planning run's placeholders: they
                 // stay for a later run.
                 _ => return,
@@ -238,7 +241,60 @@ impl RunRecord {
         for path in ended {
             let _ = fs::remove_file(path);
         }
+        remove_old_locks(&self.folder);
         self.planned();
+    }
+}
+
+/// The longest a run waits for another's planning: planning takes milliseconds, so a run that
+/// holds it longer is stuck (a file system that does not answer), and the run waiting is
+/// refused, not hung with it (and, at its end, leaves its placeholders for a later run).
+const PLAN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Takes `file`'s lock, giving up after `wait`. The wait is a thread's, on a second handle of
+/// the same open file (whose lock it is): it wakes as the lock is let go. Given up, the thread
+/// lets the lock go as soon as it gets it, closing the last handle.
+fn lock_within(file: &File, wait: std::time::Duration) -> std::io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => return Ok(()),
+        Err(fs::TryLockError::Error(err)) => return Err(err),
+        Err(fs::TryLockError::WouldBlock) => {}
+    }
+    let waiting = file.try_clone()?;
+    let (locked, outcome) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("runs-lock".into())
+        .spawn(move || {
+            let _ = locked.send(waiting.lock());
+        })?;
+    match outcome.recv_timeout(wait) {
+        Ok(result) => result,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("another run has planned for over {} s", wait.as_secs()),
+        )),
+    }
+}
+
+/// Removes the per-root locks of the scheme before (`<SHA-256 of the root>.lock` and `.plan`):
+/// nothing takes them any more, and a folder of thousands slowed every run's look at the
+/// records (a review counted 19,600).
+fn remove_old_locks(folder: &Path) {
+    let Ok(entries) = fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.as_bytes();
+        let Some(stem) = name
+            .strip_suffix(b".lock")
+            .or_else(|| name.strip_suffix(b".plan"))
+        else {
+            continue;
+        };
+        if stem.len() == 64 && stem.iter().all(|byte| crate::hex::DIGITS.contains(byte)) {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -477,6 +533,31 @@ mod tests {
                 made: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_run_that_holds_the_plan_too_long_refuses_the_next_not_hangs_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let stuck = RunRecord::join(&state).unwrap();
+        let lock = folder(&state).unwrap().join("plan.lock");
+        let waiting = File::open(&lock).unwrap();
+        let err = lock_within(&waiting, std::time::Duration::from_millis(50)).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        // Given up, and closed: the thread that still waits lets the lock go once it has it.
+        drop(waiting);
+        // Let go, the lock is taken at once (the waiting thread wakes on it).
+        let waiting = File::open(&lock).unwrap();
+        let (taken, outcome) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            taken
+                .send(lock_within(&waiting, std::time::Duration::from_secs(60)).is_ok())
+                .unwrap();
+            waiting
+        });
+        drop(stuck);
+        assert!(outcome.recv().unwrap());
+        drop(waiter.join().unwrap());
     }
 
     #[test]

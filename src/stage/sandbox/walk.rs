@@ -9,6 +9,22 @@ use std::path::{Component, Path, PathBuf};
 
 use super::SandboxError;
 
+/// Opens a regular file of the tree for reading, without following a link at its last part and
+/// without waiting: a pipe (or device) put where a file was expected is refused rather than
+/// waited on. The plan runs under the lock every run takes (`super::sharing`): a confined
+/// program's `mkfifo config/.git/commondir` hung every later run of the user (a review).
+pub(super) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
 /// Where a path leads.
 pub enum Resolved {
     /// It exists: its canonical path.
