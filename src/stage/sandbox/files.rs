@@ -69,6 +69,10 @@ impl RunFolder {
     }
 }
 
+/// The largest file of a repository's `info` folder a git view copies (`exclude`,
+/// `attributes` and `sparse-checkout` are lines of patterns; `refs` lists a repository's refs).
+pub const MAX_GIT_INFO_FILE: u64 = 16 * 1024 * 1024;
+
 impl RunFolder {
     /// Writes each git view's `info` folder ([`git_info_source`]): a copy of the host's regular
     /// files there, then the view's lines appended to `exclude` and `attributes` (made when the
@@ -87,16 +91,30 @@ impl RunFolder {
                     if !entry.file_type().is_ok_and(|kind| kind.is_file()) {
                         continue;
                     }
-                    let mut from = super::walk::open_regular(&entry.path()).map_err(
+                    let from = super::walk::open_regular(&entry.path()).map_err(
                         SandboxError::io(format!("reading {}", entry.path().display())),
                     )?;
+                    // Copied into memory for the run: a planted 10 GB `info/big` (a folder
+                    // made to look like a repository) filled it (a review). Over the bound,
+                    // the run is refused.
+                    let size = from.metadata().map(|meta| meta.len()).unwrap_or(u64::MAX);
+                    if size > MAX_GIT_INFO_FILE {
+                        return Err(SandboxError::Place {
+                            what: "git's info folder".into(),
+                            path: entry.path(),
+                            why: format!(
+                                "a file of {size} bytes, over the {MAX_GIT_INFO_FILE} a view copies"
+                            ),
+                        });
+                    }
                     let mut to = OpenOptions::new()
                         .write(true)
                         .create_new(true)
                         .mode(0o600)
                         .open(target.join(entry.file_name()))
                         .map_err(io("copying git's info into"))?;
-                    std::io::copy(&mut from, &mut to).map_err(io("copying git's info into"))?;
+                    std::io::copy(&mut std::io::Read::take(from, MAX_GIT_INFO_FILE), &mut to)
+                        .map_err(io("copying git's info into"))?;
                 }
             }
             for (name, lines) in [("exclude", &view.exclude), ("attributes", &view.attributes)] {
@@ -386,6 +404,30 @@ mod tests {
             dir.path().join("c").exists(),
             "a placeholder that is not empty stays"
         );
+    }
+
+    #[test]
+    fn a_git_view_refuses_an_info_file_too_large_to_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = dir.path().join("info");
+        std::fs::create_dir(&info).unwrap();
+        std::fs::write(info.join("exclude"), "*.o\n").unwrap();
+        let view = GitView {
+            info: info.clone(),
+            exclude: b"/.env\n".to_vec(),
+            attributes: Vec::new(),
+        };
+        let run = RunFolder::create().unwrap();
+        run.write_git_views(std::slice::from_ref(&view)).unwrap();
+        let copied = git_info_source(&run.files.folder, 0).join("exclude");
+        assert_eq!(std::fs::read(copied).unwrap(), b"*.o\n/.env\n");
+        // A sparse file over the bound (planted in a folder made to look like a repository):
+        // the run is refused, nothing is copied into memory.
+        let big = std::fs::File::create(info.join("big")).unwrap();
+        big.set_len(MAX_GIT_INFO_FILE + 1).unwrap();
+        let run = RunFolder::create().unwrap();
+        let err = run.write_git_views(&[view]).unwrap_err();
+        assert!(err.to_string().contains("over the"), "{err}");
     }
 
     #[test]

@@ -172,10 +172,21 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     // inside would stop every later run (found by reviews). A run uses the first that can be
     // made, and is refused when that one fails it: falling back on any failure split runs
     // across two sets of records, and the first to end took the other's mounts away (a review).
+    // The others are hidden where they exist, and not made (each HOME a run is given would
+    // gain an empty one).
     let mut folders = Vec::new();
     let mut failure = None;
     for state in super::sharing::state_folders() {
-        match super::sharing::folder(&state) {
+        let made = if folders.is_empty() {
+            super::sharing::folder(&state)
+        } else {
+            let folder = state.join(super::sharing::FOLDER);
+            if !folder.is_dir() {
+                continue;
+            }
+            Ok(folder)
+        };
+        match made {
             Ok(folder) => {
                 own.push((folder, super::plan::HIDDEN_OWN_FOLDER.to_owned()));
                 folders.push(state);
@@ -197,10 +208,12 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
     let sandbox = Sandbox::from_policy_among(&policy, &root, home.as_deref(), &own, &others)?;
     let recorder = Arc::new(Recorder::new(log, options.id.clone(), options.who.clone()));
     let folder = RunFolder::create()?;
-    folder.write_git_views(sandbox.git_views())?;
     let listener = UnixListener::bind(&folder.socket)
         .map_err(SandboxError::io("listening on the proxy's socket"))?;
     let placeholders = Placeholders::create(sandbox.placeholders(), sandbox.stands_on(), lock)?;
+    // After the runs' lock is let go: copying a repository's `info` folder takes as long as its
+    // files, and other runs must not wait on it (a review).
+    folder.write_git_views(sandbox.git_views())?;
     let allow: Vec<String> = sandbox
         .network()
         .allow()
