@@ -247,7 +247,9 @@ fn every_corpus_command_reaches_sc_sandbox_byte_for_byte() {
             &bash_input(&scratch, "s-1", command),
         );
         let specific = answer(&out).expect("confined");
-        let rewritten = specific["updatedInput"]["command"].as_str().unwrap();
+        let rewritten = specific["updatedInput"]["command"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not confined: {specific} {command:?}"));
         assert!(rewritten.starts_with('\''), "{rewritten}");
         script.push_str(&format!("printf '%s\\0' {rewritten} | tail -z -n 1\n"));
     }

@@ -40,14 +40,32 @@ pub const FOLDER: &str = "sandbox-runs";
 /// same for every run of the user, whatever environment it was given: a door's trial run and
 /// sc-exec's commands clear it, and an agent may set another `HOME`. Runs that held different
 /// locks did not see each other, and the first to end took the other's placeholders (and so
-/// its mounts) away. The second serves a user whose home cannot hold it (a system account
-/// whose home is not its own).
+/// its mounts) away. The second serves only a user whose home in the password database is not
+/// their own (a system account's `/` or `/nonexistent`): a user's own home that fails to hold
+/// the records refuses the run, since a confined program with a writable `~` could make it
+/// fail on purpose and split the runs (a review).
 pub fn state_folders() -> Vec<PathBuf> {
-    let passwd = crate::cli::passwd_home()
-        .filter(|home| home.is_dir())
-        .map(|home| home.join(".local/state").join(crate::cli::STATE_FOLDER));
+    use std::os::unix::fs::MetadataExt;
+    let home = crate::cli::passwd_home().filter(|home| home.is_dir());
+    let own_home = home.as_ref().is_some_and(|home| {
+        std::fs::metadata(home).is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
+    });
+    candidates(
+        home.as_deref(),
+        own_home,
+        crate::cli::default_state_folder().ok(),
+    )
+}
+
+/// [`state_folders`] given the home in the password database (a folder), whether it is the
+/// user's own, and the environment's state folder.
+fn candidates(home: Option<&Path>, own_home: bool, environment: Option<PathBuf>) -> Vec<PathBuf> {
+    let passwd = home.map(|home| home.join(".local/state").join(crate::cli::STATE_FOLDER));
     let mut folders: Vec<PathBuf> = passwd.into_iter().collect();
-    if let Ok(state) = crate::cli::default_state_folder() {
+    if own_home {
+        return folders;
+    }
+    if let Some(state) = environment {
         if !folders.contains(&state) {
             folders.push(state);
         }
@@ -558,6 +576,24 @@ mod tests {
         drop(stuck);
         assert!(outcome.recv().unwrap());
         drop(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn only_a_home_that_is_not_the_user_s_own_falls_back_to_the_environment() {
+        let (home, env) = (Path::new("/home/u"), PathBuf::from("/elsewhere/state/sc"));
+        let passwd = home.join(".local/state").join(crate::cli::STATE_FOLDER);
+        // The user's own home: its state folder alone, whatever HOME the run was given.
+        assert_eq!(
+            candidates(Some(home), true, Some(env.clone())),
+            std::slice::from_ref(&passwd)
+        );
+        // A system account's home that is not its own: the environment's after it.
+        assert_eq!(
+            candidates(Some(home), false, Some(env.clone())),
+            [passwd.clone(), env.clone()]
+        );
+        assert_eq!(candidates(None, false, Some(env.clone())), [env]);
+        assert!(candidates(None, false, None).is_empty());
     }
 
     #[test]
