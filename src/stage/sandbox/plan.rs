@@ -382,6 +382,19 @@ impl Sandbox {
         let git = git::protected(&protected);
         protected.extend(git.paths);
         protected.extend(own);
+        // Bounded as the hidden places are, before the work that grows with them: 12,000 empty
+        // folders a confined program made in `.git/worktrees` took 43 s to plan under the lock
+        // every run of the user waits on (a review).
+        if protected.len() > MAX_PROTECTED {
+            return Err(place_err(
+                "the read-only places",
+                &root,
+                format!(
+                    "{} places to keep read-only, over the {MAX_PROTECTED} a sandbox takes",
+                    protected.len()
+                ),
+            ));
+        }
         // First pass: where the protected paths are, so that the second judges every folder
         // with all read-only mounts known.
         let mut read_only = Vec::new();
@@ -586,6 +599,10 @@ fn pin(entries: &[(PathBuf, State)], mounts: &mut Vec<Mount>, target: &Path) {
         }
     }
 }
+
+/// The most places one sandbox keeps read-only (`readOnly` entries, the git files they bring
+/// in, among them each linked worktree's and submodule's, and the gate's own files).
+pub const MAX_PROTECTED: usize = 2_000;
 
 /// The most places one sandbox hides (patterns' matches, named places, remembered ones).
 pub const MAX_HIDDEN: usize = 2_000;
@@ -854,6 +871,24 @@ mod tests {
             assert!(!sandbox.shows_host_file(&tmp_root.join("secret/sc-sandbox")));
             assert!(!sandbox.shows_host_file(Path::new("/tmp/elsewhere/sc-sandbox")));
         }
+    }
+
+    #[test]
+    fn more_places_to_keep_read_only_than_a_sandbox_takes_refuse_the_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let hooks = rules(serde_json::json!({"readOnly": [".git/hooks"]}));
+        std::fs::create_dir_all(root.join(".git/worktrees")).unwrap();
+        assert!(Sandbox::new(&hooks, &root, None, &[]).is_ok());
+        // Linked worktrees' git dirs, made by a confined program: each brings its files in.
+        for i in 0..MAX_PROTECTED {
+            std::fs::create_dir(root.join(format!(".git/worktrees/w{i}"))).unwrap();
+        }
+        let err = Sandbox::new(&hooks, &root, None, &[]).unwrap_err();
+        assert!(
+            err.to_string().contains("places to keep read-only"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -227,14 +227,11 @@ impl RunRecord {
         let mut candidates = read_record(&self.path).unwrap_or_default();
         let mut ended = vec![self.path.clone()];
         for path in records {
-            let Ok(file) = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&path)
-            else {
+            // Opened once: read, and its lock tried, through the same handle.
+            let Ok(file) = super::walk::open_regular(&path) else {
                 continue;
             };
-            let Ok(recorded) = read_record(&path) else {
+            let Ok(recorded) = read_opened(&file) else {
                 continue;
             };
             if file.try_lock().is_err() {
@@ -318,19 +315,22 @@ fn remove_old_locks(folder: &Path) {
 
 /// The placeholders a record holds; none when it is gone (removed by a run that ended meanwhile).
 fn read_record(path: &Path) -> Result<Vec<Placeholder>, SandboxError> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    let mut bytes = Vec::new();
-    match opened.and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes)) {
-        Ok(_) => Ok(parse(&bytes)),
+    match super::walk::open_regular(path).and_then(|file| read_opened(&file)) {
+        Ok(placeholders) => Ok(placeholders),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(err) => Err(SandboxError::io(format!(
             "reading the placeholders recorded in {}",
             path.display()
         ))(err)),
     }
+}
+
+/// The placeholders of a record opened already (by [`super::walk::open_regular`]: no pipe put
+/// in a record's place is waited on).
+fn read_opened(mut file: &File) -> std::io::Result<Vec<Placeholder>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(parse(&bytes))
 }
 
 fn kind(placeholder: &Placeholder) -> u8 {
@@ -417,6 +417,14 @@ mod tests {
         assert!(lock.recorded().unwrap().is_empty(), "nothing recorded yet");
         // Something not a file where a record is: the run is refused, not planned blind.
         std::fs::create_dir(lock.folder.join("run-0.uses")).unwrap();
+        assert!(lock.recorded().is_err());
+        // A pipe in a record's place is refused too, not waited on.
+        std::fs::remove_dir(lock.folder.join("run-0.uses")).unwrap();
+        nix::unistd::mkfifo(
+            &lock.folder.join("run-0.uses"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
         assert!(lock.recorded().is_err());
     }
 
