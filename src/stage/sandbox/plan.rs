@@ -319,7 +319,14 @@ impl Sandbox {
             Some(folder) => super::remembered::recall(folder, &root)?,
             None => Vec::new(),
         };
-        hidden.extend(remembered.iter().cloned());
+        // Those still there: the memory only grows, and places long gone must not count toward
+        // the bound below and refuse the root for good (a review).
+        hidden.extend(
+            remembered
+                .iter()
+                .filter(|place| std::fs::symlink_metadata(place).is_ok())
+                .cloned(),
+        );
         // Bounded before the work that grows with it: bubblewrap refuses the run near 5,000
         // mounts anyway, and planning 30,000 planted `*.pem` took 91 s under the lock every run
         // of the user waits on (a review). Refused, the call is asked about instead.
@@ -991,6 +998,13 @@ mod tests {
         std::fs::remove_file(root.join("secrets/real.env")).unwrap();
         let gone = Sandbox::remembering(&rules, &root, None, &[], Some(&state), &[]).unwrap();
         assert_eq!(hidden(&gone), ["./conf.d/server.key"]);
+        // Many places remembered and gone since do not count toward the bound.
+        let many: Vec<PathBuf> = (0..=MAX_HIDDEN)
+            .map(|i| root.join(format!("gone-{i}.key")))
+            .collect();
+        super::super::remembered::remember(&state, &root, &[], &many).unwrap();
+        let after = Sandbox::remembering(&rules, &root, None, &[], Some(&state), &[]).unwrap();
+        assert_eq!(hidden(&after), ["./conf.d/server.key"]);
     }
 
     #[test]
