@@ -210,6 +210,15 @@ fn cursor_asks_for_a_push_and_denies_a_hook_file_read_or_write() {
         answer(&hook(&scratch, &[], &write)).unwrap()["permission"],
         "deny"
     );
+    // A file named twice, a harmless one and the hook file: the gate cannot know which the tool
+    // writes, and refuses (a deny answer, as Cursor reads one).
+    let mut twice = common("preToolUse");
+    twice["tool_name"] = json!("Write");
+    twice["tool_input"] =
+        json!({"file_path": ".cursor/hooks.json", "path": "notes.txt", "contents": "{}"});
+    let out = answer(&hook(&scratch, &[], &twice)).unwrap();
+    assert_eq!(out["permission"], "deny", "{out}");
+    assert!(out.to_string().contains("twice"), "{out}");
     // beforeReadFile cannot ask: a held read (a secret) is denied.
     let mut read = common("beforeReadFile");
     read["file_path"] = json!(root.join(".env"));

@@ -968,3 +968,110 @@ fn claude_code_is_refused_fetches_to_loopback_by_address_and_name() {
     assert_eq!(denied.len(), 2, "{events:#?}");
     assert!(denied.iter().all(|e| e["call"]["tool"] == "WebFetch"));
 }
+
+/// A secret in `~/.ssh` and in the project's `.env` and `server.pem` that no file tool of the agent may read
+/// unasked: the model asks for it with each call `reads` gives (for `~/.ssh` and the project),
+/// none is answered with the secret, each is refused with sc-hook's reason, and the audit log
+/// holds a hold for each under the vocabulary's name of the tool (`Some`), or nothing for a
+/// call refused as an input its agent's contract does not read (`None`).
+fn no_file_tool_reads_a_secret(
+    agent: Agent,
+    reads: impl Fn(&Path, &Path) -> Vec<(Value, Option<&'static str>)>,
+) {
+    let setup = Setup::new(agent);
+    let ssh = setup.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    let secret = "PRIVATE-KEY-4f1c9a";
+    std::fs::write(ssh.join("id_ed25519"), format!("{secret}\n")).unwrap();
+    std::fs::write(setup.project.join(".env"), format!("API_KEY={secret}\n")).unwrap();
+    std::fs::write(setup.project.join("server.pem"), format!("{secret}\n")).unwrap();
+    std::fs::write(setup.project.join("notes.txt"), "nothing here\n").unwrap();
+    let reads = reads(&ssh, &setup.project);
+    let turns: Vec<Value> = reads.iter().map(|(call, _)| call.clone()).collect();
+    let model = FakeModel::start(&setup.scratch, json!(turns));
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), reads.len(), "{said}");
+    for result in &results {
+        assert!(
+            !result.contains(secret),
+            "the secret reached the model: {said}"
+        );
+        assert!(result.contains("Skeleton Crew"), "{said}");
+    }
+    let gates: Vec<(String, String)> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e.get("decision").is_some())
+        .map(|e| {
+            (
+                e["call"]["tool"].as_str().unwrap_or("").to_owned(),
+                e["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = reads
+        .iter()
+        .filter_map(|(_, tool)| tool.map(|tool| (tool.to_owned(), "hold".to_owned())))
+        .collect();
+    assert_eq!(gates, expected, "{said}");
+}
+
+/// Copilot CLI's own search tools, `grep` (which prints what it finds) and `glob`, are judged
+/// as Claude Code's `Grep` and `Glob` are: a search of `~/.ssh` is held, so refused, however
+/// the model spells where to search (`paths` as a string or a list; a `path`, which the tool's
+/// schema does not name but the tool takes, is refused as an input the gate cannot be sure of).
+#[test]
+fn copilot_searches_no_secret_unasked() {
+    no_file_tool_reads_a_secret(Agent::Copilot, |ssh, _| {
+        let ssh = ssh.to_str().unwrap().to_owned();
+        vec![
+            (
+                json!({"name": "grep", "input": {"pattern": "PRIVATE", "paths": [ssh], "output_mode": "content"}}),
+                Some("Grep"),
+            ),
+            (
+                json!({"name": "grep", "input": {"pattern": "PRIVATE", "paths": ssh, "output_mode": "content"}}),
+                Some("Grep"),
+            ),
+            // `path`, which the tool's schema does not name, yet this Copilot CLI searches.
+            (
+                json!({"name": "grep", "input": {"pattern": "PRIVATE", "path": ssh, "output_mode": "content"}}),
+                None,
+            ),
+            (
+                json!({"name": "glob", "input": {"pattern": "*", "paths": ssh}}),
+                Some("Glob"),
+            ),
+            (
+                json!({"name": "view", "input": {"path": format!("{ssh}/id_ed25519")}}),
+                Some("Read"),
+            ),
+        ]
+    });
+}
+
+/// Gemini CLI's `read_file` has named its path `absolute_path`, `path` and `file_path`: a call
+/// that names a harmless file under one and the project's `server.pem` under another is refused
+/// (the gate cannot know which one the tool reads; this Gemini CLI reads `file_path`).
+#[test]
+fn gemini_reads_no_secret_named_twice() {
+    no_file_tool_reads_a_secret(Agent::Gemini, |_, project| {
+        let name = |file: &str| project.join(file).to_str().unwrap().to_owned();
+        vec![
+            (
+                json!({"name": "read_file", "input": {"file_path": name("server.pem"), "path": name("notes.txt")}}),
+                None,
+            ),
+            (
+                json!({"name": "read_file", "input": {"file_path": name("server.pem"), "absolute_path": name("notes.txt")}}),
+                None,
+            ),
+            (
+                json!({"name": "read_file", "input": {"file_path": name("server.pem")}}),
+                Some("Read"),
+            ),
+        ]
+    });
+}

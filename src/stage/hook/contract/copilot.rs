@@ -40,7 +40,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     } else {
         let native = fields.required("toolName")?;
         let mut input = fields.arguments("toolArgs")?;
-        let tool = vocabulary(&native, &mut input);
+        let tool = vocabulary(&native, &mut input)?;
         if tool != native {
             native_tool = Some(native);
         }
@@ -79,36 +79,51 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     })
 }
 
-/// A Copilot CLI tool onto the vocabulary.
-fn vocabulary(native: &str, input: &mut Map<String, Value>) -> String {
-    match native {
-        "bash" | "shell" | "powershell" => "Bash".into(),
+/// A Copilot CLI tool onto the vocabulary: its file tools are Claude Code's, their arguments
+/// renamed ([`rename`]); its search tools `grep` (which prints what it finds in the files under
+/// `paths`, else under its working folder) and `glob` are `Grep` and `Glob`, with `paths` (a
+/// string or a list) as `path`, so the pack's rules on searches judge them.
+fn vocabulary(native: &str, input: &mut Map<String, Value>) -> Result<String, ContractError> {
+    let agent = Agent::Copilot;
+    let tool = match native {
+        "bash" | "shell" | "powershell" => "Bash",
         "view" | "read" => {
-            rename(input, "path", "file_path");
-            "Read".into()
+            rename(agent, input, "path", "file_path")?;
+            "Read"
         }
         "create" => {
-            rename(input, "path", "file_path");
-            rename(input, "file_text", "content");
-            "Write".into()
+            rename(agent, input, "path", "file_path")?;
+            rename(agent, input, "file_text", "content")?;
+            "Write"
         }
         "edit" | "str_replace" => {
-            rename(input, "path", "file_path");
-            rename(input, "old_str", "old_string");
-            rename(input, "new_str", "new_string");
-            "Edit".into()
+            rename(agent, input, "path", "file_path")?;
+            rename(agent, input, "old_str", "old_string")?;
+            rename(agent, input, "new_str", "new_string")?;
+            "Edit"
         }
-        "web_fetch" => "WebFetch".into(),
-        "web_search" => "WebSearch".into(),
+        "grep" => {
+            rename(agent, input, "paths", "path")?;
+            "Grep"
+        }
+        "glob" => {
+            rename(agent, input, "paths", "path")?;
+            "Glob"
+        }
+        "web_fetch" => "WebFetch",
+        "web_search" => "WebSearch",
         // An MCP server's tool is `SERVER-TOOL` (no built-in tool has a `-`): split at the last
         // one, as server names have dashes (`github-mcp-server`) and tool names rarely do.
-        _ => match native.rsplit_once('-') {
-            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
-                format!("mcp__{server}__{tool}")
-            }
-            _ => native.into(),
-        },
-    }
+        _ => {
+            return Ok(match native.rsplit_once('-') {
+                Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                    format!("mcp__{server}__{tool}")
+                }
+                _ => native.into(),
+            })
+        }
+    };
+    Ok(tool.into())
 }
 
 #[cfg(test)]
@@ -118,13 +133,16 @@ mod tests {
     #[test]
     fn an_mcp_tool_is_named_as_every_agent_names_it() {
         let mut input = Map::new();
-        assert_eq!(vocabulary("fetch-echo", &mut input), "mcp__fetch__echo");
         assert_eq!(
-            vocabulary("github-mcp-server-get_issue", &mut input),
+            vocabulary("fetch-echo", &mut input).unwrap(),
+            "mcp__fetch__echo"
+        );
+        assert_eq!(
+            vocabulary("github-mcp-server-get_issue", &mut input).unwrap(),
             "mcp__github-mcp-server__get_issue"
         );
-        assert_eq!(vocabulary("read_bash", &mut input), "read_bash");
-        assert_eq!(vocabulary("-x", &mut input), "-x");
+        assert_eq!(vocabulary("read_bash", &mut input).unwrap(), "read_bash");
+        assert_eq!(vocabulary("-x", &mut input).unwrap(), "-x");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
-use super::fields::{rename, ContractError, Fields};
+use super::fields::{unify, ContractError, Fields};
 
 /// Cursor's events sc-hook answers.
 pub(super) fn event_of(name: &str) -> Option<Event> {
@@ -79,7 +79,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         _ => {
             let native = fields.required("tool_name")?;
             let mut input = fields.arguments("tool_input")?;
-            let tool = vocabulary(&native, &mut input);
+            let tool = vocabulary(&native, &mut input)?;
             let native = (tool != native).then_some(native);
             (tool, native, input)
         }
@@ -117,26 +117,31 @@ fn mcp_name(tool: &str) -> String {
     format!("mcp__cursor__{tool}")
 }
 
-/// A Cursor agent tool (`preToolUse`) onto the vocabulary.
-fn vocabulary(native: &str, input: &mut Map<String, Value>) -> String {
-    match native {
-        "Shell" | "Terminal" => "Bash".into(),
+/// A Cursor agent tool (`preToolUse`) onto the vocabulary. Its tools have named a file
+/// `file_path` and `path`, and a write's text `contents` ([`unify`]).
+fn vocabulary(native: &str, input: &mut Map<String, Value>) -> Result<String, ContractError> {
+    let agent = Agent::Cursor;
+    let tool = match native {
+        "Shell" | "Terminal" => "Bash",
         "Read" | "ReadFile" => {
-            rename(input, "path", "file_path");
-            "Read".into()
+            unify(agent, input, &["file_path", "path"])?;
+            "Read"
         }
         "Write" | "TabWrite" | "Delete" => {
-            rename(input, "path", "file_path");
-            rename(input, "contents", "content");
-            "Write".into()
+            unify(agent, input, &["file_path", "path"])?;
+            unify(agent, input, &["content", "contents"])?;
+            "Write"
         }
         "StrReplace" | "Edit" | "MultiEdit" => {
-            rename(input, "path", "file_path");
-            "Edit".into()
+            unify(agent, input, &["file_path", "path"])?;
+            "Edit"
         }
-        name => match name.strip_prefix("MCP:") {
-            Some(tool) => mcp_name(tool),
-            None => native.into(),
-        },
-    }
+        name => {
+            return Ok(match name.strip_prefix("MCP:") {
+                Some(tool) => mcp_name(tool),
+                None => native.into(),
+            })
+        }
+    };
+    Ok(tool.into())
 }

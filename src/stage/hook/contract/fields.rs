@@ -87,14 +87,65 @@ impl Fields<'_> {
     }
 }
 
-/// Moves `from` to `to` in a tool input (an agent's name for a field onto the vocabulary's);
-/// nothing when `from` is absent.
-pub(super) fn rename(input: &mut Map<String, Value>, from: &str, to: &str) {
-    if from != to {
-        if let Some(value) = input.remove(from) {
-            input.insert(to.to_owned(), value);
+/// Moves an agent's argument `from` to the vocabulary's name `to`, for a tool that takes it under
+/// no other name: the rules judge `to`, and the tool acts on `from`. An input that carries `to`
+/// itself, with another value than `from`'s or without `from`, is refused: the rules could judge
+/// a value the tool does not act on (Copilot CLI's `grep` names `paths` in its schema, yet
+/// searches a `path` given without it).
+pub(super) fn rename(
+    agent: Agent,
+    input: &mut Map<String, Value>,
+    from: &str,
+    to: &str,
+) -> Result<(), ContractError> {
+    if let Some(stray) = input.get(to) {
+        if input.get(from) != Some(stray) {
+            return Err(ContractError::new(
+                agent,
+                format!("names `{to}`, which its tool does not take beside `{from}`"),
+            ));
         }
     }
+    if let Some(value) = input.remove(from) {
+        input.insert(to.to_owned(), value);
+    }
+    Ok(())
+}
+
+/// Gathers the names a tool has taken one argument by, over the agent's versions (`names`, the
+/// vocabulary's own first), into the vocabulary's. An input that gives two of them different
+/// values is refused: the gate cannot know which the tool acts on (Gemini CLI's `read_file`
+/// reads `file_path` where an older one read `absolute_path`).
+pub(super) fn unify(
+    agent: Agent,
+    input: &mut Map<String, Value>,
+    names: &[&str],
+) -> Result<(), ContractError> {
+    let Some((to, aliases)) = names.split_first() else {
+        return Ok(());
+    };
+    let mut found: Option<(&str, Value)> = input.get(*to).cloned().map(|value| (*to, value));
+    for alias in aliases {
+        let Some(value) = input.remove(*alias) else {
+            continue;
+        };
+        match &found {
+            Some((first, seen)) if *seen != value => {
+                return Err(ContractError::new(
+                    agent,
+                    format!(
+                        "names its tool's `{to}` twice, as `{first}` and `{alias}`, differently"
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => found = Some((alias, value)),
+        }
+    }
+    if let Some((_, value)) = found {
+        input.insert((*to).to_owned(), value);
+    }
+    Ok(())
 }
 
 /// A session id for an agent whose input carries none (GitHub Copilot CLI): one per working
@@ -115,5 +166,74 @@ pub(super) fn within(cwd: Option<&str>, dir: &str) -> String {
             .to_string_lossy()
             .into_owned(),
         _ => dir.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_rename_moves_the_tool_s_name_and_refuses_the_vocabulary_s_beside_it() {
+        let mut call = input(json!({"paths": ["/a"], "pattern": "x"}));
+        rename(Agent::Copilot, &mut call, "paths", "path").unwrap();
+        assert_eq!(Value::Object(call), json!({"path": ["/a"], "pattern": "x"}));
+        // The same value under both names: one.
+        let mut call = input(json!({"paths": "/a", "path": "/a"}));
+        rename(Agent::Copilot, &mut call, "paths", "path").unwrap();
+        assert_eq!(Value::Object(call), json!({"path": "/a"}));
+        // Neither: nothing to move.
+        let mut call = input(json!({"pattern": "x"}));
+        rename(Agent::Copilot, &mut call, "paths", "path").unwrap();
+        assert_eq!(Value::Object(call), json!({"pattern": "x"}));
+        // The vocabulary's name with another value, or alone: refused.
+        for stray in [json!({"paths": "/a", "path": "/b"}), json!({"path": "/b"})] {
+            let mut call = input(stray);
+            let err = rename(Agent::Copilot, &mut call, "paths", "path").unwrap_err();
+            assert!(err.to_string().contains("`path`"), "{err}");
+        }
+    }
+
+    #[test]
+    fn names_a_tool_has_had_are_one_or_the_input_is_refused() {
+        let names = ["file_path", "absolute_path", "path"];
+        for (given, judged) in [
+            (json!({"file_path": "/a"}), Some("/a")),
+            (json!({"absolute_path": "/a"}), Some("/a")),
+            (json!({"path": "/a"}), Some("/a")),
+            (
+                json!({"file_path": "/a", "path": "/a", "absolute_path": "/a"}),
+                Some("/a"),
+            ),
+            (json!({"start_line": 1}), None),
+        ] {
+            let mut call = input(given.clone());
+            unify(Agent::Gemini, &mut call, &names).unwrap();
+            assert_eq!(
+                call.get("file_path").and_then(Value::as_str),
+                judged,
+                "{given}"
+            );
+            assert!(!call.contains_key("path") && !call.contains_key("absolute_path"));
+        }
+        for given in [
+            json!({"file_path": "/secret", "path": "/a"}),
+            json!({"file_path": "/secret", "absolute_path": "/a"}),
+            json!({"absolute_path": "/secret", "path": "/a"}),
+            json!({"file_path": "/a", "path": "/a", "absolute_path": "/secret"}),
+            json!({"file_path": "/a", "path": ["/a"]}),
+        ] {
+            let mut call = input(given.clone());
+            let err = unify(Agent::Gemini, &mut call, &names).unwrap_err();
+            assert!(err.to_string().contains("twice"), "{given}: {err}");
+        }
     }
 }

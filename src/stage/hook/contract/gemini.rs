@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
-use super::fields::{rename, within, ContractError, Fields};
+use super::fields::{unify, within, ContractError, Fields};
 
 pub(super) fn event_of(name: &str) -> Option<Event> {
     match name {
@@ -44,7 +44,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
             Some(Value::String(dir)) => Some(dir.clone()),
             _ => None,
         };
-        let tool = vocabulary(&native, object.get("mcp_context"), &mut input);
+        let tool = vocabulary(&native, object.get("mcp_context"), &mut input)?;
         if tool != native {
             native_tool = Some(native);
         }
@@ -84,12 +84,20 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
 }
 
 /// A Gemini CLI tool onto the vocabulary; its arguments renamed to the vocabulary's.
-fn vocabulary(native: &str, mcp: Option<&Value>, input: &mut Map<String, Value>) -> String {
-    match native {
+fn vocabulary(
+    native: &str,
+    mcp: Option<&Value>,
+    input: &mut Map<String, Value>,
+) -> Result<String, ContractError> {
+    Ok(match native {
         "run_shell_command" => "Bash".into(),
         "read_file" => {
-            rename(input, "absolute_path", "file_path");
-            rename(input, "path", "file_path");
+            // `file_path` now; `absolute_path` and `path` in older versions.
+            unify(
+                Agent::Gemini,
+                input,
+                &["file_path", "absolute_path", "path"],
+            )?;
             "Read".into()
         }
         "write_file" => "Write".into(),
@@ -106,5 +114,5 @@ fn vocabulary(native: &str, mcp: Option<&Value>, input: &mut Map<String, Value>)
             },
             _ => native.into(),
         },
-    }
+    })
 }
