@@ -1075,3 +1075,38 @@ fn gemini_reads_no_secret_named_twice() {
         ]
     });
 }
+
+/// Gemini CLI runs a shell command in the folder its `dir_path` names (`directory` in older
+/// versions): the command's paths are judged there. A write to `settings.json` in `.gemini`
+/// is a write of the agent's own hook settings, refused, and the file is as installed.
+#[test]
+fn gemini_runs_no_command_that_writes_its_settings_from_another_folder() {
+    let agent = Agent::Gemini;
+    let setup = Setup::new(agent);
+    let settings = setup.project.join(".gemini/settings.json");
+    let installed = std::fs::read(&settings).unwrap();
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "run_shell_command", "input": {"command": "echo pwned >> settings.json", "dir_path": ".gemini"}},
+            {"name": "run_shell_command", "input": {"command": "echo pwned >> settings.json", "dir_path": setup.project.join(".gemini")}},
+        ]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&settings).unwrap()),
+        String::from_utf8_lossy(&installed),
+        "{said}"
+    );
+    assert!(!setup.project.join("settings.json").exists(), "{said}");
+    for result in &results {
+        assert!(
+            result.contains("Skeleton Crew") && result.contains(".gemini/settings.json"),
+            "{said}"
+        );
+    }
+}

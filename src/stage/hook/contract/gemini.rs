@@ -40,11 +40,18 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     } else {
         let native = fields.required("tool_name")?;
         let mut input = fields.arguments("tool_input")?;
-        let directory = match input.get("directory") {
-            Some(Value::String(dir)) => Some(dir.clone()),
+        let tool = vocabulary(&native, object.get("mcp_context"), &mut input)?;
+        // The folder a shell command runs in: `dir_path` now, `directory` in older versions.
+        let directory = match input.get("dir_path") {
+            Some(Value::String(dir)) if tool == "Bash" => Some(dir.clone()),
+            Some(other) if tool == "Bash" && !other.is_null() => {
+                return Err(fields.error(format!(
+                    "has a `dir_path` of type {}, not a string",
+                    crate::strict_json::type_name(other)
+                )))
+            }
             _ => None,
         };
-        let tool = vocabulary(&native, object.get("mcp_context"), &mut input)?;
         if tool != native {
             native_tool = Some(native);
         }
@@ -90,7 +97,10 @@ fn vocabulary(
     input: &mut Map<String, Value>,
 ) -> Result<String, ContractError> {
     Ok(match native {
-        "run_shell_command" => "Bash".into(),
+        "run_shell_command" => {
+            unify(Agent::Gemini, input, &["dir_path", "directory"])?;
+            "Bash".into()
+        }
         "read_file" => {
             // `file_path` now; `absolute_path` and `path` in older versions.
             unify(
@@ -115,4 +125,45 @@ fn vocabulary(
             _ => native.into(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn translated(tool_input: Value) -> Result<Value, ContractError> {
+        let Value::Object(object) = json!({"session_id": "s", "hook_event_name": "BeforeTool",
+            "cwd": "/p", "tool_name": "run_shell_command", "tool_input": tool_input})
+        else {
+            unreachable!()
+        };
+        translate(&object).map(|t| serde_json::from_slice(&t.input).unwrap())
+    }
+
+    #[test]
+    fn a_shell_command_is_placed_in_the_folder_it_runs_in() {
+        for (input, cwd) in [
+            (json!({"command": "ls"}), "/p"),
+            (
+                json!({"command": "ls", "dir_path": ".gemini"}),
+                "/p/.gemini",
+            ),
+            (json!({"command": "ls", "dir_path": "/q"}), "/q"),
+            (json!({"command": "ls", "directory": "sub"}), "/p/sub"),
+            (
+                json!({"command": "ls", "dir_path": "sub", "directory": "sub"}),
+                "/p/sub",
+            ),
+            (json!({"command": "ls", "dir_path": null}), "/p"),
+        ] {
+            assert_eq!(translated(input.clone()).unwrap()["cwd"], cwd, "{input}");
+        }
+        for input in [
+            json!({"command": "ls", "dir_path": [".gemini"]}),
+            json!({"command": "ls", "dir_path": ".gemini", "directory": "."}),
+        ] {
+            assert!(translated(input.clone()).is_err(), "{input}");
+        }
+    }
 }
