@@ -1110,3 +1110,22 @@ fn gemini_runs_no_command_that_writes_its_settings_from_another_folder() {
         );
     }
 }
+
+/// Codex's `view_image` reads the file its `path` names and hands it to the model: a read as
+/// any other, of `~/.ssh` and a `*.pem` here, held, so refused (Codex cannot ask). (This
+/// Codex sends no file that is not an image; the gate judges the read all the same.)
+#[test]
+fn codex_views_no_secret_unasked() {
+    no_file_tool_reads_a_secret(Agent::Codex, |ssh, project| {
+        vec![
+            (
+                json!({"name": "view_image", "input": {"path": ssh.join("id_ed25519")}}),
+                Some("view_image"),
+            ),
+            (
+                json!({"name": "view_image", "input": {"path": project.join("server.pem")}}),
+                Some("view_image"),
+            ),
+        ]
+    });
+}
