@@ -804,6 +804,39 @@ fn malformed_client_messages_are_never_forwarded() {
     );
     // A tools/call sent as a notification.
     proxy.send(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"write_file"}}"#);
+    // Keys a case-blind server (Go's `encoding/json`) reads as the gate's: `Method` alone, a
+    // `Name` beside `name`, a `METHOD` beside `method`, an `argumentſ` beside `arguments`, and
+    // a task-augmented call, whose result would come past the gate (a review).
+    for (id, line, code) in [
+        (
+            17,
+            r#"{"jsonrpc":"2.0","id":17,"Method":"tools/call","params":{"name":"write_file"}}"#,
+            -32600,
+        ),
+        (
+            18,
+            r#"{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"echo","Name":"write_file"}}"#,
+            -32600,
+        ),
+        (
+            19,
+            r#"{"jsonrpc":"2.0","id":19,"method":"ping","METHOD":"tools/call","params":{"name":"write_file"}}"#,
+            -32600,
+        ),
+        (
+            20,
+            r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"echo","arguments":{},"argumentſ":{"write_file":1}}}"#,
+            -32600,
+        ),
+        (
+            21,
+            r#"{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"echo","arguments":{"write_file":1},"task":{}}}"#,
+            -32602,
+        ),
+    ] {
+        proxy.send(line);
+        assert_eq!(proxy.answer(&json!(id))["error"]["code"], code, "{line}");
+    }
     // A denied call.
     let denied = proxy.call(15, "write_file", json!({"path": "/etc/passwd"}));
     assert!(is_error(&denied), "{denied}");
@@ -840,10 +873,10 @@ fn malformed_client_messages_are_never_forwarded() {
     let gates = events(&all, "gate");
     assert_eq!(
         gates.iter().filter(|e| e["decision"] == "deny").count(),
-        8,
+        13,
         "{gates:#?}"
     );
-    assert_eq!(gates.iter().filter(|e| e["raw"].is_string()).count(), 7);
+    assert_eq!(gates.iter().filter(|e| e["raw"].is_string()).count(), 12);
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod model;
 mod parse;
 mod scan;
 
-pub(crate) use keys::{fold_key, keys_spelt_alike};
+pub(crate) use keys::{fold_key, keys_may_fold_alike, keys_spelt_alike};
 pub use model::*;
 
 #[cfg(test)]

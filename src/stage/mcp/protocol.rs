@@ -210,6 +210,13 @@ pub(crate) fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
             )
         }
     };
+    if let Some(reason) = spelt_otherwise(&object, text) {
+        return refused(
+            answerable(object.get("id")).into_iter().collect(),
+            INVALID_REQUEST,
+            reason,
+        );
+    }
     if !object.contains_key("method") {
         let own = object
             .get("id")
@@ -306,6 +313,15 @@ pub(crate) fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
         }
         None => return invalid("tools/call has no `params.name`".to_owned()),
     };
+    // A task-augmented call is answered with a task, and its result comes later in
+    // `tasks/result`, which the gate would not see: provenance and the audit log need the
+    // call's own result.
+    if params.contains_key("task") {
+        return invalid(
+            "a task-augmented tools/call (`params.task`) is not relayed: the gate must see the call's result; call the tool without `task`"
+                .to_owned(),
+        );
+    }
     let arguments = match params.get("arguments") {
         None => Map::new(),
         Some(Value::Object(arguments)) => arguments.clone(),
@@ -322,6 +338,59 @@ pub(crate) fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
         arguments,
         text,
     }
+}
+
+/// The keys of a JSON-RPC message, and of a `tools/call`'s `params`, as the gate reads them.
+const MESSAGE_KEYS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+const CALL_PARAMS_KEYS: [&str; 4] = ["name", "arguments", "_meta", "task"];
+
+/// Why a message may read differently to a server than to the gate, or `None`: two keys of one
+/// object, at any depth, that differ only in case, fullwidth letters or invisible characters
+/// ([`crate::call::fold_key`]), or a key spelt so of one the gate reads (`Method`, `Params`, a
+/// `tools/call`'s `Name` or `argumentſ`). A server that matches names without case (Go's
+/// `encoding/json`, which takes the last of two, .NET's web defaults) would read `Method` as the
+/// method, or `Name` over `name`, where the gate read another or none (a review ran a denied
+/// tool so).
+fn spelt_otherwise(object: &Map<String, Value>, text: &str) -> Option<String> {
+    if !crate::call::keys_may_fold_alike(text) {
+        return None;
+    }
+    if let Some((path, first, second)) = crate::call::keys_spelt_alike(object) {
+        let within = if path.is_empty() {
+            "the message".to_owned()
+        } else {
+            format!("`{}`", path.join("."))
+        };
+        return Some(format!(
+            "{within} holds both `{}` and `{}`, which differ only in case, fullwidth letters or invisible characters: a server that reads names without case would take either",
+            crate::sanitize::quoted(&first),
+            crate::sanitize::quoted(&second)
+        ));
+    }
+    fn stray(
+        object: &Map<String, Value>,
+        known: &[&'static str],
+    ) -> Option<(String, &'static str)> {
+        object.keys().find_map(|key| {
+            let folded = crate::call::fold_key(key);
+            known
+                .iter()
+                .find(|known| **known == folded && **known != key)
+                .map(|known| (key.clone(), *known))
+        })
+    }
+    let params = object
+        .get("params")
+        .and_then(Value::as_object)
+        .filter(|_| object.get("method").and_then(Value::as_str) == Some("tools/call"));
+    stray(object, &MESSAGE_KEYS)
+        .or_else(|| params.and_then(|params| stray(params, &CALL_PARAMS_KEYS)))
+        .map(|(key, known)| {
+            format!(
+                "the message has `{}` where JSON-RPC and MCP name `{known}`: a server that reads names without case would take it for `{known}`",
+                crate::sanitize::quoted(&key)
+            )
+        })
 }
 
 // ---------------------------------------------------------------------------------------------

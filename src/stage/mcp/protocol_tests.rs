@@ -273,3 +273,62 @@ fn responses_sc_mcp_writes_are_json_rpc() {
     assert_eq!(value["error"]["code"], INVALID_PARAMS);
     assert!(line.ends_with(b"}\n"));
 }
+
+#[test]
+fn keys_a_case_blind_server_reads_otherwise_are_refused() {
+    // Each of these ran a denied tool on a Go server in a review: `encoding/json` matches names
+    // without case (`ſ` as `s`) and takes the last of two.
+    for (text, says) in [
+        (
+            r#"{"jsonrpc":"2.0","id":5,"Method":"tools/call","params":{"name":"write_file"}}"#,
+            "`Method`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","Name":"write_file"}}"#,
+            "`name` and `Name`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","METHOD":"tools/call","params":{"name":"write_file"}}"#,
+            "`method` and `METHOD`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"pay","arguments":{"amount":5},"Arguments":{"amount":5000}}}"#,
+            "`arguments` and `Arguments`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"pay","arguments":{"amount":5},"argumentſ":{"amount":5000}}}"#,
+            "`argumentſ`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"pay","argumentS":{"amount":5000}}}"#,
+            "`argumentS`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"pay","arguments":{"to":{"iban":"A","IBAN":"B"}}}}"#,
+            "`params.arguments.to`",
+        ),
+        (r#"{"jsonrpc":"2.0","id":12,"Result":{}}"#, "`Result`"),
+    ] {
+        let (ids, code, reason) = refused_code(classify(text));
+        assert_eq!(code, INVALID_REQUEST, "{text}");
+        assert_eq!(ids.len(), 1, "{text}");
+        assert!(reason.contains(says), "{text}: {reason}");
+    }
+    // A key of the arguments that is only another key's in upper case, or upper case in a
+    // value, is read as ever.
+    assert!(matches!(
+        classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Pay","arguments":{"IBAN":"DE00","Note":"HELLO"}}}"#
+        ),
+        ClientMessage::ToolCall { .. }
+    ));
+}
+
+#[test]
+fn a_task_augmented_tool_call_is_refused() {
+    let (ids, code, reason) = refused_code(classify(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fetch","arguments":{},"task":{"ttl":60000}}}"#,
+    ));
+    assert_eq!((ids, code), (vec![json!(3)], INVALID_PARAMS));
+    assert!(reason.contains("task-augmented"), "{reason}");
+}

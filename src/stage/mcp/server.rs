@@ -316,6 +316,14 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
     if let Some(result) = message.get_mut("result") {
         if request.awaiting.method() == "initialize" {
             super::handshake::keep_initialize_result(session, result);
+            // Task-augmented calls are refused (their results would come past the gate in
+            // `tasks/result`): the client is not told the server offers them.
+            if let Some(capabilities) = result
+                .get_mut("capabilities")
+                .and_then(Value::as_object_mut)
+            {
+                rewritten |= capabilities.shift_remove("tasks").is_some();
+            }
         }
         if session.revisions.server_is_modern() {
             // A 2026-07-28 server's question back (its own retry) cannot be carried yet: its
