@@ -38,10 +38,12 @@ struct FakeModel {
 
 impl FakeModel {
     fn start(scratch: &Scratch, turns: Value) -> FakeModel {
-        let script = scratch.write(
-            "model-script.json",
-            serde_json::to_vec(&json!({"turns": turns, "final": "All done."})).unwrap(),
-        );
+        FakeModel::start_script(scratch, json!({"turns": turns, "final": "All done."}))
+    }
+
+    /// A model whose script is whole: its turns, and those of subagents by their markers.
+    fn start_script(scratch: &Scratch, script: Value) -> FakeModel {
+        let script = scratch.write("model-script.json", serde_json::to_vec(&script).unwrap());
         let log = scratch.path("model-requests.jsonl");
         let mut child = Command::new("python3")
             .arg(testdata("agents/fake-model.py"))
@@ -1176,4 +1178,63 @@ fn codex_judges_a_command_where_the_last_cd_left_it() {
 #[test]
 fn gemini_judges_a_command_where_the_last_cd_left_it() {
     a_cd_carries_to_the_next_command(Agent::Gemini);
+}
+
+/// Copilot CLI's subagents (its `task` tool) have sessions of their own, each naming the session
+/// that started it (`parentAgentId`): a tainted session's subagent, and that one's subagent,
+/// are tainted too. `touch`, which the pack would run confined (Copilot CLI cannot), is refused
+/// at every depth after the page; before it, the same subagents' `touch` runs. (A review ran a
+/// tainted session's `make` unconfined through a subagent.)
+#[test]
+fn copilot_subagents_of_a_tainted_session_are_tainted_at_every_depth() {
+    let agent = Agent::Copilot;
+    let setup = Setup::new(agent);
+    let config = setup.home.join(".copilot/mcp-config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let fake = testdata("mcp/fake-server.py");
+    std::fs::write(
+        &config,
+        serde_json::to_vec(&json!({"mcpServers": {
+            "fetch": {"type": "local", "command": "python3", "args": [fake], "tools": ["*"]},
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let task = |marker: &str| {
+        json!({"name": "task", "input": {"description": "work", "prompt": format!("{marker} go"),
+                                          "agent_type": "general-purpose", "name": "helper"}})
+    };
+    let model = FakeModel::start_script(
+        &setup.scratch,
+        json!({
+            "turns": [
+                task("SUBAGENT-BEFORE"),
+                {"name": "fetch-echo", "input": {"text": "a page from the web"}},
+                task("SUBAGENT-ONE"),
+            ],
+            "subagents": [
+                {"marker": "SUBAGENT-BEFORE", "turns": [agent.shell("touch before.txt")]},
+                {"marker": "SUBAGENT-ONE", "turns": [agent.shell("touch child.txt"), task("SUBAGENT-TWO")]},
+                {"marker": "SUBAGENT-TWO", "turns": [agent.shell("touch grandchild.txt")]},
+            ],
+            "final": "All done.",
+        }),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    assert!(setup.project.join("before.txt").exists(), "{said}");
+    assert!(!setup.project.join("child.txt").exists(), "{said}");
+    assert!(!setup.project.join("grandchild.txt").exists(), "{said}");
+    let held: Vec<String> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e["decision"] == "hold")
+        .map(|e| {
+            e["call"]["args"]["command"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(held, ["touch child.txt", "touch grandchild.txt"], "{said}");
 }

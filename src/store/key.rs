@@ -152,6 +152,9 @@ impl StateKey {
 pub enum ValueKey {
     /// sc-hook's call links of a session (a safe name, as for [`StateKey::session`]).
     Links(String),
+    /// The session whose state a subagent's session uses: the first of its parents that has no
+    /// parent (a safe name, as for [`StateKey::session`]).
+    Parent(String),
     /// A crew's grants (a safe name, as for [`StateKey::crew`]).
     Grants(String),
     /// A crew's inbox: the holds its doors wait on ([`crate::store::inbox`]).
@@ -163,6 +166,10 @@ pub enum ValueKey {
 impl ValueKey {
     pub fn links(session_id: &str) -> ValueKey {
         ValueKey::Links(session_id.to_owned())
+    }
+
+    pub fn parent(session_id: &str) -> ValueKey {
+        ValueKey::Parent(session_id.to_owned())
     }
 
     pub fn grants(crew: &str) -> ValueKey {
@@ -182,6 +189,7 @@ impl ValueKey {
     pub fn path(&self) -> String {
         match self {
             ValueKey::Links(id) => format!("session/{id}/links"),
+            ValueKey::Parent(id) => format!("session/{id}/parent"),
             ValueKey::Grants(crew) => format!("crew/{crew}/grants"),
             ValueKey::Inbox(crew) => format!("crew/{crew}/inbox"),
             ValueKey::Spent(crew) => format!("crew/{crew}/spent"),
@@ -197,6 +205,7 @@ impl ValueKey {
         }
         match (kind, what) {
             ("session", "links") => Some(ValueKey::Links(name.to_owned())),
+            ("session", "parent") => Some(ValueKey::Parent(name.to_owned())),
             ("crew", "grants") => Some(ValueKey::Grants(name.to_owned())),
             ("crew", "inbox") => Some(ValueKey::Inbox(name.to_owned())),
             ("crew", "spent") => Some(ValueKey::Spent(name.to_owned())),
@@ -209,6 +218,7 @@ impl ValueKey {
     pub fn describe(&self) -> String {
         match self {
             ValueKey::Links(id) => format!("the call links of session {}", quoted(id)),
+            ValueKey::Parent(id) => format!("the parent session of session {}", quoted(id)),
             ValueKey::Grants(crew) => format!("the grants of crew {}", quoted(crew)),
             ValueKey::Inbox(crew) => format!("the inbox of crew {}", quoted(crew)),
             ValueKey::Spent(crew) => {
@@ -220,7 +230,9 @@ impl ValueKey {
     /// What a person can do about a value that was refused.
     pub fn remedy(&self) -> &'static str {
         match self {
-            ValueKey::Links(_) => "reset the session with `sc-state reset --session`",
+            ValueKey::Links(_) | ValueKey::Parent(_) => {
+                "reset the session with `sc-state reset --session`"
+            }
             ValueKey::Grants(_) => "end them with `sc-state revoke --all`",
             ValueKey::Inbox(_) => "stop the crew's doors and inboxes, then remove the value",
             ValueKey::Spent(_) => "stop the crew's doors, then remove the value",

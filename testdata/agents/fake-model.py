@@ -9,7 +9,9 @@ enough of each agent's model API to hand the agent a scripted sequence of tool c
   - OpenAI Responses (Codex): POST .../responses, streaming server-sent events;
   - OpenAI Chat Completions (Copilot CLI's own providers): POST .../chat/completions, streaming;
   - Gemini generateContent (Gemini CLI): POST .../models/M:streamGenerateContent?alt=sse.
-SCRIPT is {"turns": [CALL, CALL, ...], "final": "TEXT"}, each CALL {"name": ..., "input": {...}}:
+SCRIPT is {"turns": [CALL, CALL, ...], "final": "TEXT"}, each CALL {"name": ..., "input": {...}}
+(and "subagents": [{"marker": TEXT, "turns": [...]}], the turns of a conversation whose user text
+holds the marker: a subagent's, started with a prompt that holds it):
 the answer to a conversation that already holds N tool results is turn N's call, and once every
 call has its result, the final text; `{{PORT}}` in a call's input is the server's own port.
 A request that offers the model no tools (a title, a summary) gets the final text. Every request is appended to LOG as one JSON line
@@ -31,10 +33,33 @@ LOG_LOCK = threading.Lock()
 PORT = [0]
 
 
-def step(results):
+def user_text(body):
+    """The text of every user message of a conversation, in any of the four APIs."""
+    out = []
+    for m in (body.get("messages") or []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            out.append(text_of(m.get("content")))
+    for c in (body.get("contents") or []):
+        if isinstance(c, dict) and c.get("role") == "user":
+            out += [p.get("text", "") for p in c.get("parts", []) if isinstance(p, dict)]
+    items = body.get("input")
+    if isinstance(items, list):
+        for i in items:
+            if isinstance(i, dict) and i.get("role") == "user":
+                out.append(text_of(i.get("content")))
+    return "\n".join(out)
+
+
+def step(results, body):
     """The call for a conversation with `results` tool results so far, or None for the end;
-    `{{PORT}}` in its input is this server's own port."""
+    `{{PORT}}` in its input is this server's own port. A conversation whose user text holds a
+    subagent's marker (SCRIPT's `subagents`: [{"marker", "turns"}]) is that subagent's."""
     turns = SCRIPT.get("turns", [])
+    said = user_text(body)
+    for sub in SCRIPT.get("subagents", []):
+        if sub["marker"] in said:
+            turns = sub["turns"]
+            break
     if results >= len(turns):
         return None
     return json.loads(json.dumps(turns[results]).replace("{{PORT}}", str(PORT[0])))
@@ -76,7 +101,7 @@ def anthropic_results(body):
 
 
 def anthropic(handler, body, n):
-    call = step(anthropic_results(body)) if body.get("tools") else None
+    call = step(anthropic_results(body), body) if body.get("tools") else None
     if call is None:
         block = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": SCRIPT.get("final", "done")}
@@ -134,7 +159,7 @@ def responses_results(body):
 
 
 def responses(handler, body, n):
-    call = step(responses_results(body)) if body.get("tools") else None
+    call = step(responses_results(body), body) if body.get("tools") else None
     rid = f"resp_{n:04d}"
     if call is None:
         text = SCRIPT.get("final", "done")
@@ -178,7 +203,7 @@ def chat_results(body):
 
 
 def chat(handler, body, n):
-    call = step(chat_results(body)) if body.get("tools") else None
+    call = step(chat_results(body), body) if body.get("tools") else None
     if call is None:
         delta = {"role": "assistant", "content": SCRIPT.get("final", "done")}
         finish = "stop"
@@ -226,7 +251,7 @@ def gemini_results(body):
 
 def gemini(handler, body, stream):
     offered = any(t.get("functionDeclarations") for t in body.get("tools", []) or [])
-    call = step(gemini_results(body)) if offered else None
+    call = step(gemini_results(body), body) if offered else None
     if call is None:
         part = {"text": SCRIPT.get("final", "done")}
     else:

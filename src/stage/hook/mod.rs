@@ -65,6 +65,7 @@ pub mod install;
 mod links;
 mod output;
 mod oversized;
+mod parents;
 mod post_tool_use;
 mod pre_tool_use;
 mod provenance;

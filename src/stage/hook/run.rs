@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::input::{HookEvent, HookInput};
 use super::post_tool_use::{record_run, Ran};
@@ -45,6 +45,25 @@ pub fn run_translated(
 ) -> Result<Handled> {
     let mut hook = HookInput::parse(&translated.input)?;
     hook.agent_tool = translated.native_tool.clone();
+    if let Some(parent) = &translated.parent_session {
+        if !super::input::is_safe_session_id(parent) {
+            anyhow::bail!("the hook input's parent session is not a session id: {parent:?}");
+        }
+        // A subagent's prompt is its parent model's words, not the user's: never taken as the
+        // user's instruction (value provenance would trust what it names).
+        if hook.event == HookEvent::UserPromptSubmit {
+            return Ok(Handled::Prompt);
+        }
+        let mut store = options
+            .state
+            .open(crate::store::OpenOptions {
+                create: true,
+                fsync: options.fsync,
+            })
+            .context("state store unavailable")?;
+        hook.session_id = super::parents::root_session(store.as_mut(), &hook.session_id, parent)
+            .context("state store unavailable")?;
+    }
     dispatch(&translated.input, &hook, options, audit_log, out)
 }
 

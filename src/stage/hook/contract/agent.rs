@@ -159,6 +159,10 @@ pub struct Translated {
     pub command_key: Option<&'static str>,
     /// The project the agent runs in, where its input or environment names one.
     pub project: Option<PathBuf>,
+    /// The session of the agent that started this one (a subagent with a session of its own:
+    /// Copilot CLI's `parentAgentId`). Its state is the parent's, and so on up to the session
+    /// that has no parent ([`crate::stage::hook::run_translated`]).
+    pub parent_session: Option<String>,
 }
 
 /// Builds the hook's input in its own shape.

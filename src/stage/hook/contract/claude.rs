@@ -39,5 +39,6 @@ pub(super) fn translate(object: Option<&Map<String, Value>>, bytes: &[u8]) -> Tr
         },
         command_key: Some("command"),
         project: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+        parent_session: None,
     }
 }

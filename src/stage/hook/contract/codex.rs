@@ -65,6 +65,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         },
         command_key: Some("command"),
         project: None,
+        parent_session: None,
     })
 }
 
@@ -103,10 +104,13 @@ fn vocabulary(native: &str, mut input: Map<String, Value>) -> (String, Map<Strin
 }
 
 /// The files a patch in Codex's `apply_patch` format names (`*** Add File: P`, `*** Update
-/// File: P`, `*** Delete File: P`, `*** Move to: P`), each with whether it is a new file.
+/// File: P`, `*** Delete File: P`, `*** Move to: P`), each with whether it is a new file. Codex
+/// reads a header with white space before it too (`  *** Delete File: P`, a review deleted
+/// `.codex/config.toml` so), and so does this: a line of a hunk read as a header only adds a
+/// file to judge.
 fn patch_files(patch: &str) -> Vec<(bool, String)> {
     let mut files: Vec<(bool, String)> = Vec::new();
-    for line in patch.lines() {
+    for line in patch.lines().map(str::trim) {
         let found = [
             ("*** Add File: ", true),
             ("*** Update File: ", false),
@@ -156,6 +160,15 @@ mod tests {
         let patch = "*** Add File: a\n*** Update File: b\n";
         let input = json!({"command": patch}).as_object().unwrap().clone();
         assert_eq!(vocabulary("apply_patch", input).0, "apply_patch");
+        // Headers with white space before them, as Codex reads them too (a review).
+        let patch = "*** Begin Patch\n*** Add File: notes.txt\n+hi\n  *** Delete File: .codex/config.toml\n\t*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n";
+        let input = json!({"command": patch}).as_object().unwrap().clone();
+        assert_eq!(vocabulary("apply_patch", input).0, "apply_patch");
+        let patch = "*** Begin Patch\n   *** Add File: .codex/hidden.toml\r\n+x\n*** End Patch\n";
+        let input = json!({"command": patch}).as_object().unwrap().clone();
+        let (tool, args) = vocabulary("apply_patch", input);
+        assert_eq!(tool, "Write");
+        assert_eq!(args["file_path"], ".codex/hidden.toml");
     }
 
     #[test]

@@ -24,6 +24,12 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         Some(id) if !id.is_empty() => id,
         _ => session_for_folder("copilot", cwd.as_deref()),
     };
+    // A subagent (the `task` tool) has a session of its own, and names the session of the agent
+    // that started it: its state is that one's (a review ran a tainted session's `make`
+    // unconfined through a subagent).
+    let parent_session = fields
+        .string("parentAgentId")?
+        .filter(|parent| !parent.is_empty() && *parent != session);
     let has_tool = object.contains_key("toolName");
     let event = if !has_tool && object.contains_key("prompt") {
         Event::Prompt
@@ -76,6 +82,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         },
         command_key: Some("command"),
         project: None,
+        parent_session,
     })
 }
 

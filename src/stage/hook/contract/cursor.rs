@@ -108,6 +108,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         },
         command_key: Some("command"),
         project,
+        parent_session: None,
     })
 }
 

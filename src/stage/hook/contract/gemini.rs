@@ -87,6 +87,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         },
         command_key: Some("command"),
         project: std::env::var_os("GEMINI_PROJECT_DIR").map(std::path::PathBuf::from),
+        parent_session: None,
     })
 }
 
