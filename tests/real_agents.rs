@@ -1238,3 +1238,46 @@ fn copilot_subagents_of_a_tainted_session_are_tainted_at_every_depth() {
         .collect();
     assert_eq!(held, ["touch child.txt", "touch grandchild.txt"], "{said}");
 }
+
+/// Gemini CLI runs `grep_search` by its former name too (`search_file_content`): in a tainted
+/// session whose project holds a `.env`, a search of the project is held under either name, so
+/// refused (Gemini CLI cannot ask), and the secret never reaches the model.
+#[test]
+fn gemini_searches_no_secret_by_its_former_name() {
+    let agent = Agent::Gemini;
+    let setup = Setup::new(agent);
+    let secret = "NOT-FOR-THE-MODEL-3b7e";
+    std::fs::write(
+        setup.project.join(".env"),
+        format!("DB_PASSWORD={secret}\n"),
+    )
+    .unwrap();
+    let search = |name: &str| json!({"name": name, "input": {"pattern": "NOT-FOR", "dir_path": setup.project}});
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "mcp_fetch_echo", "input": {"text": "a page from the web"}},
+            search("grep_search"),
+            search("search_file_content"),
+        ]),
+    );
+    // The command writes Gemini CLI's settings; the fetch server is added to them.
+    let cmd = setup.command(agent, &model);
+    let file = setup.home.join(".gemini/settings.json");
+    let mut settings: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    settings["mcpServers"] =
+        json!({"fetch": {"command": "python3", "args": [testdata("mcp/fake-server.py")]}});
+    std::fs::write(&file, serde_json::to_vec(&settings).unwrap()).unwrap();
+    let out = run(cmd);
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{said}");
+    for result in &results[1..] {
+        assert!(
+            !result.contains(secret),
+            "the secret reached the model: {said}"
+        );
+        assert!(result.contains("Skeleton Crew"), "{said}");
+    }
+}

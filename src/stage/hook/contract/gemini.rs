@@ -114,6 +114,9 @@ fn vocabulary(
         "write_file" => "Write".into(),
         "replace" | "edit" => "Edit".into(),
         "google_web_search" => "WebSearch".into(),
+        // Gemini CLI still runs its search by its former name (`TOOL_LEGACY_ALIASES`): judged
+        // as the search it is (a review read a tainted session's `.env` by that name).
+        "search_file_content" => "grep_search".into(),
         _ => match mcp {
             // An MCP tool: named as every agent names one, by its server.
             Some(Value::Object(context)) => match (
