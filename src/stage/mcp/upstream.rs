@@ -299,6 +299,57 @@ fn shown_url(url: &str) -> String {
 }
 
 impl Upstream {
+    /// A message of the remote server as it goes on: `line` with every configured header value
+    /// (and each long word of one) replaced by `[redacted]`, in its bytes and in every string of
+    /// `value` (its parse) once decoded, since a server may write the value with escapes
+    /// (`\/` for `/`, `\u0041` for `A`): then the message is written anew from `value`.
+    fn redact_message(&self, line: Vec<u8>, mut value: Value) -> Vec<u8> {
+        if self.secrets.is_empty() {
+            return line;
+        }
+        if self.redact_strings(&mut value) {
+            return serde_json::to_vec(&value).expect("a JSON value serializes");
+        }
+        self.redact(line)
+    }
+
+    /// Redacts every string of `value`, keys too; whether any held a secret.
+    fn redact_strings(&self, value: &mut Value) -> bool {
+        let text = |text: &str| -> Option<String> {
+            let redacted = self.redact(text.as_bytes().to_vec());
+            (redacted != text.as_bytes()).then(|| String::from_utf8_lossy(&redacted).into_owned())
+        };
+        match value {
+            Value::String(string) => match text(string) {
+                Some(redacted) => {
+                    *string = redacted;
+                    true
+                }
+                None => false,
+            },
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |any, item| self.redact_strings(item) | any),
+            Value::Object(object) => {
+                let mut any = false;
+                let entries = std::mem::take(object);
+                for (key, mut item) in entries {
+                    any |= self.redact_strings(&mut item);
+                    let key = match text(&key) {
+                        Some(redacted) => {
+                            any = true;
+                            redacted
+                        }
+                        None => key,
+                    };
+                    object.insert(key, item);
+                }
+                any
+            }
+            _ => false,
+        }
+    }
+
     /// `bytes` with every configured header value (and each long word of one) replaced by
     /// `[redacted]`.
     fn redact(&self, mut bytes: Vec<u8>) -> Vec<u8> {
@@ -516,7 +567,7 @@ impl Link {
         // Parsed, so every line break is whitespace between tokens: the line stays one message,
         // as it came.
         let line = crate::json_write::on_one_line(data);
-        let line = self.upstream.redact(line);
+        let line = self.upstream.redact_message(line, value.clone());
         let answers = match (request, &value) {
             (Some((id, method)), Value::Object(object))
                 if object.get("id") == Some(id) && !object.contains_key("method") =>
@@ -642,6 +693,23 @@ mod tests {
             redacted.contains("bad credentials: [redacted]; token [redacted]"),
             "{redacted}"
         );
+        // Written with escapes, as PHP writes `/` and Go `<`: found once decoded (a review).
+        let upstream = Upstream::new(
+            "http://127.0.0.1:1/mcp",
+            &["Authorization: Bearer sk-live/Zx9+Qw7/Rt5<vB2nM8kL4".into()],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let echoed = br#"{"result":{"content":[{"type":"text","text":"you sent Bearer sk-live\/Zx9+Qw7\/Rt5<vB2nM8kL4"}],"sk-live\/Zx9+Qw7\/Rt5<vB2nM8kL4":1}}"#;
+        let value: Value = serde_json::from_slice(echoed).unwrap();
+        let redacted = String::from_utf8(upstream.redact_message(echoed.to_vec(), value)).unwrap();
+        let back: Value = serde_json::from_str(&redacted).unwrap();
+        assert!(!back.to_string().contains("Zx9"), "{redacted}");
+        assert_eq!(
+            back["result"]["content"][0]["text"], "you sent [redacted]",
+            "{redacted}"
+        );
+        assert_eq!(back["result"]["[redacted]"], 1, "{redacted}");
     }
 
     #[test]
