@@ -1268,6 +1268,56 @@ fn a_tool_call_whose_id_is_not_a_plain_integer_never_runs_on_the_published_serve
     assert!(gates[0]["reasons"][0].as_str().unwrap().contains("`id`"));
 }
 
+/// A server may finish a call it was asked to cancel: the published SDK ignores a cancellation
+/// of the id "", and answers. The cancel is audited as a call that may have run in part, and the
+/// late answer as what it says: the call ran (a review found it logged as failed alone, though
+/// it ran). The client is not given the late answer.
+#[test]
+fn a_call_the_published_server_finishes_after_the_client_cancelled_it_is_audited_as_run() {
+    let scratch = Scratch::new();
+    let (mut proxy, _root, node) = logged_filesystem_proxy(&scratch, &[]);
+    proxy.initialize();
+    let paused = node.pause();
+    proxy.send(r#"{"jsonrpc":"2.0","id":"","method":"tools/call","params":{"name":"list_directory","arguments":{"path":"."}}}"#);
+    proxy.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"","reason":"test"}}"#,
+    );
+    paused.resume();
+    // Answered after the late answer (the server handles its input in order).
+    let list = proxy.request(10, "tools/list", json!({}));
+    assert!(!is_error(&list), "{list}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        lines_with_id(&done.received, &json!("")).is_empty(),
+        "{:#?}",
+        done.received
+    );
+    let all = scratch.audit_events();
+    let outcomes: Vec<(String, String)> = events(&all, "exec")
+        .iter()
+        .map(|e| {
+            (
+                e["outcome"]["status"].as_str().unwrap().to_owned(),
+                e["outcome"]["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 2, "{outcomes:#?}");
+    assert_eq!(outcomes[0].0, "failed", "{outcomes:#?}");
+    assert!(
+        outcomes[0].1.contains("may have run in part"),
+        "{outcomes:#?}"
+    );
+    assert_eq!(outcomes[1].0, "executed", "{outcomes:#?}");
+    assert!(
+        outcomes[1]
+            .1
+            .starts_with("after the client cancelled it: ran list_directory"),
+        "{outcomes:#?}"
+    );
+}
+
 #[test]
 fn a_tools_list_the_published_server_answers_after_the_client_cancelled_it_never_reaches_the_client(
 ) {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use indexmap::IndexSet;
+use indexmap::IndexMap;
 
 use super::protocol::{IdKey, RequestId};
 use crate::approve::notify::Notice;
@@ -153,8 +153,9 @@ pub(super) struct Pending {
     /// Whether the server can still answer; once false, no request is forwarded.
     pub(super) server_reading: bool,
     pub(super) requests: HashMap<IdKey, PendingRequest>,
-    /// Requests the client cancelled, oldest first: the server may still answer them.
-    pub(super) cancelled: IndexSet<IdKey>,
+    /// Requests the client cancelled, oldest first: the server may still answer them. A tool
+    /// call keeps its ticket, so that an answer that comes after all is audited as what it says.
+    pub(super) cancelled: IndexMap<IdKey, Option<Ticket>>,
     /// Calls waiting for the person's answer, through the client or on the page.
     pub(super) held: HashMap<HoldKey, HeldCall>,
     /// The same calls' client ids, each to its key.
@@ -170,8 +171,8 @@ pub(super) struct Pending {
 pub(super) enum Answered {
     /// A request the client is waiting on, now answered.
     Waiting(PendingRequest),
-    /// A request the client cancelled.
-    Cancelled,
+    /// A request the client cancelled: a tool call's ticket.
+    Cancelled(Option<Ticket>),
     /// Nothing: an id never sent, one already answered, or no id sc-mcp could have let through.
     Nothing,
 }
@@ -183,7 +184,7 @@ impl Pending {
             Some("a request still waiting for an answer")
         } else if self.held_ids.contains_key(key) {
             Some("a call still waiting for the person's answer")
-        } else if self.cancelled.contains(key) {
+        } else if self.cancelled.contains_key(key) {
             Some("a request the client cancelled, which the MCP server may still answer")
         } else {
             None
@@ -197,8 +198,8 @@ impl Pending {
         };
         if let Some(request) = self.requests.remove(key) {
             Answered::Waiting(request)
-        } else if self.cancelled.shift_remove(key) {
-            Answered::Cancelled
+        } else if let Some(ticket) = self.cancelled.shift_remove(key) {
+            Answered::Cancelled(ticket)
         } else {
             Answered::Nothing
         }
@@ -267,7 +268,11 @@ impl Pending {
         if self.cancelled.len() >= CANCELLED_REMEMBERED {
             self.cancelled.shift_remove_index(0);
         }
-        self.cancelled.insert(key.clone());
+        let ticket = match &request.awaiting {
+            Awaiting::ToolCall(ticket) => Some(ticket.clone()),
+            _ => None,
+        };
+        self.cancelled.insert(key.clone(), ticket);
         Some(request)
     }
 }
@@ -297,7 +302,7 @@ mod tests {
             .contains("cancelled"));
         assert!(matches!(
             pending.take(Some(&IdKey::Integer(1))),
-            Answered::Cancelled
+            Answered::Cancelled(None)
         ));
         assert!(pending.in_use(&IdKey::Integer(1)).is_none());
         assert!(matches!(

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use indexmap::IndexSet;
+use indexmap::IndexMap;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -497,7 +497,7 @@ fn new_session(
         pending: Mutex::new(Pending {
             server_reading: reading,
             requests: HashMap::new(),
-            cancelled: IndexSet::new(),
+            cancelled: IndexMap::new(),
             ..Pending::default()
         }),
         holds_changed: Condvar::new(),

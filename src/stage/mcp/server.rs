@@ -264,11 +264,21 @@ fn relay_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result
     let answered = lock(&session.pending).take(key.as_ref());
     let request = match answered {
         Answered::Waiting(request) => request,
-        Answered::Cancelled => {
+        Answered::Cancelled(ticket) => {
             session.warn(&format!(
                 "dropped the MCP server's answer to request {}, which the client cancelled",
                 for_terminal(&message.get("id").unwrap_or(&Value::Null).to_string())
             ));
+            // The cancelled call's event said it may have run in part: what the server answered
+            // says what became of it (a server may finish a call it was asked to cancel).
+            if let Some(ticket) = ticket {
+                let mut outcome = outcome_of_answer(&message, &ticket);
+                outcome.reason = format!(
+                    "after the client cancelled it: {} (the client was not given the answer)",
+                    outcome.reason
+                );
+                session.audit_outcome(&ticket, &outcome)?;
+            }
             return Ok(());
         }
         Answered::Nothing => {
