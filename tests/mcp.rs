@@ -1268,6 +1268,41 @@ fn a_tool_call_whose_id_is_not_a_plain_integer_never_runs_on_the_published_serve
     assert!(gates[0]["reasons"][0].as_str().unwrap().contains("`id`"));
 }
 
+/// While sc-mcp asks the server `server/discover` for the client's `initialize`, that request
+/// waits beside the pending ones: a call with its id is refused (a review's ran, and its answer
+/// went to the client as the `initialize` answer, with no `exec` event).
+#[test]
+fn a_call_with_the_id_of_the_waiting_initialize_is_refused() {
+    let scratch = Scratch::new();
+    let (mut proxy, _root, node) = logged_filesystem_proxy(&scratch, &[]);
+    // The server reads nothing until resumed: sc-mcp's server/discover waits for it.
+    let paused = node.pause();
+    proxy.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    proxy.send(r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"list_directory","arguments":{"path":"."}}}"#);
+    let refused = proxy.answer(&json!(0));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize"),
+        "{refused}"
+    );
+    paused.resume();
+    let list = proxy.request(10, "tools/list", json!({}));
+    assert!(!is_error(&list), "{list}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    // Two answers with id 0: the refusal, then the server's to initialize.
+    let answers = lines_with_id(&done.received, &json!(0));
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    assert!(answers[1]["result"]["protocolVersion"].is_string(), "{answers:#?}");
+    assert!(
+        !node.received().iter().any(|m| m["method"] == "tools/call"),
+        "the call reached the server"
+    );
+}
+
 /// A server may finish a call it was asked to cancel: the published SDK ignores a cancellation
 /// of the id "", and answers. The cancel is audited as a call that may have run in part, and the
 /// late answer as what it says: the call ran (a review found it logged as failed alone, though

@@ -282,7 +282,20 @@ impl Session {
 
     /// Why a new request may not use this id, if it may not.
     pub(super) fn id_in_use(&self, id: &RequestId) -> Option<&'static str> {
-        lock(&self.pending).in_use(&id.key)
+        if let Some(user) = lock(&self.pending).in_use(&id.key) {
+            return Some(user);
+        }
+        // The client's `initialize` waits beside the pending requests while sc-mcp asks the
+        // server `server/discover`: its id is in use too (a call that took it ran, and its
+        // answer went to the client as the `initialize` answer: a review).
+        match &lock(&self.revisions.state).discovering {
+            Some(super::revision::Discovering::Client { request, .. })
+                if request.id.key == id.key =>
+            {
+                Some("the client's initialize, waiting for the MCP server's server/discover")
+            }
+            _ => None,
+        }
     }
 
     /// Audits the person's answer to a held call (the `approve` event, with `notifyFailed` when
