@@ -1296,7 +1296,10 @@ fn a_call_with_the_id_of_the_waiting_initialize_is_refused() {
     // Two answers with id 0: the refusal, then the server's to initialize.
     let answers = lines_with_id(&done.received, &json!(0));
     assert_eq!(answers.len(), 2, "{answers:#?}");
-    assert!(answers[1]["result"]["protocolVersion"].is_string(), "{answers:#?}");
+    assert!(
+        answers[1]["result"]["protocolVersion"].is_string(),
+        "{answers:#?}"
+    );
     assert!(
         !node.received().iter().any(|m| m["method"] == "tools/call"),
         "the call reached the server"

@@ -45,14 +45,17 @@ pub fn run_translated(
 ) -> Result<Handled> {
     let mut hook = HookInput::parse(&translated.input)?;
     hook.agent_tool = translated.native_tool.clone();
-    if let Some(parent) = &translated.parent_session {
-        if !super::input::is_safe_session_id(parent) {
-            anyhow::bail!("the hook input's parent session is not a session id: {parent:?}");
-        }
-        // A subagent's prompt is its parent model's words, not the user's: never taken as the
-        // user's instruction (value provenance would trust what it names).
-        if hook.event == HookEvent::UserPromptSubmit {
-            return Ok(Handled::Prompt);
+    if translated.agent == super::contract::Agent::Copilot && options.crew.is_none() {
+        let parent = translated.parent_session.as_deref();
+        if let Some(parent) = parent {
+            if !super::input::is_safe_session_id(parent) {
+                anyhow::bail!("the hook input's parent session is not a session id: {parent:?}");
+            }
+            // A subagent's prompt is its parent model's words, not the user's: never taken as
+            // the user's instruction (value provenance would trust what it names).
+            if hook.event == HookEvent::UserPromptSubmit {
+                return Ok(Handled::Prompt);
+            }
         }
         let mut store = options
             .state
@@ -61,8 +64,12 @@ pub fn run_translated(
                 fsync: options.fsync,
             })
             .context("state store unavailable")?;
-        hook.session_id = super::parents::root_session(store.as_mut(), &hook.session_id, parent)
-            .context("state store unavailable")?;
+        let state_of = super::parents::session_state_of(store.as_mut(), &hook.session_id, parent)
+            .context("the session's parent")?;
+        if state_of != hook.session_id {
+            // The subagent's own session is kept in the call record (`agentId`).
+            hook.agent_id = Some(std::mem::replace(&mut hook.session_id, state_of));
+        }
     }
     dispatch(&translated.input, &hook, options, audit_log, out)
 }

@@ -14,9 +14,9 @@ use crate::record::{AnsweredBy, Approval, Grantable, Scope};
 use crate::verdict::Decision;
 use std::sync::Arc;
 
-/// How many cancelled requests are remembered, so a late answer to one is dropped and its id is
-/// not reused while the server may still answer it; past that, the oldest is forgotten (a late
-/// answer to it is then dropped as an answer to nothing).
+/// How many cancelled requests are set aside at once, so a late answer to one is dropped and its
+/// id is not reused while the server may still answer it; past that, a cancelled request stays
+/// awaited, and its answer is relayed as any other (the client ignores it).
 const CANCELLED_REMEMBERED: usize = 4096;
 
 /// A tool call on its way to the server.
@@ -262,12 +262,15 @@ impl Pending {
     }
 
     /// The client cancelled the request with this id: it is not awaited any more, and a late
-    /// answer to it is dropped.
+    /// answer to it is dropped (a tool call's audited). While [`CANCELLED_REMEMBERED`] cancelled
+    /// requests wait for the server already, the request stays awaited instead (`None`): its
+    /// id in use and its answer taken as its own, never forgotten so that another request could
+    /// take the id and be given this one's answer (a review did so after 4096 cancellations).
     pub(super) fn cancel(&mut self, key: &IdKey) -> Option<PendingRequest> {
-        let request = self.requests.remove(key)?;
         if self.cancelled.len() >= CANCELLED_REMEMBERED {
-            self.cancelled.shift_remove_index(0);
+            return None;
         }
+        let request = self.requests.remove(key)?;
         let ticket = match &request.awaiting {
             Awaiting::ToolCall(ticket) => Some(ticket.clone()),
             _ => None,
@@ -284,7 +287,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_cancelled_request_keeps_its_id_until_answered_and_the_oldest_is_forgotten() {
+    fn a_cancelled_request_keeps_its_id_until_answered_and_none_is_forgotten() {
         let mut pending = Pending::default();
         let request = |n: i64| PendingRequest {
             id: RequestId {
@@ -315,11 +318,14 @@ mod tests {
             pending.cancel(&IdKey::Integer(n));
         }
         assert_eq!(pending.cancelled.len(), CANCELLED_REMEMBERED);
-        assert!(
-            pending.in_use(&IdKey::Integer(0)).is_none(),
-            "the oldest is forgotten"
-        );
-        assert!(pending.in_use(&IdKey::Integer(1)).is_some());
+        // Past that, a cancelled request stays awaited: no id is ever forgotten while the
+        // server may answer it.
+        let last = IdKey::Integer(i64::try_from(CANCELLED_REMEMBERED).unwrap());
+        assert!(pending.requests.contains_key(&last));
+        for n in 0..=i64::try_from(CANCELLED_REMEMBERED).unwrap() {
+            assert!(pending.in_use(&IdKey::Integer(n)).is_some(), "{n}");
+        }
+        assert!(matches!(pending.take(Some(&last)), Answered::Waiting(_)));
     }
 
     #[test]

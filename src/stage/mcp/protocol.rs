@@ -340,14 +340,35 @@ pub(crate) fn classify_client_message(bytes: &[u8]) -> ClientMessage<'_> {
     }
 }
 
-/// The keys of a JSON-RPC message, and of a `tools/call`'s `params`, as the gate reads them.
+/// The keys of a JSON-RPC message, and of the `params` of the MCP requests and notifications
+/// (a `tools/call`'s, a cancellation's `requestId`, a retry's `inputResponses`…), as the gate
+/// and servers read them.
 const MESSAGE_KEYS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-const CALL_PARAMS_KEYS: [&str; 4] = ["name", "arguments", "_meta", "task"];
+const PARAMS_KEYS: [&str; 18] = [
+    "name",
+    "arguments",
+    "_meta",
+    "task",
+    "requestId",
+    "reason",
+    "cursor",
+    "uri",
+    "protocolVersion",
+    "capabilities",
+    "clientInfo",
+    "progressToken",
+    "level",
+    "ref",
+    "argument",
+    "taskId",
+    "inputResponses",
+    "requestState",
+];
 
 /// Why a message may read differently to a server than to the gate, or `None`: two keys of one
 /// object, at any depth, that differ only in case, fullwidth letters or invisible characters
 /// ([`crate::call::fold_key`]), or a key spelt so of one the gate reads (`Method`, `Params`, a
-/// `tools/call`'s `Name` or `argumentſ`). A server that matches names without case (Go's
+/// `tools/call`'s `Name` or `argumentſ`, a cancellation's `RequestId`). A server that matches names without case (Go's
 /// `encoding/json`, which takes the last of two, .NET's web defaults) would read `Method` as the
 /// method, or `Name` over `name`, where the gate read another or none (a review ran a denied
 /// tool so).
@@ -375,16 +396,16 @@ fn spelt_otherwise(object: &Map<String, Value>, text: &str) -> Option<String> {
             let folded = crate::call::fold_key(key);
             known
                 .iter()
-                .find(|known| **known == folded && **known != key)
+                .find(|known| crate::call::fold_key(known) == folded && **known != key)
                 .map(|known| (key.clone(), *known))
         })
     }
     let params = object
         .get("params")
         .and_then(Value::as_object)
-        .filter(|_| object.get("method").and_then(Value::as_str) == Some("tools/call"));
+        .filter(|_| object.contains_key("method"));
     stray(object, &MESSAGE_KEYS)
-        .or_else(|| params.and_then(|params| stray(params, &CALL_PARAMS_KEYS)))
+        .or_else(|| params.and_then(|params| stray(params, &PARAMS_KEYS)))
         .map(|(key, known)| {
             format!(
                 "the message has `{}` where JSON-RPC and MCP name `{known}`: a server that reads names without case would take it for `{known}`",

@@ -314,6 +314,12 @@ fn keys_a_case_blind_server_reads_otherwise_are_refused() {
         assert_eq!(ids.len(), 1, "{text}");
         assert!(reason.contains(says), "{text}: {reason}");
     }
+    // A cancellation a case-blind server reads, while the gate still waits for the call.
+    let (ids, code, reason) = refused_code(classify(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":4}}"#,
+    ));
+    assert_eq!((ids.len(), code), (0, INVALID_REQUEST));
+    assert!(reason.contains("`RequestId`"), "{reason}");
     // A key of the arguments that is only another key's in upper case, or upper case in a
     // value, is read as ever.
     assert!(matches!(
