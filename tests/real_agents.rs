@@ -1281,3 +1281,44 @@ fn gemini_searches_no_secret_by_its_former_name() {
         assert!(result.contains("Skeleton Crew"), "{said}");
     }
 }
+
+/// Codex runs a command in the shell its model names (`shell`, which its hook input leaves
+/// out): under `sh` (dash), `echo $'\' ; echo pwned >> .codex/config.toml ; #'` writes the
+/// hook's own configuration, where bash, which the gate reads it as, sees one `echo`. Such a
+/// command is refused; so is the same text under `sh -c` at any agent's door. (A review.)
+#[test]
+fn codex_runs_no_command_another_shell_reads_otherwise() {
+    let agent = Agent::Codex;
+    let setup = Setup::new(agent);
+    let config = setup.project.join(".codex/config.toml");
+    let installed = std::fs::read(&config).unwrap();
+    let hidden = r"echo $'\' ; echo pwned >> .codex/config.toml ; touch pwned-sh ; #'";
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "exec_command", "input": {"cmd": hidden, "shell": "sh", "login": false}},
+            {"name": "exec_command", "input": {"cmd": format!("sh -c {}", shell_quote(hidden))}},
+            agent.shell("echo $((1 + 2))"),
+        ]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&config).unwrap()),
+        String::from_utf8_lossy(&installed),
+        "{said}"
+    );
+    assert!(!setup.project.join("pwned-sh").exists(), "{said}");
+    assert!(results[0].contains("another shell"), "{said}");
+    assert!(results[1].contains("POSIX sh"), "{said}");
+    // Plain bash arithmetic is still answered.
+    assert!(results[2].contains('3'), "{said}");
+}
+
+/// A word quoted for a POSIX shell: in single quotes, each `'` written as `'\''`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

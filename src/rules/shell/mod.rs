@@ -58,6 +58,13 @@ pub struct Analysis {
     /// network connection whatever the program (`cat < /dev/tcp/h/80`, `exec 3<>/dev/udp/h/53`,
     /// `echo x > /dev/tcp/h/80`): network egress.
     pub network: Vec<DynamicPart>,
+    /// Bash's own syntax that a POSIX `sh` (dash) reads as something else, which runs or writes
+    /// what bash's reading does not show: `$'…'` quoting (dash ends the quote elsewhere, so text
+    /// bash reads as one word it runs as commands), an arithmetic command `((…))` (dash runs its
+    /// text as a command in nested subshells), and a `[[ … ]]` with `<`, `>` or `||` (dash
+    /// redirects, or runs what follows `||`). Only a door whose agent may run the command in
+    /// another shell reads these (Codex, whose model may name the shell).
+    pub other_shells: Vec<DynamicPart>,
 }
 
 /// One simple command after normalization.

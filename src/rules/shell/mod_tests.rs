@@ -60,3 +60,62 @@ fn negations_in_a_test_count_as_openers() {
     let analysis = analyse(&deep);
     assert!(!analysis.dynamic.is_empty(), "{analysis:?}");
 }
+
+#[test]
+fn bash_syntax_a_posix_sh_reads_otherwise_is_marked_and_dynamic_under_sh_c() {
+    // Marked where it stands, for a door whose agent may run another shell (Codex).
+    for command in [
+        r"echo $'\' ; echo pwned >> .codex/config.toml ; #'",
+        "(( 1 > .codex/config.toml ))",
+        "((rm -rf x))",
+        "[[ x > .codex/config.toml ]]",
+        "[[ a < ~/.ssh/id_rsa ]]",
+        "[[ -n x || touch ]]",
+    ] {
+        assert!(
+            !analyse(command).other_shells.is_empty(),
+            "{command}: not marked"
+        );
+    }
+    for command in [
+        "echo '$x' \"$'y'\"",
+        "[[ -f x && -r y ]]",
+        "[[ $a == b ]]",
+        "echo $((1 + 2))",
+        "ls -la",
+    ] {
+        assert!(
+            analyse(command).other_shells.is_empty(),
+            "{command}: {:?}",
+            analyse(command).other_shells
+        );
+    }
+    // Under `sh -c` (dash on Debian) it is dynamic for every door; under `bash -c` it is not.
+    let hidden = r#"sh -c "echo \$'\\' ; echo pwned >> .claude/settings.json ; #'""#;
+    let analysis = analyse(hidden);
+    assert!(
+        analysis
+            .dynamic
+            .iter()
+            .any(|part| part.why.contains("POSIX sh")),
+        "{analysis:?}"
+    );
+    for shell in ["dash", "/bin/sh", "ash"] {
+        let command = format!("{shell} -c '((rm -rf x))'");
+        assert!(
+            analyse(&command)
+                .dynamic
+                .iter()
+                .any(|part| part.why.contains("POSIX sh")),
+            "{command}"
+        );
+    }
+    let bash = r#"bash -c "echo \$'\\' ; echo fine""#;
+    assert!(
+        !analyse(bash)
+            .dynamic
+            .iter()
+            .any(|part| part.why.contains("POSIX sh")),
+        "{bash}"
+    );
+}

@@ -419,8 +419,21 @@ impl Walker {
                                 self.inherited.push(caveat);
                             }
                         }
+                        let before = self.out.other_shells.len();
                         self.parse_and_walk(&script.text.clone(), depth + 1);
                         self.inherited = outer;
+                        // A POSIX shell reads bash's own syntax otherwise: what bash's reading
+                        // shows is not what it runs (`sh -c "echo \$'\\' ; echo x >> f ; #'"`
+                        // writes `f` under dash, where bash reads one `echo`: a review).
+                        if matches!(words[0].text.as_str(), "sh" | "dash" | "ash") {
+                            let parts = self.out.other_shells[before..].to_vec();
+                            for part in parts {
+                                self.dynamic(
+                                    part.what,
+                                    format!("{} ({} may be one)", part.why, words[0].text),
+                                );
+                            }
+                        }
                     }
                 }
                 Some(_) => self.dynamic(join(words), "the shell's command is an expansion"),

@@ -8,8 +8,8 @@ use super::show::{compound_kind, cut};
 use super::text::{is_literal_arithmetic, is_name_char, plain_command};
 use super::words::Word;
 use super::{
-    guarded, openers, Walker, MAX_COMMAND_BYTES, MAX_NESTING, MAX_OPENERS, MAX_PARENTHESES,
-    PARSER_FAILED,
+    guarded, openers, DynamicPart, Walker, MAX_COMMAND_BYTES, MAX_NESTING, MAX_OPENERS,
+    MAX_PARENTHESES, PARSER_FAILED,
 };
 
 /// Stack the parser and the walk need besides nesting, and per nesting opener. Measured on debug
@@ -162,7 +162,15 @@ impl Walker {
     fn compound(&mut self, compound: &ast::CompoundCommand, depth: usize) {
         use ast::CompoundCommand as C;
         match compound {
-            C::Arithmetic(arithmetic) => self.arithmetic(&arithmetic.expr.value, depth),
+            C::Arithmetic(arithmetic) => {
+                self.out.other_shells.push(DynamicPart {
+                    what: format!("(({}))", cut(&arithmetic.expr.value)),
+                    why:
+                        "a POSIX sh runs ((…)) as a command in nested subshells, not as arithmetic"
+                            .to_owned(),
+                });
+                self.arithmetic(&arithmetic.expr.value, depth)
+            }
             C::ArithmeticForClause(for_clause) => {
                 for expr in [
                     &for_clause.initializer,
@@ -216,7 +224,15 @@ impl Walker {
     fn extended_test(&mut self, expr: &ast::ExtendedTestExpr, depth: usize) {
         use ast::ExtendedTestExpr as E;
         match expr {
-            E::And(left, right) | E::Or(left, right) => {
+            E::And(left, right) => {
+                self.extended_test(left, depth);
+                self.extended_test(right, depth);
+            }
+            E::Or(left, right) => {
+                self.out.other_shells.push(DynamicPart {
+                    what: "[[ … || … ]]".to_owned(),
+                    why: "a POSIX sh runs what follows || in [[ … ]] as a command".to_owned(),
+                });
                 self.extended_test(left, depth);
                 self.extended_test(right, depth);
             }
@@ -239,6 +255,13 @@ impl Walker {
                 let left = self.word(&left.value, depth);
                 let right = self.word(&right.value, depth);
                 use ast::BinaryPredicate as B;
+                if matches!(predicate, B::LeftSortsBeforeRight | B::LeftSortsAfterRight) {
+                    self.out.other_shells.push(DynamicPart {
+                        what: format!("[[ {} {predicate} {} ]]", left.text, right.text),
+                        why: "a POSIX sh reads < and > in [[ … ]] as redirections, which read or write the file"
+                            .to_owned(),
+                    });
+                }
                 let arithmetic = matches!(
                     predicate,
                     B::ArithmeticEqualTo

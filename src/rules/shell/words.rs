@@ -6,7 +6,7 @@ use brush_parser::ParserOptions;
 
 use super::show::{cut, quote_word};
 use super::text::{ansi_c, has_glob, is_literal_arithmetic, plain_word, unescape_backquoted};
-use super::{guarded, Walker, PARSER_FAILED};
+use super::{guarded, DynamicPart, Walker, PARSER_FAILED};
 
 /// A word after quote removal, with what the rules cannot see in it.
 #[derive(Debug, Clone, Default)]
@@ -97,7 +97,14 @@ impl Walker {
                 out.text.push_str(text);
             }
             WordPiece::SingleQuotedText(text) => out.text.push_str(text),
-            WordPiece::AnsiCQuotedText(text) => out.text.push_str(&ansi_c(text)),
+            WordPiece::AnsiCQuotedText(text) => {
+                self.out.other_shells.push(DynamicPart {
+                    what: format!("$'{}'", cut(text)),
+                    why: "a POSIX sh reads $'…' quoting otherwise, and may run what bash reads as one word"
+                        .to_owned(),
+                });
+                out.text.push_str(&ansi_c(text));
+            }
             WordPiece::DoubleQuotedSequence(pieces)
             | WordPiece::GettextDoubleQuotedSequence(pieces) => {
                 for inner in pieces {

@@ -37,6 +37,20 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
             _ => None,
         };
         let (tool, input) = vocabulary(&native, input);
+        // Codex runs a command in the shell its model names (`shell`, which the hook input
+        // leaves out), else the user's own: a command whose bash syntax another shell reads
+        // otherwise is refused, since the gate reads it as bash (a review ran `echo $'\' ;
+        // echo pwned >> .codex/config.toml ; #'` under `sh`, where bash reads one `echo`).
+        if tool == "Bash" && event == Event::Pre {
+            if let Some(Value::String(command)) = input.get("command") {
+                if let Some(part) = crate::rules::shell::analyse(command).other_shells.first() {
+                    return Err(fields.error(format!(
+                        "has a command Codex may run in another shell than bash, which reads it otherwise: {} ({})",
+                        part.what, part.why
+                    )));
+                }
+            }
+        }
         let mut shape = Shape::call(event, session, tool, input);
         shape.cwd = workdir.map(|dir| within(cwd.as_deref(), &dir));
         shape.tool_use_id = fields.string("tool_use_id")?;
