@@ -61,8 +61,8 @@ pub struct Analysis {
     /// Bash's own syntax that a POSIX `sh` (dash) reads as something else, which runs or writes
     /// what bash's reading does not show: `$'…'` quoting (dash ends the quote elsewhere, so text
     /// bash reads as one word it runs as commands), an arithmetic command `((…))` (dash runs its
-    /// text as a command in nested subshells), and a `[[ … ]]` with `<`, `>` or `||` (dash
-    /// redirects, or runs what follows `||`). Only a door whose agent may run the command in
+    /// text as a command in nested subshells), and any `[[ … ]]` (dash has none: it runs `[[` as
+    /// a program and reads `|`, `&&`, `||`, `<` and `>` inside as its own). Only a door whose agent may run the command in
     /// another shell reads these (Codex, whose model may name the shell).
     pub other_shells: Vec<DynamicPart>,
 }

@@ -140,6 +140,13 @@ impl Walker {
                 }
             }
             ast::Command::ExtendedTest(test, redirects) => {
+                // A POSIX sh has no `[[`: it runs `[[` as a program, and every operator inside
+                // is its own (`|` in a `=~` pattern a pipe, `&&` a list: a review wrote files so).
+                self.out.other_shells.push(DynamicPart {
+                    what: "[[ … ]]".to_owned(),
+                    why: "a POSIX sh has no [[ … ]]: it reads the operators inside as its own (pipes, lists, redirections)"
+                        .to_owned(),
+                });
                 self.extended_test(&test.expr, depth);
                 if let Some(redirects) = redirects {
                     for redirect in &redirects.0 {
@@ -229,10 +236,6 @@ impl Walker {
                 self.extended_test(right, depth);
             }
             E::Or(left, right) => {
-                self.out.other_shells.push(DynamicPart {
-                    what: "[[ … || … ]]".to_owned(),
-                    why: "a POSIX sh runs what follows || in [[ … ]] as a command".to_owned(),
-                });
                 self.extended_test(left, depth);
                 self.extended_test(right, depth);
             }
@@ -255,13 +258,6 @@ impl Walker {
                 let left = self.word(&left.value, depth);
                 let right = self.word(&right.value, depth);
                 use ast::BinaryPredicate as B;
-                if matches!(predicate, B::LeftSortsBeforeRight | B::LeftSortsAfterRight) {
-                    self.out.other_shells.push(DynamicPart {
-                        what: format!("[[ {} {predicate} {} ]]", left.text, right.text),
-                        why: "a POSIX sh reads < and > in [[ … ]] as redirections, which read or write the file"
-                            .to_owned(),
-                    });
-                }
                 let arithmetic = matches!(
                     predicate,
                     B::ArithmeticEqualTo

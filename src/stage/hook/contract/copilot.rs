@@ -27,9 +27,16 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     // A subagent (the `task` tool) has a session of its own, and names the session of the agent
     // that started it: its state is that one's (a review ran a tainted session's `make`
     // unconfined through a subagent).
-    let parent_session = fields
-        .string("parentAgentId")?
-        .filter(|parent| !parent.is_empty() && *parent != session);
+    let parent_session = match fields.string("parentAgentId")? {
+        // A subagent names its own session too; an empty parent is none a subagent names.
+        Some(parent) if parent.is_empty() || !object.contains_key("sessionId") => {
+            return Err(fields.error(
+                "names an empty parent session (`parentAgentId`), or a parent without a `sessionId` of its own",
+            ))
+        }
+        Some(parent) if parent == session => None,
+        other => other,
+    };
     let has_tool = object.contains_key("toolName");
     let event = if !has_tool && object.contains_key("prompt") {
         Event::Prompt
@@ -150,6 +157,39 @@ mod tests {
         );
         assert_eq!(vocabulary("read_bash", &mut input).unwrap(), "read_bash");
         assert_eq!(vocabulary("-x", &mut input).unwrap(), "-x");
+    }
+
+    #[test]
+    fn a_subagent_names_its_parent_and_its_own_session() {
+        let read = |input: Value| {
+            let Value::Object(object) = input else {
+                unreachable!()
+            };
+            translate(&object).map(|translated| translated.parent_session)
+        };
+        let call = |extra: Value| {
+            let mut input = serde_json::json!({"cwd": "/w", "toolName": "bash",
+                                               "toolArgs": {"command": "make"}});
+            input
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            input
+        };
+        use serde_json::json;
+        assert_eq!(
+            read(call(json!({"sessionId": "c", "parentAgentId": "m"}))).unwrap(),
+            Some("m".to_owned())
+        );
+        assert_eq!(read(call(json!({"sessionId": "c"}))).unwrap(), None);
+        assert_eq!(
+            read(call(json!({"sessionId": "c", "parentAgentId": "c"}))).unwrap(),
+            None
+        );
+        // An empty parent is not "no parent", and a subagent without a session of its own
+        // would bind the folder's shared one to its parent (a review).
+        assert!(read(call(json!({"sessionId": "c", "parentAgentId": ""}))).is_err());
+        assert!(read(call(json!({"parentAgentId": "m"}))).is_err());
     }
 
     #[test]
