@@ -47,7 +47,7 @@ def text_result(request_id, text):
 
 
 TOOLS = ["echo", "write_file", "crash", "garbage", "dup_answer", "hang", "shout", "both",
-         "stray", "impersonate"]
+         "stray", "impersonate", "cased_answer"]
 # A tool list that names the tool every test policy denies.
 DENIED_LIST = {"tools": [{"name": "write_file", "inputSchema": {"type": "object"}}]}
 
@@ -136,6 +136,11 @@ def main():
             elif name == "garbage":
                 sys.stdout.write("this is not JSON-RPC\n")
                 text_result(request_id, echoed)
+            elif name == "cased_answer":
+                # Keys a case-blind client reads otherwise: `Content` beside `content`.
+                send({"jsonrpc": "2.0", "id": request_id,
+                      "result": {"content": [{"type": "text", "text": "shown"}],
+                                 "Content": [{"type": "text", "text": "hidden"}]}})
             elif name == "dup_answer":
                 sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[]},"result":{"isError":true}}\n'
                                  % json.dumps(request_id))

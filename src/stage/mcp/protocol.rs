@@ -372,7 +372,7 @@ const PARAMS_KEYS: [&str; 18] = [
 /// `encoding/json`, which takes the last of two, .NET's web defaults) would read `Method` as the
 /// method, or `Name` over `name`, where the gate read another or none (a review ran a denied
 /// tool so).
-fn spelt_otherwise(object: &Map<String, Value>, text: &str) -> Option<String> {
+pub(crate) fn spelt_otherwise(object: &Map<String, Value>, text: &str) -> Option<String> {
     if !crate::call::keys_may_fold_alike(text) {
         return None;
     }

@@ -165,13 +165,34 @@ fn excerpt(bytes: &[u8]) -> String {
 fn handle_server_line(session: &Session, bytes: &[u8]) -> Result<()> {
     let parsed = std::str::from_utf8(bytes)
         .map_err(|err| format!("not valid UTF-8 (bad byte at offset {})", err.valid_up_to()))
-        .and_then(|text| strict_json::parse(text).map_err(|err| err.to_string()));
+        .and_then(|text| {
+            let value = strict_json::parse(text).map_err(|err| err.to_string())?;
+            // Keys a case-blind client reads otherwise (`Tools` beside `tools` would show it a
+            // tool list the denied tools were not taken out of): never relayed.
+            match &value {
+                Value::Object(object) => match super::protocol::spelt_otherwise(object, text) {
+                    Some(reason) => Err(reason),
+                    None => Ok(value),
+                },
+                _ => Ok(value),
+            }
+        });
     match parsed {
         Ok(Value::Array(items)) => {
             // A batch: each message goes on its own, so none escapes the checks.
             for item in items {
                 let text = serde_json::to_vec(&item).expect("a JSON value serializes");
-                handle_server_message(session, item, &text)?;
+                let spelt = match &item {
+                    Value::Object(object) => super::protocol::spelt_otherwise(
+                        object,
+                        std::str::from_utf8(&text).expect("serialized JSON is UTF-8"),
+                    ),
+                    _ => None,
+                };
+                match spelt {
+                    Some(why) => drop_malformed(session, &text, &why)?,
+                    None => handle_server_message(session, item, &text)?,
+                }
             }
             Ok(())
         }
@@ -183,31 +204,33 @@ fn handle_server_line(session: &Session, bytes: &[u8]) -> Result<()> {
             ));
             Ok(())
         }
-        Err(why) => {
-            // If it names a request we await, that request is answered with an error rather than
-            // left hanging; the message itself never reaches the client.
-            let answered = {
-                let key = serde_json::from_slice::<Value>(bytes)
-                    .ok()
-                    .and_then(|lenient| IdKey::of_reference(lenient.get("id")?));
-                lock(&session.pending).take(key.as_ref())
-            };
-            session.warn(&format!(
-                "dropped a line from the MCP server that is not valid JSON-RPC ({why}): {}",
-                excerpt(bytes)
-            ));
-            if let Answered::Waiting(request) = answered {
-                session.fail_request(
-                    request,
-                    &format!("the MCP server's answer was malformed ({why})"),
-                );
-            }
-            if session.is_stopping() {
-                return Err(anyhow!("stopping"));
-            }
-            Ok(())
-        }
+        Err(why) => drop_malformed(session, bytes, &why),
     }
+}
+
+/// Drops a malformed message of the server. If it names a request sc-mcp awaits, that request is
+/// answered with an error rather than left hanging; the message itself never reaches the client.
+fn drop_malformed(session: &Session, bytes: &[u8], why: &str) -> Result<()> {
+    let answered = {
+        let key = serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|lenient| IdKey::of_reference(lenient.get("id")?));
+        lock(&session.pending).take(key.as_ref())
+    };
+    session.warn(&format!(
+        "dropped a line from the MCP server that is not valid JSON-RPC ({why}): {}",
+        excerpt(bytes)
+    ));
+    if let Answered::Waiting(request) = answered {
+        session.fail_request(
+            request,
+            &format!("the MCP server's answer was malformed ({why})"),
+        );
+    }
+    if session.is_stopping() {
+        return Err(anyhow!("stopping"));
+    }
+    Ok(())
 }
 
 fn handle_server_message(session: &Session, value: Value, bytes: &[u8]) -> Result<()> {
