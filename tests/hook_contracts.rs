@@ -219,6 +219,14 @@ fn cursor_asks_for_a_push_and_denies_a_hook_file_read_or_write() {
     let out = answer(&hook(&scratch, &[], &twice)).unwrap();
     assert_eq!(out["permission"], "deny", "{out}");
     assert!(out.to_string().contains("twice"), "{out}");
+    // A Shell tool call (preToolUse) runs in its `working_directory`: a copy onto
+    // `hooks.json` there is a write of `.cursor/hooks.json` (a review).
+    let mut shell_tool = common("preToolUse");
+    shell_tool["tool_name"] = json!("Shell");
+    shell_tool["tool_input"] = json!({"command": "cp x hooks.json",
+                                      "working_directory": root.join(".cursor")});
+    let out = answer(&hook(&scratch, &[], &shell_tool)).unwrap();
+    assert_eq!(out["permission"], "deny", "{out}");
     // beforeReadFile cannot ask: a held read (a secret) is denied.
     let mut read = common("beforeReadFile");
     read["file_path"] = json!(root.join(".env"));
