@@ -116,7 +116,8 @@ fn vocabulary(native: &str, input: &mut Map<String, Value>) -> Result<String, Co
             rename(agent, input, "new_str", "new_string")?;
             "Edit"
         }
-        "grep" => {
+        // `rg` is the same search, offered to the Codex models (1.0.102).
+        "grep" | "rg" => {
             rename(agent, input, "paths", "path")?;
             "Grep"
         }
@@ -157,6 +158,24 @@ mod tests {
         );
         assert_eq!(vocabulary("read_bash", &mut input).unwrap(), "read_bash");
         assert_eq!(vocabulary("-x", &mut input).unwrap(), "-x");
+    }
+
+    #[test]
+    fn copilot_s_searches_are_grep_and_glob() {
+        for native in ["grep", "rg"] {
+            let mut input = serde_json::json!({"pattern": "KEY", "paths": ["/h/.ssh"]})
+                .as_object()
+                .unwrap()
+                .clone();
+            assert_eq!(vocabulary(native, &mut input).unwrap(), "Grep");
+            assert_eq!(input["path"], serde_json::json!(["/h/.ssh"]));
+        }
+        let mut input = serde_json::json!({"pattern": "*", "paths": "/h/.ssh"})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(vocabulary("glob", &mut input).unwrap(), "Glob");
+        assert_eq!(input["path"], "/h/.ssh");
     }
 
     #[test]
