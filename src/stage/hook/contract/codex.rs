@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
 use super::claude::event_of;
-use super::fields::{within, ContractError, Fields};
+use super::fields::{run_folder, ContractError, Fields};
 
 pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, ContractError> {
     let fields = Fields {
@@ -32,10 +32,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     } else {
         let native = fields.required("tool_name")?;
         let input = fields.arguments("tool_input")?;
-        let workdir = match input.get("workdir") {
-            Some(Value::String(dir)) => Some(dir.clone()),
-            _ => None,
-        };
+        let workdir = run_folder(Agent::Codex, &input, "workdir", cwd.as_deref())?;
         let (tool, input) = vocabulary(&native, input);
         // Codex runs a command in the shell its model names (`shell`, which the hook input
         // leaves out), else the user's own: a command whose bash syntax another shell reads
@@ -52,7 +49,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
             }
         }
         let mut shape = Shape::call(event, session, tool, input);
-        shape.cwd = workdir.map(|dir| within(cwd.as_deref(), &dir));
+        shape.cwd = workdir;
         shape.tool_use_id = fields.string("tool_use_id")?;
         if event == Event::Post {
             shape.tool_response = object.get("tool_response").cloned();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
-use super::fields::{unify, within, ContractError, Fields};
+use super::fields::{run_folder, unify, ContractError, Fields};
 
 /// Cursor's events sc-hook answers.
 pub(super) fn event_of(name: &str) -> Option<Event> {
@@ -86,14 +86,8 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
     };
     // A Shell tool call runs in its `working_directory` (Cursor's preToolUse): its paths are
     // judged there (a review overwrote `.cursor/hooks.json` by one judged in `cwd`).
-    let cwd = match input.get("working_directory") {
-        Some(Value::String(dir)) if tool == "Bash" => Some(within(cwd.as_deref(), dir)),
-        Some(other) if tool == "Bash" && !other.is_null() => {
-            return Err(fields.error(format!(
-                "has a `working_directory` of type {}, not a string",
-                crate::strict_json::type_name(other)
-            )))
-        }
+    let cwd = match tool.as_str() {
+        "Bash" => run_folder(Agent::Cursor, &input, "working_directory", cwd.as_deref())?.or(cwd),
         _ => cwd,
     };
     let mut shape = Shape::call(event, session, tool, input);

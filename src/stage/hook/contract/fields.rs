@@ -87,6 +87,29 @@ impl Fields<'_> {
     }
 }
 
+/// The folder a tool call runs in, where the agent's tool names one in its input (`key`:
+/// Codex's `workdir`, Gemini CLI's `dir_path`, Cursor's `working_directory`), placed against the
+/// hook's `cwd`: its paths are judged there. `None` when absent or null; another type is refused,
+/// never read as none (the call would be judged in `cwd` while it runs elsewhere).
+pub(super) fn run_folder(
+    agent: Agent,
+    input: &Map<String, Value>,
+    key: &str,
+    cwd: Option<&str>,
+) -> Result<Option<String>, ContractError> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(dir)) => Ok(Some(within(cwd, dir))),
+        Some(other) => Err(ContractError::new(
+            agent,
+            format!(
+                "has a `{key}` of type {}, not a string",
+                strict_json::type_name(other)
+            ),
+        )),
+    }
+}
+
 /// Moves an agent's argument `from` to the vocabulary's name `to`, for a tool that takes it under
 /// no other name: the rules judge `to`, and the tool acts on `from`. An input that carries `to`
 /// itself, with another value than `from`'s or without `from`, is refused: the rules could judge
@@ -179,6 +202,25 @@ mod tests {
             Value::Object(map) => map,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn a_tool_s_folder_is_placed_against_the_hook_s_and_never_read_as_none() {
+        let folder = |value: Value| {
+            run_folder(
+                Agent::Codex,
+                &input(json!({ "workdir": value })),
+                "workdir",
+                Some("/p"),
+            )
+        };
+        assert_eq!(folder(json!("sub")).unwrap().as_deref(), Some("/p/sub"));
+        assert_eq!(folder(json!("/q")).unwrap().as_deref(), Some("/q"));
+        assert_eq!(folder(Value::Null).unwrap(), None);
+        assert!(folder(json!(["/q"])).is_err());
+        assert!(folder(json!({"path": "/q"})).is_err());
+        let none = run_folder(Agent::Codex, &input(json!({})), "workdir", Some("/p"));
+        assert_eq!(none.unwrap(), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
-use super::fields::{unify, within, ContractError, Fields};
+use super::fields::{run_folder, unify, ContractError, Fields};
 
 pub(super) fn event_of(name: &str) -> Option<Event> {
     match name {
@@ -41,25 +41,17 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         let native = fields.required("tool_name")?;
         let mut input = fields.arguments("tool_input")?;
         let tool = vocabulary(&native, object.get("mcp_context"), &mut input)?;
-        // The folder a shell command runs in: `dir_path` now, `directory` in older versions.
-        let directory = match input.get("dir_path") {
-            Some(Value::String(dir)) if tool == "Bash" => Some(dir.clone()),
-            Some(other) if tool == "Bash" && !other.is_null() => {
-                return Err(fields.error(format!(
-                    "has a `dir_path` of type {}, not a string",
-                    crate::strict_json::type_name(other)
-                )))
-            }
+        // The folder a shell command runs in: `dir_path` now, `directory` in older versions
+        // (one argument since `vocabulary`).
+        let folder = match tool.as_str() {
+            "Bash" => run_folder(Agent::Gemini, &input, "dir_path", cwd.as_deref())?,
             _ => None,
         };
         if tool != native {
             native_tool = Some(native);
         }
-        let mut shape = Shape::call(event, session, tool.clone(), input);
-        shape.cwd = match (tool == "Bash", directory) {
-            (true, Some(dir)) => Some(within(cwd.as_deref(), &dir)),
-            _ => cwd,
-        };
+        let mut shape = Shape::call(event, session, tool, input);
+        shape.cwd = folder.or(cwd);
         if event == Event::Post {
             shape.tool_response = object.get("tool_response").map(|response| {
                 // Gemini reports a failure as an `error` in the response: the hook reads
