@@ -347,3 +347,26 @@ fn reading_an_mcp_resource_taints_the_session() {
         );
     }
 }
+
+/// A Copilot CLI input's session is looked up in the state store (its subagents' chain): with
+/// the store down, the call is refused as Copilot CLI reads a refusal (a deny answer), never
+/// decided without it.
+#[test]
+fn copilot_with_its_state_store_down_is_refused() {
+    let scratch = Scratch::new();
+    for parent in [None, Some("main-1")] {
+        let mut input = json!({"sessionId": "sub-1", "timestamp": 1, "cwd": scratch.path(""),
+                               "toolName": "bash", "toolArgs": {"command": "ls"}});
+        if let Some(parent) = parent {
+            input["parentAgentId"] = json!(parent);
+        }
+        let out = hook(
+            &scratch,
+            &["--for", "copilot", "--state", "redis://127.0.0.1:1"],
+            &input,
+        );
+        assert_eq!(out.status.code(), Some(0), "{parent:?}");
+        let answer = answer(&out).unwrap();
+        assert_eq!(answer["permissionDecision"], "deny", "{parent:?}: {answer}");
+    }
+}
