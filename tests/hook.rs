@@ -421,6 +421,7 @@ fn malformed_input_exits_2() {
         (with("hook_event_name", json!(null)), "no `hook_event_name`"),
         (with("agent_type", json!(["Explore"])), "must be a string"),
     ];
+    let refusals = cases.len() + 1;
     for (input, expected) in cases {
         assert_blocked(&hook(&scratch, &input), expected);
     }
@@ -433,8 +434,9 @@ fn malformed_input_exits_2() {
         .output()
         .unwrap();
     assert_blocked(&out, "UTF-8");
-    // Nothing was decided, so nothing was audited and no state escaped the folder.
-    assert!(scratch.audit_events().is_empty());
+    // Each input was refused, and each refusal is audited as a denial; no state escaped the
+    // folder.
+    assert_refusals_audited(&scratch, refusals);
     assert!(!scratch.path("etc").exists());
 }
 
@@ -1113,7 +1115,8 @@ fn a_post_tool_use_that_cannot_be_recorded_exits_2() {
     ] {
         assert_blocked(&hook(&scratch, &input), expected);
     }
-    assert!(scratch.audit_events().is_empty());
+    // Nothing was recorded as run: each refusal is audited as a denial, and only that.
+    assert_refusals_audited(&scratch, 6);
     let out = bare_cmd("sc-hook")
         .args(["--policy", claude_code_policy().to_str().unwrap()])
         .args(["--audit", "/dev/full", "--state"])
@@ -1127,7 +1130,7 @@ fn a_post_tool_use_that_cannot_be_recorded_exits_2() {
         &hook(&scratch, &recorded_post("bash")),
         "`toolUses` must be an array",
     );
-    assert!(scratch.audit_events().is_empty());
+    assert_refusals_audited(&scratch, 7);
 }
 
 /// The session of the recorded inputs.
@@ -1535,4 +1538,22 @@ fn a_web_fetch_to_the_metadata_service_or_the_local_network_is_denied() {
     let records = crate::util::parse_stdout(&out.stdout);
     assert_eq!(records.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(records[0]["decision"], "deny", "{}", records[0]);
+}
+
+/// The audit log holds `count` events, each a hook input sc-hook refused: a deny with the
+/// reason, and no call.
+fn assert_refusals_audited(scratch: &Scratch, count: usize) {
+    let events = scratch.audit_events();
+    assert_eq!(events.len(), count, "{events:?}");
+    for event in &events {
+        assert_eq!(event["decision"], "deny", "{event}");
+        assert!(event.get("call").is_none(), "{event}");
+        assert!(
+            event["reasons"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("sc-hook refused the hook input before the gate could decide it: "),
+            "{event}"
+        );
+    }
 }

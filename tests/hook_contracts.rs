@@ -89,6 +89,68 @@ fn codex_a_patch_of_its_own_config_is_denied() {
     assert_eq!(gate["agentTool"], "apply_patch");
 }
 
+/// A Codex patch of several files is judged file by file, each as a write, through the links on
+/// its way: one file in `.codex` (written as it is, or through a link to it) beside a harmless
+/// one is denied; two harmless ones are allowed; a patch the gate cannot find is refused. Before,
+/// a patch of several files was judged by no path rule, and an untainted session rewrote
+/// `.codex/config.toml` beside `notes.txt`.
+#[test]
+fn codex_a_patch_of_several_files_is_judged_file_by_file() {
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.path(".codex")).unwrap();
+    std::os::unix::fs::symlink(".codex", scratch.path("cfg")).unwrap();
+    let call = |input: Value, id: &str| {
+        let input = json!({"session_id": "codex-s3", "turn_id": "t", "hook_event_name": "PreToolUse",
+                           "cwd": scratch.path(""), "tool_name": "apply_patch",
+                           "tool_input": input, "tool_use_id": id});
+        let out = hook(&scratch, &["--for", "codex"], &input);
+        if out.status.code() == Some(2) {
+            // Codex's refusal of an input: exit 2, the reason on stderr.
+            return Some(json!("refused"));
+        }
+        answer(&out).map(|out| out["hookSpecificOutput"]["permissionDecision"].clone())
+    };
+    let patch = |second: &str| json!({"command": format!("*** Begin Patch\n*** Add File: notes.txt\n+hi\n*** Update File: {second}\n@@\n-a\n+b\n*** End Patch\n")});
+    assert_eq!(call(patch(".codex/config.toml"), "p1"), Some(json!("deny")));
+    assert_eq!(call(patch("cfg/config.toml"), "p2"), Some(json!("deny")));
+    assert_eq!(call(patch("src/main.rs"), "p3"), None, "allowed");
+    assert_eq!(
+        call(
+            json!({"command": ["apply_patch", "*** Add File: .codex/x\n"]}),
+            "p4"
+        ),
+        Some(json!("refused"))
+    );
+    let gates = gates(&scratch);
+    let files: Vec<&Value> = gates
+        .iter()
+        .map(|gate| &gate["call"]["args"]["files"])
+        .collect();
+    assert_eq!(
+        files,
+        [
+            &json!(["notes.txt", ".codex/config.toml"]),
+            &json!(["notes.txt", "cfg/config.toml"]),
+            &json!(["notes.txt", "src/main.rs"]),
+            &Value::Null,
+        ]
+    );
+    assert!(
+        gates[1]["reasons"]
+            .to_string()
+            .contains(".codex/config.toml"),
+        "{}",
+        gates[1]
+    );
+    assert!(
+        gates[3]["reasons"]
+            .to_string()
+            .contains("without its patch"),
+        "{}",
+        gates[3]
+    );
+}
+
 #[test]
 fn gemini_settings_write_denied_and_a_tainted_shell_runs_confined_or_is_held() {
     let scratch = Scratch::new();
@@ -274,6 +336,95 @@ fn an_input_no_contract_reads_is_refused_as_its_agent_blocks() {
         &json!({"hook_event_name": "PreToolUse", "turn_id": "t"}),
     );
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(2), true));
+    // Each refusal is a decision, and the audit log holds it: a deny with the reason and the
+    // start of the input, chained as every event is.
+    let refused = gates(&scratch);
+    let kinds: Vec<&str> = refused
+        .iter()
+        .map(|gate| gate["agentKind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["claude-code", "cursor", "copilot", "gemini", "codex"],
+        "{refused:?}"
+    );
+    for gate in &refused {
+        assert_eq!(gate["decision"], "deny", "{gate}");
+        assert!(
+            gate["reasons"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("sc-hook refused the hook input before the gate could decide it: "),
+            "{gate}"
+        );
+        assert!(gate["raw"].as_str().unwrap().starts_with('{'), "{gate}");
+    }
+    let verify = scratch.cmd_report_args(&["--verify"]).output().unwrap();
+    assert!(verify.status.success(), "{verify:?}");
+}
+
+/// A refusal made after the contract read the input (a file named twice, a subagent whose
+/// parent was never seen, a store that is down) is audited too, under the event it was.
+#[test]
+fn a_call_refused_before_the_gate_decided_it_is_audited_as_denied() {
+    let scratch = Scratch::new();
+    let cwd = scratch.path("");
+    let twice = json!({"session_id": "gem-2", "transcript_path": "/t", "cwd": cwd,
+                       "hook_event_name": "BeforeTool", "timestamp": "2026-01-01T00:00:00Z",
+                       "tool_name": "read_file",
+                       "tool_input": {"file_path": "server.pem", "path": "notes.txt"}});
+    let out = hook(&scratch, &[], &twice);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let orphan = json!({"sessionId": "sub-9", "parentAgentId": "never-seen", "timestamp": 1,
+                        "cwd": cwd, "toolName": "bash", "toolArgs": {"command": "ls"}});
+    let out = hook(&scratch, &["--for", "copilot"], &orphan);
+    assert_eq!(answer(&out).unwrap()["permissionDecision"], "deny");
+    let down = json!({"sessionId": "s-3", "timestamp": 1, "cwd": cwd, "toolName": "bash",
+                      "toolArgs": {"command": "ls"}});
+    let out = hook(
+        &scratch,
+        &["--for", "copilot", "--state", "redis://127.0.0.1:1"],
+        &down,
+    );
+    assert_eq!(answer(&out).unwrap()["permissionDecision"], "deny");
+    let refused = gates(&scratch);
+    let seen: Vec<(&str, &str)> = refused
+        .iter()
+        .map(|gate| {
+            (
+                gate["agentKind"].as_str().unwrap(),
+                gate["hookEvent"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            // Refused by its contract: which event it was is not read.
+            ("gemini", "-"),
+            ("copilot", "PreToolUse"),
+            ("copilot", "PreToolUse")
+        ],
+        "{refused:?}"
+    );
+    let reasons: Vec<&str> = refused
+        .iter()
+        .map(|gate| gate["reasons"][0].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons[0].contains("server.pem") || reasons[0].contains("twice"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("never-seen") || reasons[1].contains("parent"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[2].contains("state store unavailable"),
+        "{reasons:?}"
+    );
+    assert!(refused.iter().all(|gate| gate["decision"] == "deny"));
+    assert!(refused[0]["raw"].as_str().unwrap().contains("server.pem"));
 }
 
 #[test]

@@ -974,8 +974,8 @@ fn claude_code_is_refused_fetches_to_loopback_by_address_and_name() {
 /// A secret in `~/.ssh` and in the project's `.env` and `server.pem` that no file tool of the agent may read
 /// unasked: the model asks for it with each call `reads` gives (for `~/.ssh` and the project),
 /// none is answered with the secret, each is refused with sc-hook's reason, and the audit log
-/// holds a hold for each under the vocabulary's name of the tool (`Some`), or nothing for a
-/// call refused as an input its agent's contract does not read (`None`).
+/// holds a hold for each under the vocabulary's name of the tool (`Some`), or a denial with no
+/// call for one refused as an input its agent's contract does not read (`None`).
 fn no_file_tool_reads_a_secret(
     agent: Agent,
     reads: impl Fn(&Path, &Path) -> Vec<(Value, Option<&'static str>)>,
@@ -1013,9 +1013,13 @@ fn no_file_tool_reads_a_secret(
             )
         })
         .collect();
+    // A call the contract refuses is audited as a denial with no call.
     let expected: Vec<(String, String)> = reads
         .iter()
-        .filter_map(|(_, tool)| tool.map(|tool| (tool.to_owned(), "hold".to_owned())))
+        .map(|(_, tool)| match tool {
+            Some(tool) => (tool.to_string(), "hold".to_owned()),
+            None => (String::new(), "deny".to_owned()),
+        })
         .collect();
     assert_eq!(gates, expected, "{said}");
 }
@@ -1321,4 +1325,54 @@ fn codex_runs_no_command_another_shell_reads_otherwise() {
 /// A word quoted for a POSIX shell: in single quotes, each `'` written as `'\''`.
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// GitHub Copilot CLI offers the Codex models a freeform `apply_patch`, whose hook input is the
+/// patch as the model wrote it. A patch of several files is judged file by file: one that adds a
+/// harmless file and one in `.github/hooks` (where its hooks live) is refused, and neither file
+/// is made; a patch of two harmless files runs, and the log holds both runs under `apply_patch`
+/// with the files named. Before, every such patch was refused as an input sc-hook could not read.
+#[test]
+fn copilot_patches_no_hook_file_beside_another() {
+    let agent = Agent::Copilot;
+    let setup = Setup::new(agent);
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Add File: b.txt\n+x\n*** End Patch\n"},
+            {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: c.txt\n+hi\n  *** Add File: .github/hooks/off.json\n+{}\n*** End Patch\n"},
+        ]),
+    );
+    // A model Copilot CLI offers the freeform tool to.
+    let mut command = setup.command(agent, &model);
+    command.env("COPILOT_MODEL", "gpt-5.1-codex");
+    let out = run(command);
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{said}");
+    assert!(results[0].contains("a.txt"), "{said}");
+    assert!(
+        results[1].contains("Skeleton Crew") && results[1].contains(".github/hooks/off.json"),
+        "{said}"
+    );
+    assert!(setup.project.join("a.txt").exists() && setup.project.join("b.txt").exists());
+    assert!(!setup.project.join("c.txt").exists(), "{said}");
+    assert!(
+        !setup.project.join(".github/hooks/off.json").exists(),
+        "{said}"
+    );
+    let gates: Vec<(Value, Value)> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e["call"]["tool"] == "apply_patch")
+        .map(|e| (e["call"]["args"]["files"].clone(), e["decision"].clone()))
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            (json!(["a.txt", "b.txt"]), json!("allow")),
+            (json!(["c.txt", ".github/hooks/off.json"]), json!("deny"))
+        ],
+        "{said}"
+    );
 }

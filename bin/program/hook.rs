@@ -199,8 +199,13 @@ pub fn main() -> ExitCode {
     }
     // The input is read first, for its contract says how an error is refused; the policy and
     // the stores are opened before an input error is reported, as they always were.
-    let translated = hook::read_input(io::stdin().lock())
-        .and_then(|input| Ok(detect::translate(args.for_agent, &input)?));
+    let (raw, translated) = match hook::read_input(io::stdin().lock()) {
+        Ok(input) => {
+            let translated = detect::translate(args.for_agent, &input).map_err(Into::into);
+            (Some(input), translated)
+        }
+        Err(err) => (None, Err(err)),
+    };
     let (agent, event) = match &translated {
         Ok(translated) => (translated.agent, Some(translated.event)),
         Err(err) => (
@@ -212,7 +217,7 @@ pub fn main() -> ExitCode {
         ),
     };
     deadline::refuse_as(agent, event, args.timeout);
-    match run(args, agent, translated) {
+    match run(args, agent, event, raw.as_deref(), translated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => refuse(agent, event, &err),
     }
@@ -332,7 +337,13 @@ fn run_doctor(args: &DoctorArgs) -> ExitCode {
     }
 }
 
-fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyhow::Result<()> {
+fn run(
+    args: Args,
+    agent: Agent,
+    event: Option<skeleton_crew::stage::hook::contract::Event>,
+    raw: Option<&[u8]>,
+    translated: anyhow::Result<Translated>,
+) -> anyhow::Result<()> {
     let audit = args.audit.resolve()?;
     if let Some(dir) = &args.state_dir {
         // Still where the store is, so a hook installed with it keeps its sessions' taint and
@@ -408,21 +419,38 @@ fn run(args: Args, agent: Agent, translated: anyhow::Result<Translated>) -> anyh
         timing: args.state.timing(),
         fsync: audit.fsync,
     });
+    let mut audit = audit.open()?;
+    let answered = answer(translated, &options, &mut audit);
+    if let Err(err) = &answered {
+        // Refused before any decision of this call reached the log: the refusal is its
+        // decision, and the log holds it (a failure to append it changes no answer).
+        if !audit.appended() {
+            let _ = hook::audit_refusal(&mut audit, agent, event, raw, err);
+        }
+    }
+    answered
+}
+
+/// Decides (or records) one translated input and answers the agent.
+fn answer(
+    translated: anyhow::Result<Translated>,
+    options: &HookOptions,
+    audit: &mut skeleton_crew::audit::AuditLog,
+) -> anyhow::Result<()> {
     let translated = translated?;
     let translated = &translated;
-    let mut audit = audit.open()?;
     if translated.agent == Agent::Claude {
         // Claude Code's own shape: the hook answers it as it always has.
         hook::run(
             &translated.input,
-            &options,
-            &mut audit,
+            options,
+            audit,
             &mut deadline::Answering(io::stdout().lock()),
         )?;
         return Ok(());
     }
     let mut own = Vec::new();
-    let handled = hook::run_translated(translated, &options, &mut audit, &mut own)?;
+    let handled = hook::run_translated(translated, options, audit, &mut own)?;
     let line = String::from_utf8_lossy(&own);
     let line = Some(line.trim()).filter(|line| !line.is_empty());
     let answer = match &handled {

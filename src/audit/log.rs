@@ -112,6 +112,11 @@ impl AuditLog {
         &self.path
     }
 
+    /// Whether this handle has appended an event.
+    pub fn appended(&self) -> bool {
+        self.known_end.is_some()
+    }
+
     /// Seals whole event lines into the chain and appends them in one locked write.
     pub fn append(&mut self, lines: &[u8]) -> Result<()> {
         if lines.is_empty() {

@@ -218,6 +218,14 @@ def chat(handler, body, n):
                     "type": "function",
                     "function": {"name": call["name"], "arguments": json.dumps(call["input"])},
                 }
+                if not isinstance(call["input"], str)
+                # A freeform (custom) tool's call: its input is the text itself.
+                else {
+                    "index": 0,
+                    "id": f"call_{n:04d}",
+                    "type": "custom",
+                    "custom": {"name": call["name"], "input": call["input"]},
+                }
             ],
         }
         finish = "tool_calls"

@@ -45,6 +45,8 @@
 //! Claude Code treats every exit status but 2 as "go ahead" (a crash, exit 1, a timeout), so every
 //! error here (bad input, a policy that does not load, a state or audit failure, a panic) exits 2
 //! with the reason on stderr, which Claude Code shows to the model instead of running the tool.
+//! An input refused once the audit log is open, before its decision is in the log, is audited
+//! as a denial ([`audit_refusal`]).
 //!
 //! Each hook run is a new process, so taint and budgets persist between runs in a state store
 //! ([`crate::store`]; by default `state.sqlite` beside the audit log): one state per session, or,
@@ -69,11 +71,13 @@ mod parents;
 mod post_tool_use;
 mod pre_tool_use;
 mod provenance;
+mod refused;
 mod resolved;
 mod run;
 mod sandbox;
 
 pub use self::input::read_input;
+pub use self::refused::audit_refusal;
 pub use self::run::{run, run_translated, Handled};
 pub use self::sandbox::{guarded_machinery, SandboxDoor};
 use crate::rules::policy::Policy;

@@ -13,27 +13,44 @@ use serde_json::{Map, Value};
 use crate::rules::paths::Leads;
 
 /// The keys of Claude Code's file tools that name a file.
-const PATH_KEYS: &[&str] = &["file_path", "notebook_path", "path"];
+const PATH_KEYS: &[&str] = &["file_path", "notebook_path", "path", "files"];
 
 /// The tool input with each file path resolved through its symbolic links, when one of them
 /// leads elsewhere than its text says; `None` when none does (or none can be placed: a relative
-/// path with no absolute `cwd`).
+/// path with no absolute `cwd`). A key may hold a path or a list of paths (a search's `path`s,
+/// the files of a patch): each path of a list is resolved.
 pub(super) fn resolved_args(
     input: &Map<String, Value>,
     cwd: Option<&str>,
 ) -> Option<Map<String, Value>> {
     let mut resolved = None;
+    let lead = |text: &str| {
+        leads_to(Path::new(text), cwd.map(Path::new))
+            .map(|leads| Value::String(leads.display().to_string()))
+    };
     for key in PATH_KEYS {
-        let Some(Value::String(text)) = input.get(*key) else {
-            continue;
+        let value = match input.get(*key) {
+            Some(Value::String(text)) => lead(text),
+            Some(Value::Array(items)) => {
+                let leads: Vec<Option<Value>> = items
+                    .iter()
+                    .map(|item| item.as_str().and_then(lead))
+                    .collect();
+                leads.iter().any(Option::is_some).then(|| {
+                    let each = items.iter().zip(leads);
+                    Value::Array(
+                        each.map(|(item, led)| led.unwrap_or(item.clone()))
+                            .collect(),
+                    )
+                })
+            }
+            _ => None,
         };
-        let Some(leads) = leads_to(Path::new(text), cwd.map(Path::new)) else {
-            continue;
-        };
-        resolved.get_or_insert_with(|| input.clone()).insert(
-            (*key).to_owned(),
-            Value::String(leads.display().to_string()),
-        );
+        if let Some(value) = value {
+            resolved
+                .get_or_insert_with(|| input.clone())
+                .insert((*key).to_owned(), value);
+        }
     }
     resolved
 }
@@ -511,6 +528,24 @@ mod tests {
         assert!(
             resolved_args(&input("cl/x"), None).is_none(),
             "relative, no cwd"
+        );
+        // A list of paths (a patch's files, a search's paths): each is followed, the others
+        // kept as written; a list with no link on the way is judged as written only.
+        let files = |paths: Value| json!({"files": paths}).as_object().unwrap().clone();
+        let listed = resolved_args(
+            &files(json!(["notes.txt", "cl/settings.json", 7])),
+            Some(cwd),
+        )
+        .unwrap();
+        assert_eq!(
+            listed["files"],
+            json!(["notes.txt", root.join(".claude/settings.json"), 7])
+        );
+        assert!(resolved_args(&files(json!(["notes.txt", "src/main.rs"])), Some(cwd)).is_none());
+        let path = json!({"path": ["src", "cl"]}).as_object().unwrap().clone();
+        assert_eq!(
+            resolved_args(&path, Some(cwd)).unwrap()["path"],
+            json!(["src", root.join(".claude")])
         );
     }
 

@@ -124,7 +124,7 @@ pub enum Event {
 
 impl Event {
     /// The event's name in the hook's own shape.
-    pub(super) fn claude_name(self) -> &'static str {
+    pub(crate) fn claude_name(self) -> &'static str {
         match self {
             Event::Pre => "PreToolUse",
             Event::Post => "PostToolUse",

@@ -33,7 +33,7 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         let native = fields.required("tool_name")?;
         let input = fields.arguments("tool_input")?;
         let workdir = run_folder(Agent::Codex, &input, "workdir", cwd.as_deref())?;
-        let (tool, input) = vocabulary(&native, input);
+        let (tool, input) = vocabulary(&native, input).map_err(|why| fields.error(why))?;
         // Codex runs a command in the shell its model names (`shell`, which the hook input
         // leaves out), else the user's own: a command whose bash syntax another shell reads
         // otherwise is refused, since the gate reads it as bash (a review ran `echo $'\' ;
@@ -81,10 +81,12 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
 }
 
 /// A Codex tool onto the vocabulary: its shell tools are `Bash` with the command as text, and a
-/// patch of one file is a `Write` (a new file) or an `Edit` of that file. A patch of several
-/// files keeps its name (`apply_patch`, a sensitive tool in the pack).
-fn vocabulary(native: &str, mut input: Map<String, Value>) -> (String, Map<String, Value>) {
-    match native {
+/// patch is read as [`super::patch`] says.
+fn vocabulary(
+    native: &str,
+    mut input: Map<String, Value>,
+) -> Result<(String, Map<String, Value>), &'static str> {
+    Ok(match native {
         "Bash" | "shell" | "local_shell" | "exec_command" | "unified_exec" | "container.exec" => {
             if let Some(Value::Array(words)) = input.get("command") {
                 if let Some(text) = join_words(words) {
@@ -93,50 +95,12 @@ fn vocabulary(native: &str, mut input: Map<String, Value>) -> (String, Map<Strin
             }
             ("Bash".into(), input)
         }
-        "apply_patch" => {
-            let patch = match input.get("command").or_else(|| input.get("input")) {
-                Some(Value::String(patch)) => patch.clone(),
-                _ => return (native.into(), input),
-            };
-            let files = patch_files(&patch);
-            match files.as_slice() {
-                [(added, path)] => {
-                    let tool = if *added { "Write" } else { "Edit" };
-                    let mut args = Map::new();
-                    args.insert("file_path".into(), Value::String(path.clone()));
-                    args.insert("patch".into(), Value::String(patch));
-                    (tool.into(), args)
-                }
-                _ => (native.into(), input),
-            }
-        }
+        "apply_patch" => match super::patch::patch_in(&input) {
+            Some(patch) => super::patch::patch_call(patch),
+            None => return Err(super::patch::NO_PATCH),
+        },
         _ => (native.into(), input),
-    }
-}
-
-/// The files a patch in Codex's `apply_patch` format names (`*** Add File: P`, `*** Update
-/// File: P`, `*** Delete File: P`, `*** Move to: P`), each with whether it is a new file. Codex
-/// reads a header with white space before it too (`  *** Delete File: P`, a review deleted
-/// `.codex/config.toml` so), and so does this: a line of a hunk read as a header only adds a
-/// file to judge.
-fn patch_files(patch: &str) -> Vec<(bool, String)> {
-    let mut files: Vec<(bool, String)> = Vec::new();
-    for line in patch.lines().map(str::trim) {
-        let found = [
-            ("*** Add File: ", true),
-            ("*** Update File: ", false),
-            ("*** Delete File: ", false),
-            ("*** Move to: ", false),
-        ]
-        .iter()
-        .find_map(|(marker, added)| line.strip_prefix(marker).map(|path| (*added, path.trim())));
-        if let Some((added, path)) = found {
-            if !files.iter().any(|(_, known)| known == path) {
-                files.push((added, path.to_owned()));
-            }
-        }
-    }
-    files
+    })
 }
 
 /// A command given as a list of words, as one shell command line (each word quoted where it
@@ -158,37 +122,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_patch_of_one_file_is_a_write_or_an_edit() {
-        let patch =
-            "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
-        let input = json!({"command": patch}).as_object().unwrap().clone();
-        let (tool, args) = vocabulary("apply_patch", input);
-        assert_eq!(tool, "Edit");
-        assert_eq!(args["file_path"], ".codex/config.toml");
-        let patch = "*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n";
-        let input = json!({"command": patch}).as_object().unwrap().clone();
-        assert_eq!(vocabulary("apply_patch", input).0, "Write");
-        let patch = "*** Add File: a\n*** Update File: b\n";
-        let input = json!({"command": patch}).as_object().unwrap().clone();
-        assert_eq!(vocabulary("apply_patch", input).0, "apply_patch");
-        // Headers with white space before them, as Codex reads them too (a review).
-        let patch = "*** Begin Patch\n*** Add File: notes.txt\n+hi\n  *** Delete File: .codex/config.toml\n\t*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n";
-        let input = json!({"command": patch}).as_object().unwrap().clone();
-        assert_eq!(vocabulary("apply_patch", input).0, "apply_patch");
-        let patch = "*** Begin Patch\n   *** Add File: .codex/hidden.toml\r\n+x\n*** End Patch\n";
-        let input = json!({"command": patch}).as_object().unwrap().clone();
-        let (tool, args) = vocabulary("apply_patch", input);
-        assert_eq!(tool, "Write");
-        assert_eq!(args["file_path"], ".codex/hidden.toml");
-    }
-
-    #[test]
     fn a_command_of_words_is_one_line() {
         let input = json!({"command": ["bash", "-lc", "git status"]})
             .as_object()
             .unwrap()
             .clone();
-        let (tool, args) = vocabulary("shell", input);
+        let (tool, args) = vocabulary("shell", input).unwrap();
         assert_eq!(tool, "Bash");
         assert_eq!(args["command"], "bash -lc 'git status'");
     }

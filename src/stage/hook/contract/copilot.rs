@@ -52,8 +52,20 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         shape
     } else {
         let native = fields.required("toolName")?;
-        let mut input = fields.arguments("toolArgs")?;
-        let tool = vocabulary(&native, &mut input)?;
+        let (tool, input) = if native == "apply_patch" {
+            // The freeform `apply_patch` it offers the Codex models: `toolArgs` is the text the
+            // model wrote, which the tool applies as it is (seen in Copilot CLI 1.0.102).
+            let patch = match object.get("toolArgs") {
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(Value::Object(args)) => super::patch::patch_in(args),
+                _ => None,
+            };
+            super::patch::patch_call(patch.ok_or_else(|| fields.error(super::patch::NO_PATCH))?)
+        } else {
+            let mut input = fields.arguments("toolArgs")?;
+            let tool = vocabulary(&native, &mut input)?;
+            (tool, input)
+        };
         if tool != native {
             native_tool = Some(native);
         }

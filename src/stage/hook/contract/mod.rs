@@ -13,6 +13,7 @@ mod cursor;
 pub mod detect;
 mod fields;
 mod gemini;
+mod patch;
 mod quote;
 
 pub use self::agent::{Abilities, Agent, Event, ToolKind, Translated, UnknownAgent};

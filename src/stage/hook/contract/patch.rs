@@ -1,0 +1,144 @@
+//! A patch in Codex's `apply_patch` format, as Codex CLI gives it (`tool_input.command`) and as
+//! GitHub Copilot CLI offers the same tool to the Codex models (a freeform tool: `toolArgs` is
+//! the patch as a JSON string), onto the vocabulary: a patch of one file is a `Write` (a new
+//! file) or an `Edit` of it; a patch of several keeps its name, `apply_patch`, with the files it
+//! touches in `files`, each judged by the `paths` rules as a write (the pack lists `files` in
+//! `pathArguments` and the tool in `writeTools`). Before, a patch of several files was judged by
+//! no path rule: an untainted session's patch rewrote `.codex/config.toml` beside a harmless file.
+
+use serde_json::{Map, Value};
+
+/// Why an `apply_patch` call without a patch is refused: what it would touch cannot be read.
+pub(super) const NO_PATCH: &str =
+    "has an `apply_patch` call without its patch as text (`command`, `input` or `patch`), so the files it touches cannot be judged";
+
+/// The patch of an `apply_patch` call's arguments: Codex gives it as `command`; `input` and
+/// `patch` are read too. `None` when none of them is there, when one is not a string, or when
+/// two of them differ (the gate cannot know which one the tool applies).
+pub(super) fn patch_in(input: &Map<String, Value>) -> Option<String> {
+    let mut found: Option<&str> = None;
+    for key in ["command", "input", "patch"] {
+        match input.get(key) {
+            None => {}
+            Some(Value::String(patch)) if found.is_none_or(|known| known == patch) => {
+                found = Some(patch)
+            }
+            Some(_) => return None,
+        }
+    }
+    found.map(str::to_owned)
+}
+
+/// The tool and arguments a patch is judged as.
+pub(super) fn patch_call(patch: String) -> (String, Map<String, Value>) {
+    let files = patch_files(&patch);
+    let mut args = Map::new();
+    let tool = match files.as_slice() {
+        [(added, path)] => {
+            args.insert("file_path".into(), Value::String(path.clone()));
+            if *added {
+                "Write"
+            } else {
+                "Edit"
+            }
+        }
+        _ => {
+            let paths = files.into_iter().map(|(_, path)| Value::String(path));
+            args.insert("files".into(), Value::Array(paths.collect()));
+            "apply_patch"
+        }
+    };
+    args.insert("patch".into(), Value::String(patch));
+    (tool.into(), args)
+}
+
+/// The files a patch names (`*** Add File: P`, `*** Update File: P`, `*** Delete File: P`,
+/// `*** Move to: P`), each with whether it is a new file. Codex reads a header with white space
+/// before it too (`  *** Delete File: P`, a review deleted `.codex/config.toml` so), and so does
+/// this: a line of a hunk read as a header only adds a file to judge.
+fn patch_files(patch: &str) -> Vec<(bool, String)> {
+    let mut files: Vec<(bool, String)> = Vec::new();
+    for line in patch.lines().map(str::trim) {
+        let found = [
+            ("*** Add File: ", true),
+            ("*** Update File: ", false),
+            ("*** Delete File: ", false),
+            ("*** Move to: ", false),
+        ]
+        .iter()
+        .find_map(|(marker, added)| line.strip_prefix(marker).map(|path| (*added, path.trim())));
+        if let Some((added, path)) = found {
+            if !files.iter().any(|(_, known)| known == path) {
+                files.push((added, path.to_owned()));
+            }
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_of_one_file_is_a_write_or_an_edit() {
+        let patch =
+            "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
+        let (tool, args) = patch_call(patch.into());
+        assert_eq!(tool, "Edit");
+        assert_eq!(args["file_path"], ".codex/config.toml");
+        assert_eq!(args["patch"], patch);
+        let patch = "*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n";
+        assert_eq!(patch_call(patch.into()).0, "Write");
+        // Headers with white space before them, as Codex reads them too (a review).
+        let patch = "*** Begin Patch\n   *** Add File: .codex/hidden.toml\r\n+x\n*** End Patch\n";
+        let (tool, args) = patch_call(patch.into());
+        assert_eq!(tool, "Write");
+        assert_eq!(args["file_path"], ".codex/hidden.toml");
+    }
+
+    #[test]
+    fn the_patch_is_found_once_or_the_call_is_refused() {
+        let input = |value: serde_json::Value| value.as_object().unwrap().clone();
+        let patch = "*** Add File: a\n+x\n";
+        assert_eq!(
+            patch_in(&input(serde_json::json!({"command": patch}))).as_deref(),
+            Some(patch)
+        );
+        assert_eq!(
+            patch_in(&input(serde_json::json!({"input": patch, "patch": patch}))).as_deref(),
+            Some(patch)
+        );
+        for refused in [
+            serde_json::json!({}),
+            serde_json::json!({"command": ["apply_patch", patch]}),
+            serde_json::json!({"command": patch, "input": "*** Add File: .codex/config.toml\n"}),
+            serde_json::json!({"command": patch, "patch": null}),
+        ] {
+            assert_eq!(patch_in(&input(refused.clone())), None, "{refused}");
+        }
+    }
+
+    #[test]
+    fn a_patch_of_several_files_names_each() {
+        let patch = "*** Begin Patch\n*** Add File: notes.txt\n+hi\n  *** Delete File: .codex/config.toml\n\t*** Update File: a.rs\n*** Move to: .git/hooks/pre-commit\n@@\n-a\n+b\n*** Add File: notes.txt\n*** End Patch\n";
+        let (tool, args) = patch_call(patch.into());
+        assert_eq!(tool, "apply_patch");
+        assert_eq!(
+            args["files"],
+            serde_json::json!([
+                "notes.txt",
+                ".codex/config.toml",
+                "a.rs",
+                ".git/hooks/pre-commit"
+            ])
+        );
+        assert_eq!(args["patch"], patch);
+        // A patch that names no file touches none: an empty list.
+        let (tool, args) = patch_call("*** Begin Patch\n*** End Patch\n".into());
+        assert_eq!(
+            (tool.as_str(), &args["files"]),
+            ("apply_patch", &serde_json::json!([]))
+        );
+    }
+}
