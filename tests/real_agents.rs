@@ -1376,3 +1376,60 @@ fn copilot_patches_no_hook_file_beside_another() {
         "{said}"
     );
 }
+
+/// Codex applies a patch itself when its model runs `apply_patch` with a here-document (alone,
+/// or after one `cd`): sc-hook judges such a command as the patch, file by file, in the folder
+/// it is applied in. An honest patch of two files and an edit run (before, `apply_patch` matched
+/// no `commands` rule, so it was held, and refused: no edit ever ran); a patch that adds a
+/// harmless file and one in `.codex` through `..` is refused, and neither is made.
+#[test]
+fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
+    let agent = Agent::Codex;
+    let setup = Setup::new(agent);
+    std::fs::create_dir_all(setup.project.join("sub")).unwrap();
+    let model = FakeModel::start(
+        &setup.scratch,
+        json!([
+            {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** Add File: other.txt\n+x\n*** End Patch\nEOF\n"}},
+            {"name": "exec_command", "input": {"cmd": "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: fine.txt\n+hello\n*** Add File: ../.codex/off.toml\n+x\n*** End Patch\nEOF\n"}},
+            {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+bye\n*** End Patch\nEOF\n"}},
+        ]),
+    );
+    let out = run(setup.command(agent, &model));
+    let said = story(agent.name(), &out, &model);
+    assert!(out.status.success(), "{said}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{said}");
+    assert!(
+        results[1].contains("Skeleton Crew") && results[1].contains(".codex/off.toml"),
+        "{said}"
+    );
+    let project = &setup.project;
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "bye\n",
+        "{said}"
+    );
+    assert!(project.join("other.txt").exists(), "{said}");
+    assert!(!project.join("sub/fine.txt").exists(), "{said}");
+    assert!(!project.join(".codex/off.toml").exists(), "{said}");
+    let gates: Vec<(String, Value)> = verified_gate_events(&setup.audit)
+        .iter()
+        .filter(|e| e["stage"] == "gate" && e.get("decision").is_some())
+        .map(|e| {
+            (
+                e["call"]["tool"].as_str().unwrap_or("").to_owned(),
+                e["decision"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            ("apply_patch".to_owned(), json!("allow")),
+            ("apply_patch".to_owned(), json!("deny")),
+            ("Edit".to_owned(), json!("allow")),
+        ],
+        "{said}"
+    );
+}

@@ -15,6 +15,7 @@
 //! parentheses.
 
 mod options;
+mod patch_invocation;
 mod redirect;
 mod show;
 mod simple;
@@ -22,6 +23,7 @@ mod text;
 mod walk;
 mod words;
 
+pub use patch_invocation::{patch_invocation, PatchInvocation};
 pub(crate) use show::quote_word;
 
 /// Longer commands are dynamic without being parsed.

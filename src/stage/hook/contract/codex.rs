@@ -1,7 +1,8 @@
 //! Codex CLI's contract: Claude Code's shape (`session_id`, `hook_event_name`, `tool_name`,
 //! `tool_input`, `tool_use_id`, `cwd`) plus `turn_id` and `model`. Its shell tool is `Bash`
 //! (older releases: `shell`, `local_shell`, `exec_command`, with the command as a list of
-//! words), its file edits are `apply_patch` (the patch in `tool_input.command`), and MCP tools
+//! words), its file edits are `apply_patch` (the patch in `tool_input.command`, or a `Bash`
+//! command that runs `apply_patch` on a here-document, which Codex applies itself), and MCP tools
 //! are `mcp__SERVER__TOOL`. Codex honours a `deny` decision and exit status 2; it rejects
 //! `updatedInput` ("unsupported"), so a call the pack would run confined is refused with a
 //! reason that says so, and it has no way for a hook to ask, so a held call is refused too.
@@ -10,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::agent::{Abilities, Agent, Event, Shape, Translated};
 use super::claude::event_of;
-use super::fields::{run_folder, ContractError, Fields};
+use super::fields::{run_folder, within, ContractError, Fields};
 
 pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, ContractError> {
     let fields = Fields {
@@ -33,7 +34,24 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         let native = fields.required("tool_name")?;
         let input = fields.arguments("tool_input")?;
         let workdir = run_folder(Agent::Codex, &input, "workdir", cwd.as_deref())?;
-        let (tool, input) = vocabulary(&native, input).map_err(|why| fields.error(why))?;
+        let (mut tool, mut input) = vocabulary(&native, input).map_err(|why| fields.error(why))?;
+        let mut workdir = workdir;
+        // A command Codex does not run but applies itself (`apply_patch` reading a patch from a
+        // here-document, after one `cd` or none): judged as the patch, file by file, in the
+        // folder it is applied in.
+        let invocation = match input.get("command") {
+            Some(Value::String(command)) if tool == "Bash" => {
+                crate::rules::shell::patch_invocation(command)
+            }
+            _ => None,
+        };
+        if let Some(invocation) = invocation {
+            if let Some(folder) = &invocation.folder {
+                let base = workdir.clone().or_else(|| cwd.clone());
+                workdir = Some(within(base.as_deref(), folder));
+            }
+            (tool, input) = super::patch::patch_call(invocation.patch);
+        }
         // Codex runs a command in the shell its model names (`shell`, which the hook input
         // leaves out), else the user's own: a command whose bash syntax another shell reads
         // otherwise is refused, since the gate reads it as bash (a review ran `echo $'\' ;
