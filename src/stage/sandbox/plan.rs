@@ -330,16 +330,7 @@ impl Sandbox {
         // Bounded before the work that grows with it: bubblewrap refuses the run near 5,000
         // mounts anyway, and planning 30,000 planted `*.pem` took 91 s under the lock every run
         // of the user waits on (a review). Refused, the call is asked about instead.
-        if hidden.len() > MAX_HIDDEN {
-            return Err(place_err(
-                "the hidden places",
-                &root,
-                format!(
-                    "{} places to hide, over the {MAX_HIDDEN} a sandbox takes",
-                    hidden.len()
-                ),
-            ));
-        }
+        within_bound(&root, hidden.len(), Bound::Hidden)?;
         // The places a link on the way led to, to be remembered.
         let mut led_to = Vec::new();
         // The files whose stand-ins git must not take for the real thing.
@@ -392,16 +383,7 @@ impl Sandbox {
         // Bounded as the hidden places are, before the work that grows with them: 12,000 empty
         // folders a confined program made in `.git/worktrees` took 43 s to plan under the lock
         // every run of the user waits on (a review).
-        if protected.len() > MAX_PROTECTED {
-            return Err(place_err(
-                "the read-only places",
-                &root,
-                format!(
-                    "{} places to keep read-only, over the {MAX_PROTECTED} a sandbox takes",
-                    protected.len()
-                ),
-            ));
-        }
+        within_bound(&root, protected.len(), Bound::Protected)?;
         // First pass: where the protected paths are, so that the second judges every folder
         // with all read-only mounts known.
         let mut read_only = Vec::new();
@@ -613,6 +595,29 @@ pub const MAX_PROTECTED: usize = 2_000;
 
 /// The most places one sandbox hides (patterns' matches, named places, remembered ones).
 pub const MAX_HIDDEN: usize = 2_000;
+
+/// The two lists of places a plan bounds before the work that grows with them.
+#[derive(Clone, Copy)]
+enum Bound {
+    Hidden,
+    Protected,
+}
+
+/// Refuses a plan with more places of one kind than [`MAX_HIDDEN`] or [`MAX_PROTECTED`].
+fn within_bound(root: &Path, count: usize, bound: Bound) -> Result<(), SandboxError> {
+    let (what, doing, max) = match bound {
+        Bound::Hidden => ("the hidden places", "to hide", MAX_HIDDEN),
+        Bound::Protected => ("the read-only places", "to keep read-only", MAX_PROTECTED),
+    };
+    if count <= max {
+        return Ok(());
+    }
+    Err(SandboxError::Place {
+        what: what.to_owned(),
+        path: root.to_owned(),
+        why: format!("{count} places {doing}, over the {max} a sandbox takes"),
+    })
+}
 
 /// The names in each folder a hidden pattern was matched in (canonical), listed once per plan:
 /// the pack matches three patterns in the root.
