@@ -1540,20 +1540,31 @@ fn a_web_fetch_to_the_metadata_service_or_the_local_network_is_denied() {
     assert_eq!(records[0]["decision"], "deny", "{}", records[0]);
 }
 
-/// The audit log holds `count` events, each a hook input sc-hook refused: a deny with the
-/// reason, and no call.
+/// The audit log holds `count` events, each a hook input sc-hook refused, with no call: a
+/// `PostToolUse` an `exec` event whose run is `unrecorded`, any other a `deny`, with the reason.
 fn assert_refusals_audited(scratch: &Scratch, count: usize) {
     let events = scratch.audit_events();
     assert_eq!(events.len(), count, "{events:?}");
     for event in &events {
-        assert_eq!(event["decision"], "deny", "{event}");
         assert!(event.get("call").is_none(), "{event}");
+        let reason = if event["hookEvent"] == "PostToolUse" {
+            assert_eq!(event["stage"], "exec", "{event}");
+            assert_eq!(event["outcome"]["status"], "unrecorded", "{event}");
+            &event["outcome"]["reason"]
+        } else {
+            assert_eq!(event["decision"], "deny", "{event}");
+            &event["reasons"][0]
+        };
         assert!(
-            event["reasons"][0]
+            reason
                 .as_str()
                 .unwrap()
                 .starts_with("sc-hook refused the hook input before the gate could decide it: "),
             "{event}"
         );
+        // An input that could not be read (an empty one) has no digest.
+        if let Some(digest) = event.get("inputSha256") {
+            assert_eq!(digest.as_str().map(str::len), Some(64), "{event}");
+        }
     }
 }

@@ -1341,6 +1341,10 @@ fn copilot_patches_no_hook_file_beside_another() {
         json!([
             {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Add File: b.txt\n+x\n*** End Patch\n"},
             {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: c.txt\n+hi\n  *** Add File: .github/hooks/off.json\n+{}\n*** End Patch\n"},
+            // What this Copilot CLI's parser reads as headers too: a byte-order mark before
+            // one, a lone carriage return as a line break (a review wrote these files so).
+            {"name": "apply_patch", "input": "*** Begin Patch\n\u{feff}*** Add File: .github/hooks/bom.json\n+x\n*** End Patch\n"},
+            {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: d.txt\r*** Add File: .github/hooks/cr.json\n+x\n*** End Patch\n"},
         ]),
     );
     // A model Copilot CLI offers the freeform tool to.
@@ -1350,18 +1354,21 @@ fn copilot_patches_no_hook_file_beside_another() {
     let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     let results = model.tool_results();
-    assert_eq!(results.len(), 2, "{said}");
+    assert_eq!(results.len(), 4, "{said}");
     assert!(results[0].contains("a.txt"), "{said}");
-    assert!(
-        results[1].contains("Skeleton Crew") && results[1].contains(".github/hooks/off.json"),
-        "{said}"
-    );
+    for (result, file) in results[1..].iter().zip(["off.json", "bom.json", "cr.json"]) {
+        assert!(
+            result.contains("Skeleton Crew") && result.contains(&format!(".github/hooks/{file}")),
+            "{said}"
+        );
+        assert!(
+            !setup.project.join(".github/hooks").join(file).exists(),
+            "{said}"
+        );
+    }
     assert!(setup.project.join("a.txt").exists() && setup.project.join("b.txt").exists());
     assert!(!setup.project.join("c.txt").exists(), "{said}");
-    assert!(
-        !setup.project.join(".github/hooks/off.json").exists(),
-        "{said}"
-    );
+    assert!(!setup.project.join("d.txt").exists(), "{said}");
     let gates: Vec<(Value, Value)> = verified_gate_events(&setup.audit)
         .iter()
         .filter(|e| e["stage"] == "gate" && e["call"]["tool"] == "apply_patch")
@@ -1371,7 +1378,8 @@ fn copilot_patches_no_hook_file_beside_another() {
         gates,
         [
             (json!(["a.txt", "b.txt"]), json!("allow")),
-            (json!(["c.txt", ".github/hooks/off.json"]), json!("deny"))
+            (json!(["c.txt", ".github/hooks/off.json"]), json!("deny")),
+            (json!(["d.txt", ".github/hooks/cr.json"]), json!("deny")),
         ],
         "{said}"
     );

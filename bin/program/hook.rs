@@ -217,7 +217,8 @@ pub fn main() -> ExitCode {
         ),
     };
     deadline::refuse_as(agent, event, args.timeout);
-    match run(args, agent, event, raw.as_deref(), translated) {
+    let read = translated.as_ref().ok().and_then(Translated::event_read);
+    match run(args, agent, read, raw.as_deref(), translated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => refuse(agent, event, &err),
     }

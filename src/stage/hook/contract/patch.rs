@@ -53,27 +53,59 @@ pub(super) fn patch_call(patch: String) -> (String, Map<String, Value>) {
 }
 
 /// The files a patch names (`*** Add File: P`, `*** Update File: P`, `*** Delete File: P`,
-/// `*** Move to: P`), each with whether it is a new file. Codex reads a header with white space
-/// before it too (`  *** Delete File: P`, a review deleted `.codex/config.toml` so), and so does
-/// this: a line of a hunk read as a header only adds a file to judge.
+/// `*** Move to: P`), each with whether it is a new file, read more widely than any agent reads
+/// them, so that a header an agent applies is never one missed here: Codex reads a header with
+/// white space before it (`  *** Delete File: P`, a review deleted `.codex/config.toml` so);
+/// Copilot CLI's parser takes a lone `\r` as a line break and drops a byte-order mark before a
+/// header (a review rewrote `.git/config` through each). So a line ends at any line break
+/// (`\n`, `\r`, a vertical tab, a form feed, NEL, U+2028, U+2029), a header may stand anywhere
+/// in a line, and white space and invisible format characters around a path are trimmed. A
+/// line of a hunk read as a header only adds a file to judge.
 fn patch_files(patch: &str) -> Vec<(bool, String)> {
+    const MARKERS: [(&str, bool); 4] = [
+        ("*** Add File: ", true),
+        ("*** Update File: ", false),
+        ("*** Delete File: ", false),
+        ("*** Move to: ", false),
+    ];
     let mut files: Vec<(bool, String)> = Vec::new();
-    for line in patch.lines().map(str::trim) {
-        let found = [
-            ("*** Add File: ", true),
-            ("*** Update File: ", false),
-            ("*** Delete File: ", false),
-            ("*** Move to: ", false),
-        ]
-        .iter()
-        .find_map(|(marker, added)| line.strip_prefix(marker).map(|path| (*added, path.trim())));
-        if let Some((added, path)) = found {
+    for line in patch.split(is_line_break) {
+        for (marker, added) in MARKERS {
+            let Some(at) = line.find(marker) else {
+                continue;
+            };
+            let path =
+                line[at + marker.len()..].trim_matches(|c: char| c.is_whitespace() || is_format(c));
             if !files.iter().any(|(_, known)| known == path) {
                 files.push((added, path.to_owned()));
             }
         }
     }
     files
+}
+
+/// A character any agent's patch parser may take as the end of a line.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// An invisible format character a parser may drop around a name (a byte-order mark, a zero
+/// width space or joiner, a direction mark, a soft hyphen, …).
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+            | '\u{fffe}'
+    )
 }
 
 #[cfg(test)]
@@ -116,6 +148,27 @@ mod tests {
             serde_json::json!({"command": patch, "patch": null}),
         ] {
             assert_eq!(patch_in(&input(refused.clone())), None, "{refused}");
+        }
+    }
+
+    /// The spellings a review wrote `.git/config` and `.github/hooks` through under Copilot CLI
+    /// (a lone `\r` as a line break, a byte-order mark before a header), and others like them.
+    #[test]
+    fn a_header_any_agent_may_read_is_never_missed() {
+        for patch in [
+            "*** Begin Patch\n\u{feff}*** Add File: .github/hooks/v1.json\n+x\n*** End Patch\n",
+            "*** Begin Patch\r*** Add File: .github/hooks/v1.json\r+x\r*** End Patch\r",
+            "*** Begin Patch\n*** Add File: ok.txt\r*** Add File: .github/hooks/v1.json\n+x\n",
+            "*** Begin Patch\n*** Add File: ok.txt\u{2028}*** Add File: .github/hooks/v1.json\n",
+            "*** Begin Patch\n\u{200b} *** Add File: \u{feff}.github/hooks/v1.json\u{200b}\n+x\n",
+            "*** Begin Patch\n*** Update File: ok.txt\n\u{feff}*** Move to: .github/hooks/v1.json\n",
+            "x*** Add File: .github/hooks/v1.json",
+        ] {
+            let files = patch_files(patch);
+            assert!(
+                files.iter().any(|(_, path)| path == ".github/hooks/v1.json"),
+                "{patch:?}: {files:?}"
+            );
         }
     }
 
