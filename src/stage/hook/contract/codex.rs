@@ -41,16 +41,16 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
         // folder it is applied in.
         let invocation = match input.get("command") {
             Some(Value::String(command)) if tool == "Bash" => {
-                crate::rules::shell::patch_invocation(command)
+                crate::rules::shell::patch_invocation(command).map(|found| (found, command.clone()))
             }
             _ => None,
         };
-        if let Some(invocation) = invocation {
+        if let Some((invocation, command)) = invocation {
             if let Some(folder) = &invocation.folder {
                 let base = workdir.clone().or_else(|| cwd.clone());
                 workdir = Some(within(base.as_deref(), folder));
             }
-            (tool, input) = super::patch::patch_call(invocation.patch);
+            (tool, input) = super::patch::heredoc_patch_call(invocation.patch, &command);
         }
         // Codex runs a command in the shell its model names (`shell`, which the hook input
         // leaves out), else the user's own: a command whose bash syntax another shell reads

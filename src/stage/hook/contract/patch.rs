@@ -32,6 +32,18 @@ pub(super) fn patch_in(input: &Map<String, Value>) -> Option<String> {
 /// The tool and arguments a patch is judged as.
 pub(super) fn patch_call(patch: String) -> (String, Map<String, Value>) {
     let files = patch_files(&patch);
+    call_of(files, patch)
+}
+
+/// The tool and arguments a shell command that hands a patch to `apply_patch` on a
+/// here-document is judged as: the files are read from the whole command, so that where its
+/// here-document ends cannot matter (a parser that ended it later than the gate's would find no
+/// header the gate missed).
+pub(super) fn heredoc_patch_call(patch: String, command: &str) -> (String, Map<String, Value>) {
+    call_of(patch_files(command), patch)
+}
+
+fn call_of(files: Vec<(bool, String)>, patch: String) -> (String, Map<String, Value>) {
     let mut args = Map::new();
     let tool = match files.as_slice() {
         [(added, path)] => {
@@ -170,6 +182,15 @@ mod tests {
                 "{patch:?}: {files:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_here_document_s_files_are_read_from_the_whole_command() {
+        let command = "apply_patch <<'EOF'\n*** Add File: a\nEOF\n*** Add File: .codex/x\n";
+        let (tool, args) = heredoc_patch_call("*** Add File: a\n".into(), command);
+        assert_eq!(tool, "apply_patch");
+        assert_eq!(args["files"], serde_json::json!(["a", ".codex/x"]));
+        assert_eq!(args["patch"], "*** Add File: a\n");
     }
 
     #[test]
