@@ -42,8 +42,9 @@ use crate::deadline;
 /// to the gate's own policy, audit log and state (and .claude/settings*.json under the
 /// claude-code pack) are denied.
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
-/// audit log), which Claude Code treats as a block. Never 1: Claude Code runs the tool after
-/// any other status. A call not decided within --timeout seconds (25) is refused the same way,
+/// audit log), which Claude Code treats as a block, and once the audit log is open the refusal
+/// is in it (a `deny`, or for a PostToolUse an `exec` event whose run is `unrecorded`). Never
+/// 1: Claude Code runs the tool after any other status. A call not decided within --timeout seconds (25) is refused the same way,
 /// before the agent stops waiting for its hook and runs the call; so is a crash, and a stop by
 /// SIGTERM, SIGINT, SIGHUP or another signal that would end it.
 ///
@@ -217,7 +218,7 @@ pub fn main() -> ExitCode {
         ),
     };
     deadline::refuse_as(agent, event, args.timeout);
-    let read = translated.as_ref().ok().and_then(Translated::event_read);
+    let read = translated.as_ref().ok().and_then(detect::event_read);
     match run(args, agent, read, raw.as_deref(), translated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => refuse(agent, event, &err),

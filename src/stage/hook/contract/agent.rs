@@ -165,18 +165,6 @@ pub struct Translated {
     pub parent_session: Option<String>,
 }
 
-impl Translated {
-    /// The event, where the input named one its contract knows: Claude Code's input is read by
-    /// the hook itself, so an event it does not answer (`Stop`) is passed on as a
-    /// `PreToolUse`, to be refused there; it is none of the three.
-    pub fn event_read(&self) -> Option<Event> {
-        match self.agent {
-            Agent::Claude => super::claude::event_of(&self.native_event),
-            _ => Some(self.event),
-        }
-    }
-}
-
 /// Builds the hook's input in its own shape.
 pub(super) struct Shape {
     pub event: Event,

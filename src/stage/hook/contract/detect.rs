@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::agent::{Agent, Translated};
+use super::agent::{Agent, Event, Translated};
 use super::fields::{object, ContractError};
 use super::{claude, codex, copilot, cursor, gemini};
 
@@ -28,6 +28,16 @@ pub fn translate(chosen: Option<Agent>, bytes: &[u8]) -> Result<Translated, Cont
         Agent::Gemini => gemini::translate(&parsed),
         Agent::Copilot => copilot::translate(&parsed),
         Agent::Cursor => cursor::translate(&parsed),
+    }
+}
+
+/// The event of a translated input, where it named one its contract knows: Claude Code's input
+/// is read by the hook itself, so an event it does not answer (`Stop`) is passed on as a
+/// `PreToolUse`, to be refused there; it is none of the three.
+pub fn event_read(translated: &Translated) -> Option<Event> {
+    match translated.agent {
+        Agent::Claude => claude::event_of(&translated.native_event),
+        _ => Some(translated.event),
     }
 }
 
