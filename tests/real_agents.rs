@@ -1401,15 +1401,26 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
             {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** Add File: other.txt\n+x\n*** End Patch\nEOF\n"}},
             {"name": "exec_command", "input": {"cmd": "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: fine.txt\n+hello\n*** Add File: ../.codex/off.toml\n+x\n*** End Patch\nEOF\n"}},
             {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+bye\n*** End Patch\nEOF\n"}},
+            // A review: bash ends this here-document at `EOF` and brush-parser at `$EOF`, and
+            // the comment keeps Codex from reading a patch: bash ran the lines between.
+            {"name": "exec_command", "input": {"cmd": "apply_patch <<$'EOF' # add notes\nEOF\necho '[hooks]' >> .codex/config.toml; touch PWNED\n$EOF\n"}},
         ]),
     );
     let out = run(setup.command(agent, &model));
     let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     let results = model.tool_results();
-    assert_eq!(results.len(), 3, "{said}");
+    assert_eq!(results.len(), 4, "{said}");
     assert!(
         results[1].contains("Skeleton Crew") && results[1].contains(".codex/off.toml"),
+        "{said}"
+    );
+    assert!(results[3].contains("Skeleton Crew"), "{said}");
+    assert!(!setup.project.join("PWNED").exists(), "{said}");
+    assert!(
+        !std::fs::read_to_string(setup.project.join(".codex/config.toml"))
+            .unwrap_or_default()
+            .contains("[hooks]\n[hooks]"),
         "{said}"
     );
     let project = &setup.project;
@@ -1432,7 +1443,7 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
         })
         .collect();
     assert_eq!(
-        gates,
+        gates[..3],
         [
             ("apply_patch".to_owned(), json!("allow")),
             ("apply_patch".to_owned(), json!("deny")),
@@ -1440,4 +1451,8 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
         ],
         "{said}"
     );
+    // Not a patch: a command refused (Codex cannot ask), in whichever way.
+    assert_eq!(gates.len(), 4, "{said}");
+    assert_ne!(gates[3].1, json!("allow"), "{said}");
+    assert_ne!(gates[3].0, "apply_patch", "{said}");
 }

@@ -55,6 +55,20 @@ fn anything_more_or_anything_expanded_is_not_a_patch() {
         format!("apply_patch 3<<'EOF'\n{PATCH}EOF\n"),
         "apply_patch".to_owned(),
         "git status".to_owned(),
+        // A review: bash ends `<<$'EOF'` at `EOF`, brush-parser at `$EOF`, and the comment
+        // kept Codex from reading it as a patch, so bash ran the lines between.
+        "apply_patch <<$'EOF' # add notes\nEOF\necho x >> .codex/config.toml\n$EOF\n".to_owned(),
+        "# add a file\napply_patch <<$\"EOF\"\nEOF\ntouch x\n$EOF\n".to_owned(),
+        "cd . && # go\napply_patch <<$'EOF'\nEOF\ntouch x\n$EOF\n".to_owned(),
+        "apply_patch <<$'EOF'\nEOF\ntouch x\n$EOF\n".to_owned(),
+        format!("apply_patch <<'EOF' # note\n{PATCH}EOF\n"),
+        format!("apply_patch <<'EOF'\n{PATCH}EOF\n# after\n"),
+        format!("apply_patch <<'EOF'\nEOF \n{PATCH}EOF\n"),
+        format!("apply_patch <<'EOF'\n{PATCH}  $EOF\n{PATCH}EOF\n"),
+        format!("apply_patch <<'E-F'\n{PATCH}E-F\n"),
+        format!("apply_patch <<'EOF'\r\n{PATCH}EOF\n"),
+        format!("apply_patch  <<'EOF'\n{PATCH}EOF\n"),
+        format!("cd a  && apply_patch <<'EOF'\n{PATCH}EOF\n"),
     ] {
         assert_eq!(read(&command), None, "{command:?}");
     }
