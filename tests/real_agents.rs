@@ -1357,8 +1357,12 @@ fn copilot_patches_no_hook_file_beside_another() {
     assert_eq!(results.len(), 4, "{said}");
     assert!(results[0].contains("a.txt"), "{said}");
     for (result, file) in results[1..].iter().zip(["off.json", "bom.json", "cr.json"]) {
+        // Denied as a write of the file, or, with a name that goes on past a line break,
+        // refused as a patch whose files cannot be known.
         assert!(
-            result.contains("Skeleton Crew") && result.contains(&format!(".github/hooks/{file}")),
+            result.contains("Skeleton Crew")
+                && (result.contains(&format!(".github/hooks/{file}"))
+                    || result.contains("line break inside a file name")),
             "{said}"
         );
         assert!(
@@ -1379,7 +1383,6 @@ fn copilot_patches_no_hook_file_beside_another() {
         [
             (json!(["a.txt", "b.txt"]), json!("allow")),
             (json!(["c.txt", ".github/hooks/off.json"]), json!("deny")),
-            (json!(["d.txt", ".github/hooks/cr.json"]), json!("deny")),
         ],
         "{said}"
     );
@@ -1404,18 +1407,26 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
             // A review: bash ends this here-document at `EOF` and brush-parser at `$EOF`, and
             // the comment keeps Codex from reading a patch: bash ran the lines between.
             {"name": "exec_command", "input": {"cmd": "apply_patch <<$'EOF' # add notes\nEOF\necho '[hooks]' >> .codex/config.toml; touch PWNED\n$EOF\n"}},
+            // A review: Codex reads the name to the `\n`, past the `\r`.
+            {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ok.txt\r/../.codex/pwned.toml\n+x\n*** End Patch\nEOF\n"}},
         ]),
     );
     let out = run(setup.command(agent, &model));
     let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     let results = model.tool_results();
-    assert_eq!(results.len(), 4, "{said}");
+    assert_eq!(results.len(), 5, "{said}");
     assert!(
         results[1].contains("Skeleton Crew") && results[1].contains(".codex/off.toml"),
         "{said}"
     );
     assert!(results[3].contains("Skeleton Crew"), "{said}");
+    assert!(
+        results[4].contains("line break inside a file name"),
+        "{said}"
+    );
+    assert!(!project_has(&setup.project, ".codex/pwned.toml"), "{said}");
+    assert!(!project_has(&setup.project, "ok.txt"), "{said}");
     assert!(!setup.project.join("PWNED").exists(), "{said}");
     assert!(
         !std::fs::read_to_string(setup.project.join(".codex/config.toml"))
@@ -1452,7 +1463,13 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
         "{said}"
     );
     // Not a patch: a command refused (Codex cannot ask), in whichever way.
-    assert_eq!(gates.len(), 4, "{said}");
+    assert_eq!(gates.len(), 5, "{said}");
+    assert_eq!(gates[4], (String::new(), json!("deny")), "{said}");
     assert_ne!(gates[3].1, json!("allow"), "{said}");
     assert_ne!(gates[3].0, "apply_patch", "{said}");
+}
+
+/// Whether `path` is in the project, as a file or a folder.
+fn project_has(project: &std::path::Path, path: &str) -> bool {
+    project.join(path).symlink_metadata().is_ok()
 }

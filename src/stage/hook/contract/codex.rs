@@ -50,7 +50,8 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
                 let base = workdir.clone().or_else(|| cwd.clone());
                 workdir = Some(within(base.as_deref(), folder));
             }
-            (tool, input) = super::patch::heredoc_patch_call(invocation.patch, &command);
+            (tool, input) = super::patch::heredoc_patch_call(invocation.patch, &command)
+                .map_err(|why| fields.error(why))?;
         }
         // Codex runs a command in the shell its model names (`shell`, which the hook input
         // leaves out), else the user's own: a command whose bash syntax another shell reads
@@ -114,7 +115,7 @@ fn vocabulary(
             ("Bash".into(), input)
         }
         "apply_patch" => match super::patch::patch_in(&input) {
-            Some(patch) => super::patch::patch_call(patch),
+            Some(patch) => super::patch::patch_call(patch)?,
             None => return Err(super::patch::NO_PATCH),
         },
         _ => (native.into(), input),

@@ -60,7 +60,8 @@ pub(super) fn translate(object: &Map<String, Value>) -> Result<Translated, Contr
                 Some(Value::Object(args)) => super::patch::patch_in(args),
                 _ => None,
             };
-            super::patch::patch_call(patch.ok_or_else(|| fields.error(super::patch::NO_PATCH))?)
+            let patch = patch.ok_or_else(|| fields.error(super::patch::NO_PATCH))?;
+            super::patch::patch_call(patch).map_err(|why| fields.error(why))?
         } else {
             let mut input = fields.arguments("toolArgs")?;
             let tool = vocabulary(&native, &mut input)?;

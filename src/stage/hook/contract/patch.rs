@@ -29,21 +29,28 @@ pub(super) fn patch_in(input: &Map<String, Value>) -> Option<String> {
     found.map(str::to_owned)
 }
 
-/// The tool and arguments a patch is judged as.
-pub(super) fn patch_call(patch: String) -> (String, Map<String, Value>) {
-    let files = patch_files(&patch);
-    call_of(files, patch)
+/// Why a patch with a line break inside a file name is refused.
+pub(super) const BREAK_IN_NAME: &str =
+    "has a patch with a line break inside a file name (a carriage return, a vertical tab, a form feed, NEL, U+2028 or U+2029 before the end of its line), which Codex CLI reads as part of the name and Copilot CLI as the end of it, so the file it writes cannot be known";
+
+/// A tool call's name and arguments.
+type Call = (String, Map<String, Value>);
+
+/// The tool and arguments a patch is judged as; `Err` says why it is refused.
+pub(super) fn patch_call(patch: String) -> Result<Call, &'static str> {
+    let files = patch_files(&patch)?;
+    Ok(call_of(files, patch))
 }
 
 /// The tool and arguments a shell command that hands a patch to `apply_patch` on a
 /// here-document is judged as: the files are read from the whole command, so that where its
 /// here-document ends cannot matter (a parser that ended it later than the gate's would find no
 /// header the gate missed).
-pub(super) fn heredoc_patch_call(patch: String, command: &str) -> (String, Map<String, Value>) {
-    call_of(patch_files(command), patch)
+pub(super) fn heredoc_patch_call(patch: String, command: &str) -> Result<Call, &'static str> {
+    Ok(call_of(patch_files(command)?, patch))
 }
 
-fn call_of(files: Vec<(bool, String)>, patch: String) -> (String, Map<String, Value>) {
+fn call_of(files: Vec<(bool, String)>, patch: String) -> Call {
     let mut args = Map::new();
     let tool = match files.as_slice() {
         [(added, path)] => {
@@ -73,7 +80,12 @@ fn call_of(files: Vec<(bool, String)>, patch: String) -> (String, Map<String, Va
 /// (`\n`, `\r`, a vertical tab, a form feed, NEL, U+2028, U+2029), a header may stand anywhere
 /// in a line, and white space and invisible format characters around a path are trimmed. A
 /// line of a hunk read as a header only adds a file to judge.
-fn patch_files(patch: &str) -> Vec<(bool, String)> {
+///
+/// Codex reads a line to its `\n` (one `\r` before it dropped), so a name that goes on past
+/// another line break is a different name for Codex than for Copilot CLI (a review wrote
+/// `.codex/config.toml` through `*** Add File: ok.txt\r/../.codex/config.toml`, read here as
+/// `ok.txt`): such a patch is refused.
+fn patch_files(patch: &str) -> Result<Vec<(bool, String)>, &'static str> {
     const MARKERS: [(&str, bool); 4] = [
         ("*** Add File: ", true),
         ("*** Update File: ", false),
@@ -81,19 +93,31 @@ fn patch_files(patch: &str) -> Vec<(bool, String)> {
         ("*** Move to: ", false),
     ];
     let mut files: Vec<(bool, String)> = Vec::new();
-    for line in patch.split(is_line_break) {
-        for (marker, added) in MARKERS {
-            let Some(at) = line.find(marker) else {
-                continue;
-            };
-            let path =
-                line[at + marker.len()..].trim_matches(|c: char| c.is_whitespace() || is_format(c));
-            if !files.iter().any(|(_, known)| known == path) {
-                files.push((added, path.to_owned()));
+    for whole in patch.split('\n') {
+        // The line as Codex reads it.
+        let whole = whole.strip_suffix('\r').unwrap_or(whole);
+        let mut start = 0;
+        for line in whole.split(is_line_break) {
+            for (marker, added) in MARKERS {
+                let Some(at) = line.find(marker) else {
+                    continue;
+                };
+                let name_at = start + at + marker.len();
+                if whole[name_at..].contains(is_line_break) {
+                    return Err(BREAK_IN_NAME);
+                }
+                let path = line[at + marker.len()..]
+                    .trim_matches(|c: char| c.is_whitespace() || is_format(c));
+                if !files.iter().any(|(_, known)| known == path) {
+                    files.push((added, path.to_owned()));
+                }
             }
+            // Past this piece and the one break after it.
+            start += line.len();
+            start += whole[start..].chars().next().map_or(0, char::len_utf8);
         }
     }
-    files
+    Ok(files)
 }
 
 /// A character any agent's patch parser may take as the end of a line.
@@ -128,15 +152,15 @@ mod tests {
     fn a_patch_of_one_file_is_a_write_or_an_edit() {
         let patch =
             "*** Begin Patch\n*** Update File: .codex/config.toml\n@@\n-a\n+b\n*** End Patch\n";
-        let (tool, args) = patch_call(patch.into());
+        let (tool, args) = patch_call(patch.into()).unwrap();
         assert_eq!(tool, "Edit");
         assert_eq!(args["file_path"], ".codex/config.toml");
         assert_eq!(args["patch"], patch);
         let patch = "*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n";
-        assert_eq!(patch_call(patch.into()).0, "Write");
+        assert_eq!(patch_call(patch.into()).unwrap().0, "Write");
         // Headers with white space before them, as Codex reads them too (a review).
         let patch = "*** Begin Patch\n   *** Add File: .codex/hidden.toml\r\n+x\n*** End Patch\n";
-        let (tool, args) = patch_call(patch.into());
+        let (tool, args) = patch_call(patch.into()).unwrap();
         assert_eq!(tool, "Write");
         assert_eq!(args["file_path"], ".codex/hidden.toml");
     }
@@ -176,18 +200,38 @@ mod tests {
             "*** Begin Patch\n*** Update File: ok.txt\n\u{feff}*** Move to: .github/hooks/v1.json\n",
             "x*** Add File: .github/hooks/v1.json",
         ] {
-            let files = patch_files(patch);
-            assert!(
-                files.iter().any(|(_, path)| path == ".github/hooks/v1.json"),
-                "{patch:?}: {files:?}"
-            );
+            // Read, or refused where a name goes on past a line break.
+            match patch_files(patch) {
+                Ok(files) => assert!(
+                    files.iter().any(|(_, path)| path == ".github/hooks/v1.json"),
+                    "{patch:?}: {files:?}"
+                ),
+                Err(why) => assert_eq!(why, BREAK_IN_NAME),
+            }
         }
+    }
+
+    /// Codex reads a name to its line's `\n`: one that goes on past another line break is
+    /// refused (a review wrote `.codex/config.toml` through `ok.txt\r/../.codex/config.toml`).
+    #[test]
+    fn a_name_that_goes_on_past_a_line_break_is_refused() {
+        for cut in ["\r", "\u{0b}", "\u{0c}", "\u{85}", "\u{2028}", "\u{2029}"] {
+            for header in ["Add File", "Update File", "Delete File", "Move to"] {
+                let patch = format!(
+                    "*** Begin Patch\n*** {header}: ok.txt{cut}/../.codex/config.toml\n+x\n*** End Patch\n"
+                );
+                assert_eq!(patch_files(&patch), Err(BREAK_IN_NAME), "{patch:?}");
+            }
+        }
+        // A CRLF line ending is no break inside a name.
+        let patch = "*** Begin Patch\r\n*** Add File: a.txt\r\n+x\r\n*** End Patch\r\n";
+        assert_eq!(patch_files(patch), Ok(vec![(true, "a.txt".to_owned())]));
     }
 
     #[test]
     fn a_here_document_s_files_are_read_from_the_whole_command() {
         let command = "apply_patch <<'EOF'\n*** Add File: a\nEOF\n*** Add File: .codex/x\n";
-        let (tool, args) = heredoc_patch_call("*** Add File: a\n".into(), command);
+        let (tool, args) = heredoc_patch_call("*** Add File: a\n".into(), command).unwrap();
         assert_eq!(tool, "apply_patch");
         assert_eq!(args["files"], serde_json::json!(["a", ".codex/x"]));
         assert_eq!(args["patch"], "*** Add File: a\n");
@@ -196,7 +240,7 @@ mod tests {
     #[test]
     fn a_patch_of_several_files_names_each() {
         let patch = "*** Begin Patch\n*** Add File: notes.txt\n+hi\n  *** Delete File: .codex/config.toml\n\t*** Update File: a.rs\n*** Move to: .git/hooks/pre-commit\n@@\n-a\n+b\n*** Add File: notes.txt\n*** End Patch\n";
-        let (tool, args) = patch_call(patch.into());
+        let (tool, args) = patch_call(patch.into()).unwrap();
         assert_eq!(tool, "apply_patch");
         assert_eq!(
             args["files"],
@@ -209,7 +253,7 @@ mod tests {
         );
         assert_eq!(args["patch"], patch);
         // A patch that names no file touches none: an empty list.
-        let (tool, args) = patch_call("*** Begin Patch\n*** End Patch\n".into());
+        let (tool, args) = patch_call("*** Begin Patch\n*** End Patch\n".into()).unwrap();
         assert_eq!(
             (tool.as_str(), &args["files"]),
             ("apply_patch", &serde_json::json!([]))
