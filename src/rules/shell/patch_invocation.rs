@@ -143,7 +143,7 @@ fn cd(pipeline: &ast::Pipeline) -> Option<String> {
     cd_word(&word.value)
 }
 
-/// The folder a `cd` word names when it is a plain word or a single-quoted one, not an option.
+/// The folder a `cd` word names when it is a plain word or a single-quoted one.
 fn cd_word(text: &str) -> Option<String> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "._/+-,@%:".contains(c);
     let folder = match text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
@@ -151,7 +151,8 @@ fn cd_word(text: &str) -> Option<String> {
         _ if text.chars().all(plain) => text,
         _ => return None,
     };
-    (!folder.is_empty() && !folder.starts_with('-')).then(|| folder.to_owned())
+    // Not an option, nor zsh's `+N` (a folder of its stack).
+    (!folder.is_empty() && !folder.starts_with(['-', '+'])).then(|| folder.to_owned())
 }
 
 #[cfg(test)]

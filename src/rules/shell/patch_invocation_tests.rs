@@ -69,6 +69,7 @@ fn anything_more_or_anything_expanded_is_not_a_patch() {
         format!("apply_patch <<'EOF'\r\n{PATCH}EOF\n"),
         format!("apply_patch  <<'EOF'\n{PATCH}EOF\n"),
         format!("cd a  && apply_patch <<'EOF'\n{PATCH}EOF\n"),
+        format!("cd +0 && apply_patch <<'EOF'\n{PATCH}EOF\n"),
     ] {
         assert_eq!(read(&command), None, "{command:?}");
     }
