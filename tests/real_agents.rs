@@ -1345,6 +1345,10 @@ fn copilot_patches_no_hook_file_beside_another() {
             // one, a lone carriage return as a line break (a review wrote these files so).
             {"name": "apply_patch", "input": "*** Begin Patch\n\u{feff}*** Add File: .github/hooks/bom.json\n+x\n*** End Patch\n"},
             {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: d.txt\r*** Add File: .github/hooks/cr.json\n+x\n*** End Patch\n"},
+            // Settings that turn every hook off, and an MCP server list Copilot CLI starts at
+            // its next session (a review did both in an untainted session).
+            {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: .github/copilot/settings.json\n+{\"disableAllHooks\": true}\n*** End Patch\n"},
+            {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: .github/mcp.json\n+{\"mcpServers\": {}}\n*** End Patch\n"},
         ]),
     );
     // A model Copilot CLI offers the freeform tool to.
@@ -1354,9 +1358,22 @@ fn copilot_patches_no_hook_file_beside_another() {
     let said = story(agent.name(), &out, &model);
     assert!(out.status.success(), "{said}");
     let results = model.tool_results();
-    assert_eq!(results.len(), 4, "{said}");
+    assert_eq!(results.len(), 6, "{said}");
     assert!(results[0].contains("a.txt"), "{said}");
-    for (result, file) in results[1..].iter().zip(["off.json", "bom.json", "cr.json"]) {
+    for (result, file) in results[4..]
+        .iter()
+        .zip([".github/copilot/settings.json", ".github/mcp.json"])
+    {
+        assert!(
+            result.contains("Skeleton Crew") && result.contains(file),
+            "{said}"
+        );
+        assert!(!setup.project.join(file).exists(), "{said}");
+    }
+    for (result, file) in results[1..4]
+        .iter()
+        .zip(["off.json", "bom.json", "cr.json"])
+    {
         // Denied as a write of the file, or, with a name that goes on past a line break,
         // refused as a patch whose files cannot be known.
         assert!(
