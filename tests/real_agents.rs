@@ -233,7 +233,8 @@ impl Setup {
             .unwrap();
         assert!(git.status.success(), "git init: {git:?}");
         let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.json");
-        let install = Command::new(hook)
+        let mut install = Command::new(hook);
+        install
             .env_clear()
             .env("HOME", &home)
             .env("XDG_STATE_HOME", scratch.path("state"))
@@ -243,9 +244,8 @@ impl Setup {
             .arg("--policy")
             .arg(&pack)
             .arg("--audit")
-            .arg(&audit)
-            .output()
-            .unwrap();
+            .arg(&audit);
+        let install = output_of_a_fresh_copy(&mut install);
         assert!(
             install.status.success(),
             "sc-hook install --for {}: {}",
@@ -1489,4 +1489,23 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
 /// Whether `path` is in the project, as a file or a folder.
 fn project_has(project: &std::path::Path, path: &str) -> bool {
     project.join(path).symlink_metadata().is_ok()
+}
+
+/// A command's output, where its program is a file this process has just written: a child that
+/// another test thread forked before the write's file was closed holds it open for writing until
+/// it execs, and the kernel refuses to run the file meanwhile (ETXTBSY). Tried again until that
+/// child has exec'd, within a generous deadline.
+fn output_of_a_fresh_copy(command: &mut Command) -> Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match command.output() {
+            Err(err)
+                if err.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::yield_now();
+            }
+            result => return result.unwrap(),
+        }
+    }
 }

@@ -196,7 +196,7 @@ impl PathRules {
             // `tar czf x.tgz ~`) may read the secret too.
             if let Some((read, (glob, folder))) = rule.read.and_then(|read| {
                 let present = placed.links.map(|links| links.present);
-                rule.holding(&resolved, written_from, wild, root, home, present)
+                rule.holding(&resolved, written_from, wild, root, home, present, false)
                     .map(|held| (read, held))
             }) {
                 let how = if !resolved.is_absolute() {
@@ -218,6 +218,25 @@ impl PathRules {
                     ),
                 ));
                 if read >= decision {
+                    continue;
+                }
+            }
+            // A folder on the way to what a write glob names: a copy into it (`cp x .github/`,
+            // `cp -r tpl/copilot .github`) or its rename (`mv .github .gh`) may write what the
+            // glob names (a review switched Copilot CLI's hooks off so).
+            if let Some(denied) = rule.write.filter(|_| write) {
+                // A wildcard in it is judged below, name by name (`meeting`).
+                if let Some((glob, _)) =
+                    rule.holding(&resolved, written_from, false, root, home, None, true)
+                {
+                    findings.push((
+                        denied,
+                        format!(
+                            "{} is a folder on the way to what {} names (glob {glob}), and a write into a folder, or its rename, may write what is under it: {denied}",
+                            subject(),
+                            rule.label
+                        ),
+                    ));
                     continue;
                 }
             }

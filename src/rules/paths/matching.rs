@@ -138,6 +138,12 @@ impl PathRule {
     /// Cost: the bases were found when the policy loaded. An absolute path is placed against the
     /// home and the root once (above, under or apart, by comparing bytes), then each base costs
     /// a comparison of bytes at most; a path apart from the home skips the home's bases.
+    ///
+    /// `writing`: the path is written (a copy into it, its rename or removal), so a base that is
+    /// not there yet counts too, and the root and the home themselves, and the folders above
+    /// them, are not folders on the way (`cp x .` is ordinary work); nor is a path that cannot be
+    /// placed.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn holding<'p>(
         &self,
         path: &'p Path,
@@ -146,10 +152,18 @@ impl PathRule {
         root: Option<&Path>,
         home: Option<&Path>,
         present: Option<&super::place::Present<'_>>,
+        writing: bool,
     ) -> Option<(&str, Option<&'p [u8]>)> {
         if self.read_bases.is_empty() {
             return None;
         }
+        if writing {
+            let above = |folder: Option<&Path>| folder.is_some_and(|f| f.starts_with(path));
+            if !path.is_absolute() || above(root) || above(home) || path == Path::new("/") {
+                return None;
+            }
+        }
+        let present = present.filter(|_| !writing);
         if !path.is_absolute() {
             // The path's parts are read once for every base (a `Path`'s components are parsed
             // anew each time they are walked).

@@ -83,9 +83,10 @@ pub struct PathRule {
     /// hook) meets few of its rules; `Err` when the set does not build, and then the rule
     /// matches every path (the strictest reading).
     pub(super) compiled: std::sync::OnceLock<Result<GlobSets, ()>>,
-    /// For a rule with `read`: the literal base of each glob that has one (not `**/…`), once
-    /// each, with the index in `globs` of the first glob that has it ([`literal_base`]). A read
-    /// of a folder on the way to a base reads what the glob names ([`PathRule::holding`]).
+    /// The literal base of each glob that has one (not `**/…`), once each, with the index in
+    /// `globs` of the first glob that has it ([`literal_base`]). A read of a folder on the way to
+    /// a base reads what the glob names, and a write of one (a copy into it, its rename) may
+    /// write it ([`PathRule::holding`]).
     pub(super) read_bases: Vec<ReadBase>,
     /// The length of the longest `rel` of `read_bases`.
     pub(super) longest_base: usize,
@@ -604,7 +605,7 @@ fn build(
         patterns.push((base, pattern.to_owned(), i));
     }
     let mut read_bases: Vec<ReadBase> = Vec::new();
-    if read.is_some() {
+    if read.is_some() || write.is_some() {
         for (base, pattern, glob) in &patterns {
             if *base == Base::Anywhere {
                 continue;
