@@ -245,7 +245,7 @@ impl Setup {
             .arg(&pack)
             .arg("--audit")
             .arg(&audit);
-        let install = output_of_a_fresh_copy(&mut install);
+        let install = crate::util::output_when_free(&mut install);
         assert!(
             install.status.success(),
             "sc-hook install --for {}: {}",
@@ -1489,23 +1489,4 @@ fn codex_applies_an_honest_patch_and_no_patch_of_its_config() {
 /// Whether `path` is in the project, as a file or a folder.
 fn project_has(project: &std::path::Path, path: &str) -> bool {
     project.join(path).symlink_metadata().is_ok()
-}
-
-/// A command's output, where its program is a file this process has just written: a child that
-/// another test thread forked before the write's file was closed holds it open for writing until
-/// it execs, and the kernel refuses to run the file meanwhile (ETXTBSY). Tried again until that
-/// child has exec'd, within a generous deadline.
-fn output_of_a_fresh_copy(command: &mut Command) -> Output {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        match command.output() {
-            Err(err)
-                if err.kind() == std::io::ErrorKind::ExecutableFileBusy
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::yield_now();
-            }
-            result => return result.unwrap(),
-        }
-    }
 }
