@@ -44,9 +44,10 @@ use crate::deadline;
 /// Exit status: 0 answered; 2 on any error (bad input, another hook event, policy, state or
 /// audit log), which Claude Code treats as a block, and once the audit log is open the refusal
 /// is in it (a `deny`, or for a PostToolUse an `exec` event whose run is `unrecorded`). Never
-/// 1: Claude Code runs the tool after any other status. A call not decided within --timeout seconds (25) is refused the same way,
-/// before the agent stops waiting for its hook and runs the call; so is a crash, and a stop by
-/// SIGTERM, SIGINT, SIGHUP or another signal that would end it.
+/// 1: Claude Code runs the tool after any other status. A call not decided within --timeout
+/// seconds (25) is refused the same way, before the agent stops waiting for its hook and runs
+/// the call; so is a crash, and a stop by SIGTERM, SIGINT, SIGHUP or another signal that would
+/// end it (none of these refusals is in the audit log).
 ///
 /// `--for codex|gemini|copilot|cursor` speaks that agent's hook contract instead (without it,
 /// the input's shape decides): its events and fields in, its way to deny, ask and allow out.
