@@ -63,11 +63,14 @@ impl OperandWrites {
                 .collect::<Vec<_>>()
                 .join(" ");
             let mut operands = false;
+            // The plain operands, for where a copy or a move lands.
+            let mut plain: Vec<(&str, bool)> = Vec::new();
             for (index, word) in simple.words.iter().enumerate().skip(skip) {
                 let expands = simple.globbed.get(index).copied().unwrap_or(true);
                 let mut candidates: Vec<&str> = Vec::new();
                 if operands || !word.starts_with('-') || word == "-" {
                     candidates.push(word);
+                    plain.push((word, expands));
                 } else if word == "--" {
                     operands = true;
                 } else if let Some(long) = word.strip_prefix("--") {
@@ -102,6 +105,33 @@ impl OperandWrites {
                             by: by.clone(),
                             placeable,
                             expands,
+                        });
+                    }
+                }
+            }
+            // `cp SRC… DIR` and `mv SRC… DIR` write `DIR/NAME` for each source, which may be a
+            // folder on the way to a protected place even where DIR (the root) is not: a review
+            // copied `tpl/.github` into the project so.
+            let program = simple
+                .words
+                .first()
+                .map(|w| w.rsplit('/').next().unwrap_or(w));
+            if matches!(program, Some("cp" | "mv")) {
+                if let Some(((dest, _), sources)) = plain.split_last() {
+                    for (source, expands) in sources {
+                        let name = source
+                            .trim_end_matches('/')
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or("");
+                        if matches!(name, "" | "." | "..") {
+                            continue;
+                        }
+                        writes.push(WrittenPath {
+                            path: format!("{}/{name}", dest.trim_end_matches('/')),
+                            by: by.clone(),
+                            placeable,
+                            expands: *expands,
                         });
                     }
                 }
