@@ -697,3 +697,75 @@ fn a_link_in_the_project_does_not_carry_a_command_past_the_paths_rules() {
         assert_eq!(ask(20 + n, command).0, "allow", "{command}");
     }
 }
+
+/// A copy of a folder's contents (`cp -r tpl/. .`, `cp -rT tpl .`) names no file it writes:
+/// sc-hook lists the tree and judges each file where it lands. Before, a copy of a template
+/// holding `.claude/settings.json` onto the project was allowed by the folder's name.
+#[test]
+fn a_copy_of_a_trees_contents_is_judged_file_by_file_where_it_lands() {
+    let scratch = Scratch::new();
+    let top = std::fs::canonicalize(scratch.dir.path()).unwrap();
+    let (home, proj) = (top.join("home"), top.join("proj"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(proj.join("tpl/.claude")).unwrap();
+    std::fs::write(proj.join("tpl/.claude/settings.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(proj.join("docs/guide")).unwrap();
+    std::fs::write(proj.join("docs/guide/intro.md"), "# Intro\n").unwrap();
+    // A link in a tree is copied as a link, and judged where it lands.
+    std::fs::create_dir_all(proj.join("linked")).unwrap();
+    std::os::unix::fs::symlink("/tmp", proj.join("linked/.claude")).unwrap();
+    let cwd = proj.to_str().unwrap();
+    let ask = |n: usize, command: &str| {
+        let input = pre_tool_use(
+            "trees",
+            "Bash",
+            &json!({"command": command}),
+            Some(cwd),
+            &format!("toolu_{n}"),
+        );
+        let homes = (home.as_path(), Some(home.as_path()));
+        hook_answer(&run_hook_in(&scratch, &pack_path(), &input, homes, &proj))
+    };
+    for (n, command) in [
+        "cp -r tpl/. .",
+        "cp -rT tpl .",
+        "cp -a --no-target-directory tpl .",
+        "cp -r tpl/./ \"$PWD\"",
+        "cp -r linked/. .",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (decision, reason) = ask(n, command);
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        assert!(
+            reason.contains("which the copy writes"),
+            "{command}: {reason}"
+        );
+        assert!(reason.contains(".claude"), "{command}: {reason}");
+    }
+    // A tree of ordinary files copied onto the project is ordinary work.
+    for (n, command) in ["cp -r docs/. .", "cp -rT docs/guide out", "cp -r tpl out"]
+        .into_iter()
+        .enumerate()
+    {
+        let (decision, reason) = ask(10 + n, command);
+        assert_eq!(decision, "allow", "{command}: {reason}");
+    }
+    // A tree that is not there yet (the command may make it) or that the rest of the command
+    // may change is not judged by what the folder holds now: onto the project, any file.
+    for (n, command) in [
+        "cp -r made-later/. .",
+        "git pull -q ../elsewhere && cp -r docs/. .",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (decision, reason) = ask(20 + n, command);
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        assert!(
+            reason.contains("so it may match any glob"),
+            "{command}: {reason}"
+        );
+    }
+}

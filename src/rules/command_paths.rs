@@ -115,6 +115,12 @@ pub fn decide_command_confined(
             findings.push((path.decision, path.reasons));
         }
     }
+    for copy in &analysis.tree_copies {
+        let path = paths.decide_tree_copy(copy, &placed);
+        if path.decision > Decision::Allow {
+            findings.push((path.decision, path.reasons));
+        }
+    }
     for read in &analysis.reads {
         let path = paths.decide_redirected(read, &placed);
         if path.decision > Decision::Allow {

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::shell::{quote_word, Analysis, DynamicPart, WrittenPath};
+use super::shell::{quote_word, Analysis, DynamicPart, TreeCopy, WrittenPath};
 use crate::verdict::Decision;
 
 /// An option word longer than this is not read for the paths it may carry: it is dynamic.
@@ -50,8 +50,10 @@ impl OperandWrites {
             return roots;
         }
         let placeable = !analysis.changes_directory;
+        let sole = analysis.commands.len() == 1;
         let mut writes = Vec::new();
         let mut dynamic = Vec::new();
+        let mut trees = Vec::new();
         for simple in &analysis.commands {
             let Some((root, skip)) = self.operand_program(&simple.words) else {
                 continue;
@@ -65,6 +67,8 @@ impl OperandWrites {
             let mut operands = false;
             // The plain operands, for where a copy or a move lands.
             let mut plain: Vec<(&str, bool)> = Vec::new();
+            // `cp -T`: the one source's contents land in the destination itself.
+            let mut no_target = false;
             for (index, word) in simple.words.iter().enumerate().skip(skip) {
                 let expands = simple.globbed.get(index).copied().unwrap_or(true);
                 let mut candidates: Vec<&str> = Vec::new();
@@ -77,6 +81,9 @@ impl OperandWrites {
                     if let Some((_, value)) = long.split_once('=') {
                         candidates.push(value);
                     }
+                    // getopt takes any unambiguous prefix: `--no-t` is `--no-target-directory`.
+                    no_target |=
+                        long.len() >= "no-t".len() && "no-target-directory".starts_with(long);
                 } else if word.len() > MAX_OPTION_WORD {
                     dynamic.push(DynamicPart {
                         what: by.clone(),
@@ -85,6 +92,8 @@ impl OperandWrites {
                         ),
                     });
                 } else {
+                    // A `T` in a value (`-tT`) is taken for the option too: it only judges more.
+                    no_target |= word.contains('T');
                     // `-tDIR`, `-vt/etc`: any letter may take the rest of the word.
                     candidates.extend(
                         word.char_indices()
@@ -118,6 +127,23 @@ impl OperandWrites {
                 .map(|w| w.rsplit('/').next().unwrap_or(w));
             if matches!(program, Some("cp" | "mv")) {
                 if let Some(((dest, _), sources)) = plain.split_last() {
+                    // A copy of a folder's contents (`cp -r tpl/. .`, `cp -rT tpl .`) lands
+                    // each of its files under the destination by a name only the tree holds:
+                    // the paths rules judge them where the door can list the tree.
+                    if program == Some("cp") {
+                        trees.extend(
+                            sources
+                                .iter()
+                                .filter(|(source, _)| no_target || copies_contents(source))
+                                .map(|(source, _)| TreeCopy {
+                                    from: (*source).to_owned(),
+                                    onto: (*dest).to_owned(),
+                                    by: by.clone(),
+                                    placeable,
+                                    sole,
+                                }),
+                        );
+                    }
                     for (source, expands) in sources {
                         let name = source
                             .trim_end_matches('/')
@@ -147,6 +173,7 @@ impl OperandWrites {
             }
         }
         analysis.writes.extend(writes);
+        analysis.tree_copies.extend(trees);
         roots
     }
 
@@ -167,6 +194,14 @@ impl OperandWrites {
         }
         self.programs.get(program).map(|root| (root, 1))
     }
+}
+
+/// Whether a copy's source names a folder's contents rather than the folder: its last part is
+/// `.` or `..` (`tpl/.`, `.`), or it is `/`, which give the copy no name of its own to land under.
+fn copies_contents(source: &str) -> bool {
+    let source = source.trim_end_matches('/');
+    let last = source.rsplit('/').next().unwrap_or(source);
+    source.is_empty() || matches!(last, "." | "..")
 }
 
 #[cfg(test)]

@@ -56,3 +56,41 @@ fn the_key_is_checked() {
         );
     }
 }
+
+#[test]
+fn a_copy_of_a_folders_contents_is_a_tree_copy() {
+    let trees = |command: &str| {
+        let mut analysis = analyse(command);
+        rules().add_operand_writes(&mut analysis);
+        analysis
+            .tree_copies
+            .into_iter()
+            .map(|copy| (copy.from, copy.onto, copy.sole))
+            .collect::<Vec<_>>()
+    };
+    let tree = |from: &str, onto: &str| vec![(from.to_owned(), onto.to_owned(), true)];
+    assert_eq!(trees("cp -r tpl/. ."), tree("tpl/.", "."));
+    assert_eq!(trees("cp -a tpl/./ ~"), tree("tpl/./", "~"));
+    assert_eq!(trees("cp -r . /tmp/x"), tree(".", "/tmp/x"));
+    assert_eq!(trees("cp -r a/b/.. ."), tree("a/b/..", "."));
+    // `-T` and every prefix getopt takes for `--no-target-directory`.
+    for command in [
+        "cp -rT tpl .",
+        "cp -Tr tpl .",
+        "cp -r --no-target-directory tpl .",
+        "cp -r --no-t tpl .",
+    ] {
+        assert_eq!(trees(command), tree("tpl", "."), "{command}");
+    }
+    // `--no-` alone is ambiguous (getopt refuses it), and `--no-clobber` is another option.
+    assert!(trees("cp -r --no-clobber tpl .").is_empty());
+    // A folder copied by its own name lands under it, which the copy's writes judge.
+    assert!(trees("cp -r tpl .").is_empty());
+    assert!(trees("cp -r tpl/ .").is_empty());
+    assert!(trees("mv tpl/. .").is_empty());
+    // A tree copy in a longer command is not the only thing the command does.
+    assert_eq!(
+        trees("git pull && cp -r tpl/. ."),
+        vec![("tpl/.".to_owned(), ".".to_owned(), false)]
+    );
+}

@@ -43,11 +43,12 @@ mod named;
 mod pattern;
 mod place;
 mod rule;
+mod tree;
 
 pub use pattern::name_matches;
 pub(crate) use place::normalize as normalized;
 pub(crate) use place::Placed;
-pub use place::{Leads, Links, PathContext, Places, Present};
+pub use place::{Leads, Links, PathContext, Places, Present, Tree};
 pub(crate) use rule::PathRule;
 
 use serde_json::{Map, Value};

@@ -55,11 +55,20 @@ impl<'a> Placed<'a> {
 /// project on the way to a place in the project that a read rule names (`Grep` of the project,
 /// `.env` hidden from a tainted session) holds only when that place exists. The home's places
 /// and a folder above the root hold either way.
+///
+/// `tree` lists what a folder holds, to the bottom (paths relative to it; its links not
+/// followed), for a copy of its contents (`cp -r tpl/. .`); an error says why it could not (too
+/// many entries, a folder that cannot be read).
 #[derive(Clone, Copy)]
 pub struct Links<'a> {
     pub leads: &'a (dyn Fn(&Path, bool) -> Leads + 'a),
     pub present: &'a Present<'a>,
+    pub tree: &'a Tree<'a>,
 }
+
+/// What a folder holds, to the bottom ([`Links::tree`]): the paths of its files, links and
+/// other entries that are not folders, relative to it; or why they could not be listed.
+pub type Tree<'a> = dyn Fn(&Path) -> Result<Vec<PathBuf>, String> + 'a;
 
 /// Whether a place is there, or a folder holds an entry a pattern of names matches
 /// ([`Links::present`]).

@@ -67,6 +67,10 @@ pub struct Analysis {
     /// a program and reads `|`, `&&`, `||`, `<` and `>` inside as its own). Only a door whose agent may run the command in
     /// another shell reads these (Codex, whose model may name the shell).
     pub other_shells: Vec<DynamicPart>,
+    /// Copies of a folder's contents onto another (`cp -r tpl/. .`, `cp -rT tpl .`): each file
+    /// of the tree lands under the destination by its own name, which the command does not show
+    /// (added by `commands.operandWrites`).
+    pub tree_copies: Vec<TreeCopy>,
 }
 
 /// One simple command after normalization.
@@ -149,6 +153,22 @@ pub struct DynamicPart {
     pub what: String,
     /// Why it is dynamic.
     pub why: String,
+}
+
+/// A copy of a folder's contents onto a folder ([`Analysis::tree_copies`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeCopy {
+    /// The folder whose contents are copied, as written (`tpl/.`, or `tpl` under `cp -T`).
+    pub from: String,
+    /// The folder they land in, as written.
+    pub onto: String,
+    /// The simple command that copies.
+    pub by: String,
+    /// Whether relative paths can be placed (false when the command changes directory).
+    pub placeable: bool,
+    /// The copy is the command's only simple command: nothing in the command changes the tree
+    /// (`git pull`, `tar -x`) between the door's look at it and the copy.
+    pub sole: bool,
 }
 
 /// A file a command writes.

@@ -103,6 +103,7 @@ pub(super) fn decide(
                 links: Some(crate::rules::paths::Links {
                     leads: &places_behind,
                     present: &super::resolved::present,
+                    tree: &super::resolved::tree,
                 }),
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);

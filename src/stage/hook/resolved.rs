@@ -142,6 +142,51 @@ pub(super) fn present(path: &Path, names: Option<&str>) -> bool {
     }
 }
 
+/// The most entries of a copied tree listed ([`tree`]): past it, the copy may write any file.
+const MAX_TREE: usize = 10_000;
+
+/// What the folder `path` holds, to the bottom ([`crate::rules::paths::Links::tree`]): the
+/// paths of its entries that are not folders, relative to it, its links not followed (a copy
+/// copies a link as a link, and the link is judged where it lands). A file copies no tree (an
+/// empty list: the copy is judged by its destination's name). A folder that is missing (the
+/// command may make it before the copy), cannot be read, holds over [`MAX_TREE`] entries, or is
+/// a process's own (`/proc`, `/dev/fd`, as this process would see them) cannot be listed.
+pub(super) fn tree(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let process = [Path::new("/proc"), Path::new("/dev")];
+    if process
+        .iter()
+        .any(|place| crate::rules::paths::normalized(path).starts_with(place))
+    {
+        return Err("it is a folder of a process, seen otherwise by the command".to_owned());
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => return Ok(Vec::new()),
+        Ok(_) => {}
+        Err(err) => return Err(format!("\"{}\": {err}", path.display())),
+    }
+    let mut files = Vec::new();
+    let mut folders = vec![PathBuf::new()];
+    let mut listed = 0usize;
+    while let Some(folder) = folders.pop() {
+        let at = path.join(&folder);
+        let unreadable = |err: std::io::Error| format!("\"{}\": {err}", at.display());
+        for entry in std::fs::read_dir(&at).map_err(unreadable)? {
+            let entry = entry.map_err(unreadable)?;
+            listed += 1;
+            if listed > MAX_TREE {
+                return Err(format!("it holds over {MAX_TREE} entries"));
+            }
+            let relative = folder.join(entry.file_name());
+            if entry.file_type().map_err(unreadable)?.is_dir() {
+                folders.push(relative);
+            } else {
+                files.push(relative);
+            }
+        }
+    }
+    Ok(files)
+}
+
 /// The most names listed and matched for all of one call's wildcards together: past it, a path
 /// may lead anywhere (a command of a thousand wildcards over a big folder would otherwise take
 /// seconds).
