@@ -898,3 +898,65 @@ fn children_sc_exec_had_before_it_started_are_left_alone() {
         elder.pid
     );
 }
+
+/// A backend has no controlling terminal: it cannot open `/dev/tty` to type into the terminal
+/// where sc-approve asks a person (a review had a backend push "yes" into it with TIOCSTI while
+/// a payment was held). sc-exec runs here with a pty as its own controlling terminal, as in a
+/// person's pipeline; the backend reports whether it could open it.
+#[test]
+fn a_backend_cannot_reach_the_terminal_a_person_answers_in() {
+    use crate::terminal::{Terminal, Tty};
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let probe = scratch.write(
+        "probe-tty",
+        "#!/bin/sh\nif (exec 3<>/dev/tty) 2>/dev/null; then echo '{\"tty\":true}'; else echo '{\"tty\":false}'; fi\n",
+    );
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tools = tools_file(
+        &scratch,
+        json!({"probe": {"command": [probe], "env": {"PATH": BACKEND_PATH}}}),
+    );
+    let input = scratch.write(
+        "verdicts.jsonl",
+        stream(&[record(
+            "p1",
+            call("scout", "probe", json!({}), "user"),
+            "allow",
+            None,
+        )]),
+    );
+    let out = scratch.path("out.jsonl");
+    let mut cmd = std::process::Command::new(crate::util::bin_path("sc-exec"));
+    cmd.env_clear()
+        .current_dir(scratch.dir.path())
+        .arg("--quiet")
+        .arg("--tools")
+        .arg(&tools)
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::null());
+    let mut terminal = Terminal::attach(&mut cmd, Tty::Pty);
+    let mut child = cmd.spawn().expect("sc-exec starts");
+    terminal.start();
+    let deadline = Instant::now() + PROCESS_LIMIT;
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "sc-exec never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    terminal.close(Duration::from_secs(10));
+    assert!(ended.success(), "{ended:?}");
+    let records = parse_stdout(&std::fs::read(&out).unwrap());
+    assert_eq!(status(&records[0]), "executed", "{}", records[0]);
+    assert_eq!(
+        records[0]["outcome"]["result"],
+        json!({"tty": false}),
+        "{}",
+        records[0]
+    );
+}

@@ -1839,3 +1839,31 @@ fn docs_state_two_servers_one_crew_links_taint_across_servers_as_written() {
     per_agent.as_object_mut().unwrap().remove("taintScope");
     assert!(!two_servers_one_crew(&per_agent));
 }
+
+/// The MCP server has no controlling terminal: it cannot open `/dev/tty`, where sc-mcp asks a
+/// person about a held call (a review's server typed "yes" there with TIOCSTI and approved its
+/// own payment). sc-mcp runs with a pty as its controlling terminal; the server reports, before
+/// it serves, whether it could open it.
+#[test]
+fn the_server_cannot_reach_the_terminal_a_person_answers_in() {
+    let scratch = Scratch::new();
+    let probe = scratch.path("tty-probe");
+    let script = format!(
+        "if (exec 3<>/dev/tty) 2>/dev/null; then echo reachable > {p}.tmp; else echo unreachable > {p}.tmp; fi; mv {p}.tmp {p}; exec python3 {server}",
+        p = probe.display(),
+        server = testdata("mcp/fake-server.py").display()
+    );
+    let server: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), script.into()];
+    let mut proxy = Proxy::spawn_with(&scratch, &[], &server, Tty::Pty);
+    proxy.initialize();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !probe.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never probed"
+        );
+        thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&probe).unwrap(), "unreachable\n");
+    proxy.finish();
+}

@@ -15,7 +15,9 @@
 //! key (nearest key suggested), a wrong type, a duplicate key or an empty name are errors naming
 //! the file and the key.
 //!
-//! A backend runs in its own process group, with the call's `args` as one JSON document on stdin.
+//! A backend runs in a session of its own (no controlling terminal, so it cannot type into the
+//! terminal a person answers in; its group is its session's), with the call's `args` as one JSON
+//! document on stdin.
 //! Its stdout (at most [`MAX_OUTPUT_BYTES`]) is the result; exit status 0 means it worked. Anything
 //! else fails closed with a reason: a non-zero exit (with the tail of its stderr), a signal, a
 //! timeout (the whole group is killed), too much output, output that is not the JSON it promised, a
@@ -771,8 +773,15 @@ impl Backend {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        // A session of its own (and so a group of its own, whose id is its pid): no controlling
+        // terminal, so a backend cannot type an answer into the person's terminal (TIOCSTI on
+        // /dev/tty) while sc-approve asks there. A review had a backend type "yes" so.
+        // SAFETY: setsid is one system call, async-signal-safe; it allocates nothing and touches
+        // no lock, which is all that is allowed between fork and exec.
+        unsafe {
+            command.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from));
+        }
         let adopting = ADOPTING.load(Ordering::SeqCst);
         if adopting {
             // The backend keeps the orphans of its own tree while it runs, so that the leftovers

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -252,6 +253,18 @@ pub fn run_with_io(
                     command
                 }
             };
+            // A session of its own: no controlling terminal, so the server cannot type an answer
+            // into the terminal where sc-mcp asks a person (TIOCSTI on /dev/tty); a review had a
+            // server approve its own payment so.
+            // SAFETY: setsid is one system call, async-signal-safe; it allocates nothing and
+            // touches no lock, which is all that is allowed between fork and exec.
+            unsafe {
+                server.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(drop)
+                        .map_err(std::io::Error::from)
+                });
+            }
             let mut child = server
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
