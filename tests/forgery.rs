@@ -233,3 +233,41 @@ fn sc_approve_removes_approvals_however_the_key_is_spelled() {
         .unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{plain}\n"));
 }
+
+/// With the key, one sealed `allow` copied into sc-exec's input runs once: each copy's seal
+/// matches, and a review ran one payment six times so (only the budget stopped the rest). So
+/// does a copy of an earlier record after a later one of the same gate run.
+#[test]
+fn with_the_key_a_sealed_record_replayed_in_one_run_runs_once() {
+    let scratch = Scratch::new();
+    let key = key_file(&scratch, "audit.key", "correct horse battery staple");
+    let key_args = ["--audit-key", key.to_str().unwrap()];
+    let calls = [
+        json!({"agent":"buyer","tool":"send_payment","args":{"to":"acme","amount":50},"source":"user"}),
+        json!({"agent":"scout","tool":"search_web","args":{"query":"q"},"source":"user"}),
+    ];
+    let verdicts = run(&scratch, "sc-gate", &key_args, &lines(&calls));
+    assert_eq!(verdicts[0]["decision"], "allow", "{}", verdicts[0]);
+    assert_eq!(verdicts[1]["decision"], "allow", "{}", verdicts[1]);
+    let replayed = [
+        verdicts[0].clone(),
+        verdicts[0].clone(),
+        verdicts[1].clone(),
+        verdicts[0].clone(),
+        verdicts[1].clone(),
+    ];
+    let executed = run(&scratch, "sc-exec", &key_args, &lines(&replayed));
+    let statuses: Vec<&str> = executed.iter().map(outcome_status).collect();
+    assert_eq!(
+        statuses,
+        ["executed", "skipped", "executed", "skipped", "skipped"],
+        "{executed:?}"
+    );
+    for record in [&executed[1], &executed[3], &executed[4]] {
+        assert!(
+            outcome_reason(record).contains("a replayed record"),
+            "{record}"
+        );
+    }
+    // Unkeyed, sc-exec's own policy is what stands between a copy and a run (documented).
+}

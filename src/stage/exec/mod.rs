@@ -5,7 +5,8 @@
 //! when that is `allow`, or `hold` with an approval saying `approved: true` that it honours
 //! ([`approval_to_act_on`]): only on a record whose own decision is `hold` (what sc-approve
 //! answers), once per id in a run, and, with the audit key, only when the approval's MAC binds it
-//! to this record's id and call. A forged `allow`, with or without a forged approval, therefore
+//! to this record's id and call. With the key, a sealed record is acted on once in a run
+//! ([`replays`]). A forged `allow`, with or without a forged approval, therefore
 //! runs neither a denied call nor one that should have been held. A record it cannot
 //! read, or whose decision is missing or unknown, counts as denied. Everything not run is
 //! `skipped` with the reason; a tool it does not know is `failed`.
@@ -36,6 +37,7 @@ use serde_json::Value;
 use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 pub mod backends;
+mod replays;
 pub mod tools;
 
 use crate::call::{Call, Malformed};
@@ -481,6 +483,7 @@ pub fn run_with_state<W: Write, E: Write>(
         let mut window = Window::new(scope, options.jobs.max(1));
         let mut ids = IdMinter::new();
         let mut used_approvals = HashSet::new();
+        let mut replays = replays::Replays::default();
         let mut lines = InputLines::new("sc-exec", inputs, options.max_line_bytes, diagnostics);
         while let Some((line, _, _)) = lines.next_line()? {
             match line {
@@ -503,6 +506,7 @@ pub fn run_with_state<W: Write, E: Write>(
                             &mut ids,
                             &mut state,
                             &mut used_approvals,
+                            &mut replays,
                             output.narrating(),
                         );
                         parts.store.clone_from(&store_members);
@@ -792,6 +796,7 @@ fn prepare<'t>(
     ids: &mut IdMinter,
     state: &mut StateHandle,
     used_approvals: &mut HashSet<String>,
+    replays: &mut replays::Replays,
     narrate: bool,
 ) -> (Parts, Plan<'t>) {
     let call = record
@@ -821,6 +826,13 @@ fn prepare<'t>(
             effective = Effective {
                 decision: Decision::Deny,
                 reasons: vec![why.to_string()],
+            };
+        } else if options.chain.is_keyed() && !replays.first(&id) {
+            effective = Effective {
+                decision: Decision::Deny,
+                reasons: vec![
+                    "a replayed record: this run already acted on this id, or on a later one of the same sc-gate run (its records come in order)".to_owned(),
+                ],
             };
         }
     }
