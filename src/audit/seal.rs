@@ -7,15 +7,19 @@ use crate::record::Approval;
 use crate::verdict::Decision;
 
 /// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
-/// label, the verdict's id, the SHA-256 of its `call` exactly as written, and its decision, each
-/// part length-prefixed. sc-exec, given the key, acts only on a record whose seal is the one for
-/// its id, call and decision, so a decision changed (a hold made an allow) or a call changed
-/// between the stages is refused. `None` without a key.
+/// label, the verdict's id, the SHA-256 of its `call` exactly as written, its decision, its
+/// reasons, and a hold's `grantable` exactly as written, each part length-prefixed. sc-exec,
+/// given the key, acts only on a record whose seal is the one for its id, call, decision, reasons
+/// and grantable, and sc-approve asks a person only about such a record: a decision changed (a
+/// hold made an allow), a call changed, a reason rewritten (the card would show a person words
+/// the gate never wrote) or what a yes may be remembered for widened between the stages is
+/// refused. `None` without a key.
 pub(crate) fn verdict_seal(
     chain: &Chain,
     id: &str,
     call_text: &str,
     decision: Decision,
+    reasons: &[String],
     grantable: Option<&str>,
 ) -> Option<Link> {
     use sha2::{Digest, Sha256};
@@ -26,30 +30,31 @@ pub(crate) fn verdict_seal(
     }
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let id_len = (id.len() as u64).to_be_bytes();
-    match grantable {
-        None => chain.mac(&[
-            b"skeleton-crew verdict v1\0",
-            &id_len,
-            id.as_bytes(),
-            &call_digest,
-            decision.as_str().as_bytes(),
-        ]),
-        // A hold's `grantable`, exactly as written, is sealed with it: what a yes may be
-        // remembered for cannot be widened between the gate and the person.
-        Some(grantable) => {
-            let decision = decision.as_str().as_bytes();
-            let decision_len = (decision.len() as u64).to_be_bytes();
-            chain.mac(&[
-                b"skeleton-crew verdict v2\0",
-                &id_len,
-                id.as_bytes(),
-                &call_digest,
-                &decision_len,
-                decision,
-                grantable.as_bytes(),
-            ])
-        }
+    let decision = decision.as_str().as_bytes();
+    let decision_len = (decision.len() as u64).to_be_bytes();
+    // The reasons as the stages read them (each string, decoded), counted and length-prefixed.
+    let mut reasons_part =
+        Vec::with_capacity(8 + reasons.iter().map(|r| 8 + r.len()).sum::<usize>());
+    reasons_part.extend_from_slice(&(reasons.len() as u64).to_be_bytes());
+    for reason in reasons {
+        reasons_part.extend_from_slice(&(reason.len() as u64).to_be_bytes());
+        reasons_part.extend_from_slice(reason.as_bytes());
     }
+    let (has_grantable, grantable) = match grantable {
+        Some(grantable) => (&[1u8][..], grantable.as_bytes()),
+        None => (&[0u8][..], &b""[..]),
+    };
+    chain.mac(&[
+        b"skeleton-crew verdict v3\0",
+        &id_len,
+        id.as_bytes(),
+        &call_digest,
+        &decision_len,
+        decision,
+        &reasons_part,
+        has_grantable,
+        grantable,
+    ])
 }
 
 /// What an approval's MAC is the HMAC of, under the audit key: a label, the record's id, the

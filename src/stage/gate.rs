@@ -512,6 +512,7 @@ fn write_verdict<W: Write, E: Write>(
                 verdict.id,
                 call,
                 judgement.decision,
+                &judgement.reasons,
                 grantable.as_deref(),
             ) {
                 record::push_seal(&mut batch, &seal.hex());

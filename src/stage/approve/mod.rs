@@ -150,7 +150,7 @@ fn settle_hold<W: Write, E: Write>(
     output: &mut StageOutput<W, E>,
     ids: &mut IdMinter,
 ) {
-    let (approval, agent, tool, notify_failed, asked) = match examine_hold(record) {
+    let (approval, agent, tool, notify_failed, asked) = match examine_hold(record, &options.chain) {
         Examined::Ask {
             id,
             call,
@@ -263,23 +263,31 @@ enum Examined<'r> {
 
 /// Whether a hold can be put to a person: it needs an id, a call read as sc-gate reads one,
 /// and reasons.
-fn examine_hold<'r>(record: &'r Record<'_>) -> Examined<'r> {
+///
+/// Under the audit key, a hold is put to a person only when sc-gate sealed it: its reasons are
+/// what the person reads, and a hold whose reasons were rewritten (or that was made up whole)
+/// would never run in sc-exec anyway.
+fn examine_hold<'r>(record: &'r Record<'_>, chain: &crate::audit::chain::Chain) -> Examined<'r> {
     let reasons = record.reasons();
     let call = record
         .call()
         .ok_or_else(|| "it has no `call`".to_owned())
         .and_then(|call| call.as_ref().map_err(|m| m.to_string()));
+    let unsealed = record
+        .id()
+        .and_then(|id| crate::stage::exec::check_seal(record, &id, chain).err());
     match (call, record.id()) {
-        (Ok(call), Some(id)) if !reasons.is_empty() => Examined::Ask {
+        (Ok(call), Some(id)) if !reasons.is_empty() && unsealed.is_none() => Examined::Ask {
             id,
             call,
             reasons,
             grantable: record.grantable(),
         },
         (call, id) => {
-            let why = match (call, id) {
-                (Err(why), _) => why,
-                (_, None) => "it has no `id`".to_owned(),
+            let why = match (call, id, unsealed) {
+                (Err(why), _, _) => why,
+                (_, None, _) => "it has no `id`".to_owned(),
+                (_, _, Some(unsealed)) => unsealed.to_string(),
                 _ => "it has no reasons".to_owned(),
             };
             let approval = Approval {

@@ -317,7 +317,7 @@ impl InOrder<'_> {
         }
         let taken = match Record::parse(&line) {
             Ok(record) if record.decision() == Some(Decision::Hold) => {
-                match examine_hold(&record) {
+                match examine_hold(&record, &self.options.chain) {
                     Examined::Ask {
                         id,
                         call,

@@ -287,7 +287,7 @@ pub(crate) fn approval_to_act_on(
 
 /// With the audit key, a record is acted on only when it carries the seal sc-gate puts on a
 /// verdict under that key, for this record's id, call and decision
-/// ([`crate::audit::seal::verdict_seal`]): a decision changed between the stages (a hold made an allow, a deny
+/// ([`crate::audit::seal::verdict_seal`]): a decision or its reasons changed between the stages (a hold made an allow, a deny
 /// made a hold to be approved) or a record made up whole is refused. Unkeyed, every record passes.
 pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result<(), Unsealed> {
     if !chain.is_keyed() {
@@ -299,7 +299,15 @@ pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
         return Err(Unsealed::NoSeal);
     };
-    match crate::audit::seal::verdict_seal(chain, id, call, decision, record.grantable_text()) {
+    let reasons = record.reasons();
+    match crate::audit::seal::verdict_seal(
+        chain,
+        id,
+        call,
+        decision,
+        &reasons,
+        record.grantable_text(),
+    ) {
         Some(expected) if expected.ct_eq(&given) => Ok(()),
         _ => Err(Unsealed::Mismatch),
     }
@@ -312,7 +320,7 @@ pub(crate) enum Unsealed {
     NoDecisionOrCall,
     #[error("the record is not a verdict sealed by sc-gate under the audit key: it carries no seal (64 lowercase hex digits)")]
     NoSeal,
-    #[error("the record is not a verdict sealed by sc-gate under the audit key: its seal does not match its id, call and decision (one of them was changed, or it was sealed under another key)")]
+    #[error("the record is not a verdict sealed by sc-gate under the audit key: its seal does not match its id, call, decision and reasons (one of them was changed, or it was sealed under another key)")]
     Mismatch,
 }
 
