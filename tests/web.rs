@@ -1291,7 +1291,18 @@ fn opening_the_page_narrates_no_refused_favicon() {
 const PLAIN_PAYMENT: &str = r#"{"agent":"buyer","tool":"send_payment","args":{"to":"acme-travel","amount":750.10},"source":"user"}"#;
 /// A payment with long arguments: a memo that wraps at its spaces, and an address with none.
 const LONG_URL: &str = "https://billing.acme-travel.example/invoices/2026/11/INV-000482913?download=pdf&sig=9f2c1e7a4b5d6c8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70";
-const LONG_MEMO: &str = "Flights for the offsite in Lyon, two people, economy class, refundable fare, booked through the travel desk";
+/// Long enough that, on a phone, the arguments box is taller than a screen's worth: a box that
+/// scrolled would hide what follows it (`invoice`) below its fold.
+const LONG_MEMO: &str =
+    "Flights for the offsite in Lyon, two people, economy class, refundable fare. \
+Outbound on the Monday morning from the city airport with one checked bag each, seats together \
+near the front of the cabin, a vegetarian meal for the second traveller, and a note that the \
+connection in Paris must leave at least ninety minutes to change terminals. Return on the \
+Thursday evening, flexible to the Friday morning if the workshop runs late, with the same \
+baggage and seating wishes. The hotel is booked apart, so no package fares; loyalty numbers \
+are on the travellers' profiles. Any change fee above fifty euros needs the team lead's word \
+first, and every receipt goes to the shared finance mailbox within a week of travel, booked \
+through the travel desk";
 
 /// What the page's layout is, measured in the browser: the viewport's width, the document's,
 /// every element wider than the viewport or out of it, every word drawn on more than one line
@@ -1331,10 +1342,12 @@ for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (lines.size > 1 && match[0].length < 30) { broken.push(match[0]); }
   }
 }
-// Every value box that is wider inside than it shows (a value cut off, or scrolled out of sight).
+// Every value box that is wider or taller inside than it shows (a value cut off, or scrolled out
+// of sight: a review hid a bcc below the fold of a long body).
 const overflowing = [...document.querySelectorAll(
   ".card h3.summary, .card li, .card dd, .card pre, .card p")]
-  .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 0.5)
+  .filter((el) => el.checkVisibility()
+    && (el.scrollWidth > el.clientWidth + 0.5 || el.scrollHeight > el.clientHeight + 0.5))
   .map((el) => el.tagName + "." + el.className + " " + el.scrollWidth + ">" + el.clientWidth);
 // On how many lines the word of the arguments box that contains `text` is drawn.
 function linesOf(pre, text) {
@@ -1571,7 +1584,9 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
         "acme-hotels",
         Some(json!({
             "scopes": ["once", "call", "value"],
-            "values": ["https://billing.acme-hotels.example/pay?invoice=482913"],
+            // A value of bidi controls is shown escaped, as the card shows all agent text
+            // (a review's right-to-left override read as "public-post" in the confirmation).
+            "values": ["https://billing.acme-hotels.example/pay?invoice=482913", "\u{202e}tsop-cilbup"],
         })),
     ));
     pipeline.send_line(&held_payment("g-3", "acme-cars", None));
@@ -1640,6 +1655,7 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
             "Trust these values?",
             "become trusted for buyer",
             "https://billing.acme-hotels.example/pay?invoice=482913",
+            "\\u{202e}tsop-cilbup",
             "For this agent, until it expires or is revoked with sc-state revoke.",
         ] {
             assert!(
@@ -1647,6 +1663,7 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
                 "{expected:?} not in {confirm:?}"
             );
         }
+        assert!(!confirm.contains('\u{202e}'), "{confirm:?}");
         let page = measure(&phone).await;
         assert!(page["scrollWidth"].as_u64().unwrap() <= 390, "{page:#}");
         assert_eq!(page["wide"], json!([]), "{page:#}");

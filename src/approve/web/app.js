@@ -220,7 +220,9 @@
     box.dataset.scope = scope;
     box.setAttribute("role", "alertdialog");
     box.append(wordsInto(element("p", "remembered"), WIDER[scope].remembered(shown)));
-    const values = (item.record && item.record.grantable && item.record.grantable.values) || [];
+    // As the card shows every other piece of agent-written text: escaped (a value of bidi
+    // controls must not read as another word here).
+    const values = shown.values || [];
     if (scope === "value" && Array.isArray(values) && values.length > 0) {
       const list = element("ul", "values");
       for (const value of values) {

@@ -40,14 +40,33 @@ pub(super) struct Display {
     tainted_by: Option<String>,
     /// What the agent has spent in this stream, when the record carries its state.
     spent: Option<String>,
+    /// The untrusted values a `yes value` would trust (the hold's `grantable.values`), escaped
+    /// as every other piece of agent-written text is: the confirmation lists these.
+    values: Vec<String>,
 }
 
 pub(super) fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
     let call = hold.call;
-    let state = std::str::from_utf8(hold.line)
+    let record = std::str::from_utf8(hold.line)
         .ok()
-        .and_then(|text| strict_json::parse(text).ok())
+        .and_then(|text| strict_json::parse(text).ok());
+    let state = record
+        .as_ref()
         .and_then(|record| record.get("agentState").cloned());
+    let values = record
+        .as_ref()
+        .and_then(|record| record.pointer("/grantable/values"))
+        .and_then(Value::as_array)
+        .map(|values| {
+            values
+                .iter()
+                .map(|value| match value {
+                    Value::String(text) => for_terminal(text).into_owned(),
+                    other => for_terminal(&other.to_string()).into_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let tainted_by = state
         .as_ref()
         .and_then(|state| state.get("taintedBy"))
@@ -97,6 +116,7 @@ pub(super) fn display_json(hold: &Hold<'_>) -> Box<RawValue> {
             .collect(),
         tainted_by,
         spent,
+        values,
     };
     serde_json::value::to_raw_value(&display).expect("a display serializes")
 }
