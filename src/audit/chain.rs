@@ -21,7 +21,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use hmac::{Hmac, Mac};
@@ -204,8 +204,9 @@ impl Chain {
     }
 
     /// The chain for `--audit-key FILE`, else for the file named by `SC_AUDIT_KEY_FILE`, else
-    /// unkeyed. A named key file that is missing, unreadable, too short, or readable or writable
-    /// by anyone but its owner is a usage error (exit 2): a keyed log never silently goes unkeyed.
+    /// unkeyed. A named key file that is missing, unreadable, too short, another user's, or
+    /// readable or writable by anyone but its owner is a usage error (exit 2): a keyed log never
+    /// silently goes unkeyed.
     pub fn from_key_option(key_file: Option<&Path>) -> Result<Chain, UsageError> {
         let from_env = std::env::var_os(AUDIT_KEY_ENV).filter(|v| !v.is_empty());
         match key_file
@@ -223,6 +224,13 @@ impl Chain {
         let meta = file.metadata().map_err(|err| fail(err.to_string()))?;
         if !meta.is_file() {
             return Err(fail("not a regular file".into()));
+        }
+        let (owner, me) = (meta.uid(), nix::unistd::geteuid().as_raw());
+        if owner != me {
+            // Another user could rewrite it, and with it every seal and MAC: the key is ours only.
+            return Err(fail(format!(
+                "it belongs to user {owner}, not to this user ({me}); a key must be the user's own"
+            )));
         }
         let mode = meta.permissions().mode();
         if mode & 0o077 != 0 {
@@ -477,6 +485,14 @@ mod tests {
             Chain::from_key_option(Some(&open)).unwrap(),
             Chain::Keyed(_)
         ));
+        // Someone else's key, mode 600 or not: refused (chown needs root, which CI is).
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::chown(&open, Some(65534), None).unwrap();
+            assert!(Chain::from_key_option(Some(&open))
+                .unwrap_err()
+                .0
+                .contains("it belongs to user 65534"));
+        }
         let short = dir.path().join("short.key");
         std::fs::write(&short, "tiny").unwrap();
         std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
