@@ -1,5 +1,6 @@
 //! Walking an audit log's hash chain ([`crate::chain`]): "N events, chain intact, head H", or the
-//! first line where it breaks and how. Two streaming passes at most, so memory stays flat.
+//! first line where it breaks and how (past a torn line, which writers chain past, to the first
+//! break after it, if there is one). Two streaming passes at most, so memory stays flat.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -250,6 +251,20 @@ pub fn verify<R: Read>(
     let mut expected_head_at = None;
     let mut lines = SeenLines::new(reopen()?, chain)?;
     let mut number = 0;
+    // The first torn line, if any. A writer that finds a torn last line (its writer died, or
+    // someone appended a fragment) ends it and chains its own events from it, so the walk goes
+    // on past it the same way: a later edit is not hidden behind it.
+    let mut torn: Option<ChainBreak> = None;
+    // A break after a torn line is reported, naming the torn line too.
+    let after_torn = |torn: &Option<ChainBreak>, mut broken: ChainBreak| {
+        if let Some(torn) = torn {
+            broken.detail.push_str(&format!(
+                "; line {} before it is torn as well (a write was cut off, or it was edited)",
+                torn.line
+            ));
+        }
+        broken
+    };
     while let Some(seen) = lines.next_seen()? {
         number += 1;
         if !seen.parses {
@@ -258,35 +273,47 @@ pub fn verify<R: Read>(
             } else {
                 "the last line is torn: a write was cut off"
             };
-            return Ok(Err(ChainBreak {
+            torn.get_or_insert(ChainBreak {
                 line: number,
                 kind: BreakKind::Torn,
                 detail: detail.into(),
-            }));
+            });
+            expected_prev = seen.link;
+            continue;
         }
         let Some(prev) = seen.prev else {
-            return Ok(Err(ChainBreak {
-                line: number,
-                kind: BreakKind::NotChained,
-                detail: "the line has no valid `prev`: it was written without a chain, or edited"
-                    .into(),
-            }));
+            return Ok(Err(after_torn(
+                &torn,
+                ChainBreak {
+                    line: number,
+                    kind: BreakKind::NotChained,
+                    detail:
+                        "the line has no valid `prev`: it was written without a chain, or edited"
+                            .into(),
+                },
+            )));
         };
         if prev != expected_prev {
             let kind_and_detail =
                 classify(&mut reopen, chain, number, prev, seen.seq, previous_seq)?;
-            return Ok(Err(ChainBreak {
-                line: number,
-                kind: kind_and_detail.0,
-                detail: kind_and_detail.1,
-            }));
+            return Ok(Err(after_torn(
+                &torn,
+                ChainBreak {
+                    line: number,
+                    kind: kind_and_detail.0,
+                    detail: kind_and_detail.1,
+                },
+            )));
         }
         if let Some(why) = seen.unauthentic {
-            return Ok(Err(ChainBreak {
-                line: number,
-                kind: BreakKind::Edited,
-                detail: format!("the line does not authenticate: {why}"),
-            }));
+            return Ok(Err(after_torn(
+                &torn,
+                ChainBreak {
+                    line: number,
+                    kind: BreakKind::Edited,
+                    detail: format!("the line does not authenticate: {why}"),
+                },
+            )));
         }
         if Some(seen.link) == expected_head {
             expected_head_at = Some(number);
@@ -294,6 +321,14 @@ pub fn verify<R: Read>(
         expected_prev = seen.link;
         previous_seq = seen.seq;
         events += 1;
+    }
+    if let Some(mut torn) = torn {
+        if torn.line < number {
+            torn.detail.push_str(&format!(
+                "; the chain holds past it to the end (line {number})"
+            ));
+        }
+        return Ok(Err(torn));
     }
     if let (Some(head), None) = (expected_head, expected_head_at) {
         return Ok(Err(ChainBreak {
@@ -488,6 +523,68 @@ mod tests {
             let broken = check(&log, &Chain::Sha256, None).unwrap_err();
             assert_eq!((broken.line, broken.kind), (line, kind), "{broken}");
         }
+    }
+
+    /// A review appended a fragment (no key needed) and the keyed writers chained past it; then
+    /// a later `deny` was turned into an `allow` and the line before it deleted, and verify
+    /// said only "torn at line 4", as before the edits. The walk now goes past the torn line as
+    /// the writers did, so the later edit is what it reports.
+    #[test]
+    fn a_torn_line_hides_no_edit_after_it() {
+        use std::io::Write;
+        let chain = Chain::Keyed(b"a key of sixteen bytes or more".to_vec());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let options = || crate::audit::log::AuditOptions {
+            chain: chain.clone(),
+            fsync: false,
+        };
+        let mut log = crate::audit::log::AuditLog::open_with(&path, options()).unwrap();
+        log.append(b"{\"stage\":\"gate\",\"id\":\"1\"}\n{\"stage\":\"gate\",\"id\":\"2\"}\n{\"stage\":\"gate\",\"id\":\"3\"}\n")
+            .unwrap();
+        drop(log);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"{\"stage\":\"ga").unwrap();
+        drop(file);
+        let mut log = crate::audit::log::AuditLog::open_with(&path, options()).unwrap();
+        log.append(b"{\"stage\":\"gate\",\"id\":\"4\",\"decision\":\"hold\"}\n{\"stage\":\"gate\",\"id\":\"5\",\"decision\":\"deny\"}\n{\"stage\":\"gate\",\"id\":\"6\"}\n")
+            .unwrap();
+        drop(log);
+        let text = std::fs::read(&path).unwrap();
+        // Untouched past the fragment: the torn line is reported, and that all after it holds.
+        let broken = check(&text, &chain, None).unwrap_err();
+        assert_eq!((broken.line, broken.kind), (4, BreakKind::Torn), "{broken}");
+        assert!(
+            broken
+                .detail
+                .contains("the chain holds past it to the end (line 7)"),
+            "{broken}"
+        );
+        // A decision edited after it is found, and the torn line still named.
+        let edited = String::from_utf8(text.clone())
+            .unwrap()
+            .replace("\"decision\":\"deny\"", "\"decision\":\"allow\"");
+        let broken = check(edited.as_bytes(), &chain, None).unwrap_err();
+        assert_eq!(
+            (broken.line, broken.kind),
+            (6, BreakKind::Edited),
+            "{broken}"
+        );
+        assert!(
+            broken.detail.contains("line 4 before it is torn as well"),
+            "{broken}"
+        );
+        // So is the line before it deleted.
+        let lines: Vec<&str> = std::str::from_utf8(&text).unwrap().lines().collect();
+        let mut deleted = lines.clone();
+        deleted.remove(4);
+        let deleted = deleted.join("\n") + "\n";
+        let broken = check(deleted.as_bytes(), &chain, None).unwrap_err();
+        assert_eq!(broken.line, 5, "{broken}");
+        assert_ne!(broken.kind, BreakKind::Torn, "{broken}");
     }
 
     #[test]
