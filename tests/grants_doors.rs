@@ -349,6 +349,40 @@ fn a_value_grant_trusts_the_endorsed_value_and_no_other() {
     assert_eq!(status(&other[3]), "skipped");
 }
 
+/// A `yes value` trusts the values for the agent that was asked about, as the terminal, the card
+/// and the client all say ("for this agent"), also under `taintScope: "crew"`, where a review
+/// had another agent's call carrying the values allowed by the grant.
+#[test]
+fn under_a_crews_taint_a_value_grant_covers_only_its_agent() {
+    let scratch = Scratch::new();
+    let state = scratch.path("state.sqlite");
+    let state = state.to_str().unwrap();
+    let mut policy: Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("provenance/policy.json")).unwrap())
+            .unwrap();
+    policy["taintScope"] = json!("crew");
+    let link = "https://docs.example.org/rust";
+    let first = run(
+        &scratch,
+        &policy,
+        state,
+        "yes value\n",
+        &laundering(link),
+        &[],
+    );
+    assert_eq!(first[3]["approval"]["scope"], "value", "{}", first[3]);
+    assert_eq!(status(&first[3]), "executed");
+    // The same agent, later: allowed by the grant.
+    let later = run(&scratch, &policy, state, "", &laundering(link), &[]);
+    assert_eq!(later[3]["decision"], "allow", "{}", later[3]);
+    // Another agent of the crew sending the same link: asked again.
+    let mut other = laundering(link);
+    other[3]["agent"] = json!("writer");
+    let other = run(&scratch, &policy, state, "", &other, &[]);
+    assert_eq!(other[3]["decision"], "hold", "{}", other[3]);
+    assert!(other[3].get("grants").is_none(), "{}", other[3]);
+}
+
 #[test]
 fn sc_mcp_keeps_a_call_grant_that_a_later_sc_mcp_honours() {
     let scratch = Scratch::new();

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use super::grant::{call_digest, reason, Covers, Grant};
-use super::policy::{Policy, TaintScope};
+use super::policy::Policy;
 use crate::call::Call;
 use crate::verdict::{Decision, Grantable, Granting, Judgement, Scope};
 
@@ -20,8 +20,8 @@ pub struct Granted<'a> {
     pub now: SystemTime,
 }
 
-/// The grants that may apply to one call, as the decision uses them: the agent's own (a `value`
-/// grant: every agent's under `taintScope: "crew"`), live at the time of the decision and no
+/// The grants that may apply to one call, as the decision uses them: the agent's own (under any
+/// `taintScope`), live at the time of the decision and no
 /// older than the policy's `grantTtl`; none for a tool in `neverRemember`. It remembers which
 /// endorsed values the value-provenance rule skipped, and which untrusted values it named.
 pub(crate) struct Endorsed<'a> {
@@ -58,14 +58,15 @@ impl<'a> Endorsed<'a> {
         cause: Option<super::grant::TaintSources<'a>>,
         granted: Option<Granted<'a>>,
     ) -> Self {
-        let crew_taint = policy.taint_scope() == TaintScope::Crew;
         let usable = match granted {
             Some(granted) if !policy.never_remembers(call) => granted
                 .grants
                 .iter()
                 .filter(|grant| {
-                    let whose = grant.agent == call.agent
-                        || (crew_taint && matches!(grant.covers, Covers::Value { .. }));
+                    // The agent's own, whatever the taint's scope: the person trusted the values
+                    // "for this agent", as every way of asking says (under `taintScope: "crew"`
+                    // another agent's call carrying them is asked about again).
+                    let whose = grant.agent == call.agent;
                     let young = policy
                         .grant_ttl()
                         .is_none_or(|ttl| granted.now < grant.at + ttl);
