@@ -146,6 +146,9 @@ fn shown(url: &str) -> String {
     }
 }
 
+/// A key's bytes and the marker key's, read in one round trip.
+type StoredAndMarker = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A Redis server's states.
 pub(crate) struct RedisStore {
     client: Client,
@@ -341,7 +344,7 @@ impl RedisStore {
     /// is seen; a loss after it touches the watched keys, and the update runs again.
     fn watch_and_get(&mut self, redis_key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let connection = self.connection()?;
-        let read: Result<(Option<Vec<u8>>, Option<Vec<u8>>), RedisError> = redis::pipe()
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
             .cmd("WATCH")
             .arg(redis_key)
             .arg(MARKER_KEY)
@@ -454,7 +457,7 @@ impl Store for RedisStore {
         let redis_key = RedisStore::redis_key(key);
         let connection = self.connection()?;
         // The marker after the state, in the same round trip (see `watch_and_get`).
-        let read: Result<(Option<Vec<u8>>, Option<Vec<u8>>), RedisError> = redis::pipe()
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
             .cmd("GET")
             .arg(&redis_key)
             .cmd("GET")
