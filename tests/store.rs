@@ -321,6 +321,9 @@ fn redis_killed_mid_stream_refuses_calls_and_decisions_resume_when_it_is_back() 
         &["--policy", &policy, "--state", &url, "--crew", "ops"],
     );
     assert_eq!(gate.decide(&payment("a", 100))["decision"], "allow");
+    // A server with persistence: what it held is there again when it restarts (one without is
+    // `a_redis_that_lost_its_data_is_refused_even_by_the_process_that_wrote_the_taint`).
+    redis.save();
     redis.stop();
     let refused = gate.decide(&payment("a", 1));
     assert_eq!(refused["decision"], "deny", "{refused}");
@@ -354,6 +357,158 @@ fn redis_killed_mid_stream_refuses_calls_and_decisions_resume_when_it_is_back() 
     assert!(events.iter().all(|e| e["stateStore"] == url.as_str()));
 }
 
+const LOST: &str = "the Redis store lost its data (its marker key is gone): restarted without persistence, flushed, or evicted; taint and spend cannot be trusted";
+
+/// A policy where a read through `fetch_page` taints its agent and holds its `send_payment`.
+fn taint_policy(scratch: &Scratch) -> String {
+    let path = scratch.write(
+        "taint.json",
+        r#"{"untrustedOutputTools": ["fetch_page"], "sensitiveTools": ["send_payment"]}"#,
+    );
+    path.to_str().unwrap().to_owned()
+}
+
+const FETCH: &str =
+    r#"{"agent":"buyer","tool":"fetch_page","args":{"url":"https://evil.test"},"source":"user"}"#;
+
+/// Taints the buyer through `gate` and checks that its payment is held.
+fn taint_the_buyer(gate: &mut Streaming) {
+    assert_eq!(gate.decide(FETCH)["decision"], "allow");
+    let held = gate.decide(&payment("buyer", 10));
+    assert_eq!(held["decision"], "hold", "{held}");
+}
+
+/// Asserts that `verdict` denies the call because the store at `url` lost its data.
+fn denied_as_lost(verdict: &Value, url: &str) {
+    assert_eq!(verdict["decision"], "deny", "{verdict}");
+    assert_eq!(
+        verdict["reasons"][0],
+        format!("state store unavailable: {url}: {LOST}"),
+        "{verdict}"
+    );
+}
+
+/// Found by a review: a Redis that lost what it held (here `FLUSHALL`, then a restart without
+/// persistence) read as "no taint", so the tainted buyer's payment was allowed, even by the
+/// sc-gate that wrote the taint. The store's marker key is gone, so each call is denied, and it
+/// stays so: a marker made again on the empty server (by a new process) is not the one this
+/// process opened the store with.
+#[test]
+fn a_redis_that_lost_its_data_is_refused_even_by_the_process_that_wrote_the_taint() {
+    let scratch = Scratch::new();
+    let policy = taint_policy(&scratch);
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    let args = [
+        "--policy",
+        policy.as_str(),
+        "--state",
+        &url,
+        "--crew",
+        "lost",
+    ];
+    let mut gate = Streaming::start(&scratch, &args);
+    taint_the_buyer(&mut gate);
+
+    let _: () = redis::cmd("FLUSHALL")
+        .query(&mut redis.connection())
+        .unwrap();
+    denied_as_lost(&gate.decide(&payment("buyer", 10)), &url);
+    denied_as_lost(&gate.decide(&payment("buyer", 10)), &url);
+
+    // Restarted without persistence: the connection fails first (denied as well), then the
+    // empty server is refused.
+    redis.stop();
+    assert!(redis.start_again());
+    let start = Instant::now();
+    loop {
+        let verdict = gate.decide(&payment("buyer", 10));
+        assert_eq!(verdict["decision"], "deny", "{verdict}");
+        if verdict["reasons"][0].as_str().unwrap().ends_with(LOST) {
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never refused as lost: {verdict}"
+        );
+    }
+    // A new process finds an empty server, a fresh store, and marks it; the running one still
+    // refuses it.
+    assert_eq!(
+        decisions(&gate_run(&scratch, &args, &[payment("clerk", 10)])),
+        ["allow"]
+    );
+    denied_as_lost(&gate.decide(&payment("buyer", 10)), &url);
+    let (status, stderr) = gate.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Found by a review: keys evicted under `maxmemory` with `allkeys-lru` read as "no taint". The
+/// marker is evicted with them, so the running sc-gate denies; and a new one, finding keys (of
+/// another program) but no marker, refuses to start.
+#[test]
+fn a_redis_that_evicted_the_marker_is_refused() {
+    let scratch = Scratch::new();
+    let policy = taint_policy(&scratch);
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let args = [
+        "--policy",
+        policy.as_str(),
+        "--state",
+        &url,
+        "--crew",
+        "evicted",
+    ];
+    let mut gate = Streaming::start(&scratch, &args);
+    taint_the_buyer(&mut gate);
+
+    // A memory limit no key fits under: the next write evicts every key, then is refused.
+    let mut connection = redis.connection();
+    let config = |connection: &mut redis::Connection, name: &str, value: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(connection)
+            .unwrap();
+    };
+    config(&mut connection, "maxmemory-policy", "allkeys-lru");
+    config(&mut connection, "maxmemory", "1");
+    let write: redis::RedisResult<()> = redis::cmd("SET")
+        .arg("cache:1")
+        .arg("x")
+        .query(&mut connection);
+    assert!(write.is_err(), "a write over maxmemory is refused");
+    let left: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+    assert_eq!(left, 0, "every key was evicted");
+    config(&mut connection, "maxmemory", "0");
+
+    denied_as_lost(&gate.decide(&payment("buyer", 10)), &url);
+    denied_as_lost(&gate.decide(FETCH), &url);
+
+    // Another program's key is back, the marker is not: a new sc-gate cannot tell a store that
+    // lost its keys from a fresh one, so it refuses to start (exit 1).
+    let _: () = redis::cmd("SET")
+        .arg("cache:1")
+        .arg("x")
+        .query(&mut connection)
+        .unwrap();
+    let out = scratch
+        .cmd("sc-gate")
+        .args(args)
+        .write_stdin(payment("buyer", 10) + "\n")
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(LOST), "{stderr}");
+    let (status, stderr) = gate.finish();
+    assert!(status.success(), "{stderr}");
+}
+
 #[test]
 fn budgets_are_shared_across_runs_on_redis_and_keys_are_namespaced_by_crew() {
     let scratch = Scratch::new();
@@ -374,7 +529,11 @@ fn budgets_are_shared_across_runs_on_redis_and_keys_are_namespaced_by_crew() {
     let mut connection = redis.connection();
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
     keys.sort();
-    assert_eq!(keys, ["skeleton-crew:crew:team-a:gate"]);
+    assert_eq!(
+        keys,
+        ["skeleton-crew:crew:team-a:gate", "skeleton-crew:store"],
+        "the crew's state, and the marker of the store"
+    );
     // sc-state reads and resets it there too.
     let shown = scratch
         .cmd("sc-state")
@@ -628,6 +787,11 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
     let url = redis.url();
     let mut connection = redis.connection();
     let redis_args = ["--policy", policy, "--state", &url, "--crew", "c"];
+    // A door opens the empty server first, and marks it as a store.
+    assert_eq!(
+        decisions(&gate_run(&scratch, &redis_args, &[payment("a", 1)])),
+        ["allow"]
+    );
     let _: () = redis::cmd("SET")
         .arg("skeleton-crew:crew:c:gate")
         .arg("[]")
@@ -838,6 +1002,7 @@ fn sc_mcp_answers_is_error_while_its_redis_is_down_and_resumes_after() {
     let mut proxy = Proxy::spawn(&scratch, &args, &fake_server());
     proxy.initialize();
     assert!(!is_error(&proxy.call(1, "shout", json!({}))));
+    redis.save();
     redis.stop();
     let refused = proxy.call(2, "shout", json!({}));
     assert!(is_error(&refused), "{refused}");
@@ -1197,7 +1362,8 @@ fn sc_hook_links_calls_between_processes_through_redis() {
         keys,
         [
             "skeleton-crew:session:s-redis:gate",
-            "skeleton-crew:session:s-redis:links"
+            "skeleton-crew:session:s-redis:links",
+            "skeleton-crew:store"
         ]
     );
     let out = hook_run(&scratch, &args, &call("PostToolUse"));

@@ -354,6 +354,14 @@ impl RedisServer {
             && &answer == b"+PONG\r\n"
     }
 
+    /// Writes what the server holds to its folder (`SAVE`), so that it is there again when the
+    /// server starts again after [`RedisServer::stop`]: a server with persistence.
+    pub fn save(&self) {
+        let _: () = redis::cmd("SAVE")
+            .query(&mut self.connection())
+            .expect("the test redis-server saves");
+    }
+
     /// Kills the server and waits for it to end.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -10,6 +10,18 @@
 //! state, so no update is ever lost. sc-hook's call links of a session ([`ValueKey`]) are one
 //! string key beside its state, `skeleton-crew:session:ID:links`, updated the same way.
 //!
+//! Beside them, one marker key, [`MARKER_KEY`], says the database is a store this program keeps:
+//! `skeleton-crew redis store 1 ID`, where ID is random, made by the first process that opens an
+//! empty database (no keys at all). Redis can lose what it holds without an error (a restart
+//! without persistence, `FLUSHALL`, an eviction under `maxmemory`), and a lost state would read as
+//! "no taint, nothing spent". So each process remembers the marker it found when it opened the
+//! store, and every read and update reads the marker in the same round trip as the state (and
+//! `WATCH`es it, so an update whose marker went away in between runs again and is refused). A
+//! marker that is gone, or not the one this process opened, refuses the read or update
+//! ([`RedisProblem::Lost`]) until the process is started again on a store an operator has
+//! accepted; no running process makes the marker again. Opening a database that holds keys but
+//! no marker is refused the same way.
+//!
 //! Connecting waits at most [`CONNECT_TIMEOUT`] and each command [`COMMAND_TIMEOUT`]. A failed
 //! connection is dropped and made again for a later update, so decisions resume when the server
 //! is back; for [`RETRY_AFTER`] after a failure, updates fail at once with the same error rather
@@ -25,6 +37,10 @@ use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
 pub(crate) const KEY_PREFIX: &str = "skeleton-crew:";
+/// The key that marks the database as a store this program keeps (see the module's text).
+pub const MARKER_KEY: &str = "skeleton-crew:store";
+/// How the marker's value starts; a random id follows.
+pub const MARKER_FORMAT: &str = "skeleton-crew redis store 1 ";
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) const RETRY_AFTER: Duration = Duration::from_millis(200);
@@ -68,6 +84,37 @@ pub(crate) enum RedisProblem {
         serde_json::Value::String(.0.clone())
     )]
     StrayKey(String),
+    /// The marker key is gone, or is not the one this process found when it opened the store:
+    /// the server lost what it held (taint and spend included) since.
+    #[error(
+        "the Redis store lost its data (its marker key is gone): restarted without persistence, flushed, or evicted; taint and spend cannot be trusted"
+    )]
+    Lost,
+    /// The marker key holds something this program does not write.
+    #[error(
+        "the key {MARKER_KEY} holds {}, not a marker this program writes, so the database is not used as a state store",
+        serde_json::Value::String(.0.clone())
+    )]
+    ForeignMarker(String),
+}
+
+/// Whether `value` is a marker this program writes ([`MARKER_FORMAT`], then an id of 1 to 64
+/// letters, digits, `-` or `_`).
+fn is_marker(value: &str) -> bool {
+    value.strip_prefix(MARKER_FORMAT).is_some_and(|id| {
+        (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// A new marker, with 16 random bytes as its id.
+fn new_marker() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source is readable");
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{MARKER_FORMAT}{id}")
 }
 
 /// Checks a `redis://` or `rediss://` URL without connecting: a host, a port, a database number.
@@ -99,6 +146,9 @@ fn shown(url: &str) -> String {
     }
 }
 
+/// A key's bytes and the marker key's, read in one round trip.
+type StoredAndMarker = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A Redis server's states.
 pub(crate) struct RedisStore {
     client: Client,
@@ -106,10 +156,15 @@ pub(crate) struct RedisStore {
     shown: String,
     /// The last connection failure, and when: updates within [`RETRY_AFTER`] fail with it.
     failed: Option<(Instant, RedisProblem)>,
+    /// The marker key's value when the store was opened; every read and update checks it is
+    /// still there.
+    marker: String,
 }
 
 impl RedisStore {
-    /// Connects (at most [`CONNECT_TIMEOUT`]) and checks the server answers `PING`.
+    /// Connects (at most [`CONNECT_TIMEOUT`]) and reads the marker key, making it when the
+    /// database is empty (no keys at all); a database with keys but no marker is refused
+    /// ([`RedisProblem::Lost`]).
     pub fn open(url: &str) -> Result<RedisStore, StoreError> {
         let shown = shown(url);
         let client = Client::open(url).map_err(|err| StoreError::Unavailable {
@@ -121,12 +176,55 @@ impl RedisStore {
             connection: None,
             shown,
             failed: None,
+            marker: String::new(),
         };
         let connection = store.connection()?;
-        let pong = redis::cmd("PING").query::<String>(connection);
-        match pong {
-            Ok(_) => Ok(store),
-            Err(err) => Err(store.fail(err)),
+        let found: Result<(Option<String>, u64), RedisError> = redis::pipe()
+            .cmd("GET")
+            .arg(MARKER_KEY)
+            .cmd("DBSIZE")
+            .query(connection);
+        let marker = match found {
+            Ok((Some(marker), _)) => marker,
+            Ok((None, 0)) => {
+                // A fresh database: mark it. When another process marks it at the same time,
+                // `NX` keeps the first marker, and both read it back.
+                let made: Result<(Option<String>,), RedisError> = redis::pipe()
+                    .cmd("SET")
+                    .arg(MARKER_KEY)
+                    .arg(new_marker())
+                    .arg("NX")
+                    .ignore()
+                    .cmd("GET")
+                    .arg(MARKER_KEY)
+                    .query(connection);
+                match made {
+                    Ok((Some(marker),)) => marker,
+                    Ok((None,)) => return Err(store.error(RedisProblem::Lost)),
+                    Err(err) => return Err(store.fail(err)),
+                }
+            }
+            Ok((None, _)) => return Err(store.error(RedisProblem::Lost)),
+            Err(err) => return Err(store.fail(err)),
+        };
+        if !is_marker(&marker) {
+            return Err(store.error(RedisProblem::ForeignMarker(marker)));
+        }
+        store.marker = marker;
+        Ok(store)
+    }
+
+    /// Refuses unless `found` (the marker key, read in the same round trip as a state or value)
+    /// is the marker this process opened the store with.
+    fn check_marker(&self, found: Option<Vec<u8>>) -> Result<(), StoreError> {
+        match found {
+            Some(found) if found == self.marker.as_bytes() => Ok(()),
+            Some(found) if !is_marker(&String::from_utf8_lossy(&found)) => Err(self.error(
+                RedisProblem::ForeignMarker(String::from_utf8_lossy(&found).into_owned()),
+            )),
+            // Gone, or made again since (by an operator, or a process that opened the emptied
+            // database): what this process knew was lost in between.
+            _ => Err(self.error(RedisProblem::Lost)),
         }
     }
 
@@ -240,20 +338,35 @@ impl RedisStore {
         }
     }
 
-    /// `WATCH`es a key and reads it, the first half of an optimistic update.
+    /// `WATCH`es a key and the marker and reads both, the first half of an optimistic update; a
+    /// marker that is not the one the store was opened with refuses the update (the key is not
+    /// watched any more). The marker is read after the key, so a loss before the key was read
+    /// is seen; a loss after it touches the watched keys, and the update runs again.
     fn watch_and_get(&mut self, redis_key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let connection = self.connection()?;
-        let read: Result<(Option<Vec<u8>>,), RedisError> = redis::pipe()
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
             .cmd("WATCH")
             .arg(redis_key)
+            .arg(MARKER_KEY)
             .ignore()
             .cmd("GET")
             .arg(redis_key)
+            .cmd("GET")
+            .arg(MARKER_KEY)
             .query(connection);
-        match read {
-            Ok((stored,)) => Ok(stored),
-            Err(err) => Err(self.fail(err)),
+        let (stored, marker) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(err)),
+        };
+        if let Err(refused) = self.check_marker(marker) {
+            // Leave the connection clean for the next update.
+            let connection = self.connection()?;
+            if let Err(unwatch) = redis::cmd("UNWATCH").exec(connection) {
+                self.fail(unwatch);
+            }
+            return Err(refused);
         }
+        Ok(stored)
     }
 
     /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
@@ -343,14 +456,21 @@ impl Store for RedisStore {
     fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {
         let redis_key = RedisStore::redis_key(key);
         let connection = self.connection()?;
-        let stored: Result<Option<Vec<u8>>, RedisError> =
-            redis::cmd("GET").arg(&redis_key).query(connection);
-        match stored {
-            Ok(stored) => stored
-                .map(|bytes| parse_state(&self.shown, key, &bytes))
-                .transpose(),
-            Err(err) => Err(self.fail(err)),
-        }
+        // The marker after the state, in the same round trip (see `watch_and_get`).
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
+            .cmd("GET")
+            .arg(&redis_key)
+            .cmd("GET")
+            .arg(MARKER_KEY)
+            .query(connection);
+        let (stored, marker) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(err)),
+        };
+        self.check_marker(marker)?;
+        stored
+            .map(|bytes| parse_state(&self.shown, key, &bytes))
+            .transpose()
     }
 
     fn keys(&mut self) -> Result<Vec<StateKey>, StoreError> {
@@ -371,6 +491,9 @@ impl Store for RedisStore {
                 Err(err) => return Err(self.fail(err)),
             };
             for redis_key in found {
+                if redis_key == MARKER_KEY {
+                    continue;
+                }
                 let path = redis_key[KEY_PREFIX.len()..].replace(':', "/");
                 if ValueKey::parse(&path).is_some() {
                     // A value (sc-hook's call links), not a state.
@@ -385,6 +508,14 @@ impl Store for RedisStore {
                 break;
             }
             cursor = next;
+        }
+        // The marker after the scan: a store that lost its data lists nothing, but is refused.
+        let connection = self.connection()?;
+        let marker: Result<Option<Vec<u8>>, RedisError> =
+            redis::cmd("GET").arg(MARKER_KEY).query(connection);
+        match marker {
+            Ok(marker) => self.check_marker(marker)?,
+            Err(err) => return Err(self.fail(err)),
         }
         keys.sort();
         keys.dedup();
@@ -426,5 +557,22 @@ mod tests {
         let err = check_url("rediss://cache:6380/0#insecure").unwrap_err();
         assert!(matches!(err, RedisUrlError::Fragment), "{err:?}");
         assert!(err.to_string().contains("always checked"));
+    }
+
+    #[test]
+    fn markers_are_the_format_then_a_plain_id() {
+        let made = new_marker();
+        assert!(is_marker(&made), "{made}");
+        assert_ne!(made, new_marker(), "each fresh store gets its own id");
+        assert!(is_marker("skeleton-crew redis store 1 1767225600"));
+        for foreign in [
+            "",
+            "skeleton-crew redis store 1 ",
+            "skeleton-crew redis store 2 ab",
+            "skeleton-crew redis store 1 a b",
+            &format!("skeleton-crew redis store 1 {}", "a".repeat(65)),
+        ] {
+            assert!(!is_marker(foreign), "{foreign:?}");
+        }
     }
 }
