@@ -136,8 +136,13 @@ fn grants_are_shared_between_processes_on_redis_under_the_crews_key() {
     grants_are_shared_between_connections(&url);
     concurrent_adds_lose_nothing(&url);
     let mut connection = redis.connection();
-    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
-    assert_eq!(keys, ["skeleton-crew:crew:busy:grants"]);
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
+    keys.sort();
+    // Beside the store's marker (which says the store has not lost its data).
+    assert_eq!(
+        keys,
+        ["skeleton-crew:crew:busy:grants", "skeleton-crew:store"]
+    );
     // A state beside the grants is still listed alone.
     let mut store = open(&url);
     store
@@ -196,7 +201,7 @@ fn grants_on_redis_that_this_program_did_not_write_are_refused_and_left_alone() 
     assert_eq!(revoked.ended, vec![]);
     assert!(revoked.unreadable.is_some());
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
-    assert_eq!(keys, Vec::<String>::new());
+    assert_eq!(keys, ["skeleton-crew:store"]);
     assert_eq!(grants::list(store.as_mut(), "c", now).unwrap(), vec![]);
 }
 
@@ -442,7 +447,8 @@ fn sc_state_lists_and_revokes_grants_on_redis() {
         keys,
         [
             "skeleton-crew:crew:default:grants",
-            "skeleton-crew:crew:other:grants"
+            "skeleton-crew:crew:other:grants",
+            "skeleton-crew:store"
         ]
     );
     // `sc-state show --all` lists states, and grants are not states.
