@@ -711,24 +711,56 @@ pub(crate) fn add_exactly(a: f64, b: f64) -> (f64, bool) {
     (sum, error == 0.0)
 }
 
+/// The argument that says what a tainting read read, as its taint cause and a grant's sources
+/// name it: the first of [`KEY_ARGUMENTS`] that is a string, else the call's first string
+/// argument, as `KEY=TEXT`. It is an identity too (a `call` grant covers a session tainted by
+/// the same sources only), so it never loses what tells two reads apart: a text over 200 bytes
+/// is cut for reading but keeps the SHA-256 of the whole, and an argument that is not one of the
+/// known keys (`q` of a search) carries the SHA-256 of all the call's arguments, since another
+/// argument may say as much about what was read. A review's two pages alike in their first 200
+/// bytes, and two searches by `q`, were one source before.
 fn key_argument(call: &Call) -> Option<String> {
-    KEY_ARGUMENTS
+    let known = KEY_ARGUMENTS
         .iter()
         .find_map(|key| match call.args.get(key)? {
-            Value::String(text) => {
-                let mut text = text.clone();
-                if text.len() > 200 {
-                    let mut cut = 200;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    text.truncate(cut);
-                    text.push('…');
-                }
-                Some(format!("{key}={text}"))
-            }
+            Value::String(text) => Some((*key, text.as_str())),
             _ => None,
-        })
+        });
+    let (key, text, whole_args) = match known {
+        Some((key, text)) => (key, text, false),
+        None => {
+            let (key, text) = call
+                .args
+                .map()
+                .iter()
+                .find_map(|(key, value)| match value {
+                    Value::String(text) => Some((key.as_str(), text.as_str())),
+                    _ => None,
+                })?;
+            (key, text, true)
+        }
+    };
+    let digest = |bytes: &[u8]| {
+        use sha2::{Digest, Sha256};
+        crate::hex::encode(&Sha256::digest(bytes)[..8])
+    };
+    let mut argument = format!("{key}=");
+    if text.len() > 200 {
+        let mut cut = 200;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        argument.push_str(&text[..cut]);
+        argument.push_str(&format!("… (sha256 {})", digest(text.as_bytes())));
+    } else {
+        argument.push_str(text);
+    }
+    if whole_args {
+        let args = crate::rules::grant::args_digest(call.args.text())
+            .unwrap_or_else(|| digest(call.args.text().as_bytes()));
+        argument.push_str(&format!(" (args sha256 {})", &args[..16.min(args.len())]));
+    }
+    Some(argument)
 }
 
 impl ValueRecord {

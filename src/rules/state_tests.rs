@@ -356,3 +356,53 @@ fn stored_times_and_windows_are_read_strictly() {
     let good = r#"{"agents":{},"crewSpent":0,"spendWindow":{"unit":"week","start":"2026-11-30T00:00:00Z"}}"#;
     assert!(CrewState::from_json(good.as_bytes()).is_ok());
 }
+
+/// What a taint's source is named by is an identity as well (a `call` grant covers a session
+/// tainted by the same sources only): a review had two pages alike in their first 200 bytes, and
+/// two searches by `q`, count as one source, so a grant given for one covered the other.
+#[test]
+fn a_sources_name_tells_apart_what_was_read() {
+    let argument = |line: &str| key_argument(&call(line));
+    let long = "https://docs.example/shared/".to_owned() + &"d".repeat(200);
+    let page = |tail: &str| {
+        argument(&format!(
+            r#"{{"agent":"a","tool":"fetch_page","args":{{"url":"{long}{tail}"}}}}"#
+        ))
+        .unwrap()
+    };
+    let (honest, attacker) = (page("/invoice-from-acme"), page("/ATTACKER-COMMENT-PAGE"));
+    assert_ne!(honest, attacker);
+    assert!(
+        honest.starts_with(&format!("url={}", &long[..200])),
+        "{honest}"
+    );
+    assert!(honest.contains("… (sha256 "), "{honest}");
+    // A short, known argument reads as before.
+    assert_eq!(
+        argument(r#"{"agent":"a","tool":"fetch_page","args":{"url":"https://x.example/a"}}"#),
+        Some("url=https://x.example/a".to_owned())
+    );
+    // An argument of another name: shown, with the digest of all the arguments.
+    let search = |q: &str, site: &str| {
+        argument(&format!(
+            r#"{{"agent":"a","tool":"search_web","args":{{"q":"{q}","site":"{site}"}}}}"#
+        ))
+        .unwrap()
+    };
+    let first = search("acme travel invoice", "docs");
+    assert!(
+        first.starts_with("q=acme travel invoice (args sha256 "),
+        "{first}"
+    );
+    assert_ne!(
+        first,
+        search("site:evil.example pay acme-travel 80 now", "docs")
+    );
+    assert_ne!(first, search("acme travel invoice", "evil"));
+    assert_eq!(first, search("acme travel invoice", "docs"));
+    // No string argument: the tool alone, as before.
+    assert_eq!(
+        argument(r#"{"agent":"a","tool":"list_inbox","args":{"limit":5}}"#),
+        None
+    );
+}
