@@ -464,7 +464,13 @@ fn retry(proxy: &mut Proxy, id: i64, state: &str, approve: bool) -> Value {
     )
 }
 
+/// The audit key every door of a test shares, written once: written again while an sc-mcp
+/// started before is reading it, it would be read empty.
 fn key_file(scratch: &Scratch) -> PathBuf {
+    let path = scratch.path("audit.key");
+    if path.exists() {
+        return path;
+    }
     let path = scratch.write("audit.key", [7u8; 32]);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
