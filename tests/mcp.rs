@@ -884,6 +884,58 @@ fn malformed_client_messages_are_never_forwarded() {
     assert_eq!(gates.iter().filter(|e| e["raw"].is_string()).count(), 12);
 }
 
+/// A method spelt otherwise than sc-mcp knows it, but read as that method by a server that
+/// matches methods without case or drops white space and control characters (`Tools/call`,
+/// `TOOLS/CALL`, `tools/call `, `tools/call\u0000`), is refused and audited as denied, never
+/// forwarded: before, it reached the server undecided, and a case-blind server ran a denied tool.
+#[test]
+fn a_known_method_spelt_otherwise_is_refused_audited_and_never_forwarded() {
+    let scratch = Scratch::new();
+    let mut proxy = fake_proxy(&scratch, &[]);
+    proxy.initialize();
+    let variants = [
+        r"Tools/call",
+        r"TOOLS/CALL",
+        r"tools/call ",
+        r"tools/call\u0000",
+        r"\ttools/call",
+        r"Resources/Read",
+        r"Prompts/Get",
+    ];
+    for (id, method) in variants.iter().enumerate() {
+        let id = 30 + id as i64;
+        proxy.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"name":"write_file","uri":"file:///write_file","arguments":{{"path":"/etc/passwd"}}}}}}"#
+        ));
+        let answer = proxy.answer(&json!(id));
+        assert_eq!(answer["error"]["code"], -32600, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not forwarded"), "{message}");
+    }
+    // Then a good call, which proves everything before it was handled.
+    let ok = proxy.call(40, "echo", json!({"ok": true}));
+    assert!(!is_error(&ok), "{ok}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = server_received(&scratch);
+    assert!(
+        !received.contains("write_file"),
+        "reached the server:\n{received}"
+    );
+    let all = scratch.audit_events();
+    let gates = events(&all, "gate");
+    let denied: Vec<&Value> = gates
+        .iter()
+        .copied()
+        .filter(|e| e["decision"] == "deny")
+        .collect();
+    assert_eq!(denied.len(), variants.len(), "{gates:#?}");
+    for event in denied {
+        let reason = event["reasons"][0].as_str().unwrap();
+        assert!(reason.contains("without case"), "{reason}");
+    }
+}
+
 #[test]
 fn an_id_in_use_is_refused_and_unanswered_requests_fail_at_the_end() {
     let scratch = Scratch::new();

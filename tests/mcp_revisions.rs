@@ -464,7 +464,13 @@ fn retry(proxy: &mut Proxy, id: i64, state: &str, approve: bool) -> Value {
     )
 }
 
+/// The audit key every door of a test shares, written once: written again while an sc-mcp
+/// started before is reading it, it would be read empty.
 fn key_file(scratch: &Scratch) -> PathBuf {
+    let path = scratch.path("audit.key");
+    if path.exists() {
+        return path;
+    }
     let path = scratch.write("audit.key", [7u8; 32]);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
@@ -648,20 +654,76 @@ fn without_a_crews_store_a_state_is_taken_only_by_the_sc_mcp_that_gave_it() {
     let state = request_state_of(&held_call(&mut a.proxy, 1));
     let answer = retry(&mut a.proxy, 2, &state, true);
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
-    refused_with(
-        &retry(&mut b.proxy, 1, &state, true),
-        "not given by this sc-mcp",
-    );
+    refused_with(&retry(&mut b.proxy, 1, &state, true), "spent elsewhere");
     // Nor one b never gave and a never spent.
     let unspent = request_state_of(&held_call(&mut a.proxy, 3));
-    refused_with(
-        &retry(&mut b.proxy, 2, &unspent, true),
-        "not given by this sc-mcp",
-    );
-    audited_refusals(&scratch, b, &["not given", "not given"]);
+    refused_with(&retry(&mut b.proxy, 2, &unspent, true), "spent elsewhere");
+    audited_refusals(&scratch, b, &["spent elsewhere", "spent elsewhere"]);
     audited_refusals(&scratch, a, &[]);
     let received = crate::mcp::server_received(&scratch);
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
+/// A `requestState` names the place it is spent: a crew's store and crew, or the memory of the
+/// sc-mcp that gave it. Every sc-mcp holding the `--audit-key` reads the state, but each place
+/// keeps its own spent tokens: taken by an sc-mcp of another crew, of the same crew on another
+/// store, or by another sc-mcp without a store, one yes would run the call once per place. Each
+/// such sc-mcp refuses it (audited); the place that gave it takes it once.
+#[test]
+fn a_state_is_taken_only_where_it_is_spent_in_a_crews_store_or_an_sc_mcps_memory() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let store = scratch.path("state.sqlite");
+    let other_store = scratch.path("other.sqlite");
+    let (store, other_store) = (store.to_str().unwrap(), other_store.to_str().unwrap());
+    let mut x = door(
+        &scratch,
+        "x",
+        "crew",
+        &policy,
+        &["--crew", "x", "--state", store],
+    );
+    let mut y = door(
+        &scratch,
+        "y",
+        "crew",
+        &policy,
+        &["--crew", "y", "--state", store],
+    );
+    let x_elsewhere = ["--crew", "x", "--state", other_store];
+    let mut x2 = door(&scratch, "x2", "crew", &policy, &x_elsewhere);
+    let mut m = door(&scratch, "m", "crew", &policy, &[]);
+    let mut n = door(&scratch, "n", "crew", &policy, &[]);
+    // Given by crew x: refused by crew y on the same store, crew x on another store, and an
+    // sc-mcp without a store.
+    let of_x = request_state_of(&held_call(&mut x.proxy, 1));
+    refused_with(&retry(&mut y.proxy, 1, &of_x, true), "spent elsewhere");
+    refused_with(&retry(&mut x2.proxy, 1, &of_x, true), "spent elsewhere");
+    refused_with(&retry(&mut m.proxy, 1, &of_x, true), "spent elsewhere");
+    // Given by an sc-mcp without a store: refused by another such sc-mcp, and by crew y.
+    let of_m = request_state_of(&held_call(&mut m.proxy, 2));
+    refused_with(&retry(&mut n.proxy, 1, &of_m, true), "spent elsewhere");
+    refused_with(&retry(&mut y.proxy, 2, &of_m, true), "spent elsewhere");
+    // Each is taken where it is spent, once.
+    let answer = retry(&mut x.proxy, 2, &of_x, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    let answer = retry(&mut m.proxy, 3, &of_m, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    refused_with(&retry(&mut x.proxy, 3, &of_x, true), "already used");
+    // Once spent at the place that gave it, still refused elsewhere.
+    refused_with(&retry(&mut y.proxy, 3, &of_x, true), "spent elsewhere");
+    refused_with(&retry(&mut n.proxy, 2, &of_m, true), "spent elsewhere");
+    audited_refusals(&scratch, x, &["already used"]);
+    audited_refusals(
+        &scratch,
+        y,
+        &["spent elsewhere", "spent elsewhere", "spent elsewhere"],
+    );
+    audited_refusals(&scratch, x2, &["spent elsewhere"]);
+    audited_refusals(&scratch, m, &["spent elsewhere"]);
+    audited_refusals(&scratch, n, &["spent elsewhere", "spent elsewhere"]);
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 2, "{received}");
 }
 
 /// A retry under the id of a request still awaiting its answer is refused, as any call's, and

@@ -301,7 +301,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         ]);
         // Bound to the server, --sandbox and the ways of asking too: set below, once known.
         let door = mcp::request_state::DoorBinding::default();
-        let mut retries = mcp::Retries::new(key, digest, door);
+        let mut retries = mcp::Retries::new(key, digest, door).map_err(|err| {
+            anyhow::anyhow!("no random bytes for the requestState instance: {err}")
+        })?;
         retries.ttl = std::time::Duration::from_secs(args.request_state_ttl);
         retries
     };

@@ -5,7 +5,8 @@
 //! "elicitation/create",…}},"requestState":…}`: the same question as the elicitation of a legacy
 //! client (agent, tool, exact arguments, source, reasons; approve or not, and the scopes offered).
 //! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
-//! the policy's digest, the door (the server, `--sandbox`, the ways of asking) and an expiry. The client retries the call with `inputResponses` and the
+//! the policy's digest, the door (the server, `--sandbox`, the ways of asking), the place it is
+//! spent (the crew's store and crew, or this sc-mcp process) and an expiry. The client retries the call with `inputResponses` and the
 //! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
 //! by another sc-mcp of the crew completes, else in this process, which takes only the states it
 //! gave), and the call is decided again by the one decision on the state as it is now
@@ -13,8 +14,8 @@
 //! the person answered counts). A deny now is a deny, whatever the answer; otherwise the answer
 //! settles the call: approved, it is forwarded to the server as it first came; else refused. The
 //! `approve` event records the answer and the new decision (`decidedAgain`). A state that is
-//! tampered with, expired, for another principal, call, policy, server, sandbox setting or way of
-//! asking, or spent already is refused with
+//! tampered with, expired, for another principal, call, policy, server, sandbox setting, way of
+//! asking or place of spending, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
 
 use std::sync::Arc;
@@ -54,7 +55,7 @@ pub(crate) fn input_required(
     reasons: &[String],
     scopes: &[Scope],
     grantable: Option<&Grantable>,
-    now: SystemTime,
+    (spent_at, now): (String, SystemTime),
 ) -> Result<(Value, HeldState), getrandom::Error> {
     let state = HeldState {
         nonce: request_state::nonce()?,
@@ -64,6 +65,7 @@ pub(crate) fn input_required(
         call: request_state::call_digest(&ticket.tool, arguments),
         policy: retries.policy_digest.clone(),
         door: retries.door.clone(),
+        spent_at,
         expires: request_state::millis(now + retries.ttl),
         reasons: reasons.to_vec(),
         scopes: scopes.to_vec(),
@@ -116,7 +118,7 @@ impl super::client::ClientSide<'_> {
             reasons,
             scopes,
             grantable,
-            now,
+            (self.spent_at(), now),
         );
         // Without a crew's store, the state is spent in this process: it notes the states it
         // gave, and takes no other.
@@ -236,11 +238,16 @@ impl super::client::ClientSide<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let now = SystemTime::now();
+        let spent_at = self.spent_at();
         let opened = self.retry.retries.key.open(
             sealed,
             &session.agent,
             &request_state::call_digest(tool, &arguments),
-            (&self.retry.retries.policy_digest, &self.retry.retries.door),
+            (
+                &self.retry.retries.policy_digest,
+                &self.retry.retries.door,
+                &spent_at,
+            ),
             now,
         );
         let opened = opened.and_then(|state| {
@@ -367,6 +374,20 @@ impl super::client::ClientSide<'_> {
     /// Whether a state is spent in this process (no crew's store) rather than in the store.
     fn spends_in_memory(&self) -> bool {
         !matches!(&self.state, StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
+    }
+
+    /// Where this sc-mcp spends the states it takes, as a state names it: the crew's store and
+    /// crew, else this process's memory. A state is sealed with it and taken only where it is
+    /// the same, so that the states of one crew (or one sc-mcp's memory) are not spent again in
+    /// another, whose spent tokens are not the same.
+    fn spent_at(&self) -> String {
+        match &self.state {
+            StateHandle::Shared(shared) => match &shared.key().owner {
+                Owner::Crew(crew) => request_state::spent_in_crew(shared.describe_store(), crew),
+                _ => request_state::spent_in_memory(&self.retry.retries.instance),
+            },
+            StateHandle::Memory(_) => request_state::spent_in_memory(&self.retry.retries.instance),
+        }
     }
 
     /// The one decision ([`crate::stage::door::decide_again_on`]) made again for a retried

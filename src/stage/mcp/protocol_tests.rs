@@ -338,3 +338,42 @@ fn a_task_augmented_tool_call_is_refused() {
     assert_eq!((ids, code), (vec![json!(3)], INVALID_PARAMS));
     assert!(reason.contains("task-augmented"), "{reason}");
 }
+
+#[test]
+fn a_known_method_spelt_otherwise_is_refused() {
+    for (method, known) in [
+        ("Tools/call", "tools/call"),
+        ("TOOLS/CALL", "tools/call"),
+        ("tools/call ", "tools/call"),
+        ("tools/call\\u0000", "tools/call"),
+        ("\\ttools/call", "tools/call"),
+        ("tools/call\\u200b", "tools/call"),
+        ("ｔｏｏｌｓ/ｃａｌｌ", "tools/call"),
+        ("Resources/Read", "resources/read"),
+        ("prompts/get\\n", "prompts/get"),
+        ("logging/setlevel", "logging/setLevel"),
+    ] {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"name":"write_file"}}}}"#
+        );
+        let (ids, code, reason) = refused_code(classify(&text));
+        assert_eq!((ids, code), (vec![json!(5)], -32600), "{method}");
+        assert!(reason.contains(&format!("for `{known}`")), "{reason}");
+    }
+    // As a notification: refused, with nobody to answer.
+    let (ids, _, _) = refused_code(classify(
+        r#"{"jsonrpc":"2.0","method":"Notifications/Cancelled","params":{"requestId":1}}"#,
+    ));
+    assert!(ids.is_empty());
+    // Known methods as written, and methods sc-mcp does not know, are not.
+    assert!(matches!(
+        classify(
+            r#"{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info"}}"#
+        ),
+        ClientMessage::Request { .. }
+    ));
+    assert!(matches!(
+        classify(r#"{"jsonrpc":"2.0","id":5,"method":"Vendor/Thing"}"#),
+        ClientMessage::Request { .. }
+    ));
+}

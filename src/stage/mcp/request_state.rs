@@ -5,8 +5,12 @@
 //! `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`, with a key only sc-mcp holds
 //! (per run, or derived from `--audit-key` so that every sc-mcp holding the key reads the others'
 //! states). The payload binds the principal (the agent), the call's digest (tool and exact
-//! arguments), the policy's digest and an expiry; [`Key::open`] refuses a state that fails any
+//! arguments), the policy's digest, the door, the place where it is spent (a crew's store and
+//! crew, or this very sc-mcp process) and an expiry; [`Key::open`] refuses a state that fails any
 //! of them, and its `nonce` is what the crew's store spends once ([`crate::store::spent`]).
+//! Binding the place matters because a key derived from `--audit-key` is shared by every sc-mcp
+//! holding it, while each place keeps its own spent tokens: a state taken wherever the key is
+//! held could be spent once per crew, or once in the issuer's memory and again in a crew.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,6 +46,9 @@ pub(crate) struct HeldState {
     pub policy: String,
     /// The sc-mcp that held it: its server, `--sandbox` and the ways it asks.
     pub door: DoorBinding,
+    /// Where it is spent ([`spent_in_crew`] or [`spent_in_memory`]): only an sc-mcp that
+    /// spends its states in the same place takes it.
+    pub spent_at: String,
     /// Unix milliseconds after which the state is refused.
     pub expires: u64,
     pub reasons: Vec<String>,
@@ -104,18 +111,46 @@ pub struct Retries {
     pub door: DoorBinding,
     /// How long a state may be presented (default 10 minutes).
     pub ttl: Duration,
+    /// 128 random bits of this sc-mcp process: without a crew's store, its states are spent in
+    /// its memory, so they name this process as the place they are spent ([`spent_in_memory`]).
+    pub instance: String,
 }
 
 impl Retries {
-    /// A key of this run alone, for a policy of this digest, at this door.
-    pub fn new(key: Key, policy_digest: String, door: DoorBinding) -> Retries {
-        Retries {
+    /// Sealed with `key`, for a policy of this digest, at this door; with a fresh instance
+    /// nonce for this process.
+    pub fn new(
+        key: Key,
+        policy_digest: String,
+        door: DoorBinding,
+    ) -> Result<Retries, getrandom::Error> {
+        Ok(Retries {
             key,
             policy_digest,
             door,
             ttl: DEFAULT_STATE_TTL,
-        }
+            instance: nonce()?,
+        })
     }
+}
+
+/// The place a state is spent with a crew's store: the store (as it describes itself:
+/// `sqlite:/abs/path`, the file's path resolved when it can be so that doors reaching the same
+/// file by other paths agree; or the Redis URL without its password) and the crew. A digest, so
+/// that the state shows the client neither.
+pub(crate) fn spent_in_crew(store: &str, crew: &str) -> String {
+    let resolved = store
+        .strip_prefix("sqlite:")
+        .and_then(|path| std::fs::canonicalize(path).ok())
+        .map(|path| format!("sqlite:{}", path.display()));
+    let store = resolved.as_deref().unwrap_or(store);
+    policy_digest(&[b"crew", store.as_bytes(), crew.as_bytes()])
+}
+
+/// The place a state is spent without a crew's store: the memory of the sc-mcp process whose
+/// instance nonce is `instance`.
+pub(crate) fn spent_in_memory(instance: &str) -> String {
+    policy_digest(&[b"memory", instance.as_bytes()])
 }
 
 /// The retry's side of one sc-mcp: its settings, the states it sealed and has not seen spent
@@ -188,6 +223,8 @@ pub enum StateRefused {
     OtherSandbox,
     #[error("the requestState was given by an sc-mcp that asks the person another way")]
     OtherAsking,
+    #[error("the requestState is spent elsewhere: it was given by an sc-mcp of another crew or crew's store, or by another sc-mcp that spends its states in its own memory (a state is taken only where it is spent)")]
+    OtherPlace,
     #[error("the requestState was already used")]
     Replayed,
     #[error("the requestState was already used, or was not given by this sc-mcp (without a crew's store, each sc-mcp takes only the states it gave, once)")]
@@ -241,14 +278,14 @@ impl Key {
     }
 
     /// Opens a presented state, checking its seal first (in constant time), then that it is
-    /// for this principal, this call, this policy and this door, and not past its expiry at
-    /// `now`.
+    /// for this principal, this call, this policy, this door and spent where this sc-mcp spends
+    /// (`spent_at`), and not past its expiry at `now`.
     pub(crate) fn open(
         &self,
         sealed: &str,
         principal: &str,
         call: &str,
-        (policy, door): (&str, &DoorBinding),
+        (policy, door, spent_at): (&str, &DoorBinding, &str),
         now: SystemTime,
     ) -> Result<HeldState, StateRefused> {
         let (payload, tag) = sealed.split_once('.').ok_or(StateRefused::Tampered)?;
@@ -277,6 +314,9 @@ impl Key {
         }
         if state.door.asking != door.asking {
             return Err(StateRefused::OtherAsking);
+        }
+        if state.spent_at != spent_at {
+            return Err(StateRefused::OtherPlace);
         }
         if state.call != call {
             return Err(StateRefused::OtherCall);
@@ -333,6 +373,10 @@ mod tests {
         }
     }
 
+    fn place() -> String {
+        spent_in_crew("sqlite:/srv/state.sqlite", "x")
+    }
+
     fn state(expires: u64) -> HeldState {
         HeldState {
             nonce: nonce().unwrap(),
@@ -342,6 +386,7 @@ mod tests {
             call: call_digest("write_file", &json!({"path": "a"})),
             policy: "p1".into(),
             door: door(),
+            spent_at: place(),
             expires,
             reasons: vec!["write_file is held".into()],
             scopes: vec![Scope::Once],
@@ -357,26 +402,26 @@ mod tests {
         let sealed = key.seal(&held);
         let call = held.call.clone();
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p1", &door()), now)
+            key.open(&sealed, "fs", &call, ("p1", &door(), &place()), now)
                 .unwrap(),
             held
         );
         assert_eq!(
-            key.open(&sealed, "other", &call, ("p1", &door()), now),
+            key.open(&sealed, "other", &call, ("p1", &door(), &place()), now),
             Err(StateRefused::OtherPrincipal("fs".into()))
         );
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p2", &door()), now),
+            key.open(&sealed, "fs", &call, ("p2", &door(), &place()), now),
             Err(StateRefused::OtherPolicy)
         );
         let other = call_digest("write_file", &json!({"path": "b"}));
         assert_eq!(
-            key.open(&sealed, "fs", &other, ("p1", &door()), now),
+            key.open(&sealed, "fs", &other, ("p1", &door(), &place()), now),
             Err(StateRefused::OtherCall)
         );
         let later = now + Duration::from_secs(120);
         assert!(matches!(
-            key.open(&sealed, "fs", &call, ("p1", &door()), later),
+            key.open(&sealed, "fs", &call, ("p1", &door(), &place()), later),
             Err(StateRefused::Expired(59 | 60))
         ));
         // Another server, sandbox setting or way of asking.
@@ -385,7 +430,7 @@ mod tests {
             ..door()
         };
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p1", &server), now),
+            key.open(&sealed, "fs", &call, ("p1", &server, &place()), now),
             Err(StateRefused::OtherServer)
         );
         let upstream = DoorBinding {
@@ -393,7 +438,7 @@ mod tests {
             ..door()
         };
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p1", &upstream), now),
+            key.open(&sealed, "fs", &call, ("p1", &upstream, &place()), now),
             Err(StateRefused::OtherServer)
         );
         let sandboxed = DoorBinding {
@@ -401,7 +446,7 @@ mod tests {
             ..door()
         };
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p1", &sandboxed), now),
+            key.open(&sealed, "fs", &call, ("p1", &sandboxed, &place()), now),
             Err(StateRefused::OtherSandbox)
         );
         let asking = DoorBinding {
@@ -409,13 +454,25 @@ mod tests {
             ..door()
         };
         assert_eq!(
-            key.open(&sealed, "fs", &call, ("p1", &asking), now),
+            key.open(&sealed, "fs", &call, ("p1", &asking, &place()), now),
             Err(StateRefused::OtherAsking)
         );
+        // Spent elsewhere: another crew, another store, an sc-mcp's memory, another sc-mcp's.
+        for elsewhere in [
+            spent_in_crew("sqlite:/srv/state.sqlite", "y"),
+            spent_in_crew("sqlite:/other/state.sqlite", "x"),
+            spent_in_memory("0123"),
+        ] {
+            assert_eq!(
+                key.open(&sealed, "fs", &call, ("p1", &door(), &elsewhere), now),
+                Err(StateRefused::OtherPlace)
+            );
+        }
+        assert_ne!(spent_in_memory("0123"), spent_in_memory("0124"));
         // Another key, a flipped byte, a forged payload with its own tag: all tampered.
         let other_key = Key::random().unwrap();
         assert_eq!(
-            other_key.open(&sealed, "fs", &call, ("p1", &door()), now),
+            other_key.open(&sealed, "fs", &call, ("p1", &door(), &place()), now),
             Err(StateRefused::Tampered)
         );
         let (payload, tag) = sealed.split_once('.').unwrap();
@@ -426,12 +483,12 @@ mod tests {
         bytes = text.into_bytes();
         let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&bytes));
         assert_eq!(
-            key.open(&forged, "fx", &call, ("p1", &door()), now),
+            key.open(&forged, "fx", &call, ("p1", &door(), &place()), now),
             Err(StateRefused::Tampered)
         );
         for garbage in ["", ".", "abc", "a.b.c", "!!.!!"] {
             assert_eq!(
-                key.open(garbage, "fs", &call, ("p1", &door()), now),
+                key.open(garbage, "fs", &call, ("p1", &door(), &place()), now),
                 Err(StateRefused::Tampered)
             );
         }
@@ -443,10 +500,10 @@ mod tests {
         let held = state(millis(now) + 60_000);
         let sealed = Key::derived(b"secret").seal(&held);
         assert!(Key::derived(b"secret")
-            .open(&sealed, "fs", &held.call, ("p1", &door()), now)
+            .open(&sealed, "fs", &held.call, ("p1", &door(), &place()), now)
             .is_ok());
         assert_eq!(
-            Key::derived(b"other").open(&sealed, "fs", &held.call, ("p1", &door()), now),
+            Key::derived(b"other").open(&sealed, "fs", &held.call, ("p1", &door(), &place()), now),
             Err(StateRefused::Tampered)
         );
         assert_eq!(
