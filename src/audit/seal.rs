@@ -7,8 +7,8 @@ use crate::record::Approval;
 use crate::verdict::Decision;
 
 /// The seal sc-gate puts on a verdict when it holds the audit key: the HMAC, under the key, of a
-/// label, the verdict's id, the SHA-256 of its `call` exactly as written, its decision, its
-/// reasons, and a hold's `grantable` exactly as written, each part length-prefixed. sc-exec,
+/// label, the verdict's id, the SHA-256 of its `call` exactly as written, its decision, a hold's
+/// reasons and its `grantable` exactly as written, each part length-prefixed. sc-exec,
 /// given the key, acts only on a record whose seal is the one for its id, call, decision, reasons
 /// and grantable, and sc-approve asks a person only about such a record: a decision changed (a
 /// hold made an allow), a call changed, a reason rewritten (the card would show a person words
@@ -28,6 +28,14 @@ pub(crate) fn verdict_seal(
     if !chain.is_keyed() {
         return None;
     }
+    // A hold's reasons are what a person reads before answering; an allow's and a deny's are
+    // read by no one before they take effect, and are left out (a seal on every verdict is
+    // hashed on the gate's hot path).
+    let reasons = if decision == Decision::Hold {
+        reasons
+    } else {
+        &[]
+    };
     let call_digest: [u8; 32] = Sha256::digest(call_text.as_bytes()).into();
     let id_len = (id.len() as u64).to_be_bytes();
     let decision = decision.as_str().as_bytes();

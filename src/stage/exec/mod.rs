@@ -299,7 +299,12 @@ pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
         return Err(Unsealed::NoSeal);
     };
-    let reasons = record.reasons();
+    // Only a hold's reasons are sealed (a person reads them): read only for a hold.
+    let reasons = if decision == Decision::Hold {
+        record.reasons()
+    } else {
+        Vec::new()
+    };
     match crate::audit::seal::verdict_seal(
         chain,
         id,
