@@ -732,6 +732,9 @@ fn a_copy_of_a_trees_contents_is_judged_file_by_file_where_it_lands() {
         "cp -a --no-target-directory tpl .",
         "cp -r tpl/./ \"$PWD\"",
         "cp -r linked/. .",
+        // Found by a review: the destination named by `-t`.
+        "cp -rt. tpl/.",
+        "cp -r --target-directory . tpl/.",
     ]
     .into_iter()
     .enumerate()

@@ -69,17 +69,45 @@ impl OperandWrites {
             let mut plain: Vec<(&str, bool)> = Vec::new();
             // `cp -T`: the one source's contents land in the destination itself.
             let mut no_target = false;
+            // `cp -t DIR`, `--target-directory=DIR`: DIR is where every plain operand lands (a
+            // review copied `tpl/.` onto the root as `cp -rt. tpl/.`, taken for the destination).
+            let mut target: Option<&str> = None;
+            // The option whose value the next word is (`-t DIR`, `-S SUFFIX`).
+            let mut value_next: Option<OptionValue> = None;
             for (index, word) in simple.words.iter().enumerate().skip(skip) {
                 let expands = simple.globbed.get(index).copied().unwrap_or(true);
                 let mut candidates: Vec<&str> = Vec::new();
-                if operands || !word.starts_with('-') || word == "-" {
+                if let Some(kind) = value_next.take() {
+                    if kind == OptionValue::Target {
+                        target = Some(word);
+                    }
+                    candidates.push(word);
+                } else if operands || !word.starts_with('-') || word == "-" {
                     candidates.push(word);
                     plain.push((word, expands));
                 } else if word == "--" {
                     operands = true;
                 } else if let Some(long) = word.strip_prefix("--") {
-                    if let Some((_, value)) = long.split_once('=') {
+                    let (name, value) = match long.split_once('=') {
+                        Some((name, value)) => (name, Some(value)),
+                        None => (long, None),
+                    };
+                    if let Some(value) = value {
                         candidates.push(value);
+                    }
+                    // getopt's unambiguous prefixes: `--t` is `--target-directory`, `--su`
+                    // `--suffix`.
+                    let takes = if !name.is_empty() && "target-directory".starts_with(name) {
+                        Some(OptionValue::Target)
+                    } else if name.len() >= 2 && "suffix".starts_with(name) {
+                        Some(OptionValue::Other)
+                    } else {
+                        None
+                    };
+                    match (takes, value) {
+                        (Some(OptionValue::Target), Some(value)) => target = Some(value),
+                        (Some(kind), None) => value_next = Some(kind),
+                        _ => {}
                     }
                     // getopt takes any unambiguous prefix: `--no-t` is `--no-target-directory`.
                     no_target |=
@@ -94,6 +122,21 @@ impl OperandWrites {
                 } else {
                     // A `T` in a value (`-tT`) is taken for the option too: it only judges more.
                     no_target |= word.contains('T');
+                    // `-t` and `-S` take the rest of the word, or the next word.
+                    for (at, letter) in word.char_indices().skip(1) {
+                        let kind = match letter {
+                            't' => OptionValue::Target,
+                            'S' => OptionValue::Other,
+                            _ => continue,
+                        };
+                        let rest = &word[at + 1..];
+                        match (kind, rest.is_empty()) {
+                            (_, true) => value_next = Some(kind),
+                            (OptionValue::Target, false) => target = Some(rest),
+                            (OptionValue::Other, false) => {}
+                        }
+                        break;
+                    }
                     // `-tDIR`, `-vt/etc`: any letter may take the rest of the word.
                     candidates.extend(
                         word.char_indices()
@@ -126,7 +169,13 @@ impl OperandWrites {
                 .first()
                 .map(|w| w.rsplit('/').next().unwrap_or(w));
             if matches!(program, Some("cp" | "mv")) {
-                if let Some(((dest, _), sources)) = plain.split_last() {
+                let landing = match target {
+                    Some(dest) => Some((dest, &plain[..])),
+                    None => plain
+                        .split_last()
+                        .map(|((dest, _), sources)| (*dest, sources)),
+                };
+                if let Some((dest, sources)) = landing {
                     // A copy of a folder's contents (`cp -r tpl/. .`, `cp -rT tpl .`) lands
                     // each of its files under the destination by a name only the tree holds:
                     // the paths rules judge them where the door can list the tree.
@@ -137,10 +186,12 @@ impl OperandWrites {
                                 .filter(|(source, _)| no_target || copies_contents(source))
                                 .map(|(source, _)| TreeCopy {
                                     from: (*source).to_owned(),
-                                    onto: (*dest).to_owned(),
+                                    onto: dest.to_owned(),
                                     by: by.clone(),
                                     placeable,
-                                    sole,
+                                    // A copy of several sources may change a later one (a link
+                                    // the first replaces) before it is read.
+                                    sole: sole && sources.len() == 1,
                                 }),
                         );
                     }
@@ -194,6 +245,15 @@ impl OperandWrites {
         }
         self.programs.get(program).map(|root| (root, 1))
     }
+}
+
+/// Which option the next word is the value of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OptionValue {
+    /// `-t`, `--target-directory`: where every source lands.
+    Target,
+    /// `-S`, `--suffix`: a value that names no file by itself.
+    Other,
 }
 
 /// Whether a copy's source names a folder's contents rather than the folder: its last part is

@@ -94,3 +94,40 @@ fn a_copy_of_a_folders_contents_is_a_tree_copy() {
         vec![("tpl/.".to_owned(), ".".to_owned(), false)]
     );
 }
+
+/// `cp -t DIR` names where every source lands (a review copied `tpl/.` onto the root as
+/// `cp -rt. tpl/.`, which was read as a copy onto `tpl/.`), and a copy of several sources is not
+/// the only thing its command does (an earlier source may replace a later one's link).
+#[test]
+fn a_target_directory_is_where_every_source_lands() {
+    let trees = |command: &str| {
+        let mut analysis = analyse(command);
+        rules().add_operand_writes(&mut analysis);
+        analysis
+            .tree_copies
+            .into_iter()
+            .map(|copy| (copy.from, copy.onto, copy.sole))
+            .collect::<Vec<_>>()
+    };
+    let tree = |from: &str, onto: &str| vec![(from.to_owned(), onto.to_owned(), true)];
+    for command in [
+        "cp -rt. tpl/.",
+        "cp -r -t . tpl/.",
+        "cp -r --target-directory=. tpl/.",
+        "cp -r --target-directory . tpl/.",
+        "cp -r --t=. tpl/.",
+        "cp -rvt . tpl/.",
+    ] {
+        assert_eq!(trees(command), tree("tpl/.", "."), "{command}");
+    }
+    // `-S` takes a value that is no operand.
+    assert_eq!(trees("cp -S .bak -r tpl/. out"), tree("tpl/.", "out"));
+    assert_eq!(trees("cp --suffix .bak -r tpl/. out"), tree("tpl/.", "out"));
+    assert_eq!(
+        trees("cp -r a/. b/. ."),
+        vec![
+            ("a/.".to_owned(), ".".to_owned(), false),
+            ("b/.".to_owned(), ".".to_owned(), false)
+        ]
+    );
+}

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::place::{joined, resolve, unknown_tilde, Placed};
+use super::place::{joined, resolve, unknown_tilde, Leads, Placed};
 use super::{PathJudgement, PathRules};
 use crate::rules::keys::shown;
 use crate::rules::shell::TreeCopy;
@@ -42,7 +42,7 @@ impl PathRules {
         };
         if !copy.sole {
             let why = format!(
-                "receives the contents of \"{shown_from}\", which the rest of the command may change before the copy"
+                "receives the contents of \"{shown_from}\", which the rest of the command (or an earlier source of the copy) may change before the copy"
             );
             return self.any_file_in(copy, Some(&onto), placed, why);
         }
@@ -99,8 +99,17 @@ impl PathRules {
         placed: &Placed,
         why: String,
     ) -> PathJudgement {
-        let anchored = |place: Option<&Path>| {
-            place.is_some_and(|place| onto.is_some_and(|onto| place.starts_with(onto)))
+        // The destination as written, and where it leads through links (`dot -> .`), which a
+        // review copied an unlistable tree onto.
+        let mut places: Vec<PathBuf> = onto.map(Path::to_path_buf).into_iter().collect();
+        if let (Some(onto), Some(links)) = (onto, placed.links) {
+            match (links.leads)(onto, false) {
+                Leads::Elsewhere(elsewhere) => places.extend(elsewhere),
+                Leads::Unknown(_) => places.push(PathBuf::from("/")),
+            }
+        }
+        let anchored = |anchor: Option<&Path>| {
+            anchor.is_some_and(|anchor| places.iter().any(|place| anchor.starts_with(place)))
         };
         if onto.is_some() && !anchored(placed.root.as_deref()) && !anchored(placed.home.as_deref())
         {

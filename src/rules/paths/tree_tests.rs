@@ -79,7 +79,7 @@ fn a_tree_that_cannot_be_listed_may_write_any_file_where_the_rules_places_are() 
     later.sole = false;
     let judged = decide_listed(&later, &["README.md"]);
     assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
-    assert!(judged.reasons[0].contains("which the rest of the command may change before the copy"));
+    assert!(judged.reasons[0].contains("which the rest of the command (or an earlier source of the copy) may change before the copy"));
     // A copy whose folders cannot be placed may land anywhere.
     let mut unplaced = copy("tpl/.", ".");
     unplaced.placeable = false;
@@ -107,6 +107,38 @@ fn without_a_door_that_sees_the_files_a_copy_onto_the_root_may_write_any() {
     assert_eq!(
         rules
             .decide_tree_copy(&copy("tpl/.", "out"), &placed)
+            .decision,
+        Decision::Allow
+    );
+}
+
+/// A review copied a tree too big to list onto a link to the root (`dot -> .`): where the
+/// destination leads counts, as where it is written does.
+#[test]
+fn an_unlisted_tree_onto_a_link_to_the_root_may_write_any_file_there() {
+    let leads = |path: &Path, _: bool| {
+        if path == Path::new("/w/proj/dot") {
+            Leads::Elsewhere(vec![PathBuf::from("/w/proj")])
+        } else {
+            Leads::Elsewhere(Vec::new())
+        }
+    };
+    let tree = |_: &Path| Err("it holds over 10000 entries".to_owned());
+    let context = PathContext {
+        links: Some(Links {
+            leads: &leads,
+            present: &|_, _| true,
+            tree: &tree,
+        }),
+        ..context()
+    };
+    let placed = Placed::of(context);
+    let rules = issue_rules();
+    let judged = rules.decide_tree_copy(&copy("big/.", "dot"), &placed);
+    assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
+    assert_eq!(
+        rules
+            .decide_tree_copy(&copy("big/.", "out"), &placed)
             .decision,
         Decision::Allow
     );
