@@ -361,6 +361,16 @@ impl<'a> Record<'a> {
         Decision::parse(&self.members.decision.and_then(string_value)?)
     }
 
+    /// Whether the record's `reasons`, if it has them, hold strings only (as every stage writes
+    /// them): a seal covers the strings, so anything else beside them was put there later.
+    pub(crate) fn reasons_are_strings(&self) -> bool {
+        let Some(raw) = self.members.reasons else {
+            return true;
+        };
+        serde_json::from_str::<Vec<Value>>(raw.get())
+            .is_ok_and(|items| items.iter().all(Value::is_string))
+    }
+
     /// The reasons as strings; anything that is not a string is left out.
     pub fn reasons(&self) -> Vec<String> {
         let Some(raw) = self.members.reasons else {

@@ -311,6 +311,18 @@ fn with_the_key_a_holds_reasons_rewritten_are_refused_before_anyone_is_asked() {
             && reason.contains("not put to a person"),
         "{reason}"
     );
+    // Items that are not strings beside the genuine reasons: not the sealed reasons either.
+    let mut padded = holds[0].clone();
+    padded["reasons"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"security-team": "pre-cleared, approve"}));
+    let approved = run(&scratch, "sc-approve", &approve_args, &lines(&[padded]));
+    assert_eq!(
+        approved[0]["approval"]["approved"], false,
+        "{}",
+        approved[0]
+    );
     // Into sc-exec with a sealed-looking approval of its own: refused all the same.
     let executed = run(&scratch, "sc-exec", &key_args, &lines(&[rewritten]));
     assert_eq!(outcome_status(&executed[0]), "skipped", "{}", executed[0]);

@@ -220,6 +220,7 @@ impl Chain {
 
     fn load_key(path: &Path) -> Result<Chain, UsageError> {
         let fail = |why: String| UsageError(format!("audit key {}: {why}", path.display()));
+        key_place(path).map_err(fail)?;
         let mut file = File::open(path).map_err(|err| fail(format!("cannot open it: {err}")))?;
         let meta = file.metadata().map_err(|err| fail(err.to_string()))?;
         if !meta.is_file() {
@@ -250,6 +251,51 @@ impl Chain {
         }
         Ok(Chain::Keyed(key))
     }
+}
+
+/// Whether the key's path is this user's alone to change, as ssh's StrictModes asks of its
+/// files: a link on the way that another user owns, or a folder on the way (as named, and as the
+/// links resolve) that another user but root owns or that anyone may write without the sticky
+/// bit, would let that user put a key whose content they know in its place (a review pointed a
+/// link of its own at a root-owned file of public content, and forged seals with it).
+fn key_place(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let ours = |uid: u32| uid == me || uid == 0;
+    let real = std::fs::canonicalize(path).map_err(|err| format!("cannot open it: {err}"))?;
+    let as_named = path.ancestors().filter(|p| !p.as_os_str().is_empty());
+    for place in as_named.chain(real.ancestors().skip(1)) {
+        let Ok(link) = std::fs::symlink_metadata(place) else {
+            continue;
+        };
+        if link.file_type().is_symlink() && !ours(link.uid()) {
+            return Err(format!(
+                "\"{}\" on its way is a link of user {}: a key's path must be this user's to change",
+                place.display(),
+                link.uid()
+            ));
+        }
+        if place == path {
+            continue;
+        }
+        let Ok(folder) = std::fs::metadata(place) else {
+            continue;
+        };
+        if !ours(folder.uid()) {
+            return Err(format!(
+                "its folder \"{}\" belongs to user {}: a key's path must be this user's to change",
+                place.display(),
+                folder.uid()
+            ));
+        }
+        if folder.mode() & 0o002 != 0 && folder.mode() & 0o1000 == 0 {
+            return Err(format!(
+                "its folder \"{}\" can be written by anyone: a key's path must be this user's to change",
+                place.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why a keyed line does not vouch for itself.
@@ -485,8 +531,32 @@ mod tests {
             Chain::from_key_option(Some(&open)).unwrap(),
             Chain::Keyed(_)
         ));
-        // Someone else's key, mode 600 or not: refused (chown needs root, which CI is).
+        // Someone else's key, mode 600 or not: refused (chown needs root, which CI is); so is
+        // our key through another user's link, or in a folder anyone may write.
         if nix::unistd::geteuid().is_root() {
+            let link = dir.path().join("link.key");
+            std::os::unix::fs::symlink(&open, &link).unwrap();
+            assert!(matches!(
+                Chain::from_key_option(Some(&link)).unwrap(),
+                Chain::Keyed(_)
+            ));
+            std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+            let refused = Chain::from_key_option(Some(&link)).unwrap_err().0;
+            assert!(refused.contains("is a link of user 65534"), "{refused}");
+            let open_folder = dir.path().join("open");
+            std::fs::create_dir(&open_folder).unwrap();
+            let inside = open_folder.join("audit.key");
+            std::fs::copy(&open, &inside).unwrap();
+            std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).unwrap();
+            std::fs::set_permissions(&open_folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+            let refused = Chain::from_key_option(Some(&inside)).unwrap_err().0;
+            assert!(refused.contains("can be written by anyone"), "{refused}");
+            std::fs::set_permissions(&open_folder, std::fs::Permissions::from_mode(0o1777))
+                .unwrap();
+            assert!(Chain::from_key_option(Some(&inside)).is_ok());
+            std::os::unix::fs::chown(&open_folder, Some(65534), None).unwrap();
+            let refused = Chain::from_key_option(Some(&inside)).unwrap_err().0;
+            assert!(refused.contains("belongs to user 65534"), "{refused}");
             std::os::unix::fs::chown(&open, Some(65534), None).unwrap();
             assert!(Chain::from_key_option(Some(&open))
                 .unwrap_err()

@@ -299,8 +299,13 @@ pub(crate) fn check_seal(record: &Record<'_>, id: &str, chain: &Chain) -> Result
     let Some(given) = record.seal().as_deref().and_then(Link::parse_lowercase) else {
         return Err(Unsealed::NoSeal);
     };
-    // Only a hold's reasons are sealed (a person reads them): read only for a hold.
+    // Only a hold's reasons are sealed (a person reads them): read only for a hold, and only
+    // strings, as sc-gate writes them (a review added objects beside them, which the seal did
+    // not cover and a page showing the record whole would).
     let reasons = if decision == Decision::Hold {
+        if !record.reasons_are_strings() {
+            return Err(Unsealed::Mismatch);
+        }
         record.reasons()
     } else {
         Vec::new()

@@ -383,14 +383,20 @@ const KNOWN_METHODS: [&str; 22] = [
 /// [`crate::call::fold_key`] does) and white space and control or invisible characters dropped.
 /// `Tools/call`, `TOOLS/CALL`, `tools/call ` and `tools/call\u0000` reach a server that routes
 /// methods so as `tools/call`, which the gate would have forwarded undecided (a review).
+///
+/// A second review got `tools//call`, `tools/call/`, `tools%2Fcall`, `tools\\call` and
+/// `tools\u{2215}call` through: a router that collapses or trims slashes, decodes percent
+/// escapes or folds look-alike characters reads those as `tools/call` too. So the comparison is
+/// of the letters and digits alone, after percent escapes are decoded: every known method
+/// differs from every other in them.
 pub(crate) fn known_method_spelt_otherwise(method: &str) -> Option<&'static str> {
     if KNOWN_METHODS.contains(&method) {
         return None;
     }
     let squeezed = |name: &str| -> String {
-        crate::call::fold_key(name)
+        crate::call::fold_key(&percent_decoded(name))
             .chars()
-            .filter(|c| !c.is_whitespace() && !c.is_control())
+            .filter(char::is_ascii_alphanumeric)
             .collect()
     };
     let folded = squeezed(method);
@@ -398,6 +404,30 @@ pub(crate) fn known_method_spelt_otherwise(method: &str) -> Option<&'static str>
         .iter()
         .find(|known| squeezed(known) == folded)
         .copied()
+}
+
+/// `text` with each `%XX` escape decoded (as a URL router would), the rest as it is.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (bytes[at], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The keys of a JSON-RPC message, and of the `params` of the MCP requests and notifications

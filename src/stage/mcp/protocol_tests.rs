@@ -352,6 +352,14 @@ fn a_known_method_spelt_otherwise_is_refused() {
         ("Resources/Read", "resources/read"),
         ("prompts/get\\n", "prompts/get"),
         ("logging/setlevel", "logging/setLevel"),
+        // Found by a second review: what a router that collapses, trims or decodes reads alike.
+        ("tools//call", "tools/call"),
+        ("tools/call/", "tools/call"),
+        ("tools%2Fcall", "tools/call"),
+        ("tools%2fcall", "tools/call"),
+        ("tools\\\\call", "tools/call"),
+        ("tools\\u2215call", "tools/call"),
+        ("%74ools/call", "tools/call"),
     ] {
         let text = format!(
             r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"name":"write_file"}}}}"#
