@@ -735,6 +735,9 @@ fn a_copy_of_a_trees_contents_is_judged_file_by_file_where_it_lands() {
         // Found by a review: the destination named by `-t`.
         "cp -rt. tpl/.",
         "cp -r --target-directory . tpl/.",
+        // Found by a third review: a required value taken for the destination.
+        "cp -r tpl/. . --sparse auto",
+        "cp -rT tpl . --no-preserve all",
     ]
     .into_iter()
     .enumerate()

@@ -259,41 +259,84 @@ impl Chain {
 /// bit, would let that user put a key whose content they know in its place (a review pointed a
 /// link of its own at a root-owned file of public content, and forged seals with it).
 fn key_place(path: &Path) -> Result<(), String> {
+    use std::collections::VecDeque;
     use std::os::unix::fs::MetadataExt;
+    use std::path::{Component, PathBuf};
     let me = nix::unistd::geteuid().as_raw();
     let ours = |uid: u32| uid == me || uid == 0;
-    let real = std::fs::canonicalize(path).map_err(|err| format!("cannot open it: {err}"))?;
-    let as_named = path.ancestors().filter(|p| !p.as_os_str().is_empty());
-    for place in as_named.chain(real.ancestors().skip(1)) {
-        let Ok(link) = std::fs::symlink_metadata(place) else {
-            continue;
-        };
-        if link.file_type().is_symlink() && !ours(link.uid()) {
-            return Err(format!(
-                "\"{}\" on its way is a link of user {}: a key's path must be this user's to change",
-                place.display(),
-                link.uid()
-            ));
+    let refuse = |what: String| {
+        Err(format!(
+            "{what}: a key's path must be this user's to change"
+        ))
+    };
+    let start = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|err| format!("cannot open it: {err}"))?
+            .join(path)
+    };
+    // Walked a part at a time, each link read and followed where it stands (a third review hid
+    // another user's link in the middle of a chain of links), every folder visited checked.
+    let mut parts: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let push_front = |parts: &mut VecDeque<std::ffi::OsString>, path: &Path| {
+        for component in path.components().rev() {
+            match component {
+                Component::RootDir => parts.push_front("/".into()),
+                Component::CurDir => {}
+                Component::ParentDir => parts.push_front("..".into()),
+                Component::Normal(name) => parts.push_front(name.to_owned()),
+                Component::Prefix(_) => {}
+            }
         }
-        if place == path {
+    };
+    push_front(&mut parts, &start);
+    let mut at = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(part) = parts.pop_front() {
+        if part == "/" {
+            at = PathBuf::from("/");
             continue;
         }
-        let Ok(folder) = std::fs::metadata(place) else {
+        if part == ".." {
+            at.pop();
             continue;
-        };
+        }
+        let folder = std::fs::metadata(&at).map_err(|err| format!("cannot open it: {err}"))?;
         if !ours(folder.uid()) {
-            return Err(format!(
-                "its folder \"{}\" belongs to user {}: a key's path must be this user's to change",
-                place.display(),
+            return refuse(format!(
+                "its folder \"{}\" belongs to user {}",
+                at.display(),
                 folder.uid()
             ));
         }
         if folder.mode() & 0o002 != 0 && folder.mode() & 0o1000 == 0 {
-            return Err(format!(
-                "its folder \"{}\" can be written by anyone: a key's path must be this user's to change",
-                place.display()
+            return refuse(format!(
+                "its folder \"{}\" can be written by anyone",
+                at.display()
             ));
         }
+        let next = at.join(&part);
+        let link =
+            std::fs::symlink_metadata(&next).map_err(|err| format!("cannot open it: {err}"))?;
+        if link.file_type().is_symlink() {
+            if !ours(link.uid()) {
+                return refuse(format!(
+                    "\"{}\" on its way is a link of user {}",
+                    next.display(),
+                    link.uid()
+                ));
+            }
+            hops += 1;
+            if hops > 40 {
+                return Err("cannot open it: too many links on its way".to_owned());
+            }
+            let target =
+                std::fs::read_link(&next).map_err(|err| format!("cannot open it: {err}"))?;
+            push_front(&mut parts, &target);
+            continue;
+        }
+        at = next;
     }
     Ok(())
 }
@@ -548,6 +591,14 @@ mod tests {
             let inside = open_folder.join("audit.key");
             std::fs::copy(&open, &inside).unwrap();
             std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).unwrap();
+            // A link of another user's in the middle of a chain of links (a third review).
+            let middle = dir.path().join("middle");
+            std::os::unix::fs::symlink(&open, &middle).unwrap();
+            std::os::unix::fs::lchown(&middle, Some(65534), None).unwrap();
+            let chained = dir.path().join("chained.key");
+            std::os::unix::fs::symlink(&middle, &chained).unwrap();
+            let refused = Chain::from_key_option(Some(&chained)).unwrap_err().0;
+            assert!(refused.contains("is a link of user 65534"), "{refused}");
             std::fs::set_permissions(&open_folder, std::fs::Permissions::from_mode(0o777)).unwrap();
             let refused = Chain::from_key_option(Some(&inside)).unwrap_err().0;
             assert!(refused.contains("can be written by anyone"), "{refused}");

@@ -97,9 +97,15 @@ impl OperandWrites {
                     }
                     // getopt's unambiguous prefixes: `--t` is `--target-directory`, `--su`
                     // `--suffix`.
+                    // And the other long options whose value is required, so may be the next
+                    // word: `--sparse auto` (a third review had `auto` taken for where
+                    // `cp -r tpl/. . --sparse auto` lands), `--no-preserve all`.
                     let takes = if !name.is_empty() && "target-directory".starts_with(name) {
                         Some(OptionValue::Target)
-                    } else if name.len() >= 2 && "suffix".starts_with(name) {
+                    } else if (name.len() >= 2 && "suffix".starts_with(name))
+                        || (name.len() >= 2 && "sparse".starts_with(name))
+                        || (name.len() >= 4 && "no-preserve".starts_with(name))
+                    {
                         Some(OptionValue::Other)
                     } else {
                         None

@@ -120,8 +120,17 @@ fn a_target_directory_is_where_every_source_lands() {
     ] {
         assert_eq!(trees(command), tree("tpl/.", "."), "{command}");
     }
-    // `-S` takes a value that is no operand.
+    // `-S` takes a value that is no operand, and so do the long options whose value is required
+    // (found by a third review: `auto` was taken for where the tree landed).
     assert_eq!(trees("cp -S .bak -r tpl/. out"), tree("tpl/.", "out"));
+    for command in [
+        "cp -r tpl/. . --sparse auto",
+        "cp -r tpl/. . --sp auto",
+        "cp -r tpl/. . --no-preserve all",
+        "cp -r tpl/. . --no-p all",
+    ] {
+        assert_eq!(trees(command), tree("tpl/.", "."), "{command}");
+    }
     assert_eq!(trees("cp --suffix .bak -r tpl/. out"), tree("tpl/.", "out"));
     assert_eq!(
         trees("cp -r a/. b/. ."),
