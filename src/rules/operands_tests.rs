@@ -57,18 +57,24 @@ fn the_key_is_checked() {
     }
 }
 
+/// The tree copies `command` makes: (from, onto, sole).
+fn trees(command: &str) -> Vec<(String, String, bool)> {
+    let mut analysis = analyse(command);
+    rules().add_operand_writes(&mut analysis);
+    analysis
+        .tree_copies
+        .into_iter()
+        .map(|copy| (copy.from, copy.onto, copy.sole))
+        .collect()
+}
+
+/// One sole tree copy of `from` onto `onto`.
+fn tree(from: &str, onto: &str) -> Vec<(String, String, bool)> {
+    vec![(from.to_owned(), onto.to_owned(), true)]
+}
+
 #[test]
 fn a_copy_of_a_folders_contents_is_a_tree_copy() {
-    let trees = |command: &str| {
-        let mut analysis = analyse(command);
-        rules().add_operand_writes(&mut analysis);
-        analysis
-            .tree_copies
-            .into_iter()
-            .map(|copy| (copy.from, copy.onto, copy.sole))
-            .collect::<Vec<_>>()
-    };
-    let tree = |from: &str, onto: &str| vec![(from.to_owned(), onto.to_owned(), true)];
     assert_eq!(trees("cp -r tpl/. ."), tree("tpl/.", "."));
     assert_eq!(trees("cp -a tpl/./ ~"), tree("tpl/./", "~"));
     assert_eq!(trees("cp -r . /tmp/x"), tree(".", "/tmp/x"));
@@ -100,16 +106,6 @@ fn a_copy_of_a_folders_contents_is_a_tree_copy() {
 /// the only thing its command does (an earlier source may replace a later one's link).
 #[test]
 fn a_target_directory_is_where_every_source_lands() {
-    let trees = |command: &str| {
-        let mut analysis = analyse(command);
-        rules().add_operand_writes(&mut analysis);
-        analysis
-            .tree_copies
-            .into_iter()
-            .map(|copy| (copy.from, copy.onto, copy.sole))
-            .collect::<Vec<_>>()
-    };
-    let tree = |from: &str, onto: &str| vec![(from.to_owned(), onto.to_owned(), true)];
     for command in [
         "cp -rt. tpl/.",
         "cp -r -t . tpl/.",

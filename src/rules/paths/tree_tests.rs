@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::super::tests::{context, issue_rules};
-use super::super::{Leads, Links, PathContext};
+use super::super::{Leads, Links, PathContext, Tree};
 use super::*;
 
 fn copy(from: &str, onto: &str) -> TreeCopy {
@@ -14,9 +14,25 @@ fn copy(from: &str, onto: &str) -> TreeCopy {
     }
 }
 
+/// Decides `copy` with a door whose links lead as `leads` says and whose trees `tree` lists.
+fn decide_with_door(
+    copy: &TreeCopy,
+    leads: &dyn Fn(&Path, bool) -> Leads,
+    tree: &Tree,
+) -> PathJudgement {
+    let context = PathContext {
+        links: Some(Links {
+            leads,
+            present: &|_, _| true,
+            tree,
+        }),
+        ..context()
+    };
+    issue_rules().decide_tree_copy(copy, &Placed::of(context))
+}
+
 /// Decides `copy` where the door lists `tpl` (and only it) as holding `files`.
 fn decide_listed(copy: &TreeCopy, files: &[&str]) -> PathJudgement {
-    let leads = |_: &Path, _: bool| Leads::Elsewhere(Vec::new());
     let tree = |from: &Path| {
         if crate::rules::paths::normalized(from) == Path::new("/w/proj/tpl") {
             Ok(files.iter().map(PathBuf::from).collect())
@@ -24,15 +40,7 @@ fn decide_listed(copy: &TreeCopy, files: &[&str]) -> PathJudgement {
             Err("no such folder".to_owned())
         }
     };
-    let context = PathContext {
-        links: Some(Links {
-            leads: &leads,
-            present: &|_, _| true,
-            tree: &tree,
-        }),
-        ..context()
-    };
-    issue_rules().decide_tree_copy(copy, &Placed::of(context))
+    decide_with_door(copy, &|_, _| Leads::Elsewhere(Vec::new()), &tree)
 }
 
 #[test]
@@ -124,22 +132,10 @@ fn an_unlisted_tree_onto_a_link_to_the_root_may_write_any_file_there() {
         }
     };
     let tree = |_: &Path| Err("it holds over 10000 entries".to_owned());
-    let context = PathContext {
-        links: Some(Links {
-            leads: &leads,
-            present: &|_, _| true,
-            tree: &tree,
-        }),
-        ..context()
-    };
-    let placed = Placed::of(context);
-    let rules = issue_rules();
-    let judged = rules.decide_tree_copy(&copy("big/.", "dot"), &placed);
+    let judged = decide_with_door(&copy("big/.", "dot"), &leads, &tree);
     assert_eq!(judged.decision, Decision::Deny, "{judged:?}");
     assert_eq!(
-        rules
-            .decide_tree_copy(&copy("big/.", "out"), &placed)
-            .decision,
+        decide_with_door(&copy("big/.", "out"), &leads, &tree).decision,
         Decision::Allow
     );
 }
