@@ -442,8 +442,9 @@ impl Summariser {
                 }
             }
             // sc-sandbox's egress and sc-inbox's answers: about calls the doors' own events
-            // count, so not calls themselves, and no problem.
-            "sandbox" | "inbox" => {}
+            // count, so not calls themselves, and no problem. sc-exec's `exec-start`, written
+            // before a backend starts, is not an outcome: the call's `exec` event counts it.
+            "sandbox" | "inbox" | "exec-start" => {}
             other => return Err(EventProblem::UnknownStage(Value::String(other.to_owned()))),
         }
         Ok(())
@@ -799,3 +800,7 @@ pub fn summarise_filtered<R: Read>(
     }
     summariser.finish()
 }
+
+#[cfg(test)]
+#[path = "summariser_tests.rs"]
+mod tests;
