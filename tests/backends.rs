@@ -542,10 +542,29 @@ fn with_jobs_output_stays_in_input_order() {
             assert_eq!(record["outcome"]["result"]["n"], n, "{record}");
         }
     }
-    // The audit log has one event per record, in the same order.
+    // The audit log has one exec event per record, in the same order, and each backend's
+    // exec-start (written when it started) before its exec event.
     let events = scratch.audit_events();
-    let event_ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let at = |stage: &str, id: &str| {
+        events
+            .iter()
+            .position(|e| e["stage"] == stage && e["id"] == id)
+    };
+    let event_ids: Vec<&str> = events
+        .iter()
+        .filter(|e| e["stage"] == "exec")
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
     assert_eq!(event_ids, expected);
+    for (n, id) in expected.iter().enumerate() {
+        let (start, exec) = (at("exec-start", id), at("exec", id).unwrap());
+        if n % 10 == 9 {
+            assert_eq!(start, None, "{id} was not run");
+        } else {
+            assert!(start.is_some_and(|start| start < exec), "{id}");
+        }
+    }
+    assert_eq!(events.len(), 100 + 90);
 }
 
 #[test]

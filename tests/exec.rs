@@ -336,6 +336,46 @@ fn an_unwritable_audit_log_stops_it_with_nothing_emitted() {
 }
 
 #[test]
+fn an_unwritable_audit_log_runs_no_backend() {
+    // The backend's effect is a file; the log cannot take its `exec-start` event, so it must
+    // never start (it used to run, and only its `exec` event was lost).
+    let scratch = Scratch::new();
+    let marker = scratch.path("the-backend-ran");
+    let tools = scratch.write(
+        "tools.json",
+        json!({"write_note": {
+            "command": ["/bin/sh", "-c", "touch \"$MARKER\"; echo '{}'"],
+            "env": {"PATH": "/usr/bin:/bin", "MARKER": marker},
+        }})
+        .to_string(),
+    );
+    let note =
+        json!({"agent": "scribe", "tool": "write_note", "args": {"title": "t"}, "source": "user"});
+    for jobs in ["1", "2"] {
+        let output = crate::util::bare_cmd("sc-exec")
+            .args(["--audit", "/dev/full", "--jobs", jobs, "--tools"])
+            .arg(&tools)
+            .timeout(PROCESS_LIMIT)
+            .write_stdin(stream(&[record("n-1", note.clone(), "allow", None)]))
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        assert!(
+            !marker.exists(),
+            "jobs {jobs}: the backend ran with no event of it"
+        );
+        assert!(output.stdout.is_empty(), "jobs {jobs}: a record left");
+        let stderr = stderr_text(&output);
+        assert!(
+            stderr.contains("cannot write the audit log /dev/full"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
 fn a_bad_policy_file_exits_2_naming_it() {
     let scratch = Scratch::new();
     let malformed = scratch.write("malformed-policy.json", "{\"holdAboveAmount\": ");

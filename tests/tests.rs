@@ -14,6 +14,7 @@ mod commands;
 mod docs;
 mod elicitation;
 mod exec;
+mod exec_start;
 mod faults;
 mod forgery;
 mod gate;

@@ -32,6 +32,9 @@ use skeleton_crew::store::{StateHandle, StateUrl, View};
 /// this stage's audit log and crew; where no sandbox can be made (no bubblewrap, no sc-sandbox,
 /// a `sandbox` key that cannot be placed here), it is not run, and its record is `failed` with a
 /// reason naming what is missing.
+/// Before it starts a backend, sc-exec appends the call's `exec-start` event to the audit log and
+/// waits for it: when the log cannot be written, the backend is not run and sc-exec stops (exit
+/// status 1). The `exec` event with the outcome follows once the backend has ended.
 /// Exit status: 0 done, 1 runtime failure (I/O, audit log, a state store unavailable at start),
 /// 2 usage, policy or tools file error.
 #[derive(Parser)]

@@ -37,6 +37,9 @@ pub enum Stage {
     Gate,
     Approve,
     Exec,
+    /// sc-exec's write-ahead record: a backend is about to start (its `exec` event follows
+    /// with the outcome).
+    ExecStart,
 }
 
 impl Stage {
@@ -45,6 +48,7 @@ impl Stage {
             Stage::Gate => "gate",
             Stage::Approve => "approve",
             Stage::Exec => "exec",
+            Stage::ExecStart => "exec-start",
         }
     }
 }
@@ -308,7 +312,7 @@ mod tests {
 
     #[test]
     fn an_event_starts_as_its_fields_written_one_by_one() {
-        for stage in [Stage::Gate, Stage::Approve, Stage::Exec] {
+        for stage in [Stage::Gate, Stage::Approve, Stage::Exec, Stage::ExecStart] {
             for id in ["x-1", "a\"b\\c\u{1}é"] {
                 let line = event_in(b"{}\n".to_vec(), stage, id)
                     .str_field("decision", "allow")

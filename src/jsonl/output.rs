@@ -219,6 +219,16 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.write_out(records, narration, true)
     }
 
+    /// Appends `event` (one whole line) after every event queued before it, and returns only
+    /// once it is in the log, the records queued leaving with it ([`StageOutput::commit`]). For an
+    /// act that must not happen unrecorded (sc-exec's backends): the act follows only on `Ok`,
+    /// and on an error nothing queued leaves.
+    pub(crate) fn write_ahead(&mut self, event: &[u8]) -> Result<()> {
+        debug_assert!(event.ends_with(b"\n"));
+        self.pending_audit.extend_from_slice(event);
+        self.commit()
+    }
+
     /// Sends the batch's audit events to the auditor thread and keeps its records until they
     /// are appended; first lands the batch sent before.
     fn commit_in_background(&mut self) -> Result<()> {
@@ -283,3 +293,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.commit()
     }
 }
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

@@ -21,6 +21,12 @@
 //! made one record at a time in input order, and records and their audit events always leave in
 //! input order, each event before its record.
 //!
+//! No backend starts unless the log already says it is about to: before it starts, sc-exec appends
+//! the call's `exec-start` event ([`start`]), with every event queued before it, and waits for the
+//! append. If the log cannot be written, the backend is not run and the stage stops, as on any
+//! failed append. With `jobs` above 1 a start is written when its backend starts, so it may come
+//! before the `exec` events of earlier calls still running.
+//!
 //! sc-exec's own state (what its re-check counted) lives in memory for the stream, or, with
 //! `--state` or `--crew`, in a shared store under the crew's `exec` view, apart from the gate's
 //! (which counted the same calls once already). A record whose state cannot be read or written
@@ -38,6 +44,7 @@ use crate::audit::chain::{Chain, Link};
 use crate::audit::{self, IdMinter, Stage};
 pub mod backends;
 mod replays;
+mod start;
 pub mod tools;
 
 use crate::call::{Call, Malformed};
@@ -359,7 +366,7 @@ pub enum Plan<'t> {
     },
 }
 
-impl Plan<'_> {
+impl<'t> Plan<'t> {
     /// Carries the plan out: runs the backend, if there is one to run.
     pub fn run(self) -> Acted {
         match self {
@@ -395,8 +402,22 @@ impl Plan<'_> {
         }
     }
 
+    #[cfg(test)]
     fn is_backend(&self) -> bool {
         matches!(self, Plan::Backend { .. })
+    }
+
+    /// The backend the plan starts, if it starts one: not one that asks for the sandbox and has
+    /// none, which [`Plan::run`] fails at once without starting anything.
+    fn backend_to_start(&self) -> Option<&'t Backend> {
+        match self {
+            Plan::Backend {
+                backend, sandbox, ..
+            } if !backend.sandboxed() || sandbox.as_deref().is_some_and(Result::is_ok) => {
+                Some(backend)
+            }
+            Plan::Backend { .. } | Plan::Settled(_) => None,
+        }
     }
 }
 
@@ -702,20 +723,29 @@ impl<'scope, 'env> Window<'scope, 'env> {
     /// Acts on a readable record: at once, or, with jobs above 1 and a backend to run, on a
     /// thread of its own once there is room and the agent's earlier calls are done. Before a
     /// backend starts, the records already settled leave (audited first), since a backend may
-    /// take a while.
+    /// take a while, and its `exec-start` event is in the log ([`start`]): when that append
+    /// fails, the backend does not run and the error stops the stage.
     fn push<W: Write, E: Write>(
         &mut self,
         parts: Parts,
         plan: Plan<'env>,
         output: &mut StageOutput<W, E>,
     ) -> Result<()> {
-        if !plan.is_backend() {
+        let Some(backend) = plan.backend_to_start() else {
             let acted = plan.run();
             self.push_ready(finish(parts, acted), output);
             return Ok(());
-        }
+        };
+        let started = start::event(&start::Starting {
+            id: &parts.id,
+            agent: &parts.agent,
+            tool: &parts.tool,
+            decision: parts.effective.decision,
+            backend,
+            store: parts.store.as_ref(),
+        });
         if self.jobs == 1 {
-            output.commit()?;
+            output.write_ahead(&started)?;
             let acted = plan.run();
             self.push_ready(finish(parts, acted), output);
             return Ok(());
@@ -724,7 +754,7 @@ impl<'scope, 'env> Window<'scope, 'env> {
             self.emit_front(output);
         }
         self.emit_finished(output);
-        output.commit()?;
+        output.write_ahead(&started)?;
         let handle = self.scope.spawn(move || plan.run());
         self.slots.push_back(Slot::Running {
             parts: Box::new(parts),

@@ -1,0 +1,82 @@
+use super::*;
+use std::sync::{Arc, Mutex};
+
+/// What a sink was given, one entry an append; `fail` makes every append fail.
+#[derive(Clone, Default)]
+struct Recording {
+    appends: Arc<Mutex<Vec<Vec<u8>>>>,
+    fail: bool,
+}
+
+impl AuditSink for Recording {
+    fn append(&mut self, lines: &[u8]) -> Result<()> {
+        if self.fail {
+            anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
+        }
+        self.appends.lock().unwrap().push(lines.to_vec());
+        Ok(())
+    }
+}
+
+/// Stdout kept where the test can read it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn output(sink: &Recording, stdout: &Shared) -> StageOutput<Shared, Vec<u8>> {
+    StageOutput::new(sink.clone(), stdout.clone(), None)
+}
+
+#[test]
+fn a_write_ahead_event_is_appended_after_what_was_queued_and_waited_for() {
+    let (sink, stdout) = (Recording::default(), Shared::default());
+    let mut out = output(&sink, &stdout);
+    out.emit(b"{\"e\":1}\n", b"{\"r\":1}\n");
+    out.write_ahead(b"{\"start\":2}\n").unwrap();
+    assert_eq!(
+        *sink.appends.lock().unwrap(),
+        vec![b"{\"e\":1}\n{\"start\":2}\n".to_vec()],
+        "one append, the queued event first, and done when it returns"
+    );
+    assert_eq!(*stdout.0.lock().unwrap(), b"{\"r\":1}\n");
+}
+
+#[test]
+fn a_write_ahead_that_fails_is_an_error_and_nothing_queued_leaves() {
+    let sink = Recording {
+        fail: true,
+        ..Recording::default()
+    };
+    let stdout = Shared::default();
+    let mut out = output(&sink, &stdout);
+    out.emit(b"{\"e\":1}\n", b"{\"r\":1}\n");
+    let err = out.write_ahead(b"{\"start\":2}\n").unwrap_err();
+    assert!(format!("{err:#}").contains("/dev/full"), "{err:#}");
+    assert!(stdout.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_write_ahead_waits_for_the_batch_the_audit_thread_is_appending() {
+    let (sink, stdout) = (Recording::default(), Shared::default());
+    let mut out = output(&sink, &stdout);
+    // A batch large enough to go to the audit thread while input flows.
+    let record = vec![b'x'; BATCH_BYTES];
+    out.emit(b"{\"e\":1}\n", &record);
+    out.commit_if_due(true).unwrap();
+    out.write_ahead(b"{\"start\":2}\n").unwrap();
+    assert_eq!(
+        *sink.appends.lock().unwrap(),
+        vec![b"{\"e\":1}\n".to_vec(), b"{\"start\":2}\n".to_vec()]
+    );
+    assert_eq!(stdout.0.lock().unwrap().len(), BATCH_BYTES);
+}
