@@ -1,5 +1,6 @@
 //! Process tests: each binary run as users run it, through assert_cmd, pipes and pseudo-terminals.
 
+mod full_disk;
 mod terminal;
 mod util;
 
