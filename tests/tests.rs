@@ -8,6 +8,7 @@ mod adversarial;
 mod approve;
 mod architecture;
 mod argrules;
+mod audit_file;
 mod backends;
 mod chain;
 mod coding_agents;
