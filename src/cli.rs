@@ -51,13 +51,13 @@ impl AuditArgs {
 
     /// Opens the log with a chain already loaded (by [`AuditArgs::chain`]).
     pub fn open_with_chain(&self, chain: Chain) -> Result<AuditLog> {
-        AuditLog::open_with(
+        Ok(AuditLog::open_with(
             &self.audit,
             AuditOptions {
                 chain,
                 fsync: self.fsync,
             },
-        )
+        )?)
     }
 }
 

@@ -313,12 +313,19 @@ fn every_record_gets_an_outcome_and_an_exec_event() {
 
 #[test]
 fn an_unwritable_audit_log_stops_it_with_nothing_emitted() {
+    // The log opens, and its first append fails: the file system is full.
+    let Some(disk) = crate::full_disk::FullDisk::new() else {
+        return;
+    };
     let input = stream(&[
         record("a", search("x"), "allow", None),
         record("b", payment(750), "hold", Some(approval(true))),
     ]);
-    let output = crate::util::bare_cmd("sc-exec")
-        .args(["--audit", "/dev/full"])
+    let log = disk.log();
+    let output = disk
+        .cmd("sc-exec")
+        .arg("--audit")
+        .arg(&log)
         .timeout(PROCESS_LIMIT)
         .write_stdin(input)
         .assert()
@@ -331,7 +338,10 @@ fn an_unwritable_audit_log_stops_it_with_nothing_emitted() {
         String::from_utf8_lossy(&output.stdout)
     );
     let stderr = stderr_text(&output);
-    assert!(stderr.contains("/dev/full"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot write the audit log {}", log.display())),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
@@ -351,9 +361,17 @@ fn an_unwritable_audit_log_runs_no_backend() {
     );
     let note =
         json!({"agent": "scribe", "tool": "write_note", "args": {"title": "t"}, "source": "user"});
+    // The log opens (a regular file) and its first append fails: the file system is full.
+    let Some(disk) = crate::full_disk::FullDisk::new() else {
+        return;
+    };
+    let log = disk.log();
     for jobs in ["1", "2"] {
-        let output = crate::util::bare_cmd("sc-exec")
-            .args(["--audit", "/dev/full", "--jobs", jobs, "--tools"])
+        let output = disk
+            .cmd("sc-exec")
+            .arg("--audit")
+            .arg(&log)
+            .args(["--jobs", jobs, "--tools"])
             .arg(&tools)
             .timeout(PROCESS_LIMIT)
             .write_stdin(stream(&[record("n-1", note.clone(), "allow", None)]))
@@ -368,7 +386,7 @@ fn an_unwritable_audit_log_runs_no_backend() {
         assert!(output.stdout.is_empty(), "jobs {jobs}: a record left");
         let stderr = stderr_text(&output);
         assert!(
-            stderr.contains("cannot write the audit log /dev/full"),
+            stderr.contains(&format!("cannot write the audit log {}", log.display())),
             "{stderr}"
         );
         assert!(!stderr.contains("panicked"), "{stderr}");

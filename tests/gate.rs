@@ -386,19 +386,26 @@ fn the_default_audit_log_is_logs_audit_jsonl_in_the_working_folder() {
 
 #[test]
 fn an_unwritable_audit_log_stops_the_gate_before_any_verdict() {
-    if !Path::new("/dev/full").exists() {
-        eprintln!("skipped: no /dev/full");
+    // The log opens, and its first append fails: the file system is full.
+    let Some(disk) = crate::full_disk::FullDisk::new() else {
         return;
-    }
+    };
     let input: String = (0..2000)
         .map(|i| tagged_call(&format!("c{i}")) + "\n")
         .collect();
-    let output = run(bare_cmd("sc-gate")
-        .args(["--quiet", "--audit", "/dev/full"])
+    let log = disk.log();
+    let output = run(disk
+        .cmd("sc-gate")
+        .arg("--quiet")
+        .arg("--audit")
+        .arg(&log)
         .write_stdin(input));
     assert_eq!(output.status.code(), Some(1), "{}", stderr_text(&output));
     let stderr = stderr_text(&output);
-    assert!(stderr.contains("audit log"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot write the audit log {}", log.display())),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
         output.stdout.is_empty(),

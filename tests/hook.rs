@@ -456,15 +456,22 @@ fn an_unwritable_audit_log_or_state_exits_2() {
         .output()
         .unwrap();
     assert_blocked(&out, "audit log");
-    // The audit log opens but cannot be written.
-    let state = scratch.path("state/state.sqlite");
-    let out = bare_cmd("sc-hook")
-        .args(["--policy", policy, "--audit", "/dev/full"])
-        .args(["--state", state.to_str().unwrap()])
-        .write_stdin(input.clone())
-        .output()
-        .unwrap();
-    assert_blocked(&out, "cannot write the audit log /dev/full");
+    // The audit log opens but cannot be written: the file system is full.
+    if let Some(disk) = crate::full_disk::FullDisk::new() {
+        let state = scratch.path("state/state.sqlite");
+        let log = disk.log();
+        let out = disk
+            .cmd("sc-hook")
+            .args(["--policy", policy, "--audit", log.to_str().unwrap()])
+            .args(["--state", state.to_str().unwrap()])
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert_blocked(
+            &out,
+            &format!("cannot write the audit log {}", log.display()),
+        );
+    }
     // The state store's folder is a file.
     let not_a_folder = scratch.write("not-a-folder", "x");
     assert_blocked(
@@ -1117,14 +1124,24 @@ fn a_post_tool_use_that_cannot_be_recorded_exits_2() {
     }
     // Nothing was recorded as run: each refusal is audited as a denial, and only that.
     assert_refusals_audited(&scratch, 6);
-    let out = bare_cmd("sc-hook")
-        .args(["--policy", claude_code_policy().to_str().unwrap()])
-        .args(["--audit", "/dev/full", "--state"])
-        .arg(scratch.path("state/state.sqlite"))
-        .write_stdin(recorded_post("bash"))
-        .output()
-        .unwrap();
-    assert_blocked(&out, "cannot write the audit log /dev/full");
+    // An audit log that opens but cannot be written (a full file system) blocks it too.
+    if let Some(disk) = crate::full_disk::FullDisk::new() {
+        let log = disk.log();
+        let out = disk
+            .cmd("sc-hook")
+            .args(["--policy", claude_code_policy().to_str().unwrap()])
+            .arg("--audit")
+            .arg(&log)
+            .arg("--state")
+            .arg(scratch.path("state/state.sqlite"))
+            .write_stdin(recorded_post("bash"))
+            .output()
+            .unwrap();
+        assert_blocked(
+            &out,
+            &format!("cannot write the audit log {}", log.display()),
+        );
+    }
     store_links(&scratch, SESSION, r#"{"toolUses":[]}"#);
     assert_blocked(
         &hook(&scratch, &recorded_post("bash")),

@@ -990,12 +990,26 @@ fn the_servers_stderr_passes_through_and_sensitive_calls_hold_after_taint() {
 
 #[test]
 fn an_unwritable_audit_log_stops_the_proxy_before_anything_runs() {
+    // The log opens, and its first append fails: the file system is full.
+    let Some(disk) = crate::full_disk::FullDisk::new() else {
+        return;
+    };
     let scratch = Scratch::new();
     let policy = testdata("mcp/fake-policy.json");
-    let mut cmd = Proxy::spawn(
+    let log = disk.log();
+    let mut cmd = Proxy::spawn_command(
+        disk.std_command(&bin_path("sc-mcp")),
         &scratch,
-        &["--policy", policy.to_str().unwrap(), "--audit", "/dev/full"],
+        scratch.dir.path(),
+        &[],
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            log.to_str().unwrap(),
+        ],
         &fake_server(),
+        Tty::None,
     );
     cmd.initialize();
     let answer = cmd.call(1, "echo", json!({"x": 1}));
@@ -1009,7 +1023,12 @@ fn an_unwritable_audit_log_stops_the_proxy_before_anything_runs() {
     );
     let done = cmd.finish();
     assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
-    assert!(done.stderr.contains("/dev/full"), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains(&format!("cannot write the audit log {}", log.display())),
+        "{}",
+        done.stderr
+    );
     assert!(!server_received(&scratch).contains("tools/call"));
 }
 

@@ -1,5 +1,6 @@
 //! Process tests: each binary run as users run it, through assert_cmd, pipes and pseudo-terminals.
 
+mod full_disk;
 mod terminal;
 mod util;
 
@@ -7,6 +8,7 @@ mod adversarial;
 mod approve;
 mod architecture;
 mod argrules;
+mod audit_file;
 mod backends;
 mod chain;
 mod coding_agents;

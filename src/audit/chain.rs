@@ -21,7 +21,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use hmac::{Hmac, Mac};
@@ -221,7 +221,13 @@ impl Chain {
     fn load_key(path: &Path) -> Result<Chain, UsageError> {
         let fail = |why: String| UsageError(format!("audit key {}: {why}", path.display()));
         key_place(path).map_err(fail)?;
-        let mut file = File::open(path).map_err(|err| fail(format!("cannot open it: {err}")))?;
+        // O_NONBLOCK: a FIFO named as the key opens at once and is refused below as not a
+        // regular file, instead of waiting for a writer (a regular file's reads ignore it).
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|err| fail(format!("cannot open it: {err}")))?;
         let meta = file.metadata().map_err(|err| fail(err.to_string()))?;
         if !meta.is_file() {
             return Err(fail("not a regular file".into()));
@@ -552,6 +558,21 @@ mod tests {
             seal(b"{}", Head::genesis()),
             format!("{{\"seq\":1,\"prev\":\"{GENESIS}\"}}").into_bytes()
         );
+    }
+
+    #[test]
+    fn a_key_that_is_a_device_or_a_fifo_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("audit.key");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // Opened without O_NONBLOCK, the FIFO would wait for a writer and the test never end.
+        for path in [fifo.as_path(), Path::new("/dev/null")] {
+            let refused = Chain::from_key_option(Some(path)).unwrap_err().0;
+            assert_eq!(
+                refused,
+                format!("audit key {}: not a regular file", path.display())
+            );
+        }
     }
 
     #[test]

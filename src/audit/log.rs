@@ -7,7 +7,9 @@
 //! - `exec`: `agent`, `tool`, `decision` (the one acted on), `outcome` (as added to the record).
 //!
 //! Several stages append at once: every append is one `write` of whole lines under an exclusive
-//! `flock`, on a file opened with `O_APPEND`, so lines never interleave. A failed append is an
+//! `flock`, on a file opened with `O_APPEND`, so lines never interleave. The log must be a regular
+//! file (a link to one is followed): `/dev/null`, a FIFO or a socket is refused at the open
+//! ([`super::file`]), as it would take every event and keep none. A failed append is an
 //! error the stage must stop on: nothing leaves a stage that was not audited first.
 //!
 //! Every event is sealed into the file's hash chain ([`crate::chain`]) under the same lock: the
@@ -17,16 +19,16 @@
 //! describes leave the stage.
 
 use std::collections::hash_map::RandomState;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
 use super::chain::{self, Chain, Head};
+use super::file::LogFileError;
 use crate::json_write::JsonLine;
 
 pub const DEFAULT_AUDIT_PATH: &str = "logs/audit.jsonl";
@@ -83,26 +85,15 @@ pub struct AuditLog {
 impl AuditLog {
     /// Opens the log for appending (unkeyed, without fsync), creating it and its folder when
     /// missing.
-    pub fn open(path: &Path) -> Result<AuditLog> {
+    pub fn open(path: &Path) -> Result<AuditLog, LogFileError> {
         AuditLog::open_with(path, AuditOptions::default())
     }
 
-    /// Opens the log for appending with the given chain and sync options.
-    pub fn open_with(path: &Path, options: AuditOptions) -> Result<AuditLog> {
-        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).with_context(|| {
-                format!("cannot create the audit log's folder {}", folder.display())
-            })?;
-        }
-        // Created readable by its owner only: events carry every call's arguments and the
-        // approvals given, which are nobody else's to read or to replay.
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
-            .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+    /// Opens the log for appending with the given chain and sync options: every stage and door
+    /// opens its log here, and a log that is not a regular file is refused
+    /// ([`super::file::open_to_append`]).
+    pub fn open_with(path: &Path, options: AuditOptions) -> Result<AuditLog, LogFileError> {
+        let file = super::file::open_to_append(path)?;
         Ok(AuditLog {
             file,
             path: path.to_owned(),
@@ -458,12 +449,33 @@ mod tests {
     }
 
     #[test]
-    fn a_full_device_is_an_error() {
-        let mut log = AuditLog::open(Path::new("/dev/full")).unwrap();
+    fn a_write_that_fails_after_the_open_is_an_error_naming_the_log() {
+        // The stages' full-disk tests (ENOSPC on a small tmpfs) run the binaries; here the
+        // file is one the write cannot go to, as an open that succeeded and a write that fails.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, b"").unwrap();
+        let mut log = AuditLog {
+            file: File::open(&path).unwrap(),
+            path: path.clone(),
+            options: AuditOptions::default(),
+            known_end: None,
+            sealed: Vec::new(),
+        };
         let err = log.append(b"{}\n").unwrap_err();
         assert!(
-            format!("{err:#}").contains("cannot write the audit log /dev/full"),
+            format!("{err:#}").contains(&format!("cannot write the audit log {}", path.display())),
             "{err:#}"
+        );
+        assert!(!log.appended());
+    }
+
+    #[test]
+    fn a_device_is_refused_at_the_open() {
+        let err = AuditLog::open(Path::new("/dev/full")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot open the audit log /dev/full: it is a character device, not a regular file"
         );
     }
 }

@@ -5,11 +5,13 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::blocks::{read_block, Block, Line, Long, Splitter, Worker};
 use super::chain::{Chain, Link, Unauthentic};
+use super::file::{open_to_verify, LogFileError};
 use super::scan;
 
 /// Event lines longer than this are treated as broken, not read whole.
@@ -236,6 +238,38 @@ impl<'c, R: Read> SeenLines<'c, R> {
             }
         }
     }
+}
+
+/// Why a log file's chain could not be walked: it could not be opened, or is not a regular file
+/// ([`super::file`]), or could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyFileError {
+    #[error(transparent)]
+    File(#[from] LogFileError),
+    #[error("cannot read the audit log {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Verifies the log file at `path` as [`verify`] does. It must be a regular file: `/dev/null`, a
+/// FIFO or a socket reads as an empty log, which would be called intact.
+pub fn verify_file(
+    path: &Path,
+    chain: &Chain,
+    expected_head: Option<Link>,
+) -> Result<Result<Intact, ChainBreak>, VerifyFileError> {
+    let mut first = Some(open_to_verify(path)?);
+    let reopen = || match first.take() {
+        Some(file) => Ok(file),
+        None => open_to_verify(path).map_err(io::Error::other),
+    };
+    verify(reopen, chain, expected_head).map_err(|source| VerifyFileError::Read {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Verifies a log. `reopen` gives the log again from the start, for the second pass that tells an

@@ -144,7 +144,7 @@ pub fn run(options: &RunOptions) -> Result<Ended, SandboxError> {
                     fsync: false,
                 },
             );
-            Some(log.map_err(SandboxError::Audit)?)
+            Some(log.map_err(|err| SandboxError::Audit(err.into()))?)
         }
         None => None,
     };
