@@ -27,7 +27,9 @@ pub struct AuditArgs {
     /// Audit log to append to (created with its folder when missing).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_AUDIT_PATH)]
     pub audit: PathBuf,
-    /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
+    /// Key file for an HMAC-SHA-256 chain (a regular file of at least 16 bytes, mode 600, owned by
+    /// you, reached through no link or folder another user owns and no folder anyone may write
+    /// without the sticky bit); also read from the file
     /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. With it, sc-gate also
     /// seals each verdict and sc-approve each approval, and sc-exec acts only on sealed verdicts
     /// and runs a held call only on an approval sealed under it.
@@ -76,7 +78,9 @@ pub struct AgentAuditArgs {
     /// the folder is created mode 700, and the state store is state.sqlite in it].
     #[arg(long, value_name = "PATH")]
     pub audit: Option<PathBuf>,
-    /// Key file for an HMAC-SHA-256 chain (mode 600, at least 16 bytes); also read from the file
+    /// Key file for an HMAC-SHA-256 chain (a regular file of at least 16 bytes, mode 600, owned by
+    /// you, reached through no link or folder another user owns and no folder anyone may write
+    /// without the sticky bit); also read from the file
     /// named by SC_AUDIT_KEY_FILE. Without a key the chain is plain SHA-256. With it, sc-gate also
     /// seals each verdict and sc-approve each approval, and sc-exec acts only on sealed verdicts
     /// and runs a held call only on an approval sealed under it.

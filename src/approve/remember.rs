@@ -139,8 +139,9 @@ impl Remember {
             return narrow(
                 approval,
                 format!(
-                    "the deciding door offered only {} for this hold (a tool in the policy's neverRemember gets no grant)",
-                    offered.join(", ")
+                    "the deciding door offered only {} for this hold ({})",
+                    offered.join(", "),
+                    not_offered_because(scope, given.grantable)
                 ),
             );
         }
@@ -220,3 +221,18 @@ fn given_by(by: AnsweredBy) -> Option<GivenBy> {
         AnsweredBy::ClaudeCode | AnsweredBy::None => None,
     }
 }
+
+/// Why a deciding door did not offer `scope`: a `value` grant needs untrusted values that value
+/// provenance named, while a door offers `once` alone for a tool in the policy's `neverRemember`
+/// or for a verdict whose offer cannot be trusted (unsealed under the key).
+fn not_offered_because(scope: Scope, grantable: &Grantable) -> &'static str {
+    if scope == Scope::Value && grantable.offers(Scope::Call) {
+        "value provenance named no untrusted value in this call, so there is no value to trust"
+    } else {
+        "a tool in the policy's neverRemember, or a verdict whose offer could not be trusted, gets no grant"
+    }
+}
+
+#[cfg(test)]
+#[path = "remember_tests.rs"]
+mod tests;

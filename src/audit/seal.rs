@@ -41,13 +41,18 @@ pub(crate) fn verdict_seal(
     let decision = decision.as_str().as_bytes();
     let decision_len = (decision.len() as u64).to_be_bytes();
     // The reasons as the stages read them (each string, decoded), counted and length-prefixed.
-    let mut reasons_part =
-        Vec::with_capacity(8 + reasons.iter().map(|r| 8 + r.len()).sum::<usize>());
-    reasons_part.extend_from_slice(&(reasons.len() as u64).to_be_bytes());
-    for reason in reasons {
-        reasons_part.extend_from_slice(&(reason.len() as u64).to_be_bytes());
-        reasons_part.extend_from_slice(reason.as_bytes());
-    }
+    // No reasons (every allow and deny) is a count of zero, written without a buffer.
+    let reasons_part: std::borrow::Cow<[u8]> = if reasons.is_empty() {
+        std::borrow::Cow::Borrowed(&[0u8; 8])
+    } else {
+        let mut part = Vec::with_capacity(8 + reasons.iter().map(|r| 8 + r.len()).sum::<usize>());
+        part.extend_from_slice(&(reasons.len() as u64).to_be_bytes());
+        for reason in reasons {
+            part.extend_from_slice(&(reason.len() as u64).to_be_bytes());
+            part.extend_from_slice(reason.as_bytes());
+        }
+        std::borrow::Cow::Owned(part)
+    };
     let (has_grantable, grantable) = match grantable {
         Some(grantable) => (&[1u8][..], grantable.as_bytes()),
         None => (&[0u8][..], &b""[..]),
@@ -92,3 +97,7 @@ pub(crate) fn approval_mac(
         &approval_json,
     ])
 }
+
+#[cfg(test)]
+#[path = "seal_tests.rs"]
+mod tests;
