@@ -1,8 +1,9 @@
 use super::*;
 
 fn narrowed(scope: Scope, offered: &[Scope]) -> String {
-    let (call, _) = Call::scan_line(br#"{"agent":"a","tool":"send_payment","args":{"amount":500}}"#)
-        .expect("a call");
+    let (call, _) =
+        Call::scan_line(br#"{"agent":"a","tool":"send_payment","args":{"amount":500}}"#)
+            .expect("a call");
     let grantable = Grantable {
         scopes: offered.to_vec(),
         ..Grantable::default()

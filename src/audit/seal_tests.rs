@@ -8,7 +8,14 @@ use crate::audit::chain::Chain;
 fn a_verdict_seal_is_the_hmac_of_its_documented_parts() {
     let chain = Chain::Keyed(b"0123456789abcdef".to_vec());
     let call = r#"{"agent":"a","tool":"t","args":{}}"#;
-    let allow = verdict_seal(&chain, "g-1", call, Decision::Allow, &["not sealed".into()], None);
+    let allow = verdict_seal(
+        &chain,
+        "g-1",
+        call,
+        Decision::Allow,
+        &["not sealed".into()],
+        None,
+    );
     assert_eq!(
         allow.expect("keyed").to_string(),
         "80291b1b6660dcd91e59819772cbdf5df64c22756b44556aeff90914467155a6"
