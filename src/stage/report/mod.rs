@@ -23,6 +23,7 @@ mod questions;
 pub(crate) mod questions_render;
 mod render;
 mod scan;
+mod starts;
 pub(crate) mod suggest;
 mod summariser;
 mod summary;

@@ -45,6 +45,7 @@ use super::event::{strings, EventView, Reasons, StateView};
 use super::listing::Listing;
 use super::listing::LISTED;
 use super::summary::*;
+use super::starts::{StartLine, Starts};
 use super::timeline::Timeline;
 use super::window::{CallId, IdIndex};
 use crate::audit::blocks::Worker;
@@ -207,6 +208,10 @@ pub struct Summariser {
     /// With the filter's agent: the events of that agent (its calls' events, and the resets of
     /// its state), which the summary counts instead of every event read.
     pub(super) agent_events: u64,
+    /// sc-exec's starts still waiting for their outcome ([`Starts`]).
+    pub(super) starts: Starts,
+    /// The log and line being read, for a start's problem.
+    pub(super) reading: (Rc<str>, u64),
 }
 
 impl Default for Summariser {
@@ -238,6 +243,8 @@ impl Summariser {
             problems: Listing::default(),
             timeline: None,
             agent_events: 0,
+            starts: Starts::default(),
+            reading: ("".into(), 0),
         }
     }
 
@@ -267,6 +274,7 @@ impl Summariser {
     /// kept). The lines are read on a second thread (see [`crate::audit::blocks`]) and joined on this one.
     pub fn read_log(&mut self, name: &str, mut log: impl Read) -> Result<()> {
         self.summary.logs.push(name.to_owned());
+        let log: Rc<str> = name.into();
         let mut worker = Worker::new(batch::reader()).context("cannot start a thread")?;
         let mut line = 0;
         while let Some(done) = worker
@@ -276,6 +284,7 @@ impl Summariser {
             let batch = &done.output;
             for item in &batch.items {
                 line += 1;
+                self.reading = (log.clone(), line);
                 let problem = match item {
                     Item::Blank => None,
                     Item::Problem(problem) => Some(batch.text(*problem).to_owned()),
@@ -307,6 +316,8 @@ impl Summariser {
             .stage
             .as_deref()
             .ok_or(EventProblem::Missing("stage"))?;
+        // Before the time window: a start inside it is done by an outcome after it.
+        self.note_start_or_outcome(id, stage, event);
         let mut at = None;
         if self.filter.has_time_window() || self.timeline.is_some() {
             let ts = event
@@ -333,6 +344,38 @@ impl Summariser {
         let result = self.join(id, stage, event, at);
         self.slide();
         result
+    }
+
+    /// Keeps an `exec-start` of the filter's agent until an `exec` event of its id comes; a start
+    /// pushed out of the [`Starts`] kept is a problem at once.
+    fn note_start_or_outcome(&mut self, id: &str, stage: &str, event: &EventView) {
+        match stage {
+            "exec-start" if self.filter.agent.is_none() || self.is_the_agents(stage, event) => {
+                let (log, line) = &self.reading;
+                let start = StartLine {
+                    log: log.to_string(),
+                    line: *line,
+                    id: id.to_owned(),
+                };
+                if let Some(pushed) = self.starts.begin(start) {
+                    self.start_problem(pushed, true);
+                }
+            }
+            "exec" => self.starts.end(id),
+            _ => {}
+        }
+    }
+
+    fn start_problem(&mut self, start: StartLine, pushed_out: bool) {
+        if !self.problems.wants_details() {
+            return self.problems.count_unshown();
+        }
+        let problem = start.problem(pushed_out);
+        self.problems.push(Problem {
+            log: start.log,
+            line: start.line,
+            problem,
+        });
     }
 
     /// Whether an event is the filter's agent's: a gate event names it in its `call`, the others
@@ -732,6 +775,10 @@ impl Summariser {
         while !self.calls.is_empty() {
             self.fold_oldest(false);
         }
+        for start in std::mem::take(&mut self.starts).unfinished() {
+            self.start_problem(start, false);
+        }
+        self.problems.check()?;
         let mut summary = self.summary;
         if self.filter.agent.is_some() {
             summary.events = self.agent_events;

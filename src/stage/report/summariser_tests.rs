@@ -34,7 +34,7 @@ fn without_starts(log: &str) -> String {
 }
 
 #[test]
-fn exec_starts_are_events_but_neither_calls_nor_outcomes_nor_problems() {
+fn exec_starts_are_events_but_neither_calls_nor_outcomes() {
     for filter in [
         Filter::default(),
         Filter {
@@ -44,7 +44,16 @@ fn exec_starts_are_events_but_neither_calls_nor_outcomes_nor_problems() {
     ] {
         let with = summary(WITH_STARTS, filter.clone());
         let without = summary(&without_starts(WITH_STARTS), filter.clone());
-        assert!(with.problems.is_empty(), "{:?}", with.problems);
+        // Only the start no outcome followed is a problem, at its own line.
+        assert_eq!(with.problems.len(), 1, "{:?}", with.problems);
+        assert_eq!(with.problems[0].line, 8, "{:?}", with.problems);
+        assert!(
+            with.problems[0]
+                .problem
+                .starts_with("exec-start for id 3 has no exec event in the logs read"),
+            "{:?}",
+            with.problems
+        );
         assert_eq!(with.calls, without.calls, "{filter:?}");
         assert_eq!(with.decisions, without.decisions, "{filter:?}");
         assert_eq!(with.holds, without.holds, "{filter:?}");
@@ -62,4 +71,39 @@ fn exec_starts_are_events_but_neither_calls_nor_outcomes_nor_problems() {
             failed: 1
         }
     );
+}
+
+#[test]
+fn a_start_is_done_by_an_outcome_in_another_log() {
+    let (first, second): (Vec<&str>, Vec<&str>) = WITH_STARTS
+        .lines()
+        .partition(|line| !line.contains(r#""stage":"exec","id":"2""#));
+    let logs = [
+        ("a.jsonl".to_owned(), first.join("\n") + "\n"),
+        ("b.jsonl".to_owned(), second.join("\n") + "\n"),
+    ];
+    let summary = summarise_filtered(
+        logs.iter().map(|(name, text)| (name.clone(), text.as_bytes())),
+        Filter::default(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = summary
+        .problems
+        .iter()
+        .map(|problem| problem.problem.split_whitespace().nth(3).unwrap_or(""))
+        .collect();
+    assert_eq!(ids, ["3"], "{:?}", summary.problems);
+    assert_eq!(summary.problems[0].log, "a.jsonl");
+}
+
+#[test]
+fn another_agents_start_is_not_the_filtered_agents_problem() {
+    let scout = summary(
+        WITH_STARTS,
+        Filter {
+            agent: Some("scout".into()),
+            ..Filter::default()
+        },
+    );
+    assert!(scout.problems.is_empty(), "{:?}", scout.problems);
 }
