@@ -205,3 +205,57 @@ fn the_report_counts_each_execution_once() {
         );
     }
 }
+
+#[test]
+fn a_start_whose_outcome_never_came_is_a_problem_of_the_report() {
+    // The backend kills sc-exec while it runs: its start is in the log, its outcome never is.
+    let scratch = Scratch::new();
+    let tools = scratch.write(
+        "tools.json",
+        json!({"write_note": {"command": ["/bin/sh", "-c", "kill -KILL $PPID; echo '{}'"]}})
+            .to_string(),
+    );
+    let verdicts = scratch
+        .cmd("sc-gate")
+        .arg("-q")
+        .timeout(PROCESS_LIMIT)
+        .write_stdin(
+            r#"{"agent":"scribe","tool":"write_note","args":{"title":"one"},"source":"user"}"#,
+        )
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let id = parse_stdout(&verdicts)[0]["id"].clone();
+    let killed = scratch
+        .cmd("sc-exec")
+        .arg("-q")
+        .arg("--tools")
+        .arg(&tools)
+        .timeout(PROCESS_LIMIT)
+        .write_stdin(verdicts)
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "sc-exec was killed: {killed:?}");
+    let events = scratch.audit_events();
+    assert!(at(&events, "exec-start", &id).is_some(), "{events:#?}");
+    assert_eq!(at(&events, "exec", &id), None, "{events:#?}");
+
+    let (_, text) = report(&scratch, &[]);
+    let problem = format!(
+        "exec-start for id {} has no exec event in the logs read",
+        id.as_str().unwrap()
+    );
+    assert!(text.contains(&problem), "{text}");
+    let (_, json) = report(&scratch, &["--format", "json"]);
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let problems = json["problems"].as_array().expect("problems");
+    assert!(
+        problems.iter().any(|p| p["problem"]
+            .as_str()
+            .is_some_and(|text| text.starts_with(&problem))
+            && p["line"] == 2),
+        "{json:#}"
+    );
+}

@@ -35,7 +35,9 @@ fn memory_stays_flat_the_oldest_start_is_pushed_out_and_reported() {
     for n in 0..WAITING as u64 {
         assert_eq!(starts.begin(start(&format!("s-{n}"), n + 1)), None);
     }
-    let pushed = starts.begin(start("last", 99_999)).expect("the oldest is pushed out");
+    let pushed = starts
+        .begin(start("last", 99_999))
+        .expect("the oldest is pushed out");
     assert_eq!(pushed, start("s-0", 1));
     assert!(pushed.problem(true).contains("among the next 10000 starts"));
     // Its late outcome finds nothing to end; the others still wait.

@@ -44,8 +44,8 @@ use super::counts::*;
 use super::event::{strings, EventView, Reasons, StateView};
 use super::listing::Listing;
 use super::listing::LISTED;
-use super::summary::*;
 use super::starts::{StartLine, Starts};
+use super::summary::*;
 use super::timeline::Timeline;
 use super::window::{CallId, IdIndex};
 use crate::audit::blocks::Worker;
@@ -274,7 +274,7 @@ impl Summariser {
     /// kept). The lines are read on a second thread (see [`crate::audit::blocks`]) and joined on this one.
     pub fn read_log(&mut self, name: &str, mut log: impl Read) -> Result<()> {
         self.summary.logs.push(name.to_owned());
-        let log: Rc<str> = name.into();
+        let log_name: Rc<str> = name.into();
         let mut worker = Worker::new(batch::reader()).context("cannot start a thread")?;
         let mut line = 0;
         while let Some(done) = worker
@@ -284,7 +284,7 @@ impl Summariser {
             let batch = &done.output;
             for item in &batch.items {
                 line += 1;
-                self.reading = (log.clone(), line);
+                self.reading = (log_name.clone(), line);
                 let problem = match item {
                     Item::Blank => None,
                     Item::Problem(problem) => Some(batch.text(*problem).to_owned()),

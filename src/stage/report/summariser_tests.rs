@@ -83,7 +83,8 @@ fn a_start_is_done_by_an_outcome_in_another_log() {
         ("b.jsonl".to_owned(), second.join("\n") + "\n"),
     ];
     let summary = summarise_filtered(
-        logs.iter().map(|(name, text)| (name.clone(), text.as_bytes())),
+        logs.iter()
+            .map(|(name, text)| (name.clone(), text.as_bytes())),
         Filter::default(),
     )
     .unwrap();
