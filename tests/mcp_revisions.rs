@@ -868,6 +868,185 @@ fn a_retried_holds_budget_total_counts_its_own_amount_once() {
     assert!(!again.contains("1900"), "{again}");
 }
 
+/// A policy under which a read of `garbage` taints the agent and `echo` is sensitive: an
+/// `echo` over 100 is held for its amount, and, once the agent is tainted, for the taint too.
+const TAINTABLE_POLICY: &str =
+    r#"{"holdAboveAmount": 100, "sensitiveTools": ["echo"], "untrustedOutputTools": ["garbage"]}"#;
+
+/// The `tools/call` params of the held `echo`, with the person's answer and `state` when given.
+fn echo_params(answer: Option<(&str, bool)>) -> Value {
+    let mut params = json!({"name": "echo", "arguments": {"amount": 750, "memo": "rent"}, "_meta": modern_meta(true)});
+    if let Some((state, approve)) = answer {
+        params["inputResponses"] = json!({"sc-mcp-approval": {"action": "accept", "content": {"approve": approve, "scope": "once"}}});
+        params["requestState"] = json!(state);
+    }
+    params
+}
+
+/// The question of an `input_required` answer.
+fn question_of(answer: &Value) -> String {
+    answer["result"]["inputRequests"]["sc-mcp-approval"]["params"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no question in {answer}"))
+        .to_owned()
+}
+
+/// A yes covers the reasons it was shown. The call is held for its amount and the person says
+/// yes; before the retry, the agent reads untrusted content through the same sc-mcp, so the
+/// retry is held for the taint too: it does not run, and comes back as a new input request
+/// (a new `requestState`) showing the taint; the old state is spent. The yes to that one runs
+/// the call, once. `call` sends a `tools/call` (id, params) as a client over the transport
+/// would; `received` is what the server got; the `approve` events say which reasons the first
+/// yes did not cover.
+fn a_yes_for_fewer_reasons_is_asked_again(
+    call: &mut dyn FnMut(i64, Value) -> Value,
+    received: &dyn Fn() -> String,
+    audit: &Path,
+) {
+    let held = call(1, echo_params(None));
+    let first = request_state_of(&held);
+    let asked = question_of(&held);
+    assert!(
+        asked.contains("750") && !asked.contains("tainted"),
+        "{asked}"
+    );
+    // The untrusted read, allowed, through the same sc-mcp and agent.
+    let read = call(
+        2,
+        json!({"name": "garbage", "arguments": {"url": "https://evil.example/page"}, "_meta": modern_meta(true)}),
+    );
+    assert_eq!(read["result"]["resultType"], "complete", "{read}");
+    // The yes to the amount alone does not run it: asked again, with the taint.
+    let again = call(3, echo_params(Some((&first, true))));
+    let second = request_state_of(&again);
+    assert_ne!(second, first);
+    let asked = question_of(&again);
+    assert!(
+        asked.contains("tainted") && asked.contains("evil.example") && asked.contains("750"),
+        "{asked}"
+    );
+    assert!(!received().contains(r#""amount":750"#), "{}", received());
+    // The first state was spent on that retry.
+    refused_with(&call(4, echo_params(Some((&first, true)))), "already used");
+    // The yes to what it shows now runs it, once.
+    let ran = call(5, echo_params(Some((&second, true))));
+    assert_eq!(ran["result"]["resultType"], "complete", "{ran}");
+    assert!(result_text(&ran).contains("750"), "{ran}");
+    assert_eq!(received().matches(r#""amount":750"#).count(), 1);
+    let log = read_events(audit);
+    let gate = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the call was held");
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 2, "{log:?}");
+    let (not_covered, covered) = (approvals[0], approvals[1]);
+    for approval in &approvals {
+        assert_eq!(approval["id"], gate["id"], "{approval}");
+        assert_eq!(approval["approval"]["approved"], true, "{approval}");
+        assert_eq!(approval["decidedAgain"]["decision"], "hold", "{approval}");
+    }
+    assert_eq!(
+        not_covered["notCovered"]["shown"], gate["reasons"],
+        "{not_covered}"
+    );
+    let not_shown = not_covered["notCovered"]["notShown"].as_array().unwrap();
+    assert_eq!(not_shown.len(), 1, "{not_covered}");
+    assert!(
+        not_shown[0].as_str().unwrap().contains("tainted"),
+        "{not_covered}"
+    );
+    assert!(covered.get("notCovered").is_none(), "{covered}");
+    let ran = events(&log, "exec")
+        .into_iter()
+        .filter(|exec| exec["id"] == gate["id"])
+        .collect::<Vec<_>>();
+    assert_eq!(ran.len(), 1, "{log:?}");
+    assert_eq!(ran[0]["outcome"]["status"], "executed", "{log:?}");
+}
+
+#[test]
+fn a_retry_held_for_more_reasons_than_its_yes_is_asked_again_over_stdio() {
+    let scratch = Scratch::new();
+    let policy = scratch.write("policy.json", TAINTABLE_POLICY);
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let audit = a.audit.clone();
+    a_yes_for_fewer_reasons_is_asked_again(
+        &mut |id, params| a.proxy.request(id, "tools/call", params),
+        &|| crate::mcp::server_received(&scratch),
+        &audit,
+    );
+    audited_refusals(&scratch, a, &["already used"]);
+}
+
+#[test]
+fn a_retry_held_for_more_reasons_than_its_yes_is_asked_again_over_http() {
+    let scratch = Scratch::new();
+    let policy = scratch.write("policy.json", TAINTABLE_POLICY);
+    let audit = scratch.path("audit.jsonl");
+    let log = scratch.path("server-received.jsonl");
+    let mut server = vec![
+        OsString::from("env"),
+        format!("FAKE_MCP_LOG={}", log.display()).into(),
+    ];
+    server.extend(fake_server());
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+        "--agent",
+        "crew",
+    ];
+    let listener = Listener::start(&scratch, &args, &server);
+    a_yes_for_fewer_reasons_is_asked_again(
+        &mut |id, params| {
+            let name = params["name"].as_str().unwrap().to_owned();
+            let message =
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+            let headers = [
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", name.as_str()),
+            ];
+            let (status, body) = listener.post(&message, &headers);
+            assert_eq!(status, 200, "{body}");
+            crate::mcp_http::messages(&body)
+                .pop()
+                .unwrap_or_else(|| panic!("no answer: {body}"))
+        },
+        &|| crate::mcp::server_received(&scratch),
+        &audit,
+    );
+    verify(&audit, None);
+}
+
+/// A retry held for more reasons than its yes, that did not declare elicitation (so cannot be
+/// asked again), is declined: not run, and said so.
+#[test]
+fn a_retry_held_for_more_reasons_that_cannot_be_asked_again_is_declined() {
+    let scratch = Scratch::new();
+    let policy = scratch.write("policy.json", TAINTABLE_POLICY);
+    let mut a = door(&scratch, "a", "crew", &policy, &[]);
+    let state = request_state_of(&a.proxy.request(1, "tools/call", echo_params(None)));
+    a.proxy.request(
+        2,
+        "tools/call",
+        json!({"name": "garbage", "arguments": {"url": "https://evil.example/page"}, "_meta": modern_meta(true)}),
+    );
+    let mut params = echo_params(Some((&state, true)));
+    params["_meta"] = modern_meta(false);
+    let declined = a.proxy.request(3, "tools/call", params);
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert!(
+        result_text(&declined).contains("could not be asked again"),
+        "{declined}"
+    );
+    audited_refusals(&scratch, a, &[]);
+    let received = crate::mcp::server_received(&scratch);
+    assert!(!received.contains(r#""amount":750"#), "{received}");
+}
+
 /// A `requestState` is bound to the sc-mcp that gave it: the server it is in front of (its
 /// command line, or its `--upstream` URL), `--sandbox`, and the ways it asks the person. One
 /// given by an sc-mcp with the same key, policy and agent but another of these is refused and

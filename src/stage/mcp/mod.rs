@@ -85,6 +85,7 @@
 //! [`CrewState`]: crate::rules::state::CrewState
 
 mod client;
+mod cover;
 mod handshake;
 mod holds;
 mod inbox;

@@ -4,16 +4,20 @@
 //! with `{"resultType":"input_required","inputRequests":{"sc-mcp-approval":{"method":
 //! "elicitation/create",…}},"requestState":…}`: the same question as the elicitation of a legacy
 //! client (agent, tool, exact arguments, source, reasons; approve or not, and the scopes offered).
-//! The `requestState` is sealed ([`super::request_state`]) over the principal, the call's digest,
-//! the policy's digest, the door (the server, `--sandbox`, the ways of asking), the place it is
-//! spent (the crew's store and crew, or this sc-mcp process) and an expiry. The client retries the call with `inputResponses` and the
-//! state: the state is opened, spent once (in the crew's store with `--state`, so a retry served
-//! by another sc-mcp of the crew completes, else in this process, which takes only the states it
-//! gave), and the call is decided again by the one decision on the state as it is now
+//! The `requestState` is sealed ([`super::request_state`]) over the reasons shown, the principal,
+//! the call's digest, the policy's digest, the door (the server, `--sandbox`, the ways of
+//! asking), the place it is spent (the crew's store and crew, or this sc-mcp process) and an
+//! expiry. The client retries the call with `inputResponses` and the state: the state is
+//! opened, spent once (in the crew's store with `--state`, so a retry served by another sc-mcp
+//! of the crew completes, else in this process, which takes only the states it gave), and the
+//! call is decided again by the one decision on the state as it is now
 //! ([`crate::stage::door::decide_again_on`]: a taint, a budget spent or a store that fails while
-//! the person answered counts). A deny now is a deny, whatever the answer; otherwise the answer
-//! settles the call: approved, it is forwarded to the server as it first came; else refused. The
-//! `approve` event records the answer and the new decision (`decidedAgain`). A state that is
+//! the person answered counts). A deny now is a deny, whatever the answer. A yes covers only the
+//! reasons it was shown, which the state carries: a call held now for a reason it did not show
+//! is neither run nor granted, but asked about again with a new state ([`super::cover`]).
+//! Otherwise the answer settles the call: approved, it is forwarded to the server as it first
+//! came; else refused. The `approve` event records the answer and the new decision
+//! (`decidedAgain`, and `notCovered` when the yes was for fewer reasons). A state that is
 //! tampered with, expired, for another principal, call, policy, server, sandbox setting, way of
 //! asking or place of spending, or spent already is refused with
 //! a JSON-RPC error (-32602), and audited as a denied message.
@@ -24,6 +28,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 
+use super::cover::NotCovered;
 use super::pending::{Awaiting, PendingRequest, Ticket};
 use super::protocol::{
     classify_client_message, error_response, result_response, ClientMessage, RequestId,
@@ -307,6 +312,14 @@ impl super::client::ClientSide<'_> {
         // a budget spent, a store that fails) counts, and a deny now is a deny, whatever the
         // answer.
         let again = self.decide_again(&call);
+        // A yes covers the reasons it was shown: held now for one it was not, the call is asked
+        // about again, and neither run nor granted on this yes.
+        if let (true, Decision::Hold, Ok(call)) = (approval.approved, again.decision, &call) {
+            let not_shown = super::cover::not_shown(&state.reasons, &again.reasons);
+            if !not_shown.is_empty() {
+                return self.ask_again(&id, &state, (call, &again), &approval, &not_shown);
+            }
+        }
         let mut ticket = Ticket {
             call_id: state.call_id.clone(),
             agent: session.agent.clone(),
@@ -325,7 +338,7 @@ impl super::client::ClientSide<'_> {
                 .grants
                 .keep(&mut approval, call, grantable, &ticket.call_id);
         }
-        self.audit_retry_approval(&ticket, &approval, &again)?;
+        self.audit_retry_approval(&ticket, &approval, &again, None)?;
         if again.decision == Decision::Deny {
             return session.refuse_call(&id_value, &ticket, &again.reasons, None);
         }
@@ -409,15 +422,17 @@ impl super::client::ClientSide<'_> {
         )
     }
 
-    /// The `approve` event of a retry's answer: as every door's, with the protocol revision
-    /// and the call's decision made again (`decidedAgain`).
-    fn audit_retry_approval(
+    /// The `approve` event of a retry's answer: as every door's, with the protocol revision,
+    /// the call's decision made again (`decidedAgain`) and, when the yes did not cover it, the
+    /// reasons it was given to and those it was not (`notCovered`, [`super::cover`]).
+    pub(super) fn audit_retry_approval(
         &self,
         ticket: &Ticket,
         approval: &Approval,
         again: &Judgement,
+        not_covered: Option<NotCovered<'_>>,
     ) -> Result<()> {
-        let event = audit::event(Stage::Approve, &ticket.call_id)
+        let mut event = audit::event(Stage::Approve, &ticket.call_id)
             .field("agent", &ticket.agent)
             .field("tool", &ticket.tool)
             .field("approval", approval)
@@ -425,11 +440,23 @@ impl super::client::ClientSide<'_> {
             .field(
                 "decidedAgain",
                 &json!({"decision": again.decision, "reasons": again.reasons}),
-            )
-            .finish();
-        self.session.audit(&event)?;
+            );
+        if let Some(not_covered) = &not_covered {
+            event = event.field(
+                "notCovered",
+                &json!({"shown": not_covered.shown, "notShown": not_covered.not_shown}),
+            );
+        }
+        self.session.audit(&event.finish())?;
+        let asked_again = match &not_covered {
+            Some(not_covered) => format!(
+                "; the yes was for fewer reasons (not shown: {}), so the person is asked again",
+                for_terminal(&not_covered.not_shown.join("; "))
+            ),
+            None => String::new(),
+        };
         self.session.narrate(&format!(
-            "sc-mcp: {} → {}: {}; decided again: {} ({})",
+            "sc-mcp: {} → {}: {}; decided again: {} ({}){asked_again}",
             for_terminal(&ticket.agent),
             for_terminal(&ticket.tool),
             for_terminal(&approval.reason),

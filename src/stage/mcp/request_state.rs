@@ -28,8 +28,9 @@ use crate::verdict::{Grantable, Scope};
 /// How long a `requestState` may be presented after it was given: 10 minutes.
 pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 
-/// What a sealed state says: enough to settle the held call on the retry without asking the
-/// rules again (the hold was decided and recorded when the call first came).
+/// What a sealed state says: enough to settle the held call on the retry (the hold was decided
+/// and recorded when the call first came; the retry is decided again, and its yes holds only for
+/// the reasons it was given to, [`super::cover`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct HeldState {
@@ -51,6 +52,8 @@ pub(crate) struct HeldState {
     pub spent_at: String,
     /// Unix milliseconds after which the state is refused.
     pub expires: u64,
+    /// The hold's reasons as the person was shown them: a yes covers a retry held for these or
+    /// fewer ([`super::cover::not_shown`]), never one held for another.
     pub reasons: Vec<String>,
     pub scopes: Vec<Scope>,
     /// What a wider yes may grant, when the hold offered one.
