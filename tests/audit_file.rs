@@ -24,6 +24,11 @@ fn not_regular(scratch: &Scratch) -> Vec<(PathBuf, &'static str)> {
         (PathBuf::from("/dev/null"), "a character device"),
         (PathBuf::from("/dev/full"), "a character device"),
         (fifo, "a FIFO (named pipe)"),
+        // fstat calls it a regular file; it keeps nothing written to it.
+        (
+            PathBuf::from("/proc/self/comm"),
+            "a file of the kernel's proc file system",
+        ),
     ]
 }
 
@@ -247,4 +252,31 @@ fn a_key_or_a_state_file_that_is_not_a_regular_file_is_refused_too() {
         );
         assert!(out.stdout.is_empty());
     }
+}
+
+#[test]
+fn a_log_that_is_the_stages_own_stdout_is_refused() {
+    // Records written at stdout's own offset would land over the events.
+    let scratch = Scratch::new();
+    let log = scratch.path("same.jsonl");
+    let stdout = std::fs::File::create(&log).unwrap();
+    let out = bare_cmd("sc-gate")
+        .arg("-q")
+        .arg("--audit")
+        .arg(&log)
+        .stdout(stdout)
+        .timeout(PROCESS_LIMIT)
+        .write_stdin(CALL)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "cannot open the audit log {}: it is this stage's own standard output",
+            log.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), b"", "nothing written");
 }

@@ -216,8 +216,10 @@ fn run(args: Args) -> anyhow::Result<Completion> {
     // report before anything is written.
     let mut chains = Vec::new();
     let mut broken = 0;
+    let mut verified = Vec::new();
     if args.verify {
-        for (_, result) in walk_chains(&args)? {
+        for (_, result, file) in walk_chains_keeping_files(&args)? {
+            verified.push(file);
             chains.push(match result {
                 Ok(intact) => ChainStatus::Verified {
                     events: intact.events,
@@ -244,8 +246,14 @@ fn run(args: Args) -> anyhow::Result<Completion> {
         // memory.
         summariser = summariser.keeping_everything()?;
     }
+    // A verified log is counted from the file that was verified.
+    let mut verified = verified.into_iter();
     for path in &args.logs {
-        summariser.read_log(&path.display().to_string(), open(path)?)?;
+        let log = match verified.next() {
+            Some(file) => file,
+            None => open(path)?,
+        };
+        summariser.read_log(&path.display().to_string(), log)?;
     }
     let mut summary = summariser.finish()?;
     if args.questions {
@@ -334,6 +342,17 @@ type ChainResult = Result<verify::Intact, verify::ChainBreak>;
 
 /// Walks each log's hash chain (`--verify`, `--head`).
 fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
+    Ok(walk_chains_keeping_files(args)?
+        .into_iter()
+        .map(|(path, result, _)| (path, result))
+        .collect())
+}
+
+/// [`walk_chains`], with each log's file as it was verified (read from its start), so that a page
+/// that says a chain is verified counts that same file, not whatever its path names by then.
+fn walk_chains_keeping_files(
+    args: &Args,
+) -> anyhow::Result<Vec<(&PathBuf, ChainResult, File)>> {
     let chain = Chain::from_key_option(args.audit_key.as_deref())?;
     if args.expect_head.is_some() && args.logs.len() != 1 {
         return Err(UsageError("--expect-head checks one log; name exactly one".into()).into());
@@ -341,7 +360,7 @@ fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
     let mut results = Vec::new();
     for path in &args.logs {
         // A regular file only: a device or a FIFO reads as an empty log, never intact.
-        let result = verify::verify_file(path, &chain, args.expect_head)?;
+        let (result, file) = verify::verify_opened(path, &chain, args.expect_head)?;
         if let Err(chain_break) = &result {
             if !chain.is_keyed() && chain_break.line == 1 && first_line_carries_mac(path)? {
                 return Err(UsageError(format!(
@@ -352,7 +371,7 @@ fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
                 .into());
             }
         }
-        results.push((path, result));
+        results.push((path, result, file));
     }
     Ok(results)
 }

@@ -20,8 +20,43 @@ pub enum FileKind {
     Fifo,
     Socket,
     Directory,
+    /// A file of one of the kernel's own file systems (`/proc`, `/sys` …): it looks regular,
+    /// but what is written to it is an instruction to the kernel, never kept, and it reads back
+    /// as the kernel pleases.
+    KernelFile(&'static str),
     /// Anything else the kernel may hand out that is not a regular file.
     Other,
+}
+
+/// The kernel's own file systems, by `statfs`'s magic number (linux/magic.h), with their names.
+const KERNEL_FILE_SYSTEMS: [(i64, &str); 11] = [
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x6265_6570, "configfs"),
+    (0xcafe_4a11, "bpf"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6165_676c, "pstore"),
+];
+
+/// The kernel file system `file` is on, if it is one of [`KERNEL_FILE_SYSTEMS`].
+fn kernel_file_system(file: &File) -> io::Result<Option<&'static str>> {
+    use std::os::fd::AsRawFd;
+    let mut stats = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: an open descriptor and a buffer of the right type, filled on success.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatfs succeeded, so the buffer is filled.
+    let magic = unsafe { stats.assume_init() }.f_type as i64;
+    Ok(KERNEL_FILE_SYSTEMS
+        .iter()
+        .find(|(known, _)| *known == magic)
+        .map(|(_, name)| *name))
 }
 
 impl FileKind {
@@ -53,6 +88,9 @@ impl fmt::Display for FileKind {
             FileKind::Fifo => "a FIFO (named pipe)",
             FileKind::Socket => "a socket",
             FileKind::Directory => "a directory",
+            FileKind::KernelFile(name) => {
+                return write!(f, "a file of the kernel's {name} file system");
+            }
             FileKind::Other => "not a file of a known type",
         })
     }
@@ -102,6 +140,11 @@ pub enum LogFileError {
         purpose: Purpose,
         kind: FileKind,
     },
+    #[error(
+        "cannot open the audit log {}: it is this stage's own {stream}, whose writes would land over its events",
+        .path.display()
+    )]
+    SameAsOutput { path: PathBuf, stream: &'static str },
 }
 
 /// Opens the log to append to (and to read its tail back), creating it and its folder when
@@ -149,24 +192,53 @@ pub fn open_to_verify(path: &Path) -> Result<File, LogFileError> {
     regular(file, path, Purpose::Verify)
 }
 
-/// The opened file, when `fstat` says it is a regular file.
+/// The opened file, when `fstat` says it is a regular file and `fstatfs` that it is not on one
+/// of the kernel's own file systems; a log to append to must not be the stage's own stdout or
+/// stderr either (their writes, at their own offsets, would land over its events).
 fn regular(file: File, path: &Path, purpose: Purpose) -> Result<File, LogFileError> {
-    let file_type = file
-        .metadata()
-        .map_err(|source| LogFileError::Open {
-            path: path.to_owned(),
-            purpose,
-            source,
-        })?
-        .file_type();
-    match FileKind::of(file_type) {
-        None => Ok(file),
-        Some(kind) => Err(LogFileError::NotRegular {
+    use std::os::unix::fs::MetadataExt;
+    let open_error = |source| LogFileError::Open {
+        path: path.to_owned(),
+        purpose,
+        source,
+    };
+    let metadata = file.metadata().map_err(open_error)?;
+    let kind = match FileKind::of(metadata.file_type()) {
+        None => kernel_file_system(&file)
+            .map_err(open_error)?
+            .map(FileKind::KernelFile),
+        kind => kind,
+    };
+    if let Some(kind) = kind {
+        return Err(LogFileError::NotRegular {
             path: path.to_owned(),
             purpose,
             kind,
-        }),
+        });
     }
+    if purpose == Purpose::Append {
+        for (fd, stream) in [(1, "standard output"), (2, "standard error")] {
+            if same_file_as_fd(fd, metadata.dev(), metadata.ino()) {
+                return Err(LogFileError::SameAsOutput {
+                    path: path.to_owned(),
+                    stream,
+                });
+            }
+        }
+    }
+    Ok(file)
+}
+
+/// Whether descriptor `fd` is open on the file `(dev, ino)`.
+fn same_file_as_fd(fd: i32, dev: u64, ino: u64) -> bool {
+    let mut stats = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat of a descriptor number (a closed one fails) into a buffer of its type.
+    if unsafe { libc::fstat(fd, stats.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstat succeeded, so the buffer is filled.
+    let stats = unsafe { stats.assume_init() };
+    stats.st_dev as u64 == dev && stats.st_ino as u64 == ino
 }
 
 #[cfg(test)]

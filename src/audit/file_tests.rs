@@ -123,3 +123,23 @@ fn a_missing_log_to_verify_is_an_open_error_naming_it() {
         format!("cannot verify the audit log {}", path.display())
     );
 }
+
+#[test]
+fn a_file_of_the_kernels_own_file_systems_is_refused_though_it_looks_regular() {
+    // `/proc/self/comm` is a regular file to fstat; what is written to it renames the process
+    // and its length stays 0: a log there would keep nothing.
+    let comm = Path::new("/proc/self/comm");
+    for result in [open_to_append(comm), open_to_verify(comm)] {
+        let (kind, message) = refused(result);
+        assert_eq!(kind, FileKind::KernelFile("proc"), "{message}");
+        assert!(
+            message.ends_with("it is a file of the kernel's proc file system, not a regular file"),
+            "{message}"
+        );
+    }
+    let sysfs = Path::new("/sys/kernel/uevent_seqnum");
+    if sysfs.exists() {
+        let (kind, message) = refused(open_to_verify(sysfs));
+        assert_eq!(kind, FileKind::KernelFile("sysfs"), "{message}");
+    }
+}

@@ -158,6 +158,7 @@ impl AuditLog {
         if self.options.fsync {
             self.file.sync_data()?;
         }
+        kept(&self.file, len, self.sealed.len())?;
         self.known_end = Some((len + self.sealed.len() as u64, head));
         Ok(())
     }
@@ -168,6 +169,20 @@ impl AuditLog {
         self.file.read_exact_at(&mut byte, len - 1)?;
         Ok(byte[0])
     }
+}
+
+/// Whether the file kept an append of `written` bytes made at length `before` (under the lock,
+/// with `O_APPEND`, so only another writer's append can come after it): a file that reads as a
+/// regular one and keeps nothing (`/proc/self/comm`, whose length stays 0 however much is
+/// written) is refused at the first append, before anything the events describe happens.
+fn kept(file: &std::fs::File, before: u64, written: usize) -> std::io::Result<()> {
+    let after = file.metadata()?.len();
+    if after < before.saturating_add(written as u64) {
+        return Err(std::io::Error::other(format!(
+            "the file did not keep what was written: {written} bytes appended at length {before} left it {after} bytes long"
+        )));
+    }
+    Ok(())
 }
 
 /// Starts an event line: `ts`, `stage` and `id`; the stage adds its own fields.
@@ -478,4 +493,20 @@ mod tests {
             "cannot open the audit log /dev/full: it is a character device, not a regular file"
         );
     }
+
+    #[test]
+    fn an_append_the_file_did_not_keep_is_an_error() {
+        use std::io::Write;
+        let folder = tempfile::tempdir().unwrap();
+        let mut file = std::fs::File::create(folder.path().join("log")).unwrap();
+        file.write_all(b"abc").unwrap();
+        assert!(kept(&file, 0, 3).is_ok());
+        let err = kept(&file, 0, 10).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("10 bytes appended at length 0 left it 3 bytes long"),
+            "{err}"
+        );
+    }
+
 }

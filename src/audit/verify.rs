@@ -261,15 +261,32 @@ pub fn verify_file(
     chain: &Chain,
     expected_head: Option<Link>,
 ) -> Result<Result<Intact, ChainBreak>, VerifyFileError> {
-    let mut first = Some(open_to_verify(path)?);
-    let reopen = || match first.take() {
-        Some(file) => Ok(file),
-        None => open_to_verify(path).map_err(io::Error::other),
-    };
-    verify(reopen, chain, expected_head).map_err(|source| VerifyFileError::Read {
+    verify_opened(path, chain, expected_head).map(|(result, _)| result)
+}
+
+/// [`verify_file`], and the file it read: each pass reads the one file opened and checked, from
+/// its start (never the path again, which may name another file by then), and so can a report
+/// of what was verified.
+pub fn verify_opened(
+    path: &Path,
+    chain: &Chain,
+    expected_head: Option<Link>,
+) -> Result<(Result<Intact, ChainBreak>, std::fs::File), VerifyFileError> {
+    use std::io::{Seek, SeekFrom};
+    let file = open_to_verify(path)?;
+    let read_error = |source| VerifyFileError::Read {
         path: path.to_owned(),
         source,
-    })
+    };
+    let reopen = || {
+        let mut pass = file.try_clone()?;
+        pass.seek(SeekFrom::Start(0))?;
+        Ok(pass)
+    };
+    let result = verify(reopen, chain, expected_head).map_err(read_error)?;
+    let mut file = file;
+    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
+    Ok((result, file))
 }
 
 /// Verifies a log. `reopen` gives the log again from the start, for the second pass that tells an
@@ -746,4 +763,26 @@ mod tests {
             "{broken}"
         );
     }
+
+    #[test]
+    fn the_file_verified_is_the_one_handed_back_though_its_path_is_replaced() {
+        use std::io::Read;
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("audit.jsonl");
+        let chain = Chain::Sha256;
+        let lines: Vec<u8> = chained(1, &chain)
+            .into_iter()
+            .flat_map(|line| [line, b"\n".to_vec()].concat())
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let (result, mut file) = verify_opened(&path, &chain, None).unwrap();
+        assert_eq!(result.expect("intact").events, 1);
+        let forged = folder.path().join("forged.jsonl");
+        std::fs::write(&forged, b"{\"forged\":true}\n").unwrap();
+        std::fs::rename(&forged, &path).unwrap();
+        let mut read = String::new();
+        file.read_to_string(&mut read).unwrap();
+        assert!(read.contains(r#""id":"0""#) && !read.contains("forged"), "{read}");
+    }
+
 }

@@ -225,6 +225,9 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     /// and on an error nothing queued leaves.
     pub(crate) fn write_ahead(&mut self, event: &[u8]) -> Result<()> {
         debug_assert!(event.ends_with(b"\n"));
+        // What was queued leaves first: a closed stdout or a failed append stops the stage
+        // before the event, so the log never says an act is about to happen that then did not.
+        self.commit()?;
         self.pending_audit.extend_from_slice(event);
         self.commit()
     }

@@ -45,8 +45,8 @@ fn a_write_ahead_event_is_appended_after_what_was_queued_and_waited_for() {
     out.write_ahead(b"{\"start\":2}\n").unwrap();
     assert_eq!(
         *sink.appends.lock().unwrap(),
-        vec![b"{\"e\":1}\n{\"start\":2}\n".to_vec()],
-        "one append, the queued event first, and done when it returns"
+        vec![b"{\"e\":1}\n".to_vec(), b"{\"start\":2}\n".to_vec()],
+        "what was queued first, with its records, then the event, done when it returns"
     );
     assert_eq!(*stdout.0.lock().unwrap(), b"{\"r\":1}\n");
 }
@@ -79,4 +79,29 @@ fn a_write_ahead_waits_for_the_batch_the_audit_thread_is_appending() {
         vec![b"{\"e\":1}\n".to_vec(), b"{\"start\":2}\n".to_vec()]
     );
     assert_eq!(stdout.0.lock().unwrap().len(), BATCH_BYTES);
+}
+
+/// A stdout whose reader has gone.
+#[derive(Clone, Default)]
+struct Closed;
+
+impl Write for Closed {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+#[test]
+fn a_write_ahead_after_records_that_cannot_leave_appends_no_event() {
+    // The event says an act is about to happen: when the records queued before it cannot leave
+    // (a closed stdout), the stage stops before the event, and the act never happens.
+    let sink = Recording::default();
+    let mut out = StageOutput::new(sink.clone(), Closed, None::<Vec<u8>>);
+    out.emit(b"{\"e\":1}\n", b"{\"r\":1}\n");
+    assert!(out.write_ahead(b"{\"start\":2}\n").is_err());
+    assert_eq!(*sink.appends.lock().unwrap(), vec![b"{\"e\":1}\n".to_vec()]);
 }
