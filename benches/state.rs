@@ -3,7 +3,8 @@
 //! against SQLite and a Redis on loopback:
 //!
 //! `cargo bench --bench state -- --state URL [--calls N]` prints
-//! `median_us=… p99_us=… max_us=…` over N calls (default 5000) after 200 warm-up calls.
+//! `median_us=… p99_us=… max_us=…` over N calls (default 5000) after 200 warm-up calls. A Redis
+//! store must have been created first (`sc-state init --state URL`), as for any door.
 
 use std::time::Instant;
 

@@ -179,10 +179,13 @@ if [ "${BENCH_STATE:-1}" != 0 ]; then
       --pidfile "$WORK/redis.pid" --dir "$WORK" >/dev/null
     for _ in $(seq 1 500); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.01; done
     REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+    # A Redis store is created once before any door uses it (docs/state.md).
+    "$BIN/sc-state" init --state "$REDIS_URL"
     STATE_REDIS=$("$STATE_BENCH" --state "$REDIS_URL" --calls 5000)
     for round in $(seq 1 "$ROUNDS"); do
       rm -f "$A"
       redis-cli -p "$REDIS_PORT" flushall >/dev/null
+      "$BIN/sc-state" init --state "$REDIS_URL"
       measure "gate-1m-redis" "$round" "$(timed gate) $GATE --audit $A --state $REDIS_URL --crew bench $WORK/1m.jsonl > /dev/null"
     done
     kill "$(cat "$WORK/redis.pid")"

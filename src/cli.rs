@@ -234,7 +234,8 @@ impl PolicyArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct StateArgs {
     /// Keep the crew's taint and spend in a store shared with other processes: a SQLite file, or
-    /// redis://HOST:PORT/DB (rediss:// for TLS).
+    /// redis://HOST:PORT/DB (rediss:// for TLS), created once with `sc-state init --state URL`
+    /// (a Redis without it is refused).
     #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
     pub state: Option<StateUrl>,
     /// Share taint and spend with every process of crew NAME on the same store (letters, digits,
@@ -318,8 +319,8 @@ pub struct GrantTtlArgs {
 /// person gives with a wider scope are kept as grants, for every door of the crew.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GrantArgs {
-    /// The crew's shared store: a SQLite file, or redis://HOST:PORT/DB (rediss:// for TLS),
-    /// where remembered approvals (grants) are kept, and the crew's inbox with --inbox. Without
+    /// The crew's shared store: a SQLite file, or redis://HOST:PORT/DB (rediss:// for TLS;
+    /// created once with `sc-state init --state URL`), where remembered approvals (grants) are kept, and the crew's inbox with --inbox. Without
     /// --state and --crew, an answer of `yes call` or `yes value` is taken as once.
     #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
     pub state: Option<StateUrl>,

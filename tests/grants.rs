@@ -131,7 +131,7 @@ fn grants_are_shared_between_processes_on_sqlite() {
 
 #[test]
 fn grants_are_shared_between_processes_on_redis_under_the_crews_key() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = StateUrl::Redis(redis.url());
     grants_are_shared_between_connections(&url);
     concurrent_adds_lose_nothing(&url);
@@ -155,7 +155,7 @@ fn grants_are_shared_between_processes_on_redis_under_the_crews_key() {
 
 #[test]
 fn grants_on_redis_that_this_program_did_not_write_are_refused_and_left_alone() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = StateUrl::Redis(redis.url());
     let mut store = open(&url);
     let now = SystemTime::now();
@@ -437,7 +437,7 @@ fn sc_state_lists_and_revokes_grants_on_sqlite() {
 #[test]
 fn sc_state_lists_and_revokes_grants_on_redis() {
     let scratch = Scratch::new();
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     sc_state_lists_and_revokes_grants(&scratch, &StateUrl::Redis(url.clone()), &url);
     let mut connection = redis.connection();

@@ -186,7 +186,7 @@ fn a_call_grant_allows_the_identical_call_in_a_later_run_and_nothing_else_on_sql
 
 #[test]
 fn a_call_grant_allows_the_identical_call_in_a_later_run_and_nothing_else_on_redis() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     a_call_grant_allows_the_identical_call_in_a_later_run_and_nothing_else(&redis.url());
 }
 

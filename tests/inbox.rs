@@ -340,7 +340,7 @@ fn two_pipelines_share_one_inbox_on_sqlite_and_each_runs_what_was_approved_there
 
 #[test]
 fn over_redis_two_inboxes_answering_one_hold_the_first_wins_and_the_other_gets_409() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let state = redis.url();
     let mut one = Door::start(&state, "pay", &[]);
     let mut two = Door::start(&state, "pay", &[]);
@@ -396,7 +396,7 @@ fn over_redis_two_inboxes_answering_one_hold_the_first_wins_and_the_other_gets_4
 
 #[test]
 fn a_store_that_goes_down_or_is_removed_while_a_door_waits_declines_with_the_reason() {
-    let mut redis = RedisServer::start();
+    let mut redis = RedisServer::with_store();
     let state = redis.url();
     let mut door = Door::start(&state, "pay", &[]);
     let inbox = Inbox::start(&state, "pay", &[]);

@@ -625,7 +625,7 @@ fn a_hold_is_the_protocols_retry_and_its_state_is_refused_tampered_replayed_or_e
 #[test]
 fn a_retry_served_by_another_sc_mcp_on_the_same_redis_completes_once() {
     let scratch = Scratch::new();
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let policy = testdata("mcp/fake-policy.json");
     let shared = ["--crew", "payments", "--state", url.as_str()];
@@ -767,7 +767,7 @@ fn a_retry_under_a_request_id_in_use_is_refused_and_its_state_kept() {
 #[test]
 fn a_retried_hold_is_decided_again_and_a_deny_now_overrides_the_approval() {
     let scratch = Scratch::new();
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let policy = scratch.write(
         "policy.json",

@@ -17,6 +17,9 @@ use skeleton_crew::store::{OpenOptions, Shared, StateKey, StateUrl, Timing, View
 
 use crate::util::{bin_path, parse_stdout, RedisServer, Scratch};
 
+#[path = "store_init.rs"]
+mod init;
+
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn payment(agent: &str, amount: u32) -> String {
@@ -314,7 +317,7 @@ impl Streaming {
 fn redis_killed_mid_stream_refuses_calls_and_decisions_resume_when_it_is_back() {
     let scratch = Scratch::new();
     let policy = budget_policy(&scratch, "");
-    let mut redis = RedisServer::start();
+    let mut redis = RedisServer::with_store();
     let url = redis.url();
     let mut gate = Streaming::start(
         &scratch,
@@ -391,13 +394,13 @@ fn denied_as_lost(verdict: &Value, url: &str) {
 /// Found by a review: a Redis that lost what it held (here `FLUSHALL`, then a restart without
 /// persistence) read as "no taint", so the tainted buyer's payment was allowed, even by the
 /// sc-gate that wrote the taint. The store's marker key is gone, so each call is denied, and it
-/// stays so: a marker made again on the empty server (by a new process) is not the one this
-/// process opened the store with.
+/// stays so: a new process refuses the empty server too, and a marker made again on it (by
+/// `sc-state init`) is not the one the running process opened the store with.
 #[test]
 fn a_redis_that_lost_its_data_is_refused_even_by_the_process_that_wrote_the_taint() {
     let scratch = Scratch::new();
     let policy = taint_policy(&scratch);
-    let mut redis = RedisServer::start();
+    let mut redis = RedisServer::with_store();
     let url = redis.url();
     let args = [
         "--policy",
@@ -432,8 +435,11 @@ fn a_redis_that_lost_its_data_is_refused_even_by_the_process_that_wrote_the_tain
             "never refused as lost: {verdict}"
         );
     }
-    // A new process finds an empty server, a fresh store, and marks it; the running one still
-    // refuses it.
+    // A new process finds an empty server and refuses it: it cannot tell it from a new one.
+    gate_refuses(&scratch, &args, "has no skeleton-crew:store marker");
+    // Made a store again on purpose, it is a fresh start for a new process; the running one
+    // still refuses it.
+    redis.init_store();
     assert_eq!(
         decisions(&gate_run(&scratch, &args, &[payment("clerk", 10)])),
         ["allow"]
@@ -451,7 +457,7 @@ fn a_redis_that_lost_its_data_is_refused_even_by_the_process_that_wrote_the_tain
 fn a_redis_that_evicted_the_marker_is_refused() {
     let scratch = Scratch::new();
     let policy = taint_policy(&scratch);
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let args = [
         "--policy",
@@ -513,7 +519,7 @@ fn a_redis_that_evicted_the_marker_is_refused() {
 fn budgets_are_shared_across_runs_on_redis_and_keys_are_namespaced_by_crew() {
     let scratch = Scratch::new();
     let policy = budget_policy(&scratch, r#", "budgetWindow": "week""#);
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let args = ["--policy", &policy, "--state", &url, "--crew", "team-a"];
     assert_eq!(
@@ -783,11 +789,11 @@ fn a_store_edited_into_garbage_is_refused_never_read_as_clean() {
     assert_eq!(out.status.code(), Some(1));
 
     // The same on Redis: a key that is not a state, or not a string at all.
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let mut connection = redis.connection();
     let redis_args = ["--policy", policy, "--state", &url, "--crew", "c"];
-    // A door opens the empty server first, and marks it as a store.
+    // A door uses the store (made by `sc-state init`) first.
     assert_eq!(
         decisions(&gate_run(&scratch, &redis_args, &[payment("a", 1)])),
         ["allow"]
@@ -986,7 +992,7 @@ fn sc_mcp_answers_is_error_while_its_redis_is_down_and_resumes_after() {
     use crate::mcp::{fake_server, is_error, result_text, Proxy};
     use serde_json::json;
     let scratch = Scratch::new();
-    let mut redis = RedisServer::start();
+    let mut redis = RedisServer::with_store();
     let url = redis.url();
     let policy = crate::util::testdata("mcp/fake-policy.json");
     let args = [
@@ -1107,7 +1113,7 @@ fn sixteen_concurrent_hooks_never_lose_an_update_on_sqlite() {
 
 #[test]
 fn sixteen_concurrent_hooks_never_lose_an_update_on_redis() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     sixteen_hooks_spend_exactly_the_budget(Some(&redis.url()));
 }
 
@@ -1262,6 +1268,14 @@ fn rediss_shares_a_budget_over_tls_and_a_server_it_cannot_trust_is_never_used() 
     let redis = TlsRedis::start();
     let url = redis.url();
     let ca = redis.ca();
+    // The store is made once, over TLS too.
+    scratch
+        .cmd("sc-state")
+        .args(["init", "--state", &url])
+        .env("SSL_CERT_FILE", &ca)
+        .timeout(DEADLINE)
+        .assert()
+        .success();
     let run = |trust: Option<&std::path::Path>, line: String| {
         let mut cmd = scratch.cmd("sc-gate");
         cmd.args([
@@ -1335,7 +1349,7 @@ fn hook_run(scratch: &Scratch, args: &[&str], input: &Value) -> std::process::Ou
 #[test]
 fn sc_hook_links_calls_between_processes_through_redis() {
     let scratch = Scratch::new();
-    let redis = RedisServer::start();
+    let redis = RedisServer::with_store();
     let url = redis.url();
     let policy = scratch.write("policy.json", r#"{"holdAboveAmount": 10}"#);
     let args = ["--policy", policy.to_str().unwrap(), "--state", &url];

@@ -279,7 +279,8 @@ pub fn outcome_reason(record: &Value) -> &str {
 }
 
 /// A real `redis-server` (Debian's package, which `make test-deps` installs) on a free loopback
-/// port, with no persistence, in a temp folder of its own; killed when dropped.
+/// port, with no persistence, in a temp folder of its own; killed when dropped. Started empty
+/// ([`RedisServer::start`]), or with a state store made on it ([`RedisServer::with_store`]).
 pub struct RedisServer {
     child: Option<std::process::Child>,
     pub port: u16,
@@ -301,6 +302,30 @@ impl RedisServer {
             }
         }
         panic!("redis-server did not start on any of 20 free ports");
+    }
+
+    /// Starts a server and creates a state store on it (`sc-state init`), as a crew's operator
+    /// does once before its doors use it: they refuse a database without the store's marker.
+    pub fn with_store() -> RedisServer {
+        let server = RedisServer::start();
+        server.init_store();
+        server
+    }
+
+    /// Runs `sc-state init --state URL` on the server, which must succeed.
+    pub fn init_store(&self) {
+        let out = std::process::Command::new(bin_path("sc-state"))
+            .args(["init", "--state", &self.url()])
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("sc-state runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "sc-state init: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// `redis://127.0.0.1:PORT/0`.

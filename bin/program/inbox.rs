@@ -41,7 +41,7 @@ struct Args {
     )]
     web: Option<SocketAddr>,
     /// The crew's state store, where its doors put their holds: a SQLite file, or
-    /// redis://HOST:PORT/DB (rediss:// for TLS).
+    /// redis://HOST:PORT/DB (rediss:// for TLS), created once with `sc-state init --state URL`.
     #[arg(
         long,
         value_name = "URL",

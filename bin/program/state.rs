@@ -1,5 +1,5 @@
-//! `sc-state`: shows and resets a crew's shared state (taint and spend), and lists and revokes
-//! its grants (remembered approvals).
+//! `sc-state`: creates a store, shows and resets a crew's shared state (taint and spend), and
+//! lists and revokes its grants (remembered approvals).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -14,16 +14,18 @@ use skeleton_crew::cli::{self, GenerateArgs};
 use skeleton_crew::error::UsageError;
 use skeleton_crew::exit::{self, Completion};
 use skeleton_crew::stage::state::{self as admin, Reset};
-use skeleton_crew::store::{self, grants, OpenOptions, Owner, StateUrl};
+use skeleton_crew::store::{self, grants, InitError, OpenOptions, Owner, StateUrl};
 
-/// Show or reset a crew's shared state: each agent's taint, with its cause, and its spend; list or
-/// revoke its grants (remembered approvals).
+/// Create a store; show or reset a crew's shared state: each agent's taint, with its cause, and
+/// its spend; list or revoke its grants (remembered approvals).
 ///
 /// The state is the one sc-gate, sc-exec, sc-mcp and sc-hook keep with --state or --crew. A
-/// crew's taint lasts until it is reset (or until the deciding process's --taint-ttl passes):
-/// reset it at the start of a new task. Every reset is written to the audit log first.
+/// Redis store is created once with `sc-state init --state redis://HOST:PORT/DB` before any of
+/// them uses it: they refuse a Redis that was never created, or that lost its data. A crew's
+/// taint lasts until it is reset (or until the deciding process's --taint-ttl passes): reset it
+/// at the start of a new task. Every reset is written to the audit log first.
 /// Exit status: 0 done, 1 runtime failure (the store or the audit log), 2 usage error (and an
-/// unknown grant id).
+/// unknown grant id, and a database init will not make a store).
 #[derive(Parser)]
 #[command(name = "sc-state", version)]
 struct Args {
@@ -38,6 +40,19 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create the store, once, before the crew's doors use it (on a store already made, nothing
+    /// changes).
+    ///
+    /// On Redis, it marks an empty database as a store: the doors refuse a database without the
+    /// mark, so that a Redis that lost its data is never taken as new. A database that holds keys
+    /// but no mark, or another program's, is refused (exit 2). A SQLite file is made (with its
+    /// folder), as the first door would.
+    Init {
+        /// The store: a SQLite file, or redis://HOST:PORT/DB (rediss:// for TLS); default:
+        /// state.sqlite beside the audit log.
+        #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
+        state: Option<StateUrl>,
+    },
     /// Print each agent's taint, with its cause, and its spend in the current budget window.
     Show {
         #[command(flatten)]
@@ -170,7 +185,7 @@ pub fn main() -> ExitCode {
     let Some(command) = args.command else {
         let _ = writeln!(
             io::stderr(),
-            "sc-state: say `show`, `reset`, `grants` or `revoke` (see sc-state --help)"
+            "sc-state: say `init`, `show`, `reset`, `grants` or `revoke` (see sc-state --help)"
         );
         return ExitCode::from(exit::USAGE_ERROR);
     };
@@ -180,6 +195,10 @@ pub fn main() -> ExitCode {
 fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
     let now = SystemTime::now();
     match command {
+        Command::Init { state } => {
+            let url = state.unwrap_or_else(|| StateUrl::beside(audit_path));
+            return init(&url);
+        }
         Command::Show { target, all, json } => {
             if let Some(missing) = target.missing_file(audit_path) {
                 return show_missing(&target, &missing, json);
@@ -267,6 +286,22 @@ fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
             return revoke(&target, id.as_deref(), all, audit_path, now);
         }
     }
+    Ok(Completion::default())
+}
+
+/// `sc-state init`: makes the store, or says it is one already (status 0 both). A database that
+/// holds something else is a usage error (exit 2), an unreachable store a runtime failure.
+fn init(url: &StateUrl) -> anyhow::Result<Completion> {
+    let made = match url.init(false) {
+        Ok(made) => made,
+        Err(InitError::Refused(why)) => {
+            return Err(UsageError(format!("not made a state store: {why}")).into())
+        }
+        Err(InitError::Unavailable(why)) => {
+            return Err(anyhow::Error::new(why).context("state store unavailable"))
+        }
+    };
+    let _ = io::stderr().write_all(admin::init_text(&made).as_bytes());
     Ok(Completion::default())
 }
 

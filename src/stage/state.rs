@@ -1,4 +1,4 @@
-//! What `sc-state` does with a store: show a crew's state (each agent's taint, with its cause,
+//! What `sc-state` does with a store: say what `init` made of it; show a crew's state (each agent's taint, with its cause,
 //! and its spend in the current window) and reset it, with an audit event per reset; list a
 //! crew's grants ([`crate::store::grants`]) and end them.
 
@@ -11,13 +11,28 @@ use crate::json_write::JsonLine;
 use crate::rules::state::{AgentState, CrewState, TaintCause};
 use crate::sanitize::{for_terminal, quoted};
 use crate::store::grants::{self, Covers, Grant};
-use crate::store::{Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
+use crate::store::{Initialised, Owner, StateKey, Store, StoreError, ValueChange, ValueKey, View};
 
 /// What a reset clears: a whole crew (or session), or one agent of it.
 #[derive(Debug, Clone)]
 pub struct Reset {
     pub owner: Owner,
     pub agent: Option<String>,
+}
+
+/// What `sc-state init` says on stderr: that it made the store, or that it was one already.
+pub fn init_text(made: &Initialised) -> String {
+    if made.created {
+        format!(
+            "sc-state: created the state store {}\n",
+            for_terminal(&made.store)
+        )
+    } else {
+        format!(
+            "sc-state: {} is a state store already; nothing changed\n",
+            for_terminal(&made.store)
+        )
+    }
 }
 
 /// The keys a reset or a show of `owner` covers: the gate's state, and for a crew sc-exec's.
@@ -356,3 +371,7 @@ pub fn unknown_grant(store: &str, crew: &str, id: &str) -> String {
         for_terminal(store)
     )
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

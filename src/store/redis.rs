@@ -11,16 +11,19 @@
 //! string key beside its state, `skeleton-crew:session:ID:links`, updated the same way.
 //!
 //! Beside them, one marker key, [`MARKER_KEY`], says the database is a store this program keeps:
-//! `skeleton-crew redis store 1 ID`, where ID is random, made by the first process that opens an
-//! empty database (no keys at all). Redis can lose what it holds without an error (a restart
-//! without persistence, `FLUSHALL`, an eviction under `maxmemory`), and a lost state would read as
-//! "no taint, nothing spent". So each process remembers the marker it found when it opened the
-//! store, and every read and update reads the marker in the same round trip as the state (and
-//! `WATCH`es it, so an update whose marker went away in between runs again and is refused). A
-//! marker that is gone, or not the one this process opened, refuses the read or update
-//! ([`RedisProblem::Lost`]) until the process is started again on a store an operator has
-//! accepted; no running process makes the marker again. Opening a database that holds keys but
-//! no marker is refused the same way.
+//! `skeleton-crew redis store 1 ID`, where ID is random ([`super::redis_marker`]). Redis can lose
+//! what it holds without an error (a restart without persistence, `FLUSHALL`, an eviction under
+//! `maxmemory`), and a lost state would read as "no taint, nothing spent". So a store is made on
+//! purpose, once: `sc-state init` ([`RedisStore::init`]) writes the marker into an empty
+//! database. Opening a database without the marker is refused, whether it is empty (never made,
+//! or emptied by a loss: [`RedisProblem::Uninitialised`]) or holds keys ([`RedisProblem::Lost`]);
+//! no door or other `sc-state` command makes the marker, so a process started after a loss (each
+//! sc-hook call is one) refuses the store as a running one does. Each process remembers the
+//! marker it found when it opened the store, and every read and update reads the marker in the
+//! same round trip as the state (and `WATCH`es it, so an update whose marker went away in between
+//! runs again and is refused). A marker that is gone, or not the one this process opened, refuses
+//! the read or update ([`RedisProblem::Lost`]) until the process is started again on a store an
+//! operator has made again.
 //!
 //! Connecting waits at most [`CONNECT_TIMEOUT`] and each command [`COMMAND_TIMEOUT`]. A failed
 //! connection is dropped and made again for a later update, so decisions resume when the server
@@ -32,15 +35,14 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 
+use super::init::{InitError, Initialised};
+use super::redis_marker::{is_marker, new_marker, Found};
+pub use super::redis_marker::{MARKER_FORMAT, MARKER_KEY};
 use super::{parse_state, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused};
 use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
 pub(crate) const KEY_PREFIX: &str = "skeleton-crew:";
-/// The key that marks the database as a store this program keeps (see the module's text).
-pub const MARKER_KEY: &str = "skeleton-crew:store";
-/// How the marker's value starts; a random id follows.
-pub const MARKER_FORMAT: &str = "skeleton-crew redis store 1 ";
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) const RETRY_AFTER: Duration = Duration::from_millis(200);
@@ -84,6 +86,18 @@ pub(crate) enum RedisProblem {
         serde_json::Value::String(.0.clone())
     )]
     StrayKey(String),
+    /// An empty database: no marker and no keys. It is a store never made, or one that lost
+    /// everything; only `sc-state init` makes it a store (`shown`: the URL without its password).
+    #[error(
+        "the database has no {MARKER_KEY} marker: it is new, or it lost its data (taint and spend included); run `sc-state init --state {shown}` once to create the store"
+    )]
+    Uninitialised { shown: String },
+    /// `sc-state init` on a database that holds keys but no marker: it is not made a store.
+    #[error(
+        "the database holds {keys} key{} but no {MARKER_KEY} marker: a store that lost its marker (evicted), one written before the marker existed, or another program's data (to keep what it holds as the crew's store, mark it by hand: \"A Redis that loses its data\" in docs/state.md)",
+        if *.keys == 1 { "" } else { "s" }
+    )]
+    Unmarked { keys: u64 },
     /// The marker key is gone, or is not the one this process found when it opened the store:
     /// the server lost what it held (taint and spend included) since.
     #[error(
@@ -96,25 +110,6 @@ pub(crate) enum RedisProblem {
         serde_json::Value::String(.0.clone())
     )]
     ForeignMarker(String),
-}
-
-/// Whether `value` is a marker this program writes ([`MARKER_FORMAT`], then an id of 1 to 64
-/// letters, digits, `-` or `_`).
-fn is_marker(value: &str) -> bool {
-    value.strip_prefix(MARKER_FORMAT).is_some_and(|id| {
-        (1..=64).contains(&id.len())
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    })
-}
-
-/// A new marker, with 16 random bytes as its id.
-fn new_marker() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the system's random source is readable");
-    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{MARKER_FORMAT}{id}")
 }
 
 /// Checks a `redis://` or `rediss://` URL without connecting: a host, a port, a database number.
@@ -162,10 +157,8 @@ pub(crate) struct RedisStore {
 }
 
 impl RedisStore {
-    /// Connects (at most [`CONNECT_TIMEOUT`]) and reads the marker key, making it when the
-    /// database is empty (no keys at all); a database with keys but no marker is refused
-    /// ([`RedisProblem::Lost`]).
-    pub fn open(url: &str) -> Result<RedisStore, StoreError> {
+    /// Connects (at most [`CONNECT_TIMEOUT`]), and reads nothing yet.
+    fn connect(url: &str) -> Result<RedisStore, StoreError> {
         let shown = shown(url);
         let client = Client::open(url).map_err(|err| StoreError::Unavailable {
             store: shown.clone(),
@@ -178,40 +171,91 @@ impl RedisStore {
             failed: None,
             marker: String::new(),
         };
-        let connection = store.connection()?;
-        let found: Result<(Option<String>, u64), RedisError> = redis::pipe()
+        store.connection()?;
+        Ok(store)
+    }
+
+    /// The marker key and the number of keys, read in one round trip.
+    fn found(&mut self) -> Result<Found, StoreError> {
+        let connection = self.connection()?;
+        let read: Result<(Option<String>, u64), RedisError> = redis::pipe()
             .cmd("GET")
             .arg(MARKER_KEY)
             .cmd("DBSIZE")
             .query(connection);
-        let marker = match found {
-            Ok((Some(marker), _)) => marker,
-            Ok((None, 0)) => {
-                // A fresh database: mark it. When another process marks it at the same time,
-                // `NX` keeps the first marker, and both read it back.
+        match read {
+            Ok((marker, keys)) => Ok(Found::of(marker, keys)),
+            Err(err) => Err(self.fail(err)),
+        }
+    }
+
+    /// Connects and reads the marker key: a database without it is refused, empty
+    /// ([`RedisProblem::Uninitialised`]: `sc-state init` makes it a store) or not
+    /// ([`RedisProblem::Lost`]). Nothing is written.
+    pub fn open(url: &str) -> Result<RedisStore, StoreError> {
+        let mut store = RedisStore::connect(url)?;
+        store.marker = match store.found()? {
+            Found::Store(marker) => marker,
+            Found::Empty => {
+                let shown = store.shown.clone();
+                return Err(store.error(RedisProblem::Uninitialised { shown }));
+            }
+            Found::Unmarked { .. } => return Err(store.error(RedisProblem::Lost)),
+            Found::Foreign(other) => return Err(store.error(RedisProblem::ForeignMarker(other))),
+        };
+        Ok(store)
+    }
+
+    /// `sc-state init`: makes an empty database a store by writing a new marker, or finds that
+    /// it is one already (nothing is written). A database holding keys but no marker, or a
+    /// marker key this program does not write, is refused ([`InitError::Refused`]).
+    pub fn init(url: &str) -> Result<Initialised, InitError> {
+        let mut store = RedisStore::connect(url).map_err(InitError::Unavailable)?;
+        let created = match store.found().map_err(InitError::Unavailable)? {
+            Found::Store(_) => false,
+            Found::Empty => {
+                // When another `sc-state init` marks it at the same time, `NX` keeps the first
+                // marker, and both read it back.
+                let ours = new_marker();
+                let connection = store.connection().map_err(InitError::Unavailable)?;
                 let made: Result<(Option<String>,), RedisError> = redis::pipe()
                     .cmd("SET")
                     .arg(MARKER_KEY)
-                    .arg(new_marker())
+                    .arg(&ours)
                     .arg("NX")
                     .ignore()
                     .cmd("GET")
                     .arg(MARKER_KEY)
                     .query(connection);
                 match made {
-                    Ok((Some(marker),)) => marker,
-                    Ok((None,)) => return Err(store.error(RedisProblem::Lost)),
-                    Err(err) => return Err(store.fail(err)),
+                    Ok((Some(marker),)) if marker == ours => true,
+                    Ok((Some(marker),)) if is_marker(&marker) => false,
+                    Ok((Some(other),)) => {
+                        return Err(InitError::Refused(
+                            store.error(RedisProblem::ForeignMarker(other)),
+                        ))
+                    }
+                    Ok((None,)) => {
+                        return Err(InitError::Unavailable(store.error(RedisProblem::Lost)))
+                    }
+                    Err(err) => return Err(InitError::Unavailable(store.fail(err))),
                 }
             }
-            Ok((None, _)) => return Err(store.error(RedisProblem::Lost)),
-            Err(err) => return Err(store.fail(err)),
+            Found::Unmarked { keys } => {
+                return Err(InitError::Refused(
+                    store.error(RedisProblem::Unmarked { keys }),
+                ))
+            }
+            Found::Foreign(other) => {
+                return Err(InitError::Refused(
+                    store.error(RedisProblem::ForeignMarker(other)),
+                ))
+            }
         };
-        if !is_marker(&marker) {
-            return Err(store.error(RedisProblem::ForeignMarker(marker)));
-        }
-        store.marker = marker;
-        Ok(store)
+        Ok(Initialised {
+            store: store.shown,
+            created,
+        })
     }
 
     /// Refuses unless `found` (the marker key, read in the same round trip as a state or value)
@@ -222,8 +266,8 @@ impl RedisStore {
             Some(found) if !is_marker(&String::from_utf8_lossy(&found)) => Err(self.error(
                 RedisProblem::ForeignMarker(String::from_utf8_lossy(&found).into_owned()),
             )),
-            // Gone, or made again since (by an operator, or a process that opened the emptied
-            // database): what this process knew was lost in between.
+            // Gone, or made again since (by `sc-state init` on the emptied database, or an
+            // operator): what this process knew was lost in between.
             _ => Err(self.error(RedisProblem::Lost)),
         }
     }
@@ -543,36 +587,5 @@ impl Store for RedisStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_shown_without_their_password() {
-        assert_eq!(
-            shown("redis://user:secret@cache:6379/0"),
-            "redis://cache:6379/0"
-        );
-        assert_eq!(shown("rediss://:secret@cache/2"), "rediss://cache/2");
-        assert_eq!(shown("redis://cache:6379/0"), "redis://cache:6379/0");
-        let err = check_url("rediss://cache:6380/0#insecure").unwrap_err();
-        assert!(matches!(err, RedisUrlError::Fragment), "{err:?}");
-        assert!(err.to_string().contains("always checked"));
-    }
-
-    #[test]
-    fn markers_are_the_format_then_a_plain_id() {
-        let made = new_marker();
-        assert!(is_marker(&made), "{made}");
-        assert_ne!(made, new_marker(), "each fresh store gets its own id");
-        assert!(is_marker("skeleton-crew redis store 1 1767225600"));
-        for foreign in [
-            "",
-            "skeleton-crew redis store 1 ",
-            "skeleton-crew redis store 2 ab",
-            "skeleton-crew redis store 1 a b",
-            &format!("skeleton-crew redis store 1 {}", "a".repeat(65)),
-        ] {
-            assert!(!is_marker(foreign), "{foreign:?}");
-        }
-    }
-}
+#[path = "redis_tests.rs"]
+mod tests;

@@ -70,3 +70,58 @@ fn the_default_file_is_beside_the_audit_log() {
         StateUrl::Sqlite(PathBuf::from("./state.sqlite"))
     );
 }
+
+#[test]
+fn init_makes_a_sqlite_store_once_and_then_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("logs/state.sqlite");
+    let url = StateUrl::Sqlite(path.clone());
+    let made = url.init(false).unwrap();
+    assert!(made.created);
+    assert_eq!(
+        made.store,
+        format!("sqlite:{}", std::path::absolute(&path).unwrap().display())
+    );
+    let mut store = url.open(OpenOptions::default()).unwrap();
+    store
+        .update(&StateKey::crew("c", View::Gate), &mut |state| {
+            state.crew_spent = 5.0
+        })
+        .unwrap();
+    drop(store);
+    let again = url.init(false).unwrap();
+    assert!(!again.created);
+    assert_eq!(again.store, made.store);
+    let mut store = url.open(OpenOptions::default()).unwrap();
+    let kept = store.read(&StateKey::crew("c", View::Gate)).unwrap();
+    assert_eq!(kept.unwrap().crew_spent, 5.0, "init kept the state");
+}
+
+#[test]
+fn init_refuses_a_file_that_is_not_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.sqlite");
+    std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+    let err = StateUrl::Sqlite(path).init(false).unwrap_err();
+    assert!(matches!(err, InitError::Unavailable(_)), "{err:?}");
+    assert!(err.to_string().contains("not a database"), "{err}");
+}
+
+/// A Redis server that is not there: nothing is made, and the error says it could not connect.
+#[test]
+fn init_on_an_unreachable_redis_is_unavailable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = StateUrl::Redis(format!("redis://u:secret@127.0.0.1:{port}/0"));
+    let err = url.init(false).unwrap_err();
+    assert!(matches!(err, InitError::Unavailable(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("redis://127.0.0.1:{port}/0: cannot connect")),
+        "{text}"
+    );
+    assert!(!text.contains("secret"), "{text}");
+}

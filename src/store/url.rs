@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::backend::{Store, StoreError};
+use super::init::{InitError, Initialised};
 use super::key::DEFAULT_STATE_FILE;
 use super::redis::{self, RedisUrlError};
 use super::sqlite;
@@ -68,19 +69,44 @@ impl StateUrl {
     }
 
     /// Opens the store, creating a SQLite file (and its folder) when `create` says so, and
-    /// checks that it can be used: an error here is a runtime failure (exit 1).
+    /// checks that it can be used: an error here is a runtime failure (exit 1). A Redis database
+    /// without the store's marker is refused, empty or not (`sc-state init` makes the store).
     pub fn open(&self, options: OpenOptions) -> Result<Box<dyn Store>, StoreError> {
         Ok(match self {
             StateUrl::Sqlite(path) => Box::new(sqlite::SqliteStore::open(path, options)?),
             StateUrl::Redis(url) => Box::new(redis::RedisStore::open(url)?),
         })
     }
+
+    /// Makes the store, or finds it is one already (`sc-state init`; see [`super::init`]).
+    pub fn init(&self, fsync: bool) -> Result<Initialised, InitError> {
+        match self {
+            StateUrl::Redis(url) => redis::RedisStore::init(url),
+            StateUrl::Sqlite(path) => {
+                let existed = path.exists();
+                let store = sqlite::SqliteStore::open(
+                    path,
+                    OpenOptions {
+                        create: true,
+                        fsync,
+                    },
+                )
+                .map_err(InitError::Unavailable)?;
+                Ok(Initialised {
+                    store: Store::describe(&store).to_owned(),
+                    created: !existed,
+                })
+            }
+        }
+    }
 }
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenOptions {
-    /// Create a SQLite file that does not exist (the doors do; `sc-state` does not).
+    /// Create a SQLite file that does not exist (the doors do; `sc-state` does not). A Redis
+    /// store is never created by opening it: only `sc-state init` makes one
+    /// ([`StateUrl::init`]).
     pub create: bool,
     /// Make each SQLite commit durable on disk (`--fsync`).
     pub fsync: bool,
