@@ -350,9 +350,7 @@ fn walk_chains(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult)>> {
 
 /// [`walk_chains`], with each log's file as it was verified (read from its start), so that a page
 /// that says a chain is verified counts that same file, not whatever its path names by then.
-fn walk_chains_keeping_files(
-    args: &Args,
-) -> anyhow::Result<Vec<(&PathBuf, ChainResult, File)>> {
+fn walk_chains_keeping_files(args: &Args) -> anyhow::Result<Vec<(&PathBuf, ChainResult, File)>> {
     let chain = Chain::from_key_option(args.audit_key.as_deref())?;
     if args.expect_head.is_some() && args.logs.len() != 1 {
         return Err(UsageError("--expect-head checks one log; name exactly one".into()).into());

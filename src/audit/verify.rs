@@ -782,7 +782,9 @@ mod tests {
         std::fs::rename(&forged, &path).unwrap();
         let mut read = String::new();
         file.read_to_string(&mut read).unwrap();
-        assert!(read.contains(r#""id":"0""#) && !read.contains("forged"), "{read}");
+        assert!(
+            read.contains(r#""id":"0""#) && !read.contains("forged"),
+            "{read}"
+        );
     }
-
 }
