@@ -260,13 +260,13 @@ fn a_log_that_is_the_stages_own_stdout_is_refused() {
     let scratch = Scratch::new();
     let log = scratch.path("same.jsonl");
     let stdout = std::fs::File::create(&log).unwrap();
-    let out = bare_cmd("sc-gate")
+    let calls = scratch.write("calls.jsonl", CALL);
+    let out = std::process::Command::new(crate::util::bin_path("sc-gate"))
         .arg("-q")
         .arg("--audit")
         .arg(&log)
+        .stdin(std::fs::File::open(&calls).unwrap())
         .stdout(stdout)
-        .timeout(PROCESS_LIMIT)
-        .write_stdin(CALL)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -52,7 +52,7 @@ fn kernel_file_system(file: &File) -> io::Result<Option<&'static str>> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fstatfs succeeded, so the buffer is filled.
-    let magic = unsafe { stats.assume_init() }.f_type as i64;
+    let magic = unsafe { stats.assume_init() }.f_type;
     Ok(KERNEL_FILE_SYSTEMS
         .iter()
         .find(|(known, _)| *known == magic)
@@ -238,7 +238,7 @@ fn same_file_as_fd(fd: i32, dev: u64, ino: u64) -> bool {
     }
     // SAFETY: fstat succeeded, so the buffer is filled.
     let stats = unsafe { stats.assume_init() };
-    stats.st_dev as u64 == dev && stats.st_ino as u64 == ino
+    stats.st_dev == dev && stats.st_ino == ino
 }
 
 #[cfg(test)]
