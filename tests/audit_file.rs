@@ -217,7 +217,11 @@ fn sc_report_refuses_to_verify_a_log_that_is_not_a_regular_file() {
 #[test]
 fn a_key_or_a_state_file_that_is_not_a_regular_file_is_refused_too() {
     let scratch = Scratch::new();
-    for (path, _) in not_regular(&scratch) {
+    // The kernel's files are the log's own check (a key there is refused by its mode first).
+    let devices_and_fifos = not_regular(&scratch)
+        .into_iter()
+        .filter(|(path, _)| !path.starts_with("/proc"));
+    for (path, _) in devices_and_fifos {
         let out = scratch
             .cmd("sc-gate")
             .arg("--audit-key")
