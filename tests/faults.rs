@@ -930,3 +930,58 @@ fn a_timer_left_running_by_the_parent_does_not_end_the_hook() {
         "{answer}"
     );
 }
+
+/// A parent's profiling timer that fired before the hook stopped it: its `SIGPROF` waits, held,
+/// and was once taken as a stop once the hook's handlers were set, blocking the call (seen on a
+/// loaded machine). Made certain here: the signal is held and pending before `exec`.
+#[test]
+fn a_timer_signal_already_pending_at_start_does_not_stop_the_hook() {
+    let scratch = Scratch::new();
+    let policy = testdata("../policies/claude-code.json");
+    let input = bash_call(&scratch, "rm -rf /");
+    let mut command = hook_command(&scratch, &policy);
+    // SAFETY: only sigprocmask, setitimer and sigpending between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let mut prof: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut prof);
+            libc::sigaddset(&mut prof, libc::SIGPROF);
+            libc::sigaddset(&mut prof, libc::SIGVTALRM);
+            libc::sigprocmask(libc::SIG_BLOCK, &prof, std::ptr::null_mut());
+            let soon = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 1,
+            };
+            let timer = libc::itimerval {
+                it_interval: libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 0,
+                },
+                it_value: soon,
+            };
+            for which in [libc::ITIMER_PROF, libc::ITIMER_VIRTUAL] {
+                if libc::setitimer(which, &timer, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // Burn CPU time until both signals wait.
+            loop {
+                let mut pending: libc::sigset_t = std::mem::zeroed();
+                libc::sigpending(&mut pending);
+                if libc::sigismember(&pending, libc::SIGPROF) == 1
+                    && libc::sigismember(&pending, libc::SIGVTALRM) == 1
+                {
+                    break;
+                }
+            }
+            Ok(())
+        });
+    }
+    let out = answered(&mut command, &input);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("an answer");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+}

@@ -137,7 +137,11 @@ fn block_stops() {
 }
 
 /// Stops the interval timers a parent left running: they survive `exec`, and their signals
-/// (`SIGPROF`, `SIGVTALRM`, an early `SIGALRM`) would end the hook with no answer.
+/// (`SIGPROF`, `SIGVTALRM`, an early `SIGALRM`) would end the hook with no answer. A timer's
+/// signal that already fired waits, held with the stops since `main` began ([`hold_stops`]), and
+/// would be taken as a stop once the handlers are set: it is taken off now, unhandled. (A
+/// `SIGPROF` or `SIGVTALRM` sent as a stop in that instant is dropped with it: the call is then
+/// decided as any other.)
 pub fn clear_inherited_timers() {
     for timer in [libc::ITIMER_REAL, libc::ITIMER_VIRTUAL, libc::ITIMER_PROF] {
         // SAFETY: a zeroed itimerval stops the timer; setitimer changes no memory of ours.
@@ -146,6 +150,14 @@ pub fn clear_inherited_timers() {
             libc::setitimer(timer, &stop, std::ptr::null_mut());
         }
     }
+    let timers = signals([libc::SIGPROF, libc::SIGVTALRM].into_iter());
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: waits no time for a signal of a set of ours, held on this thread (a signal not
+    // pending returns EAGAIN at once); each call takes one pending signal off.
+    while unsafe { libc::sigtimedwait(&timers.0, std::ptr::null_mut(), &now) } > 0 {}
 }
 
 /// Ends the process with the agent's refusal ([`refuse_as`]) after `seconds`, unless it ended
