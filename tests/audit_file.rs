@@ -39,6 +39,18 @@ fn refusal(verb: &str, log: &Path, kind: &str) -> String {
     )
 }
 
+/// A run that stopped with exit status 1, said `refusal` on stderr and wrote nothing to stdout.
+fn assert_refused(out: &Output, refusal: &str, what: &str) {
+    let said = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{what}: {said}");
+    assert!(said.contains(refusal), "{what}: {said}");
+    assert!(
+        out.stdout.is_empty(),
+        "{what} let something through: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -62,19 +74,7 @@ fn the_pipeline_stages_refuse_a_log_that_is_not_a_regular_file() {
                 .timeout(PROCESS_LIMIT)
                 .output()
                 .unwrap();
-            let said = stderr(&out);
-            assert_eq!(
-                out.status.code(),
-                Some(1),
-                "{bin} {}: {said}",
-                log.display()
-            );
-            assert!(said.contains(&refusal("open", &log, kind)), "{bin}: {said}");
-            assert!(
-                out.stdout.is_empty(),
-                "{bin} --audit {} let a record through",
-                log.display()
-            );
+            assert_refused(&out, &refusal("open", &log, kind), bin);
         }
     }
 }
@@ -194,19 +194,7 @@ fn sc_report_refuses_to_verify_a_log_that_is_not_a_regular_file() {
                 .timeout(PROCESS_LIMIT)
                 .output()
                 .unwrap();
-            let said = stderr(&out);
-            assert_eq!(
-                out.status.code(),
-                Some(1),
-                "{args:?} {}: {said}",
-                log.display()
-            );
-            assert!(said.contains(&refusal("verify", &log, kind)), "{said}");
-            assert!(
-                out.stdout.is_empty(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stdout)
-            );
+            assert_refused(&out, &refusal("verify", &log, kind), &format!("{args:?}"));
         }
     }
 }
