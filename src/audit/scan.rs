@@ -32,6 +32,8 @@ pub(crate) enum Known {
     Prev,
     /// The grants that allowed a call (a decision event's `grants`).
     Grants,
+    /// The backend an `exec` event's call ran (`backend`).
+    Backend,
 }
 
 impl Known {
@@ -53,6 +55,7 @@ impl Known {
             "seq" => Known::Seq,
             "prev" => Known::Prev,
             "grants" => Known::Grants,
+            "backend" => Known::Backend,
             _ => return None,
         })
     }

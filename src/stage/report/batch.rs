@@ -52,6 +52,8 @@ pub(super) struct Packed {
     agent: Option<Span>,
     tool: Option<Span>,
     grants: Option<bool>,
+    /// Whether an `exec` event names the backend its call ran.
+    ran_backend: bool,
 }
 
 enum PackedReasons {
@@ -112,6 +114,7 @@ impl Batch {
             agent: self.put_some(&view.agent),
             tool: self.put_some(&view.tool),
             grants: view.grants,
+            ran_backend: view.ran_backend,
         }
     }
 
@@ -144,6 +147,7 @@ impl Batch {
             agent: text(packed.agent),
             tool: text(packed.tool),
             grants: packed.grants,
+            ran_backend: packed.ran_backend,
         }
     }
 }

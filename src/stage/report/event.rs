@@ -54,6 +54,9 @@ pub(super) struct EventView<'a> {
     /// A decision event's `grants` (the grants that allowed the call), when it is an array:
     /// whether it names any.
     pub(super) grants: Option<bool>,
+    /// Whether an `exec` event names the backend its call ran (`backend`, an object): only such
+    /// an outcome ends the call's `exec-start` ([`super::starts`]).
+    pub(super) ran_backend: bool,
 }
 
 impl<'a> EventView<'a> {
@@ -97,6 +100,7 @@ impl<'a> EventView<'a> {
                 Some(Value::Array(grants)) => Some(!grants.is_empty()),
                 _ => None,
             },
+            ran_backend: event.get("backend").is_some_and(Value::is_object),
         }
     }
 

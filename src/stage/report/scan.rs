@@ -79,6 +79,10 @@ pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<(
                     !text[1..text.len() - 1].trim().is_empty()
                 });
             }
+            Some(Known::Backend) => {
+                view.ran_backend = lexer.peek() == Some(b'{');
+                lexer.value()?;
+            }
             _ => lexer.value()?,
         }
         Some(())

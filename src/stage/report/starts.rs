@@ -8,15 +8,41 @@
 //! writes a backend's outcome long before that many others start).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use sha2::{Digest, Sha256};
 
 /// How many starts wait for their outcome at most.
 pub(super) const WAITING: usize = 10_000;
 
+/// The longest id a start keeps as it is; a longer one (a line may be a megabyte) is kept as its
+/// first bytes and the SHA-256 of the whole, so that what waits stays small whatever the log.
+const ID_KEPT: usize = 128;
+
+/// An id as a start keeps it: itself, or when longer than [`ID_KEPT`] bytes, its first 64 bytes,
+/// `…` and the SHA-256 of the whole (an outcome's id is kept the same way before it is looked up).
+pub(super) fn kept_id(id: &str) -> String {
+    if id.len() <= ID_KEPT {
+        return id.to_owned();
+    }
+    let mut cut = 64;
+    while !id.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let digest: String = Sha256::digest(id.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}… (sha256 {digest})", &id[..cut])
+}
+
 /// Where a start was read: the log's name and the line's number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct StartLine {
-    pub(super) log: String,
+    /// The log's name, shared by its starts.
+    pub(super) log: Rc<str>,
     pub(super) line: u64,
+    /// The id as [`kept_id`] keeps it.
     pub(super) id: String,
 }
 
@@ -66,14 +92,15 @@ impl Starts {
 
     /// An outcome of the call came: its oldest waiting start waits no more.
     pub(super) fn end(&mut self, id: &str) {
-        let Some(orders) = self.by_id.get_mut(id) else {
+        let id = kept_id(id);
+        let Some(orders) = self.by_id.get_mut(&id) else {
             return;
         };
         if let Some(order) = orders.pop_front() {
             self.waiting.remove(&order);
         }
         if orders.is_empty() {
-            self.by_id.remove(id);
+            self.by_id.remove(&id);
         }
     }
 

@@ -4,7 +4,7 @@ fn start(id: &str, line: u64) -> StartLine {
     StartLine {
         log: "audit.jsonl".into(),
         line,
-        id: id.into(),
+        id: kept_id(id),
     }
 }
 
@@ -43,4 +43,20 @@ fn memory_stays_flat_the_oldest_start_is_pushed_out_and_reported() {
     // Its late outcome finds nothing to end; the others still wait.
     starts.end("s-0");
     assert_eq!(starts.unfinished().count(), WAITING);
+}
+
+#[test]
+fn a_long_id_is_kept_small_and_still_ends_its_start() {
+    let long = "x".repeat(900_000);
+    let kept = kept_id(&long);
+    assert!(kept.len() < 200, "{}", kept.len());
+    assert_ne!(
+        kept,
+        kept_id(&format!("{long}y")),
+        "two long ids stay apart"
+    );
+    let mut starts = Starts::default();
+    starts.begin(start(&long, 1));
+    starts.end(&long);
+    assert_eq!(starts.unfinished().count(), 0);
 }

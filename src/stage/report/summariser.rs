@@ -44,7 +44,7 @@ use super::counts::*;
 use super::event::{strings, EventView, Reasons, StateView};
 use super::listing::Listing;
 use super::listing::LISTED;
-use super::starts::{StartLine, Starts};
+use super::starts::{kept_id, StartLine, Starts};
 use super::summary::*;
 use super::timeline::Timeline;
 use super::window::{CallId, IdIndex};
@@ -353,15 +353,18 @@ impl Summariser {
             "exec-start" if self.filter.agent.is_none() || self.is_the_agents(stage, event) => {
                 let (log, line) = &self.reading;
                 let start = StartLine {
-                    log: log.to_string(),
+                    log: log.clone(),
                     line: *line,
-                    id: id.to_owned(),
+                    id: kept_id(id),
                 };
                 if let Some(pushed) = self.starts.begin(start) {
                     self.start_problem(pushed, true);
                 }
             }
-            "exec" => self.starts.end(id),
+            // Only an outcome of a backend that ran ends its start: a later `exec` of the same
+            // id that ran none (a sealed record fed again to an sc-exec that skipped or failed
+            // it) says nothing of how the started one ended.
+            "exec" if event.ran_backend => self.starts.end(id),
             _ => {}
         }
     }
@@ -372,7 +375,7 @@ impl Summariser {
         }
         let problem = start.problem(pushed_out);
         self.problems.push(Problem {
-            log: start.log,
+            log: start.log.to_string(),
             line: start.line,
             problem,
         });

@@ -11,11 +11,11 @@ const WITH_STARTS: &str = concat!(
     "\n",
     r#"{"ts":"t","stage":"exec-start","id":"1","agent":"scout","tool":"search_web","decision":"allow","backend":{"command":"search"}}"#,
     "\n",
-    r#"{"ts":"t","stage":"exec","id":"1","agent":"scout","tool":"search_web","decision":"allow","outcome":{"status":"executed","reason":"r"}}"#,
+    r#"{"ts":"t","stage":"exec","id":"1","agent":"scout","tool":"search_web","decision":"allow","outcome":{"status":"executed","reason":"r"},"backend":{"command":"search","durationMs":1,"exitStatus":0,"signal":null,"stdoutBytes":2,"timedOut":false}}"#,
     "\n",
     r#"{"ts":"t","stage":"exec-start","id":"2","agent":"buyer","tool":"send_payment","decision":"hold","backend":{"command":"pay","sandboxed":true}}"#,
     "\n",
-    r#"{"ts":"t","stage":"exec","id":"2","agent":"buyer","tool":"send_payment","decision":"hold","outcome":{"status":"failed","reason":"r"}}"#,
+    r#"{"ts":"t","stage":"exec","id":"2","agent":"buyer","tool":"send_payment","decision":"hold","outcome":{"status":"failed","reason":"r"},"backend":{"command":"pay","durationMs":1,"exitStatus":1,"signal":null,"stdoutBytes":0,"timedOut":false,"sandboxed":true}}"#,
     "\n",
     r#"{"ts":"t","stage":"exec-start","id":"3","agent":"buyer","tool":"send_payment","decision":"allow","backend":{"command":"pay"}}"#,
     "\n",
@@ -107,4 +107,23 @@ fn another_agents_start_is_not_the_filtered_agents_problem() {
         },
     );
     assert!(scout.problems.is_empty(), "{:?}", scout.problems);
+}
+
+#[test]
+fn an_outcome_that_ran_no_backend_does_not_end_a_start() {
+    // The same sealed record fed again after sc-exec was killed mid-run: the second sc-exec
+    // failed it before any backend; the first run's start still has no outcome.
+    let log = format!(
+        "{WITH_STARTS}{}\n",
+        r#"{"ts":"t","stage":"exec","id":"3","agent":"buyer","tool":"send_payment","decision":"allow","outcome":{"status":"failed","reason":"no tool named send_payment"}}"#
+    );
+    let summary = summary(&log, Filter::default());
+    assert_eq!(summary.problems.len(), 1, "{:?}", summary.problems);
+    assert!(
+        summary.problems[0]
+            .problem
+            .starts_with("exec-start for id 3 "),
+        "{:?}",
+        summary.problems
+    );
 }
