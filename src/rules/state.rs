@@ -240,6 +240,21 @@ fn parse_seconds(text: &str) -> Option<u64> {
     (rfc3339_seconds(unix_seconds(time)) == text).then(|| unix_seconds(time))
 }
 
+/// The most held calls whose counted amount a state remembers ([`CrewState::held_spend`]); past
+/// it, the oldest is forgotten.
+pub const MAX_HELD_SPEND: usize = 1_000;
+
+/// A held call whose amount is counted in the spend, for a 2026-07-28 client's retry of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HeldSpend {
+    /// The held call's id (its `gate` event's, sealed in the retry's `requestState`).
+    pub id: String,
+    pub agent: String,
+    /// The amount counted for it, above 0.
+    pub amount: f64,
+}
+
 /// The budget window the spend counts in: its unit, and when it started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -296,6 +311,15 @@ pub struct CrewState {
     /// a state is moved whole, and most have none.
     #[serde(default, skip_serializing_if = "super::provenance::is_empty_box")]
     pub provenance: Box<ProvenanceState>,
+    /// The held calls whose amount the spend still counts, oldest first (at most
+    /// [`MAX_HELD_SPEND`]): noted by a door that asks through a 2026-07-28 client's retry, so
+    /// that the retry takes the amount back only while it is counted. Forgotten with the spend
+    /// (a budget window that ends, a reset). A note whose retry never comes stays until then,
+    /// or until [`MAX_HELD_SPEND`] newer ones push it out: its amount is counted, so it is
+    /// true, only unused. Not in [`AgentState`], which every audit event carries; left out when
+    /// empty, so most states are written as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_spend: Vec<HeldSpend>,
     /// What the state spans, for the reasons.
     #[serde(skip)]
     pub span: Span,
@@ -386,6 +410,8 @@ impl CrewState {
         self.agents.retain(|_, agent| agent.tainted_by.is_some());
         self.crew_spent = 0.0;
         self.crew_inexact = false;
+        // No held amount is counted any more.
+        self.held_spend.clear();
     }
 
     /// The crew stays tainted while any agent is: by the agent taint read last.
@@ -405,6 +431,8 @@ impl CrewState {
     /// the agent had a state.
     pub(crate) fn reset_agent(&mut self, agent: &str) -> bool {
         self.provenance.reset_agent(agent);
+        // Its held amounts are no longer counted.
+        self.held_spend.retain(|held| held.agent != agent);
         if self.agents.remove(agent).is_none() {
             return false;
         }
@@ -427,9 +455,69 @@ impl CrewState {
         true
     }
 
+    /// Notes that the amount [`CrewState::record`] added for the held call `call` (`id`) is
+    /// counted, for a retry of it ([`CrewState::held_is_counted`]): nothing for a call without an
+    /// understood amount above 0. Past [`MAX_HELD_SPEND`], the oldest is forgotten; its retry
+    /// then counts its amount again, as a call first decided would: twice at worst, stricter,
+    /// never looser.
+    pub(crate) fn note_held(&mut self, id: &str, call: &Call) {
+        let Some(amount) = counted_amount(call) else {
+            return;
+        };
+        self.held_spend.retain(|held| held.id != id);
+        if self.held_spend.len() >= MAX_HELD_SPEND {
+            let over = self.held_spend.len() + 1 - MAX_HELD_SPEND;
+            self.held_spend.drain(..over);
+        }
+        self.held_spend.push(HeldSpend {
+            id: id.to_owned(),
+            agent: call.agent.clone(),
+            amount,
+        });
+    }
+
+    /// Whether the amount of the held call `call` (`id`) is still counted: noted when it was
+    /// held ([`CrewState::note_held`]), for the same agent and amount, and not forgotten since
+    /// (a budget window that ended, a reset, or [`MAX_HELD_SPEND`] holds noted after it).
+    pub(crate) fn held_is_counted(&self, id: &str, call: &Call) -> bool {
+        let Some(amount) = counted_amount(call) else {
+            return false;
+        };
+        self.held_spend
+            .iter()
+            .any(|held| held.id == id && held.agent == call.agent && held.amount == amount)
+    }
+
+    /// Forgets the held call `id` (its retry was settled): its amount stays counted.
+    pub(crate) fn forget_held(&mut self, id: &str) {
+        self.held_spend.retain(|held| held.id != id);
+    }
+
+    /// Adds `call`'s amount to the agent's spend and the crew's, as [`CrewState::record`] does
+    /// (for a retried hold whose amount is no longer counted).
+    pub(crate) fn count_spend(&mut self, call: &Call) {
+        let Some(value) = call.args.amount() else {
+            return;
+        };
+        let (amount, amount_exact) =
+            amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()));
+        if amount == 0.0 {
+            return;
+        }
+        let (crew, crew_exact) = add_exactly(self.crew_spent, amount);
+        self.crew_inexact |= !amount_exact || !crew_exact;
+        self.crew_spent = crew.min(f64::MAX);
+        let agent = self.agents.entry(call.agent.clone()).or_default();
+        let (sum, sum_exact) = add_exactly(agent.spent, amount);
+        agent.inexact |= !amount_exact || !sum_exact;
+        agent.spent = sum.min(f64::MAX);
+    }
+
     /// Takes back from the agent's spend and the crew's the amount [`CrewState::record`] added
-    /// for `call` (never below 0: a budget window that ended since took it back already), so a
-    /// call recorded when it was held is decided again on the spend without its own.
+    /// for `call` (never below 0), so a call recorded when it was held is decided again on the
+    /// spend without its own. Only for a call whose amount is still counted
+    /// ([`CrewState::held_is_counted`]): one a budget window that ended or a reset took back
+    /// already would be taken from the spend of other calls.
     pub(crate) fn take_back_spend(&mut self, call: &Call) {
         let Some(value) = call.args.amount() else {
             return;
@@ -568,6 +656,10 @@ pub enum StateError {
     WindowStartNotATime(String),
     #[error("`spendWindow.start` {} is not the start of a UTC {unit}", quoted(.start))]
     WindowStartInside { start: String, unit: BudgetWindow },
+    #[error("`heldSpend` names {0} held calls, more than the {MAX_HELD_SPEND} a state keeps")]
+    TooManyHeld(usize),
+    #[error("`heldSpend` counts {amount} for call {}, not an amount above 0", quoted(.id))]
+    HeldNotAnAmount { id: String, amount: f64 },
 }
 
 impl CrewState {
@@ -576,7 +668,8 @@ impl CrewState {
     /// writes that is not optional present (`agents`, `crewSpent`, each agent's `spent`, each
     /// cause's `agent`, `tool` and `id`); no other key; every value of the type written (an
     /// object where a state or cause goes, never an array or `null`); and the sums as the state keeps them (no spend below 0, the crew's spend at
-    /// least any agent's, a crew taint whenever an agent is tainted). An empty text is an error:
+    /// least any agent's, a crew taint whenever an agent is tainted, at most [`MAX_HELD_SPEND`]
+    /// held amounts, each above 0). An empty text is an error:
     /// a state is never written empty.
     pub fn from_json(bytes: &[u8]) -> Result<CrewState, StateError> {
         let text =
@@ -616,6 +709,19 @@ impl CrewState {
             time("taintedBy.at", agent.tainted_by.as_ref())?;
         }
         time("crewTaintedBy.at", self.crew_tainted_by.as_ref())?;
+        if self.held_spend.len() > MAX_HELD_SPEND {
+            return Err(StateError::TooManyHeld(self.held_spend.len()));
+        }
+        if let Some(held) = self
+            .held_spend
+            .iter()
+            .find(|held| !(held.amount > 0.0 && held.amount.is_finite()))
+        {
+            return Err(StateError::HeldNotAnAmount {
+                id: held.id.clone(),
+                amount: held.amount,
+            });
+        }
         if let Some(window) = &self.spend_window {
             let start = parse_seconds(&window.start)
                 .ok_or_else(|| StateError::WindowStartNotATime(window.start.clone()))?;
@@ -676,6 +782,11 @@ fn objects_where_states_go(value: &Value) -> Result<(), StateError> {
     if let Some(window) = state.get("spendWindow") {
         object(window, "`spendWindow`")?;
     }
+    if let Some(Value::Array(held)) = state.get("heldSpend") {
+        for held in held {
+            object(held, "each of `heldSpend`")?;
+        }
+    }
     if let Some(agents) = state.get("agents") {
         for (name, agent) in object(agents, "`agents`")? {
             let what = format!("agent {}", quoted(name));
@@ -684,6 +795,14 @@ fn objects_where_states_go(value: &Value) -> Result<(), StateError> {
         }
     }
     Ok(())
+}
+
+/// The amount [`CrewState::record`] counts for `call`, when it is one above 0.
+fn counted_amount(call: &Call) -> Option<f64> {
+    let value = call.args.amount()?;
+    let (amount, _) =
+        amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()));
+    (amount > 0.0 && amount.is_finite()).then_some(amount)
 }
 
 /// An understood amount's float, and whether the float is exactly the decimal written.

@@ -406,3 +406,169 @@ fn a_sources_name_tells_apart_what_was_read() {
         None
     );
 }
+
+/// A payment of `amount` by `agent` with the amount as written.
+fn pay_text(agent: &str, amount: &str) -> Call {
+    call(&format!(
+        r#"{{"agent":"{agent}","tool":"send_payment","args":{{"to":"x","amount":{amount}}},"source":"user"}}"#
+    ))
+}
+
+#[test]
+fn a_held_amount_is_noted_for_its_id_agent_and_amount_only() {
+    let policy = Policy::default();
+    let mut state = CrewState::new();
+    let held = pay("b", 750);
+    state.record(&held, "h1", &allow(), &policy);
+    state.note_held("h1", &held);
+    assert!(state.held_is_counted("h1", &held));
+    assert!(!state.held_is_counted("h2", &held), "another id");
+    assert!(
+        !state.held_is_counted("h1", &pay("c", 750)),
+        "another agent"
+    );
+    assert!(
+        !state.held_is_counted("h1", &pay("b", 751)),
+        "another amount"
+    );
+    assert_eq!(
+        state.held_spend,
+        [HeldSpend {
+            id: "h1".into(),
+            agent: "b".into(),
+            amount: 750.0
+        }]
+    );
+    // Noted again under the same id, it is noted once.
+    state.note_held("h1", &held);
+    assert_eq!(state.held_spend.len(), 1);
+    // A call without an amount above 0 counts nothing, so nothing is noted.
+    for nothing in [
+        call(r#"{"agent":"b","tool":"send_payment","args":{"to":"x"}}"#),
+        pay_text("b", "0"),
+        pay_text("b", "\"lots\""),
+    ] {
+        state.note_held("h3", &nothing);
+        assert!(!state.held_is_counted("h3", &nothing));
+    }
+    assert_eq!(state.held_spend.len(), 1);
+    // Settled, it is forgotten; its amount stays counted.
+    state.forget_held("h1");
+    assert!(state.held_spend.is_empty());
+    assert_eq!(state.spent_by("b"), 750.0);
+}
+
+#[test]
+fn the_held_amounts_noted_are_bounded_and_the_oldest_forgotten() {
+    let mut state = CrewState::new();
+    let held = pay("b", 5);
+    for n in 0..MAX_HELD_SPEND + 3 {
+        state.note_held(&format!("h{n}"), &held);
+    }
+    assert_eq!(state.held_spend.len(), MAX_HELD_SPEND);
+    for n in 0..3 {
+        assert!(!state.held_is_counted(&format!("h{n}"), &held), "h{n}");
+    }
+    assert!(state.held_is_counted("h3", &held));
+    assert!(state.held_is_counted(&format!("h{}", MAX_HELD_SPEND + 2), &held));
+    assert_eq!(state.held_spend[0].id, "h3", "oldest first");
+    // What the state writes it reads back; one more than it keeps is refused.
+    let text = serde_json::to_string(&state).unwrap();
+    assert_eq!(CrewState::from_json(text.as_bytes()).unwrap(), state);
+    let mut over = serde_json::to_value(&state).unwrap();
+    over["heldSpend"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "x", "agent": "b", "amount": 5}));
+    let err = CrewState::from_json(over.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("names 1001 held calls, more than the 1000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_held_amounts_noted_are_forgotten_with_the_spend() {
+    let policy = day_policy();
+    // 2026-12-02T23:59:00Z, then the next day.
+    let late = UNIX_EPOCH + Duration::from_secs(1_796_255_940);
+    let mut state = CrewState::new();
+    state.enter(&policy, late, None);
+    let (a, b) = (pay("a", 200), pay("b", 100));
+    state.record_at(&a, "1", &allow(), &policy, Some(late));
+    state.note_held("1", &a);
+    state.record_at(&b, "2", &allow(), &policy, Some(late));
+    state.note_held("2", &b);
+    // Later the same day, still counted.
+    state.enter(&policy, late + Duration::from_secs(59), None);
+    assert!(state.held_is_counted("1", &a) && state.held_is_counted("2", &b));
+    // The window ends: nothing held is counted any more.
+    state.enter(&policy, late + Duration::from_secs(60), None);
+    assert!(state.held_spend.is_empty());
+    assert!(!state.held_is_counted("1", &a));
+    // Resetting an agent forgets its own, and only its own.
+    state.record(&a, "3", &allow(), &policy);
+    state.note_held("3", &a);
+    state.record(&b, "4", &allow(), &policy);
+    state.note_held("4", &b);
+    assert!(state.reset_agent("a"));
+    assert!(!state.held_is_counted("3", &a));
+    assert!(state.held_is_counted("4", &b));
+    assert_eq!(state.held_spend.len(), 1);
+}
+
+#[test]
+fn a_state_without_held_amounts_reads_and_writes_as_before() {
+    // A state written before `heldSpend` existed reads back, and is written the same.
+    let old = r#"{"agents":{"b":{"spent":750.0}},"crewSpent":750.0,"spendWindow":{"unit":"day","start":"2026-12-02T00:00:00Z"}}"#;
+    let state = CrewState::from_json(old.as_bytes()).unwrap();
+    assert!(state.held_spend.is_empty());
+    assert_eq!(serde_json::to_string(&state).unwrap(), old);
+    // One with a note round-trips, and is written with it.
+    let mut noted = state.clone();
+    noted.note_held("h1", &pay("b", 750));
+    let text = serde_json::to_string(&noted).unwrap();
+    assert!(
+        text.ends_with(r#","heldSpend":[{"id":"h1","agent":"b","amount":750.0}]}"#),
+        "{text}"
+    );
+    assert_eq!(CrewState::from_json(text.as_bytes()).unwrap(), noted);
+    // Read in no other shape.
+    for (bad, expected) in [
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":{}}"#,
+            "invalid type: map",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":null}"#,
+            "invalid type: null",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[["h1","b",5]]}"#,
+            "each of `heldSpend` must be an object, not an array",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b"}]}"#,
+            "missing field `amount`",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b","amount":5,"at":1}]}"#,
+            "unknown field `at`",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b","amount":0}]}"#,
+            "not an amount above 0",
+        ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b","amount":-5}]}"#,
+            "not an amount above 0",
+        ),
+    ] {
+        let err = CrewState::from_json(bad.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{bad}: {err}");
+    }
+}

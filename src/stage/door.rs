@@ -14,7 +14,7 @@ use crate::rules::granting::Granted;
 use crate::rules::policy::Policy;
 use crate::rules::state::AgentState;
 use crate::store::{grants, unavailable, Owner, Shared, StateHandle, Timing};
-use crate::verdict::Judgement;
+use crate::verdict::{Decision, Judgement};
 
 /// A call's judgement and the agent's state after it.
 #[derive(Debug, Clone)]
@@ -26,8 +26,12 @@ pub struct Decided {
 
 /// Decides one call on the door's state and records what it changes; a store that fails makes
 /// it a deny ([`unavailable`]). `keep_agent`: copy out the agent's state after the call (a stage
-/// that needs only the judgement, as sc-exec's re-check, does not). The grants are the crew's
-/// in the store when the state is a crew's there, else `local` (a door's own, in memory).
+/// that needs only the judgement, as sc-exec's re-check, does not). `retried`: a hold is put to
+/// the person through a 2026-07-28 client's retry, so its counted amount is noted under `id`
+/// in the same update ([`crate::rules::state::CrewState::note_held`]) for
+/// [`decide_again_on`]. The grants are the crew's in the store when the state is a crew's
+/// there, else `local` (a door's own, in memory).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide_on(
     state: &mut StateHandle,
     call: &Call,
@@ -35,6 +39,7 @@ pub(crate) fn decide_on(
     policy: &Policy,
     timing: &Timing,
     keep_agent: bool,
+    retried: bool,
     local: &[Grant],
 ) -> Decided {
     let now = timing.clock.now();
@@ -46,6 +51,9 @@ pub(crate) fn decide_on(
             ..CallContext::default()
         };
         let judgement = decide_in(call, id, policy, state, at, context);
+        if retried && judgement.decision == Decision::Hold {
+            state.note_held(id, call);
+        }
         let agent = keep_agent
             .then(|| state.agent(&call.agent).cloned())
             .flatten();
@@ -57,19 +65,32 @@ pub(crate) fn decide_on(
     })
 }
 
-/// Decides again, on the door's state as it is now, a call that was held and recorded then (a
-/// held call put to the person through a 2026-07-28 client's retry): the same rules, grants and
-/// state as [`decide_on`], as one atomic read of the shared state, but nothing is recorded, since
-/// the call's spend and reads were recorded when it was first decided (recording them again would
-/// count its amount twice). A store that fails makes it a deny ([`unavailable`]). The rules see
-/// the state without the call's own amount (counted when it was held), so the budget rule sums
-/// it once; its hold, if any, the person's answer covers.
+/// Decides again, on the door's state as it is now, a call that was held (`held_id`: its id,
+/// as the retry's sealed `requestState` names it) and put to the person through a 2026-07-28
+/// client's retry: the same rules, grants and state as [`decide_on`], as one atomic update of
+/// the shared state. A store that fails makes it a deny ([`unavailable`]).
+///
+/// The hold counted the call's amount. While the state says it still does
+/// ([`crate::rules::state::CrewState::held_is_counted`]), the rules see the state without it,
+/// so the budget rule sums it once, and nothing is recorded (recording it again would count it
+/// twice). Once it does not (a budget window ended, or a reset, since the hold; or the note was
+/// forgotten past [`crate::rules::state::MAX_HELD_SPEND`]), taking it back would lower other
+/// calls' spend: the rules see the state as it is, so the budget adds the amount to the spend
+/// now, and a call not denied has its amount counted, as a call first decided does. A forgotten
+/// note counts the amount twice at worst: stricter, never looser.
+///
+/// `asked_again`: whether the retry, so judged, is put to the person again under the same id
+/// (sc-mcp's `cover`: a yes for fewer reasons). Then the note stays (or is made, for an amount
+/// counted just now), for the next retry; otherwise the retry is settled here, once, and the
+/// note is forgotten (the amount stays counted, as a hold's is whatever its answer).
 pub(crate) fn decide_again_on(
     state: &mut StateHandle,
     call: &Call,
+    held_id: &str,
     policy: &Policy,
     timing: &Timing,
     local: &[Grant],
+    asked_again: &dyn Fn(&Judgement) -> bool,
 ) -> Judgement {
     let now = timing.clock.now();
     let grants = grants_for(state, now, local);
@@ -79,10 +100,25 @@ pub(crate) fn decide_again_on(
             grants: Some(Granted { grants, now }),
             ..CallContext::default()
         };
-        // A copy: nothing of the re-decision is recorded.
-        let mut without_own = state.clone();
-        without_own.take_back_spend(call);
-        evaluate_in(call, policy, &without_own, context)
+        if state.held_is_counted(held_id, call) {
+            // A copy: the amount stays counted.
+            let mut without_own = state.clone();
+            without_own.take_back_spend(call);
+            let judgement = evaluate_in(call, policy, &without_own, context);
+            if !asked_again(&judgement) {
+                state.forget_held(held_id);
+            }
+            return judgement;
+        }
+        let judgement = evaluate_in(call, policy, state, context);
+        state.forget_held(held_id);
+        if judgement.decision != Decision::Deny {
+            state.count_spend(call);
+            if asked_again(&judgement) {
+                state.note_held(held_id, call);
+            }
+        }
+        judgement
     });
     decided.unwrap_or_else(|err| unavailable(&err))
 }
@@ -121,3 +157,7 @@ pub(crate) fn crew_grants(shared: &mut Shared, now: SystemTime) -> Vec<Grant> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "door_tests.rs"]
+mod tests;

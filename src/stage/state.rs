@@ -83,6 +83,7 @@ fn current(state: &CrewState, now: SystemTime) -> (CrewState, bool) {
             agent.spent = 0.0;
             agent.inexact = false;
         }
+        state.held_spend.clear();
     }
     (state, ended)
 }

@@ -862,6 +862,7 @@ fn prepare<'t>(
                 &options.policy,
                 &options.timing,
                 false,
+                false,
                 &[],
             )
             .judgement

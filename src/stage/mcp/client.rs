@@ -362,6 +362,21 @@ impl ClientSide<'_> {
         Ok(())
     }
 
+    /// Whether a call held now is put to the person through the client's retry (MCP
+    /// 2026-07-28, [`super::mrtr`]): a modern client that declared elicitation, with no inbox
+    /// and elicitation among the ways of asking.
+    fn asks_through_retry(&self) -> bool {
+        self.retry.asks_by_retry()
+            && self.inbox.is_none()
+            && matches!(
+                self.asking,
+                Asking::Wherever {
+                    elicitation: true,
+                    ..
+                }
+            )
+    }
+
     fn tool_call(
         &mut self,
         bytes: &[u8],
@@ -404,6 +419,9 @@ impl ClientSide<'_> {
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
                 self.take_results();
+                // A hold put to the person through the client's retry notes its counted amount
+                // in the same update, for the retry to be decided on.
+                let retried = self.asks_through_retry();
                 let decided = crate::stage::door::decide_on(
                     &mut self.state,
                     call,
@@ -411,6 +429,7 @@ impl ClientSide<'_> {
                     &session.policy,
                     &self.timing,
                     true,
+                    retried,
                     &session.grants.local(),
                 );
                 agent_state = decided.agent;
@@ -508,16 +527,7 @@ impl ClientSide<'_> {
             scopes,
         };
         // A 2026-07-28 client that declared elicitation is asked through its retry.
-        if self.retry.asks_by_retry()
-            && self.inbox.is_none()
-            && matches!(
-                self.asking,
-                Asking::Wherever {
-                    elicitation: true,
-                    ..
-                }
-            )
-        {
+        if self.asks_through_retry() {
             return self.ask_by_retry(
                 &asked.id,
                 &asked.ticket,

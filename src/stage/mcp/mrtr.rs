@@ -12,7 +12,9 @@
 //! of the crew completes, else in this process, which takes only the states it gave), and the
 //! call is decided again by the one decision on the state as it is now
 //! ([`crate::stage::door::decide_again_on`]: a taint, a budget spent or a store that fails while
-//! the person answered counts). A deny now is a deny, whatever the answer. A yes covers only the
+//! the person answered counts; the call's own amount, counted when it was held, is left out only
+//! while the state still counts it, not after a budget window ended or a reset). A deny now is a
+//! deny, whatever the answer. A yes covers only the
 //! reasons it was shown, which the state carries: a call held now for a reason it did not show
 //! is neither run nor granted, but asked about again with a new state ([`super::cover`]).
 //! Otherwise the answer settles the call: approved, it is forwarded to the server as it first
@@ -308,12 +310,19 @@ impl super::client::ClientSide<'_> {
             call.take_amount_text_from(text, &["params", "arguments", "amount"]);
             call
         });
-        // Decided again, as the state is now: what changed while the person answered (a taint,
-        // a budget spent, a store that fails) counts, and a deny now is a deny, whatever the
-        // answer.
-        let again = self.decide_again(&call);
         // A yes covers the reasons it was shown: held now for one it was not, the call is asked
-        // about again, and neither run nor granted on this yes.
+        // about again (under the same id), and neither run nor granted on this yes.
+        let can_ask_again = self.retry.asks_by_retry();
+        let asked_again = |again: &Judgement| {
+            approval.approved
+                && again.decision == Decision::Hold
+                && can_ask_again
+                && !super::cover::not_shown(&state.reasons, &again.reasons).is_empty()
+        };
+        // Decided again, as the state is now: what changed while the person answered (a taint,
+        // a budget spent, a window ended or a reset, a store that fails) counts, and a deny now
+        // is a deny, whatever the answer.
+        let again = self.decide_again(&call, &state.call_id, &asked_again);
         if let (true, Decision::Hold, Ok(call)) = (approval.approved, again.decision, &call) {
             let not_shown = super::cover::not_shown(&state.reasons, &again.reasons);
             if !not_shown.is_empty() {
@@ -405,8 +414,14 @@ impl super::client::ClientSide<'_> {
 
     /// The one decision ([`crate::stage::door::decide_again_on`]) made again for a retried
     /// call, on the state as it is now (with the results of untrusted-output tools taken in
-    /// first, as for any call).
-    fn decide_again(&mut self, call: &Result<Call, crate::call::Malformed>) -> Judgement {
+    /// first, as for any call). `held_id`: the held call's id, as its sealed state names it;
+    /// `asked_again`: whether the retry, so judged, is put to the person again.
+    fn decide_again(
+        &mut self,
+        call: &Result<Call, crate::call::Malformed>,
+        held_id: &str,
+        asked_again: &dyn Fn(&Judgement) -> bool,
+    ) -> Judgement {
         let session = self.session;
         let call = match call {
             Ok(call) => call,
@@ -416,9 +431,11 @@ impl super::client::ClientSide<'_> {
         crate::stage::door::decide_again_on(
             &mut self.state,
             call,
+            held_id,
             &session.policy,
             &self.timing,
             &session.grants.local(),
+            asked_again,
         )
     }
 
