@@ -868,6 +868,190 @@ fn a_retried_holds_budget_total_counts_its_own_amount_once() {
     assert!(!again.contains("1900"), "{again}");
 }
 
+/// The budget of the retry-after-the-spend-was-forgotten tests: 1000 per agent, `echo` held only
+/// for the total; `extra` adds to the policy.
+fn budget_of_1000(scratch: &Scratch, extra: &str) -> PathBuf {
+    scratch.write(
+        "budget-policy.json",
+        format!(r#"{{"holdAboveAmount": 10000, "holdAboveTotal": 1000{extra}}}"#),
+    )
+}
+
+/// A 2026-07-28 `echo` of `amount` that is allowed and runs.
+fn paid(proxy: &mut Proxy, id: i64, amount: u32, memo: &str) {
+    let answer = proxy.request(
+        id,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"amount": amount, "memo": memo}, "_meta": modern_meta(true)}),
+    );
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains(memo), "{answer}");
+}
+
+/// The crew's state as `sc-state show --json` prints it.
+fn shown_state(scratch: &Scratch, store: &str) -> Value {
+    let out = scratch
+        .cmd("sc-state")
+        .args(["show", "--crew", "payments", "--json", "--state", store])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["states"].as_array().unwrap().len(), 1, "{shown}");
+    shown["states"][0]["state"].clone()
+}
+
+/// A 400 payment runs and a 750 is held at "would total 1150" (its 750 counted, and noted as
+/// counted for its retry); then `forget` makes the store forget that spend (a reset, a budget
+/// window that ends), a 900 payment runs in what is now a fresh budget, and the client retries
+/// the 750 with the person's yes to 1150. Taking its 750 back from a spend that no longer
+/// counts it would judge it at 900 and run it (a review ran it so: 1650 against 1000). It is
+/// held at "would total 1650 (900 …)", a reason the yes was not for: not run, asked again, and
+/// the `approve` event says why. A yes to that runs it once, and the spend counts it once.
+fn a_retry_after_the_spend_was_forgotten(
+    scratch: &Scratch,
+    store: &str,
+    extra: &str,
+    forget: &dyn Fn(),
+) {
+    let policy = budget_of_1000(scratch, extra);
+    let mut a = door(
+        scratch,
+        "a",
+        "crew",
+        &policy,
+        &["--crew", "payments", "--state", store],
+    );
+    let audit = a.audit.clone();
+    paid(&mut a.proxy, 1, 400, "first");
+    let held = held_call(&mut a.proxy, 2);
+    let first = request_state_of(&held);
+    assert!(question_of(&held).contains("1150"), "{held}");
+    let noted = shown_state(scratch, store);
+    assert_eq!(noted["heldSpend"][0]["amount"], 750.0, "{noted}");
+    forget();
+    paid(&mut a.proxy, 3, 900, "since");
+    let again = retry(&mut a.proxy, 4, &first, true);
+    let second = request_state_of(&again);
+    let asked = question_of(&again);
+    assert!(asked.contains("would total 1650 (900 "), "{asked}");
+    assert!(
+        !crate::mcp::server_received(scratch).contains(r#""amount":750"#),
+        "run on a yes to 1150: {}",
+        crate::mcp::server_received(scratch)
+    );
+    let log = read_events(&audit);
+    let gate = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the call was held");
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    let approval = approvals[0];
+    assert_eq!(approval["id"], gate["id"], "{approval}");
+    assert_eq!(approval["approval"]["approved"], true, "{approval}");
+    assert_eq!(approval["decidedAgain"]["decision"], "hold", "{approval}");
+    assert_eq!(
+        approval["notCovered"]["shown"], gate["reasons"],
+        "{approval}"
+    );
+    let not_shown = approval["notCovered"]["notShown"].to_string();
+    assert!(not_shown.contains("would total 1650 (900 "), "{approval}");
+    // The yes to 1650 runs it, once; the spend counts its 750 once, and forgets the note.
+    let ran = retry(&mut a.proxy, 5, &second, true);
+    assert_eq!(ran["result"]["resultType"], "complete", "{ran}");
+    assert!(result_text(&ran).contains("750"), "{ran}");
+    let received = crate::mcp::server_received(scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+    let after = shown_state(scratch, store);
+    assert_eq!(after["agents"]["crew"]["spent"], 1650.0, "{after}");
+    assert!(after.get("heldSpend").is_none(), "{after}");
+    audited_refusals(scratch, a, &[]);
+}
+
+#[test]
+fn a_retry_after_sc_state_reset_is_decided_on_the_spend_since_and_asked_again() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let store = store.to_str().unwrap();
+    a_retry_after_the_spend_was_forgotten(&scratch, store, "", &|| {
+        scratch
+            .cmd("sc-state")
+            .args(["reset", "--crew", "payments", "--state", store])
+            .assert()
+            .success();
+    });
+    // The reset is in the log it was given.
+    let resets: Vec<Value> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|event| event["action"] == "reset")
+        .collect();
+    assert_eq!(resets.len(), 1, "{resets:?}");
+}
+
+/// sc-mcp reads the system's clock (it has no test clock), so the day ends here as the store
+/// sees it: its budget window is moved a day back, which is the state as the next update finds
+/// it when the day ended after the hold.
+#[test]
+fn a_retry_after_its_budget_window_ended_is_decided_on_the_spend_since_and_asked_again() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::with_store();
+    let url = redis.url();
+    a_retry_after_the_spend_was_forgotten(&scratch, &url, r#", "budgetWindow": "day""#, &|| {
+        let key = "skeleton-crew:crew:payments:gate";
+        let mut connection = redis.connection();
+        let stored: String = redis::cmd("GET").arg(key).query(&mut connection).unwrap();
+        let mut state: Value = serde_json::from_str(&stored).unwrap();
+        let start = state["spendWindow"]["start"].as_str().unwrap();
+        let start = humantime::parse_rfc3339(start).unwrap();
+        let yesterday = start - std::time::Duration::from_secs(86_400);
+        state["spendWindow"]["start"] =
+            json!(humantime::format_rfc3339_seconds(yesterday).to_string());
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg(state.to_string())
+            .query(&mut connection)
+            .unwrap();
+    });
+}
+
+/// With nothing forgotten between the hold and the retry, the yes to "would total 1150" runs
+/// the call once, decided on the spend without its own 750; the spend counts it once (when it
+/// was held), and the note is gone.
+#[test]
+fn a_retry_with_its_amount_still_counted_runs_once_and_counts_it_once() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let store = store.to_str().unwrap();
+    let policy = budget_of_1000(&scratch, "");
+    let mut a = door(
+        &scratch,
+        "a",
+        "crew",
+        &policy,
+        &["--crew", "payments", "--state", store],
+    );
+    let audit = a.audit.clone();
+    paid(&mut a.proxy, 1, 400, "first");
+    let state = request_state_of(&held_call(&mut a.proxy, 2));
+    let answer = retry(&mut a.proxy, 3, &state, true);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(result_text(&answer).contains("750"), "{answer}");
+    let after = shown_state(&scratch, store);
+    assert_eq!(after["agents"]["crew"]["spent"], 1150.0, "{after}");
+    assert!(after.get("heldSpend").is_none(), "{after}");
+    audited_refusals(&scratch, a, &[]);
+    let log = read_events(&audit);
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    let again = approvals[0]["decidedAgain"]["reasons"].to_string();
+    assert!(again.contains("would total 1150 (400 "), "{again}");
+    assert!(approvals[0].get("notCovered").is_none(), "{log:?}");
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+}
+
 /// A policy under which a read of `garbage` taints the agent and `echo` is sensitive: an
 /// `echo` over 100 is held for its amount, and, once the agent is tainted, for the taint too.
 const TAINTABLE_POLICY: &str =
