@@ -544,6 +544,7 @@ impl CrewState {
 
     /// [`CrewState::record`], with the time of the call: a tainting read stamps the taint with
     /// it (the agent's and the crew's, kept or new), so a taint TTL counts from the last read.
+    /// Two parts: the call's amount, added to the spend; then its reads ([`record_read`]).
     pub fn record_at(
         &mut self,
         call: &Call,
@@ -573,48 +574,68 @@ impl CrewState {
         let (sum, sum_exact) = add_exactly(agent.spent, amount);
         agent.inexact |= !amount_exact || !sum_exact;
         agent.spent = sum.min(f64::MAX);
-        // The first taint is the one kept (a later read only moves its time on): a cause is
-        // only built when it will be.
         if !policy.has_untrusted_output(&call.tool) {
             return;
         }
-        self.provenance.read_called(call, id, policy);
-        let at = now.map(|now| rfc3339_seconds(unix_seconds(now)));
-        if agent.tainted_by.is_none() || self.crew_tainted_by.is_none() {
-            let taint = TaintCause::new(
-                call.agent.clone(),
-                call.tool.clone(),
-                id.to_owned(),
-                key_argument(call),
-            )
-            .at(at.clone());
-            agent.tainted_by.get_or_insert_with(|| taint.clone());
-            self.crew_tainted_by.get_or_insert(taint);
-        }
-        // Every other source read is noted on the cause: a `call` grant covers a call only
-        // while the session's sources are among those of its moment.
-        let open = [&agent.tainted_by, &self.crew_tainted_by]
+        record_read(
+            agent,
+            &mut self.crew_tainted_by,
+            &mut self.provenance,
+            (call, id, policy),
+            now,
+        );
+    }
+}
+
+/// What [`CrewState::record_at`] records of a call (`id`) not denied whose tool's output is
+/// untrusted: the agent's taint and the crew's (the first kept), the read awaited for
+/// provenance, and the read's time. `agent`, the crew's taint and the provenance are the
+/// state's, borrowed apart so that the spend's lookup of the agent serves this too.
+#[inline]
+fn record_read(
+    agent: &mut AgentState,
+    crew_tainted_by: &mut Option<TaintCause>,
+    provenance: &mut ProvenanceState,
+    (call, id, policy): (&Call, &str, &Policy),
+    now: Option<SystemTime>,
+) {
+    provenance.read_called(call, id, policy);
+    let at = now.map(|now| rfc3339_seconds(unix_seconds(now)));
+    // The first taint is the one kept (a later read only moves its time on): a cause is only
+    // built when it will be.
+    if agent.tainted_by.is_none() || crew_tainted_by.is_none() {
+        let taint = TaintCause::new(
+            call.agent.clone(),
+            call.tool.clone(),
+            id.to_owned(),
+            key_argument(call),
+        )
+        .at(at.clone());
+        agent.tainted_by.get_or_insert_with(|| taint.clone());
+        crew_tainted_by.get_or_insert(taint);
+    }
+    // Every other source read is noted on the cause: a `call` grant covers a call only while
+    // the session's sources are among those of its moment.
+    let open = [&agent.tainted_by, &*crew_tainted_by]
+        .into_iter()
+        .flatten()
+        .any(|cause| !cause.full());
+    if open {
+        let source = crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
+        for cause in [&mut agent.tainted_by, &mut *crew_tainted_by]
             .into_iter()
             .flatten()
-            .any(|cause| !cause.full());
-        if open {
-            let source =
-                crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
-            for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
-                .into_iter()
-                .flatten()
-            {
-                cause.read_also(&source);
-            }
+        {
+            cause.read_also(&source);
         }
-        if at.is_some() {
-            for cause in [&mut agent.tainted_by, &mut self.crew_tainted_by]
-                .into_iter()
-                .flatten()
-            {
-                if cause.at < at {
-                    cause.at.clone_from(&at);
-                }
+    }
+    if at.is_some() {
+        for cause in [&mut agent.tainted_by, crew_tainted_by]
+            .into_iter()
+            .flatten()
+        {
+            if cause.at < at {
+                cause.at.clone_from(&at);
             }
         }
     }
