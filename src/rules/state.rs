@@ -493,26 +493,6 @@ impl CrewState {
         self.held_spend.retain(|held| held.id != id);
     }
 
-    /// Adds `call`'s amount to the agent's spend and the crew's, as [`CrewState::record`] does
-    /// (for a retried hold whose amount is no longer counted).
-    pub(crate) fn count_spend(&mut self, call: &Call) {
-        let Some(value) = call.args.amount() else {
-            return;
-        };
-        let (amount, amount_exact) =
-            amount_and_exactness(&Amount::from_json_exact(value, call.amount_text.as_deref()));
-        if amount == 0.0 {
-            return;
-        }
-        let (crew, crew_exact) = add_exactly(self.crew_spent, amount);
-        self.crew_inexact |= !amount_exact || !crew_exact;
-        self.crew_spent = crew.min(f64::MAX);
-        let agent = self.agents.entry(call.agent.clone()).or_default();
-        let (sum, sum_exact) = add_exactly(agent.spent, amount);
-        agent.inexact |= !amount_exact || !sum_exact;
-        agent.spent = sum.min(f64::MAX);
-    }
-
     /// Takes back from the agent's spend and the crew's the amount [`CrewState::record`] added
     /// for `call` (never below 0), so a call recorded when it was held is decided again on the
     /// spend without its own. Only for a call whose amount is still counted
@@ -544,7 +524,8 @@ impl CrewState {
 
     /// [`CrewState::record`], with the time of the call: a tainting read stamps the taint with
     /// it (the agent's and the crew's, kept or new), so a taint TTL counts from the last read.
-    /// Two parts: the call's amount, added to the spend; then its reads ([`record_read`]).
+    /// Two parts: the call's amount, added to the spend; then its reads ([`record_read`]), which
+    /// [`CrewState::record_reads_at`] records alone.
     pub fn record_at(
         &mut self,
         call: &Call,
@@ -577,6 +558,34 @@ impl CrewState {
         if !policy.has_untrusted_output(&call.tool) {
             return;
         }
+        record_read(
+            agent,
+            &mut self.crew_tainted_by,
+            &mut self.provenance,
+            (call, id, policy),
+            now,
+        );
+    }
+
+    /// The reads part of [`CrewState::record_at`] alone, without the amount: for a held call
+    /// retried while the spend still counts its amount ([`CrewState::held_is_counted`]). Its
+    /// read of untrusted output taints the agent and the crew, and is awaited for provenance,
+    /// as when it was first decided, so a reset or a taint TTL between the hold and the retry
+    /// does not let the call run untainting. A taint already there is kept, cause and all (its
+    /// first read's), its time moved on to `now`, as any later read moves it. Denied calls
+    /// change nothing.
+    pub(crate) fn record_reads_at(
+        &mut self,
+        call: &Call,
+        id: &str,
+        judgement: &Judgement,
+        policy: &Policy,
+        now: Option<SystemTime>,
+    ) {
+        if judgement.decision == Decision::Deny || !policy.has_untrusted_output(&call.tool) {
+            return;
+        }
+        let agent = self.agents.entry(call.agent.clone()).or_default();
         record_read(
             agent,
             &mut self.crew_tainted_by,

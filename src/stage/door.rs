@@ -72,12 +72,18 @@ pub(crate) fn decide_on(
 ///
 /// The hold counted the call's amount. While the state says it still does
 /// ([`crate::rules::state::CrewState::held_is_counted`]), the rules see the state without it,
-/// so the budget rule sums it once, and nothing is recorded (recording it again would count it
+/// so the budget rule sums it once, and the amount is not recorded again (that would count it
 /// twice). Once it does not (a budget window ended, or a reset, since the hold; or the note was
 /// forgotten past [`crate::rules::state::MAX_HELD_SPEND`]), taking it back would lower other
 /// calls' spend: the rules see the state as it is, so the budget adds the amount to the spend
 /// now, and a call not denied has its amount counted, as a call first decided does. A forgotten
 /// note counts the amount twice at worst: stricter, never looser.
+///
+/// Either way, a call not denied has its reads recorded again, as a call first decided (held
+/// or not) has ([`crate::rules::state::CrewState::record_reads_at`]): a yes runs it now, and
+/// its untrusted output reaches the agent now, so the hold's taint, forgotten by a reset or
+/// lifted by a taint TTL while the person answered, is the call's again. A taint still there
+/// is kept, its time moved on to now.
 ///
 /// `asked_again`: whether the retry, so judged, is put to the person again under the same id
 /// (sc-mcp's `cover`: a yes for fewer reasons). Then the note stays (or is made, for an amount
@@ -95,7 +101,7 @@ pub(crate) fn decide_again_on(
     let now = timing.clock.now();
     let grants = grants_for(state, now, local);
     let grants = &grants[..];
-    let decided = state.update(policy, timing, &mut |state, _| {
+    let decided = state.update(policy, timing, &mut |state, at| {
         let context = CallContext {
             grants: Some(Granted { grants, now }),
             ..CallContext::default()
@@ -105,6 +111,8 @@ pub(crate) fn decide_again_on(
             let mut without_own = state.clone();
             without_own.take_back_spend(call);
             let judgement = evaluate_in(call, policy, &without_own, context);
+            // Its reads, again: a reset of the taint or a taint TTL since the hold forgot them.
+            state.record_reads_at(call, held_id, &judgement, policy, at);
             if !asked_again(&judgement) {
                 state.forget_held(held_id);
             }
@@ -112,11 +120,10 @@ pub(crate) fn decide_again_on(
         }
         let judgement = evaluate_in(call, policy, state, context);
         state.forget_held(held_id);
-        if judgement.decision != Decision::Deny {
-            state.count_spend(call);
-            if asked_again(&judgement) {
-                state.note_held(held_id, call);
-            }
+        // Recorded as a call first decided: its amount and its reads (a deny, nothing).
+        state.record_at(call, held_id, &judgement, policy, at);
+        if judgement.decision != Decision::Deny && asked_again(&judgement) {
+            state.note_held(held_id, call);
         }
         judgement
     });

@@ -13,7 +13,9 @@
 //! call is decided again by the one decision on the state as it is now
 //! ([`crate::stage::door::decide_again_on`]: a taint, a budget spent or a store that fails while
 //! the person answered counts; the call's own amount, counted when it was held, is left out only
-//! while the state still counts it, not after a budget window ended or a reset). A deny now is a
+//! while the state still counts it, not after a budget window ended or a reset; a call not
+//! denied has its reads recorded again, so a taint a reset or a taint TTL forgot since is its
+//! own again). A deny now is a
 //! deny, whatever the answer. A yes covers only the
 //! reasons it was shown, which the state carries: a call held now for a reason it did not show
 //! is neither run nor granted, but asked about again with a new state ([`super::cover`]).
