@@ -1052,6 +1052,143 @@ fn a_retry_with_its_amount_still_counted_runs_once_and_counts_it_once() {
     assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
 }
 
+/// A policy under which `echo`'s output is untrusted, so a call of it taints the agent, and an
+/// `echo` over 100 is held; `shout` is sensitive (a payment, say), so a tainted agent's is held.
+const UNTRUSTED_ECHO_POLICY: &str =
+    r#"{"holdAboveAmount": 100, "sensitiveTools": ["shout"], "untrustedOutputTools": ["echo"]}"#;
+
+/// A 2026-07-28 `tools/call` of `shout` (the payment) of 50, within every limit.
+fn payment(proxy: &mut Proxy, id: i64, memo: &str) -> Value {
+    proxy.request(
+        id,
+        "tools/call",
+        json!({"name": "shout", "arguments": {"amount": 50, "memo": memo}, "_meta": modern_meta(true)}),
+    )
+}
+
+/// The `echo` of 750 is held, and its untrusted output taints the agent as it is held; then
+/// `forget` makes the crew's state forget the taint (`sc-state reset`, a taint TTL), and a
+/// payment runs, as an untainted agent's does. The person's yes runs the `echo`: its untrusted
+/// output reaches the agent, so the agent is tainted by it again (the taint names the held
+/// call, as the hold's did), its 750 is counted once, and the next payment is held for the
+/// taint. Before the fix, the retry recorded only the amount: the agent stayed untainted and
+/// the payment after it ran.
+fn a_retry_after_the_taint_was_forgotten(
+    scratch: &Scratch,
+    store: &str,
+    extra: &[&str],
+    forget: &dyn Fn(),
+) {
+    let policy = scratch.write("taint-policy.json", UNTRUSTED_ECHO_POLICY);
+    let mut args = vec!["--crew", "payments", "--state", store];
+    args.extend_from_slice(extra);
+    let mut a = door(scratch, "a", "crew", &policy, &args);
+    let audit = a.audit.clone();
+    let first = request_state_of(&held_call(&mut a.proxy, 1));
+    let held = shown_state(scratch, store);
+    let taint = held["agents"]["crew"]["taintedBy"].clone();
+    assert_eq!(taint["tool"], "echo", "{held}");
+    forget();
+    let before = payment(&mut a.proxy, 2, "payee-before");
+    assert_eq!(before["result"]["resultType"], "complete", "{before}");
+    assert!(result_text(&before).contains("payee-before"), "{before}");
+    // The yes runs the held call, once.
+    let ran = retry(&mut a.proxy, 3, &first, true);
+    assert_eq!(ran["result"]["resultType"], "complete", "{ran}");
+    assert!(result_text(&ran).contains("750"), "{ran}");
+    let received = crate::mcp::server_received(scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+    // The next payment is held for the taint, and does not run.
+    let asked = question_of(&payment(&mut a.proxy, 4, "payee-after"));
+    assert!(
+        asked.contains("tainted") && asked.contains("echo"),
+        "{asked}"
+    );
+    let received = crate::mcp::server_received(scratch);
+    assert!(!received.contains("payee-after"), "{received}");
+    // Tainted again by it, as when it was held; its 750 counted once, beside the two 50s (the
+    // held payment's counted as it was held, and noted for its retry: the only note left).
+    let after = shown_state(scratch, store);
+    let agent = &after["agents"]["crew"];
+    assert_eq!(agent["taintedBy"]["id"], taint["id"], "{after}");
+    assert_eq!(agent["taintedBy"]["tool"], "echo", "{after}");
+    assert_eq!(after["crewTaintedBy"]["id"], taint["id"], "{after}");
+    assert_eq!(agent["spent"], 850.0, "{after}");
+    assert_eq!(after["heldSpend"].as_array().unwrap().len(), 1, "{after}");
+    assert_eq!(after["heldSpend"][0]["amount"], 50.0, "{after}");
+    audited_refusals(scratch, a, &[]);
+    let log = read_events(&audit);
+    let gates = events(&log, "gate");
+    let echo = gates
+        .iter()
+        .find(|gate| gate["call"]["tool"] == "echo")
+        .expect("the echo was decided");
+    assert_eq!(echo["decision"], "hold", "{echo}");
+    assert_eq!(echo["id"], taint["id"], "{echo}");
+    let after = gates
+        .iter()
+        .find(|gate| gate["call"]["args"]["memo"] == "payee-after")
+        .expect("the payment after was decided");
+    assert_eq!(after["decision"], "hold", "{after}");
+    assert_eq!(
+        after["agentState"]["taintedBy"]["id"], taint["id"],
+        "{after}"
+    );
+    let approvals = events(&log, "approve");
+    assert_eq!(approvals.len(), 1, "{log:?}");
+    assert_eq!(approvals[0]["id"], taint["id"], "{log:?}");
+}
+
+/// `sc-state reset` of the whole crew, and of the agent alone (`--agent`).
+#[test]
+fn a_retry_after_sc_state_reset_taints_its_agent_again() {
+    for agent in [&[][..], &["--agent", "crew"]] {
+        let scratch = Scratch::new();
+        let store = scratch.path("state.sqlite");
+        let store = store.to_str().unwrap();
+        a_retry_after_the_taint_was_forgotten(&scratch, store, &[], &|| {
+            scratch
+                .cmd("sc-state")
+                .args(["reset", "--crew", "payments", "--state", store])
+                .args(agent)
+                .assert()
+                .success();
+            let reset = shown_state(&scratch, store);
+            assert!(reset.get("crewTaintedBy").is_none(), "{agent:?}: {reset}");
+            assert_eq!(reset["agents"], json!({}), "{agent:?}: {reset}");
+            assert!(reset.get("heldSpend").is_none(), "{agent:?}: {reset}");
+        });
+    }
+}
+
+/// sc-mcp reads the system's clock, so the taint TTL passes here as the store sees it: the
+/// taint's last read is moved an hour back, which is the state as the next update finds it
+/// when the hour passed after the hold. The held amount is still counted then.
+#[test]
+fn a_retry_after_a_taint_ttl_lifted_the_taint_taints_its_agent_again() {
+    let scratch = Scratch::new();
+    let redis = RedisServer::with_store();
+    let url = redis.url();
+    a_retry_after_the_taint_was_forgotten(&scratch, &url, &["--taint-ttl", "1h"], &|| {
+        let key = "skeleton-crew:crew:payments:gate";
+        let mut connection = redis.connection();
+        let stored: String = redis::cmd("GET").arg(key).query(&mut connection).unwrap();
+        let mut state: Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(state["heldSpend"][0]["amount"], 750.0, "{state}");
+        for cause in ["/agents/crew/taintedBy/at", "/crewTaintedBy/at"] {
+            let at = state.pointer_mut(cause).expect("a taint with its time");
+            let then = humantime::parse_rfc3339(at.as_str().unwrap()).unwrap();
+            let hour_ago = then - std::time::Duration::from_secs(3_600);
+            *at = json!(humantime::format_rfc3339_seconds(hour_ago).to_string());
+        }
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg(state.to_string())
+            .query(&mut connection)
+            .unwrap();
+    });
+}
+
 /// A policy under which a read of `garbage` taints the agent and `echo` is sensitive: an
 /// `echo` over 100 is held for its amount, and, once the agent is tainted, for the taint too.
 const TAINTABLE_POLICY: &str =
