@@ -187,17 +187,18 @@ fn kept(file: &std::fs::File, before: u64, written: usize) -> std::io::Result<()
 
 /// Starts an event line: `ts`, `stage` and `id`; the stage adds its own fields.
 pub fn event(stage: Stage, id: &str) -> JsonLine {
-    event_in(Vec::with_capacity(768), stage, id)
+    event_in(Vec::with_capacity(768), stage, id, SystemTime::now())
 }
 
 /// Starts an event line at the end of `batch`, as [`event`] does: the same bytes as writing
 /// the three fields one by one, with the keys and the stage written as the constants they are
-/// (every call of the gate pays for this line).
-pub(crate) fn event_in(mut batch: Vec<u8>, stage: Stage, id: &str) -> JsonLine {
+/// (every call of the gate pays for this line). `time` is the event's `ts`: the wall clock's
+/// time, read by the caller when it has just read it for its decision.
+pub(crate) fn event_in(mut batch: Vec<u8>, stage: Stage, id: &str, time: SystemTime) -> JsonLine {
     let open = batch.len();
     batch.reserve(768);
     batch.extend_from_slice(b"{\"ts\":\"");
-    push_timestamp(&mut batch, SystemTime::now());
+    push_timestamp(&mut batch, time);
     batch.extend_from_slice(b"\",\"stage\":\"");
     batch.extend_from_slice(stage.as_str().as_bytes());
     batch.extend_from_slice(b"\",\"id\":");
@@ -288,11 +289,19 @@ impl IdMinter {
     }
 
     pub fn mint(&mut self) -> String {
-        let mut id = Vec::with_capacity(self.prefix.len() + 20);
-        id.extend_from_slice(self.prefix.as_bytes());
-        crate::json_write::push_u64(&mut id, self.next);
+        let mut id = String::with_capacity(self.prefix.len() + 20);
+        self.mint_into(&mut id);
+        id
+    }
+
+    /// [`IdMinter::mint`] into `id`, in the buffer it has (sc-gate mints one for every call).
+    pub fn mint_into(&mut self, id: &mut String) {
+        let mut bytes = std::mem::take(id).into_bytes();
+        bytes.clear();
+        bytes.extend_from_slice(self.prefix.as_bytes());
+        crate::json_write::push_u64(&mut bytes, self.next);
         self.next += 1;
-        String::from_utf8(id).expect("an id is ASCII")
+        *id = String::from_utf8(bytes).expect("an id is ASCII");
     }
 }
 
@@ -317,10 +326,22 @@ mod tests {
     }
 
     #[test]
+    fn an_id_minted_into_a_buffer_is_the_next_id_whatever_the_buffer_held() {
+        let mut minter = IdMinter::new();
+        let first = minter.mint();
+        let mut id = "left over from an earlier call, longer than an id".to_owned();
+        minter.mint_into(&mut id);
+        let (prefix, count) = first.rsplit_once('-').unwrap();
+        assert_eq!(count, "1");
+        assert_eq!(id, format!("{prefix}-2"));
+        assert_eq!(minter.mint(), format!("{prefix}-3"));
+    }
+
+    #[test]
     fn an_event_starts_as_its_fields_written_one_by_one() {
         for stage in [Stage::Gate, Stage::Approve, Stage::Exec, Stage::ExecStart] {
             for id in ["x-1", "a\"b\\c\u{1}é"] {
-                let line = event_in(b"{}\n".to_vec(), stage, id)
+                let line = event_in(b"{}\n".to_vec(), stage, id, SystemTime::now())
                     .str_field("decision", "allow")
                     .finish();
                 let text = std::str::from_utf8(&line[3..]).unwrap();

@@ -63,7 +63,7 @@ pub struct Call {
 #[derive(Debug, Clone)]
 pub struct Args {
     /// The object's JSON text, checked as strictly as [`strict_json::parse`] checks it.
-    text: Box<str>,
+    text: String,
     amount: Option<Value>,
     map: OnceLock<Map<String, Value>>,
     /// Whether two keys could fold alike ([`argrules::fold_key`](crate::rules::argrules::fold_key)):
@@ -90,9 +90,24 @@ impl Args {
         }
     }
 
+    /// [`Args::from_checked_text`] into these args, keeping the text's buffer (sc-gate reads one
+    /// call after another into the same [`Call`]).
+    pub(super) fn refill_checked_text(
+        &mut self,
+        text: &str,
+        amount: Option<Value>,
+        keys_may_fold: bool,
+    ) {
+        self.text.clear();
+        self.text.push_str(text);
+        self.amount = amount;
+        self.map = OnceLock::new();
+        self.keys_may_fold = keys_may_fold;
+    }
+
     /// Args from an object that is already built.
     pub(crate) fn from_map(map: Map<String, Value>) -> Args {
-        let text: Box<str> = Value::Object(map.clone()).to_string().into();
+        let text = Value::Object(map.clone()).to_string();
         Args {
             keys_may_fold: super::keys::keys_may_fold_alike(&text),
             text,

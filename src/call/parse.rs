@@ -28,6 +28,15 @@ impl Call {
         scan::call(text).map(|call| (call, text))
     }
 
+    /// [`Call::scan_line`], reading the call into `slot` in place (into the buffers of the call
+    /// it holds, when it holds one: sc-gate reads every call into the same one). Returns the
+    /// call's trimmed text; on `None`, what `slot` holds is no call of this line.
+    pub(crate) fn scan_line_into<'a>(line: &'a [u8], slot: &mut Option<Call>) -> Option<&'a str> {
+        let text = std::str::from_utf8(line).ok()?;
+        let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        scan::call_into(text, slot).then_some(text)
+    }
+
     /// [`Call::parse_line`] for text that is UTF-8 already (a record's `call` member).
     pub(crate) fn parse_text(text: &str) -> Result<(Call, &str), Malformed> {
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));

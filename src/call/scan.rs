@@ -19,6 +19,19 @@ use crate::strict_json;
 
 /// Reads a call from its trimmed text, or `None` when the reference path must.
 pub(super) fn call(text: &str) -> Option<Call> {
+    let mut slot = None;
+    call_into(text, &mut slot).then(|| slot.expect("a call was read into it"))
+}
+
+/// [`call`], reading the call into `slot`, in the buffers of the call it holds when it holds one
+/// (a call read before and done with), so that a stream of calls reuses a few buffers instead of
+/// allocating its text anew for each. The call read is the same as [`call`] reads, whatever
+/// `slot` held; `false` leaves `slot` holding no call of `text`.
+pub(super) fn call_into(text: &str, slot: &mut Option<Call>) -> bool {
+    read_into(text, slot).is_some()
+}
+
+fn read_into(text: &str, slot: &mut Option<Call>) -> Option<()> {
     let mut lexer = Lexer::new(text, MAX_CALL_DEPTH);
     lexer.skip_space();
     let fields = call_fields(&mut lexer)?;
@@ -39,32 +52,65 @@ pub(super) fn call(text: &str) -> Option<Call> {
         },
     };
     let (args, amount_text) = match fields.args {
-        None => (Args::default(), None),
+        None => (None, None),
         Some((args_text, amount, keys_may_fold)) => {
             let (amount, amount_text) = match amount {
                 // Built as the reference parser builds it, from the text as written.
                 Some(raw) => {
                     let value = strict_json::parse(raw).ok()?;
-                    let text = value.is_number().then(|| raw.to_owned());
+                    let text = value.is_number().then_some(raw);
                     (Some(value), text)
                 }
                 None => (None, None),
             };
-            (
-                Args::from_checked_text(args_text, amount, keys_may_fold),
-                amount_text,
-            )
+            (Some((args_text, amount, keys_may_fold)), amount_text)
         }
     };
-    Some(Call {
-        agent: agent.into_owned(),
-        tool: tool.into_owned(),
-        args,
-        provenance,
-        instruction: fields.instruction.map(Cow::into_owned),
-        amount_text,
-        cwd: fields.cwd.map(Cow::into_owned),
-    })
+    let Some(call) = slot.as_mut() else {
+        *slot = Some(Call {
+            agent: agent.into_owned(),
+            tool: tool.into_owned(),
+            args: match args {
+                None => Args::default(),
+                Some((text, amount, keys_may_fold)) => {
+                    Args::from_checked_text(text, amount, keys_may_fold)
+                }
+            },
+            provenance,
+            instruction: fields.instruction.map(Cow::into_owned),
+            amount_text: amount_text.map(str::to_owned),
+            cwd: fields.cwd.map(Cow::into_owned),
+        });
+        return Some(());
+    };
+    refill(&mut call.agent, &agent);
+    refill(&mut call.tool, &tool);
+    match args {
+        None => call.args = Args::default(),
+        Some((text, amount, keys_may_fold)) => {
+            call.args.refill_checked_text(text, amount, keys_may_fold)
+        }
+    }
+    call.provenance = provenance;
+    refill_option(&mut call.instruction, fields.instruction.as_deref());
+    refill_option(&mut call.amount_text, amount_text);
+    refill_option(&mut call.cwd, fields.cwd.as_deref());
+    Some(())
+}
+
+/// `value` into `slot`, in the buffer it has.
+fn refill(slot: &mut String, value: &str) {
+    slot.clear();
+    slot.push_str(value);
+}
+
+/// `value` into `slot`, in the buffer it has when it has one.
+fn refill_option(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(buffer), Some(value)) => refill(buffer, value),
+        (None, Some(value)) => *slot = Some(value.to_owned()),
+        (_, None) => *slot = None,
+    }
 }
 
 /// The top-level fields of a call that the rules read.
@@ -133,6 +179,33 @@ fn args<'a>(lexer: &mut Lexer<'a>) -> Option<(&'a str, Option<&'a str>, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_read_into_an_earlier_ones_buffers_is_the_call_read_afresh() {
+        let lines = [
+            r#"{"agent":"a","tool":"send_payment","args":{"amount":500,"to":"x"},"source":"user","instruction":"pay","cwd":"/w"}"#,
+            r#"{"agent":"bee","tool":"t"}"#,
+            r#"{"agent":"c\u00e9","tool":"fetch","args":{"url":"u"},"source":"web"}"#,
+            r#"{"agent":"d","tool":"pay","args":{"amount":12.50},"source":"agent","instruction":"i"}"#,
+            r#"{"agent":"e","tool":"f","args":{},"cwd":"/other"}"#,
+        ];
+        let mut slot: Option<Call> = None;
+        for (i, line) in lines.iter().enumerate() {
+            // Its map built first, as a rule that reads every argument leaves it.
+            if let Some(call) = &slot {
+                let _ = call.args.map();
+            }
+            assert!(call_into(line, &mut slot), "line {i}");
+            let fresh = call(line).unwrap();
+            let reused = slot.as_ref().unwrap();
+            assert_eq!(reused, &fresh, "line {i}");
+            assert_eq!(reused.amount_text, fresh.amount_text, "line {i}");
+            assert_eq!(reused.args.text(), fresh.args.text(), "line {i}");
+            assert_eq!(reused.args.amount(), fresh.args.amount(), "line {i}");
+        }
+        // A line that is no call leaves no call of it behind to be taken for one.
+        assert!(!call_into(r#"{"agent":"a"}"#, &mut slot));
+    }
 
     #[test]
     fn leaves_the_unusual_to_the_reference_path() {

@@ -186,6 +186,12 @@ pub struct AgentState {
 /// Where the time comes from: the system's clock, or a [`SetClock`] in tests.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now(&self) -> SystemTime;
+
+    /// Whether [`Clock::now`] is the system's wall clock, so that an audit event's time may be
+    /// the decision's (a clock set by a test is never an event's time).
+    fn is_wall_clock(&self) -> bool {
+        false
+    }
 }
 
 /// The system's clock.
@@ -195,6 +201,10 @@ pub(crate) struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
         SystemTime::now()
+    }
+
+    fn is_wall_clock(&self) -> bool {
+        true
     }
 }
 

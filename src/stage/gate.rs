@@ -7,8 +7,8 @@
 //! was written; if the store fails, every call of the batch is denied with the reason
 //! `state store unavailable: …`, and the stream goes on.
 
-use std::collections::HashMap;
 use std::io::Write;
+use std::time::SystemTime;
 
 use anyhow::Result;
 
@@ -53,32 +53,52 @@ pub fn run<W: Write, E: Write>(
     let mut ids = IdMinter::new();
     let mut state = CrewState::new();
     let mut rendered_states = RenderedStates::default();
+    // The call of the line, read in place: each call is read into the last one's buffers, and
+    // its id into the last one's.
+    let mut scanned: Option<Call> = None;
+    let mut id = String::new();
     let mut lines = InputLines::new("sc-gate", inputs, options.max_line_bytes, diagnostics);
     while let Some((line, input, line_number)) = lines.next_line()? {
         let now = options.timing.clock.now();
+        let wall = match options.timing.clock.is_wall_clock() {
+            true => now,
+            false => SystemTime::now(),
+        };
+        let origin = (input, line_number);
         let decided = match line {
             Line::Text(bytes) if jsonl::is_blank(bytes) => None,
-            Line::Text(bytes) => match read_line(bytes) {
-                Read::Call(call, text) => Some(decide_line(
-                    Some((call, text)),
-                    bytes,
-                    options,
-                    &mut state,
-                    now,
-                    &mut ids,
-                )),
-                Read::Record(Ok(record)) => {
-                    state.enter(&options.policy, now, options.timing.taint_ttl);
-                    let id = ids.mint();
-                    let values = record.apply(&mut state, &id, &options.policy);
-                    write_value_record(bytes, &id, &record, values, &[], output);
+            Line::Text(bytes) => {
+                if let Some(text) = Call::scan_line_into(bytes, &mut scanned) {
+                    let call = scanned.as_ref().expect("a call was read into it");
+                    ids.mint_into(&mut id);
+                    let judgement = decide_call(call, &id, options, &mut state, now);
+                    let verdict = Verdict {
+                        id: &id,
+                        judgement: &judgement,
+                        call: Some(call),
+                        text: CallText::Json(text),
+                        origin,
+                        at: wall,
+                        agent: state.agent(&call.agent),
+                    };
+                    write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
                     None
+                } else {
+                    match value_record(bytes) {
+                        Some(Ok(record)) => {
+                            state.enter(&options.policy, now, options.timing.taint_ttl);
+                            let id = ids.mint();
+                            let values = record.apply(&mut state, &id, &options.policy);
+                            write_value_record(bytes, &id, &record, values, &[], output);
+                            None
+                        }
+                        Some(Err((malformed, raw))) => {
+                            Some(Decided::malformed(ids.mint(), &malformed, raw))
+                        }
+                        None => Some(decide_line(None, bytes, options, &mut state, now, &mut ids)),
+                    }
                 }
-                Read::Record(Err((malformed, raw))) => {
-                    Some(Decided::malformed(ids.mint(), &malformed, raw))
-                }
-                Read::Other => Some(decide_line(None, bytes, options, &mut state, now, &mut ids)),
-            },
+            }
             Line::TooLong { length, start } => Some(Decided::malformed(
                 ids.mint(),
                 &too_long(length, options),
@@ -96,7 +116,8 @@ pub fn run<W: Write, E: Write>(
                 judgement: &decided.judgement,
                 call: decided.call.as_ref(),
                 text: decided.text.as_call_text(),
-                origin: (input, line_number),
+                origin,
+                at: wall,
                 agent,
             };
             write_verdict(&verdict, &mut rendered_states, &[], &options.chain, output);
@@ -277,7 +298,7 @@ fn write_value_record<W: Write, E: Write>(
     output.emit_with(|events, records| {
         records.extend_from_slice(line);
         records.push(b'\n');
-        let mut event = audit::event_in(std::mem::take(events), Stage::Gate, id)
+        let mut event = audit::event_in(std::mem::take(events), Stage::Gate, id, SystemTime::now())
             .raw_members(&record.event_members(values));
         if !store_members.is_empty() {
             event = event.raw_members(store_members);
@@ -377,6 +398,7 @@ impl<'i> Pending<'i> {
             call: self.call.as_ref(),
             text: self.text.as_call_text(),
             origin: self.origin,
+            at: SystemTime::now(),
             agent: self.agent.as_ref(),
         }
     }
@@ -461,21 +483,30 @@ fn decide_line<'a>(
 ) -> Decided<'a> {
     let id = ids.mint();
     match scanned.map_or_else(|| Call::parse_line(bytes), Ok) {
-        Ok((call, text)) => {
-            state.enter(&options.policy, now, options.timing.taint_ttl);
-            // In memory, the time of a taint matters only to `--taint-ttl` (no other process
-            // reads this state); leaving it out keeps every event of a tainted agent shorter and
-            // skips formatting a time for each call.
-            let at = options.timing.taint_ttl.map(|_| now);
-            Decided {
-                judgement: decide(&call, &id, &options.policy, state, at),
-                id,
-                call: Some(call),
-                text: LineText::Json(text),
-            }
-        }
+        Ok((call, text)) => Decided {
+            judgement: decide_call(&call, &id, options, state, now),
+            id,
+            call: Some(call),
+            text: LineText::Json(text),
+        },
         Err(malformed) => Decided::malformed(id, &malformed, jsonl::raw_excerpt(bytes)),
     }
+}
+
+/// Decides a call read from a line, with the crew's state in memory, brought to `now` first.
+fn decide_call(
+    call: &Call,
+    id: &str,
+    options: &GateOptions,
+    state: &mut CrewState,
+    now: std::time::SystemTime,
+) -> Judgement {
+    state.enter(&options.policy, now, options.timing.taint_ttl);
+    // In memory, the time of a taint matters only to `--taint-ttl` (no other process
+    // reads this state); leaving it out keeps every event of a tainted agent shorter and
+    // skips formatting a time for each call.
+    let at = options.timing.taint_ttl.map(|_| now);
+    decide(call, id, &options.policy, state, at)
 }
 
 /// What one verdict and its event are written from.
@@ -485,6 +516,8 @@ struct Verdict<'a> {
     call: Option<&'a Call>,
     text: CallText<'a>,
     origin: (&'a Input, u64),
+    /// When it was decided, by the wall clock: its event's `ts`.
+    at: SystemTime,
     /// The agent's state after the call.
     agent: Option<&'a AgentState>,
 }
@@ -520,8 +553,9 @@ fn write_verdict<W: Write, E: Write>(
         }
         *records = batch;
         // The event repeats the verdict's call, decision and reasons as just written.
-        let mut event = audit::event_in(std::mem::take(events), Stage::Gate, verdict.id)
-            .raw_members(&records[shared]);
+        let mut event =
+            audit::event_in(std::mem::take(events), Stage::Gate, verdict.id, verdict.at)
+                .raw_members(&records[shared]);
         // The agent's state after this call, so the report can say who was tainted by what.
         if let (Some(call), Some(agent)) = (verdict.call, verdict.agent) {
             event = event.raw_members(rendered_states.render(&call.agent, agent));
@@ -555,7 +589,7 @@ fn write_verdict<W: Write, E: Write>(
 /// carries it, so it is written again only when it changed.
 #[derive(Default)]
 struct RenderedStates {
-    agents: HashMap<String, RenderedState>,
+    agents: foldhash::HashMap<String, RenderedState>,
 }
 
 struct RenderedState {
