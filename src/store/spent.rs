@@ -1,11 +1,12 @@
 //! Single-use tokens a crew's doors have spent ([`consume`]): sc-mcp's sealed `requestState`s,
 //! so that a retry is served once, by whichever sc-mcp of the crew it reaches, and a replay is
 //! refused. One value per crew ([`ValueKey::Spent`]): `{"TOKEN": EXPIRY_MS, …}`, changed under the
-//! store's atomic update; a token past its expiry is forgotten (its state is refused as expired
-//! anyway).
+//! store's atomic update; a token is forgotten [`SKEW_MARGIN`] after its expiry (its state is
+//! refused as expired by then, on any door whose clock is within the margin of the one that
+//! forgets it).
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::backend::Store;
 use super::key::ValueKey;
@@ -16,12 +17,22 @@ use super::{StoreError, ValueChange};
 /// old one forgotten early (forgetting would let it be replayed).
 pub const MAX_SPENT: usize = 100_000;
 
+/// How long a spent token is kept past its expiry: one hour. The doors of a crew each check a
+/// state's expiry by their own clock, and the one that forgets a token does so by its own: were
+/// it forgotten at its expiry by a door whose clock is ahead, a door whose clock is behind by d
+/// would find the state unexpired and take it again, for the last d of its life (and anyone may
+/// make a door forget, by spending a token of their own there). Kept an hour longer, a token is
+/// refused as spent until every door whose clock is within an hour of the forgetting one's sees
+/// its state expired. The list stays bounded by [`MAX_SPENT`]: the margin only keeps each token
+/// there an hour longer, so a crew fills it at [`MAX_SPENT`] tokens per TTL and hour, not per TTL.
+pub const SKEW_MARGIN: Duration = Duration::from_secs(3600);
+
 /// Why a token could not be spent.
 #[derive(Debug, thiserror::Error)]
 pub enum SpentError {
     #[error("the token was already used")]
     AlreadySpent,
-    #[error("{MAX_SPENT} single-use tokens of the crew are still live; refused")]
+    #[error("{MAX_SPENT} single-use tokens of the crew are still kept (live, or expired within the hour); refused")]
     Full,
     #[error("{store}: the spent tokens of crew {crew:?} are not what this program writes: {why}")]
     Refused {
@@ -53,8 +64,8 @@ fn write(tokens: &[(String, u64)]) -> Result<ValueChange, SpentError> {
 }
 
 /// Spends `token` (valid until `expires`) for the crew, once: `Ok(())` the first time, and
-/// [`SpentError::AlreadySpent`] every time after, from any process sharing the store. Tokens past
-/// their expiry at `now` are forgotten on the way.
+/// [`SpentError::AlreadySpent`] every time after, from any process sharing the store. Tokens more
+/// than [`SKEW_MARGIN`] past their expiry at `now` are forgotten on the way.
 pub fn consume(
     store: &mut dyn Store,
     crew: &str,
@@ -63,13 +74,14 @@ pub fn consume(
     now: SystemTime,
 ) -> Result<(), SpentError> {
     let (expires, now) = (millis(expires), millis(now));
+    let margin = u64::try_from(SKEW_MARGIN.as_millis()).expect("an hour in milliseconds");
     let result = update_list(
         store,
         &ValueKey::spent(crew),
         &read,
         &write,
         &mut |tokens: &mut Vec<(String, u64)>| {
-            tokens.retain(|(_, until)| *until >= now);
+            tokens.retain(|(_, until)| until.saturating_add(margin) >= now);
             if tokens.iter().any(|(spent, _)| spent == token) {
                 return Err(SpentError::AlreadySpent);
             }
@@ -117,8 +129,8 @@ mod tests {
         ));
         // Another crew's tokens are its own.
         consume(&mut two, "other", "t1", until, now).unwrap();
-        // Past its expiry, a token is forgotten.
-        let later = now + Duration::from_secs(120);
+        // Past its expiry and the margin, a token is forgotten.
+        let later = until + SKEW_MARGIN + Duration::from_secs(1);
         consume(
             &mut two,
             "crew",
