@@ -106,6 +106,7 @@ pub fn consume(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::state::{Clock, SetClock};
     use crate::store::sqlite::SqliteStore;
     use crate::store::OpenOptions;
     use std::time::Duration;
@@ -146,6 +147,67 @@ mod tests {
             })
             .is_ok();
         assert!(stored);
+    }
+
+    /// Two doors of a crew on one store, the presenting door's clock behind the consuming
+    /// door's by `skew`, less than the margin: the consumer spends a token, its TTL passes on the
+    /// consumer's clock, and a token of the attacker's own makes it prune the list. On the slow
+    /// clock the state has not expired (its door would open it), and the token is still spent.
+    /// Once the margin has passed too, it is forgotten: the list stays bounded.
+    #[test]
+    fn a_spent_token_is_kept_past_its_expiry_so_a_door_with_a_slower_clock_refuses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let options = OpenOptions {
+            create: true,
+            fsync: false,
+        };
+        let ttl = Duration::from_secs(600);
+        let start = 1_796_212_800;
+        for skew in [
+            Duration::from_secs(300),
+            SKEW_MARGIN - Duration::from_secs(2),
+        ] {
+            let crew = format!("crew-{}", skew.as_secs());
+            let mut fast = SqliteStore::open(&path, options).unwrap();
+            let mut slow = SqliteStore::open(&path, options).unwrap();
+            let consumer = SetClock::at(start);
+            let presenter = SetClock::at(start - skew.as_secs());
+            let expires = consumer.now() + ttl;
+            consume(&mut fast, &crew, "yes", expires, consumer.now()).unwrap();
+            // The TTL passes on the consumer's clock; a retry of the attacker's prunes there.
+            consumer.advance(ttl + Duration::from_secs(1));
+            presenter.advance(ttl + Duration::from_secs(1));
+            assert!(consumer.now() > expires && presenter.now() < expires);
+            let (own, at) = (consumer.now() + ttl, consumer.now());
+            consume(&mut fast, &crew, "attacker's own", own, at).unwrap();
+            // The slow door, to which the state is still unexpired, finds it spent.
+            assert!(
+                matches!(
+                    consume(&mut slow, &crew, "yes", expires, presenter.now()),
+                    Err(SpentError::AlreadySpent)
+                ),
+                "replayed with a clock {} s behind",
+                skew.as_secs()
+            );
+            // Past the margin on the consumer's clock (and past its expiry on the slow one's),
+            // it is forgotten on the next spend.
+            consumer.set(start + (ttl + SKEW_MARGIN).as_secs() + 1);
+            presenter.set(start - skew.as_secs() + (ttl + SKEW_MARGIN).as_secs() + 1);
+            assert!(presenter.now() > expires);
+            let (next, at) = (consumer.now() + ttl, consumer.now());
+            consume(&mut fast, &crew, "next", next, at).unwrap();
+            fast.update_value(&ValueKey::spent(&crew), &mut |text| {
+                let text = text.unwrap();
+                assert!(!text.contains("\"yes\""), "{text}");
+                assert!(
+                    text.contains("attacker's own") && text.contains("next"),
+                    "{text}"
+                );
+                Ok(ValueChange::Keep)
+            })
+            .unwrap();
+        }
     }
 
     #[test]
