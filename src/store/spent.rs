@@ -24,7 +24,8 @@ pub const MAX_SPENT: usize = 100_000;
 /// make a door forget, by spending a token of their own there). Kept an hour longer, a token is
 /// refused as spent until every door whose clock is within an hour of the forgetting one's sees
 /// its state expired. The list stays bounded by [`MAX_SPENT`]: the margin only keeps each token
-/// there an hour longer, so a crew fills it at [`MAX_SPENT`] tokens per TTL and hour, not per TTL.
+/// there an hour longer, so it is full once a crew spends [`MAX_SPENT`] tokens within a TTL and
+/// an hour, rather than within a TTL.
 pub const SKEW_MARGIN: Duration = Duration::from_secs(3600);
 
 /// Why a token could not be spent.
