@@ -517,8 +517,13 @@ fn refused_with(answer: &Value, words: &str) {
 fn audited_refusals(scratch: &Scratch, door: Door, words: &[&str]) {
     let finished = door.proxy.finish();
     assert!(finished.status.success(), "{}", finished.stderr);
-    verify(&door.audit, Some(&key_file(scratch)));
-    let log = read_events(&door.audit);
+    audited_denials(&door.audit, &key_file(scratch), words);
+}
+
+/// The audit log at `audit` verifies with `key`, and its denied `gate` events have these reasons.
+fn audited_denials(audit: &Path, key: &Path, words: &[&str]) {
+    verify(audit, Some(key));
+    let log = read_events(audit);
     let denied: Vec<String> = events(&log, "gate")
         .into_iter()
         .filter(|event| event["decision"] == "deny")
@@ -1321,25 +1326,100 @@ fn a_retry_held_for_more_reasons_than_its_yes_is_asked_again_over_http() {
     ];
     let listener = Listener::start(&scratch, &args, &server);
     a_yes_for_fewer_reasons_is_asked_again(
-        &mut |id, params| {
-            let name = params["name"].as_str().unwrap().to_owned();
-            let message =
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-            let headers = [
-                ("MCP-Protocol-Version", "2026-07-28"),
-                ("Mcp-Method", "tools/call"),
-                ("Mcp-Name", name.as_str()),
-            ];
-            let (status, body) = listener.post(&message, &headers);
-            assert_eq!(status, 200, "{body}");
-            crate::mcp_http::messages(&body)
-                .pop()
-                .unwrap_or_else(|| panic!("no answer: {body}"))
-        },
+        &mut |id, params| call_over_http(&listener, id, params),
         &|| crate::mcp::server_received(&scratch),
         &audit,
     );
     verify(&audit, None);
+}
+
+/// A 2026-07-28 `tools/call` (id, params) POSTed to `listener` as an HTTP client sends it; the
+/// answer.
+fn call_over_http(listener: &Listener, id: i64, params: Value) -> Value {
+    let name = params["name"].as_str().unwrap().to_owned();
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", name.as_str()),
+    ];
+    let (status, body) = listener.post(&message, &headers);
+    assert_eq!(status, 200, "{body}");
+    crate::mcp_http::messages(&body)
+        .pop()
+        .unwrap_or_else(|| panic!("no answer: {body}"))
+}
+
+/// `sc-mcp --listen` without `--crew` keeps its sessions' states in its memory, and spends
+/// `requestState`s there. Two listeners with the same `--audit-key` (so the key that seals
+/// states), policy, server and agent each ran the call of one yes, and so did a listener started
+/// again: the state named the store by its description, the same in every process. It now names
+/// the listener's process: a second listener and a restarted one refuse it ("spent elsewhere",
+/// audited), and the server sees the call once.
+#[test]
+fn without_a_crew_a_listeners_state_is_taken_only_by_that_listener_and_not_after_a_restart() {
+    let scratch = Scratch::new();
+    let policy = testdata("mcp/fake-policy.json");
+    let key = key_file(&scratch);
+    let log = scratch.path("server-received.jsonl");
+    let mut server = vec![
+        OsString::from("env"),
+        format!("FAKE_MCP_LOG={}", log.display()).into(),
+    ];
+    server.extend(fake_server());
+    let start = |name: &str| {
+        let audit = scratch.path(&format!("audit-{name}.jsonl"));
+        let args = [
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            "--audit-key",
+            key.to_str().unwrap(),
+            "--agent",
+            "crew",
+        ];
+        (Listener::start(&scratch, &args, &server), audit)
+    };
+    let (one, audit_one) = start("one");
+    let (two, audit_two) = start("two");
+    // Held on one, the yes runs it there once; a replay there is refused.
+    let state = request_state_of(&call_over_http(&one, 1, echo_params(None)));
+    let ran = call_over_http(&one, 2, echo_params(Some((&state, true))));
+    assert_eq!(ran["result"]["resultType"], "complete", "{ran}");
+    assert!(result_text(&ran).contains("750"), "{ran}");
+    refused_with(
+        &call_over_http(&one, 3, echo_params(Some((&state, true)))),
+        "already used",
+    );
+    // Another listener with the same key, policy, server and agent refuses it, spent or not.
+    refused_with(
+        &call_over_http(&two, 1, echo_params(Some((&state, true)))),
+        "spent elsewhere",
+    );
+    let unspent = request_state_of(&call_over_http(&one, 4, echo_params(None)));
+    refused_with(
+        &call_over_http(&two, 2, echo_params(Some((&unspent, true)))),
+        "spent elsewhere",
+    );
+    // One, started again, has forgotten what it spent: it refuses its old states too.
+    drop(one);
+    let (again, audit_again) = start("one-again");
+    refused_with(
+        &call_over_http(&again, 1, echo_params(Some((&state, true)))),
+        "spent elsewhere",
+    );
+    refused_with(
+        &call_over_http(&again, 2, echo_params(Some((&unspent, true)))),
+        "spent elsewhere",
+    );
+    drop((two, again));
+    let received = crate::mcp::server_received(&scratch);
+    assert_eq!(received.matches(r#""amount":750"#).count(), 1, "{received}");
+    audited_denials(&audit_one, &key, &["already used"]);
+    let elsewhere = ["spent elsewhere", "spent elsewhere"];
+    audited_denials(&audit_two, &key, &elsewhere);
+    audited_denials(&audit_again, &key, &elsewhere);
 }
 
 /// A retry held for more reasons than its yes, that did not declare elicitation (so cannot be

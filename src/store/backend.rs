@@ -60,6 +60,14 @@ pub trait Store: Send {
     /// without its password.
     fn describe(&self) -> &str;
 
+    /// Whether the store is this process's memory alone ([`super::MemoryStore`]): no other
+    /// process reads it, and it is gone when the process ends. What such a store keeps, such as
+    /// the tokens spent there ([`super::spent`]), is known to this process only, so a token it
+    /// spent is not spent for any other process, nor for this one started again.
+    fn in_this_process_only(&self) -> bool {
+        false
+    }
+
     /// Reads the state at `key` (a clean one if there is none), runs `update` on it, and writes
     /// it back when it changed, all as one atomic step. `update` may run more than once (again on
     /// a fresh read, when another process wrote in between): only its last run counts.

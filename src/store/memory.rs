@@ -41,6 +41,10 @@ impl Store for MemoryStore {
         "memory (this process)"
     }
 
+    fn in_this_process_only(&self) -> bool {
+        true
+    }
+
     fn update(
         &mut self,
         key: &StateKey,

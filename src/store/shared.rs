@@ -59,6 +59,11 @@ impl Shared {
         self.store.describe()
     }
 
+    /// Whether the store is this process's memory alone ([`Store::in_this_process_only`]).
+    pub(crate) fn store_in_this_process_only(&self) -> bool {
+        self.store.in_this_process_only()
+    }
+
     /// Checks, at start, that the state can be read: an unreachable store or a state that is not
     /// what this program writes stops the door before any call is decided.
     pub fn check(&mut self) -> Result<(), StoreError> {

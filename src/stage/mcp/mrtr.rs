@@ -403,10 +403,16 @@ impl super::client::ClientSide<'_> {
     /// Where this sc-mcp spends the states it takes, as a state names it: the crew's store and
     /// crew, else this process's memory. A state is sealed with it and taken only where it is
     /// the same, so that the states of one crew (or one sc-mcp's memory) are not spent again in
-    /// another, whose spent tokens are not the same.
+    /// another, whose spent tokens are not the same. A store of this process's memory (`--listen`
+    /// without `--crew`) is named by this process's nonce, not by its description, which every
+    /// process shares: another listener, or this one started again, has not seen what this one
+    /// spent.
     fn spent_at(&self) -> String {
         match &self.state {
             StateHandle::Shared(shared) => match &shared.key().owner {
+                Owner::Crew(crew) if shared.store_in_this_process_only() => {
+                    request_state::spent_in_process(&self.retry.retries.instance, crew)
+                }
                 Owner::Crew(crew) => request_state::spent_in_crew(shared.describe_store(), crew),
                 _ => request_state::spent_in_memory(&self.retry.retries.instance),
             },

@@ -47,8 +47,8 @@ pub(crate) struct HeldState {
     pub policy: String,
     /// The sc-mcp that held it: its server, `--sandbox` and the ways it asks.
     pub door: DoorBinding,
-    /// Where it is spent ([`spent_in_crew`] or [`spent_in_memory`]): only an sc-mcp that
-    /// spends its states in the same place takes it.
+    /// Where it is spent ([`spent_in_crew`], [`spent_in_memory`] or [`spent_in_process`]): only
+    /// an sc-mcp that spends its states in the same place takes it.
     pub spent_at: String,
     /// Unix milliseconds after which the state is refused.
     pub expires: u64,
@@ -115,7 +115,8 @@ pub struct Retries {
     /// How long a state may be presented (default 10 minutes).
     pub ttl: Duration,
     /// 128 random bits of this sc-mcp process: without a crew's store, its states are spent in
-    /// its memory, so they name this process as the place they are spent ([`spent_in_memory`]).
+    /// its memory, so they name this process as the place they are spent ([`spent_in_memory`],
+    /// [`spent_in_process`]).
     pub instance: String,
 }
 
@@ -154,6 +155,15 @@ pub(crate) fn spent_in_crew(store: &str, crew: &str) -> String {
 /// instance nonce is `instance`.
 pub(crate) fn spent_in_memory(instance: &str) -> String {
     policy_digest(&[b"memory", instance.as_bytes()])
+}
+
+/// The place a state is spent in a store of one process's memory ([`crate::store::MemoryStore`]:
+/// `sc-mcp --listen` without `--crew`, whose sessions share it): the sc-mcp process whose instance
+/// nonce is `instance`, and the owner of the spent tokens there (`crew`, a token's label or `*`).
+/// Not the store's description, which is the same for every process: a state spent in one
+/// listener's memory would be taken again by another listener, or by this one started again.
+pub(crate) fn spent_in_process(instance: &str, crew: &str) -> String {
+    policy_digest(&[b"memory", instance.as_bytes(), crew.as_bytes()])
 }
 
 /// The retry's side of one sc-mcp: its settings, the states it sealed and has not seen spent
@@ -226,7 +236,7 @@ pub enum StateRefused {
     OtherSandbox,
     #[error("the requestState was given by an sc-mcp that asks the person another way")]
     OtherAsking,
-    #[error("the requestState is spent elsewhere: it was given by an sc-mcp of another crew or crew's store, or by another sc-mcp that spends its states in its own memory (a state is taken only where it is spent)")]
+    #[error("the requestState is spent elsewhere: it was given by an sc-mcp of another crew or crew's store, or by another sc-mcp process that spends its states in its own memory, such as another listener without --crew or this one before it was started again (a state is taken only where it is spent)")]
     OtherPlace,
     #[error("the requestState was already used")]
     Replayed,
@@ -465,6 +475,8 @@ mod tests {
             spent_in_crew("sqlite:/srv/state.sqlite", "y"),
             spent_in_crew("sqlite:/other/state.sqlite", "x"),
             spent_in_memory("0123"),
+            spent_in_process("0123", "x"),
+            spent_in_crew("memory (this process)", "x"),
         ] {
             assert_eq!(
                 key.open(&sealed, "fs", &call, ("p1", &door(), &elsewhere), now),
@@ -472,6 +484,10 @@ mod tests {
             );
         }
         assert_ne!(spent_in_memory("0123"), spent_in_memory("0124"));
+        // A listener's memory store: its own process's, and each owner's spent tokens apart.
+        assert_ne!(spent_in_process("0123", "x"), spent_in_process("0124", "x"));
+        assert_ne!(spent_in_process("0123", "x"), spent_in_process("0123", "y"));
+        assert_ne!(spent_in_process("0123", "x"), spent_in_memory("0123"));
         // Another key, a flipped byte, a forged payload with its own tag: all tampered.
         let other_key = Key::random().unwrap();
         assert_eq!(
