@@ -75,7 +75,7 @@ fn python_report(mode: &str, mut command: Command) -> Value {
 }
 
 /// `sc-report --verify` of `audit` (with the key that chains it, if any).
-fn verify(audit: &Path, key: Option<&Path>) {
+pub(crate) fn verify(audit: &Path, key: Option<&Path>) {
     let mut report = Command::new(bin_path("sc-report"));
     report.env_clear().arg("--verify");
     if let Some(key) = key {
@@ -90,7 +90,7 @@ fn verify(audit: &Path, key: Option<&Path>) {
     );
 }
 
-fn read_events(audit: &Path) -> Vec<Value> {
+pub(crate) fn read_events(audit: &Path) -> Vec<Value> {
     std::fs::read_to_string(audit)
         .unwrap()
         .lines()
@@ -466,7 +466,7 @@ fn retry(proxy: &mut Proxy, id: i64, state: &str, approve: bool) -> Value {
 
 /// The audit key every door of a test shares, written once: written again while an sc-mcp
 /// started before is reading it, it would be read empty.
-fn key_file(scratch: &Scratch) -> PathBuf {
+pub(crate) fn key_file(scratch: &Scratch) -> PathBuf {
     let path = scratch.path("audit.key");
     if path.exists() {
         return path;
@@ -476,12 +476,18 @@ fn key_file(scratch: &Scratch) -> PathBuf {
     path
 }
 
-struct Door {
-    proxy: Proxy,
-    audit: PathBuf,
+pub(crate) struct Door {
+    pub(crate) proxy: Proxy,
+    pub(crate) audit: PathBuf,
 }
 
-fn door(scratch: &Scratch, name: &str, agent: &str, policy: &Path, extra: &[&str]) -> Door {
+pub(crate) fn door(
+    scratch: &Scratch,
+    name: &str,
+    agent: &str,
+    policy: &Path,
+    extra: &[&str],
+) -> Door {
     let audit = scratch.path(&format!("audit-{name}.jsonl"));
     let key = key_file(scratch);
     let mut args = vec![
@@ -514,7 +520,7 @@ fn refused_with(answer: &Value, words: &str) {
 }
 
 /// Every refused retry is a denied `gate` event with its reason, and the chain verifies.
-fn audited_refusals(scratch: &Scratch, door: Door, words: &[&str]) {
+pub(crate) fn audited_refusals(scratch: &Scratch, door: Door, words: &[&str]) {
     let finished = door.proxy.finish();
     assert!(finished.status.success(), "{}", finished.stderr);
     audited_denials(&door.audit, &key_file(scratch), words);
@@ -875,7 +881,7 @@ fn a_retried_holds_budget_total_counts_its_own_amount_once() {
 
 /// The budget of the retry-after-the-spend-was-forgotten tests: 1000 per agent, `echo` held only
 /// for the total; `extra` adds to the policy.
-fn budget_of_1000(scratch: &Scratch, extra: &str) -> PathBuf {
+pub(crate) fn budget_of_1000(scratch: &Scratch, extra: &str) -> PathBuf {
     scratch.write(
         "budget-policy.json",
         format!(r#"{{"holdAboveAmount": 10000, "holdAboveTotal": 1000{extra}}}"#),
@@ -894,7 +900,7 @@ fn paid(proxy: &mut Proxy, id: i64, amount: u32, memo: &str) {
 }
 
 /// The crew's state as `sc-state show --json` prints it.
-fn shown_state(scratch: &Scratch, store: &str) -> Value {
+pub(crate) fn shown_state(scratch: &Scratch, store: &str) -> Value {
     let out = scratch
         .cmd("sc-state")
         .args(["show", "--crew", "payments", "--json", "--state", store])
@@ -1059,7 +1065,7 @@ fn a_retry_with_its_amount_still_counted_runs_once_and_counts_it_once() {
 
 /// A policy under which `echo`'s output is untrusted, so a call of it taints the agent, and an
 /// `echo` over 100 is held; `shout` is sensitive (a payment, say), so a tainted agent's is held.
-const UNTRUSTED_ECHO_POLICY: &str =
+pub(crate) const UNTRUSTED_ECHO_POLICY: &str =
     r#"{"holdAboveAmount": 100, "sensitiveTools": ["shout"], "untrustedOutputTools": ["echo"]}"#;
 
 /// A 2026-07-28 `tools/call` of `shout` (the payment) of 50, within every limit.

@@ -29,6 +29,7 @@ mod hook_install;
 mod hook_sandbox;
 mod inbox;
 mod launchers;
+mod legacy_again;
 mod mcp;
 mod mcp_http;
 mod mcp_revisions;

@@ -130,6 +130,19 @@ pub(crate) fn decide_again_on(
     decided.unwrap_or_else(|err| unavailable(&err))
 }
 
+/// Forgets the note of a held call's counted amount ([`crate::rules::state::CrewState::note_held`])
+/// once the hold is settled without a decision again (declined, timed out, withdrawn): its
+/// amount stays counted, as a hold's is whatever its answer. A store that fails leaves the note,
+/// which costs nothing but its room: a later retry of the same id cannot come.
+pub(crate) fn forget_held_on(
+    state: &mut StateHandle,
+    held_id: &str,
+    policy: &Policy,
+    timing: &Timing,
+) {
+    let _ = state.update(policy, timing, &mut |state, _| state.forget_held(held_id));
+}
+
 /// The grants a decision on `state` is given: the crew's in the store when the state is a crew's
 /// there, else `local`.
 fn grants_for<'a>(

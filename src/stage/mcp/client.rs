@@ -24,7 +24,7 @@ use crate::call::Call;
 use crate::jsonl;
 use crate::record::{AnsweredBy, Approval, Outcome, Scope, Status};
 use crate::sanitize::for_terminal;
-use crate::store::{Owner, StateHandle, Timing};
+use crate::store::Owner;
 use crate::verdict::{Decision, Granting, Judgement};
 use std::sync::Arc;
 
@@ -40,8 +40,6 @@ pub(super) struct ClientSide<'a> {
     pub(super) page: Option<Page>,
     /// The crew's inbox, with `--inbox`.
     pub(super) inbox: Option<InboxLink>,
-    pub(super) state: StateHandle,
-    pub(super) timing: Timing,
     pub(super) ids: IdMinter,
     /// `--notify CMD`: run whenever a held call is put to the person.
     pub(super) notifier: Option<Notifier>,
@@ -418,20 +416,21 @@ impl ClientSide<'_> {
             },
             // Decided and recorded in one step; a state store that fails denies the call.
             (Ok(call), None) => {
-                self.take_results();
-                // A hold put to the person through the client's retry notes its counted amount
-                // in the same update, for the retry to be decided on.
-                let retried = self.asks_through_retry();
+                let mut state = lock(&session.state);
+                session.take_results_into(&mut state);
+                // A hold notes its counted amount in the same update, for the yes to be decided
+                // again on ([`Session::decide_again`], or a 2026-07-28 client's retry).
                 let decided = crate::stage::door::decide_on(
-                    &mut self.state,
+                    &mut state,
                     call,
                     &call_id,
                     &session.policy,
-                    &self.timing,
+                    &session.timing,
                     true,
-                    retried,
+                    true,
                     &session.grants.local(),
                 );
+                drop(state);
                 agent_state = decided.agent;
                 decided.judgement
             }
@@ -439,7 +438,7 @@ impl ClientSide<'_> {
         };
         let verdict = Verdict::new(&call_id, &call_value, &judgement, agent_state.as_ref());
         let mut event = audit::event(Stage::Gate, &call_id).raw_members(verdict.members());
-        if let Some(shared) = self.state.shared() {
+        if let Some(shared) = lock(&session.state).shared() {
             event = event.field("stateStore", shared.describe_store());
             if let Owner::Crew(crew) = &shared.key().owner {
                 event = event.field("crew", crew);
@@ -463,6 +462,10 @@ impl ClientSide<'_> {
                 (Granting::Offers(grantable), Ok(call)) => {
                     Some(Arc::new((call.clone(), (**grantable).clone())))
                 }
+                _ => None,
+            },
+            held_call: match (judgement.decision, &parsed) {
+                (Decision::Hold, Ok(call)) => Some(Arc::new(call.clone())),
                 _ => None,
             },
             notify_failed: None,
@@ -571,19 +574,6 @@ impl ClientSide<'_> {
                 ask_in_the_inbox(session, inbox, asked)
             }
         }
-    }
-
-    /// Takes the results of untrusted-output tools the server gave since the last call into
-    /// the state (value provenance), before a call is decided.
-    pub(super) fn take_results(&mut self) {
-        let session = self.session;
-        let mut taken = std::mem::take(&mut *lock(&session.taken));
-        crate::stage::exec::take_results_into(
-            &mut self.state,
-            &mut taken,
-            &session.policy,
-            &self.timing,
-        );
     }
 
     /// Starts the `--notify` command for a hold as it is put to the person (`url`: the card's

@@ -74,6 +74,7 @@ impl ClientSide<'_> {
                 }
                 _ => None,
             },
+            held_call: None,
             notify_failed: None,
         };
         let not_covered = NotCovered {

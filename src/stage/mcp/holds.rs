@@ -86,11 +86,22 @@ pub(super) fn settle_page_holds(
             if let Some(call) = held {
                 let call = call.noticed();
                 let mut approval = approval_for(reply, AnsweredBy::Web);
-                session.keep(&call.ticket, &mut approval);
+                // A yes is decided again as it runs, and kept as a grant only if it runs.
+                let again = session.decide_again(&call.ticket, &call.reasons, &approval);
+                if again.as_ref().is_none_or(|again| again.runs()) {
+                    session.keep(&call.ticket, &mut approval);
+                }
                 // The page's answer waits for this: the scope kept, and the grant.
                 web.kept(card, &approval);
                 if session
-                    .settle_kept(call.id, &call.bytes, call.ticket, &call.reasons, approval)
+                    .settle_decided(
+                        call.id,
+                        &call.bytes,
+                        call.ticket,
+                        &call.reasons,
+                        approval,
+                        again,
+                    )
                     .is_err()
                 {
                     // The audit log cannot be written: the session is stopping.

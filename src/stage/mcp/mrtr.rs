@@ -261,20 +261,24 @@ impl super::client::ClientSide<'_> {
         );
         let opened = opened.and_then(|state| {
             let expires = SystemTime::UNIX_EPOCH + Duration::from_millis(state.expires);
-            let crew = match &self.state {
-                StateHandle::Shared(shared) => match &shared.key().owner {
-                    Owner::Crew(crew) => Some(crew.clone()),
-                    _ => None,
+            let mut handle = lock(&session.state);
+            let spent = match &mut *handle {
+                StateHandle::Shared(shared) => match shared.key().owner.clone() {
+                    Owner::Crew(crew) => {
+                        spent::consume(shared.store(), &crew, &state.nonce, expires, now)
+                    }
+                    _ => {
+                        drop(handle);
+                        return self.retry.spend_issued(&state.nonce).map(|()| state);
+                    }
                 },
-                StateHandle::Memory(_) => None,
-            };
-            let spent = match (&mut self.state, crew) {
-                (StateHandle::Shared(shared), Some(crew)) => {
-                    spent::consume(shared.store(), &crew, &state.nonce, expires, now)
-                }
                 // Without a crew's store: only a state this process gave, once.
-                _ => return self.retry.spend_issued(&state.nonce).map(|()| state),
+                StateHandle::Memory(_) => {
+                    drop(handle);
+                    return self.retry.spend_issued(&state.nonce).map(|()| state);
+                }
             };
+            drop(handle);
             match spent {
                 Ok(()) => Ok(state),
                 Err(spent::SpentError::AlreadySpent) => Err(StateRefused::Replayed),
@@ -341,6 +345,7 @@ impl super::client::ClientSide<'_> {
                 (Some(grantable), Ok(call)) => Some(Arc::new((call, grantable.clone()))),
                 _ => None,
             },
+            held_call: None,
             notify_failed: None,
         };
         if let (Some(held), false) = (&ticket.held_for, again.decision == Decision::Deny) {
@@ -397,7 +402,7 @@ impl super::client::ClientSide<'_> {
 
     /// Whether a state is spent in this process (no crew's store) rather than in the store.
     fn spends_in_memory(&self) -> bool {
-        !matches!(&self.state, StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
+        !matches!(&*lock(&self.session.state), StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
     }
 
     /// Where this sc-mcp spends the states it takes, as a state names it: the crew's store and
@@ -408,7 +413,7 @@ impl super::client::ClientSide<'_> {
     /// process shares: another listener, or this one started again, has not seen what this one
     /// spent.
     fn spent_at(&self) -> String {
-        match &self.state {
+        match &*lock(&self.session.state) {
             StateHandle::Shared(shared) => match &shared.key().owner {
                 Owner::Crew(crew) if shared.store_in_this_process_only() => {
                     request_state::spent_in_process(&self.retry.retries.instance, crew)
@@ -435,13 +440,14 @@ impl super::client::ClientSide<'_> {
             Ok(call) => call,
             Err(malformed) => return Judgement::malformed(malformed),
         };
-        self.take_results();
+        let mut state = lock(&session.state);
+        session.take_results_into(&mut state);
         crate::stage::door::decide_again_on(
-            &mut self.state,
+            &mut state,
             call,
             held_id,
             &session.policy,
-            &self.timing,
+            &session.timing,
             &session.grants.local(),
             asked_again,
         )

@@ -31,6 +31,10 @@ pub(super) struct Ticket {
     pub(super) approval: Option<Approval>,
     /// A held call, and what a yes to it may be remembered for.
     pub(super) held_for: Option<Arc<(Call, Grantable)>>,
+    /// A call held for a person who is asked on a legacy surface (elicitation, the web page,
+    /// the inbox, the terminal or the answers file): a yes to it is decided again, on the state
+    /// as it is when the answer comes ([`super::session::Session::decide_again`]).
+    pub(super) held_call: Option<Arc<Call>>,
     /// Why the `--notify` command run when the person was asked failed, if it did: said in the
     /// `approve` event (`notifyFailed`).
     pub(super) notify_failed: Option<String>,
@@ -345,6 +349,7 @@ mod tests {
                 decision: Decision::Hold,
                 approval: None,
                 held_for: None,
+                held_call: None,
                 notify_failed: None,
             },
             reasons: vec!["r".into()],

@@ -302,6 +302,7 @@ pub fn run_with_io(
         Some((server_input, server_pid, wake_writer)),
         None,
         client_io.output,
+        state,
     ));
     let relay = {
         let session = Arc::clone(&session);
@@ -371,8 +372,6 @@ pub fn run_with_io(
         questions: Questions::default(),
         page,
         inbox,
-        state,
-        timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
         retry: super::request_state::RetrySide::new(options.retries.clone()),
@@ -494,6 +493,7 @@ fn new_session(
     server: Option<(Box<dyn Write + Send>, Option<Pid>, PipeWriter)>,
     no_server: Option<String>,
     client: Box<dyn Write + Send>,
+    state: StateHandle,
 ) -> Session {
     let (stdin, pid, wake) = match server {
         Some((stdin, pid, wake)) => (Some(stdin), pid, Some(wake)),
@@ -523,6 +523,8 @@ fn new_session(
         taken: Mutex::new(Vec::new()),
         grants: options.grants.clone(),
         revisions: Default::default(),
+        state: Mutex::new(state),
+        timing: options.timing.clone(),
     }
 }
 
@@ -577,7 +579,14 @@ fn run_without_server(
         io::stderr().lock(),
         "sc-mcp: --sandbox: {reason}; the MCP server is not started, and sc-mcp answers the client itself, with no tools, and holds every tools/call"
     );
-    let session = new_session(options, audit_log, None, Some(reason), client_io.output);
+    let session = new_session(
+        options,
+        audit_log,
+        None,
+        Some(reason),
+        client_io.output,
+        state,
+    );
     let mut client = ClientSide {
         session: &session,
         human,
@@ -587,8 +596,6 @@ fn run_without_server(
         questions: Questions::default(),
         page: None,
         inbox: None,
-        state,
-        timing: options.timing.clone(),
         ids: IdMinter::new(),
         notifier: options.notify.clone(),
         retry: super::request_state::RetrySide::new(options.retries.clone()),

@@ -487,6 +487,7 @@ mod tests {
             decision: Decision::Allow,
             approval: None,
             held_for: None,
+            held_call: None,
             notify_failed: None,
         };
         let answer = |value: Value| value.as_object().unwrap().clone();

@@ -11,6 +11,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+use super::cover::not_shown;
 use super::pending::{Asked, Awaiting, HeldCall, Pending, PendingRequest, Ticket};
 use super::protocol::{error_response, refusal_response, RequestId, INTERNAL_ERROR};
 use crate::approve::elicitation;
@@ -20,6 +21,8 @@ use crate::record::{Approval, Outcome, Status};
 use crate::rules::policy::Policy;
 use crate::rules::provenance::ResultRecord;
 use crate::sanitize::for_terminal;
+use crate::store::{StateHandle, Timing};
+use crate::verdict::{Decision, Judgement};
 
 /// How the session ended, beyond the server's own status.
 #[derive(Debug, Default)]
@@ -64,6 +67,30 @@ pub(super) struct Session {
     pub(super) grants: Grants,
     /// The server's `initialize` result and the requests of a 2026-07-28 client awaiting answers.
     pub(super) revisions: super::revision::Revisions,
+    /// The crew's state (in memory, or a handle on the crew's store): every call is decided on
+    /// it by the calling thread, and a yes is decided again on it by whichever thread settles
+    /// the answer (the page's, the inbox's). Never locked while `pending` is.
+    pub(super) state: Mutex<StateHandle>,
+    pub(super) timing: Timing,
+}
+
+/// A yes to a held call, decided again on the state as it is when the answer comes
+/// ([`Session::decide_again`]).
+#[derive(Debug)]
+pub(super) struct Again {
+    pub(super) judgement: Judgement,
+    /// The reasons the person was shown.
+    pub(super) shown: Vec<String>,
+    /// The reasons the call is held for now that the person was not shown.
+    pub(super) not_shown: Vec<String>,
+}
+
+impl Again {
+    /// Whether the yes runs the call: not denied now, and held (if held) for no reason the
+    /// person was not shown.
+    pub(super) fn runs(&self) -> bool {
+        self.judgement.decision != Decision::Deny && self.not_shown.is_empty()
+    }
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -229,8 +256,9 @@ impl Session {
         }
     }
 
-    /// Acts on the person's answer to a held call: audits it, then forwards the call as it came
-    /// if approved, or answers it with a refusal.
+    /// Acts on the person's answer to a held call asked on a legacy surface (the terminal, the
+    /// answers file, elicitation, the inbox): a yes is decided again ([`Session::decide_again`])
+    /// and kept as a grant only if it still runs the call; then [`Session::settle_decided`].
     pub(super) fn settle(
         &self,
         id: RequestId,
@@ -239,8 +267,11 @@ impl Session {
         reasons: &[String],
         mut approval: Approval,
     ) -> Result<()> {
-        self.keep(&ticket, &mut approval);
-        self.settle_kept(id, bytes, ticket, reasons, approval)
+        let again = self.decide_again(&ticket, reasons, &approval);
+        if again.as_ref().is_none_or(Again::runs) {
+            self.keep(&ticket, &mut approval);
+        }
+        self.settle_decided(id, bytes, ticket, reasons, approval, again)
     }
 
     /// Keeps the approval's scope as a grant where it can ([`crate::approve::remember`]).
@@ -251,21 +282,108 @@ impl Session {
         }
     }
 
-    /// [`Session::settle`], for an approval already kept ([`Session::keep`]).
-    pub(super) fn settle_kept(
+    /// Decides again a held call the person said yes to, on the state as it is now, by the one
+    /// decision ([`crate::stage::door::decide_again_on`], with the results of untrusted-output
+    /// tools taken in first, as for any call): a taint, a budget spent, a window ended or a
+    /// reset, a store that fails while the person answered counts, as on a 2026-07-28 retry
+    /// ([`super::mrtr`]). `None` for a no (nothing runs, so nothing is decided), and for a call
+    /// sc-mcp did not decide itself (none is held for a person then). A held call whose call is
+    /// not known is denied: a yes to it is not run undecided.
+    pub(super) fn decide_again(
+        &self,
+        ticket: &Ticket,
+        reasons: &[String],
+        approval: &Approval,
+    ) -> Option<Again> {
+        if !approval.approved || ticket.decision != Decision::Hold {
+            return None;
+        }
+        let Some(call) = &ticket.held_call else {
+            return Some(Again {
+                judgement: Judgement {
+                    granting: Default::default(),
+                    decision: Decision::Deny,
+                    reasons: vec![
+                        "the held call cannot be decided again: sc-mcp did not keep it".to_owned(),
+                    ],
+                },
+                shown: reasons.to_vec(),
+                not_shown: Vec::new(),
+            });
+        };
+        let mut state = lock(&self.state);
+        self.take_results_into(&mut state);
+        let judgement = crate::stage::door::decide_again_on(
+            &mut state,
+            call,
+            &ticket.call_id,
+            &self.policy,
+            &self.timing,
+            &self.grants.local(),
+            &|_| false,
+        );
+        drop(state);
+        let not_shown = match judgement.decision {
+            Decision::Hold => not_shown(reasons, &judgement.reasons)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Some(Again {
+            judgement,
+            shown: reasons.to_vec(),
+            not_shown,
+        })
+    }
+
+    /// Takes the results of untrusted-output tools the server gave since the last call into
+    /// `state` (value provenance), before a call is decided.
+    pub(super) fn take_results_into(&self, state: &mut StateHandle) {
+        let mut taken = std::mem::take(&mut *lock(&self.taken));
+        crate::stage::exec::take_results_into(state, &mut taken, &self.policy, &self.timing);
+    }
+
+    /// Settles a held call on the person's answer (`approval`, kept already, [`Session::keep`])
+    /// and, for a yes, the call decided again (`again`, [`Session::decide_again`]): a no is
+    /// refused; a yes to a call denied now is refused as denied, and one held now for a reason
+    /// the person was not shown is declined (the yes was given to fewer reasons; the legacy ways
+    /// of asking cannot ask again under the same request); any other yes forwards the call to
+    /// the server as it came. The `approve` event records the answer, the new decision
+    /// (`decidedAgain`) and, when the yes did not cover the call, `notCovered`.
+    pub(super) fn settle_decided(
         &self,
         id: RequestId,
         bytes: &[u8],
         mut ticket: Ticket,
         reasons: &[String],
         approval: Approval,
+        again: Option<Again>,
     ) -> Result<()> {
         if !approval.approved {
             return self.decline_held(&id.value, &ticket, reasons, &approval, true);
         }
-        if let Err(err) = self.audit_approval(&ticket, &approval) {
+        if let Err(err) = self.audit_approval(&ticket, &approval, again.as_ref()) {
             self.answer_audit_failure(&id.value);
             return Err(err);
+        }
+        if let Some(again) = &again {
+            ticket.decision = again.judgement.decision;
+            if again.judgement.decision == Decision::Deny {
+                return self.refuse_call(&id.value, &ticket, &again.judgement.reasons, None);
+            }
+            if !again.not_shown.is_empty() {
+                let declined = elicitation::declined(format!(
+                    "declined: the yes was given to fewer reasons than the call is held for now (not shown: {})",
+                    again.not_shown.join("; ")
+                ));
+                return self.refuse_call(
+                    &id.value,
+                    &ticket,
+                    &again.judgement.reasons,
+                    Some(&declined),
+                );
+            }
         }
         ticket.approval = Some(approval);
         if self.is_stopping() {
@@ -299,8 +417,14 @@ impl Session {
     }
 
     /// Audits the person's answer to a held call (the `approve` event, with `notifyFailed` when
-    /// the `--notify` command failed) and narrates it.
-    pub(super) fn audit_approval(&self, ticket: &Ticket, approval: &Approval) -> Result<()> {
+    /// the `--notify` command failed, and for a yes decided again `decidedAgain` and, when the
+    /// yes did not cover the call, `notCovered`) and narrates it.
+    pub(super) fn audit_approval(
+        &self,
+        ticket: &Ticket,
+        approval: &Approval,
+        again: Option<&Again>,
+    ) -> Result<()> {
         let mut event = audit::event(Stage::Approve, &ticket.call_id)
             .field("agent", &ticket.agent)
             .field("tool", &ticket.tool)
@@ -308,10 +432,29 @@ impl Session {
         if let Some(failed) = &ticket.notify_failed {
             event = event.field("notifyFailed", failed);
         }
+        let mut decided = String::new();
+        if let Some(again) = again {
+            let judgement = &again.judgement;
+            event = event.field(
+                "decidedAgain",
+                &serde_json::json!({"decision": judgement.decision, "reasons": judgement.reasons}),
+            );
+            if !again.not_shown.is_empty() {
+                event = event.field(
+                    "notCovered",
+                    &serde_json::json!({"shown": again.shown, "notShown": again.not_shown}),
+                );
+            }
+            decided = format!(
+                "; decided again: {} ({})",
+                judgement.decision.as_str(),
+                for_terminal(&judgement.reasons.join("; "))
+            );
+        }
         let event = event.finish();
         self.audit(&event)?;
         self.narrate(&format!(
-            "sc-mcp: {} → {}: {}",
+            "sc-mcp: {} → {}: {}{decided}",
             for_terminal(&ticket.agent),
             for_terminal(&ticket.tool),
             for_terminal(&approval.reason)
@@ -330,7 +473,18 @@ impl Session {
         approval: &Approval,
         answer: bool,
     ) -> Result<()> {
-        if let Err(err) = self.audit_approval(ticket, approval) {
+        if let Some(call) = &ticket.held_call {
+            // Settled without a decision again: the note of its counted amount is not needed.
+            if call.args.amount().is_some() {
+                crate::stage::door::forget_held_on(
+                    &mut lock(&self.state),
+                    &ticket.call_id,
+                    &self.policy,
+                    &self.timing,
+                );
+            }
+        }
+        if let Err(err) = self.audit_approval(ticket, approval, None) {
             if answer {
                 self.answer_audit_failure(id);
             }
