@@ -254,6 +254,10 @@ fn parse_seconds(text: &str) -> Option<u64> {
 /// it, the oldest is forgotten.
 pub const MAX_HELD_SPEND: usize = 1_000;
 
+/// The longest id a held call's note may carry (a call's id is a few dozen bytes); a state
+/// with a longer one is not one this program wrote.
+pub const MAX_HELD_ID: usize = 128;
+
 /// A held call whose amount is counted in the spend, for a 2026-07-28 client's retry of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -700,6 +704,19 @@ pub enum StateError {
     TooManyHeld(usize),
     #[error("`heldSpend` counts {amount} for call {}, not an amount above 0", quoted(.id))]
     HeldNotAnAmount { id: String, amount: f64 },
+    #[error("`heldSpend` names a call by an id that is empty or over {MAX_HELD_ID} bytes: {}", quoted(.0))]
+    HeldBadId(String),
+    #[error("`heldSpend` names call {} twice", quoted(.0))]
+    HeldTwice(String),
+    #[error("`heldSpend` counts call {} for agent {}, which has no state", quoted(.id), quoted(.agent))]
+    HeldWithoutAgent { id: String, agent: String },
+    #[error("`heldSpend` counts {amount} for call {}, more than agent {} spent ({spent})", quoted(.id), quoted(.agent))]
+    HeldAboveSpend {
+        id: String,
+        agent: String,
+        amount: f64,
+        spent: f64,
+    },
 }
 
 impl CrewState {
@@ -752,16 +769,7 @@ impl CrewState {
         if self.held_spend.len() > MAX_HELD_SPEND {
             return Err(StateError::TooManyHeld(self.held_spend.len()));
         }
-        if let Some(held) = self
-            .held_spend
-            .iter()
-            .find(|held| !(held.amount > 0.0 && held.amount.is_finite()))
-        {
-            return Err(StateError::HeldNotAnAmount {
-                id: held.id.clone(),
-                amount: held.amount,
-            });
-        }
+        self.check_held()?;
         if let Some(window) = &self.spend_window {
             let start = parse_seconds(&window.start)
                 .ok_or_else(|| StateError::WindowStartNotATime(window.start.clone()))?;
@@ -769,6 +777,45 @@ impl CrewState {
                 return Err(StateError::WindowStartInside {
                     start: window.start.clone(),
                     unit: window.unit,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CrewState {
+    /// Each held call's note as [`CrewState::note_held`] writes it: a non-empty id of at most
+    /// [`MAX_HELD_ID`] bytes, named once, for an agent with a state, counting an amount above 0
+    /// and at most what the agent spent (the spend counts it). A note that broke these would
+    /// let a retry take back from the spend what it never added.
+    fn check_held(&self) -> Result<(), StateError> {
+        let mut ids = std::collections::HashSet::with_capacity(self.held_spend.len());
+        for held in &self.held_spend {
+            if held.id.is_empty() || held.id.len() > MAX_HELD_ID {
+                return Err(StateError::HeldBadId(held.id.clone()));
+            }
+            if !ids.insert(held.id.as_str()) {
+                return Err(StateError::HeldTwice(held.id.clone()));
+            }
+            if !(held.amount > 0.0 && held.amount.is_finite()) {
+                return Err(StateError::HeldNotAnAmount {
+                    id: held.id.clone(),
+                    amount: held.amount,
+                });
+            }
+            let Some(agent) = self.agents.get(&held.agent) else {
+                return Err(StateError::HeldWithoutAgent {
+                    id: held.id.clone(),
+                    agent: held.agent.clone(),
+                });
+            };
+            if held.amount > agent.spent {
+                return Err(StateError::HeldAboveSpend {
+                    id: held.id.clone(),
+                    agent: held.agent.clone(),
+                    amount: held.amount,
+                    spent: agent.spent,
                 });
             }
         }

@@ -463,6 +463,7 @@ fn the_held_amounts_noted_are_bounded_and_the_oldest_forgotten() {
     let mut state = CrewState::new();
     let held = pay("b", 5);
     for n in 0..MAX_HELD_SPEND + 3 {
+        state.record(&held, &format!("h{n}"), &allow(), &Policy::default());
         state.note_held(&format!("h{n}"), &held);
     }
     assert_eq!(state.held_spend.len(), MAX_HELD_SPEND);
@@ -565,10 +566,36 @@ fn a_state_without_held_amounts_reads_and_writes_as_before() {
             r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b","amount":-5}]}"#,
             "not an amount above 0",
         ),
+        (
+            r#"{"agents":{},"crewSpent":0,"heldSpend":[{"id":"h1","agent":"b","amount":5}]}"#,
+            "agent b, which has no state",
+        ),
+        (
+            r#"{"agents":{"b":{"spent":5.0}},"crewSpent":5.0,"heldSpend":[{"id":"h1","agent":"b","amount":750}]}"#,
+            "more than agent b spent (5)",
+        ),
+        (
+            r#"{"agents":{"b":{"spent":10.0}},"crewSpent":10.0,"heldSpend":[{"id":"h1","agent":"b","amount":5},{"id":"h1","agent":"b","amount":5}]}"#,
+            "names call h1 twice",
+        ),
+        (
+            r#"{"agents":{"b":{"spent":10.0}},"crewSpent":10.0,"heldSpend":[{"id":"","agent":"b","amount":5}]}"#,
+            "empty or over 128 bytes",
+        ),
     ] {
         let err = CrewState::from_json(bad.as_bytes())
             .unwrap_err()
             .to_string();
         assert!(err.contains(expected), "{bad}: {err}");
     }
+    let long = "h".repeat(129);
+    let bad = format!(
+        r#"{{"agents":{{"b":{{"spent":10.0}}}},"crewSpent":10.0,"heldSpend":[{{"id":"{long}","agent":"b","amount":5}}]}}"#
+    );
+    let err = CrewState::from_json(bad.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("empty or over 128 bytes"), "{err}");
+    let ok = bad.replace(&long, &"h".repeat(128));
+    assert!(CrewState::from_json(ok.as_bytes()).is_ok(), "{ok}");
 }
