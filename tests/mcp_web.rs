@@ -1100,3 +1100,86 @@ fn asked_in_turn_the_notify_command_runs_and_with_no_prompt_it_does_not() {
         "nobody asked, nobody told"
     );
 }
+
+/// A yes on the page is decided again as it runs. While the card waits, `sc-state reset` forgets
+/// the spend and a 900 runs; the card showed "would total 1150", and decided again the call is
+/// held at "would total 1650 (900 …)". The person clicks Approve in a real browser: the call does
+/// not run, the card says why, the client gets `isError`, and nothing is granted.
+#[test]
+fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
+    let driver = ChromeDriver::start();
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let store = store.to_str().unwrap();
+    let policy = crate::mcp_revisions::budget_of_1000(&scratch, "");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--agent",
+        "crew",
+        "--web",
+        "127.0.0.1:0",
+        "--timeout",
+        "600",
+        "--crew",
+        "payments",
+        "--state",
+        store,
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &crate::mcp::fake_server());
+    let page = Page::announced_by(&proxy);
+    proxy.initialize();
+    let first = proxy.call(1, "echo", json!({"amount": 400, "memo": "first"}));
+    assert!(result_text(&first).contains("first"), "{first}");
+    proxy.send_value(&payment(json!(2), 750, "rent"));
+    let cards = page.after_cards(&proxy, 1);
+    let reasons = cards[0]["record"]["reasons"].to_string();
+    assert!(reasons.contains("would total 1150 (400 "), "{reasons}");
+    scratch
+        .cmd("sc-state")
+        .args(["reset", "--crew", "payments", "--state", store])
+        .assert()
+        .success();
+    let since = proxy.call(3, "echo", json!({"amount": 900, "memo": "since"}));
+    assert!(result_text(&since).contains("since"), "{since}");
+    let hold = cards[0]["hold"].clone();
+    runtime().block_on(async {
+        let browser = driver.browser().await;
+        browser.goto(&page.url).await.expect("open the page");
+        let card = format!("#pending .card[data-hold='{hold}']");
+        find(&browser, &format!("{card} button.approve"))
+            .await
+            .click()
+            .await
+            .expect("click Approve");
+        let ended = format!("#ended .card[data-hold='{hold}'][data-state='approved'] .outcome");
+        find(&browser, &ended).await;
+        let words = text_of(&browser, &ended).await;
+        assert!(
+            words.starts_with("Approved, but not run: ")
+                && words.contains("would total 1650 (900 "),
+            "{words}"
+        );
+        browser.close().await.expect("close the browser");
+    });
+    let refused = proxy.answer(&json!(2));
+    assert!(is_error(&refused), "{refused}");
+    assert!(result_text(&refused).contains("fewer reasons"), "{refused}");
+    let history = page.history();
+    assert!(
+        history[0]["kept"]["notRun"]
+            .as_str()
+            .is_some_and(|why| why.contains("would total 1650 (900 ")),
+        "{history:#?}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(!server_received(&scratch).contains(r#""amount":750"#));
+    let approval = &approvals(&scratch)[0];
+    assert_eq!(approval["approval"]["by"], "web", "{approval}");
+    assert_eq!(approval["approval"]["approved"], true, "{approval}");
+    assert_eq!(approval["decidedAgain"]["decision"], "hold", "{approval}");
+    assert!(approval["notCovered"]["notShown"]
+        .to_string()
+        .contains("would total 1650 (900 "));
+}

@@ -22,7 +22,9 @@
 //! - `GET /api/history`: the holds that ended lately, newest first, each with `state`
 //!   (`approved`, `declined`, `expired`, or `withdrawn` when sc-mcp took it off the page).
 //! - `POST /api/holds/ID` with `{"approve":true|false,"digest":HEX,"scope":"once"|"call"|"value"}`:
-//!   200 and `{"approved":bool}`. `digest` is the SHA-256 of the record line exactly as it
+//!   200 and `{"approved":bool}` (a yes also names the `scope` and `grant` kept, and `notRun`
+//!   with why, when the program that holds the call decided it again and does not run it).
+//!   `digest` is the SHA-256 of the record line exactly as it
 //!   arrived, so an answer is bound to the record the person was shown. A missing `scope` is
 //!   `once`; an unknown one is 400. Each pending hold lists its `scopes`, the ones that apply.
 //!   An answer to a hold from a door elsewhere (`sc-inbox`) is first committed to the crew's
@@ -275,11 +277,18 @@ impl WebApprovals {
     }
 
     /// Says what the program kept of the answer to a hold (its scope, narrowed where a wider one
-    /// could not be kept, and the grant's id): the answer's `POST` waits for it, to name them.
-    pub(crate) fn kept(&self, ticket: Ticket, approval: &crate::record::Approval) {
+    /// could not be kept, and the grant's id) and, for a yes it does not act on, why the call
+    /// does not run (`not_run`): the answer's `POST` waits for it, to name them.
+    pub(crate) fn kept(
+        &self,
+        ticket: Ticket,
+        approval: &crate::record::Approval,
+        not_run: Option<String>,
+    ) {
         let kept = Kept {
             scope: approval.scope.unwrap_or_default(),
             grant: approval.grant.clone(),
+            not_run,
         };
         self.shared.lock().kept(ticket.id, kept);
         self.shared.kept.notify_waiters();
@@ -726,16 +735,28 @@ async fn answer_hold(
     answered?;
     let body = if !answer.approve {
         serde_json::json!({ "approved": false })
-    } else if scope == Scope::Once {
-        serde_json::json!({ "approved": true, "scope": "once", "grant": null })
     } else if from_elsewhere {
-        serde_json::json!({ "approved": true, "scope": null, "grant": null,
-            "kept": "by the program that holds the call, which says it in its audit log" })
+        if scope == Scope::Once {
+            serde_json::json!({ "approved": true, "scope": "once", "grant": null })
+        } else {
+            serde_json::json!({ "approved": true, "scope": null, "grant": null,
+                "kept": "by the program that holds the call, which says it in its audit log" })
+        }
     } else {
+        // Waited for even for `once`: the program may decide the call again and not run it.
         match kept_answer(&shared, id).await {
-            Some(kept) => serde_json::json!({
-                "approved": true, "scope": kept.scope, "grant": kept.grant
-            }),
+            Some(kept) => {
+                let mut body = serde_json::json!({
+                    "approved": true, "scope": kept.scope, "grant": kept.grant
+                });
+                if let Some(not_run) = kept.not_run {
+                    body["notRun"] = serde_json::Value::String(not_run);
+                }
+                body
+            }
+            None if scope == Scope::Once => {
+                serde_json::json!({ "approved": true, "scope": "once", "grant": null })
+            }
             None => serde_json::json!({ "approved": true, "scope": null, "grant": null,
                 "kept": "not known yet: the approver has not said" }),
         }

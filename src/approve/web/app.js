@@ -285,6 +285,9 @@
   // What the approver kept of a yes, as its reply says: the scope and the grant's id; a wider
   // scope it could not keep is said so, never shown as remembered.
   function approvedWords(body, asked) {
+    if (body.notRun) {
+      return "Approved, but not run: " + String(body.notRun);
+    }
     if (body.grant) {
       return "Approved and remembered (scope " + String(body.scope) + ", grant " + String(body.grant) + ")";
     }
@@ -299,7 +302,9 @@
     const footer = element("footer");
     const kept = item.kept || null;
     const words = {
-      approved: kept && kept.grant
+      approved: kept && kept.notRun
+        ? "Approved, but not run: " + String(kept.notRun)
+        : kept && kept.grant
         ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"
         : "Approved: the call runs",
       declined: "Declined: the call is skipped",

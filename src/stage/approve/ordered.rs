@@ -485,7 +485,7 @@ impl InOrder<'_> {
             &mut self.ids,
         );
         // The page's answer waits for this: the scope kept, and the grant.
-        self.web.kept(*ticket, &answered.approval);
+        self.web.kept(*ticket, &answered.approval, None);
         let cost = line.len();
         *slot = Slot::Ready {
             record: answered.record,

@@ -91,8 +91,13 @@ pub(super) fn settle_page_holds(
                 if again.as_ref().is_none_or(|again| again.runs()) {
                     session.keep(&call.ticket, &mut approval);
                 }
-                // The page's answer waits for this: the scope kept, and the grant.
-                web.kept(card, &approval);
+                // The page's answer waits for this: the scope kept, the grant, and why a yes
+                // does not run the call, when it does not.
+                let not_run = again
+                    .as_ref()
+                    .filter(|again| !again.runs())
+                    .map(super::session::Again::not_run);
+                web.kept(card, &approval, not_run);
                 if session
                     .settle_decided(
                         call.id,

@@ -91,6 +91,21 @@ impl Again {
     pub(super) fn runs(&self) -> bool {
         self.judgement.decision != Decision::Deny && self.not_shown.is_empty()
     }
+
+    /// Why the yes does not run the call, in the person's words, when it does not.
+    pub(super) fn not_run(&self) -> String {
+        if self.judgement.decision == Decision::Deny {
+            format!(
+                "decided again as it was to run, it is denied: {}",
+                self.judgement.reasons.join("; ")
+            )
+        } else {
+            format!(
+                "decided again as it was to run, it is held for what the card did not show: {}",
+                self.not_shown.join("; ")
+            )
+        }
+    }
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
