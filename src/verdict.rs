@@ -123,3 +123,19 @@ impl Grantable {
         scope == Scope::Once || self.scopes.contains(&scope)
     }
 }
+
+/// The reasons of the hold `now` that are not among those `shown` to the person, in the order
+/// of `now`: none when the yes covers the hold (the same reasons, or fewer).
+///
+/// Compared as exact text, on purpose. A reason that carries a changing number (a budget's
+/// "would total 1150 (400 … before this call)", a window's start) is a new reason once its
+/// number changed: the person agreed to the total they were shown, not to another one, and
+/// telling which changes are harmless would read meaning into sentences written for people. At
+/// worst a retry whose number moved is asked once more; it never runs on a yes to another
+/// number.
+pub fn not_shown<'a>(shown: &[String], now: &'a [String]) -> Vec<&'a str> {
+    now.iter()
+        .filter(|reason| !shown.contains(reason))
+        .map(String::as_str)
+        .collect()
+}

@@ -70,9 +70,18 @@ fn stderr_text(output: &Output) -> String {
 #[test]
 fn runs_only_allowed_and_approved_calls() {
     let scratch = Scratch::new();
+    // The approved hold shows the reason sc-exec holds it for too: a yes covers what it showed.
+    let mut approved: Value = serde_json::from_str(&record(
+        "approved",
+        payment(750),
+        "hold",
+        Some(approval(true)),
+    ))
+    .unwrap();
+    approved["reasons"] = json!(["amount 750 is above the hold limit of 100"]);
     let input = stream(&[
         record("allowed", search("trains to Porto"), "allow", None),
-        record("approved", payment(750), "hold", Some(approval(true))),
+        approved.to_string(),
         record("declined", payment(750), "hold", Some(approval(false))),
         record("unanswered", payment(750), "hold", None),
         // The record's deny wins over sc-exec's own allow.
@@ -109,6 +118,19 @@ fn runs_only_allowed_and_approved_calls() {
     assert_eq!(status(&out[4]), "skipped", "{}", out[4]);
     assert!(out[4]["outcome"].get("result").is_none(), "{}", out[4]);
     assert!(reason(&out[4]).contains("denied"), "{}", out[4]);
+    // A yes to a hold whose record shows another reason than sc-exec holds it for now does not
+    // run it: the person did not see why it is held.
+    let other = exec_ok(
+        &scratch,
+        stream(&[record("other", payment(750), "hold", Some(approval(true)))]),
+    );
+    assert_eq!(status(&other[0]), "skipped", "{}", other[0]);
+    assert!(
+        reason(&other[0])
+            .contains("not given to (not shown: amount 750 is above the hold limit of 100)"),
+        "{}",
+        other[0]
+    );
 }
 
 #[test]
@@ -483,4 +505,79 @@ fn a_record_nested_past_the_parsers_limit_in_a_member_it_reads_is_refused_not_ru
     assert_eq!(status(&records[0]), "skipped", "{stdout}");
     assert!(reason(&records[0]).contains("recursion limit"), "{stdout}");
     assert_eq!(stdout.matches("\"outcome\"").count(), 1, "{stdout}");
+}
+
+/// Runs `bin` with `args` on `input`, bounded in time; checks exit 0 and returns its stdout.
+fn run_on(scratch: &Scratch, bin: &str, args: &[&str], input: impl Into<Vec<u8>>) -> Vec<u8> {
+    scratch
+        .cmd(bin)
+        .args(args)
+        .arg("--quiet")
+        .timeout(PROCESS_LIMIT)
+        .write_stdin(input)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone()
+}
+
+/// The pipeline's yes covers what it showed. A 750 payment is held at "would total 1150" and the
+/// answers file approves it; before sc-exec acts on the record, `sc-state reset` forgets the
+/// crew's spend and another pipeline pays 900. sc-exec, deciding again on the crew's store,
+/// holds the 750 at a total the person was not shown: it does not run on that yes.
+#[test]
+fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_reason_it_did_not_show() {
+    let scratch = Scratch::new();
+    let policy = scratch.write(
+        "budget.json",
+        r#"{"holdAboveAmount": 10000, "holdAboveTotal": 1000}"#,
+    );
+    let store = scratch.path("state.sqlite");
+    let crew = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--state",
+        store.to_str().unwrap(),
+        "--crew",
+        "payments",
+    ];
+    let pay = |amount: u64| {
+        json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": amount}, "source": "user"}).to_string()
+    };
+    let gated = run_on(&scratch, "sc-gate", &crew, stream(&[pay(400), pay(750)]));
+    let answers = scratch.write("answers.txt", "yes\n");
+    let approved = run_on(
+        &scratch,
+        "sc-approve",
+        &["--answers", answers.to_str().unwrap()],
+        gated,
+    );
+    let records = parse_stdout(&approved);
+    assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
+    let shown = records[1]["reasons"].to_string();
+    assert!(shown.contains("would total 1150 (400 "), "{shown}");
+    scratch
+        .cmd("sc-state")
+        .args([
+            "reset",
+            "--crew",
+            "payments",
+            "--state",
+            store.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let other = run_on(&scratch, "sc-gate", &crew, stream(&[pay(900)]));
+    let other = parse_stdout(&run_on(&scratch, "sc-exec", &crew, other));
+    assert_eq!(status(&other[0]), "executed", "{}", other[0]);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
+    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
+    assert!(
+        reason(&out[1]).contains("not given to (not shown: ")
+            && reason(&out[1]).contains("would total 2050"),
+        "{}",
+        out[1]
+    );
+    assert!(out[1]["outcome"].get("result").is_none(), "{}", out[1]);
 }

@@ -292,6 +292,35 @@ pub(crate) fn approval_to_act_on(
     Some(approval)
 }
 
+/// A yes covers the reasons the person was shown, which the record carries: sc-exec decides the
+/// call again, and a call it holds now for a reason the record did not show (a budget total that
+/// moved after a reset or another door's spend, a taint since) is not run on that yes. Reasons
+/// are compared as exact text ([`crate::verdict::not_shown`]), so sc-exec needs the state the gate
+/// decided on (the same `--state` and `--crew`, or both in memory on one stream): on another, its
+/// reasons may read otherwise and a yes is then not honoured, which is stricter, never looser.
+fn covered(approval: Approval, record: &Record<'_>, effective: &Effective) -> Approval {
+    if !approval.approved {
+        return approval;
+    }
+    let shown = record.reasons();
+    let not_shown = crate::verdict::not_shown(&shown, &effective.reasons);
+    if not_shown.is_empty() {
+        return approval;
+    }
+    let reason = format!(
+        "its approval is not honoured: sc-exec holds the call now for reasons the approval was not given to (not shown: {})",
+        not_shown.join("; ")
+    );
+    Approval {
+        scope: None,
+        grant: None,
+        approved: false,
+        digest: None,
+        reason,
+        ..approval
+    }
+}
+
 /// With the audit key, a record is acted on only when it carries the seal sc-gate puts on a
 /// verdict under that key, for this record's id, call and decision
 /// ([`crate::audit::seal::verdict_seal`]): a decision or its reasons changed between the stages (a hold made an allow, a deny
@@ -891,7 +920,8 @@ fn prepare<'t>(
         }
     }
     let approval = match effective.decision {
-        Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals),
+        Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals)
+            .map(|approval| covered(approval, &record, &effective)),
         _ => record.approval(),
     };
     let call = call.ok();
