@@ -32,6 +32,7 @@ use crate::web::{find, hex, request, runtime, screenshot_path, text_of, Answer, 
 const ANNOUNCED: &str = "sc-mcp: approvals at ";
 
 /// The page as the person and other channels reach it: its address as printed.
+#[derive(Clone)]
 struct Page {
     url: String,
     /// `127.0.0.1:PORT`.
@@ -1182,4 +1183,146 @@ fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
     assert!(approval["notCovered"]["notShown"]
         .to_string()
         .contains("would total 1650 (900 "));
+}
+
+/// The fake policy's payment of 750, held, on the page of an sc-mcp whose crew's state is a
+/// SQLite file; then the store is held busy by another connection and the person approves the
+/// card: the page's thread takes the call and waits on the store to decide it again. Returns
+/// once sc-mcp says the call's id is in use by a call being settled (asked by sending calls
+/// under that id, each refused); the person's POST is still waiting, on its thread.
+fn settling_behind_a_busy_store(
+    scratch: &Scratch,
+) -> (
+    Proxy,
+    Page,
+    rusqlite::Connection,
+    std::thread::JoinHandle<crate::web::Answer>,
+) {
+    let store = scratch.path("state.sqlite");
+    let policy = testdata("mcp/fake-policy.json");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--agent",
+        "crew",
+        "--web",
+        "127.0.0.1:0",
+        "--timeout",
+        "600",
+        "--crew",
+        "payments",
+        "--state",
+        store.to_str().unwrap(),
+    ];
+    let mut proxy = Proxy::spawn(scratch, &args, &crate::mcp::fake_server());
+    let page = Page::announced_by(&proxy);
+    proxy.initialize();
+    proxy.send_value(&payment(json!(2), 750, "held-payment"));
+    let cards = page.after_cards(&proxy, 1);
+    let holder = rusqlite::Connection::open(&store).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (person, card) = (page.clone(), cards[0].clone());
+    let post = std::thread::spawn(move || person.answer(&card, true));
+    // The same id, for a tool the policy denies (so it never runs), until the refusal says the
+    // id is taken by the call being settled.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        proxy.send_value(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": "x"}}}));
+        let refused = proxy.answer(&json!(2));
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        if message.contains("in use by a call whose person's answer is being acted on") {
+            break;
+        }
+        assert!(
+            message.contains("waiting for the person's answer"),
+            "{refused}"
+        );
+        assert!(std::time::Instant::now() < deadline, "never settled");
+    }
+    (proxy, page, holder, post)
+}
+
+/// While the page's thread acts on a yes, the call's id stays in use: a new call under it is
+/// refused, and does not take the approved call's place. The approved call then runs, once,
+/// with its own `exec` event.
+#[test]
+fn while_a_yes_is_acted_on_its_calls_id_stays_in_use() {
+    let scratch = Scratch::new();
+    let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch);
+    holder.execute_batch("COMMIT").unwrap();
+    let ran = proxy.answer(&json!(2));
+    assert!(!is_error(&ran), "{ran}");
+    assert!(result_text(&ran).contains("held-payment"), "{ran}");
+    let answer = post.join().unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let body: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(body["approved"], true, "{body}");
+    assert!(body.get("notRun").is_none(), "{body}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = server_received(&scratch);
+    assert_eq!(received.matches("held-payment").count(), 1, "{received}");
+    assert!(
+        !received.contains("write_file\", \"arguments"),
+        "{received}"
+    );
+    let log = scratch.audit_events();
+    let held = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the payment was held")["id"]
+        .clone();
+    let outcomes: Vec<&Value> = events(&log, "exec")
+        .into_iter()
+        .filter(|exec| exec["id"] == held)
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{log:#?}");
+    assert_eq!(outcomes[0]["outcome"]["status"], "executed", "{log:#?}");
+    assert!(outcomes[0]["outcome"]["result"]
+        .to_string()
+        .contains("held-payment"));
+}
+
+/// The client cancels the call while the page's thread acts on the person's yes: the call is
+/// not sent, its `exec` event says why, the client gets no answer, and the card says the yes
+/// was not run.
+#[test]
+fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
+    let scratch = Scratch::new();
+    let (mut proxy, page, holder, post) = settling_behind_a_busy_store(&scratch);
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
+    // Read in order: once this is answered, the cancellation was taken.
+    let listed = proxy.request(3, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    holder.execute_batch("COMMIT").unwrap();
+    let answer = post.join().unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let body: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert!(
+        body["notRun"]
+            .as_str()
+            .is_some_and(|why| why.contains("cancelled")),
+        "{body}"
+    );
+    assert!(page.history()[0]["kept"]["notRun"].is_string());
+    let after = proxy.call(4, "echo", json!({"memo": "after"}));
+    assert!(result_text(&after).contains("after"), "{after}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(!server_received(&scratch).contains("held-payment"));
+    // The refusals of the id in use, and nothing else, answered id 2.
+    for line in lines_with_id(&done.received, &json!(2)) {
+        assert!(line.get("error").is_some(), "{line}");
+    }
+    let log = scratch.audit_events();
+    let outcome = events(&log, "exec")
+        .into_iter()
+        .find(|exec| {
+            exec["outcome"]["reason"]
+                .as_str()
+                .is_some_and(|why| why.contains("while the person's answer was acted on"))
+        })
+        .expect("the cancelled call's exec event");
+    assert_eq!(outcome["outcome"]["status"], "skipped", "{outcome}");
 }

@@ -754,9 +754,8 @@ async fn answer_hold(
                 }
                 body
             }
-            None if scope == Scope::Once => {
-                serde_json::json!({ "approved": true, "scope": "once", "grant": null })
-            }
+            // Not said in time (deciding again waits on a busy store, say): whether the call
+            // runs is not known, so a `once` yes is not said to be kept either.
             None => serde_json::json!({ "approved": true, "scope": null, "grant": null,
                 "kept": "not known yet: the approver has not said" }),
         }

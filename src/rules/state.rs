@@ -704,7 +704,7 @@ pub enum StateError {
     TooManyHeld(usize),
     #[error("`heldSpend` counts {amount} for call {}, not an amount above 0", quoted(.id))]
     HeldNotAnAmount { id: String, amount: f64 },
-    #[error("`heldSpend` names a call by an id that is empty or over {MAX_HELD_ID} bytes: {}", quoted(.0))]
+    #[error("`heldSpend` names a call by an id that is empty, over {MAX_HELD_ID} bytes or not as ids are minted: {}", quoted(.0))]
     HeldBadId(String),
     #[error("`heldSpend` names call {} twice", quoted(.0))]
     HeldTwice(String),
@@ -790,9 +790,12 @@ impl CrewState {
     /// and at most what the agent spent (the spend counts it). A note that broke these would
     /// let a retry take back from the spend what it never added.
     fn check_held(&self) -> Result<(), StateError> {
-        let mut ids = std::collections::HashSet::with_capacity(self.held_spend.len());
+        use std::collections::{HashMap, HashSet};
+        let mut ids = HashSet::with_capacity(self.held_spend.len());
         for held in &self.held_spend {
-            if held.id.is_empty() || held.id.len() > MAX_HELD_ID {
+            let minted =
+                |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':');
+            if held.id.is_empty() || held.id.len() > MAX_HELD_ID || !held.id.bytes().all(minted) {
                 return Err(StateError::HeldBadId(held.id.clone()));
             }
             if !ids.insert(held.id.as_str()) {
@@ -816,6 +819,23 @@ impl CrewState {
                     agent: held.agent.clone(),
                     amount: held.amount,
                     spent: agent.spent,
+                });
+            }
+        }
+        // Together, an agent's notes count no more than it spent (each was added to its spend;
+        // a float sum may round a little above the exact one, never by a part in a billion).
+        let mut noted: HashMap<&str, f64> = HashMap::new();
+        for held in &self.held_spend {
+            *noted.entry(held.agent.as_str()).or_default() += held.amount;
+        }
+        for (agent, sum) in noted {
+            let spent = self.agents.get(agent).map_or(0.0, |state| state.spent);
+            if sum > spent * (1.0 + 1e-9) {
+                return Err(StateError::HeldAboveSpend {
+                    id: "(all of the agent's notes together)".to_owned(),
+                    agent: agent.to_owned(),
+                    amount: sum,
+                    spent,
                 });
             }
         }

@@ -580,7 +580,15 @@ fn a_state_without_held_amounts_reads_and_writes_as_before() {
         ),
         (
             r#"{"agents":{"b":{"spent":10.0}},"crewSpent":10.0,"heldSpend":[{"id":"","agent":"b","amount":5}]}"#,
-            "empty or over 128 bytes",
+            "empty, over 128 bytes",
+        ),
+        (
+            r#"{"agents":{"b":{"spent":700.0}},"crewSpent":700.0,"heldSpend":[{"id":"h1","agent":"b","amount":600},{"id":"h2","agent":"b","amount":600}]}"#,
+            "counts 1200 for call (all of the agent's notes together), more than agent b spent (700)",
+        ),
+        (
+            r#"{"agents":{"b":{"spent":10.0}},"crewSpent":10.0,"heldSpend":[{"id":"h\u0007","agent":"b","amount":5}]}"#,
+            "not as ids are minted",
         ),
     ] {
         let err = CrewState::from_json(bad.as_bytes())
@@ -595,7 +603,7 @@ fn a_state_without_held_amounts_reads_and_writes_as_before() {
     let err = CrewState::from_json(bad.as_bytes())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("empty or over 128 bytes"), "{err}");
+    assert!(err.contains("empty, over 128 bytes"), "{err}");
     let ok = bad.replace(&long, &"h".repeat(128));
     assert!(CrewState::from_json(ok.as_bytes()).is_ok(), "{ok}");
 }

@@ -24,7 +24,6 @@ use crate::call::Call;
 use crate::jsonl;
 use crate::record::{AnsweredBy, Approval, Outcome, Scope, Status};
 use crate::sanitize::for_terminal;
-use crate::store::Owner;
 use crate::verdict::{Decision, Granting, Judgement};
 use std::sync::Arc;
 
@@ -150,6 +149,11 @@ impl ClientSide<'_> {
                         // The server never saw the call, so the cancellation stays here; the
                         // client awaits no answer to it.
                         return self.withdraw_question(call);
+                    }
+                    // A call whose answer is being acted on is not sent, once that is done;
+                    // the server never sees it, so the cancellation stays here too.
+                    if lock(&self.session.pending).cancel_settling(&cancelled) {
+                        return Ok(());
                     }
                     // The client will ignore a late answer; sc-mcp drops it.
                     let request = lock(&self.session.pending).cancel(&cancelled);
@@ -438,9 +442,9 @@ impl ClientSide<'_> {
         };
         let verdict = Verdict::new(&call_id, &call_value, &judgement, agent_state.as_ref());
         let mut event = audit::event(Stage::Gate, &call_id).raw_members(verdict.members());
-        if let Some(shared) = lock(&session.state).shared() {
-            event = event.field("stateStore", shared.describe_store());
-            if let Owner::Crew(crew) = &shared.key().owner {
+        if let Some(store) = &session.place.store {
+            event = event.field("stateStore", store);
+            if let Some(crew) = &session.place.crew {
                 event = event.field("crew", crew);
             }
         }

@@ -80,38 +80,43 @@ pub(super) fn settle_page_holds(
                 };
                 continue;
             };
+            let mut approval = approval_for(reply, AnsweredBy::Web);
             // Taken by now if the client cancelled the call or the session ended: then the
-            // person's answer comes too late to act on.
-            let held = lock(&session.pending).take_held(&HoldKey::Card(card.id()));
-            if let Some(call) = held {
-                let call = call.noticed();
-                let mut approval = approval_for(reply, AnsweredBy::Web);
-                // A yes is decided again as it runs, and kept as a grant only if it runs.
-                let again = session.decide_again(&call.ticket, &call.reasons, &approval);
-                if again.as_ref().is_none_or(|again| again.runs()) {
-                    session.keep(&call.ticket, &mut approval);
+            // person's answer comes too late to act on, and the card says so.
+            let held = lock(&session.pending).take_held_to_settle(&HoldKey::Card(card.id()));
+            let Some(call) = held else {
+                let why = "the call was withdrawn (the client cancelled it, or sc-mcp is stopping) before the answer came";
+                web.kept(card, &approval, Some(why.to_owned()));
+                continue;
+            };
+            let call = call.noticed();
+            // A yes is decided again as it runs, and kept as a grant only if it runs.
+            let again = session.decide_again(&call.ticket, &call.reasons, &approval);
+            if again.as_ref().is_none_or(|again| again.runs()) {
+                session.keep(&call.ticket, &mut approval);
+            }
+            let kept = approval.clone();
+            let settled = session.settle_decided(
+                call.id,
+                &call.bytes,
+                call.ticket,
+                &call.reasons,
+                approval,
+                again,
+            );
+            // The page's answer waits for this: the scope kept, the grant, and why a yes does
+            // not run the call, when it does not.
+            let not_run = match &settled {
+                _ if !kept.approved => None,
+                Ok(not_run) => not_run.clone(),
+                Err(_) => {
+                    Some("the audit log cannot be written, so the call was not run".to_owned())
                 }
-                // The page's answer waits for this: the scope kept, the grant, and why a yes
-                // does not run the call, when it does not.
-                let not_run = again
-                    .as_ref()
-                    .filter(|again| !again.runs())
-                    .map(super::session::Again::not_run);
-                web.kept(card, &approval, not_run);
-                if session
-                    .settle_decided(
-                        call.id,
-                        &call.bytes,
-                        call.ticket,
-                        &call.reasons,
-                        approval,
-                        again,
-                    )
-                    .is_err()
-                {
-                    // The audit log cannot be written: the session is stopping.
-                    return;
-                }
+            };
+            web.kept(card, &kept, not_run);
+            if settled.is_err() {
+                // The audit log cannot be written: the session is stopping.
+                return;
             }
         }
         let event = match next {

@@ -169,7 +169,7 @@ pub(super) fn settle_inbox_holds(
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(key);
             // Taken by now if the client cancelled the call or the session ended.
-            let held = lock(&session.pending).take_held(&HoldKey::Inbox(key.clone()));
+            let held = lock(&session.pending).take_held_to_settle(&HoldKey::Inbox(key.clone()));
             if let Some(call) = held {
                 let approval = approval_for(reply, AnsweredBy::Web);
                 if session

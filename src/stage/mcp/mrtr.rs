@@ -402,7 +402,7 @@ impl super::client::ClientSide<'_> {
 
     /// Whether a state is spent in this process (no crew's store) rather than in the store.
     fn spends_in_memory(&self) -> bool {
-        !matches!(&*lock(&self.session.state), StateHandle::Shared(shared) if matches!(shared.key().owner, Owner::Crew(_)))
+        self.session.place.crew.is_none()
     }
 
     /// Where this sc-mcp spends the states it takes, as a state names it: the crew's store and
@@ -413,15 +413,13 @@ impl super::client::ClientSide<'_> {
     /// process shares: another listener, or this one started again, has not seen what this one
     /// spent.
     fn spent_at(&self) -> String {
-        match &*lock(&self.session.state) {
-            StateHandle::Shared(shared) => match &shared.key().owner {
-                Owner::Crew(crew) if shared.store_in_this_process_only() => {
-                    request_state::spent_in_process(&self.retry.retries.instance, crew)
-                }
-                Owner::Crew(crew) => request_state::spent_in_crew(shared.describe_store(), crew),
-                _ => request_state::spent_in_memory(&self.retry.retries.instance),
-            },
-            StateHandle::Memory(_) => request_state::spent_in_memory(&self.retry.retries.instance),
+        let place = &self.session.place;
+        match (&place.store, &place.crew) {
+            (Some(_), Some(crew)) if place.in_this_process_only => {
+                request_state::spent_in_process(&self.retry.retries.instance, crew)
+            }
+            (Some(store), Some(crew)) => request_state::spent_in_crew(store, crew),
+            _ => request_state::spent_in_memory(&self.retry.retries.instance),
         }
     }
 

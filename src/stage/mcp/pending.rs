@@ -164,6 +164,10 @@ pub(super) struct Pending {
     pub(super) held: HashMap<HoldKey, HeldCall>,
     /// The same calls' client ids, each to its key.
     pub(super) held_ids: HashMap<IdKey, HoldKey>,
+    /// Held calls taken to be settled on the person's answer (decided again, audited), by their
+    /// client ids, until they are forwarded or refused: their ids stay in use, and a
+    /// cancellation meanwhile is noted here (`true`) for [`Pending::end_settling`].
+    pub(super) settling: HashMap<IdKey, bool>,
     /// The session is ending: no call is held any more, and the timer stops.
     pub(super) holds_closed: bool,
 }
@@ -188,6 +192,8 @@ impl Pending {
             Some("a request still waiting for an answer")
         } else if self.held_ids.contains_key(key) {
             Some("a call still waiting for the person's answer")
+        } else if self.settling.contains_key(key) {
+            Some("a call whose person's answer is being acted on")
         } else if self.cancelled.contains_key(key) {
             Some("a request the client cancelled, which the MCP server may still answer")
         } else {
@@ -221,6 +227,30 @@ impl Pending {
         let call = self.held.remove(key)?;
         self.held_ids.remove(&call.id.key);
         Some(call)
+    }
+
+    /// Takes the held call to settle on the person's answer: its id stays in use, and a
+    /// cancellation is noted, until [`Pending::end_settling`].
+    pub(super) fn take_held_to_settle(&mut self, key: &HoldKey) -> Option<HeldCall> {
+        let call = self.take_held(key)?;
+        self.settling.insert(call.id.key.clone(), false);
+        Some(call)
+    }
+
+    /// Notes that the client cancelled a call being settled; whether one was.
+    pub(super) fn cancel_settling(&mut self, key: &IdKey) -> bool {
+        match self.settling.get_mut(key) {
+            Some(cancelled) => {
+                *cancelled = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the settling of the call with this id: whether the client cancelled it meanwhile.
+    pub(super) fn end_settling(&mut self, key: &IdKey) -> bool {
+        self.settling.remove(key).unwrap_or(false)
     }
 
     /// Takes the held call with this client id.

@@ -523,6 +523,7 @@ fn new_session(
         taken: Mutex::new(Vec::new()),
         grants: options.grants.clone(),
         revisions: Default::default(),
+        place: super::session::StatePlace::of(&state),
         state: Mutex::new(state),
         timing: options.timing.clone(),
     }

@@ -71,7 +71,38 @@ pub(super) struct Session {
     /// it by the calling thread, and a yes is decided again on it by whichever thread settles
     /// the answer (the page's, the inbox's). Never locked while `pending` is.
     pub(super) state: Mutex<StateHandle>,
+    /// Where the state is kept, read once from it: so that an audit event or a retry's check
+    /// that names it does not wait on the state's lock, which a thread deciding again on a busy
+    /// store holds for as long as the store keeps it waiting.
+    pub(super) place: StatePlace,
     pub(super) timing: Timing,
+}
+
+/// Where the crew's state is kept ([`Session::place`]).
+#[derive(Debug, Clone, Default)]
+pub(super) struct StatePlace {
+    /// The store, as sc-mcp shows it, when the state is in one (`stateStore` in events).
+    pub(super) store: Option<String>,
+    /// The crew, when the state is a crew's in a store.
+    pub(super) crew: Option<String>,
+    /// Whether the store is this process's memory alone (`--listen` without `--crew`).
+    pub(super) in_this_process_only: bool,
+}
+
+impl StatePlace {
+    pub(super) fn of(state: &StateHandle) -> StatePlace {
+        match state {
+            StateHandle::Memory(_) => StatePlace::default(),
+            StateHandle::Shared(shared) => StatePlace {
+                store: Some(shared.describe_store().to_owned()),
+                crew: match &shared.key().owner {
+                    crate::store::Owner::Crew(crew) => Some(crew.clone()),
+                    crate::store::Owner::Session(_) => None,
+                },
+                in_this_process_only: shared.store_in_this_process_only(),
+            },
+        }
+    }
 }
 
 /// A yes to a held call, decided again on the state as it is when the answer comes
@@ -216,19 +247,50 @@ impl Session {
 
     /// Forwards a request to the server and awaits its answer, unless the server is gone.
     pub(super) fn forward_request(&self, bytes: &[u8], request: PendingRequest) -> Result<()> {
+        self.forward_request_reporting(bytes, request).map(|_| ())
+    }
+
+    /// [`Session::forward_request`], saying why the request was not sent (`Some`), if it was
+    /// not. A call settled on the person's answer ([`Pending::take_held_to_settle`]) that the
+    /// client cancelled meanwhile is not sent, and gets no answer (the client awaits none).
+    pub(super) fn forward_request_reporting(
+        &self,
+        bytes: &[u8],
+        request: PendingRequest,
+    ) -> Result<Option<String>> {
         let key = request.id.key.clone();
         // Held while the line is written, so requests reach the server in the order they were
         // awaited; the pending requests are locked only inside it, never the other way round.
         let mut server = lock(&self.server);
         let mut pending = lock(&self.pending);
-        if !pending.server_reading || server.is_none() {
+        // Ended under the same lock as the request is awaited, so that the id is in use
+        // throughout, and a cancellation finds the call either settling or awaited.
+        if pending.end_settling(&key) {
             drop(pending);
             drop(server);
-            self.fail_request(
-                request,
-                "the MCP server has exited, so the request was not sent",
-            );
-            return Ok(());
+            let why = "the client cancelled the call while the person's answer was acted on";
+            if let Awaiting::ToolCall(ticket) = &request.awaiting {
+                self.audit_outcome(
+                    ticket,
+                    &Outcome {
+                        status: Status::Skipped,
+                        result: None,
+                        reason: format!("not run: {why}"),
+                    },
+                )?;
+            }
+            return Ok(Some(why.to_owned()));
+        }
+        if !pending.server_reading || server.is_none() || pending.requests.contains_key(&key) {
+            let why = if pending.requests.contains_key(&key) {
+                "another request with this id is waiting for the MCP server's answer, so the request was not sent"
+            } else {
+                "the MCP server has exited, so the request was not sent"
+            };
+            drop(pending);
+            drop(server);
+            self.fail_request(request, why);
+            return Ok(Some(why.to_owned()));
         }
         pending.requests.insert(key.clone(), request);
         drop(pending);
@@ -242,14 +304,13 @@ impl Session {
         if let Err(err) = write_line(&mut server, bytes) {
             *server = None;
             drop(server);
+            let why = format!("the request could not be sent to the MCP server: {err}");
             if let Some(request) = lock(&self.pending).requests.remove(&key) {
-                self.fail_request(
-                    request,
-                    &format!("the request could not be sent to the MCP server: {err}"),
-                );
+                self.fail_request(request, &why);
             }
+            return Ok(Some(why));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Forwards a message that awaits no answer. A 2026-07-28 server, which has no handshake, is
@@ -287,6 +348,7 @@ impl Session {
             self.keep(&ticket, &mut approval);
         }
         self.settle_decided(id, bytes, ticket, reasons, approval, again)
+            .map(|_| ())
     }
 
     /// Keeps the approval's scope as a grant where it can ([`crate::approve::remember`]).
@@ -365,8 +427,25 @@ impl Session {
     /// the person was not shown is declined (the yes was given to fewer reasons; the legacy ways
     /// of asking cannot ask again under the same request); any other yes forwards the call to
     /// the server as it came. The `approve` event records the answer, the new decision
-    /// (`decidedAgain`) and, when the yes did not cover the call, `notCovered`.
+    /// (`decidedAgain`) and, when the yes did not cover the call, `notCovered`. Returns why the
+    /// call is not run, if it is not (`None`: it was sent to the server). The call's id, in use
+    /// while it was settled ([`Pending::take_held_to_settle`]), is free again once it returns.
     pub(super) fn settle_decided(
+        &self,
+        id: RequestId,
+        bytes: &[u8],
+        ticket: Ticket,
+        reasons: &[String],
+        approval: Approval,
+        again: Option<Again>,
+    ) -> Result<Option<String>> {
+        let key = id.key.clone();
+        let settled = self.settle_decided_reserved(id, bytes, ticket, reasons, approval, again);
+        lock(&self.pending).end_settling(&key);
+        settled
+    }
+
+    fn settle_decided_reserved(
         &self,
         id: RequestId,
         bytes: &[u8],
@@ -374,9 +453,10 @@ impl Session {
         reasons: &[String],
         approval: Approval,
         again: Option<Again>,
-    ) -> Result<()> {
+    ) -> Result<Option<String>> {
         if !approval.approved {
-            return self.decline_held(&id.value, &ticket, reasons, &approval, true);
+            self.decline_held(&id.value, &ticket, reasons, &approval, true)?;
+            return Ok(Some(approval.reason));
         }
         if let Err(err) = self.audit_approval(&ticket, &approval, again.as_ref()) {
             self.answer_audit_failure(&id.value);
@@ -385,26 +465,28 @@ impl Session {
         if let Some(again) = &again {
             ticket.decision = again.judgement.decision;
             if again.judgement.decision == Decision::Deny {
-                return self.refuse_call(&id.value, &ticket, &again.judgement.reasons, None);
+                self.refuse_call(&id.value, &ticket, &again.judgement.reasons, None)?;
+                return Ok(Some(again.not_run()));
             }
             if !again.not_shown.is_empty() {
                 let declined = elicitation::declined(format!(
                     "declined: the yes was given to fewer reasons than the call is held for now (not shown: {})",
                     again.not_shown.join("; ")
                 ));
-                return self.refuse_call(
+                self.refuse_call(
                     &id.value,
                     &ticket,
                     &again.judgement.reasons,
                     Some(&declined),
-                );
+                )?;
+                return Ok(Some(again.not_run()));
             }
         }
         ticket.approval = Some(approval);
         if self.is_stopping() {
-            return Ok(());
+            return Ok(Some("sc-mcp is stopping".to_owned()));
         }
-        self.forward_request(
+        self.forward_request_reporting(
             bytes,
             PendingRequest {
                 id,
