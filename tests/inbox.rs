@@ -581,4 +581,11 @@ fn sc_mcp_puts_a_held_call_in_the_crews_inbox_and_runs_it_once_approved_there() 
         );
     }
     inbox.wait_pending(0);
+    // The inbox's page does not know what the door did with the yes (sc-mcp decides it again as
+    // it runs it): its history says the door does not report here, so the card claims no run.
+    let history = inbox.get("/api/history");
+    assert!(
+        history.iter().all(|hold| hold["reports"] == false),
+        "{history:#?}"
+    );
 }

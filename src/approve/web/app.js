@@ -302,7 +302,9 @@
     const footer = element("footer");
     const kept = item.kept || null;
     const words = {
-      approved: kept && kept.notRun
+      approved: item.reports === false
+        ? "Approved: the program that holds the call decides it again as it runs it; its audit log says what it did"
+        : kept && kept.notRun
         ? "Approved, but not run: " + String(kept.notRun)
         : kept && kept.grant
         ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"

@@ -262,6 +262,9 @@ impl Holds {
             /// For an approved hold, the scope kept and the grant, once the program said.
             #[serde(skip_serializing_if = "Option::is_none")]
             kept: Option<&'a Kept>,
+            /// Whether the program that holds the call says here what it did with the answer
+            /// (`kept`); a door elsewhere (`sc-inbox`) says it only in its own audit log.
+            reports: bool,
         }
         let ended: Vec<Ended> = self
             .entries
@@ -285,6 +288,7 @@ impl Holds {
                 },
                 display: &entry.display,
                 kept: entry.kept.as_ref(),
+                reports: entry.reports,
             })
             .collect();
         serde_json::to_string(&ended).expect("holds serialize")
