@@ -38,6 +38,11 @@ fn budget_policy(scratch: &Scratch) -> String {
     std::fs::read_to_string(budget_of_1000(scratch, "")).unwrap()
 }
 
+/// [`eliciting_door`] under [`budget_policy`].
+fn budget_door(scratch: &Scratch, store: &str) -> Door {
+    eliciting_door(scratch, &budget_policy(scratch), store)
+}
+
 /// A 400 `echo` runs, and a 750 is held at "would total 1150": asked through the client.
 fn held_at_1150(door: &mut Door) {
     let first = door.proxy.request(
@@ -67,7 +72,7 @@ fn a_legacy_yes_with_its_amount_still_counted_runs_once_and_counts_it_once() {
     let scratch = Scratch::new();
     let store = scratch.path("state.sqlite");
     let store = store.to_str().unwrap();
-    let mut a = eliciting_door(&scratch, &budget_policy(&scratch), store);
+    let mut a = budget_door(&scratch, store);
     let audit = a.audit.clone();
     held_at_1150(&mut a);
     let noted = shown_state(&scratch, store);
@@ -97,7 +102,7 @@ fn a_legacy_yes_after_sc_state_reset_is_decided_on_the_spend_since_and_declined(
     let scratch = Scratch::new();
     let store = scratch.path("state.sqlite");
     let store = store.to_str().unwrap();
-    let mut a = eliciting_door(&scratch, &budget_policy(&scratch), store);
+    let mut a = budget_door(&scratch, store);
     let audit = a.audit.clone();
     held_at_1150(&mut a);
     scratch
@@ -154,7 +159,7 @@ fn a_legacy_no_forgets_the_note_of_its_counted_amount() {
     let scratch = Scratch::new();
     let store = scratch.path("state.sqlite");
     let store = store.to_str().unwrap();
-    let mut a = eliciting_door(&scratch, &budget_policy(&scratch), store);
+    let mut a = budget_door(&scratch, store);
     held_at_1150(&mut a);
     answer_question(
         &mut a.proxy,

@@ -1102,17 +1102,8 @@ fn asked_in_turn_the_notify_command_runs_and_with_no_prompt_it_does_not() {
     );
 }
 
-/// A yes on the page is decided again as it runs. While the card waits, `sc-state reset` forgets
-/// the spend and a 900 runs; the card showed "would total 1150", and decided again the call is
-/// held at "would total 1650 (900 …)". The person clicks Approve in a real browser: the call does
-/// not run, the card says why, the client gets `isError`, and nothing is granted.
-#[test]
-fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
-    let driver = ChromeDriver::start();
-    let scratch = Scratch::new();
-    let store = scratch.path("state.sqlite");
-    let store = store.to_str().unwrap();
-    let policy = crate::mcp_revisions::budget_of_1000(&scratch, "");
+/// sc-mcp with the page, in front of the fake server, for the crew `payments` on `store`.
+fn crew_page_proxy(scratch: &Scratch, policy: &std::path::Path, store: &str) -> Proxy {
     let args = [
         "--policy",
         policy.to_str().unwrap(),
@@ -1127,7 +1118,21 @@ fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
         "--state",
         store,
     ];
-    let mut proxy = Proxy::spawn(&scratch, &args, &crate::mcp::fake_server());
+    Proxy::spawn(scratch, &args, &crate::mcp::fake_server())
+}
+
+/// A yes on the page is decided again as it runs. While the card waits, `sc-state reset` forgets
+/// the spend and a 900 runs; the card showed "would total 1150", and decided again the call is
+/// held at "would total 1650 (900 …)". The person clicks Approve in a real browser: the call does
+/// not run, the card says why, the client gets `isError`, and nothing is granted.
+#[test]
+fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
+    let driver = ChromeDriver::start();
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let store = store.to_str().unwrap();
+    let policy = crate::mcp_revisions::budget_of_1000(&scratch, "");
+    let mut proxy = crew_page_proxy(&scratch, &policy, store);
     let page = Page::announced_by(&proxy);
     proxy.initialize();
     let first = proxy.call(1, "echo", json!({"amount": 400, "memo": "first"}));
@@ -1200,21 +1205,7 @@ fn settling_behind_a_busy_store(
 ) {
     let store = scratch.path("state.sqlite");
     let policy = testdata("mcp/fake-policy.json");
-    let args = [
-        "--policy",
-        policy.to_str().unwrap(),
-        "--agent",
-        "crew",
-        "--web",
-        "127.0.0.1:0",
-        "--timeout",
-        "600",
-        "--crew",
-        "payments",
-        "--state",
-        store.to_str().unwrap(),
-    ];
-    let mut proxy = Proxy::spawn(scratch, &args, &crate::mcp::fake_server());
+    let mut proxy = crew_page_proxy(scratch, &policy, store.to_str().unwrap());
     let page = Page::announced_by(&proxy);
     proxy.initialize();
     proxy.send_value(&payment(json!(2), 750, "held-payment"));
