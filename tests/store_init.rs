@@ -91,6 +91,29 @@ fn an_empty_redis_is_refused_by_every_door_until_sc_state_init_creates_the_store
     let (status, stderr) = sc_state(&scratch, &["init", "--state", &url]);
     assert_eq!(status, Some(0), "{stderr}");
     assert_eq!(stderr, format!("sc-state: created the state store {url}\n"));
+    // The making of the store is in the audit log (and not a reset in the report); an init
+    // that changes nothing adds nothing.
+    let made: Vec<Value> = scratch
+        .audit_events()
+        .into_iter()
+        .filter(|event| event["stage"] == "state")
+        .collect();
+    assert_eq!(made.len(), 1, "{made:#?}");
+    assert_eq!(made[0]["action"], "init", "{made:#?}");
+    assert_eq!(made[0]["stateStore"], url.as_str(), "{made:#?}");
+    let (status, stderr) = sc_state(&scratch, &["init", "--state", &url]);
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(
+        scratch
+            .audit_events()
+            .iter()
+            .filter(|event| event["stage"] == "state")
+            .count(),
+        1
+    );
+    let report = crate::mcp::report_json(&scratch);
+    assert!(report.get("resetCount").is_none(), "{report:#}");
+    assert_eq!(report["problems"], json!([]), "{report:#}");
     assert_eq!(
         decisions(&gate_run(&scratch, &gate_args, &[payment("a", 1)])),
         ["allow"]

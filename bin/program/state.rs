@@ -52,6 +52,12 @@ enum Command {
         /// state.sqlite beside the audit log.
         #[arg(long, value_name = "URL", value_parser = StateUrl::parse)]
         state: Option<StateUrl>,
+        /// Key file of the audit log's HMAC chain (as the other stages take it).
+        #[arg(long, value_name = "FILE")]
+        audit_key: Option<PathBuf>,
+        /// Make the audit append durable on disk.
+        #[arg(long)]
+        fsync: bool,
     },
     /// Print each agent's taint, with its cause, and its spend in the current budget window.
     Show {
@@ -195,9 +201,16 @@ pub fn main() -> ExitCode {
 fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
     let now = SystemTime::now();
     match command {
-        Command::Init { state } => {
+        Command::Init {
+            state,
+            audit_key,
+            fsync,
+        } => {
             let url = state.unwrap_or_else(|| StateUrl::beside(audit_path));
-            return init(&url);
+            // Opened first: a store is not made where its making could not be logged.
+            let chain = Chain::from_key_option(audit_key.as_deref())?;
+            let audit = AuditLog::open_with(audit_path, AuditOptions { chain, fsync })?;
+            return init(&url, audit, now);
         }
         Command::Show { target, all, json } => {
             if let Some(missing) = target.missing_file(audit_path) {
@@ -290,8 +303,10 @@ fn run(command: Command, audit_path: &Path) -> anyhow::Result<Completion> {
 }
 
 /// `sc-state init`: makes the store, or says it is one already (status 0 both). A database that
-/// holds something else is a usage error (exit 2), an unreachable store a runtime failure.
-fn init(url: &StateUrl) -> anyhow::Result<Completion> {
+/// holds something else is a usage error (exit 2), an unreachable store a runtime failure. A
+/// store made is written to the audit log (`"action":"init"`); a log that cannot be written
+/// then is a runtime failure, said as one that left the store made.
+fn init(url: &StateUrl, mut audit: AuditLog, now: SystemTime) -> anyhow::Result<Completion> {
     let made = match url.init(false) {
         Ok(made) => made,
         Err(InitError::Refused(why)) => {
@@ -301,6 +316,12 @@ fn init(url: &StateUrl) -> anyhow::Result<Completion> {
             return Err(anyhow::Error::new(why).context("state store unavailable"))
         }
     };
+    if made.created {
+        let id = IdMinter::new().mint();
+        audit
+            .append(&admin::init_event(&id, &made.store, now))
+            .context("the state store was made, but the audit log could not be written")?;
+    }
     let _ = io::stderr().write_all(admin::init_text(&made).as_bytes());
     Ok(Completion::default())
 }

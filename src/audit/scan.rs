@@ -34,6 +34,8 @@ pub(crate) enum Known {
     Grants,
     /// The backend an `exec` event's call ran (`backend`).
     Backend,
+    /// What a `state` event did (`action`: `reset`, `init`).
+    Action,
 }
 
 impl Known {
@@ -56,6 +58,7 @@ impl Known {
             "prev" => Known::Prev,
             "grants" => Known::Grants,
             "backend" => Known::Backend,
+            "action" => Known::Action,
             _ => return None,
         })
     }

@@ -35,6 +35,17 @@ pub fn init_text(made: &Initialised) -> String {
     }
 }
 
+/// The audit event of `sc-state init` that made the store `store`.
+pub fn init_event(id: &str, store: &str, now: SystemTime) -> Vec<u8> {
+    JsonLine::new()
+        .str_field("ts", &crate::audit::timestamp(now))
+        .str_field("stage", "state")
+        .str_field("id", id)
+        .str_field("action", "init")
+        .str_field("stateStore", store)
+        .finish()
+}
+
 /// The keys a reset or a show of `owner` covers: the gate's state, and for a crew sc-exec's.
 pub fn keys_of(owner: &Owner) -> Vec<StateKey> {
     match owner {

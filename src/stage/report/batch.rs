@@ -54,6 +54,7 @@ pub(super) struct Packed {
     grants: Option<bool>,
     /// Whether an `exec` event names the backend its call ran.
     ran_backend: bool,
+    made_store: bool,
 }
 
 enum PackedReasons {
@@ -115,6 +116,7 @@ impl Batch {
             tool: self.put_some(&view.tool),
             grants: view.grants,
             ran_backend: view.ran_backend,
+            made_store: view.made_store,
         }
     }
 
@@ -148,6 +150,7 @@ impl Batch {
             tool: text(packed.tool),
             grants: packed.grants,
             ran_backend: packed.ran_backend,
+            made_store: packed.made_store,
         }
     }
 }

@@ -57,6 +57,9 @@ pub(super) struct EventView<'a> {
     /// Whether an `exec` event names the backend its call ran (`backend`, an object): only such
     /// an outcome ends the call's `exec-start` ([`super::starts`]).
     pub(super) ran_backend: bool,
+    /// Whether a `state` event says `sc-state init` made the store (`"action":"init"`), not a
+    /// reset.
+    pub(super) made_store: bool,
 }
 
 impl<'a> EventView<'a> {
@@ -101,6 +104,7 @@ impl<'a> EventView<'a> {
                 _ => None,
             },
             ran_backend: event.get("backend").is_some_and(Value::is_object),
+            made_store: event.get("action").and_then(Value::as_str) == Some("init"),
         }
     }
 

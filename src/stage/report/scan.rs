@@ -41,6 +41,9 @@ pub(super) fn read_into<'a>(text: &'a str, view: &mut EventView<'a>) -> Option<(
             Some(Known::Ts) => view.ts = lexer.text_value()?,
             Some(Known::Decision) => view.decision = lexer.text_value()?,
             Some(Known::Kind) => view.kind = lexer.text_value()?,
+            Some(Known::Action) => {
+                view.made_store = lexer.text_value()?.as_deref() == Some("init");
+            }
             Some(Known::Agent) => view.agent = lexer.text_value()?,
             Some(Known::Tool) => view.tool = lexer.text_value()?,
             Some(Known::Reasons) => {

@@ -476,6 +476,8 @@ impl Summariser {
                     trail.names = names;
                 }
             }
+            // `sc-state init` made the store: not a call, and nothing to list.
+            "state" if event.made_store => {}
             // `sc-state reset`: listed, not a call.
             "state" => {
                 self.summary.reset_count += 1;
