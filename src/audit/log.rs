@@ -296,12 +296,22 @@ impl IdMinter {
 
     /// [`IdMinter::mint`] into `id`, in the buffer it has (sc-gate mints one for every call).
     pub fn mint_into(&mut self, id: &mut String) {
-        let mut bytes = std::mem::take(id).into_bytes();
-        bytes.clear();
-        bytes.extend_from_slice(self.prefix.as_bytes());
-        crate::json_write::push_u64(&mut bytes, self.next);
+        id.clear();
+        id.push_str(&self.prefix);
+        // The counter's digits, pushed as they are (ASCII: nothing to check again).
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = self.next;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        id.extend(digits[at..].iter().map(|&digit| char::from(digit)));
         self.next += 1;
-        *id = String::from_utf8(bytes).expect("an id is ASCII");
     }
 }
 

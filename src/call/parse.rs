@@ -23,7 +23,7 @@ impl Call {
     /// (not a call, a line with a top-level `kind`, or one the scanner leaves to the reference
     /// path): the cheap first look, before a line is searched for a record's `kind`.
     pub(crate) fn scan_line(line: &[u8]) -> Option<(Call, &str)> {
-        let text = std::str::from_utf8(line).ok()?;
+        let text = simdutf8::basic::from_utf8(line).ok()?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         scan::call(text).map(|call| (call, text))
     }
@@ -32,7 +32,7 @@ impl Call {
     /// it holds, when it holds one: sc-gate reads every call into the same one). Returns the
     /// call's trimmed text; on `None`, what `slot` holds is no call of this line.
     pub(crate) fn scan_line_into<'a>(line: &'a [u8], slot: &mut Option<Call>) -> Option<&'a str> {
-        let text = std::str::from_utf8(line).ok()?;
+        let text = simdutf8::basic::from_utf8(line).ok()?;
         let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
         scan::call_into(text, slot).then_some(text)
     }
