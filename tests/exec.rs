@@ -522,30 +522,19 @@ fn run_on(scratch: &Scratch, bin: &str, args: &[&str], input: impl Into<Vec<u8>>
         .clone()
 }
 
-/// The pipeline's yes covers what it showed. A 750 payment is held at "would total 1150" and the
-/// answers file approves it; before sc-exec acts on the record, `sc-state reset` forgets the
-/// crew's spend and another pipeline pays 900. sc-exec, deciding again on the crew's store,
-/// holds the 750 at a total the person was not shown: it does not run on that yes.
+/// The pipeline's yes covers the kinds of reason it showed. A 750 payment is held for its
+/// amount and the answers file approves it; before sc-exec acts on the record, another pipeline
+/// of the crew has the buyer read untrusted content. sc-exec, deciding again on the crew's store,
+/// holds the payment for the taint too, a kind of reason the person was not shown: it does not
+/// run on that yes.
 #[test]
-fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_reason_it_did_not_show() {
+fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_kind_of_reason_it_did_not_show() {
     let scratch = Scratch::new();
-    let policy = scratch.write(
-        "budget.json",
-        r#"{"holdAboveAmount": 10000, "holdAboveTotal": 1000}"#,
-    );
     let store = scratch.path("state.sqlite");
-    let crew = [
-        "--policy",
-        policy.to_str().unwrap(),
-        "--state",
-        store.to_str().unwrap(),
-        "--crew",
-        "payments",
-    ];
-    let pay = |amount: u64| {
-        json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": amount}, "source": "user"}).to_string()
-    };
-    let gated = run_on(&scratch, "sc-gate", &crew, stream(&[pay(400), pay(750)]));
+    let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
+    // The agent's own call (a user's order would need no person for a taint).
+    let pay = json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": 750}, "source": "agent"}).to_string();
+    let gated = run_on(&scratch, "sc-gate", &crew, stream(&[pay]));
     let answers = scratch.write("answers.txt", "yes\n");
     let approved = run_on(
         &scratch,
@@ -554,30 +543,74 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_reason_it_did_not_sh
         gated,
     );
     let records = parse_stdout(&approved);
-    assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
-    let shown = records[1]["reasons"].to_string();
-    assert!(shown.contains("would total 1150 (400 "), "{shown}");
-    scratch
-        .cmd("sc-state")
-        .args([
-            "reset",
-            "--crew",
-            "payments",
-            "--state",
-            store.to_str().unwrap(),
-        ])
-        .assert()
-        .success();
-    let other = run_on(&scratch, "sc-gate", &crew, stream(&[pay(900)]));
+    assert_eq!(records[0]["approval"]["approved"], true, "{}", records[0]);
+    assert_eq!(records[0]["grantable"]["kinds"], json!(["amount"]));
+    // The other pipeline: the buyer reads the web.
+    let read = json!({"agent": "buyer", "tool": "search_web", "args": {"query": "acme reviews"}, "source": "agent"}).to_string();
+    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read]));
     let other = parse_stdout(&run_on(&scratch, "sc-exec", &crew, other));
     assert_eq!(status(&other[0]), "executed", "{}", other[0]);
     let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
-    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
+    assert_eq!(status(&out[0]), "skipped", "{}", out[0]);
     assert!(
-        reason(&out[1]).contains("not given to (not shown: ")
-            && reason(&out[1]).contains("would total 2050"),
+        reason(&out[0]).contains("not given to (not shown: taint: ")
+            && reason(&out[0]).contains("buyer is tainted"),
+        "{}",
+        out[0]
+    );
+    assert!(out[0]["outcome"].get("result").is_none(), "{}", out[0]);
+}
+
+/// What a stage mints and counts apart does not make a yes fail: value provenance names each
+/// stage's own result id in its reason, and sc-exec's state of a crew counts only the calls that
+/// reached an sc-exec. Approved holds run: the laundered-instruction stream's `send_email`, and
+/// a crew budget that another door (an sc-gate alone) spent from first.
+#[test]
+fn a_yes_in_the_pipeline_runs_where_the_stages_reasons_read_otherwise() {
+    let scratch = Scratch::new();
+    let answers = scratch.write("answers.txt", "yes\nyes\nyes\n");
+    let answers = answers.to_str().unwrap();
+    let policy = crate::util::testdata("provenance/policy.json");
+    let policy = ["--policy", policy.to_str().unwrap()];
+    let calls = std::fs::read(crate::util::testdata("provenance/laundered.jsonl")).unwrap();
+    let gated = run_on(&scratch, "sc-gate", &policy, calls);
+    let approved = run_on(&scratch, "sc-approve", &["--answers", answers], gated);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &policy, approved));
+    let email = out
+        .iter()
+        .find(|record| record["call"]["tool"] == "send_email")
+        .expect("the send_email record");
+    assert_eq!(email["decision"], "hold", "{email}");
+    assert_eq!(email["approval"]["approved"], true, "{email}");
+    assert_eq!(status(email), "executed", "{email}");
+
+    let budget = scratch.write(
+        "budget.json",
+        r#"{"holdAboveAmount": 10000, "holdAboveTotal": 300}"#,
+    );
+    let store = scratch.path("state.sqlite");
+    let crew = [
+        "--policy",
+        budget.to_str().unwrap(),
+        "--state",
+        store.to_str().unwrap(),
+        "--crew",
+        "c",
+    ];
+    let pay = |amount: u64| {
+        json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": amount}, "source": "user"}).to_string()
+    };
+    run_on(&scratch, "sc-gate", &crew, stream(&[pay(100)]));
+    let gated = run_on(&scratch, "sc-gate", &crew, stream(&[pay(150), pay(200)]));
+    let approved = run_on(&scratch, "sc-approve", &["--answers", answers], gated);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
+    assert_eq!(out[1]["decision"], "hold", "{}", out[1]);
+    assert!(
+        out[1]["reasons"]
+            .to_string()
+            .contains("would total 450 (250 "),
         "{}",
         out[1]
     );
-    assert!(out[1]["outcome"].get("result").is_none(), "{}", out[1]);
+    assert_eq!(status(&out[1]), "executed", "{}", out[1]);
 }

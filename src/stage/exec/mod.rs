@@ -57,7 +57,7 @@ use crate::rules::state::CrewState;
 use crate::sanitize::for_terminal;
 use crate::stage::sandbox::door::{self as confine, Confined, SandboxDoor};
 use crate::store::{Owner, StateHandle, Timing};
-use crate::verdict::{Decision, Judgement};
+use crate::verdict::{Decision, Granting, Judgement};
 use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use tools::BUILTIN_TOOLS;
 
@@ -292,18 +292,37 @@ pub(crate) fn approval_to_act_on(
     Some(approval)
 }
 
-/// A yes covers the reasons the person was shown, which the record carries: sc-exec decides the
-/// call again, and a call it holds now for a reason the record did not show (a budget total that
-/// moved after a reset or another door's spend, a taint since) is not run on that yes. Reasons
-/// are compared as exact text ([`crate::verdict::not_shown`]), so sc-exec needs the state the gate
-/// decided on (the same `--state` and `--crew`, or both in memory on one stream): on another, its
-/// reasons may read otherwise and a yes is then not honoured, which is stricter, never looser.
-fn covered(approval: Approval, record: &Record<'_>, effective: &Effective) -> Approval {
-    if !approval.approved {
+/// A yes covers the kinds of reason the person was shown, which the record's `grantable.kinds`
+/// names (sealed with the verdict under the audit key): sc-exec decides the call again, and a
+/// call it holds now (`own_kinds`, `None` when it does not) for a kind of rule the record did not
+/// show (a taint since, read by another pipeline of the crew) is not run on that yes. Kinds, not
+/// the reasons' text: the text names what each stage minted (a result's id) and totals that each
+/// stage's state counts apart, so two stages that agree read it otherwise. A record without
+/// `grantable` (not sc-gate's) is compared by its reasons' exact text.
+fn covered(
+    approval: Approval,
+    record: &Record<'_>,
+    own_kinds: Option<&[String]>,
+    effective: &Effective,
+) -> Approval {
+    let Some(own_kinds) = own_kinds.filter(|_| approval.approved) else {
         return approval;
-    }
-    let shown = record.reasons();
-    let not_shown = crate::verdict::not_shown(&shown, &effective.reasons);
+    };
+    let shown_kinds = record
+        .grantable_text()
+        .and_then(|text| serde_json::from_str::<crate::verdict::Grantable>(text).ok())
+        .map(|grantable| grantable.kinds);
+    let not_shown: Vec<String> = match &shown_kinds {
+        Some(shown) if !own_kinds.is_empty() => own_kinds
+            .iter()
+            .filter(|kind| !shown.contains(kind))
+            .map(|kind| format!("{kind}: {}", effective.reasons.join("; ")))
+            .collect(),
+        _ => crate::verdict::not_shown(&record.reasons(), &effective.reasons)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+    };
     if not_shown.is_empty() {
         return approval;
     }
@@ -898,6 +917,12 @@ fn prepare<'t>(
         }
         Err(malformed) => Judgement::malformed(malformed),
     };
+    // The kinds of rule sc-exec holds the call for now, for a yes to cover ([`covered`]).
+    let own_kinds = match (&own.decision, &own.granting) {
+        (Decision::Hold, Granting::Offers(grantable)) => Some(grantable.kinds.clone()),
+        (Decision::Hold, _) => Some(Vec::new()),
+        _ => None,
+    };
     let mut effective = effective_decision(record.decision(), || record.reasons(), own);
     if effective.decision != Decision::Deny {
         if let Err(why) = check_seal(&record, &id, &options.chain) {
@@ -921,7 +946,7 @@ fn prepare<'t>(
     }
     let approval = match effective.decision {
         Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals)
-            .map(|approval| covered(approval, &record, &effective)),
+            .map(|approval| covered(approval, &record, own_kinds.as_deref(), &effective)),
         _ => record.approval(),
     };
     let call = call.ok();
