@@ -923,7 +923,7 @@ fn a_person_approves_a_card_in_a_real_browser_and_the_call_runs() {
             .expect("click Approve");
         find(
             &browser,
-            "#ended .card[data-hold='1'][data-state='approved']",
+            "#ended .card[data-hold='1'][data-state='approved'][data-settled]",
         )
         .await;
         let untouched = browser
@@ -1158,7 +1158,9 @@ fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
             .click()
             .await
             .expect("click Approve");
-        let ended = format!("#ended .card[data-hold='{hold}'][data-state='approved'] .outcome");
+        let ended = format!(
+            "#ended .card[data-hold='{hold}'][data-state='approved'][data-settled] .outcome"
+        );
         find(&browser, &ended).await;
         let words = text_of(&browser, &ended).await;
         assert!(
@@ -1197,6 +1199,7 @@ fn a_yes_on_the_page_is_decided_again_and_the_card_says_when_it_does_not_run() {
 /// under that id, each refused); the person's POST is still waiting, on its thread.
 fn settling_behind_a_busy_store(
     scratch: &Scratch,
+    approve: bool,
 ) -> (
     Proxy,
     Page,
@@ -1213,9 +1216,14 @@ fn settling_behind_a_busy_store(
     let holder = rusqlite::Connection::open(&store).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let (person, card) = (page.clone(), cards[0].clone());
-    let post = std::thread::spawn(move || person.answer(&card, true));
-    // The same id, for a tool the policy denies (so it never runs), until the refusal says the
-    // id is taken by the call being settled.
+    let post = std::thread::spawn(move || person.answer(&card, approve));
+    until_id_2_is_being_acted_on(&mut proxy);
+    (proxy, page, holder, post)
+}
+
+/// Sends calls under id 2, for a tool the policy denies (so none ever runs), until the refusal
+/// says the id is taken by the held call being settled.
+pub(crate) fn until_id_2_is_being_acted_on(proxy: &mut Proxy) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         proxy.send_value(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -1223,7 +1231,7 @@ fn settling_behind_a_busy_store(
         let refused = proxy.answer(&json!(2));
         let message = refused["error"]["message"].as_str().unwrap_or_default();
         if message.contains("in use by a call whose person's answer is being acted on") {
-            break;
+            return;
         }
         assert!(
             message.contains("waiting for the person's answer"),
@@ -1231,7 +1239,6 @@ fn settling_behind_a_busy_store(
         );
         assert!(std::time::Instant::now() < deadline, "never settled");
     }
-    (proxy, page, holder, post)
 }
 
 /// While the page's thread acts on a yes, the call's id stays in use: a new call under it is
@@ -1240,7 +1247,7 @@ fn settling_behind_a_busy_store(
 #[test]
 fn while_a_yes_is_acted_on_its_calls_id_stays_in_use() {
     let scratch = Scratch::new();
-    let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch);
+    let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch, true);
     holder.execute_batch("COMMIT").unwrap();
     let ran = proxy.answer(&json!(2));
     assert!(!is_error(&ran), "{ran}");
@@ -1281,7 +1288,7 @@ fn while_a_yes_is_acted_on_its_calls_id_stays_in_use() {
 #[test]
 fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
     let scratch = Scratch::new();
-    let (mut proxy, page, holder, post) = settling_behind_a_busy_store(&scratch);
+    let (mut proxy, page, holder, post) = settling_behind_a_busy_store(&scratch, true);
     proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
     // Read in order: once this is answered, the cancellation was taken.
     let listed = proxy.request(3, "tools/list", json!({}));
@@ -1316,4 +1323,77 @@ fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
         })
         .expect("the cancelled call's exec event");
     assert_eq!(outcome["outcome"]["status"], "skipped", "{outcome}");
+}
+
+/// A no (or a timeout) being acted on when the client cancels the call: the client, which awaits
+/// no answer to a cancelled call, gets none, and the call's `exec` event says it was skipped.
+#[test]
+fn a_call_cancelled_while_its_no_is_acted_on_gets_no_answer() {
+    let scratch = Scratch::new();
+    let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch, false);
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
+    let listed = proxy.request(3, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    holder.execute_batch("COMMIT").unwrap();
+    assert_eq!(post.join().unwrap().status, 200);
+    // Sent after the settling: answered once it is done, so whatever id 2 got came before.
+    let after = proxy.call(4, "echo", json!({"memo": "after"}));
+    assert!(result_text(&after).contains("after"), "{after}");
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    for line in lines_with_id(&done.received, &json!(2)) {
+        assert!(
+            line.get("error").is_some(),
+            "answered after its cancellation: {line}"
+        );
+    }
+    let log = scratch.audit_events();
+    let skipped = events(&log, "exec")
+        .into_iter()
+        .filter(|exec| exec["outcome"]["status"] == "skipped" && exec["decision"] == "hold")
+        .count();
+    assert_eq!(skipped, 1, "{log:#?}");
+}
+
+/// A call held through the client's elicitation whose `--timeout` runs out while the crew's
+/// store is busy: its id stays in use until the decline is answered, so a new call under it is
+/// refused, never run in its place.
+#[test]
+fn a_call_declined_by_its_timeout_keeps_its_id_until_answered() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let policy = testdata("mcp/fake-policy.json");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--agent",
+        "crew",
+        "--timeout",
+        "5",
+        "--crew",
+        "payments",
+        "--state",
+        store.to_str().unwrap(),
+    ];
+    let mut proxy = Proxy::spawn(&scratch, &args, &crate::mcp::fake_server());
+    proxy.initialize_with(json!({"elicitation": {}}));
+    proxy.send_value(&payment(json!(2), 750, "held-payment"));
+    crate::elicitation::question(&mut proxy, 1);
+    let holder = rusqlite::Connection::open(&store).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    until_id_2_is_being_acted_on(&mut proxy);
+    holder.execute_batch("COMMIT").unwrap();
+    let declined = proxy.message_where("the timeout's refusal of id 2", |m| {
+        m["id"] == 2 && m.get("result").is_some()
+    });
+    assert!(is_error(&declined), "{declined}");
+    assert!(
+        result_text(&declined).contains("no answer within 5 seconds"),
+        "{declined}"
+    );
+    let done = proxy.finish();
+    assert!(done.status.success(), "{}", done.stderr);
+    let received = server_received(&scratch);
+    assert!(!received.contains("held-payment"), "{received}");
+    assert!(!received.contains("write_file"), "{received}");
 }

@@ -658,7 +658,7 @@ fn a_person_approves_one_card_and_declines_others_in_a_real_browser() {
             .expect("click Approve");
         find(
             &browser,
-            "#ended .card[data-hold='1'][data-state='approved']",
+            "#ended .card[data-hold='1'][data-state='approved'][data-settled]",
         )
         .await;
         find(&browser, "#pending .card[data-hold='2'] button.decline")
@@ -1720,7 +1720,11 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
             .click()
             .await
             .expect("confirm");
-        find(&phone, "#ended .card[data-hold='1'][data-state='approved']").await;
+        find(
+            &phone,
+            "#ended .card[data-hold='1'][data-state='approved'][data-settled]",
+        )
+        .await;
         // The confirmation names the scope kept and the grant.
         let said = text_of(&phone, "#ended .card[data-hold='1'] .outcome").await;
         assert!(

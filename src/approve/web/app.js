@@ -308,13 +308,19 @@
         ? "Approved, but not run: " + String(kept.notRun)
         : kept && kept.grant
         ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"
-        : "Approved: the call runs",
+        : kept
+        ? "Approved: the call runs"
+        : "Approved: being acted on\u2026",
       declined: "Declined: the call is skipped",
       expired: "Expired: " + String(item.reason),
       withdrawn: "Withdrawn: " + String(item.reason),
     };
     footer.append(element("span", "outcome", words[item.state] || String(item.state)));
     card.append(footer);
+    // Final once the program said what it did with a yes (redrawn when it does).
+    if (item.state !== "approved" || kept || item.reports === false) {
+      card.dataset.settled = "yes";
+    }
     return card;
   }
 
@@ -339,7 +345,10 @@
   }
 
   function showEnded(list) {
-    const key = list.map((item) => item.hold + ":" + item.state).join(",");
+    // Redrawn when a hold ends, and when its program says what it did with a yes.
+    const key = list
+      .map((item) => item.hold + ":" + item.state + ":" + JSON.stringify(item.kept || null))
+      .join(",");
     if (key === endedShown) {
       return;
     }

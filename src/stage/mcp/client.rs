@@ -265,7 +265,7 @@ impl ClientSide<'_> {
         let reason = "declined: the client cancelled the call before the person answered";
         self.withdraw(&call.asked, reason);
         self.session.decline_held(
-            &call.id.value,
+            &call.id,
             &call.ticket,
             &call.reasons,
             &call.asked.declined(reason),
@@ -519,7 +519,7 @@ impl ClientSide<'_> {
                     .to_owned(),
                 digest: None,
             };
-            return session.decline_held(&id.value, &ticket, &judgement.reasons, &approval, true);
+            return session.decline_held(&id, &ticket, &judgement.reasons, &approval, true);
         }
         // The scopes a yes to this call may take, on every surface: `once` first, and `call`
         // or `value` where a grant may be given for it.
@@ -725,7 +725,7 @@ impl ClientSide<'_> {
             digest: None,
         };
         self.session
-            .decline_held(&id.value, ticket, reasons, &approval, true)
+            .decline_held(id, ticket, reasons, &approval, true)
     }
 
     /// Acts on the person's answer to a held call: audits it, then forwards the call as it came

@@ -140,7 +140,7 @@ impl super::client::ClientSide<'_> {
                         "declined: {} states given by this sc-mcp are still live",
                         crate::store::spent::MAX_SPENT
                     ));
-                    return session.decline_held(&id.value, ticket, reasons, &approval, true);
+                    return session.decline_held(id, ticket, reasons, &approval, true);
                 }
             }
             Ok((result, _)) => Ok(result),
@@ -160,7 +160,7 @@ impl super::client::ClientSide<'_> {
                 let approval = elicitation::declined(format!(
                     "declined: no random bytes for its state: {err}"
                 ));
-                session.decline_held(&id.value, ticket, reasons, &approval, true)
+                session.decline_held(id, ticket, reasons, &approval, true)
             }
         }
     }

@@ -259,7 +259,8 @@ impl Pending {
         self.take_held(&held)
     }
 
-    /// Takes every held call whose deadline has passed.
+    /// Takes every held call whose deadline has passed, to settle ([`Pending::take_held_to_settle`]):
+    /// their ids stay in use until they are declined.
     pub(super) fn take_overdue(&mut self, now: Instant) -> Vec<HeldCall> {
         let overdue: Vec<HoldKey> = self
             .held
@@ -269,8 +270,13 @@ impl Pending {
             .collect();
         overdue
             .iter()
-            .filter_map(|key| self.take_held(key))
+            .filter_map(|key| self.take_held_to_settle(key))
             .collect()
+    }
+
+    /// Whether the client cancelled the call with this id while it was being settled.
+    pub(super) fn cancelled_while_settling(&self, key: &IdKey) -> bool {
+        self.settling.get(key).copied().unwrap_or(false)
     }
 
     /// The cards of the calls waiting on the web page.

@@ -416,7 +416,7 @@ pub fn run_with_io(
         }
         let approval = call.asked.declined(reason);
         // An audit failure has stopped the session already.
-        let _ = session.decline_held(&call.id.value, &call.ticket, &call.reasons, &approval, true);
+        let _ = session.decline_held(&call.id, &call.ticket, &call.reasons, &approval, true);
     }
     // Nothing more can be asked: the page stops serving.
     drop(client.page.take());

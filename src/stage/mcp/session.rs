@@ -454,8 +454,11 @@ impl Session {
         approval: Approval,
         again: Option<Again>,
     ) -> Result<Option<String>> {
+        // A call the client cancelled meanwhile gets no answer (it awaits none); a yes to it is
+        // not sent ([`Session::forward_request_reporting`]).
+        let answer = !lock(&self.pending).cancelled_while_settling(&id.key);
         if !approval.approved {
-            self.decline_held(&id.value, &ticket, reasons, &approval, true)?;
+            self.decline_held(&id, &ticket, reasons, &approval, true)?;
             return Ok(Some(approval.reason));
         }
         if let Err(err) = self.audit_approval(&ticket, &approval, again.as_ref()) {
@@ -464,6 +467,20 @@ impl Session {
         }
         if let Some(again) = &again {
             ticket.decision = again.judgement.decision;
+            if !again.runs() && !answer {
+                self.audit_outcome(
+                    &ticket,
+                    &Outcome {
+                        status: Status::Skipped,
+                        result: None,
+                        reason: format!(
+                            "not run: {}; and the client cancelled the call",
+                            again.not_run()
+                        ),
+                    },
+                )?;
+                return Ok(Some(again.not_run()));
+            }
             if again.judgement.decision == Decision::Deny {
                 self.refuse_call(&id.value, &ticket, &again.judgement.reasons, None)?;
                 return Ok(Some(again.not_run()));
@@ -564,12 +581,13 @@ impl Session {
     /// cancelled it and awaits no answer.
     pub(super) fn decline_held(
         &self,
-        id: &Value,
+        request: &RequestId,
         ticket: &Ticket,
         reasons: &[String],
         approval: &Approval,
         answer: bool,
     ) -> Result<()> {
+        let id = &request.value;
         if let Some(call) = &ticket.held_call {
             // Settled without a decision again: the note of its counted amount is not needed.
             if call.args.amount().is_some() {
@@ -581,6 +599,8 @@ impl Session {
                 );
             }
         }
+        // A call the client cancelled while this was being settled awaits no answer.
+        let answer = answer && !lock(&self.pending).cancelled_while_settling(&request.key);
         if let Err(err) = self.audit_approval(ticket, approval, None) {
             if answer {
                 self.answer_audit_failure(id);
@@ -604,7 +624,8 @@ impl Session {
         )
     }
 
-    /// Declines a held call nobody answered in time, and tells the client to close the question.
+    /// Declines a held call nobody answered in time (taken with its id kept in use,
+    /// [`Pending::take_overdue`]), and tells the client to close the question.
     pub(super) fn expire(&self, call: HeldCall) {
         let call = call.noticed();
         let after = self.hold_timeout.unwrap_or_default().as_secs();
@@ -614,12 +635,13 @@ impl Session {
         }
         // An audit failure has stopped the session already.
         let _ = self.decline_held(
-            &call.id.value,
+            &call.id,
             &call.ticket,
             &call.reasons,
             &call.asked.declined(reason),
             true,
         );
+        lock(&self.pending).end_settling(&call.id.key);
     }
 
     /// Answers a denied or declined call itself: it never reaches the server.
