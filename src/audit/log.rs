@@ -262,9 +262,11 @@ fn push_timestamp(out: &mut Vec<u8>, time: SystemTime) {
 /// (seeded from the clock, the process id and std's per-process hash keys) and a counter.
 #[derive(Debug)]
 pub struct IdMinter {
-    /// The run nonce as 16 hex digits and a dash.
-    prefix: String,
-    next: u64,
+    /// The next id: the run nonce as 16 hex digits and a dash, then the counter in decimal,
+    /// counted up in place (most counts change only the last digit).
+    next: String,
+    /// Where the counter starts in `next`.
+    digits_from: usize,
 }
 
 impl Default for IdMinter {
@@ -282,14 +284,15 @@ impl IdMinter {
             .unwrap_or_default();
         hasher.write_u128(nanos);
         hasher.write_u32(std::process::id());
+        let prefix = format!("{:016x}-", hasher.finish());
         IdMinter {
-            prefix: format!("{:016x}-", hasher.finish()),
-            next: 1,
+            digits_from: prefix.len(),
+            next: prefix + "1",
         }
     }
 
     pub fn mint(&mut self) -> String {
-        let mut id = String::with_capacity(self.prefix.len() + 20);
+        let mut id = String::with_capacity(self.next.len() + 4);
         self.mint_into(&mut id);
         id
     }
@@ -297,21 +300,27 @@ impl IdMinter {
     /// [`IdMinter::mint`] into `id`, in the buffer it has (sc-gate mints one for every call).
     pub fn mint_into(&mut self, id: &mut String) {
         id.clear();
-        id.push_str(&self.prefix);
-        // The counter's digits, pushed as they are (ASCII: nothing to check again).
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = self.next;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+        id.push_str(&self.next);
+        // The counter plus one, in place: the last digit that is not a 9 goes up, the 9s after
+        // it become 0s (all 9s: a 1 in front of as many 0s).
+        let digits = &self.next.as_bytes()[self.digits_from..];
+        let nines = digits
+            .iter()
+            .rev()
+            .take_while(|&&digit| digit == b'9')
+            .count();
+        let kept = self.next.len() - nines;
+        if nines == digits.len() {
+            self.next.truncate(self.digits_from);
+            self.next.push('1');
+        } else {
+            let last = self.next.as_bytes()[kept - 1];
+            self.next.truncate(kept - 1);
+            self.next.push(char::from(last + 1));
         }
-        id.extend(digits[at..].iter().map(|&digit| char::from(digit)));
-        self.next += 1;
+        for _ in 0..nines {
+            self.next.push('0');
+        }
     }
 }
 
@@ -345,6 +354,17 @@ mod tests {
         assert_eq!(count, "1");
         assert_eq!(id, format!("{prefix}-2"));
         assert_eq!(minter.mint(), format!("{prefix}-3"));
+    }
+
+    #[test]
+    fn the_counter_counts_in_decimal_across_every_carry() {
+        let mut minter = IdMinter::new();
+        let prefix = minter.mint().rsplit_once('-').unwrap().0.to_owned();
+        let mut id = String::new();
+        for n in 2..=100_500u64 {
+            minter.mint_into(&mut id);
+            assert_eq!(id, format!("{prefix}-{n}"));
+        }
     }
 
     #[test]

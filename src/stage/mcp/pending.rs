@@ -405,7 +405,16 @@ mod tests {
         let overdue = pending.take_overdue(now);
         assert_eq!(overdue.len(), 1);
         assert_eq!(overdue[0].asked.key(), question(1));
+        // In use while the decline is acted on, and a cancellation meanwhile is noted.
+        assert!(pending
+            .in_use(&IdKey::Integer(1))
+            .unwrap()
+            .contains("being acted on"));
+        assert!(pending.cancel_settling(&IdKey::Integer(1)));
+        assert!(pending.cancelled_while_settling(&IdKey::Integer(1)));
+        assert!(pending.end_settling(&IdKey::Integer(1)));
         assert!(pending.in_use(&IdKey::Integer(1)).is_none());
+        assert!(!pending.cancel_settling(&IdKey::Integer(1)));
         assert!(pending.take_held(&question(1)).is_none(), "taken once");
         let second = pending.take_held_call(&IdKey::Integer(2)).unwrap();
         assert_eq!(second.asked.key(), question(2));
