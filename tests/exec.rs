@@ -553,12 +553,57 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_kind_of_reason_it_di
     let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
     assert_eq!(status(&out[0]), "skipped", "{}", out[0]);
     assert!(
-        reason(&out[0]).contains("not given to (not shown: taint: ")
+        reason(&out[0]).contains("not given to (not shown: the kind of rule taint, ")
             && reason(&out[0]).contains("buyer is tainted"),
         "{}",
         out[0]
     );
     assert!(out[0]["outcome"].get("result").is_none(), "{}", out[0]);
+}
+
+/// A call held for a taint covers what had tainted the session when it was shown: a yes to an
+/// email held because the agent read one page does not run it once another pipeline of the crew
+/// had the agent read another page meanwhile.
+#[test]
+fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_taint_source_it_did_not_show() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
+    let read = |query: &str| {
+        json!({"agent": "buyer", "tool": "search_web", "args": {"query": query}, "source": "agent"})
+            .to_string()
+    };
+    let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
+    let gated = run_on(
+        &scratch,
+        "sc-gate",
+        &crew,
+        stream(&[read("acme reviews"), email]),
+    );
+    let answers = scratch.write("answers.txt", "yes\n");
+    let approved = run_on(
+        &scratch,
+        "sc-approve",
+        &["--answers", answers.to_str().unwrap()],
+        gated,
+    );
+    let records = parse_stdout(&approved);
+    assert_eq!(records[1]["decision"], "hold", "{}", records[1]);
+    assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
+    assert_eq!(
+        records[1]["grantable"]["sources"],
+        json!(["search_web query=acme reviews"])
+    );
+    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read("inject me")]));
+    run_on(&scratch, "sc-exec", &crew, other);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
+    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
+    assert!(
+        reason(&out[1]).contains("the taint source ") && reason(&out[1]).contains("inject me"),
+        "{}",
+        out[1]
+    );
+    assert!(!reason(&out[1]).contains("the kind of rule"), "{}", out[1]);
 }
 
 /// What a stage mints and counts apart does not make a yes fail: value provenance names each

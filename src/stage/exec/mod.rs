@@ -57,7 +57,7 @@ use crate::rules::state::CrewState;
 use crate::sanitize::for_terminal;
 use crate::stage::sandbox::door::{self as confine, Confined, SandboxDoor};
 use crate::store::{Owner, StateHandle, Timing};
-use crate::verdict::{Decision, Granting, Judgement};
+use crate::verdict::{Decision, Grantable, Granting, Judgement};
 use backends::{Backend, BackendReport, ToolsFile, ToolsFileError};
 use tools::BUILTIN_TOOLS;
 
@@ -292,32 +292,48 @@ pub(crate) fn approval_to_act_on(
     Some(approval)
 }
 
-/// A yes covers the kinds of reason the person was shown, which the record's `grantable.kinds`
-/// names (sealed with the verdict under the audit key): sc-exec decides the call again, and a
-/// call it holds now (`own_kinds`, `None` when it does not) for a kind of rule the record did not
-/// show (a taint since, read by another pipeline of the crew) is not run on that yes. Kinds, not
-/// the reasons' text: the text names what each stage minted (a result's id) and totals that each
-/// stage's state counts apart, so two stages that agree read it otherwise. A record without
-/// `grantable` (not sc-gate's) is compared by its reasons' exact text.
+/// A yes covers what the person was shown, which the record's `grantable` names (sealed with the
+/// verdict under the audit key): the kinds of rule that held the call, what had tainted the
+/// session (`sources`) and the untrusted values named (`values`). sc-exec decides the call again,
+/// and a call it holds now (`own`, `None` when it does not) for a kind of rule, a taint source or
+/// a value the record did not show (a taint since, read by another pipeline of the crew) is not
+/// run on that yes. Not the reasons' words: they name what each stage minted (a result's id) and
+/// totals that each stage's state counts apart, so two stages that agree read them otherwise; a
+/// budget total that moved within its kind is not told apart. A record without `grantable` (not
+/// sc-gate's) is compared by its reasons' exact text.
 fn covered(
     approval: Approval,
     record: &Record<'_>,
-    own_kinds: Option<&[String]>,
+    own: Option<&Grantable>,
     effective: &Effective,
 ) -> Approval {
-    let Some(own_kinds) = own_kinds.filter(|_| approval.approved) else {
+    let Some(own) = own.filter(|_| approval.approved) else {
         return approval;
     };
-    let shown_kinds = record
+    let shown = record
         .grantable_text()
-        .and_then(|text| serde_json::from_str::<crate::verdict::Grantable>(text).ok())
-        .map(|grantable| grantable.kinds);
-    let not_shown: Vec<String> = match &shown_kinds {
-        Some(shown) if !own_kinds.is_empty() => own_kinds
-            .iter()
-            .filter(|kind| !shown.contains(kind))
-            .map(|kind| format!("{kind}: {}", effective.reasons.join("; ")))
-            .collect(),
+        .and_then(|text| serde_json::from_str::<Grantable>(text).ok());
+    let not_shown: Vec<String> = match &shown {
+        Some(shown) if !own.kinds.is_empty() => {
+            let missing = |own: &[String], shown: &[String], what: &str| {
+                own.iter()
+                    .filter(|item| !shown.contains(item))
+                    .map(|item| format!("{what} {}", crate::sanitize::quoted(item)))
+                    .collect::<Vec<_>>()
+            };
+            let mut missing_items = missing(&own.kinds, &shown.kinds, "the kind of rule");
+            missing_items.extend(missing(&own.sources, &shown.sources, "the taint source"));
+            missing_items.extend(missing(&own.values, &shown.values, "the untrusted value"));
+            if missing_items.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "{}; held now for: {}",
+                    missing_items.join(", "),
+                    effective.reasons.join("; ")
+                )]
+            }
+        }
         _ => crate::verdict::not_shown(&record.reasons(), &effective.reasons)
             .into_iter()
             .map(str::to_owned)
@@ -917,10 +933,11 @@ fn prepare<'t>(
         }
         Err(malformed) => Judgement::malformed(malformed),
     };
-    // The kinds of rule sc-exec holds the call for now, for a yes to cover ([`covered`]).
-    let own_kinds = match (&own.decision, &own.granting) {
-        (Decision::Hold, Granting::Offers(grantable)) => Some(grantable.kinds.clone()),
-        (Decision::Hold, _) => Some(Vec::new()),
+    // What sc-exec holds the call for now (the kinds of rule, the taint's sources, the untrusted
+    // values), for a yes to cover ([`covered`]).
+    let own_held = match (&own.decision, &own.granting) {
+        (Decision::Hold, Granting::Offers(grantable)) => Some((**grantable).clone()),
+        (Decision::Hold, _) => Some(Grantable::default()),
         _ => None,
     };
     let mut effective = effective_decision(record.decision(), || record.reasons(), own);
@@ -946,7 +963,7 @@ fn prepare<'t>(
     }
     let approval = match effective.decision {
         Decision::Hold => approval_to_act_on(&record, &id, &options.chain, used_approvals)
-            .map(|approval| covered(approval, &record, own_kinds.as_deref(), &effective)),
+            .map(|approval| covered(approval, &record, own_held.as_ref(), &effective)),
         _ => record.approval(),
     };
     let call = call.ok();

@@ -501,7 +501,18 @@ impl Session {
         }
         ticket.approval = Some(approval);
         if self.is_stopping() {
-            return Ok(Some("sc-mcp is stopping".to_owned()));
+            let why = "sc-mcp is stopping";
+            // Its outcome too, while the log can still be written (a stop for a log that
+            // cannot be is the one that fails here, and is said already).
+            let _ = self.audit_outcome(
+                &ticket,
+                &Outcome {
+                    status: Status::Skipped,
+                    result: None,
+                    reason: format!("not run: {why}"),
+                },
+            );
+            return Ok(Some(why.to_owned()));
         }
         self.forward_request_reporting(
             bytes,
