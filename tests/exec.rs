@@ -522,6 +522,21 @@ fn run_on(scratch: &Scratch, bin: &str, args: &[&str], input: impl Into<Vec<u8>>
         .clone()
 }
 
+/// `calls` through sc-gate (with `args`) and sc-approve, whose answers file says yes to every
+/// hold: the records as sc-approve wrote them, and parsed.
+fn gated_and_approved(scratch: &Scratch, args: &[&str], calls: &[String]) -> (Vec<u8>, Vec<Value>) {
+    let gated = run_on(scratch, "sc-gate", args, stream(calls));
+    let answers = scratch.write("answers.txt", "yes\n".repeat(calls.len()));
+    let approved = run_on(
+        scratch,
+        "sc-approve",
+        &["--answers", answers.to_str().unwrap()],
+        gated,
+    );
+    let records = parse_stdout(&approved);
+    (approved, records)
+}
+
 /// The pipeline's yes covers the kinds of reason it showed. A 750 payment is held for its
 /// amount and the answers file approves it; before sc-exec acts on the record, another pipeline
 /// of the crew has the buyer read untrusted content. sc-exec, deciding again on the crew's store,
@@ -534,15 +549,7 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_kind_of_reason_it_di
     let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
     // The agent's own call (a user's order would need no person for a taint).
     let pay = json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": 750}, "source": "agent"}).to_string();
-    let gated = run_on(&scratch, "sc-gate", &crew, stream(&[pay]));
-    let answers = scratch.write("answers.txt", "yes\n");
-    let approved = run_on(
-        &scratch,
-        "sc-approve",
-        &["--answers", answers.to_str().unwrap()],
-        gated,
-    );
-    let records = parse_stdout(&approved);
+    let (approved, records) = gated_and_approved(&scratch, &crew, &[pay]);
     assert_eq!(records[0]["approval"]["approved"], true, "{}", records[0]);
     assert_eq!(records[0]["grantable"]["kinds"], json!(["amount"]));
     // The other pipeline: the buyer reads the web.
@@ -574,20 +581,7 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_taint_source_it_did_
             .to_string()
     };
     let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
-    let gated = run_on(
-        &scratch,
-        "sc-gate",
-        &crew,
-        stream(&[read("acme reviews"), email]),
-    );
-    let answers = scratch.write("answers.txt", "yes\n");
-    let approved = run_on(
-        &scratch,
-        "sc-approve",
-        &["--answers", answers.to_str().unwrap()],
-        gated,
-    );
-    let records = parse_stdout(&approved);
+    let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
     assert_eq!(records[1]["decision"], "hold", "{}", records[1]);
     assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
     assert_eq!(

@@ -1241,6 +1241,21 @@ pub(crate) fn until_id_2_is_being_acted_on(proxy: &mut Proxy) {
     }
 }
 
+/// The client cancels call 2 while it is being settled behind the busy store, then the store is
+/// let go: the person's POST answer, once the settling is done.
+fn cancelled_while_settling(
+    proxy: &mut Proxy,
+    holder: &rusqlite::Connection,
+    post: std::thread::JoinHandle<crate::web::Answer>,
+) -> crate::web::Answer {
+    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
+    // Read in order: once this is answered, the cancellation was taken.
+    let listed = proxy.request(3, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    holder.execute_batch("COMMIT").unwrap();
+    post.join().unwrap()
+}
+
 /// While the page's thread acts on a yes, the call's id stays in use: a new call under it is
 /// refused, and does not take the approved call's place. The approved call then runs, once,
 /// with its own `exec` event.
@@ -1289,12 +1304,7 @@ fn while_a_yes_is_acted_on_its_calls_id_stays_in_use() {
 fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
     let scratch = Scratch::new();
     let (mut proxy, page, holder, post) = settling_behind_a_busy_store(&scratch, true);
-    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
-    // Read in order: once this is answered, the cancellation was taken.
-    let listed = proxy.request(3, "tools/list", json!({}));
-    assert!(listed["result"]["tools"].is_array(), "{listed}");
-    holder.execute_batch("COMMIT").unwrap();
-    let answer = post.join().unwrap();
+    let answer = cancelled_while_settling(&mut proxy, &holder, post);
     assert_eq!(answer.status, 200, "{}", answer.text());
     let body: Value = serde_json::from_slice(&answer.body).unwrap();
     assert!(
@@ -1331,11 +1341,10 @@ fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
 fn a_call_cancelled_while_its_no_is_acted_on_gets_no_answer() {
     let scratch = Scratch::new();
     let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch, false);
-    proxy.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
-    let listed = proxy.request(3, "tools/list", json!({}));
-    assert!(listed["result"]["tools"].is_array(), "{listed}");
-    holder.execute_batch("COMMIT").unwrap();
-    assert_eq!(post.join().unwrap().status, 200);
+    assert_eq!(
+        cancelled_while_settling(&mut proxy, &holder, post).status,
+        200
+    );
     // Sent after the settling: answered once it is done, so whatever id 2 got came before.
     let after = proxy.call(4, "echo", json!({"memo": "after"}));
     assert!(result_text(&after).contains("after"), "{after}");
