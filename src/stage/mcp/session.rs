@@ -270,14 +270,7 @@ impl Session {
             drop(server);
             let why = "the client cancelled the call while the person's answer was acted on";
             if let Awaiting::ToolCall(ticket) = &request.awaiting {
-                self.audit_outcome(
-                    ticket,
-                    &Outcome {
-                        status: Status::Skipped,
-                        result: None,
-                        reason: format!("not run: {why}"),
-                    },
-                )?;
+                self.audit_skipped(ticket, format!("not run: {why}"))?;
             }
             return Ok(Some(why.to_owned()));
         }
@@ -454,9 +447,6 @@ impl Session {
         approval: Approval,
         again: Option<Again>,
     ) -> Result<Option<String>> {
-        // A call the client cancelled meanwhile gets no answer (it awaits none); a yes to it is
-        // not sent ([`Session::forward_request_reporting`]).
-        let answer = !lock(&self.pending).cancelled_while_settling(&id.key);
         if !approval.approved {
             self.decline_held(&id, &ticket, reasons, &approval, true)?;
             return Ok(Some(approval.reason));
@@ -467,19 +457,15 @@ impl Session {
         }
         if let Some(again) = &again {
             ticket.decision = again.judgement.decision;
-            if !again.runs() && !answer {
-                self.audit_outcome(
+            // A call the client cancelled meanwhile gets no answer (it awaits none); a yes to
+            // it is not sent ([`Session::forward_request_reporting`]).
+            if !again.runs() && lock(&self.pending).cancelled_while_settling(&id.key) {
+                let why = again.not_run();
+                self.audit_skipped(
                     &ticket,
-                    &Outcome {
-                        status: Status::Skipped,
-                        result: None,
-                        reason: format!(
-                            "not run: {}; and the client cancelled the call",
-                            again.not_run()
-                        ),
-                    },
+                    format!("not run: {why}; and the client cancelled the call"),
                 )?;
-                return Ok(Some(again.not_run()));
+                return Ok(Some(why));
             }
             if again.judgement.decision == Decision::Deny {
                 self.refuse_call(&id.value, &ticket, &again.judgement.reasons, None)?;
@@ -504,14 +490,7 @@ impl Session {
             let why = "sc-mcp is stopping";
             // Its outcome too, while the log can still be written (a stop for a log that
             // cannot be is the one that fails here, and is said already).
-            let _ = self.audit_outcome(
-                &ticket,
-                &Outcome {
-                    status: Status::Skipped,
-                    result: None,
-                    reason: format!("not run: {why}"),
-                },
-            );
+            let _ = self.audit_skipped(&ticket, format!("not run: {why}"));
             return Ok(Some(why.to_owned()));
         }
         self.forward_request_reporting(
@@ -621,16 +600,24 @@ impl Session {
         if answer {
             return self.refuse_call(id, ticket, reasons, Some(approval));
         }
+        self.audit_skipped(
+            ticket,
+            format!(
+                "not run: held ({}) and {}",
+                reasons.join("; "),
+                approval.reason
+            ),
+        )
+    }
+
+    /// Audits a tool call's `exec` event for a call that was not run, and why.
+    fn audit_skipped(&self, ticket: &Ticket, reason: String) -> Result<()> {
         self.audit_outcome(
             ticket,
             &Outcome {
                 status: Status::Skipped,
                 result: None,
-                reason: format!(
-                    "not run: held ({}) and {}",
-                    reasons.join("; "),
-                    approval.reason
-                ),
+                reason,
             },
         )
     }
@@ -687,12 +674,7 @@ impl Session {
                 ),
             ),
         };
-        let outcome = Outcome {
-            status: Status::Skipped,
-            result: None,
-            reason,
-        };
-        if let Err(err) = self.audit_outcome(ticket, &outcome) {
+        if let Err(err) = self.audit_skipped(ticket, reason) {
             self.answer_audit_failure(id);
             return Err(err);
         }
