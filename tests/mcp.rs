@@ -1105,6 +1105,29 @@ impl NodeServer {
             .collect()
     }
 
+    /// Waits until a whole line the server was sent (logged before the server reads it, so
+    /// even while it is paused) matches `wanted`.
+    fn wait_sent(&self, wanted: impl Fn(&Value) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            // Only lines already ended: the last one may still be being written.
+            let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+            if whole
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .any(|message| wanted(&message))
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server was not sent the line within {WAIT:?}: {text}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn pid(&self) -> Pid {
         let deadline = Instant::now() + WAIT;
         loop {
@@ -1396,6 +1419,10 @@ fn a_call_the_published_server_finishes_after_the_client_cancelled_it_is_audited
     proxy.send(
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"","reason":"test"}}"#,
     );
+    // sc-mcp marks the call cancelled before it passes the cancellation on: once the server is
+    // sent it, the answer that follows is a late one (without this wait the server could answer
+    // before sc-mcp read the cancellation, and the answer was rightly the client's).
+    node.wait_sent(|m| m["method"] == "notifications/cancelled");
     paused.resume();
     // Answered after the late answer (the server handles its input in order).
     let list = proxy.request(10, "tools/list", json!({}));
