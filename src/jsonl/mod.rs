@@ -118,6 +118,10 @@ mod tests {
             every_byte.push(c);
         }
         let long = format!("{}\"{}\\{}", "a".repeat(17), "b".repeat(9), "c".repeat(30));
+        // Escapes between plain runs of every length up to past two words.
+        let mixed: String = (0..20)
+            .map(|run| format!("{}{}", "x".repeat(run), ["\"", "\\", "\n", "\u{1}"][run % 4]))
+            .collect();
         for text in [
             "",
             "plain",
@@ -127,6 +131,7 @@ mod tests {
             "\\",
             &every_byte,
             &long,
+            &mixed,
         ] {
             for cut in 0..text.len().min(24) {
                 let mut at = cut;
