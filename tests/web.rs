@@ -673,7 +673,7 @@ fn a_person_approves_one_card_and_declines_others_in_a_real_browser() {
         .await;
         assert_eq!(
             text_of(&browser, "#ended .card[data-hold='1'] .outcome").await,
-            "Approved: the call runs"
+            "Approved: passed on to the stage that runs it, which decides it again as it runs it"
         );
         find(&browser, "#none-pending:not([hidden])").await;
         let screenshot = browser.screenshot().await.expect("a screenshot");
@@ -1728,7 +1728,10 @@ fn a_wider_approval_is_confirmed_on_the_card_first_and_fits_a_phone() {
         // The confirmation names the scope kept and the grant.
         let said = text_of(&phone, "#ended .card[data-hold='1'] .outcome").await;
         assert!(
-            said.starts_with("Approved: the call runs, remembered (scope call, grant "),
+            said.starts_with("Approved and remembered (scope call, grant ")
+                && said.ends_with(
+                    "): passed on to the stage that runs it, which decides it again as it runs it"
+                ),
             "{said:?}"
         );
         for hold in [2, 3] {

@@ -285,10 +285,28 @@ impl WebApprovals {
         approval: &crate::record::Approval,
         not_run: Option<String>,
     ) {
+        self.note_kept(ticket, approval, not_run, false);
+    }
+
+    /// [`Web::kept`], for a program that runs no call (sc-approve): it passed the answer on to
+    /// the stage that runs calls, which decides each again as it runs it, and the card says so
+    /// instead of saying that the call runs.
+    pub(crate) fn kept_and_passed_on(&self, ticket: Ticket, approval: &crate::record::Approval) {
+        self.note_kept(ticket, approval, None, true);
+    }
+
+    fn note_kept(
+        &self,
+        ticket: Ticket,
+        approval: &crate::record::Approval,
+        not_run: Option<String>,
+        passed_on: bool,
+    ) {
         let kept = Kept {
             scope: approval.scope.unwrap_or_default(),
             grant: approval.grant.clone(),
             not_run,
+            passed_on,
         };
         self.shared.lock().kept(ticket.id, kept);
         self.shared.kept.notify_waiters();

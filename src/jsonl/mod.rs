@@ -120,7 +120,13 @@ mod tests {
         let long = format!("{}\"{}\\{}", "a".repeat(17), "b".repeat(9), "c".repeat(30));
         // Escapes between plain runs of every length up to past two words.
         let mixed: String = (0..20)
-            .map(|run| format!("{}{}", "x".repeat(run), ["\"", "\\", "\n", "\u{1}"][run % 4]))
+            .map(|run| {
+                format!(
+                    "{}{}",
+                    "x".repeat(run),
+                    ["\"", "\\", "\n", "\u{1}"][run % 4]
+                )
+            })
             .collect();
         for text in [
             "",

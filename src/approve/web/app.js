@@ -306,6 +306,9 @@
         ? "Approved: the program that holds the call decides it again as it runs it; its audit log says what it did"
         : kept && kept.notRun
         ? "Approved, but not run: " + String(kept.notRun)
+        : kept && kept.passedOn
+        ? "Approved" + (kept.grant ? " and remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")" : "")
+          + ": passed on to the stage that runs it, which decides it again as it runs it"
         : kept && kept.grant
         ? "Approved: the call runs, remembered (scope " + String(kept.scope) + ", grant " + String(kept.grant) + ")"
         : kept

@@ -103,13 +103,17 @@ pub(super) struct Entry {
 /// What the program that asked kept of an answer: the scope (narrowed to `once` where a wider
 /// one could not be kept) and the grant's id, when it gave one; and, for a yes the program
 /// did not act on (sc-mcp decided the call again and denied it, or held it for a reason the
-/// card did not show), why the call does not run.
+/// card did not show), why the call does not run. `passed_on`: the program does not run calls
+/// (sc-approve), and passed the yes on to the stage that does, which decides the call again
+/// as it runs it, so the card does not say that it runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Kept {
     pub scope: Scope,
     pub grant: Option<String>,
     #[serde(rename = "notRun", skip_serializing_if = "Option::is_none")]
     pub not_run: Option<String>,
+    #[serde(rename = "passedOn", skip_serializing_if = "std::ops::Not::not")]
+    pub passed_on: bool,
 }
 
 impl Entry {

@@ -484,8 +484,9 @@ impl InOrder<'_> {
             self.options,
             &mut self.ids,
         );
-        // The page's answer waits for this: the scope kept, and the grant.
-        self.web.kept(*ticket, &answered.approval, None);
+        // The page's answer waits for this: the scope kept, and the grant; the call runs, if
+        // it does, at the stage after this one, which decides it again.
+        self.web.kept_and_passed_on(*ticket, &answered.approval);
         let cost = line.len();
         *slot = Slot::Ready {
             record: answered.record,
