@@ -210,6 +210,39 @@ impl Proxy {
         }
     }
 
+    /// Stops reading sc-mcp's output, as a client that went away: the reader takes one more
+    /// line, then closes its end of the pipe, so a write after that fails. Lines written from
+    /// now on are not kept.
+    pub(crate) fn stop_reading(&mut self) {
+        let (_, closed) = mpsc::channel();
+        self.lines = closed;
+    }
+
+    /// The pid of the one process sc-mcp started (the MCP server), once it has started it.
+    pub(crate) fn server_pid(&self) -> u32 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id()))
+                .expect("sc-mcp's tasks");
+            let children: Vec<u32> = tasks
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+                .flat_map(|text| {
+                    text.split_whitespace()
+                        .map(|pid| pid.parse().expect("a pid"))
+                        .collect::<Vec<u32>>()
+                })
+                .collect();
+            if let [pid] = children[..] {
+                return pid;
+            }
+            assert!(
+                children.is_empty() && Instant::now() < deadline,
+                "sc-mcp started {children:?}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub(crate) fn send_value(&mut self, message: &Value) {
         self.send(&message.to_string());
     }

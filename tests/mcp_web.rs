@@ -1335,6 +1335,70 @@ fn a_call_cancelled_while_its_yes_is_acted_on_is_not_sent() {
     assert_eq!(outcome["outcome"]["status"], "skipped", "{outcome}");
 }
 
+/// The client goes away (its side of sc-mcp's output closed) while the page's thread acts on a
+/// yes: sc-mcp is stopping, so the call is not sent, and its `exec` event says it was skipped
+/// and why (a review found this outcome had no test).
+#[test]
+fn a_yes_acted_on_while_sc_mcp_stops_is_not_sent_and_is_audited_as_skipped() {
+    let scratch = Scratch::new();
+    let (mut proxy, _page, holder, post) = settling_behind_a_busy_store(&scratch, true);
+    let server = proxy.server_pid();
+    proxy.stop_reading();
+    // Each request's answer is a write to the client; once one fails, sc-mcp knows the client
+    // is gone and ends the server (a zombie until sc-mcp waits for it at its end).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for id in 10.. {
+        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
+        let state = stat[stat.rfind(')').map_or(0, |at| at + 1)..].trim_start();
+        if stat.is_empty() || state.starts_with('Z') {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sc-mcp never saw the client go"
+        );
+        proxy.send_value(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Now the yes is acted on.
+    holder.execute_batch("COMMIT").unwrap();
+    // The page may be gone before its answer: whatever it said, the log says what happened.
+    if let Ok(answer) = post.join() {
+        if answer.status == 200 {
+            let body: Value = serde_json::from_slice(&answer.body).unwrap();
+            assert!(
+                body["notRun"]
+                    .as_str()
+                    .is_some_and(|why| why.contains("stopping")),
+                "{body}"
+            );
+        }
+    }
+    proxy.finish();
+    assert!(!server_received(&scratch).contains("held-payment"));
+    let log = scratch.audit_events();
+    let held = events(&log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the payment was held")["id"]
+        .clone();
+    let outcomes: Vec<&Value> = events(&log, "exec")
+        .into_iter()
+        .filter(|exec| exec["id"] == held)
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{outcomes:#?}");
+    assert_eq!(outcomes[0]["outcome"]["status"], "skipped", "{outcomes:#?}");
+    assert_eq!(
+        outcomes[0]["outcome"]["reason"], "not run: sc-mcp is stopping",
+        "{outcomes:#?}"
+    );
+    let approved = events(&log, "approve")
+        .into_iter()
+        .filter(|approve| approve["id"] == held)
+        .count();
+    assert_eq!(approved, 1, "{log:#?}");
+}
+
 /// A no (or a timeout) being acted on when the client cancels the call: the client, which awaits
 /// no answer to a cancelled call, gets none, and the call's `exec` event says it was skipped.
 #[test]
