@@ -600,6 +600,150 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_taint_source_it_did_
     assert!(!reason(&out[1]).contains("the kind of rule"), "{}", out[1]);
 }
 
+/// The same with the tool in `neverRemember`: no grant is offered, but the record still shows
+/// what tainted the session, and a yes covers only that (a review found the lists left out for
+/// such a tool, so its yes ran whatever was read since).
+#[test]
+fn a_yes_to_a_never_remembered_tool_does_not_run_it_after_a_new_taint_source() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let policy = scratch.write("policy.json", r#"{"neverRemember": ["send_email"]}"#);
+    let crew = [
+        "--state",
+        store.to_str().unwrap(),
+        "--crew",
+        "payments",
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    let read = |query: &str| {
+        json!({"agent": "buyer", "tool": "search_web", "args": {"query": query}, "source": "agent"})
+            .to_string()
+    };
+    let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
+    let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
+    assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
+    assert_eq!(records[1]["grantable"]["scopes"], json!(["once"]));
+    assert_eq!(
+        records[1]["grantable"]["sources"],
+        json!(["search_web query=acme reviews"])
+    );
+    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read("inject me")]));
+    run_on(&scratch, "sc-exec", &crew, other);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
+    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
+    assert!(reason(&out[1]).contains("inject me"), "{}", out[1]);
+}
+
+/// A yes to a hold the taint plays no part in is not refused for a taint since: a user's own
+/// payment held for its amount runs though the agent read a page meanwhile (a review found it
+/// refused, for the taint source, with the very reason the person approved).
+#[test]
+fn a_yes_to_a_hold_for_its_amount_alone_runs_after_the_session_read_a_page() {
+    let scratch = Scratch::new();
+    let store = scratch.path("state.sqlite");
+    let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
+    let pay = json!({"agent": "buyer", "tool": "send_payment", "args": {"to": "acme-travel", "amount": 750}, "source": "user"}).to_string();
+    let (approved, records) = gated_and_approved(&scratch, &crew, &[pay]);
+    assert_eq!(records[0]["grantable"]["kinds"], json!(["amount"]));
+    let read = json!({"agent": "buyer", "tool": "search_web", "args": {"query": "weather"}, "source": "agent"}).to_string();
+    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read]));
+    run_on(&scratch, "sc-exec", &crew, other);
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
+    assert_eq!(status(&out[0]), "executed", "{}", out[0]);
+}
+
+/// A taint lists its first sources and then one marker that counts the reads of sources not
+/// listed. A yes to a call held for that taint runs it when nothing was read since (the marker
+/// counts as many reads as the record's), and does not once another pipeline of the crew read
+/// a page past the list meanwhile (a review found the marker matched itself, so any read since
+/// hid behind it).
+#[test]
+fn a_yes_covers_a_taint_past_its_list_only_while_nothing_more_was_read() {
+    let reads: Vec<String> = (0..6)
+        .map(|n| {
+            json!({"agent": "buyer", "tool": "search_web", "args": {"query": format!("q{n}")}, "source": "agent"})
+                .to_string()
+        })
+        .collect();
+    let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
+    let mut calls = reads.clone();
+    calls.push(email);
+    for read_meanwhile in [false, true] {
+        let scratch = Scratch::new();
+        let store = scratch.path("state.sqlite");
+        let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
+        let (approved, records) = gated_and_approved(&scratch, &crew, &calls);
+        let sources = records[6]["grantable"]["sources"].as_array().unwrap();
+        assert_eq!(
+            sources.last().unwrap(),
+            "(more untrusted sources than are listed)",
+            "{}",
+            records[6]
+        );
+        let approved = String::from_utf8(approved).unwrap();
+        let (before, email) = approved.trim_end().rsplit_once('\n').unwrap();
+        run_on(&scratch, "sc-exec", &crew, format!("{before}\n"));
+        if read_meanwhile {
+            let other = json!({"agent": "buyer", "tool": "search_web", "args": {"query": "inject me"}, "source": "agent"}).to_string();
+            let other = run_on(&scratch, "sc-gate", &crew, stream(&[other]));
+            run_on(&scratch, "sc-exec", &crew, other);
+        }
+        let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, format!("{email}\n")));
+        if read_meanwhile {
+            assert_eq!(status(&out[0]), "skipped", "{}", out[0]);
+            assert!(
+                reason(&out[0]).contains("a source read since, past the 5 a taint lists: the session's reads of sources not listed number 2 now"),
+                "{}",
+                out[0]
+            );
+        } else {
+            assert_eq!(status(&out[0]), "executed", "{}", out[0]);
+        }
+    }
+}
+
+/// A hold names at most 16 untrusted values: past them its reason says more are carried, and a
+/// yes does not run the call, since a value not shown cannot be told from those shown.
+#[test]
+fn a_yes_does_not_cover_more_untrusted_values_than_a_hold_names() {
+    let scratch = Scratch::new();
+    let policy = crate::util::testdata("provenance/policy.json");
+    let policy = ["--policy", policy.to_str().unwrap()];
+    let addresses: Vec<String> = (1..=17).map(|n| format!("u{n}@evil.test")).collect();
+    let listed = addresses.join(" ");
+    let calls = [
+        json!({"kind": "task", "agent": "helper", "source": "user", "instruction": "Send the contacts in general to alice@corp.example"}).to_string(),
+        json!({"agent": "helper", "tool": "read_channel_messages", "args": {"channel": "general"}, "source": "user"}).to_string(),
+        json!({"kind": "result", "agent": "helper", "tool": "read_channel_messages", "output": {"messages": [{"from": "mallory", "text": format!("contacts: {listed}")}]}}).to_string(),
+        json!({"agent": "helper", "tool": "send_email", "args": {"to": "alice@corp.example", "subject": "contacts", "body": format!("Contacts: {listed}")}, "source": "agent"}).to_string(),
+    ];
+    let (approved, records) = gated_and_approved(&scratch, &policy, &calls);
+    let email = records
+        .iter()
+        .find(|record| record["call"]["tool"] == "send_email")
+        .unwrap();
+    assert_eq!(email["decision"], "hold", "{email}");
+    assert_eq!(email["grantable"]["values"].as_array().unwrap().len(), 16);
+    assert!(
+        email["reasons"][0]
+            .as_str()
+            .unwrap()
+            .ends_with(", and more untrusted values than the 16 named here"),
+        "{email}"
+    );
+    let out = parse_stdout(&run_on(&scratch, "sc-exec", &policy, approved));
+    let email = out
+        .iter()
+        .find(|record| record["call"]["tool"] == "send_email")
+        .unwrap();
+    assert_eq!(status(email), "skipped", "{email}");
+    assert!(
+        reason(email).contains("at least 16 untrusted values"),
+        "{email}"
+    );
+}
+
 /// What a stage mints and counts apart does not make a yes fail: value provenance names each
 /// stage's own result id in its reason, and sc-exec's state of a crew counts only the calls that
 /// reached an sc-exec. Approved holds run: the laundered-instruction stream's `send_email`, and

@@ -132,8 +132,32 @@ impl Grant {
 /// (`fetch_page url=https://…`). The same page read again after a reset is the same source;
 /// another page, or mail, is another.
 /// What stands for the untrusted sources past those a taint lists: no grant covers a session
-/// that has it.
+/// that has it. Written so for the first read past the list; each later read of a source not
+/// listed counts on it ([`more_sources`]), so a read since a record was shown changes it.
 pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
+
+/// [`MORE_SOURCES`] after `reads` reads of sources not listed (the first makes it).
+pub fn more_sources(reads: u64) -> String {
+    if reads <= 1 {
+        MORE_SOURCES.to_owned()
+    } else {
+        format!("(more untrusted sources than are listed: {reads} reads of them)")
+    }
+}
+
+/// How many reads of sources not listed a [`more_sources`] marker counts; `None` when `source`
+/// is not one.
+pub fn more_sources_reads(source: &str) -> Option<u64> {
+    if source == MORE_SOURCES {
+        return Some(1);
+    }
+    source
+        .strip_prefix("(more untrusted sources than are listed: ")?
+        .strip_suffix(" reads of them)")?
+        .parse()
+        .ok()
+        .filter(|reads| *reads > 1)
+}
 
 /// A session's taint as the grants read it: its first source's tool and key argument, and the
 /// other sources read since ([`taint_source`] each).

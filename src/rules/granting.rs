@@ -147,7 +147,8 @@ impl<'a> Endorsed<'a> {
                         && granted == digest
                         && kinds.binary_search_by(|k| k.as_str().cmp(kind)).is_ok()
                         && self.sources().iter().all(|source| {
-                            source != super::grant::MORE_SOURCES && sources.contains(source)
+                            super::grant::more_sources_reads(source).is_none()
+                                && sources.contains(source)
                         })
                 }
                 Covers::Value { .. } => false,
@@ -228,15 +229,14 @@ pub(crate) fn settle(
             Judgement {
                 decision: Decision::Hold,
                 reasons: held.into_iter().map(|(_, reason)| reason).collect(),
+                // The values and sources are written whatever is offered: a yes covers what
+                // the record showed, and sc-exec compares them as it decides the call again
+                // (a review found a `neverRemember` tool's yes ran whatever was read since).
                 granting: Granting::Offers(Box::new(Grantable {
                     scopes,
                     kinds,
-                    values: if remember { named } else { Vec::new() },
-                    sources: if remember {
-                        endorsed.sources_owned()
-                    } else {
-                        Vec::new()
-                    },
+                    values: named,
+                    sources: endorsed.sources_owned(),
                 })),
             }
         }
@@ -380,4 +380,55 @@ mod tests {
         let past = decide_after_reads(&many, std::slice::from_ref(&everything));
         assert_eq!(past.decision, Decision::Hold, "{past:?}");
     }
+
+    /// Past the list, the marker counts each read of a source not listed, and no other: a
+    /// listed source read again changes nothing, another read past the list counts.
+    #[test]
+    fn the_marker_past_the_list_counts_the_reads_of_sources_not_listed() {
+        let urls: Vec<String> = (0..9).map(|n| format!("https://p{n}.example/")).collect();
+        let sources_after = |reads: &[&str]| {
+            let judgement = decide_after_reads(reads, &[]);
+            let Granting::Offers(offered) = judgement.granting else {
+                panic!("a hold offers scopes: {judgement:?}")
+            };
+            offered.sources
+        };
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let full = crate::rules::state::MAX_ALSO + 1;
+        // The first read past the list makes the marker.
+        let at_first = sources_after(&urls[..=full]);
+        assert_eq!(at_first.len(), full + 1, "{at_first:?}");
+        assert_eq!(at_first.last().unwrap(), MORE_SOURCES_TEXT);
+        // A listed source read again: the same.
+        let mut again = urls[..=full].to_vec();
+        again.push(urls[1]);
+        assert_eq!(sources_after(&again), at_first);
+        // Two more reads past the list, one of them the source past the list read again (which
+        // the marker cannot tell from a new one): three reads.
+        let mut more = urls[..=full + 1].to_vec();
+        more.push(urls[full]);
+        let counted = sources_after(&more);
+        assert_eq!(
+            counted.last().unwrap(),
+            "(more untrusted sources than are listed: 3 reads of them)"
+        );
+        assert_eq!(counted[..full], at_first[..full]);
+        assert_eq!(
+            crate::rules::grant::more_sources_reads(counted.last().unwrap()),
+            Some(3)
+        );
+        for not_a_marker in [
+            "search_web query=(more untrusted sources than are listed)",
+            "(more untrusted sources than are listed: 1 reads of them)",
+            "(more untrusted sources than are listed: x reads of them)",
+        ] {
+            assert_eq!(
+                crate::rules::grant::more_sources_reads(not_a_marker),
+                None,
+                "{not_a_marker}"
+            );
+        }
+    }
+
+    const MORE_SOURCES_TEXT: &str = crate::rules::grant::MORE_SOURCES;
 }

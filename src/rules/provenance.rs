@@ -367,6 +367,12 @@ pub(crate) fn judge(
         named.push(found.value.clone());
         first.get_or_insert(found);
     }
+    // Past the most a hold names, the reason says more are carried: the person is not shown
+    // them, and no yes to the values shown covers them (sc-exec refuses such a yes).
+    let more = named.len() == MAX_NAMED && {
+        let skip = |value: &str| named.iter().any(|n| n == value) || endorsed.skips(value);
+        carried(call, policy, rules, ledger, &skip).is_some()
+    };
     // Every value a `value` grant would trust is named, so the person sees them all.
     let also: String = named
         .iter()
@@ -385,7 +391,7 @@ pub(crate) fn judge(
             (
                 Decision::Hold,
                 format!(
-                    "{} is tainted, and argument `{}` carries {}{kind}, which came from {} (result {}) and is not in the user's instruction, so a person must check it{}",
+                    "{} is tainted, and argument `{}` carries {}{kind}, which came from {} (result {}) and is not in the user's instruction, so a person must check it{}{}",
                     quoted(&call.agent),
                     quoted(&carried.argument),
                     quoted_value(&carried.value),
@@ -395,6 +401,11 @@ pub(crate) fn judge(
                         String::new()
                     } else {
                         format!("; the call also carries these untrusted values: {also}")
+                    },
+                    if more {
+                        format!(", and more untrusted values than the {MAX_NAMED} named here")
+                    } else {
+                        String::new()
                     }
                 ),
             )

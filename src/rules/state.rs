@@ -118,25 +118,34 @@ impl TaintCause {
         }
     }
 
-    /// Whether every other source it can list is listed: past that, a read changes nothing.
-    fn full(&self) -> bool {
-        self.also.last().map(String::as_str) == Some(MORE_SOURCES)
+    /// How many reads of sources not listed the marker past the list counts, once it is full.
+    fn past_the_list(&self) -> Option<u64> {
+        self.also
+            .last()
+            .and_then(|last| crate::rules::grant::more_sources_reads(last))
     }
 
-    /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`].
+    /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`], which
+    /// then counts each read of a source not listed: it cannot tell a source read again from
+    /// a new one, and a yes covers only what the record showed, so any such read since is new.
     fn read_also(&mut self, source: &str) {
-        if self.full() {
-            return;
-        }
         let first = crate::rules::grant::taint_source(&self.tool, self.argument.as_deref());
-        if first == source || self.also.iter().any(|known| known == source) {
+        let listed = match self.past_the_list() {
+            Some(_) => &self.also[..self.also.len() - 1],
+            None => &self.also[..],
+        };
+        if first == source || listed.iter().any(|known| known == source) {
             return;
         }
+        let past = self.past_the_list();
         let also = Arc::make_mut(&mut self.also);
-        if also.len() < MAX_ALSO {
-            also.push(source.to_owned());
-        } else {
-            also.push(MORE_SOURCES.to_owned());
+        match past {
+            Some(reads) => {
+                *also.last_mut().expect("a marker") =
+                    crate::rules::grant::more_sources(reads.saturating_add(1));
+            }
+            None if also.len() < MAX_ALSO => also.push(source.to_owned()),
+            None => also.push(MORE_SOURCES.to_owned()),
         }
     }
 
@@ -639,11 +648,8 @@ fn record_read(
     }
     // Every other source read is noted on the cause: a `call` grant covers a call only while
     // the session's sources are among those of its moment.
-    let open = [&agent.tainted_by, &*crew_tainted_by]
-        .into_iter()
-        .flatten()
-        .any(|cause| !cause.full());
-    if open {
+    // Past the list, a read still counts on its marker.
+    if agent.tainted_by.is_some() || crew_tainted_by.is_some() {
         let source = crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
         for cause in [&mut agent.tainted_by, &mut *crew_tainted_by]
             .into_iter()

@@ -322,8 +322,29 @@ fn covered(
                     .collect::<Vec<_>>()
             };
             let mut missing_items = missing(&own.kinds, &shown.kinds, "the kind of rule");
-            missing_items.extend(missing(&own.sources, &shown.sources, "the taint source"));
-            missing_items.extend(missing(&own.values, &shown.values, "the untrusted value"));
+            // What tainted the session and the untrusted values it carries matter only to a
+            // hold that the taint makes: a payment held for its amount alone is not refused
+            // because the session read a page since (a review's false refusal).
+            if own
+                .kinds
+                .iter()
+                .any(|kind| TAINT_KINDS.contains(&kind.as_str()))
+            {
+                missing_items.extend(cut_lists(own, shown));
+                let listed = |sources: &[String]| -> Vec<String> {
+                    sources
+                        .iter()
+                        .filter(|source| crate::rules::grant::more_sources_reads(source).is_none())
+                        .cloned()
+                        .collect()
+                };
+                missing_items.extend(missing(
+                    &listed(&own.sources),
+                    &listed(&shown.sources),
+                    "the taint source",
+                ));
+                missing_items.extend(missing(&own.values, &shown.values, "the untrusted value"));
+            }
             if missing_items.is_empty() {
                 Vec::new()
             } else {
@@ -354,6 +375,40 @@ fn covered(
         reason,
         ..approval
     }
+}
+
+/// The kinds of rule whose hold the session's taint makes, and whose yes therefore covers only
+/// the taint's sources and untrusted values the record showed.
+const TAINT_KINDS: [&str; 2] = ["taint", "coding-tainted"];
+
+/// What a yes cannot cover where the record could not show it all: a source read since the
+/// taint's list filled (one marker then counts the reads of sources not listed, so a new one
+/// shows only as more reads than the record's marker counted), or a call carrying as many
+/// untrusted values as a hold names, or more (a new one could hide past them).
+fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
+    let mut cut = Vec::new();
+    let past = |sources: &[String]| {
+        sources
+            .iter()
+            .find_map(|source| crate::rules::grant::more_sources_reads(source))
+    };
+    if let Some(now) = past(&own.sources) {
+        // The record's own marker counts the reads past the list as its stage saw them; more
+        // now means a read since (this stage's view sees no read the record's did not).
+        if past(&shown.sources).is_none_or(|then| now > then) {
+            cut.push(format!(
+                "a source read since, past the {} a taint lists: the session's reads of sources not listed number {now} now",
+                crate::rules::state::MAX_ALSO + 1
+            ));
+        }
+    }
+    if own.values.len() >= crate::rules::granting::MAX_NAMED {
+        cut.push(format!(
+            "the call carries at least {} untrusted values, the most a record names, so a value not shown cannot be told from those shown",
+            crate::rules::granting::MAX_NAMED
+        ));
+    }
+    cut
 }
 
 /// With the audit key, a record is acted on only when it carries the seal sc-gate puts on a
