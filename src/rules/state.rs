@@ -118,26 +118,15 @@ impl TaintCause {
         }
     }
 
-    /// How many reads of sources not listed the marker past the list counts, once it is full.
-    fn past_the_list(&self) -> Option<u64> {
-        self.also
-            .last()
-            .and_then(|last| crate::rules::grant::more_sources_reads(last))
-    }
-
     /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`], which
     /// then counts each read of a source not listed: it cannot tell a source read again from
     /// a new one, and a yes covers only what the record showed, so any such read since is new.
     fn read_also(&mut self, source: &str) {
         let first = crate::rules::grant::taint_source(&self.tool, self.argument.as_deref());
-        let listed = match self.past_the_list() {
-            Some(_) => &self.also[..self.also.len() - 1],
-            None => &self.also[..],
-        };
+        let (listed, past) = listed_and_past(&self.also, false);
         if first == source || listed.iter().any(|known| known == source) {
             return;
         }
-        let past = self.past_the_list();
         let also = Arc::make_mut(&mut self.also);
         match past {
             Some(reads) => {
@@ -171,6 +160,23 @@ impl TaintCause {
                 quoted(&self.agent)
             ))
         })
+    }
+}
+
+/// A taint's sources (`with_first`: the first one too, as a `grantable` lists them; else its
+/// `also`), and the reads its marker counts past the list when the list is full. A marker is
+/// only ever the last of a full list ([`MAX_ALSO`] others after the first), so a source that
+/// merely reads like one (a tool named so) anywhere else is a source like any other.
+pub fn listed_and_past(sources: &[String], with_first: bool) -> (&[String], Option<u64>) {
+    let full = MAX_ALSO + usize::from(with_first);
+    match sources.split_last() {
+        Some((last, listed)) if listed.len() == full => {
+            match crate::rules::grant::more_sources_reads(last) {
+                Some(reads) => (listed, Some(reads)),
+                None => (sources, None),
+            }
+        }
+        _ => (sources, None),
     }
 }
 

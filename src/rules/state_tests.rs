@@ -607,3 +607,27 @@ fn a_state_without_held_amounts_reads_and_writes_as_before() {
     let ok = bad.replace(&long, &"h".repeat(128));
     assert!(CrewState::from_json(ok.as_bytes()).is_ok(), "{ok}");
 }
+
+/// A marker counts only as the last of a full list: a source that reads like one elsewhere (a
+/// tool named so) is compared as a source, so it can neither stand in for the count nor hide.
+#[test]
+fn a_marker_is_only_the_last_of_a_full_list() {
+    let marker = crate::rules::grant::more_sources(3);
+    let sources = |n: usize| -> Vec<String> { (0..n).map(|i| format!("s{i}")).collect() };
+    let mut full = sources(MAX_ALSO + 1);
+    full.push(marker.clone());
+    assert_eq!(
+        listed_and_past(&full, true),
+        (&full[..MAX_ALSO + 1], Some(3))
+    );
+    assert_eq!(
+        listed_and_past(&full[1..], false),
+        (&full[1..MAX_ALSO + 1], Some(3))
+    );
+    let mut short = sources(2);
+    short.push(marker.clone());
+    assert_eq!(listed_and_past(&short, true), (&short[..], None));
+    let mut early = vec![marker];
+    early.extend(sources(MAX_ALSO + 1));
+    assert_eq!(listed_and_past(&early, true), (&early[..], None));
+}

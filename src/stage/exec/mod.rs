@@ -331,16 +331,10 @@ fn covered(
                 .any(|kind| TAINT_KINDS.contains(&kind.as_str()))
             {
                 missing_items.extend(cut_lists(own, shown));
-                let listed = |sources: &[String]| -> Vec<String> {
-                    sources
-                        .iter()
-                        .filter(|source| crate::rules::grant::more_sources_reads(source).is_none())
-                        .cloned()
-                        .collect()
-                };
+                let listed = |sources| crate::rules::state::listed_and_past(sources, true).0;
                 missing_items.extend(missing(
-                    &listed(&own.sources),
-                    &listed(&shown.sources),
+                    listed(&own.sources),
+                    listed(&shown.sources),
                     "the taint source",
                 ));
                 missing_items.extend(missing(&own.values, &shown.values, "the untrusted value"));
@@ -387,11 +381,7 @@ const TAINT_KINDS: [&str; 2] = ["taint", "coding-tainted"];
 /// untrusted values as a hold names, or more (a new one could hide past them).
 fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
     let mut cut = Vec::new();
-    let past = |sources: &[String]| {
-        sources
-            .iter()
-            .find_map(|source| crate::rules::grant::more_sources_reads(source))
-    };
+    let past = |sources| crate::rules::state::listed_and_past(sources, true).1;
     if let Some(now) = past(&own.sources) {
         // The record's own marker counts the reads past the list as its stage saw them; more
         // now means a read since (this stage's view sees no read the record's did not).
