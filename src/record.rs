@@ -139,6 +139,9 @@ fn grantable_json(grantable: &Grantable) -> String {
         }
         out.push(b']');
     }
+    if grantable.more_values {
+        out.extend_from_slice(b",\"moreValues\":true");
+    }
     out.push(b'}');
     String::from_utf8(out).expect("JSON written from strings is UTF-8")
 }
@@ -669,12 +672,14 @@ mod tests {
                 kinds: vec!["amount".into(), odd.clone()],
                 values: vec![],
                 sources: vec!["search_web query=x".into(), odd.clone()],
+                more_values: false,
             },
             Grantable {
                 scopes: vec![Scope::Once, Scope::Value],
                 kinds: vec![],
                 values: vec![odd.clone(), String::new()],
                 sources: vec![],
+                more_values: true,
             },
         ];
         for grantable in cases {

@@ -115,6 +115,14 @@ pub struct Grantable {
     /// among them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// The call carries more untrusted values than the most a hold names
+    /// ([`crate::rules::granting::MAX_NAMED`]): no yes covers those it does not name.
+    #[serde(
+        default,
+        rename = "moreValues",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub more_values: bool,
 }
 
 impl Grantable {

@@ -693,7 +693,7 @@ fn a_yes_covers_a_taint_past_its_list_only_while_nothing_more_was_read() {
         if read_meanwhile {
             assert_eq!(status(&out[0]), "skipped", "{}", out[0]);
             assert!(
-                reason(&out[0]).contains("a source read since, past the 5 a taint lists: the session's reads of sources not listed number 2 now"),
+                reason(&out[0]).contains("a source read since, past the 5 a taint lists: the session's reads past the list number 2 now"),
                 "{}",
                 out[0]
             );
@@ -703,45 +703,59 @@ fn a_yes_covers_a_taint_past_its_list_only_while_nothing_more_was_read() {
     }
 }
 
-/// A hold names at most 16 untrusted values: past them its reason says more are carried, and a
-/// yes does not run the call, since a value not shown cannot be told from those shown.
+/// A hold names at most 16 untrusted values: past them its reason says more are carried, its
+/// `grantable` says `moreValues`, and a yes does not run the call, since a value not shown
+/// cannot be told from those shown. Sixteen, all named, run on a yes.
 #[test]
 fn a_yes_does_not_cover_more_untrusted_values_than_a_hold_names() {
-    let scratch = Scratch::new();
-    let policy = crate::util::testdata("provenance/policy.json");
-    let policy = ["--policy", policy.to_str().unwrap()];
-    let addresses: Vec<String> = (1..=17).map(|n| format!("u{n}@evil.test")).collect();
-    let listed = addresses.join(" ");
-    let calls = [
-        json!({"kind": "task", "agent": "helper", "source": "user", "instruction": "Send the contacts in general to alice@corp.example"}).to_string(),
-        json!({"agent": "helper", "tool": "read_channel_messages", "args": {"channel": "general"}, "source": "user"}).to_string(),
-        json!({"kind": "result", "agent": "helper", "tool": "read_channel_messages", "output": {"messages": [{"from": "mallory", "text": format!("contacts: {listed}")}]}}).to_string(),
-        json!({"agent": "helper", "tool": "send_email", "args": {"to": "alice@corp.example", "subject": "contacts", "body": format!("Contacts: {listed}")}, "source": "agent"}).to_string(),
-    ];
-    let (approved, records) = gated_and_approved(&scratch, &policy, &calls);
-    let email = records
-        .iter()
-        .find(|record| record["call"]["tool"] == "send_email")
-        .unwrap();
-    assert_eq!(email["decision"], "hold", "{email}");
-    assert_eq!(email["grantable"]["values"].as_array().unwrap().len(), 16);
-    assert!(
-        email["reasons"][0]
-            .as_str()
-            .unwrap()
-            .ends_with(", and more untrusted values than the 16 named here"),
-        "{email}"
-    );
-    let out = parse_stdout(&run_on(&scratch, "sc-exec", &policy, approved));
-    let email = out
-        .iter()
-        .find(|record| record["call"]["tool"] == "send_email")
-        .unwrap();
-    assert_eq!(status(email), "skipped", "{email}");
-    assert!(
-        reason(email).contains("at least 16 untrusted values"),
-        "{email}"
-    );
+    for count in [16, 17] {
+        let scratch = Scratch::new();
+        let policy = crate::util::testdata("provenance/policy.json");
+        let policy = ["--policy", policy.to_str().unwrap()];
+        let addresses: Vec<String> = (1..=count).map(|n| format!("u{n}@evil.test")).collect();
+        let listed = addresses.join(" ");
+        let calls = [
+            json!({"kind": "task", "agent": "helper", "source": "user", "instruction": "Send the contacts in general to alice@corp.example"}).to_string(),
+            json!({"agent": "helper", "tool": "read_channel_messages", "args": {"channel": "general"}, "source": "user"}).to_string(),
+            json!({"kind": "result", "agent": "helper", "tool": "read_channel_messages", "output": {"messages": [{"from": "mallory", "text": format!("contacts: {listed}")}]}}).to_string(),
+            json!({"agent": "helper", "tool": "send_email", "args": {"to": "alice@corp.example", "subject": "contacts", "body": format!("Contacts: {listed}")}, "source": "agent"}).to_string(),
+        ];
+        let (approved, records) = gated_and_approved(&scratch, &policy, &calls);
+        let email = records
+            .iter()
+            .find(|record| record["call"]["tool"] == "send_email")
+            .unwrap();
+        assert_eq!(email["decision"], "hold", "{email}");
+        assert_eq!(email["grantable"]["values"].as_array().unwrap().len(), 16);
+        let more = count > 16;
+        assert_eq!(
+            email["reasons"][0]
+                .as_str()
+                .unwrap()
+                .ends_with(", and more untrusted values than the 16 named here"),
+            more,
+            "{email}"
+        );
+        assert_eq!(
+            email["grantable"].get("moreValues").is_some(),
+            more,
+            "{email}"
+        );
+        let out = parse_stdout(&run_on(&scratch, "sc-exec", &policy, approved));
+        let email = out
+            .iter()
+            .find(|record| record["call"]["tool"] == "send_email")
+            .unwrap();
+        if more {
+            assert_eq!(status(email), "skipped", "{email}");
+            assert!(
+                reason(email).contains("more untrusted values than the 16 a record names"),
+                "{email}"
+            );
+        } else {
+            assert_eq!(status(email), "executed", "{email}");
+        }
+    }
 }
 
 /// What a stage mints and counts apart does not make a yes fail: value provenance names each

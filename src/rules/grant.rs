@@ -132,11 +132,11 @@ impl Grant {
 /// (`fetch_page url=https://…`). The same page read again after a reset is the same source;
 /// another page, or mail, is another.
 /// What stands for the untrusted sources past those a taint lists: no grant covers a session
-/// that has it. Written so for the first read past the list; each later read of a source not
-/// listed counts on it ([`more_sources`]), so a read since a record was shown changes it.
+/// that has it. Written so for the first read past the list; each later read counts on it
+/// ([`more_sources`]), so a read since a record was shown changes it.
 pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
 
-/// [`MORE_SOURCES`] after `reads` reads of sources not listed (the first makes it).
+/// [`MORE_SOURCES`] after `reads` reads past the list (the first makes it).
 pub fn more_sources(reads: u64) -> String {
     if reads <= 1 {
         MORE_SOURCES.to_owned()
@@ -145,7 +145,7 @@ pub fn more_sources(reads: u64) -> String {
     }
 }
 
-/// How many reads of sources not listed a [`more_sources`] marker counts; `None` when `source`
+/// How many reads past the list a [`more_sources`] marker counts; `None` when `source`
 /// is not one.
 pub fn more_sources_reads(source: &str) -> Option<u64> {
     if source == MORE_SOURCES {
@@ -166,14 +166,20 @@ pub struct TaintSources<'a> {
     pub tool: &'a str,
     pub argument: Option<&'a str>,
     pub also: &'a [String],
+    /// The reads past the full list ([`MORE_SOURCES`] ends `also`), which its marker says.
+    pub reads_past: u64,
 }
 
 impl TaintSources<'_> {
-    /// Every source, the first one first.
+    /// Every source, the first one first, the marker past the full list with its count.
     pub fn all(&self) -> Vec<String> {
-        std::iter::once(taint_source(self.tool, self.argument))
+        let mut all: Vec<String> = std::iter::once(taint_source(self.tool, self.argument))
             .chain(self.also.iter().cloned())
-            .collect()
+            .collect();
+        if let Some(last) = all.last_mut().filter(|last| last.as_str() == MORE_SOURCES) {
+            *last = more_sources(self.reads_past);
+        }
+        all
     }
 }
 

@@ -29,6 +29,8 @@ pub(crate) struct Endorsed<'a> {
     digest: std::cell::OnceCell<Option<String>>,
     used: std::cell::RefCell<Vec<String>>,
     named: std::cell::RefCell<Vec<String>>,
+    /// Whether the call carries more untrusted values than those named.
+    more_named: std::cell::Cell<bool>,
     /// What taints the session now ([`taint_source`]): made on first use from `cause`.
     sources: std::cell::OnceCell<Vec<String>>,
     cause: Option<super::grant::TaintSources<'a>>,
@@ -80,6 +82,7 @@ impl<'a> Endorsed<'a> {
             digest: std::cell::OnceCell::new(),
             used: Default::default(),
             named: Default::default(),
+            more_named: Default::default(),
             sources: std::cell::OnceCell::new(),
             cause,
         }
@@ -113,8 +116,9 @@ impl<'a> Endorsed<'a> {
     }
 
     /// Notes the untrusted values a value-provenance hold named.
-    pub(crate) fn name(&self, values: Vec<String>) {
+    pub(crate) fn name(&self, values: Vec<String>, more: bool) {
         *self.named.borrow_mut() = values;
+        self.more_named.set(more);
     }
 
     /// The `call` grant that covers this call's hold of `kind`: same tool, same arguments, and
@@ -237,6 +241,7 @@ pub(crate) fn settle(
                     kinds,
                     values: named,
                     sources: endorsed.sources_owned(),
+                    more_values: endorsed.more_named.get(),
                 })),
             }
         }
@@ -381,8 +386,8 @@ mod tests {
         assert_eq!(past.decision, Decision::Hold, "{past:?}");
     }
 
-    /// Past the list, the marker counts each read of a source not listed, and no other: a
-    /// listed source read again changes nothing, another read past the list counts.
+    /// Before the list is full a source read again changes nothing; past it, the marker counts
+    /// every read, a listed source's too (it is not worked out there, to cost nothing).
     #[test]
     fn the_marker_past_the_list_counts_the_reads_of_sources_not_listed() {
         let urls: Vec<String> = (0..9).map(|n| format!("https://p{n}.example/")).collect();
@@ -399,14 +404,14 @@ mod tests {
         let at_first = sources_after(&urls[..=full]);
         assert_eq!(at_first.len(), full + 1, "{at_first:?}");
         assert_eq!(at_first.last().unwrap(), MORE_SOURCES_TEXT);
-        // A listed source read again: the same.
-        let mut again = urls[..=full].to_vec();
+        // A listed source read again before the list filled: the same.
+        let mut again = urls[..full].to_vec();
         again.push(urls[1]);
+        again.push(urls[full]);
         assert_eq!(sources_after(&again), at_first);
-        // Two more reads past the list, one of them the source past the list read again (which
-        // the marker cannot tell from a new one): three reads.
+        // Two more reads past the list, one of them a listed source read again: three reads.
         let mut more = urls[..=full + 1].to_vec();
-        more.push(urls[full]);
+        more.push(urls[1]);
         let counted = sources_after(&more);
         assert_eq!(
             counted.last().unwrap(),

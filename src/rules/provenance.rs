@@ -380,7 +380,7 @@ pub(crate) fn judge(
         .map(|value| quoted_value(value))
         .collect::<Vec<_>>()
         .join(", ");
-    endorsed.name(named);
+    endorsed.name(named, more);
     match first {
         Some(carried) => {
             let origin = &ledger.origins[carried.origin as usize];

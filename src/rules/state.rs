@@ -69,6 +69,13 @@ pub struct TaintCause {
     /// with every call it decides in a shared store.
     #[serde(default, skip_serializing_if = "no_other_sources")]
     pub also: Arc<Vec<String>>,
+    /// Once `also` ends in [`MORE_SOURCES`], how many untrusted reads were made past the list
+    /// (1 for the read that filled it; absent before): the marker says the count
+    /// ([`crate::rules::grant::more_sources`]), so a read since a record was shown, which the
+    /// list cannot name, still changes what the record's `grantable` would say. Every read
+    /// counts, a source read again too: past the list it cannot be told from a new one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reads_past: u64,
     /// [`TaintCause::describe`], written once: a tainted agent's every sensitive call names it.
     #[serde(skip)]
     description: OnceLock<Arc<str>>,
@@ -83,6 +90,7 @@ impl PartialEq for TaintCause {
             &self.argument,
             &self.at,
             &*self.also,
+            self.reads_past,
         ) == (
             &other.agent,
             &other.tool,
@@ -90,6 +98,7 @@ impl PartialEq for TaintCause {
             &other.argument,
             &other.at,
             &*other.also,
+            other.reads_past,
         )
     }
 }
@@ -105,6 +114,7 @@ impl TaintCause {
             argument,
             at: None,
             also: Arc::default(),
+            reads_past: 0,
             description: OnceLock::new(),
         }
     }
@@ -115,27 +125,38 @@ impl TaintCause {
             tool: &self.tool,
             argument: self.argument.as_deref(),
             also: self.also.as_slice(),
+            reads_past: self.reads_past,
         }
     }
 
-    /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`], which
-    /// then counts each read of a source not listed: it cannot tell a source read again from
-    /// a new one, and a yes covers only what the record showed, so any such read since is new.
+    /// Whether `also` is full: past it, a read only counts ([`TaintCause::reads_past`]).
+    fn full(&self) -> bool {
+        self.also.last().map(String::as_str) == Some(MORE_SOURCES)
+    }
+
+    /// Notes another untrusted source read, once; past [`MAX_ALSO`], [`MORE_SOURCES`], and
+    /// from then on each read only counts ([`TaintCause::read_past`]).
     fn read_also(&mut self, source: &str) {
+        if self.full() {
+            self.read_past();
+            return;
+        }
         let first = crate::rules::grant::taint_source(&self.tool, self.argument.as_deref());
-        let (listed, past) = listed_and_past(&self.also, false);
-        if first == source || listed.iter().any(|known| known == source) {
+        if first == source || self.also.iter().any(|known| known == source) {
             return;
         }
         let also = Arc::make_mut(&mut self.also);
-        match past {
-            Some(reads) => {
-                *also.last_mut().expect("a marker") =
-                    crate::rules::grant::more_sources(reads.saturating_add(1));
-            }
-            None if also.len() < MAX_ALSO => also.push(source.to_owned()),
-            None => also.push(MORE_SOURCES.to_owned()),
+        if also.len() < MAX_ALSO {
+            also.push(source.to_owned());
+        } else {
+            also.push(MORE_SOURCES.to_owned());
+            self.reads_past = 1;
         }
+    }
+
+    /// Counts a read past the full list.
+    fn read_past(&mut self) {
+        self.reads_past = self.reads_past.max(1).saturating_add(1);
     }
 
     /// The same cause, stamped with the time of the read.
@@ -178,6 +199,10 @@ pub fn listed_and_past(sources: &[String], with_first: bool) -> (&[String], Opti
         }
         _ => (sources, None),
     }
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// Whether a taint lists no other source (`also` is then left out).
@@ -653,15 +678,26 @@ fn record_read(
         crew_tainted_by.get_or_insert(taint);
     }
     // Every other source read is noted on the cause: a `call` grant covers a call only while
-    // the session's sources are among those of its moment.
-    // Past the list, a read still counts on its marker.
-    if agent.tainted_by.is_some() || crew_tainted_by.is_some() {
+    // the session's sources are among those of its moment. Past the list, a read only counts,
+    // and its source is not worked out.
+    let open = [&agent.tainted_by, &*crew_tainted_by]
+        .into_iter()
+        .flatten()
+        .any(|cause| !cause.full());
+    if open {
         let source = crate::rules::grant::taint_source(&call.tool, key_argument(call).as_deref());
         for cause in [&mut agent.tainted_by, &mut *crew_tainted_by]
             .into_iter()
             .flatten()
         {
             cause.read_also(&source);
+        }
+    } else {
+        for cause in [&mut agent.tainted_by, &mut *crew_tainted_by]
+            .into_iter()
+            .flatten()
+        {
+            cause.read_past();
         }
     }
     if at.is_some() {

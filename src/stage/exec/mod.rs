@@ -376,9 +376,9 @@ fn covered(
 const TAINT_KINDS: [&str; 2] = ["taint", "coding-tainted"];
 
 /// What a yes cannot cover where the record could not show it all: a source read since the
-/// taint's list filled (one marker then counts the reads of sources not listed, so a new one
-/// shows only as more reads than the record's marker counted), or a call carrying as many
-/// untrusted values as a hold names, or more (a new one could hide past them).
+/// taint's list filled (one marker then counts every read past the list, so a new one shows
+/// only as more reads than the record's marker counted), or a call carrying more untrusted
+/// values than a hold names (a new one could hide past them).
 fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
     let mut cut = Vec::new();
     let past = |sources| crate::rules::state::listed_and_past(sources, true).1;
@@ -387,14 +387,14 @@ fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
         // now means a read since (this stage's view sees no read the record's did not).
         if past(&shown.sources).is_none_or(|then| now > then) {
             cut.push(format!(
-                "a source read since, past the {} a taint lists: the session's reads of sources not listed number {now} now",
+                "a source read since, past the {} a taint lists: the session's reads past the list number {now} now",
                 crate::rules::state::MAX_ALSO + 1
             ));
         }
     }
-    if own.values.len() >= crate::rules::granting::MAX_NAMED {
+    if own.more_values {
         cut.push(format!(
-            "the call carries at least {} untrusted values, the most a record names, so a value not shown cannot be told from those shown",
+            "the call carries more untrusted values than the {} a record names, so a value not shown cannot be told from those shown",
             crate::rules::granting::MAX_NAMED
         ));
     }
