@@ -383,8 +383,10 @@ fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
     let mut cut = Vec::new();
     let past = |sources| crate::rules::state::listed_and_past(sources, true).1;
     if let Some(now) = past(&own.sources) {
-        // The record's own marker counts the reads past the list as its stage saw them; more
-        // now means a read since (this stage's view sees no read the record's did not).
+        // The record's marker counts the reads past the list as sc-gate's view saw them, this
+        // one as sc-exec's does; more here means a read since. The two views can differ (a read
+        // through sc-gate alone counts only there, and can mask one here; a taint lifted and
+        // read again starts over): docs/security.md names what this does not tell apart.
         if past(&shown.sources).is_none_or(|then| now > then) {
             cut.push(format!(
                 "a source read since, past the {} a taint lists: the session's reads past the list number {now} now",
