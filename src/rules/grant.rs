@@ -146,17 +146,17 @@ pub fn more_sources(reads: u64) -> String {
 }
 
 /// How many reads past the list a [`more_sources`] marker counts; `None` when `source`
-/// is not one.
+/// is not one, as [`more_sources`] writes it (`007` or `+7` for 7 is not).
 pub fn more_sources_reads(source: &str) -> Option<u64> {
     if source == MORE_SOURCES {
         return Some(1);
     }
-    source
-        .strip_prefix("(more untrusted sources than are listed: ")?
-        .strip_suffix(" reads of them)")?
-        .parse()
-        .ok()
-        .filter(|reads| *reads > 1)
+    let digits = source
+        .strip_prefix(MORE_SOURCES.strip_suffix(')')?)?
+        .strip_prefix(": ")?
+        .strip_suffix(" reads of them)")?;
+    let reads: u64 = digits.parse().ok()?;
+    (reads > 1 && more_sources(reads) == source).then_some(reads)
 }
 
 /// A session's taint as the grants read it: its first source's tool and key argument, and the
