@@ -73,12 +73,18 @@ type Rule = fn(&Call, &Policy, &CrewState, &Endorsed) -> Option<Finding>;
 /// Rules 2 to 9, each with its kind (what a `call` grant names as the reasons it covers).
 /// Rule 1 is [`Judgement::malformed`]; rule 10 is the fallback in [`evaluate_with_state`]; the
 /// `commands`, `paths` and `sandbox` findings are of kind `coding`.
+/// The kinds of rule whose hold the session's taint makes: a yes to one covers only the taint's
+/// sources and untrusted values its record showed (sc-exec compares them as it decides again).
+pub const TAINT_KINDS: [&str; 2] = [TAINT, CODING_TAINTED];
+const TAINT: &str = "taint";
+const CODING_TAINTED: &str = "coding-tainted";
+
 const RULES: &[(&str, Rule)] = &[
     ("deny-list", deny_listed_tool),
     ("agents", tool_not_allowed_for_agent),
     ("untrusted-source", sensitive_tool_from_untrusted_source),
-    ("taint", sensitive_tool_from_tainted_agent),
-    ("taint", unnamed_tool_from_tainted_agent),
+    (TAINT, sensitive_tool_from_tainted_agent),
+    (TAINT, unnamed_tool_from_tainted_agent),
     ("amount", amount_rules),
     ("amount-spelling", amount_spelt_another_way),
     ("budget", spend_budget),
@@ -402,7 +408,7 @@ fn coding_agent_rules(
         // A finding on a tainted agent (or one the taint made) is of its own kind: a `call`
         // grant given before the session was tainted does not cover it.
         let kind = if found.by_taint || cause.is_some() {
-            "coding-tainted"
+            CODING_TAINTED
         } else {
             "coding"
         };
@@ -414,7 +420,7 @@ fn coding_agent_rules(
         );
         if let (true, Some(cause)) = (found.by_taint, cause) {
             findings.push((
-                "taint",
+                TAINT,
                 Finding {
                     decision,
                     reason: tainted_by(call, cause, state, ""),

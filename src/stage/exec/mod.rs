@@ -328,7 +328,7 @@ fn covered(
             if own
                 .kinds
                 .iter()
-                .any(|kind| TAINT_KINDS.contains(&kind.as_str()))
+                .any(|kind| crate::rules::decision::TAINT_KINDS.contains(&kind.as_str()))
             {
                 missing_items.extend(cut_lists(own, shown));
                 let listed = |sources| crate::rules::state::listed_and_past(sources, true).0;
@@ -370,10 +370,6 @@ fn covered(
         ..approval
     }
 }
-
-/// The kinds of rule whose hold the session's taint makes, and whose yes therefore covers only
-/// the taint's sources and untrusted values the record showed.
-const TAINT_KINDS: [&str; 2] = ["taint", "coding-tainted"];
 
 /// What a yes cannot cover where the record could not show it all: a source read since the
 /// taint's list filled (one marker then counts every read past the list, so a new one shows
