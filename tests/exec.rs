@@ -537,6 +537,17 @@ fn gated_and_approved(scratch: &Scratch, args: &[&str], calls: &[String]) -> (Ve
     (approved, records)
 }
 
+/// The buyer's `search_web` for `query`, made on its own (`source` agent).
+fn buyer_reads(query: &str) -> String {
+    json!({"agent": "buyer", "tool": "search_web", "args": {"query": query}, "source": "agent"})
+        .to_string()
+}
+
+/// The buyer's `send_email`, held once a read tainted the buyer.
+fn buyer_emails() -> String {
+    json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string()
+}
+
 /// The pipeline's yes covers the kinds of reason it showed. A 750 payment is held for its
 /// amount and the answers file approves it; before sc-exec acts on the record, another pipeline
 /// of the crew has the buyer read untrusted content. sc-exec, deciding again on the crew's store,
@@ -576,11 +587,7 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_taint_source_it_did_
     let scratch = Scratch::new();
     let store = scratch.path("state.sqlite");
     let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
-    let read = |query: &str| {
-        json!({"agent": "buyer", "tool": "search_web", "args": {"query": query}, "source": "agent"})
-            .to_string()
-    };
-    let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
+    let (read, email) = (buyer_reads, buyer_emails());
     let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
     assert_eq!(records[1]["decision"], "hold", "{}", records[1]);
     assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
@@ -616,11 +623,7 @@ fn a_yes_to_a_never_remembered_tool_does_not_run_it_after_a_new_taint_source() {
         "--policy",
         policy.to_str().unwrap(),
     ];
-    let read = |query: &str| {
-        json!({"agent": "buyer", "tool": "search_web", "args": {"query": query}, "source": "agent"})
-            .to_string()
-    };
-    let email = json!({"agent": "buyer", "tool": "send_email", "args": {"to": "ceo@example.com", "subject": "hi"}, "source": "agent"}).to_string();
+    let (read, email) = (buyer_reads, buyer_emails());
     let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
     assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
     assert_eq!(records[1]["grantable"]["scopes"], json!(["once"]));

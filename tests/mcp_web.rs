@@ -1241,6 +1241,20 @@ pub(crate) fn until_id_2_is_being_acted_on(proxy: &mut Proxy) {
     }
 }
 
+/// The held payment's id in the log's `gate` events, and its `exec` events.
+fn held_payments_outcomes(log: &[Value]) -> (Value, Vec<&Value>) {
+    let held = events(log, "gate")
+        .into_iter()
+        .find(|gate| gate["decision"] == "hold")
+        .expect("the payment was held")["id"]
+        .clone();
+    let outcomes = events(log, "exec")
+        .into_iter()
+        .filter(|exec| exec["id"] == held)
+        .collect();
+    (held, outcomes)
+}
+
 /// The client cancels call 2 while it is being settled behind the busy store, then the store is
 /// let go: the person's POST answer, once the settling is done.
 fn cancelled_while_settling(
@@ -1281,15 +1295,7 @@ fn while_a_yes_is_acted_on_its_calls_id_stays_in_use() {
         "{received}"
     );
     let log = scratch.audit_events();
-    let held = events(&log, "gate")
-        .into_iter()
-        .find(|gate| gate["decision"] == "hold")
-        .expect("the payment was held")["id"]
-        .clone();
-    let outcomes: Vec<&Value> = events(&log, "exec")
-        .into_iter()
-        .filter(|exec| exec["id"] == held)
-        .collect();
+    let (_, outcomes) = held_payments_outcomes(&log);
     assert_eq!(outcomes.len(), 1, "{log:#?}");
     assert_eq!(outcomes[0]["outcome"]["status"], "executed", "{log:#?}");
     assert!(outcomes[0]["outcome"]["result"]
@@ -1377,15 +1383,7 @@ fn a_yes_acted_on_while_sc_mcp_stops_is_not_sent_and_is_audited_as_skipped() {
     proxy.finish();
     assert!(!server_received(&scratch).contains("held-payment"));
     let log = scratch.audit_events();
-    let held = events(&log, "gate")
-        .into_iter()
-        .find(|gate| gate["decision"] == "hold")
-        .expect("the payment was held")["id"]
-        .clone();
-    let outcomes: Vec<&Value> = events(&log, "exec")
-        .into_iter()
-        .filter(|exec| exec["id"] == held)
-        .collect();
+    let (held, outcomes) = held_payments_outcomes(&log);
     assert_eq!(outcomes.len(), 1, "{outcomes:#?}");
     assert_eq!(outcomes[0]["outcome"]["status"], "skipped", "{outcomes:#?}");
     assert_eq!(

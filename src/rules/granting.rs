@@ -389,7 +389,7 @@ mod tests {
     /// Before the list is full a source read again changes nothing; past it, the marker counts
     /// every read, a listed source's too (it is not worked out there, to cost nothing).
     #[test]
-    fn the_marker_past_the_list_counts_the_reads_of_sources_not_listed() {
+    fn the_marker_past_the_list_counts_every_read_past_it() {
         let urls: Vec<String> = (0..9).map(|n| format!("https://p{n}.example/")).collect();
         let sources_after = |reads: &[&str]| {
             let judgement = decide_after_reads(reads, &[]);
@@ -403,7 +403,7 @@ mod tests {
         // The first read past the list makes the marker.
         let at_first = sources_after(&urls[..=full]);
         assert_eq!(at_first.len(), full + 1, "{at_first:?}");
-        assert_eq!(at_first.last().unwrap(), MORE_SOURCES_TEXT);
+        assert_eq!(at_first.last().unwrap(), crate::rules::grant::MORE_SOURCES);
         // A listed source read again before the list filled: the same.
         let mut again = urls[..full].to_vec();
         again.push(urls[1]);
@@ -426,6 +426,8 @@ mod tests {
             "search_web query=(more untrusted sources than are listed)",
             "(more untrusted sources than are listed: 1 reads of them)",
             "(more untrusted sources than are listed: x reads of them)",
+            "(more untrusted sources than are listed: 007 reads of them)",
+            "(more untrusted sources than are listed: +7 reads of them)",
         ] {
             assert_eq!(
                 crate::rules::grant::more_sources_reads(not_a_marker),
@@ -434,6 +436,4 @@ mod tests {
             );
         }
     }
-
-    const MORE_SOURCES_TEXT: &str = crate::rules::grant::MORE_SOURCES;
 }
