@@ -382,8 +382,9 @@ fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
         // The record's marker counts the reads past the list as sc-gate's view saw them, this
         // one as sc-exec's does; more here means a read since. The two views can differ (a read
         // through sc-gate alone counts only there, and can mask one here; a taint lifted and
-        // read again starts over): docs/security.md names what this does not tell apart.
-        if past(&shown.sources).is_none_or(|then| now > then) {
+        // read again starts over): docs/security.md names what this does not tell apart. A
+        // count at its ceiling no longer moves, so it cannot show a read since: never covered.
+        if now == u64::MAX || past(&shown.sources).is_none_or(|then| now > then) {
             cut.push(format!(
                 "a source read since, past the {} a taint lists: the session's reads past the list number {now} now",
                 crate::rules::state::MAX_ALSO + 1
@@ -1155,6 +1156,24 @@ mod tests {
             decision,
             reasons: vec![format!("own {decision}")],
         }
+    }
+
+    #[test]
+    fn a_count_of_reads_past_the_list_at_its_ceiling_is_never_covered() {
+        let with = |reads: u64| Grantable {
+            scopes: Vec::new(),
+            kinds: Vec::new(),
+            values: Vec::new(),
+            sources: (0..=crate::rules::state::MAX_ALSO)
+                .map(|n| format!("source {n}"))
+                .chain([crate::rules::grant::more_sources(reads)])
+                .collect(),
+            more_values: false,
+        };
+        assert!(cut_lists(&with(7), &with(7)).is_empty());
+        assert_eq!(cut_lists(&with(8), &with(7)).len(), 1);
+        // A saturated count (a state written to its ceiling) stops counting reads made since.
+        assert_eq!(cut_lists(&with(u64::MAX), &with(u64::MAX)).len(), 1);
     }
 
     #[test]
