@@ -173,22 +173,27 @@ impl JsonLine {
         self
     }
 
-    fn key(&mut self, key: &str) {
+    /// A member's key and its colon. Keys are the program's own names, which need no escape:
+    /// copied as they are, not looked through for escapes.
+    fn key(&mut self, key: &'static str) {
+        debug_assert!(plain_run(key.as_bytes()) == key.len());
+        self.buf.reserve(key.len() + 4);
         if self.buf.len() > self.open + 1 {
             self.buf.push(b',');
         }
-        push_json_str(&mut self.buf, key);
-        self.buf.push(b':');
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
     }
 
-    pub fn field<T: Serialize + ?Sized>(mut self, key: &str, value: &T) -> Self {
+    pub fn field<T: Serialize + ?Sized>(mut self, key: &'static str, value: &T) -> Self {
         self.key(key);
         serde_json::to_writer(&mut self.buf, value).expect("a record field serializes");
         self
     }
 
     /// A string field; the same bytes as [`JsonLine::field`] gives, written directly.
-    pub(crate) fn str_field(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn str_field(mut self, key: &'static str, value: &str) -> Self {
         self.key(key);
         push_json_str(&mut self.buf, value);
         self
@@ -214,7 +219,7 @@ impl JsonLine {
     }
 
     /// An array of strings; the same bytes as [`JsonLine::field`] gives, written directly.
-    pub(crate) fn strs_field<S: AsRef<str>>(mut self, key: &str, values: &[S]) -> Self {
+    pub(crate) fn strs_field<S: AsRef<str>>(mut self, key: &'static str, values: &[S]) -> Self {
         self.key(key);
         self.buf.push(b'[');
         for (i, value) in values.iter().enumerate() {
@@ -230,7 +235,7 @@ impl JsonLine {
     /// An object field built by `fill`, which adds its fields to the inner object.
     pub(crate) fn object_field(
         mut self,
-        key: &str,
+        key: &'static str,
         fill: impl FnOnce(JsonLine) -> JsonLine,
     ) -> Self {
         self.key(key);
@@ -245,7 +250,7 @@ impl JsonLine {
     }
 
     /// `json` must be one valid JSON value.
-    pub(crate) fn raw_field(mut self, key: &str, json: &str) -> Self {
+    pub(crate) fn raw_field(mut self, key: &'static str, json: &str) -> Self {
         self.key(key);
         self.buf.extend_from_slice(json.as_bytes());
         self
