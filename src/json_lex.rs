@@ -622,7 +622,11 @@ mod tests {
                         }
                         let expected = plain_run_bytewise(&bytes);
                         assert_eq!(plain_run(&bytes), expected, "{special:#x} at {at} of {len}");
-                        assert_eq!(plain_run_by_words(&bytes), expected, "{special:#x} at {at} of {len}");
+                        assert_eq!(
+                            plain_run_by_words(&bytes),
+                            expected,
+                            "{special:#x} at {at} of {len}"
+                        );
                     }
                 }
             }

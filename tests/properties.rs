@@ -355,7 +355,10 @@ fn crew_state() -> impl Strategy<Value = CrewState> {
             // not in the map may have spent too).
             let crew_spent = agents.values().map(|a| a.spent).sum::<f64>() + others;
             CrewState {
-                agents,
+                agents: agents
+                    .into_iter()
+                    .map(|(name, state)| (name.into(), state))
+                    .collect(),
                 crew_tainted_by,
                 crew_spent,
                 crew_inexact,

@@ -11,6 +11,7 @@
 //! runs, with a real bash parser.
 
 pub mod address;
+pub mod agent_name;
 pub mod argrules;
 pub mod coding;
 pub mod decision;

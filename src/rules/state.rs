@@ -31,6 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::agent_name::{AgentName, Name};
 use super::policy::{BudgetScope, BudgetWindow, Policy, TaintScope};
 use super::provenance::{ProvenanceState, ValueRecord};
 use crate::amount::Amount;
@@ -349,7 +350,7 @@ pub enum Span {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrewState {
     /// Each agent's state, by its name.
-    pub agents: BTreeMap<String, AgentState>,
+    pub agents: BTreeMap<AgentName, AgentState>,
     /// The first taint of any agent, for `taintScope: "crew"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crew_tainted_by: Option<TaintCause>,
@@ -409,7 +410,7 @@ impl CrewState {
     }
 
     pub fn agent(&self, agent: &str) -> Option<&AgentState> {
-        self.agents.get(agent)
+        self.agents.get(Name::of(agent))
     }
 
     /// Brings the state to `now`, before a decision: with the policy's `budgetWindow`, spend
@@ -487,7 +488,7 @@ impl CrewState {
         self.provenance.reset_agent(agent);
         // Its held amounts are no longer counted.
         self.held_spend.retain(|held| held.agent != agent);
-        if self.agents.remove(agent).is_none() {
+        if self.agents.remove(Name::of(agent)).is_none() {
             return false;
         }
         let (mut sum, mut inexact) = (0.0, false);
@@ -564,7 +565,7 @@ impl CrewState {
         let (crew, crew_exact) = add_exactly(self.crew_spent, -amount);
         self.crew_inexact |= !amount_exact || !crew_exact;
         self.crew_spent = crew.max(0.0);
-        if let Some(agent) = self.agents.get_mut(&call.agent) {
+        if let Some(agent) = self.agents.get_mut(Name::of(&call.agent)) {
             let (sum, sum_exact) = add_exactly(agent.spent, -amount);
             agent.inexact |= !amount_exact || !sum_exact;
             agent.spent = sum.max(0.0);
@@ -602,9 +603,9 @@ impl CrewState {
         // Saturate rather than reach infinity, which JSON cannot carry (the state must round-trip).
         self.crew_spent = crew_sum.min(f64::MAX);
         // One lookup for an agent seen before (every call but its first).
-        let agent = match self.agents.get_mut(&call.agent) {
+        let agent = match self.agents.get_mut(Name::of(&call.agent)) {
             Some(agent) => agent,
-            None => self.agents.entry(call.agent.clone()).or_default(),
+            None => self.agents.entry(call.agent.as_str().into()).or_default(),
         };
         let (sum, sum_exact) = add_exactly(agent.spent, amount);
         agent.inexact |= !amount_exact || !sum_exact;
@@ -639,7 +640,7 @@ impl CrewState {
         if judgement.decision == Decision::Deny || !policy.has_untrusted_output(&call.tool) {
             return;
         }
-        let agent = self.agents.entry(call.agent.clone()).or_default();
+        let agent = self.agents.entry(call.agent.as_str().into()).or_default();
         record_read(
             agent,
             &mut self.crew_tainted_by,
@@ -803,13 +804,13 @@ impl CrewState {
             spend(format!("the spend of agent {}", quoted(name)), agent.spent)?;
             if agent.spent > self.crew_spent {
                 return Err(StateError::AboveTheCrew {
-                    agent: name.clone(),
+                    agent: name.to_string(),
                     spent: agent.spent,
                     crew: self.crew_spent,
                 });
             }
             if agent.tainted_by.is_some() && self.crew_tainted_by.is_none() {
-                return Err(StateError::TaintedAlone(name.clone()));
+                return Err(StateError::TaintedAlone(name.to_string()));
             }
             time("taintedBy.at", agent.tainted_by.as_ref())?;
         }
@@ -855,7 +856,7 @@ impl CrewState {
                     amount: held.amount,
                 });
             }
-            let Some(agent) = self.agents.get(&held.agent) else {
+            let Some(agent) = self.agents.get(Name::of(&held.agent)) else {
                 return Err(StateError::HeldWithoutAgent {
                     id: held.id.clone(),
                     agent: held.agent.clone(),
@@ -877,7 +878,10 @@ impl CrewState {
             *noted.entry(held.agent.as_str()).or_default() += held.amount;
         }
         for (agent, sum) in noted {
-            let spent = self.agents.get(agent).map_or(0.0, |state| state.spent);
+            let spent = self
+                .agents
+                .get(Name::of(agent))
+                .map_or(0.0, |state| state.spent);
             if sum > spent * (1.0 + 1e-9) {
                 return Err(StateError::HeldAboveSpend {
                     id: "(all of the agent's notes together)".to_owned(),
