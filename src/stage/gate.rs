@@ -599,7 +599,13 @@ struct RenderedState {
     spent: u64,
     inexact: bool,
     member: Vec<u8>,
+    /// Where the spend's fields begin in `member`: a spend that moved while the taint did not
+    /// (most changes, one with each amount) is written again from there on.
+    spent_at: usize,
 }
+
+/// Where the `agentState` object opens in its member: after `"agentState":`.
+const STATE_OPENS: usize = "\"agentState\":".len();
 
 impl RenderedStates {
     fn render(&mut self, name: &str, state: &AgentState) -> &[u8] {
@@ -619,24 +625,29 @@ impl RenderedStates {
                 spent,
                 inexact,
                 member: Vec::new(),
+                spent_at: 0,
             };
             self.agents.insert(name.to_owned(), stale);
         }
         let rendered = self.agents.get_mut(name).expect("inserted above");
         // A taint's cause is replaced only after a TTL lifted it: its id and time say whether
         // it changed.
-        let same_taint = rendered
-            .taint
-            .as_ref()
-            .map(|(id, at)| (id.as_str(), at.as_deref()))
-            == taint;
-        if (rendered.tainted, rendered.spent, rendered.inexact) != (tainted, spent, inexact)
-            || !same_taint
-        {
+        let same_taint = rendered.tainted == tainted
+            && rendered
+                .taint
+                .as_ref()
+                .map(|(id, at)| (id.as_str(), at.as_deref()))
+                == taint;
+        if !same_taint {
             let mut buffer = std::mem::take(&mut rendered.member);
             buffer.clear();
+            let mut spent_at = 0;
             let mut line = JsonLine::append_to(buffer)
-                .object_field("agentState", |fields| agent_state_fields(fields, state))
+                .object_field("agentState", |fields| {
+                    let fields = taint_fields(fields, state);
+                    spent_at = fields.len();
+                    spent_fields(fields, state)
+                })
                 .finish();
             // Only the member: without the braces and line ending that make it a line.
             line.truncate(line.len() - b"}\n".len());
@@ -647,16 +658,26 @@ impl RenderedStates {
                 spent,
                 inexact,
                 member: line,
+                spent_at: spent_at - 1,
             };
+        } else if (rendered.spent, rendered.inexact) != (spent, inexact) {
+            let mut buffer = std::mem::take(&mut rendered.member);
+            buffer.truncate(rendered.spent_at);
+            let mut line = spent_fields(JsonLine::resume(buffer, STATE_OPENS), state).finish();
+            // The object's `}` kept, the line's ending not.
+            line.truncate(line.len() - 1);
+            rendered.member = line;
+            rendered.spent = spent;
+            rendered.inexact = inexact;
         }
         &rendered.member
     }
 }
 
 /// An [`AgentState`]'s fields, written as its `Serialize` writes them (a test keeps the two
-/// the same), without going through serde for every event.
-fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
-    let fields = match &state.tainted_by {
+/// the same), without going through serde for every event: its taint, then its spend.
+fn taint_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
+    match &state.tainted_by {
         Some(cause) => fields.object_field("taintedBy", |taint| {
             let taint = taint
                 .str_field("agent", &cause.agent)
@@ -672,7 +693,11 @@ fn agent_state_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
             }
         }),
         None => fields,
-    };
+    }
+}
+
+/// The spend's fields of an [`AgentState`], after [`taint_fields`].
+fn spent_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
     let fields = fields.field("spent", &state.spent);
     if state.inexact {
         fields.field("inexact", &true)
@@ -713,6 +738,21 @@ mod tests {
         check(&state, &mut rendered);
         state.inexact = true;
         check(&state, &mut rendered);
+        // The spend alone moves on, and back, under a taint and without one.
+        for spent in [13.0, 0.1 + 0.2, 1e21, 0.0] {
+            state.spent = spent;
+            check(&state, &mut rendered);
+        }
+        state.inexact = false;
+        check(&state, &mut rendered);
+        state.tainted_by = None;
+        check(&state, &mut rendered);
+        for spent in [7.25, 1e300] {
+            state.spent = spent;
+            check(&state, &mut rendered);
+        }
+        state.inexact = true;
+        check(&state, &mut rendered);
         assert_eq!(
             String::from_utf8_lossy(rendered.render("b", &AgentState::default())),
             String::from_utf8_lossy(&fresh(&AgentState::default()))
@@ -748,7 +788,9 @@ mod tests {
             },
         ] {
             let ours = JsonLine::new()
-                .object_field("agentState", |f| agent_state_fields(f, &state))
+                .object_field("agentState", |f| {
+                    spent_fields(taint_fields(f, &state), &state)
+                })
                 .finish();
             let serde = JsonLine::new().field("agentState", &state).finish();
             assert_eq!(String::from_utf8(ours), String::from_utf8(serde));
