@@ -175,13 +175,13 @@ impl JsonLine {
 
     /// A member's key and its colon. Keys are the program's own names, which need no escape:
     /// copied as they are, not looked through for escapes.
+    #[inline]
     fn key(&mut self, key: &'static str) {
         debug_assert!(plain_run(key.as_bytes()) == key.len());
+        let comma = self.buf.len() > self.open + 1;
         self.buf.reserve(key.len() + 4);
-        if self.buf.len() > self.open + 1 {
-            self.buf.push(b',');
-        }
-        self.buf.push(b'"');
+        self.buf
+            .extend_from_slice(if comma { b",\"" } else { b"\"" });
         self.buf.extend_from_slice(key.as_bytes());
         self.buf.extend_from_slice(b"\":");
     }
