@@ -353,17 +353,30 @@ impl<'a> Lexer<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
+        let mut keys = Keys::new();
+        self.object_refusing_repeats_itself(|lexer, key| {
+            if !keys.insert(key) {
+                return None;
+            }
+            member(lexer, key)
+        })
+    }
+
+    /// [`Self::object`] for a reader that refuses a repeated key itself (`member` gives up on
+    /// one): a reader that keeps each key it knows in a slot of its own sees a repeat as a slot
+    /// already filled, and needs a [`Keys`] only for the others.
+    #[inline]
+    pub(crate) fn object_refusing_repeats_itself(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
         self.open(b'{')?;
         if self.close_if_empty(b'}') {
             return Some(());
         }
-        let mut keys = Keys::new();
         loop {
             self.skip_space();
             let key = self.plain_key()?;
-            if !keys.insert(key) {
-                return None;
-            }
             self.skip_space();
             member(self, key)?;
             if self.end_of_member(b'}')? {

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{Args, Call, Provenance, Source, MAX_CALL_DEPTH};
-use crate::json_lex::Lexer;
+use crate::json_lex::{Keys, Lexer};
 use crate::strict_json;
 
 /// Reads a call from its trimmed text, or `None` when the reference path must.
@@ -129,7 +129,9 @@ struct Fields<'a> {
 /// The call object, at its `{`.
 fn call_fields<'a>(lexer: &mut Lexer<'a>) -> Option<Fields<'a>> {
     let mut fields = Fields::default();
-    lexer.object(|lexer, key| {
+    // A key the call reads is a repeat when its slot is filled; only the others need a set.
+    let mut others = Keys::new();
+    lexer.object_refusing_repeats_itself(|lexer, key| {
         let slot = match key {
             "agent" => &mut fields.agent,
             "tool" => &mut fields.tool,
@@ -139,12 +141,17 @@ fn call_fields<'a>(lexer: &mut Lexer<'a>) -> Option<Fields<'a>> {
             // A `task` or `result` record (value provenance), not a call: the reader that tells
             // them apart takes it.
             "kind" => return None,
-            "args" => {
+            "args" if fields.args.is_none() => {
                 fields.args = Some(args(lexer)?);
                 return Some(());
             }
-            _ => return lexer.value(),
+            "args" => return None,
+            _ if others.insert(key) => return lexer.value(),
+            _ => return None,
         };
+        if slot.is_some() {
+            return None;
+        }
         *slot = Some(lexer.string()?.value());
         Some(())
     })?;
@@ -215,6 +222,14 @@ mod tests {
             r#"{"agent":"a","tool":"t","s":"\ud83d\ude00"}"#,
             r#"{"agent":"a","tool":"t","source":7}"#,
             r#"{"agent":"a","tool":"t","a":1,"a":2}"#,
+            // A key the call reads, repeated: each has its own slot, so each is tried.
+            r#"{"agent":"a","tool":"t","agent":"b"}"#,
+            r#"{"agent":"a","tool":"t","tool":"t"}"#,
+            r#"{"agent":"a","tool":"t","source":"user","x":1,"source":"user"}"#,
+            r#"{"agent":"a","tool":"t","instruction":"i","instruction":"i"}"#,
+            r#"{"agent":"a","tool":"t","cwd":"/w","cwd":"/w"}"#,
+            r#"{"agent":"a","tool":"t","args":{},"args":{}}"#,
+            r#"{"agent":"a","args":{"x":1},"tool":"t","args":{"x":1}}"#,
             r#"{"agent":"a","tool":"t","n":01}"#,
             r#"{"agent":"a","tool":"t","n":1.}"#,
             r#"{"agent":"a","tool":"t","n":-}"#,
