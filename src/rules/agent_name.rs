@@ -63,10 +63,11 @@ impl PartialOrd for Name {
     }
 }
 
+/// As the [`Name`] it lends: a map found by `Name` must be ordered by the same comparison.
 impl Ord for AgentName {
     #[inline]
     fn cmp(&self, other: &AgentName) -> Ordering {
-        compare(self.0.as_bytes(), other.0.as_bytes())
+        Name::of(&self.0).cmp(Name::of(&other.0))
     }
 }
 
