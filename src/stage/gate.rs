@@ -675,7 +675,11 @@ impl RenderedStates {
 }
 
 /// An [`AgentState`]'s fields, written as its `Serialize` writes them (a test keeps the two
-/// the same), without going through serde for every event: its taint, then its spend.
+/// the same), without going through serde for every event: its taint, then its spend. Not
+/// written: the taint's other sources read since and its count of reads past them (`also`,
+/// `readsPast`), which would lengthen every event of a tainted agent and change with each read;
+/// a hold's `grantable.sources`, which its event repeats, lists them where a decision used them
+/// (docs/audit.md).
 fn taint_fields(fields: JsonLine, state: &AgentState) -> JsonLine {
     match &state.tainted_by {
         Some(cause) => fields.object_field("taintedBy", |taint| {
