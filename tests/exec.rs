@@ -587,24 +587,33 @@ fn a_yes_in_the_pipeline_does_not_run_a_call_held_now_for_a_taint_source_it_did_
     let scratch = Scratch::new();
     let store = scratch.path("state.sqlite");
     let crew = ["--state", store.to_str().unwrap(), "--crew", "payments"];
-    let (read, email) = (buyer_reads, buyer_emails());
-    let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
+    let (records, ran) = approved_then_run_after_another_read(&scratch, &crew);
     assert_eq!(records[1]["decision"], "hold", "{}", records[1]);
+    assert_eq!(status(&ran), "skipped", "{}", ran);
+    assert!(
+        reason(&ran).contains("the taint source ") && reason(&ran).contains("inject me"),
+        "{}",
+        ran
+    );
+    assert!(!reason(&ran).contains("the kind of rule"), "{}", ran);
+}
+
+/// The buyer reads "acme reviews" and emails; the email's hold, which shows that read as its
+/// taint source, is approved. Then the session reads "inject me" (gated and run), and the
+/// approved record goes to sc-exec: the records as approved, and what sc-exec did with the
+/// email.
+fn approved_then_run_after_another_read(scratch: &Scratch, crew: &[&str]) -> (Vec<Value>, Value) {
+    let (read, email) = (buyer_reads, buyer_emails());
+    let (approved, records) = gated_and_approved(scratch, crew, &[read("acme reviews"), email]);
     assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
     assert_eq!(
         records[1]["grantable"]["sources"],
         json!(["search_web query=acme reviews"])
     );
-    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read("inject me")]));
-    run_on(&scratch, "sc-exec", &crew, other);
-    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
-    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
-    assert!(
-        reason(&out[1]).contains("the taint source ") && reason(&out[1]).contains("inject me"),
-        "{}",
-        out[1]
-    );
-    assert!(!reason(&out[1]).contains("the kind of rule"), "{}", out[1]);
+    let other = run_on(scratch, "sc-gate", crew, stream(&[read("inject me")]));
+    run_on(scratch, "sc-exec", crew, other);
+    let mut out = parse_stdout(&run_on(scratch, "sc-exec", crew, approved));
+    (records, out.swap_remove(1))
 }
 
 /// The same with the tool in `neverRemember`: no grant is offered, but the record still shows
@@ -623,19 +632,10 @@ fn a_yes_to_a_never_remembered_tool_does_not_run_it_after_a_new_taint_source() {
         "--policy",
         policy.to_str().unwrap(),
     ];
-    let (read, email) = (buyer_reads, buyer_emails());
-    let (approved, records) = gated_and_approved(&scratch, &crew, &[read("acme reviews"), email]);
-    assert_eq!(records[1]["approval"]["approved"], true, "{}", records[1]);
+    let (records, ran) = approved_then_run_after_another_read(&scratch, &crew);
     assert_eq!(records[1]["grantable"]["scopes"], json!(["once"]));
-    assert_eq!(
-        records[1]["grantable"]["sources"],
-        json!(["search_web query=acme reviews"])
-    );
-    let other = run_on(&scratch, "sc-gate", &crew, stream(&[read("inject me")]));
-    run_on(&scratch, "sc-exec", &crew, other);
-    let out = parse_stdout(&run_on(&scratch, "sc-exec", &crew, approved));
-    assert_eq!(status(&out[1]), "skipped", "{}", out[1]);
-    assert!(reason(&out[1]).contains("inject me"), "{}", out[1]);
+    assert_eq!(status(&ran), "skipped", "{}", ran);
+    assert!(reason(&ran).contains("inject me"), "{}", ran);
 }
 
 /// A yes to a hold the taint plays no part in is not refused for a taint since: a user's own
