@@ -31,10 +31,6 @@ impl Name {
         // layout and the same metadata (the length); the lifetime is kept.
         unsafe { &*(name as *const str as *const Name) }
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 /// Lexicographic by bytes, as `str` orders: the first bytes settle most comparisons of
@@ -103,33 +99,9 @@ impl From<&str> for AgentName {
     }
 }
 
-impl From<AgentName> for String {
-    fn from(name: AgentName) -> String {
-        name.0
-    }
-}
-
-impl PartialEq<str> for AgentName {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
-}
-
-impl PartialEq<&str> for AgentName {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}
-
 impl fmt::Debug for AgentName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Display for AgentName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
     }
 }
 
