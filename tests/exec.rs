@@ -744,6 +744,16 @@ fn a_yes_does_not_cover_more_untrusted_values_than_a_hold_names() {
             more,
             "{email}"
         );
+        // No `call` grant is offered for values not shown: it would cover them all.
+        assert_eq!(
+            email["grantable"]["scopes"],
+            if more {
+                json!(["once", "value"])
+            } else {
+                json!(["once", "call", "value"])
+            },
+            "{email}"
+        );
         let out = parse_stdout(&run_on(&scratch, "sc-exec", &policy, approved));
         let email = out
             .iter()

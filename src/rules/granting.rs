@@ -222,7 +222,12 @@ pub(crate) fn settle(
             let named = endorsed.named.borrow().clone();
             let mut scopes = vec![Scope::Once];
             if remember {
-                scopes.push(Scope::Call);
+                // A `call` grant covers the call whatever values it carries: not offered when
+                // it carries more than the hold names, which the person was not shown (a
+                // review found `yes call` ran such a call).
+                if !endorsed.more_named.get() {
+                    scopes.push(Scope::Call);
+                }
                 if !named.is_empty() {
                     scopes.push(Scope::Value);
                 }
