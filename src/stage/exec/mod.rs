@@ -307,12 +307,21 @@ fn covered(
     own: Option<&Grantable>,
     effective: &Effective,
 ) -> Approval {
-    let Some(own) = own.filter(|_| approval.approved) else {
+    if !approval.approved {
         return approval;
-    };
+    }
     let shown = record
         .grantable_text()
         .and_then(|text| serde_json::from_str::<Grantable>(text).ok());
+    // The record itself says the person was not shown every untrusted value the call carries:
+    // no yes covers it, whatever sc-exec's own view counts now (records dropped or put into its
+    // input between the stages can make that view count fewer).
+    if shown.as_ref().is_some_and(|shown| shown.more_values) {
+        return not_honoured(approval, &more_values_than_named());
+    }
+    let Some(own) = own else {
+        return approval;
+    };
     let not_shown: Vec<String> = match &shown {
         Some(shown) if !own.kinds.is_empty() => {
             let missing = |own: &[String], shown: &[String], what: &str| {
@@ -357,9 +366,13 @@ fn covered(
     if not_shown.is_empty() {
         return approval;
     }
+    not_honoured(approval, &not_shown.join("; "))
+}
+
+/// `approval`, turned into a refusal for what the person was `not_shown`.
+fn not_honoured(approval: Approval, not_shown: &str) -> Approval {
     let reason = format!(
-        "its approval is not honoured: sc-exec holds the call now for reasons the approval was not given to (not shown: {})",
-        not_shown.join("; ")
+        "its approval is not honoured: sc-exec holds the call now for reasons the approval was not given to (not shown: {not_shown})"
     );
     Approval {
         scope: None,
@@ -369,6 +382,14 @@ fn covered(
         reason,
         ..approval
     }
+}
+
+/// Why a yes does not cover a call carrying more untrusted values than a record names.
+fn more_values_than_named() -> String {
+    format!(
+        "the call carries more untrusted values than the {} a record names, so a value not shown cannot be told from those shown",
+        crate::rules::granting::MAX_NAMED
+    )
 }
 
 /// What a yes cannot cover where the record could not show it all: a source read since the
@@ -392,10 +413,7 @@ fn cut_lists(own: &Grantable, shown: &Grantable) -> Vec<String> {
         }
     }
     if own.more_values {
-        cut.push(format!(
-            "the call carries more untrusted values than the {} a record names, so a value not shown cannot be told from those shown",
-            crate::rules::granting::MAX_NAMED
-        ));
+        cut.push(more_values_than_named());
     }
     cut
 }
