@@ -80,6 +80,8 @@ pub struct AuditLog {
     /// The file's length and chain head after our last append.
     known_end: Option<(u64, Head)>,
     sealed: Vec<u8>,
+    /// A deferred event's line, as it is written ([`super::deferred`]).
+    deferred: Vec<u8>,
 }
 
 impl AuditLog {
@@ -100,6 +102,7 @@ impl AuditLog {
             options,
             known_end: None,
             sealed: Vec::new(),
+            deferred: Vec::new(),
         })
     }
 
@@ -114,21 +117,28 @@ impl AuditLog {
 
     /// Seals whole event lines into the chain and appends them in one locked write.
     pub fn append(&mut self, lines: &[u8]) -> Result<()> {
+        debug_assert!(lines.is_empty() || lines.ends_with(b"\n"));
+        self.append_batch(lines, &[])
+    }
+
+    /// [`AuditLog::append`] for a batch of a stage's output: `events` holds whole event lines
+    /// and deferred events ([`super::deferred`]), these written from the batch's `records`.
+    pub fn append_batch(&mut self, events: &[u8], records: &[u8]) -> Result<()> {
+        let lines = events;
         if lines.is_empty() {
             return Ok(());
         }
-        debug_assert!(lines.ends_with(b"\n"));
         let path = self.path.display().to_string();
         let context = || format!("cannot write the audit log {path}");
         self.file.lock().with_context(context)?;
-        let written = self.append_locked(lines);
+        let written = self.append_locked(lines, records);
         let unlocked = self.file.unlock();
         written.with_context(context)?;
         unlocked.with_context(context)?;
         Ok(())
     }
 
-    fn append_locked(&mut self, lines: &[u8]) -> std::io::Result<()> {
+    fn append_locked(&mut self, lines: &[u8], records: &[u8]) -> std::io::Result<()> {
         let len = self.file.metadata()?.len();
         let mut head = match self.known_end {
             Some((known_len, head)) if known_len == len => head,
@@ -142,9 +152,17 @@ impl AuditLog {
         }
         let mut rest = lines;
         while !rest.is_empty() {
-            let end = crate::json_write::find_newline(rest).unwrap_or(rest.len());
-            let line = &rest[..end];
-            rest = &rest[(end + 1).min(rest.len())..];
+            let line = if rest[0] == super::deferred::TAG {
+                let used = super::deferred::write(rest, records, &mut self.deferred)
+                    .map_err(std::io::Error::other)?;
+                rest = &rest[used..];
+                &self.deferred[..]
+            } else {
+                let end = crate::json_write::find_newline(rest).unwrap_or(rest.len());
+                let line = &rest[..end];
+                rest = &rest[(end + 1).min(rest.len())..];
+                line
+            };
             if line.is_empty() {
                 continue;
             }
@@ -197,13 +215,20 @@ pub fn event(stage: Stage, id: &str) -> JsonLine {
 pub(crate) fn event_in(mut batch: Vec<u8>, stage: Stage, id: &str, time: SystemTime) -> JsonLine {
     let open = batch.len();
     batch.reserve(768);
-    batch.extend_from_slice(b"{\"ts\":\"");
-    push_timestamp(&mut batch, time);
-    batch.extend_from_slice(b"\",\"stage\":\"");
-    batch.extend_from_slice(stage.as_str().as_bytes());
-    batch.extend_from_slice(b"\",\"id\":");
+    push_event_head(&mut batch, stage, time);
+    batch.extend_from_slice(b",\"id\":");
     crate::json_write::push_json_str(&mut batch, id);
     JsonLine::resume(batch, open)
+}
+
+/// An event line's first members, `{"ts":"…","stage":"…"`: [`event_in`]'s, and a deferred
+/// event's ([`super::deferred`]).
+pub(crate) fn push_event_head(out: &mut Vec<u8>, stage: Stage, time: SystemTime) {
+    out.extend_from_slice(b"{\"ts\":\"");
+    push_timestamp(out, time);
+    out.extend_from_slice(b"\",\"stage\":\"");
+    out.extend_from_slice(stage.as_str().as_bytes());
+    out.push(b'"');
 }
 
 /// RFC 3339 in UTC with microseconds, e.g. `2026-11-30T16:41:03.123456Z`.
@@ -326,8 +351,8 @@ impl IdMinter {
 
 /// The stages' output appends each batch's events here before its records leave.
 impl crate::jsonl::AuditSink for AuditLog {
-    fn append(&mut self, lines: &[u8]) -> Result<()> {
-        AuditLog::append(self, lines)
+    fn append(&mut self, events: &[u8], records: &[u8]) -> Result<()> {
+        AuditLog::append_batch(self, events, records)
     }
 }
 
@@ -527,6 +552,7 @@ mod tests {
             options: AuditOptions::default(),
             known_end: None,
             sealed: Vec::new(),
+            deferred: Vec::new(),
         };
         let err = log.append(b"{}\n").unwrap_err();
         assert!(

@@ -25,9 +25,16 @@ pub struct StageOutput<W: Write, E: Write> {
     /// Buffers that batches gave back, for the next batches: a stream that flows reuses a few
     /// buffers instead of growing new ones.
     spare: Spares,
-    /// A batch whose audit events are being appended on the auditor thread: its records and
-    /// narration, to be written once the append has succeeded.
-    in_flight: Option<(Vec<u8>, Vec<u8>)>,
+    /// The narration of a batch whose audit events are being appended on the auditor thread
+    /// (which has its records too), to be written once the append has succeeded.
+    in_flight: Option<Vec<u8>>,
+}
+
+/// A batch on its way to the auditor thread and back: its audit events, and its records, which
+/// leave only once the events are appended (and which a deferred event is written from).
+struct Batch {
+    events: Vec<u8>,
+    records: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -52,16 +59,18 @@ fn give_back(spare: &mut Vec<u8>, mut buffer: Vec<u8>) {
 
 /// Where a stage's audit events go (the audit log, in `crate::audit`): each batch appended as one
 /// write of whole lines, before any record of the batch leaves. A failed append stops the stage.
+/// `records` are the batch's records, which an event may be written from (the audit log's
+/// deferred events).
 pub trait AuditSink: Send {
-    fn append(&mut self, lines: &[u8]) -> Result<()>;
+    fn append(&mut self, events: &[u8], records: &[u8]) -> Result<()>;
 }
 
 /// Who appends the audit events: this thread, or a thread of its own.
 enum Auditor {
     Inline(Box<dyn AuditSink>),
     Thread {
-        batches: SyncSender<Vec<u8>>,
-        appended: Receiver<(Vec<u8>, Result<()>)>,
+        batches: SyncSender<Batch>,
+        appended: Receiver<(Batch, Result<()>)>,
         thread: JoinHandle<Box<dyn AuditSink>>,
     },
     /// The auditor thread panicked.
@@ -70,7 +79,7 @@ enum Auditor {
 
 impl Auditor {
     /// Moves the log to a thread that appends each batch it is sent and answers with the
-    /// outcome (and the emptied buffer, for reuse).
+    /// outcome (and the batch: its records to write, its emptied events buffer for reuse).
     fn start_thread(&mut self) -> Result<()> {
         let Auditor::Inline(_) = self else {
             return Ok(());
@@ -78,14 +87,14 @@ impl Auditor {
         let Auditor::Inline(mut log) = std::mem::replace(self, Auditor::Stopped) else {
             unreachable!()
         };
-        let (batches, inbox) = sync_channel::<Vec<u8>>(1);
+        let (batches, inbox) = sync_channel::<Batch>(1);
         let (outbox, appended) = sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("audit".into())
             .spawn(move || {
                 for mut batch in inbox {
-                    let result = log.append(&batch);
-                    batch.clear();
+                    let result = log.append(&batch.events, &batch.records);
+                    batch.events.clear();
                     let failed = result.is_err();
                     if outbox.send((batch, result)).is_err() || failed {
                         break;
@@ -102,8 +111,8 @@ impl Auditor {
         Ok(())
     }
 
-    /// Waits for the batch on the thread; returns its emptied buffer.
-    fn wait(&mut self) -> Result<Vec<u8>> {
+    /// Waits for the batch on the thread; returns it, its events buffer emptied.
+    fn wait(&mut self) -> Result<Batch> {
         let Auditor::Thread { appended, .. } = self else {
             unreachable!("only a thread has a batch in flight")
         };
@@ -205,7 +214,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         self.land_in_flight()?;
         if !self.pending_audit.is_empty() {
             match &mut self.auditor {
-                Auditor::Inline(log) => log.append(&self.pending_audit)?,
+                Auditor::Inline(log) => log.append(&self.pending_audit, &self.pending_records)?,
                 Auditor::Thread { .. } => {
                     self.send_pending()?;
                     self.land_in_flight()?;
@@ -250,24 +259,26 @@ impl<W: Write, E: Write> StageOutput<W, E> {
         let Auditor::Thread { batches, .. } = &self.auditor else {
             anyhow::bail!("the audit thread stopped unexpectedly");
         };
-        let batch = take_batch(&mut self.pending_audit, &mut self.spare.audit);
+        let batch = Batch {
+            events: take_batch(&mut self.pending_audit, &mut self.spare.audit),
+            records: take_batch(&mut self.pending_records, &mut self.spare.records),
+        };
         if batches.send(batch).is_err() {
             self.auditor.stop();
             anyhow::bail!("the audit thread stopped unexpectedly");
         }
-        let records = take_batch(&mut self.pending_records, &mut self.spare.records);
         let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
-        self.in_flight = Some((records, narration));
+        self.in_flight = Some(narration);
         Ok(())
     }
 
     /// Waits for the batch in flight, if any, and writes its records once it is appended.
     fn land_in_flight(&mut self) -> Result<()> {
-        let Some((records, narration)) = self.in_flight.take() else {
+        let Some(narration) = self.in_flight.take() else {
             return Ok(());
         };
-        let buffer = self.auditor.wait()?;
-        give_back(&mut self.spare.audit, buffer);
+        let Batch { events, records } = self.auditor.wait()?;
+        give_back(&mut self.spare.audit, events);
         self.write_out(records, narration, false)
     }
 

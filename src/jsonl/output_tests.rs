@@ -9,7 +9,7 @@ struct Recording {
 }
 
 impl AuditSink for Recording {
-    fn append(&mut self, lines: &[u8]) -> Result<()> {
+    fn append(&mut self, lines: &[u8], _records: &[u8]) -> Result<()> {
         if self.fail {
             anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
         }

@@ -531,6 +531,8 @@ fn write_verdict<W: Write, E: Write>(
 ) {
     let judgement = verdict.judgement;
     output.emit_with(|events, records| {
+        // The record's `{`: its members from `"id"` on follow it.
+        let opens = records.len();
         let grantable = record::grantable_text(judgement);
         let (mut batch, shared) = record::write_verdict(
             std::mem::take(records),
@@ -552,18 +554,27 @@ fn write_verdict<W: Write, E: Write>(
             }
         }
         *records = batch;
-        // The event repeats the verdict's call, decision and reasons as just written.
-        let mut event =
-            audit::event_in(std::mem::take(events), Stage::Gate, verdict.id, verdict.at)
-                .raw_members(&records[shared]);
-        // The agent's state after this call, so the report can say who was tainted by what.
-        if let (Some(call), Some(agent)) = (verdict.call, verdict.agent) {
-            event = event.raw_members(rendered_states.render(&call.agent, agent));
+        // The event repeats the verdict's id, call, decision and reasons as just written, then
+        // the agent's state after this call, so the report can say who was tainted by what.
+        let state = match (verdict.call, verdict.agent) {
+            (Some(call), Some(agent)) => rendered_states.render(&call.agent, agent),
+            _ => &[],
+        };
+        // Written by the thread that appends it, from the record ([`audit::deferred`]).
+        if audit::deferred::push(
+            events,
+            verdict.at,
+            Stage::Gate,
+            opens + 1..shared.end,
+            &[state, store_members],
+        ) {
+            return;
         }
-        if !store_members.is_empty() {
-            event = event.raw_members(store_members);
-        }
-        *events = event.finish();
+        *events = audit::event_in(std::mem::take(events), Stage::Gate, verdict.id, verdict.at)
+            .raw_members(&records[shared])
+            .raw_members(state)
+            .raw_members(store_members)
+            .finish();
     });
     if !output.narrating() {
         return;

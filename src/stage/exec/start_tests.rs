@@ -71,7 +71,7 @@ struct Watching {
 }
 
 impl AuditSink for Watching {
-    fn append(&mut self, lines: &[u8]) -> anyhow::Result<()> {
+    fn append(&mut self, lines: &[u8], _records: &[u8]) -> anyhow::Result<()> {
         if self.fail {
             anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
         }
