@@ -109,8 +109,15 @@ pub(crate) fn grantable_text(judgement: &Judgement) -> Option<String> {
 /// A [`Grantable`] as JSON, written as `serde_json` writes it (a test holds the two together):
 /// every hold has one, and serde's writer made a fifth of a held call's cost in the gate.
 fn grantable_json(grantable: &Grantable) -> String {
-    // Room for a hold's usual scopes, kind and source without growing.
-    let mut out = Vec::with_capacity(256);
+    // Room for it all without growing, unless an item needs escapes: its keys and scopes take
+    // under 96 bytes, each item its length and three more (quotes and comma). A hold of a
+    // session that read many pages lists long sources, past a fixed guess.
+    let items: usize = [&grantable.kinds, &grantable.values, &grantable.sources]
+        .into_iter()
+        .flatten()
+        .map(|item| item.len() + 3)
+        .sum();
+    let mut out = Vec::with_capacity(96 + items);
     out.extend_from_slice(b"{\"scopes\":[");
     for (i, scope) in grantable.scopes.iter().enumerate() {
         if i > 0 {

@@ -321,25 +321,30 @@ fn unnamed_tool_from_tainted_agent(
 
 /// `agent is tainted: untrusted content was read through … earlier in this stream`.
 fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState, then: &str) -> String {
-    // One format, `then` included: the reason is built once, never grown.
-    match &state.span {
-        Span::Stream => format!(
-            "{} is tainted: untrusted content was read through {} earlier in this stream{then}",
-            quoted(&call.agent),
-            cause.describe(),
-        ),
-        Span::Session => format!(
-            "{} is tainted: untrusted content was read through {} earlier in this session{then}",
-            quoted(&call.agent),
-            cause.describe(),
-        ),
-        Span::Crew(crew) => format!(
-            "{} is tainted: untrusted content was read through {} earlier in crew {}'s shared state{then}",
-            quoted(&call.agent),
-            cause.describe(),
-            quoted(crew),
-        ),
+    // Joined, not formatted: every hold of a tainted agent writes it.
+    let agent = quoted(&call.agent);
+    let cause = cause.describe();
+    let crew = match &state.span {
+        Span::Crew(crew) => Some(quoted(crew)),
+        Span::Stream | Span::Session => None,
+    };
+    let mut reason = String::with_capacity(
+        agent.len() + cause.len() + crew.as_ref().map_or(0, |crew| crew.len()) + then.len() + 96,
+    );
+    reason.push_str(&agent);
+    reason.push_str(" is tainted: untrusted content was read through ");
+    reason.push_str(cause);
+    match (&crew, &state.span) {
+        (Some(crew), _) => {
+            reason.push_str(" earlier in crew ");
+            reason.push_str(crew);
+            reason.push_str("'s shared state");
+        }
+        (None, Span::Session) => reason.push_str(" earlier in this session"),
+        (None, _) => reason.push_str(" earlier in this stream"),
     }
+    reason.push_str(then);
+    reason
 }
 
 /// Whether a file tool's write is judged as a confined call's write, in place of rule 5: the

@@ -837,3 +837,43 @@ fn the_allow_reason_joined_is_the_one_formatted() {
         }
     }
 }
+
+/// The taint's reason, joined from its parts, reads as the format it replaced, in every span.
+#[test]
+fn the_taint_reason_reads_as_formatted_in_every_span() {
+    let line = r#"{"agent":"he said \"hi\"","tool":"send_email","args":{},"source":"agent"}"#;
+    let call = call(line).unwrap();
+    let cause = TaintCause::new(
+        "scout".into(),
+        "fetch_page".into(),
+        "x-1".into(),
+        Some("url=https://evil.test/\u{202e}x".into()),
+    );
+    for span in [
+        Span::Stream,
+        Span::Session,
+        Span::Crew("desk \u{1b}[2J".into()),
+    ] {
+        let mut state = CrewState::new();
+        state.span = span.clone();
+        for then in ["", "; and more"] {
+            let agent = quoted(&call.agent);
+            let expected = match &span {
+                Span::Stream => format!(
+                    "{agent} is tainted: untrusted content was read through {} earlier in this stream{then}",
+                    cause.describe()
+                ),
+                Span::Session => format!(
+                    "{agent} is tainted: untrusted content was read through {} earlier in this session{then}",
+                    cause.describe()
+                ),
+                Span::Crew(crew) => format!(
+                    "{agent} is tainted: untrusted content was read through {} earlier in crew {}'s shared state{then}",
+                    cause.describe(),
+                    quoted(crew)
+                ),
+            };
+            assert_eq!(tainted_by(&call, &cause, &state, then), expected);
+        }
+    }
+}

@@ -139,10 +139,14 @@ pub const MORE_SOURCES: &str = "(more untrusted sources than are listed)";
 /// [`MORE_SOURCES`] after `reads` reads past the list (the first makes it).
 pub fn more_sources(reads: u64) -> String {
     if reads <= 1 {
-        MORE_SOURCES.to_owned()
-    } else {
-        format!("(more untrusted sources than are listed: {reads} reads of them)")
+        return MORE_SOURCES.to_owned();
     }
+    // Not `format!`: a hold of a session that read past the list writes it every time.
+    let mut text = Vec::with_capacity(64);
+    text.extend_from_slice(b"(more untrusted sources than are listed: ");
+    crate::json_write::push_u64(&mut text, reads);
+    text.extend_from_slice(b" reads of them)");
+    String::from_utf8(text).expect("ASCII")
 }
 
 /// How many reads past the list a [`more_sources`] marker counts; `None` when `source`
@@ -343,6 +347,21 @@ pub fn reason(grant: &Grant) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_marker_reads_as_formatted_and_back() {
+        for reads in [2, 3, 9, 10, 11, 99, 100, 12_345, u64::MAX - 1, u64::MAX] {
+            let marker = super::more_sources(reads);
+            assert_eq!(
+                marker,
+                format!("(more untrusted sources than are listed: {reads} reads of them)")
+            );
+            assert_eq!(super::more_sources_reads(&marker), Some(reads));
+        }
+        for reads in [0, 1] {
+            assert_eq!(super::more_sources(reads), super::MORE_SOURCES);
+        }
+    }
+
     #[test]
     fn numbers_are_counted_as_written() {
         for long in [
