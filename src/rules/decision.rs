@@ -548,9 +548,18 @@ fn amount_rules(call: &Call, policy: &Policy, _: &CrewState, _: &Endorsed) -> Op
     let amount = Amount::from_json_exact(call.args.get("amount")?, call.amount_text.as_deref());
     let above = amount.is_above(limit);
     match amount {
-        Amount::Understood { text, .. } => above.then(|| Finding {
-            decision: Decision::Hold,
-            reason: format!("amount {} is above the hold limit of {limit}", quoted(&text)),
+        Amount::Understood { text, .. } => above.then(|| {
+            // Joined, not formatted: every payment held for its amount says it.
+            let (amount, limit) = (quoted(&text), policy.hold_above_amount_text());
+            let mut reason = String::with_capacity(amount.len() + limit.len() + 40);
+            reason.push_str("amount ");
+            reason.push_str(&amount);
+            reason.push_str(" is above the hold limit of ");
+            reason.push_str(limit);
+            Finding {
+                decision: Decision::Hold,
+                reason,
+            }
         }),
         Amount::NotUnderstood { text } => Some(Finding {
             decision: Decision::Hold,

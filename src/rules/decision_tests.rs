@@ -877,3 +877,24 @@ fn the_taint_reason_reads_as_formatted_in_every_span() {
         }
     }
 }
+
+/// The amount's reason, joined from its parts, writes the limit as `{}` of the number does.
+#[test]
+fn the_amount_reason_writes_the_limit_as_formatted() {
+    for limit in [0.0, 0.1, 99.5, 100.0, 1e15, 12_345_678.125] {
+        let policy = Policy::new(PolicySettings {
+            hold_above_amount: limit,
+            ..PolicySettings::default()
+        })
+        .unwrap();
+        let line = payment("\"9999999999999999.99\"", "user");
+        let judgement = evaluate_parsed(&call(&line), &policy, &CrewState::new());
+        assert_eq!(judgement.decision, Decision::Hold, "{judgement:?}");
+        assert!(
+            judgement.reasons.contains(&format!(
+                "amount 9999999999999999.99 is above the hold limit of {limit}"
+            )),
+            "{limit}: {judgement:?}"
+        );
+    }
+}

@@ -177,11 +177,17 @@ pub struct TaintSources<'a> {
 impl TaintSources<'_> {
     /// Every source, the first one first, the marker past the full list with its count.
     pub fn all(&self) -> Vec<String> {
-        let mut all: Vec<String> = std::iter::once(taint_source(self.tool, self.argument))
-            .chain(self.also.iter().cloned())
-            .collect();
-        if let Some(last) = all.last_mut().filter(|last| last.as_str() == MORE_SOURCES) {
-            *last = more_sources(self.reads_past);
+        let mut all = Vec::with_capacity(1 + self.also.len());
+        all.push(taint_source(self.tool, self.argument));
+        // The marker, which only ever ends the list, is written with its count (not copied
+        // and then replaced: every hold of a session past the list makes it).
+        let (listed, marker) = match self.also.split_last() {
+            Some((last, listed)) if last == MORE_SOURCES => (listed, true),
+            _ => (&self.also[..], false),
+        };
+        all.extend(listed.iter().cloned());
+        if marker {
+            all.push(more_sources(self.reads_past));
         }
         all
     }

@@ -199,6 +199,9 @@ impl fmt::Display for BudgetWindow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     hold_above_amount: f64,
+    /// `hold_above_amount` as a reason writes it (`{}` of the number), made once: every payment
+    /// held for its amount says it.
+    hold_above_amount_text: String,
     deny_tools: ToolList,
     sensitive_tools: ToolList,
     untrusted_output_tools: ToolList,
@@ -330,8 +333,10 @@ impl Policy {
         if settings.budget_window.is_some() && settings.hold_above_total.is_none() {
             return Err(PolicyProblem::WindowBudgetUnset.at("budgetWindow").into());
         }
+        let hold_above_amount = check_limit("holdAboveAmount", settings.hold_above_amount)?;
         Ok(Policy {
-            hold_above_amount: check_limit("holdAboveAmount", settings.hold_above_amount)?,
+            hold_above_amount,
+            hold_above_amount_text: hold_above_amount.to_string(),
             deny_tools: list("denyTools", &settings.deny_tools)?,
             sensitive_tools: list("sensitiveTools", &settings.sensitive_tools)?,
             untrusted_output_tools: list("untrustedOutputTools", &settings.untrusted_output_tools)?,
@@ -442,6 +447,11 @@ impl Policy {
 
     pub fn hold_above_amount(&self) -> f64 {
         self.hold_above_amount
+    }
+
+    /// [`Policy::hold_above_amount`] as `{}` writes it.
+    pub fn hold_above_amount_text(&self) -> &str {
+        &self.hold_above_amount_text
     }
 
     pub fn hold_above_total(&self) -> Option<f64> {
