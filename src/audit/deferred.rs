@@ -15,7 +15,7 @@
 use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
-use super::log::Stage;
+use super::head::Stage;
 
 /// The first byte of a deferred entry.
 pub(crate) const TAG: u8 = 0;
@@ -138,7 +138,7 @@ pub(crate) fn write(entry: &[u8], records: &[u8], line: &mut Vec<u8>) -> Result<
         .checked_add(Duration::new(seconds, nanos))
         .ok_or(Malformed::Time)?;
     line.clear();
-    super::log::push_event_head(line, stage, time);
+    super::head::push_event_head(line, stage, time);
     line.push(b',');
     line.extend_from_slice(record);
     line.extend_from_slice(after);

@@ -183,7 +183,7 @@ impl TaintSources<'_> {
         // and then replaced: every hold of a session past the list makes it).
         let (listed, marker) = match self.also.split_last() {
             Some((last, listed)) if last == MORE_SOURCES => (listed, true),
-            _ => (&self.also[..], false),
+            _ => (self.also, false),
         };
         all.extend(listed.iter().cloned());
         if marker {
