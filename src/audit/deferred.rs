@@ -98,14 +98,11 @@ fn stage_byte(stage: Stage) -> u8 {
     }
 }
 
+/// The stage whose [`stage_byte`] is `byte`.
 fn stage_of(byte: u8) -> Option<Stage> {
-    Some(match byte {
-        1 => Stage::Gate,
-        2 => Stage::Approve,
-        3 => Stage::Exec,
-        4 => Stage::ExecStart,
-        _ => return None,
-    })
+    [Stage::Gate, Stage::Approve, Stage::Exec, Stage::ExecStart]
+        .into_iter()
+        .find(|stage| stage_byte(*stage) == byte)
 }
 
 /// Writes the event line (without its newline) of the entry at the start of `entry` into

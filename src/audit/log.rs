@@ -104,21 +104,20 @@ impl AuditLog {
     /// [`AuditLog::append`] for a batch of a stage's output: `events` holds whole event lines
     /// and deferred events ([`super::deferred`]), these written from the batch's `records`.
     pub fn append_batch(&mut self, events: &[u8], records: &[u8]) -> Result<()> {
-        let lines = events;
-        if lines.is_empty() {
+        if events.is_empty() {
             return Ok(());
         }
         let path = self.path.display().to_string();
         let context = || format!("cannot write the audit log {path}");
         self.file.lock().with_context(context)?;
-        let written = self.append_locked(lines, records);
+        let written = self.append_locked(events, records);
         let unlocked = self.file.unlock();
         written.with_context(context)?;
         unlocked.with_context(context)?;
         Ok(())
     }
 
-    fn append_locked(&mut self, lines: &[u8], records: &[u8]) -> std::io::Result<()> {
+    fn append_locked(&mut self, events: &[u8], records: &[u8]) -> std::io::Result<()> {
         let len = self.file.metadata()?.len();
         let mut head = match self.known_end {
             Some((known_len, head)) if known_len == len => head,
@@ -130,7 +129,7 @@ impl AuditLog {
             // verifier show the torn one).
             self.sealed.push(b'\n');
         }
-        let mut rest = lines;
+        let mut rest = events;
         while !rest.is_empty() {
             let line = if rest[0] == super::deferred::TAG {
                 let used = super::deferred::write(rest, records, &mut self.deferred)
