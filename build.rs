@@ -21,6 +21,9 @@
 //! and the library are linked as before; the program's own unit tests (its test build is the
 //! same binary target) are linked statically too.
 //!
+//! Where a probe linked that way runs, the program's relocations are packed
+//! ([`PACK_RELOCATIONS`]), so that each start reads 8 KB of them instead of 850 KB.
+//!
 //! When: Linux with the GNU C library, the C compiler links a static program (`-static-pie`)
 //! and every archive is installed (on Fedora they are in `glibc-static`). Anything else, or
 //! `SKELETON_CREW_LINK=dynamic` in the build's environment, links dynamically; the choice is
@@ -57,13 +60,23 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let linked = match static_folder() {
         Ok(folder) => {
+            let linker = env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into());
+            let packed = packs_relocations(&linker, &out_dir());
+            println!(
+                "cargo:rustc-env=SKELETON_CREW_RELOCATIONS={}",
+                if packed { "packed" } else { "listed" }
+            );
             for bin in STATIC {
                 println!("cargo:rustc-link-arg-bin={bin}=-static-pie");
                 println!("cargo:rustc-link-arg-bin={bin}=-L{}", folder.display());
+                if packed {
+                    println!("cargo:rustc-link-arg-bin={bin}={PACK_RELOCATIONS}");
+                }
             }
             "static-pie"
         }
         Err(Dynamic { why, say }) => {
+            println!("cargo:rustc-env=SKELETON_CREW_RELOCATIONS=listed");
             if say {
                 println!("cargo:warning=linking sc-hook and sc-sandbox dynamically: {why}");
             }
@@ -90,6 +103,47 @@ impl From<&str> for Dynamic {
     fn from(why: &str) -> Dynamic {
         Dynamic::from(why.to_owned())
     }
+}
+
+/// The linker's flag that writes the program's relocations packed (`DT_RELR`): a static
+/// position-independent program relocates its own pointers as it starts, and the one program
+/// has about 36,000 of them. Listed one by one they took 850 KB that every start read through;
+/// packed, they take 8 KB, and sc-hook started about 0.15 ms sooner in alternating runs
+/// (issue 34). Used only where a probe linked with it runs (GNU ld 2.38 and the C library's
+/// start-up code from 2.36 on; an older start-up code would not apply them).
+const PACK_RELOCATIONS: &str = "-Wl,-z,pack-relative-relocs";
+
+fn out_dir() -> PathBuf {
+    PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
+}
+
+/// Whether a static position-independent program linked with [`PACK_RELOCATIONS`] links and
+/// runs with its pointers right. Not tried in a cross build, whose programs cannot run here.
+fn packs_relocations(linker: &str, out: &Path) -> bool {
+    if env::var("TARGET").ok() != env::var("HOST").ok() {
+        return false;
+    }
+    let source = out.join("relr-probe.c");
+    let program = out.join("relr-probe");
+    // A table of pointers: each one a relative relocation the start-up code must apply.
+    let probe = "static const char *const words[] = {\"alpha\", \"beta\", \"gamma\"};\n\
+                 int main(void) { return words[0][0] == 'a' && words[1][0] == 'b' \
+                 && words[2][0] == 'g' ? 0 : 1; }\n";
+    if fs::write(&source, probe).is_err() {
+        return false;
+    }
+    let linked = Command::new(linker)
+        .arg("-static-pie")
+        .arg(PACK_RELOCATIONS)
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    linked
+        && Command::new(&program)
+            .status()
+            .is_ok_and(|status| status.success())
 }
 
 /// The folder of linker scripts that turn rustc's dynamic C libraries into static archives, or
