@@ -31,7 +31,13 @@ impl Amount {
     /// Reads an amount from its JSON value. `number_text` is the number exactly as written in
     /// the JSON, when known (a parsed float has lost it).
     pub(crate) fn from_json_exact(value: &Value, number_text: Option<&str>) -> Amount {
-        let text = value.to_string();
+        // A whole number of at most 19 digits as written (most amounts) is read as a `u64`,
+        // which serde_json writes back digit for digit: its text is the one written, with no
+        // formatting (done three times for every call with an amount, issue 34).
+        let text = match (value, number_text) {
+            (Value::Number(n), Some(raw)) if plain_integer(raw) && n.is_u64() => raw.to_owned(),
+            _ => value.to_string(),
+        };
         let (understood, exact) = match value {
             // A minus sign is never an amount we understand, not even `-0`.
             Value::Number(n) if !text.starts_with('-') => {
@@ -75,6 +81,12 @@ impl Amount {
             Amount::NotUnderstood { .. } => true,
         }
     }
+}
+
+/// Whether `text` is a JSON integer of at most 19 digits with no sign: below 10^19, so read as
+/// a `u64` (JSON has no leading zeros), and written back as the same digits.
+fn plain_integer(text: &str) -> bool {
+    (1..=19).contains(&text.len()) && text.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// Whether a float read from `text` is surely written back as the same decimal, without
@@ -407,6 +419,43 @@ fn parse_plain_decimal(s: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_plain_integer_reads_as_its_formatted_value_reads() {
+        for raw in [
+            "0",
+            "7",
+            "100",
+            "953",
+            "1000000",
+            "9007199254740993",
+            "9999999999999999999",
+            "18446744073709551615",
+            "100000000000000000000",
+            "12.50",
+            "100.0",
+            "1e2",
+        ] {
+            let value: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(
+                Amount::from_json_exact(&value, Some(raw)),
+                match Amount::from_json_exact(&value, None) {
+                    // Only the exact text is the one written, where it differs.
+                    Amount::Understood { value, text, .. } => Amount::Understood {
+                        value,
+                        text,
+                        exact: raw.to_owned(),
+                    },
+                    other => other,
+                },
+                "{raw}"
+            );
+        }
+        assert!(plain_integer("9999999999999999999"));
+        for not in ["", "-1", "1.0", "1e2", "12345678901234567890", "+1"] {
+            assert!(!plain_integer(not), "{not}");
+        }
+    }
+
     #[test]
     fn a_decimal_said_to_round_trip_does() {
         use super::{decimal_cmp, surely_round_trips};

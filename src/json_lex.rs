@@ -206,7 +206,9 @@ fn unescape(inner: &str) -> String {
     let bytes = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
     let mut at = 0;
-    while let Some(slash) = bytes[at..].iter().position(|&b| b == b'\\') {
+    // Found by the memchr crate's vector search: a call's `instruction` with quotes in it
+    // was a tenth of the scan's cost looked through a byte at a time (issue 34).
+    while let Some(slash) = memchr::memchr(b'\\', &bytes[at..]) {
         out.push_str(&inner[at..at + slash]);
         at += slash;
         let decoded = match bytes[at + 1] {
