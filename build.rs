@@ -21,9 +21,6 @@
 //! and the library are linked as before; the program's own unit tests (its test build is the
 //! same binary target) are linked statically too.
 //!
-//! Where a probe linked that way runs, the program's relocations are packed
-//! ([`PACK_RELOCATIONS`]), so that each start reads 8 KB of them instead of 850 KB.
-//!
 //! When: Linux with the GNU C library, the C compiler links a static program (`-static-pie`)
 //! and every archive is installed (on Fedora they are in `glibc-static`). Anything else, or
 //! `SKELETON_CREW_LINK=dynamic` in the build's environment, links dynamically; the choice is
@@ -60,23 +57,13 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let linked = match static_folder() {
         Ok(folder) => {
-            let linker = env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into());
-            let packed = packs_relocations(&linker, &out_dir());
-            println!(
-                "cargo:rustc-env=SKELETON_CREW_RELOCATIONS={}",
-                if packed { "packed" } else { "listed" }
-            );
             for bin in STATIC {
                 println!("cargo:rustc-link-arg-bin={bin}=-static-pie");
                 println!("cargo:rustc-link-arg-bin={bin}=-L{}", folder.display());
-                if packed {
-                    println!("cargo:rustc-link-arg-bin={bin}={PACK_RELOCATIONS}");
-                }
             }
             "static-pie"
         }
         Err(Dynamic { why, say }) => {
-            println!("cargo:rustc-env=SKELETON_CREW_RELOCATIONS=listed");
             if say {
                 println!("cargo:warning=linking sc-hook and sc-sandbox dynamically: {why}");
             }
@@ -103,112 +90,6 @@ impl From<&str> for Dynamic {
     fn from(why: &str) -> Dynamic {
         Dynamic::from(why.to_owned())
     }
-}
-
-/// The linker's flag that writes the program's relocations packed (`DT_RELR`): a static
-/// position-independent program relocates its own pointers as it starts, and the one program
-/// has about 36,000 of them. Listed one by one they took 850 KB that every start read through;
-/// packed, they take 8 KB, and sc-hook started about 0.15 ms sooner in alternating runs
-/// (issue 34).
-///
-/// A static program's start-up code is the C library's, and one older than glibc 2.36 does not
-/// apply a packed table: the program would crash before `main`, before sc-hook's own crash
-/// handler could refuse the call, and an agent whose hook crashes may run the call. So the flag
-/// is used only when two probes say so ([`packs_relocations`]).
-const PACK_RELOCATIONS: &str = "-Wl,-z,pack-relative-relocs";
-
-/// ELF's section type of a packed relocation table.
-const SHT_RELR: u32 = 19;
-
-fn out_dir() -> PathBuf {
-    PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
-}
-
-/// Whether the program may be linked with [`PACK_RELOCATIONS`]: a static position-independent C
-/// program linked with it holds a packed table and runs with its pointers right (the C
-/// library applies such a table), and a Rust program linked by rustc, with the flags Cargo
-/// gives this crate, holds one too (rustc's own linker packs: it is not the C compiler's
-/// linker, since rustc links with its own LLD on x86-64 Linux, and a linker that does not
-/// know the flag warns and ignores it). Not tried in a cross build, whose programs cannot run
-/// here.
-fn packs_relocations(linker: &str, out: &Path) -> bool {
-    if env::var("TARGET").ok() != env::var("HOST").ok() {
-        return false;
-    }
-    c_library_applies_packed(linker, out) && rustc_packs(out)
-}
-
-fn c_library_applies_packed(linker: &str, out: &Path) -> bool {
-    let source = out.join("relr-probe.c");
-    let program = out.join("relr-probe");
-    // A table of pointers: each one a relative relocation the start-up code must apply.
-    let probe = "static const char *const words[] = {\"alpha\", \"beta\", \"gamma\"};\n\
-                 int main(void) { return words[0][0] == 'a' && words[1][0] == 'b' \
-                 && words[2][0] == 'g' ? 0 : 1; }\n";
-    if fs::write(&source, probe).is_err() {
-        return false;
-    }
-    let linked = Command::new(linker)
-        .arg("-static-pie")
-        .arg(PACK_RELOCATIONS)
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .output()
-        .is_ok_and(|output| output.status.success());
-    linked
-        && has_packed_relocations(&program)
-        && Command::new(&program)
-            .status()
-            .is_ok_and(|status| status.success())
-}
-
-fn rustc_packs(out: &Path) -> bool {
-    let source = out.join("relr_probe.rs");
-    let program = out.join("relr-probe-rs");
-    let probe = "static WORDS: [&str; 3] = [\"alpha\", \"beta\", \"gamma\"];\n\
-                 fn main() { std::process::exit(i32::from(WORDS[1] != \"beta\")) }\n";
-    if fs::write(&source, probe).is_err() {
-        return false;
-    }
-    let mut rustc = Command::new(env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
-    // The flags Cargo passes this crate (a linker chosen in RUSTFLAGS), then the linker it names.
-    if let Ok(flags) = env::var("CARGO_ENCODED_RUSTFLAGS") {
-        rustc.args(flags.split('\x1f').filter(|flag| !flag.is_empty()));
-    }
-    if let Ok(linker) = env::var("RUSTC_LINKER") {
-        rustc.arg(format!("-Clinker={linker}"));
-    }
-    let linked = rustc
-        .arg(format!("-Clink-arg={PACK_RELOCATIONS}"))
-        .arg("-o")
-        .arg(&program)
-        .arg(&source)
-        .output()
-        .is_ok_and(|output| output.status.success());
-    linked && has_packed_relocations(&program)
-}
-
-/// Whether the 64-bit little-endian ELF file at `path` has a packed relocation table.
-fn has_packed_relocations(path: &Path) -> bool {
-    let Ok(bytes) = fs::read(path) else {
-        return false;
-    };
-    let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
-    let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
-    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
-    if bytes.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
-        return false;
-    }
-    let (Some(table), Some(size), Some(count)) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c)) else {
-        return false;
-    };
-    (0..usize::from(count)).any(|n| {
-        usize::try_from(table)
-            .ok()
-            .and_then(|table| u32_at(table + n * usize::from(size) + 4))
-            == Some(SHT_RELR)
-    })
 }
 
 /// The folder of linker scripts that turn rustc's dynamic C libraries into static archives, or
