@@ -459,8 +459,14 @@ pub(super) fn literal_base(pattern: &str) -> PathBuf {
 /// glob's last part, or is followed by `/**` alone: `*.pem` of `*.pem`, `config/*.pem` and
 /// `*.pem/**`; `None` for `**`, `secrets/**` and `a*/b`.
 pub(super) fn names_after_base(pattern: &str) -> Option<String> {
+    names_after(pattern, &literal_base(pattern))
+}
+
+/// [`names_after_base`] of `pattern`, whose [`literal_base`] is `base`: made once for both, as
+/// each of a policy's globs needs both at every start of sc-hook.
+fn names_after(pattern: &str, base: &Path) -> Option<String> {
     let parts: Vec<&str> = pattern.split('/').filter(|part| !part.is_empty()).collect();
-    let literal = literal_base(pattern)
+    let literal = base
         .components()
         .filter(|c| matches!(c, Component::Normal(_)))
         .count();
@@ -611,7 +617,7 @@ fn build(
                 continue;
             }
             let rel = literal_base(pattern);
-            let names = names_after_base(pattern);
+            let names = names_after(pattern, &rel);
             if !read_bases
                 .iter()
                 .any(|b| b.base == *base && b.rel == rel && b.names == names)
