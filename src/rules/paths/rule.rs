@@ -455,15 +455,16 @@ pub(super) fn literal_base(pattern: &str) -> PathBuf {
     base
 }
 
-/// The pattern of names right after a glob's literal base ([`literal_base`]), when it is the
-/// glob's last part, or is followed by `/**` alone: `*.pem` of `*.pem`, `config/*.pem` and
-/// `*.pem/**`; `None` for `**`, `secrets/**` and `a*/b`.
+/// [`names_after`] of `pattern` and its own literal base, for the tests.
+#[cfg(test)]
 pub(super) fn names_after_base(pattern: &str) -> Option<String> {
     names_after(pattern, &literal_base(pattern))
 }
 
-/// [`names_after_base`] of `pattern`, whose [`literal_base`] is `base`: made once for both, as
-/// each of a policy's globs needs both at every start of sc-hook.
+/// The pattern of names right after a glob's literal base (`base`, its [`literal_base`], made
+/// once by the caller, which needs it too at every start of sc-hook), when it is the glob's last
+/// part, or is followed by `/**` alone: `*.pem` of `*.pem`, `config/*.pem` and `*.pem/**`;
+/// `None` for `**`, `secrets/**` and `a*/b`.
 fn names_after(pattern: &str, base: &Path) -> Option<String> {
     let parts: Vec<&str> = pattern.split('/').filter(|part| !part.is_empty()).collect();
     let literal = base
