@@ -8,6 +8,7 @@
 //! it rounds to 100 as a binary float. The float decides whenever it is not a tie with the limit
 //! (rounding keeps order); a tie is settled on the decimal text as written.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use serde_json::value::RawValue;
@@ -34,9 +35,9 @@ impl Amount {
         // A whole number of at most 19 digits as written (most amounts) is read as a `u64`,
         // which serde_json writes back digit for digit: its text is the one written, with no
         // formatting (done three times for every call with an amount, issue 34).
-        let text = match (value, number_text) {
-            (Value::Number(n), Some(raw)) if plain_integer(raw) && n.is_u64() => raw.to_owned(),
-            _ => value.to_string(),
+        let text: Cow<str> = match (value, number_text) {
+            (Value::Number(n), Some(raw)) if plain_integer(raw) && n.is_u64() => raw.into(),
+            _ => value.to_string().into(),
         };
         let (understood, exact) = match value {
             // A minus sign is never an amount we understand, not even `-0`.
@@ -55,7 +56,9 @@ impl Amount {
                 text: without_json_quotes(&text).to_owned(),
                 exact,
             },
-            _ => Amount::NotUnderstood { text },
+            _ => Amount::NotUnderstood {
+                text: text.into_owned(),
+            },
         }
     }
 
