@@ -324,24 +324,18 @@ fn tainted_by(call: &Call, cause: &TaintCause, state: &CrewState, then: &str) ->
     // Joined, not formatted: every hold of a tainted agent writes it.
     let agent = quoted(&call.agent);
     let cause = cause.describe();
-    let crew = match &state.span {
-        Span::Crew(crew) => Some(quoted(crew)),
-        Span::Stream | Span::Session => None,
-    };
-    let mut reason = String::with_capacity(
-        agent.len() + cause.len() + crew.as_ref().map_or(0, |crew| crew.len()) + then.len() + 96,
-    );
+    let mut reason = String::with_capacity(agent.len() + cause.len() + then.len() + 96);
     reason.push_str(&agent);
     reason.push_str(" is tainted: untrusted content was read through ");
     reason.push_str(cause);
-    match (&crew, &state.span) {
-        (Some(crew), _) => {
+    match &state.span {
+        Span::Crew(crew) => {
             reason.push_str(" earlier in crew ");
-            reason.push_str(crew);
+            reason.push_str(&quoted(crew));
             reason.push_str("'s shared state");
         }
-        (None, Span::Session) => reason.push_str(" earlier in this session"),
-        (None, _) => reason.push_str(" earlier in this stream"),
+        Span::Session => reason.push_str(" earlier in this session"),
+        Span::Stream => reason.push_str(" earlier in this stream"),
     }
     reason.push_str(then);
     reason
