@@ -105,3 +105,33 @@ fn a_write_ahead_after_records_that_cannot_leave_appends_no_event() {
     assert!(out.write_ahead(b"{\"start\":2}\n").is_err());
     assert_eq!(*sink.appends.lock().unwrap(), vec![b"{\"e\":1}\n".to_vec()]);
 }
+
+/// Batches queued behind one whose append failed never leave, and the stage's later commits
+/// fail rather than write them.
+#[test]
+fn no_batch_in_flight_leaves_after_an_append_that_failed() {
+    let sink = Recording {
+        fail: true,
+        ..Recording::default()
+    };
+    let stdout = Shared::default();
+    let mut out = output(&sink, &stdout);
+    let record = vec![b'x'; BATCH_BYTES];
+    let mut failed = false;
+    // While input flows, batches go to the thread, up to IN_FLIGHT of them, and the one after
+    // waits for the oldest: that wait sees the failure.
+    for n in 0..=IN_FLIGHT {
+        out.emit(format!("{{\"e\":{n}}}\n").as_bytes(), &record);
+        if out.commit_if_due(true).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(
+        failed,
+        "the failed append was seen once a batch had to wait for it"
+    );
+    assert!(out.commit().is_err());
+    assert!(out.commit().is_err());
+    assert!(stdout.0.lock().unwrap().is_empty());
+}
