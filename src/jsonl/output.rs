@@ -36,7 +36,8 @@ pub struct StageOutput<W: Write, E: Write> {
 /// deciding thread fills a third batch while the auditor has one queued behind the one it
 /// appends. Measured on sc-gate over 1M calls, ten alternating runs each (issue 34): median wall
 /// 1.37 s → 1.31 s in a quiet hour, 1.89 s → 1.56 s in a busy one; three in flight were no
-/// faster than two. It costs about 160 KB more memory at the peak (one more batch's buffers).
+/// faster than two. It costs one more batch's buffers at the peak: 120-290 KB over compare.py's
+/// calls, about a megabyte with lines near the 1 MiB limit.
 const IN_FLIGHT: usize = 2;
 
 /// A batch on its way to the auditor thread and back: its audit events, and its records, which
@@ -276,9 +277,10 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             records: take_batch(&mut self.pending_records, &mut self.spare.records),
         };
         if batches.send(batch).is_err() {
+            // The thread stopped at an append that failed: its error waits behind the batches
+            // appended before it, which leave; the failed one and those after it never do.
+            self.land_in_flight()?;
             self.auditor.stop();
-            // The batches it had never leave.
-            self.in_flight.clear();
             anyhow::bail!("the audit thread stopped unexpectedly");
         }
         let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);

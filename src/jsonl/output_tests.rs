@@ -106,8 +106,7 @@ fn a_write_ahead_after_records_that_cannot_leave_appends_no_event() {
     assert_eq!(*sink.appends.lock().unwrap(), vec![b"{\"e\":1}\n".to_vec()]);
 }
 
-/// Batches queued behind one whose append failed never leave, and the stage's later commits
-/// fail rather than write them.
+/// Batches queued behind one whose append failed never leave, nor do they on a later commit.
 #[test]
 fn no_batch_in_flight_leaves_after_an_append_that_failed() {
     let sink = Recording {
@@ -131,7 +130,65 @@ fn no_batch_in_flight_leaves_after_an_append_that_failed() {
         failed,
         "the failed append was seen once a batch had to wait for it"
     );
-    assert!(out.commit().is_err());
-    assert!(out.commit().is_err());
+    // Whether the failure was seen sending a batch (which is then dropped) or waiting for one
+    // (the next stays queued, and its commit fails), nothing leaves later.
+    let _ = out.commit();
+    let _ = out.commit();
     assert!(stdout.0.lock().unwrap().is_empty());
+}
+
+/// A sink whose appends fail from the `fail_from`-th on (counting from 0).
+#[derive(Clone)]
+struct FailingFrom {
+    appends: Arc<Mutex<usize>>,
+    fail_from: usize,
+}
+
+impl AuditSink for FailingFrom {
+    fn append(&mut self, _: &[u8], _: &[u8]) -> Result<()> {
+        let mut appends = self.appends.lock().unwrap();
+        *appends += 1;
+        if *appends > self.fail_from {
+            anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
+        }
+        Ok(())
+    }
+}
+
+/// When an append behind another fails, the stage stops with the append's own error (the disk
+/// is full), not a word about the thread; the batches appended before it leave, none after.
+#[test]
+fn an_append_that_fails_behind_another_is_reported_as_itself() {
+    for fail_from in 0..=IN_FLIGHT {
+        let sink = FailingFrom {
+            appends: Arc::default(),
+            fail_from,
+        };
+        let stdout = Shared::default();
+        let mut out = StageOutput::new(sink, stdout.clone(), None::<Vec<u8>>);
+        let record = vec![b'x'; BATCH_BYTES];
+        let mut err = None;
+        for n in 0..=2 * IN_FLIGHT + 1 {
+            out.emit(format!("{{\"e\":{n}}}\n").as_bytes(), &record);
+            if let Err(e) = out.commit_if_due(true) {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err
+            .or_else(|| out.commit().err())
+            .expect("the failure is seen");
+        assert!(
+            format!("{err:#}").contains("/dev/full"),
+            "{fail_from}: {err:#}"
+        );
+        assert_eq!(
+            stdout.0.lock().unwrap().len(),
+            fail_from * BATCH_BYTES,
+            "only the batches appended before the failure leave"
+        );
+        // Nothing of the failed batch or after it leaves later either.
+        let _ = out.commit();
+        assert_eq!(stdout.0.lock().unwrap().len(), fail_from * BATCH_BYTES);
+    }
 }
