@@ -29,6 +29,9 @@ pub struct StageOutput<W: Write, E: Write> {
     /// The narration of each batch whose audit events are being appended on the auditor thread
     /// (which has its records too), oldest first, to be written once its append has succeeded.
     in_flight: VecDeque<Vec<u8>>,
+    /// Why an append failed, once one has: from then on nothing more leaves, though a caller
+    /// commit again (a batch queued after the failed one must not leave once the disk has room).
+    failed: Option<String>,
 }
 
 /// How many batches may be with the auditor thread at once. With one, each thread waits for the
@@ -173,6 +176,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             pending_narration: Vec::new(),
             spare: Spares::default(),
             in_flight: VecDeque::new(),
+            failed: None,
         }
     }
 
@@ -221,15 +225,22 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     /// Writes the audit events, then the records, then the narration, and flushes. If the audit
     /// write fails, no record of the batch leaves.
     pub fn commit(&mut self) -> Result<()> {
+        self.refuse_after_failure()?;
         self.land_in_flight()?;
         if !self.pending_audit.is_empty() {
             match &mut self.auditor {
-                Auditor::Inline(log) => log.append(&self.pending_audit, &self.pending_records)?,
+                Auditor::Inline(log) => {
+                    if let Err(err) = log.append(&self.pending_audit, &self.pending_records) {
+                        return Err(self.fail(err));
+                    }
+                }
                 Auditor::Thread { .. } => {
                     self.send_pending()?;
                     self.land_in_flight()?;
                 }
-                Auditor::Stopped => anyhow::bail!("the audit thread stopped unexpectedly"),
+                Auditor::Stopped => {
+                    return Err(self.fail(anyhow::anyhow!("the audit thread stopped unexpectedly")))
+                }
             }
             self.pending_audit.clear();
         }
@@ -254,6 +265,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
     /// Sends the batch's audit events to the auditor thread and keeps its records until they
     /// are appended; first lands the oldest batch in flight if [`IN_FLIGHT`] are.
     fn commit_in_background(&mut self) -> Result<()> {
+        self.refuse_after_failure()?;
         self.auditor.start_thread()?;
         while self.in_flight.len() >= IN_FLIGHT {
             self.land_oldest()?;
@@ -281,7 +293,7 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             // appended before it, which leave; the failed one and those after it never do.
             self.land_in_flight()?;
             self.auditor.stop();
-            anyhow::bail!("the audit thread stopped unexpectedly");
+            return Err(self.fail(anyhow::anyhow!("the audit thread stopped unexpectedly")));
         }
         let narration = take_batch(&mut self.pending_narration, &mut self.spare.narration);
         self.in_flight.push_back(narration);
@@ -306,11 +318,27 @@ impl<W: Write, E: Write> StageOutput<W, E> {
             Err(err) => {
                 // The thread stopped at the failed append: the batches behind it never leave.
                 self.in_flight.clear();
-                return Err(err);
+                return Err(self.fail(err));
             }
         };
         give_back(&mut self.spare.audit, events);
         self.write_out(records, narration, false)
+    }
+
+    /// Keeps why an append failed, so that nothing more leaves ([`StageOutput::failed`]).
+    fn fail(&mut self, err: anyhow::Error) -> anyhow::Error {
+        self.failed.get_or_insert_with(|| format!("{err:#}"));
+        err
+    }
+
+    /// Refuses to write anything once an append has failed.
+    fn refuse_after_failure(&self) -> Result<()> {
+        match &self.failed {
+            Some(why) => {
+                anyhow::bail!("nothing more is written after an audit append failed: {why}")
+            }
+            None => Ok(()),
+        }
     }
 
     /// Writes records (then narration) whose audit events are appended, keeping the buffers.

@@ -192,3 +192,65 @@ fn an_append_that_fails_behind_another_is_reported_as_itself() {
         assert_eq!(stdout.0.lock().unwrap().len(), fail_from * BATCH_BYTES);
     }
 }
+
+/// A sink whose `nth` append (counting from 0) fails, and no other: a full disk that then has
+/// room again.
+#[derive(Clone)]
+struct FailsOnce {
+    appends: Arc<Mutex<Vec<Vec<u8>>>>,
+    nth: usize,
+}
+
+impl AuditSink for FailsOnce {
+    fn append(&mut self, lines: &[u8], _: &[u8]) -> Result<()> {
+        let mut appends = self.appends.lock().unwrap();
+        appends.push(lines.to_vec());
+        if appends.len() == self.nth + 1 {
+            anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
+        }
+        Ok(())
+    }
+}
+
+/// Once an append failed, nothing more is written, even when the caller commits again and the
+/// log would take it: the batches after the failed one never leave, and no event is appended.
+#[test]
+fn after_a_failed_append_nothing_more_leaves_however_the_caller_goes_on() {
+    for background in [false, true] {
+        let sink = FailsOnce {
+            appends: Arc::default(),
+            nth: 0,
+        };
+        let stdout = Shared::default();
+        let mut out = StageOutput::new(sink.clone(), stdout.clone(), None::<Vec<u8>>);
+        let record = vec![b'x'; if background { BATCH_BYTES } else { 1 }];
+        out.emit(b"{\"e\":0}\n", &record);
+        let first = match background {
+            false => out.commit_if_due(false),
+            true => out.commit_if_due(true).and_then(|()| out.commit()),
+        };
+        assert!(first.is_err(), "background: {background}");
+        let appends = sink.appends.lock().unwrap().len();
+        out.emit(b"{\"e\":1}\n", b"{\"r\":1}\n");
+        let err = out.commit().unwrap_err();
+        assert!(
+            format!("{err:#}").contains("after an audit append failed: cannot write"),
+            "{err:#}"
+        );
+        out.emit(b"{\"e\":2}\n", &vec![b'y'; BATCH_BYTES]);
+        assert!(
+            out.commit_if_due(true).is_err(),
+            "a batch due for the thread"
+        );
+        assert!(out.write_ahead(b"{\"start\":2}\n").is_err());
+        assert!(
+            stdout.0.lock().unwrap().is_empty(),
+            "background: {background}"
+        );
+        assert_eq!(
+            sink.appends.lock().unwrap().len(),
+            appends,
+            "no append after the failed one"
+        );
+    }
+}
