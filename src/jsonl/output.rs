@@ -29,8 +29,8 @@ pub struct StageOutput<W: Write, E: Write> {
     /// The narration of each batch whose audit events are being appended on the auditor thread
     /// (which has its records too), oldest first, to be written once its append has succeeded.
     in_flight: VecDeque<Vec<u8>>,
-    /// Why an append failed, once one has: from then on nothing more leaves, though a caller
-    /// commit again (a batch queued after the failed one must not leave once the disk has room).
+    /// Why an append failed, once one has: from then on nothing more leaves, even when a caller
+    /// commits again (a batch queued after the failed one must not leave once the disk has room).
     failed: Option<String>,
 }
 

@@ -137,18 +137,33 @@ fn no_batch_in_flight_leaves_after_an_append_that_failed() {
     assert!(stdout.0.lock().unwrap().is_empty());
 }
 
-/// A sink whose appends fail from the `fail_from`-th on (counting from 0).
+/// A sink whose appends numbered in `failing` (from 0) fail, as a full disk would; it counts
+/// every append it is given.
 #[derive(Clone)]
-struct FailingFrom {
+struct Failing {
     appends: Arc<Mutex<usize>>,
-    fail_from: usize,
+    failing: std::ops::Range<usize>,
 }
 
-impl AuditSink for FailingFrom {
+impl Failing {
+    fn new(failing: std::ops::Range<usize>) -> Self {
+        Failing {
+            appends: Arc::default(),
+            failing,
+        }
+    }
+
+    fn appends(&self) -> usize {
+        *self.appends.lock().unwrap()
+    }
+}
+
+impl AuditSink for Failing {
     fn append(&mut self, _: &[u8], _: &[u8]) -> Result<()> {
         let mut appends = self.appends.lock().unwrap();
+        let this = *appends;
         *appends += 1;
-        if *appends > self.fail_from {
+        if self.failing.contains(&this) {
             anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
         }
         Ok(())
@@ -160,10 +175,7 @@ impl AuditSink for FailingFrom {
 #[test]
 fn an_append_that_fails_behind_another_is_reported_as_itself() {
     for fail_from in 0..=IN_FLIGHT {
-        let sink = FailingFrom {
-            appends: Arc::default(),
-            fail_from,
-        };
+        let sink = Failing::new(fail_from..usize::MAX);
         let stdout = Shared::default();
         let mut out = StageOutput::new(sink, stdout.clone(), None::<Vec<u8>>);
         let record = vec![b'x'; BATCH_BYTES];
@@ -193,34 +205,13 @@ fn an_append_that_fails_behind_another_is_reported_as_itself() {
     }
 }
 
-/// A sink whose `nth` append (counting from 0) fails, and no other: a full disk that then has
-/// room again.
-#[derive(Clone)]
-struct FailsOnce {
-    appends: Arc<Mutex<Vec<Vec<u8>>>>,
-    nth: usize,
-}
-
-impl AuditSink for FailsOnce {
-    fn append(&mut self, lines: &[u8], _: &[u8]) -> Result<()> {
-        let mut appends = self.appends.lock().unwrap();
-        appends.push(lines.to_vec());
-        if appends.len() == self.nth + 1 {
-            anyhow::bail!("cannot write the audit log /dev/full: no space left on device");
-        }
-        Ok(())
-    }
-}
-
 /// Once an append failed, nothing more is written, even when the caller commits again and the
 /// log would take it: the batches after the failed one never leave, and no event is appended.
 #[test]
 fn after_a_failed_append_nothing_more_leaves_however_the_caller_goes_on() {
     for background in [false, true] {
-        let sink = FailsOnce {
-            appends: Arc::default(),
-            nth: 0,
-        };
+        // The first append fails, and the log has room again after it.
+        let sink = Failing::new(0..1);
         let stdout = Shared::default();
         let mut out = StageOutput::new(sink.clone(), stdout.clone(), None::<Vec<u8>>);
         let record = vec![b'x'; if background { BATCH_BYTES } else { 1 }];
@@ -230,7 +221,7 @@ fn after_a_failed_append_nothing_more_leaves_however_the_caller_goes_on() {
             true => out.commit_if_due(true).and_then(|()| out.commit()),
         };
         assert!(first.is_err(), "background: {background}");
-        let appends = sink.appends.lock().unwrap().len();
+        let appends = sink.appends();
         out.emit(b"{\"e\":1}\n", b"{\"r\":1}\n");
         let err = out.commit().unwrap_err();
         assert!(
@@ -247,10 +238,6 @@ fn after_a_failed_append_nothing_more_leaves_however_the_caller_goes_on() {
             stdout.0.lock().unwrap().is_empty(),
             "background: {background}"
         );
-        assert_eq!(
-            sink.appends.lock().unwrap().len(),
-            appends,
-            "no append after the failed one"
-        );
+        assert_eq!(sink.appends(), appends, "no append after the failed one");
     }
 }
