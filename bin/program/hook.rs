@@ -157,6 +157,8 @@ pub fn main() -> ExitCode {
     // program's `main` (`deadline::hold_stops`), released for what answers no call.
     // One call and out: nothing allocated from here on is ever freed (`arena`).
     crate::arena::never_free();
+    // SQLite's memory from the same region, before SQLite is first used.
+    crate::sqlite_memory::use_the_arena();
     deadline::clear_inherited_timers();
     // A panic must block the call too: the agent's refusal (a crash's, once the deadline has
     // made it; exit 2 before), not Rust's 101. The shell parser's own panic is caught where it

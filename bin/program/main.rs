@@ -22,6 +22,7 @@ mod inbox;
 mod mcp;
 mod report;
 mod sandbox;
+mod sqlite_memory;
 mod state;
 
 /// The system's allocator, except in sc-hook's one-shot run (`arena`).
