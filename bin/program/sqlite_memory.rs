@@ -48,7 +48,10 @@ unsafe fn block_of(held: *mut c_void) -> (*mut u8, Layout) {
     unsafe {
         let block = (held as *mut u8).sub(HEADER);
         let size = (block as *const usize).read();
-        (block, Layout::from_size_align_unchecked(size + HEADER, HEADER))
+        (
+            block,
+            Layout::from_size_align_unchecked(size + HEADER, HEADER),
+        )
     }
 }
 
@@ -116,7 +119,9 @@ pub fn use_the_arena() -> bool {
     };
     // SAFETY: SQLite copies the methods, functions that live as long as the program; it refuses
     // (SQLITE_MISUSE) once initialised, and changes nothing then.
-    unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &methods as *const _) == ffi::SQLITE_OK }
+    unsafe {
+        ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &methods as *const _) == ffi::SQLITE_OK
+    }
 }
 
 #[cfg(test)]
