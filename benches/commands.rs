@@ -1,6 +1,7 @@
 //! Deciding shell commands under the `commands` rules: `cargo bench --bench commands`.
 //!
-//! Each 4 KiB command is decided against 50 rules (the Claude Code pack's and more): one
+//! Each 4 KiB command is decided against 50 rules (the Claude Code pack's first 50, or all of
+//! its rules and more when it has fewer, so the figure stays the one the goal names): one
 //! `git commit` with a long message (one simple command, one long quoted word), a chain of 64
 //! simple commands at most with pipes, redirections, `find -exec` and a `bash -c`, and the same commands
 //! as a script of lines. `analyse` is the parse and normalization alone; `…_and_paths` adds the
@@ -23,7 +24,8 @@ use skeleton_crew::rules::shell::analyse;
 
 const PACK: &str = include_str!("../policies/claude-code.json");
 
-/// The pack's rules and more, to 50.
+/// The pack's first 50 rules, or its rules and more to 50. The pack grew past 50 (77 on
+/// 2026-12-05): the bench once padded by `50 - len`, which wrapped and failed its own check.
 fn fifty_rules() -> CommandRules {
     let mut pack: Value = serde_json::from_str(PACK).expect("the pack is JSON");
     let rules = pack["commands"]["rules"]
@@ -56,6 +58,7 @@ fn fifty_rules() -> CommandRules {
         "iptables",
         "mount",
     ];
+    rules.truncate(50);
     let missing = 50 - rules.len();
     for (n, program) in programs.iter().take(missing).enumerate() {
         let decision = ["allow", "hold", "deny"][n % 3];
