@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{Connection, FileControl, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{
     parse_state, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused,
@@ -186,12 +186,7 @@ impl SqliteStore {
         let mut pause = Duration::from_millis(2);
         loop {
             match store.prepare(options.fsync) {
-                Ok(()) => {
-                    store
-                        .keep_side_files()
-                        .map_err(|err| fail(SqliteProblem::CannotOpen(err)))?;
-                    return Ok(store);
-                }
+                Ok(()) => return Ok(store),
                 Err(problem) if problem.is_busy() && std::time::Instant::now() < deadline => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(100));
@@ -253,24 +248,6 @@ impl SqliteStore {
             return Err(SqliteProblem::NotOnlyTables);
         }
         format_known(format, &[FORMAT])
-    }
-
-    /// Keeps the `-wal` and `-shm` files when the last connection closes, emptied of what was
-    /// checkpointed, instead of deleting them: each sc-hook call is a connection of its own, and
-    /// making both files, sizing the shared index and deleting both again took about 0.1 ms of
-    /// every call (ext4). They are the store's side files either way (SQLite leaves them after a
-    /// crash), protected with the store (`-wal`, `-shm` in the sandbox's and the path rules' own
-    /// places) and made with the store's mode.
-    /// The `-wal` file is emptied when kept (`journal_size_limit` 0): frames left in it would be
-    /// read back, and their checksums computed, by every later connection that opens the store
-    /// first (0.5 ms more for a call, when they were).
-    fn keep_side_files(&self) -> rusqlite::Result<()> {
-        let mut persist: std::ffi::c_int = 1;
-        self.connection.file_control(
-            Some(rusqlite::MAIN_DB),
-            FileControl::PersistWal(&mut persist),
-        )?;
-        self.connection.pragma_update(None, "journal_size_limit", 0)
     }
 
     /// The format `sc_meta` records, if any.
@@ -779,10 +756,36 @@ mod tests {
         assert_eq!(mode, 0o640);
     }
 
-    /// Closed, the store keeps its `-wal` and `-shm` files, the `-wal` emptied: the next
-    /// connection neither makes them again nor reads old frames back, and reads what was written.
+    /// A shared lock of another open file description (`F_OFD_SETLK`), held until dropped: it
+    /// conflicts with SQLite's own locks as another process's would, even in this process.
+    struct ReadLock(std::fs::File);
+
+    impl ReadLock {
+        /// `None` when `path` cannot be opened for reading (a reader cannot make it).
+        fn hold(path: &Path, start: i64, len: i64) -> Option<ReadLock> {
+            use std::os::fd::AsRawFd;
+            let file = std::fs::File::open(path).ok()?;
+            // SAFETY: a zeroed flock is valid; F_OFD_SETLK reads it, l_pid must be 0.
+            let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+            lock.l_type = libc::F_RDLCK as libc::c_short;
+            lock.l_whence = libc::SEEK_SET as libc::c_short;
+            lock.l_start = start;
+            lock.l_len = len;
+            // SAFETY: a valid descriptor and a valid flock.
+            let held = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) };
+            assert_eq!(held, 0, "{}", std::io::Error::last_os_error());
+            Some(ReadLock(file))
+        }
+    }
+
+    /// Between connections the store leaves no `-wal` or `-shm` file, and a reader that holds
+    /// every lock it can take on what is there while writes go on loses none of them. A review
+    /// broke a store that kept both files with the `-wal` emptied (journal_size_limit 0): a
+    /// reader's shared locks on the `-shm` (its live-connection byte and read marks) and on the
+    /// database kept the stale index while writers appended behind a zeroed WAL header, and once
+    /// the reader let go every write since was gone, the taint with them.
     #[test]
-    fn a_closed_store_keeps_its_side_files_with_the_wal_empty() {
+    fn a_reader_holding_the_locks_it_can_take_loses_no_write() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
         let side = |suffix: &str| {
@@ -791,13 +794,21 @@ mod tests {
             PathBuf::from(name)
         };
         let key = StateKey::crew("c", View::Gate);
-        for spent in [1.0, 2.0] {
+        let mut store = open(&path);
+        store.update(&key, &mut |s| s.crew_spent += 1.0).unwrap();
+        drop(store);
+        assert!(!side("-wal").exists() && !side("-shm").exists());
+        let locks = [
+            ReadLock::hold(&side("-shm"), 128, 1),
+            ReadLock::hold(&side("-shm"), 124, 4),
+            ReadLock::hold(&path, 0x4000_0002, 1),
+        ];
+        for spent in [2.0, 3.0] {
             let mut store = open(&path);
             store.update(&key, &mut |s| s.crew_spent += spent).unwrap();
             drop(store);
-            assert_eq!(std::fs::metadata(side("-wal")).unwrap().len(), 0);
-            assert!(side("-shm").exists());
         }
-        assert_eq!(open(&path).read(&key).unwrap().unwrap().crew_spent, 3.0);
+        drop(locks);
+        assert_eq!(open(&path).read(&key).unwrap().unwrap().crew_spent, 6.0);
     }
 }
