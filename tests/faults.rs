@@ -875,12 +875,23 @@ fn a_file_size_limit_refuses_the_call() {
     let policy = testdata("../policies/claude-code.json");
     let input = bash_call(&scratch, "git status");
     let mut command = hook_command(&scratch, &policy);
+    with_file_size_limit(&mut command, 64);
+    let out = answered(&mut command, &input);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the tool call is blocked"),
+        "{out:?}"
+    );
+}
+
+/// `command` run under a file size limit of `bytes` (`ulimit -f`).
+fn with_file_size_limit(command: &mut Command, bytes: u64) {
     // SAFETY: only setrlimit between fork and exec.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             let limit = libc::rlimit {
-                rlim_cur: 64,
-                rlim_max: 64,
+                rlim_cur: bytes,
+                rlim_max: bytes,
             };
             if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -888,12 +899,93 @@ fn a_file_size_limit_refuses_the_call() {
             Ok(())
         });
     }
-    let out = answered(&mut command, &input);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("the tool call is blocked"),
-        "{out:?}"
+}
+
+/// A file size limit the audit log runs into stops every stage with its reason and no record;
+/// its signal (`SIGXFSZ`) once ended them with no word (a shell said status 153).
+#[test]
+fn a_file_size_limit_stops_every_stage_with_its_reason() {
+    use std::os::unix::process::ExitStatusExt;
+    let verdict = r#"{"id":"v-1","call":{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"},"decision":"hold","reasons":["r"]}"#;
+    for bin in ["sc-gate", "sc-approve", "sc-exec"] {
+        let scratch = Scratch::new();
+        let mut cmd = Command::new(bin_path(bin));
+        cmd.env_clear().arg("--audit").arg(scratch.audit_path());
+        if bin == "sc-approve" {
+            cmd.arg("--answers").arg("/dev/null");
+        }
+        with_file_size_limit(&mut cmd, 64);
+        let input = if bin == "sc-gate" {
+            r#"{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"}"#
+        } else {
+            verdict
+        };
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let _ = child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{input}\n").as_bytes());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            None,
+            "{bin}: {:?} {stderr}",
+            out.status
+        );
+        assert_eq!(out.status.code(), Some(1), "{bin}: {stderr}");
+        assert!(
+            stderr.contains("cannot write the audit log") && stderr.contains("File too large"),
+            "{bin}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{bin} emitted an unaudited record");
+    }
+}
+
+/// What a stage starts meets the file size limit as it would without the stage: a backend that
+/// writes past it is ended by `SIGXFSZ`, which sc-exec reports; the stage's own answer to the
+/// signal is not passed on.
+#[test]
+fn a_backend_under_a_file_size_limit_meets_it_as_it_would_alone() {
+    let scratch = Scratch::new();
+    let big = scratch.path("big");
+    let tools = scratch.write(
+        "tools.json",
+        serde_json::json!({"write_note": {
+            "command": ["/bin/sh", "-c", "exec head -c 2097152 /dev/zero > \"$BIG\""],
+            "env": {"PATH": "/usr/bin:/bin", "BIG": big},
+        }})
+        .to_string(),
     );
+    let record = serde_json::json!({"id": "n-1", "call": {"agent": "scribe", "tool": "write_note",
+        "args": {"title": "t"}, "source": "user"}, "decision": "allow", "reasons": ["r"]});
+    let mut cmd = Command::new(bin_path("sc-exec"));
+    cmd.env_clear()
+        .arg("--audit")
+        .arg(scratch.audit_path())
+        .arg("--tools")
+        .arg(&tools);
+    with_file_size_limit(&mut cmd, 1 << 20);
+    let out = answered(
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        &record,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("was ended by signal SIGXFSZ"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 1 << 20);
 }
 
 /// Interval timers survive `exec`: a parent's profiling timer (`SIGPROF`, whose default is to

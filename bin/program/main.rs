@@ -54,6 +54,8 @@ fn main() -> ExitCode {
     let name = Path::new(&argv0).file_name().unwrap_or(OsStr::new(""));
     if name != "sc-hook" {
         crate::deadline::release_stops();
+        // sc-hook ignores the signal from its deadline's start on.
+        answer_the_file_size_limit_as_an_error();
     }
     // bubblewrap starts the sandbox's helper as this binary, by its own path or mounted as
     // `/tmp/.sc-sandbox/init` (a launcher's name cannot be passed through it), with the helper's
@@ -87,6 +89,26 @@ fn main() -> ExitCode {
             );
             ExitCode::from(2)
         }
+    }
+}
+
+/// A write past the file size limit (`ulimit -f`) ends the process by `SIGXFSZ` unless the
+/// signal is caught or ignored: a stage so ended said nothing, its shell reported status 153. With
+/// a handler that does nothing, the write fails with `EFBIG` instead, and the stage refuses as it
+/// does any failed write ("cannot write the audit log …: File too large"). A handler, not
+/// `SIG_IGN`: an ignored signal stays ignored across `exec`, so every tool, backend and server
+/// the stage starts would change with it, while a handler is reset to the default there.
+fn answer_the_file_size_limit_as_an_error() {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: the handler does nothing (async-signal-safe); `sigaction` reads only the action.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        // A failure leaves the default: the process then ends by the signal, still writing
+        // nothing it should not.
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
     }
 }
 
