@@ -758,7 +758,10 @@ mod tests {
 
     /// A shared lock of another open file description (`F_OFD_SETLK`), held until dropped: it
     /// conflicts with SQLite's own locks as another process's would, even in this process.
-    struct ReadLock(std::fs::File);
+    struct ReadLock {
+        /// The description the lock belongs to: closed, and the lock let go, when dropped.
+        _file: std::fs::File,
+    }
 
     impl ReadLock {
         /// `None` when `path` cannot be opened for reading (a reader cannot make it).
@@ -774,7 +777,7 @@ mod tests {
             // SAFETY: a valid descriptor and a valid flock.
             let held = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) };
             assert_eq!(held, 0, "{}", std::io::Error::last_os_error());
-            Some(ReadLock(file))
+            Some(ReadLock { _file: file })
         }
     }
 
