@@ -243,13 +243,45 @@ fn a_gate_killed_mid_stream_leaves_whole_lines_or_a_torn_last_line_the_report_su
     );
 }
 
+/// `bin` with its audit log at `audit`, changed by `set`, given one line and run to its end:
+/// sc-gate a call, sc-approve (answers from `/dev/null`) and sc-exec a held verdict.
+fn one_line_through(
+    bin: &str,
+    audit: &std::path::Path,
+    set: impl FnOnce(&mut Command),
+) -> std::process::Output {
+    let mut cmd = Command::new(bin_path(bin));
+    cmd.env_clear().arg("--audit").arg(audit);
+    if bin == "sc-approve" {
+        cmd.arg("--answers").arg("/dev/null");
+    }
+    set(&mut cmd);
+    let input = if bin == "sc-gate" {
+        r#"{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"}"#
+    } else {
+        r#"{"id":"v-1","call":{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"},"decision":"hold","reasons":["r"]}"#
+    };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{input}\n").as_bytes());
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn an_audit_log_that_cannot_be_written_stops_every_stage_before_any_record() {
     let scratch = Scratch::new();
     let a_file = scratch.write("a-file", "not a folder");
     let folder = scratch.path("a-folder");
     std::fs::create_dir(&folder).unwrap();
-    let verdict = r#"{"id":"v-1","call":{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"},"decision":"hold","reasons":["r"]}"#;
     let unwritable = [
         "/dev/full".to_owned(),
         // Read-only even for root (the tests run as root, for whom folder modes are no bar).
@@ -259,29 +291,7 @@ fn an_audit_log_that_cannot_be_written_stops_every_stage_before_any_record() {
     ];
     for audit in &unwritable {
         for bin in ["sc-gate", "sc-approve", "sc-exec"] {
-            let mut cmd = Command::new(bin_path(bin));
-            cmd.env_clear().arg("--audit").arg(audit);
-            if bin == "sc-approve" {
-                cmd.arg("--answers").arg("/dev/null");
-            }
-            let input = if bin == "sc-gate" {
-                r#"{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"}"#
-            } else {
-                verdict
-            };
-            let mut child = cmd
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            let _ = child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(format!("{input}\n").as_bytes());
-            let out = child.wait_with_output().unwrap();
+            let out = one_line_through(bin, std::path::Path::new(audit), |_| {});
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(
                 out.status.code(),
@@ -906,33 +916,11 @@ fn with_file_size_limit(command: &mut Command, bytes: u64) {
 #[test]
 fn a_file_size_limit_stops_every_stage_with_its_reason() {
     use std::os::unix::process::ExitStatusExt;
-    let verdict = r#"{"id":"v-1","call":{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"},"decision":"hold","reasons":["r"]}"#;
     for bin in ["sc-gate", "sc-approve", "sc-exec"] {
         let scratch = Scratch::new();
-        let mut cmd = Command::new(bin_path(bin));
-        cmd.env_clear().arg("--audit").arg(scratch.audit_path());
-        if bin == "sc-approve" {
-            cmd.arg("--answers").arg("/dev/null");
-        }
-        with_file_size_limit(&mut cmd, 64);
-        let input = if bin == "sc-gate" {
-            r#"{"agent":"a","tool":"search_web","args":{"query":"q"},"source":"user"}"#
-        } else {
-            verdict
-        };
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        let _ = child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{input}\n").as_bytes());
-        let out = child.wait_with_output().unwrap();
+        let out = one_line_through(bin, &scratch.audit_path(), |cmd| {
+            with_file_size_limit(cmd, 64)
+        });
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
             out.status.signal(),
