@@ -1,5 +1,6 @@
 //! Process tests: each binary run as users run it, through assert_cmd, pipes and pseudo-terminals.
 
+mod elf;
 mod full_disk;
 mod terminal;
 mod util;
@@ -27,6 +28,7 @@ mod hook;
 mod hook_contracts;
 mod hook_install;
 mod hook_sandbox;
+mod hot_text;
 mod inbox;
 mod launchers;
 mod legacy_again;
