@@ -32,9 +32,10 @@
 //! (link/hot-text.ld, written by scripts/hot-text.sh) are put side by side at the front of its
 //! code. The kernel maps a program's code in pieces of 64 KiB or more around each page that runs,
 //! so spread among the other tools' functions they cost sc-gate 4.8 MB of mapped code; side by
-//! side, its peak went from 7.1 to 5.1 MiB (`dist`, with the packed relocations). On Linux, with
-//! lld (Rust's linker there) or GNU ld; `SKELETON_CREW_HOT_TEXT=off` leaves the layout to the
-//! linker (`SKELETON_CREW_HOT_TEXT` tells the crate which, for tests/hot_text.rs).
+//! side, its peak went from 7.1 to 5.1 MiB (`dist`, with the packed relocations). On Linux, where
+//! a probe links with the script (lld, Rust's linker there, and GNU ld read it; mold and gold do
+//! not); `SKELETON_CREW_HOT_TEXT=off` leaves the layout to the linker (`SKELETON_CREW_HOT_TEXT`
+//! tells the crate which, for tests/hot_text.rs).
 
 use std::env;
 use std::fs;
@@ -110,8 +111,9 @@ fn main() {
 
 /// The linker script that puts the functions sc-gate and sc-hook run side by side at the front of
 /// the program's code (`.text.hot`, see scripts/hot-text.sh), or why the program is linked
-/// without it: a target other than Linux, a linker that may not read it (only lld, Rust's own
-/// on Linux, and GNU ld are known to), or `SKELETON_CREW_HOT_TEXT=off` in the environment.
+/// without it: a target other than Linux, a linker that cannot read it (lld, Rust's own on
+/// Linux, and GNU ld can; mold and gold cannot), or `SKELETON_CREW_HOT_TEXT=off` in the
+/// environment.
 fn hot_text() -> Result<String, Without> {
     let quiet = |why: String| Without { why, say: false };
     if env::var("SKELETON_CREW_HOT_TEXT").as_deref() == Ok("off") {
@@ -121,24 +123,62 @@ fn hot_text() -> Result<String, Without> {
     if target_os != "linux" {
         return Err(quiet(format!("the target is {target_os}")));
     }
-    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if let Some(other) = flags.split('\x1f').find(|flag| {
-        flag.contains("fuse-ld=")
-            && !flag.ends_with("fuse-ld=lld")
-            && !flag.ends_with("fuse-ld=bfd")
-    }) {
-        return Err(format!("RUSTFLAGS choose another linker ({other})").into());
-    }
     let folder = env::var("CARGO_MANIFEST_DIR").map_err(|_| "no CARGO_MANIFEST_DIR")?;
     let script = Path::new(&folder).join(HOT_TEXT);
     if !script.is_file() {
         return Err(format!("{} is missing", script.display()).into());
     }
-    match script.to_str() {
+    let script = match script.to_str() {
         // `-Wl,` splits its argument at commas.
-        Some(script) if !script.contains(',') => Ok(script.to_owned()),
-        _ => Err("the path of link/hot-text.ld is not one `-Wl,` can pass".into()),
+        Some(script) if !script.contains(',') => script.to_owned(),
+        _ => return Err("the path of link/hot-text.ld is not one `-Wl,` can pass".into()),
+    };
+    // A linker that cannot read it (mold, gold, one chosen by RUSTFLAGS or started in its place
+    // by `mold -run`) fails the link: a probe is linked with it first.
+    let out = PathBuf::from(env::var("OUT_DIR").map_err(|_| "no OUT_DIR")?);
+    let source = out.join("hot-probe.c");
+    fs::write(&source, "int main(void) { return 0; }\n")
+        .map_err(|err| format!("{}: {err}", source.display()))?;
+    let linker = linker();
+    let linked = Command::new(&linker)
+        .args(rustflags_link_args())
+        .arg(format!("-Wl,-T,{script}"))
+        .arg(&source)
+        .arg("-o")
+        .arg(out.join("hot-probe"))
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !linked {
+        return Err(format!("{linker} does not link with {HOT_TEXT}").into());
     }
+    Ok(script)
+}
+
+/// The C compiler that links the programs, as Cargo names it to build scripts.
+fn linker() -> String {
+    env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into())
+}
+
+/// The link arguments RUSTFLAGS give rustc (`-C link-arg=`, `-C link-args=`), which reach the
+/// linker of every program, so the probes are linked with them too (a `-fuse-ld=mold` in them,
+/// say, is then probed, not assumed).
+fn rustflags_link_args() -> Vec<String> {
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let mut flags = flags.split('\x1f').filter(|flag| !flag.is_empty());
+    let mut args = Vec::new();
+    while let Some(flag) = flags.next() {
+        let option = match flag.strip_prefix("-C") {
+            Some("") => flags.next().unwrap_or_default(),
+            Some(option) => option,
+            None => continue,
+        };
+        if let Some(arg) = option.strip_prefix("link-arg=") {
+            args.push(arg.to_owned());
+        } else if let Some(list) = option.strip_prefix("link-args=") {
+            args.extend(list.split_whitespace().map(str::to_owned));
+        }
+    }
+    args
 }
 
 /// Why the programs are linked without something (statically, the hot code's layout), and
@@ -164,12 +204,12 @@ impl From<&str> for Without {
 /// dynamic C libraries into static archives, and whether their relative relocations are packed.
 ///
 /// A position-independent program is moved to a random address at each start, and each of its
-/// pointers to itself is fixed up then. sc-hook has about 22,000: as a table of 24 bytes each
-/// (`.rela.dyn`, 530 KB) the start reads half a megabyte, which then counts in every tool's
-/// memory; packed (`-z pack-relative-relocs`, `.relr.dyn`) they take 9 KB, and sc-gate's peak
-/// went from 9.0 to 8.3 MiB (release, before the hot code was laid out). The C library applies
-/// packed ones from version 2.36 on; an older one would start the program with its pointers
-/// unfixed, so the build links and runs a probe first.
+/// pointers to itself is fixed up then. sc-hook has about 22,000 in `dist` and 36,000 in
+/// `release`: as a table of 24 bytes each (`.rela.dyn`, 530 and 870 KB) the start reads all of
+/// it, which then counts in every tool's memory; packed (`-z pack-relative-relocs`, `.relr.dyn`)
+/// they take 6-9 KB, and sc-gate's peak went from 9.0 to 8.3 MiB (release, before the hot code
+/// was laid out). The C library applies packed ones from version 2.36 on; an older one would
+/// start the program with its pointers unfixed, so the build links and runs a probe first.
 struct Static {
     folder: PathBuf,
     relr: bool,
@@ -190,7 +230,7 @@ fn static_folder() -> Result<Static, Without> {
     if features.split(',').any(|feature| feature == "crt-static") {
         return Err(quiet("rustc links statically already (crt-static)".into()));
     }
-    let linker = env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into());
+    let linker = linker();
     if env::var("TARGET").ok() != env::var("HOST").ok() && env::var("RUSTC_LINKER").is_err() {
         return Err("a cross build with no linker named".into());
     }
@@ -251,14 +291,24 @@ fn packs_relative_relocations(linker: &str, out: &Path) -> bool {
     if fs::write(&source, probe).is_err() {
         return false;
     }
+    // A linker that does not know the option may warn and link unpacked (GNU ld before 2.38),
+    // which would prove nothing: warnings fail the probe, and the table must be there.
     let linked = Command::new(linker)
-        .args(["-static-pie", "-Wl,-z,pack-relative-relocs"])
+        .args(rustflags_link_args())
+        .args([
+            "-static-pie",
+            "-Wl,-z,pack-relative-relocs",
+            "-Wl,--fatal-warnings",
+        ])
         .arg(&source)
         .arg("-o")
         .arg(&program)
         .output()
         .is_ok_and(|output| output.status.success());
+    let packed =
+        fs::read(&program).is_ok_and(|bytes| bytes.windows(10).any(|name| name == b".relr.dyn\0"));
     linked
+        && packed
         && Command::new(&program)
             .status()
             .is_ok_and(|status| status.success())
