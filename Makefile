@@ -152,6 +152,12 @@ bench: bubblewrap
 	@CARGO="$(CARGO)" scripts/bench.sh
 	@{ echo; CARGO="$(CARGO)" scripts/bench-goals.sh; } | tee -a $(or $(CARGO_TARGET_DIR),target)/bench/latest.md
 
+# The functions sc-gate's stream and sc-hook's calls run, which build.rs has the linker put side
+# by side (link/hot-text.ld): written again from valgrind's callgrind runs (scripts/hot-text.sh).
+.PHONY: hot-text
+hot-text:
+	@CARGO="$(CARGO)" scripts/hot-text.sh
+
 # Issue 34's figures alone (scripts/bench-goals.sh), without the stages' throughput tables.
 .PHONY: bench-goals
 bench-goals: bubblewrap

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Writes link/hot-text.ld: the functions the program runs for sc-gate's stream and for sc-hook's
-# calls, which build.rs has the linker put side by side at the front of the code (`.text.hot`).
+# Writes link/hot-text.ld: the functions the program runs for the stages' stream (sc-gate,
+# sc-approve, sc-exec) and for sc-hook's calls, which build.rs has the linker put side by side at the front of the code (`.text.hot`).
 #
 # Why: every tool is one program of about 20 MB, and the kernel maps a program's code in 64 KiB
 # pieces around each page it runs, so a gate whose few hundred functions lie scattered among the
@@ -10,7 +10,7 @@
 #
 # How: the release program runs under valgrind's callgrind (a call-graph profiler; it lists
 # every function that ran): sc-gate over examples/gen_calls' calls with its default rules and
-# with the claude-code pack, and sc-hook's PreToolUse and PostToolUse calls, untainted and
+# with the claude-code pack, sc-approve and sc-exec after it, and sc-hook's PreToolUse and PostToolUse calls, untainted and
 # tainted, under the pack. Each function is named as its symbol is, without the hash rustc adds
 # (which changes with the compiler, the profile and the crate's version), so one line covers
 # every build of it; a function the program picks by the processor it runs on is named by hand
@@ -20,8 +20,8 @@
 # to run: a few functions (a lock's contended path, say) still come and go between two runs of
 # this script on the same code.
 #
-# Run it after a change that renames or adds functions on these paths (tests/hot_text.rs says
-# when too many lines no longer name a function). Needs valgrind.
+# Run it (`make hot-text`) after a change that renames or adds functions on these paths
+# (tests/hot_text.rs says when too many lines no longer name a function). Needs valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +41,7 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/proj" "$WORK/home" "$WORK/bin" "$WORK/cg/gate" "$WORK/cg/hook"
 # The program picks its tool by the name it is started as; callgrind starts the named file.
 cp "$BIN/sc-hook" "$WORK/bin/sc-hook"
-ln -s sc-hook "$WORK/bin/sc-gate"
+for stage in sc-gate sc-approve sc-exec; do ln -s sc-hook "$WORK/bin/$stage"; done
 cp "$BIN/sc-sandbox" "$WORK/bin/sc-sandbox"
 
 # profile KIND NAME -- COMMAND...: COMMAND under callgrind, its functions in $WORK/cg/KIND/NAME.
@@ -61,6 +61,15 @@ for run in 1 2; do
   profile gate "pack-$run" -- "$WORK/bin/sc-gate" -q --policy "$POLICY" \
     --audit "$WORK/gate-pack-$run.jsonl" < "$WORK/calls.jsonl" > /dev/null
 done
+# The rest of the pipeline, as `make bench` runs it: sc-approve with no terminal (holds are
+# declined), then sc-exec, on the gate's audit log.
+"$WORK/bin/sc-gate" -q --audit "$WORK/pipeline.jsonl" < "$WORK/calls.jsonl" > "$WORK/verdicts.jsonl"
+setsid -w valgrind --tool=callgrind --demangle=no --dump-instr=no --compress-strings=no \
+  --compress-pos=no --callgrind-out-file="$WORK/cg/gate/approve" "$WORK/bin/sc-approve" --quiet \
+  --audit "$WORK/pipeline.jsonl" < "$WORK/verdicts.jsonl" > "$WORK/approved.jsonl" 2>"$WORK/approve.err" ||
+  { say "sc-approve failed:"; cat "$WORK/approve.err" >&2; exit 1; }
+profile gate exec -- "$WORK/bin/sc-exec" --quiet --audit "$WORK/pipeline.jsonl" \
+  < "$WORK/approved.jsonl" > /dev/null
 
 # A hook call: event $1 of session $2, tool $3 with input $4 (and a response for PostToolUse).
 event() {
@@ -120,7 +129,7 @@ def ran(kind):
 
 gate, hook = ran("gate") | set(BY_PROCESSOR), ran("hook") | set(BY_PROCESSOR)
 groups = [
-    ("sc-gate's stream", gate - hook),
+    ("the stages' stream (sc-gate, sc-approve, sc-exec)", gate - hook),
     ("both tools", gate & hook),
     ("sc-hook's calls", hook - gate),
 ]
@@ -139,7 +148,7 @@ print("  }")
 print("}")
 print("INSERT BEFORE .text;")
 print(f"hot-text: {len(gate | hook)} functions: {len(gate & hook)} both, "
-      f"{len(hook - gate)} the hook's own, {len(gate - hook)} the gate's own", file=sys.stderr)
+      f"{len(hook - gate)} the hook's own, {len(gate - hook)} the stages' own", file=sys.stderr)
 EOF
 mkdir -p link
 mv "$WORK/hot-text.ld" "$OUT"

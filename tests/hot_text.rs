@@ -67,7 +67,7 @@ fn the_functions_the_gate_and_the_hook_run_lie_side_by_side() {
     assert!(
         stale.len() * 10 <= listed.len(),
         "{} of the {} functions link/hot-text.ld names are not in the program (first {:?}): \
-         run scripts/hot-text.sh again (it needs valgrind)",
+         run `make hot-text` (scripts/hot-text.sh; it needs valgrind)",
         stale.len(),
         listed.len(),
         &stale[..stale.len().min(5)]
