@@ -28,11 +28,12 @@
 //! checks the program. Its relative relocations are packed where a probe shows the C library
 //! applies packed ones (`SKELETON_CREW_RELR`, see `Static`).
 //!
-//! And the program's hot code: the functions sc-gate's stream and sc-hook's calls run
-//! (link/hot-text.ld, written by scripts/hot-text.sh) are put side by side at the front of its
-//! code. The kernel maps a program's code in pieces of 64 KiB or more around each page that runs,
-//! so spread among the other tools' functions they cost sc-gate 4.8 MB of mapped code; side by
-//! side, its peak went from 7.1 to 5.1 MiB (`dist`, with the packed relocations). On Linux, where
+//! And the program's hot code: the functions the stages' stream (sc-gate, sc-approve, sc-exec)
+//! and sc-hook's calls run (link/hot-text.ld, written by scripts/hot-text.sh) are put side by
+//! side at the front of its code. The kernel maps a program's code in pieces of 64 KiB or more
+//! around each page that runs, so spread among the other tools' functions they cost sc-gate
+//! 4.8 MB of mapped code; side by side, its peak went from 7.1 to 5.4 MiB (`dist`, with the
+//! packed relocations). On Linux, where
 //! a probe links with the script (lld, Rust's linker there, and GNU ld read it; mold and gold do
 //! not); `SKELETON_CREW_HOT_TEXT=off` leaves the layout to the linker (`SKELETON_CREW_HOT_TEXT`
 //! tells the crate which, for tests/hot_text.rs).
