@@ -33,10 +33,9 @@
 //! side at the front of its code. The kernel maps a program's code in pieces of 64 KiB or more
 //! around each page that runs, so spread among the other tools' functions they cost sc-gate
 //! 4.8 MB of mapped code; side by side, its peak went from 7.1 to 5.4 MiB (`dist`, with the
-//! packed relocations). On Linux, where
-//! a probe links with the script (lld, Rust's linker there, and GNU ld read it; mold and gold do
-//! not); `SKELETON_CREW_HOT_TEXT=off` leaves the layout to the linker (`SKELETON_CREW_HOT_TEXT`
-//! tells the crate which, for tests/hot_text.rs).
+//! packed relocations). On Linux, where a probe links with the script (lld, Rust's linker there,
+//! and GNU ld read it; mold and gold do not); `SKELETON_CREW_HOT_TEXT=off` leaves the layout to
+//! the linker (`SKELETON_CREW_HOT_TEXT` tells the crate which, for tests/hot_text.rs).
 
 use std::env;
 use std::fs;
@@ -52,6 +51,9 @@ const STATIC: &[&str] = &[PROGRAM, "sc-sandbox"];
 
 /// The functions sc-gate and sc-hook run, for the linker to put side by side (see hot_text).
 const HOT_TEXT: &str = "link/hot-text.ld";
+
+/// A C program that does nothing, for the probes that ask only whether a link succeeds.
+const EMPTY_PROGRAM: &str = "int main(void) { return 0; }\n";
 
 /// The C libraries rustc names for a dynamic link on Linux with the GNU C library, and the
 /// static archives each stands for.
@@ -104,7 +106,12 @@ fn main() {
             if say {
                 println!("cargo:warning=sc-hook's code is laid out as the linker likes: {why}");
             }
-            "off"
+            // A list the build refused is a test failure (tests/hot_text.rs), not a quiet "off".
+            if why.starts_with(HOT_TEXT) {
+                "refused"
+            } else {
+                "off"
+            }
         }
     };
     println!("cargo:rustc-env=SKELETON_CREW_HOT_TEXT={hot}");
@@ -125,34 +132,84 @@ fn hot_text() -> Result<String, Without> {
         return Err(quiet(format!("the target is {target_os}")));
     }
     let folder = env::var("CARGO_MANIFEST_DIR").map_err(|_| "no CARGO_MANIFEST_DIR")?;
-    let script = Path::new(&folder).join(HOT_TEXT);
-    if !script.is_file() {
-        return Err(format!("{} is missing", script.display()).into());
+    let listed = Path::new(&folder).join(HOT_TEXT);
+    let text = fs::read_to_string(&listed).map_err(|err| format!("{}: {err}", listed.display()))?;
+    // The linker is given a script this build writes from the names alone, never the file: a
+    // linker script can also set symbols (`decide = allow_all;`), which would change what the
+    // program does under a file nobody reads.
+    let names = hot_names(&text).map_err(|why| Without {
+        why: format!("{HOT_TEXT} refused: {why}"),
+        say: true,
+    })?;
+    let out = PathBuf::from(env::var("OUT_DIR").map_err(|_| "no OUT_DIR")?);
+    let written = out.join("hot-text.ld");
+    let mut script = String::from("SECTIONS\n{\n  .text.hot : {\n");
+    for name in &names {
+        script.push_str(&format!("    *(.text.{name} .text.unlikely.{name})\n"));
     }
-    let script = match script.to_str() {
+    script.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    fs::write(&written, script).map_err(|err| format!("{}: {err}", written.display()))?;
+    let script = match written.to_str() {
         // `-Wl,` splits its argument at commas.
         Some(script) if !script.contains(',') => script.to_owned(),
-        _ => return Err("the path of link/hot-text.ld is not one `-Wl,` can pass".into()),
+        _ => return Err("the build folder's path is not one `-Wl,` can pass".into()),
     };
     // A linker that cannot read it (mold, gold, one chosen by RUSTFLAGS or started in its place
     // by `mold -run`) fails the link: a probe is linked with it first.
-    let out = PathBuf::from(env::var("OUT_DIR").map_err(|_| "no OUT_DIR")?);
-    let source = out.join("hot-probe.c");
-    fs::write(&source, "int main(void) { return 0; }\n")
-        .map_err(|err| format!("{}: {err}", source.display()))?;
     let linker = linker();
-    let linked = Command::new(&linker)
-        .args(rustflags_link_args())
-        .arg(format!("-Wl,-T,{script}"))
-        .arg(&source)
-        .arg("-o")
-        .arg(out.join("hot-probe"))
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !linked {
-        return Err(format!("{linker} does not link with {HOT_TEXT}").into());
-    }
+    probe(
+        &linker,
+        &out,
+        "hot-probe",
+        EMPTY_PROGRAM,
+        &[&format!("-Wl,-T,{script}")],
+    )
+    .map_err(|why| format!("{linker} does not link with {HOT_TEXT} ({why})"))?;
     Ok(script)
+}
+
+/// The function names link/hot-text.ld lists, or the first line that is not one
+/// scripts/hot-text.sh writes: outside comments, only `SECTIONS`, braces, `.text.hot : {`,
+/// `INSERT BEFORE .text;` and `*(.text.NAME .text.unlikely.NAME)`, where NAME is a symbol's
+/// letters, digits, `_`, `$` and `.`, with `*` for a hash.
+fn hot_names(text: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut in_comment = false;
+    for (n, line) in text.lines().enumerate() {
+        let mut line = line.trim();
+        if in_comment || line.starts_with("/*") {
+            in_comment = !line.ends_with("*/");
+            continue;
+        }
+        if let Some(listed) = line.strip_prefix("*(.text.") {
+            line = listed;
+            let name = line.split(' ').next().unwrap_or_default();
+            let symbol = |c: char| c.is_ascii_alphanumeric() || "_$.*".contains(c);
+            if !name.is_empty()
+                && name.chars().all(symbol)
+                && line == format!("{name} .text.unlikely.{name})")
+            {
+                names.push(name.to_owned());
+                continue;
+            }
+        } else if [
+            "SECTIONS",
+            "{",
+            "}",
+            ".text.hot : {",
+            "INSERT BEFORE .text;",
+            "",
+        ]
+        .contains(&line)
+        {
+            continue;
+        }
+        return Err(format!(
+            "line {} is not one scripts/hot-text.sh writes",
+            n + 1
+        ));
+    }
+    Ok(names)
 }
 
 /// The C compiler that links the programs, as Cargo names it to build scripts.
@@ -162,7 +219,7 @@ fn linker() -> String {
 
 /// The link arguments RUSTFLAGS give rustc (`-C link-arg=`, `-C link-args=`), which reach the
 /// linker of every program, so the probes are linked with them too (a `-fuse-ld=mold` in them,
-/// say, is then probed, not assumed).
+/// say, is then probed, not assumed). rustc's own choice of linker is not among them.
 fn rustflags_link_args() -> Vec<String> {
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     let mut flags = flags.split('\x1f').filter(|flag| !flag.is_empty());
@@ -260,21 +317,48 @@ fn static_folder() -> Result<Static, Without> {
 /// Whether the C compiler links a static position-independent program at all (GCC 8 or later,
 /// the C library's `rcrt1.o` installed).
 fn links_statically(linker: &str, out: &Path) -> Result<(), String> {
-    let source = out.join("static-probe.c");
-    let program = out.join("static-probe");
-    fs::write(&source, "int main(void) { return 0; }\n")
-        .map_err(|err| format!("{}: {err}", source.display()))?;
-    let status = Command::new(linker)
-        .arg("-static-pie")
-        .arg(&source)
+    probe(linker, out, "static-probe", EMPTY_PROGRAM, &["-static-pie"])
+        .map(drop)
+        .map_err(|why| format!("{linker} -static-pie does not link a program here ({why})"))
+}
+
+/// Links the C program `source` as `out/NAME` with `args` and RUSTFLAGS' link arguments; the
+/// program, or why it did not link. The probe's linker is the C compiler's (GNU ld, say), not
+/// always the one rustc picks for the programs (its own lld on Linux): a probe that passes where
+/// the programs' link then fails stops the build, it cannot make a program that runs wrongly.
+fn probe(
+    linker: &str,
+    out: &Path,
+    name: &str,
+    source: &str,
+    args: &[&str],
+) -> Result<PathBuf, String> {
+    let path = out.join(format!("{name}.c"));
+    let program = out.join(name);
+    fs::write(&path, source).map_err(|err| format!("{}: {err}", path.display()))?;
+    let output = Command::new(linker)
+        .args(rustflags_link_args())
+        .args(args)
+        .arg(&path)
         .arg("-o")
         .arg(&program)
         .output()
         .map_err(|err| format!("cannot run {linker}: {err}"))?;
-    if !status.status.success() {
-        return Err(format!("{linker} -static-pie does not link a program here"));
+    if !output.status.success() {
+        // What the linker said, on one line (a warning the build prints is one line).
+        let said = String::from_utf8_lossy(&output.stderr);
+        let said: Vec<&str> = said
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect();
+        return Err(if said.is_empty() {
+            output.status.to_string()
+        } else {
+            said.join(" / ").chars().take(400).collect()
+        });
     }
-    Ok(())
+    Ok(program)
 }
 
 /// Whether a static position-independent program linked with packed relative relocations starts
@@ -284,32 +368,22 @@ fn packs_relative_relocations(linker: &str, out: &Path) -> bool {
     if env::var("TARGET").ok() != env::var("HOST").ok() {
         return false;
     }
-    let source = out.join("relr-probe.c");
-    let program = out.join("relr-probe");
     // `at` is fixed up at the start: the program's address plus that of `value`.
-    let probe = "static int value = 7;\nint *volatile at = &value;\n\
-                 int main(void) { return at == &value && *at == 7 ? 0 : 1; }\n";
-    if fs::write(&source, probe).is_err() {
-        return false;
-    }
+    let source = "static int value = 7;\nint *volatile at = &value;\n\
+                  int main(void) { return at == &value && *at == 7 ? 0 : 1; }\n";
     // A linker that does not know the option may warn and link unpacked (GNU ld before 2.38),
     // which would prove nothing: warnings fail the probe, and the table must be there.
-    let linked = Command::new(linker)
-        .args(rustflags_link_args())
-        .args([
-            "-static-pie",
-            "-Wl,-z,pack-relative-relocs",
-            "-Wl,--fatal-warnings",
-        ])
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .output()
-        .is_ok_and(|output| output.status.success());
+    let args = [
+        "-static-pie",
+        "-Wl,-z,pack-relative-relocs",
+        "-Wl,--fatal-warnings",
+    ];
+    let Ok(program) = probe(linker, out, "relr-probe", source, &args) else {
+        return false;
+    };
     let packed =
         fs::read(&program).is_ok_and(|bytes| bytes.windows(10).any(|name| name == b".relr.dyn\0"));
-    linked
-        && packed
+    packed
         && Command::new(&program)
             .status()
             .is_ok_and(|status| status.success())
