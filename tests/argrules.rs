@@ -126,6 +126,47 @@ fn invalid_schemas_exit_2_naming_the_tool_and_the_path() {
     }
 }
 
+/// Each distinct `multipleOf` takes one of the process's 64 exact checks: a policy that needs a
+/// 65th does not load, and one that reuses its divisors loads however many it has.
+#[test]
+fn a_policy_with_more_divisors_than_the_gate_checks_does_not_load() {
+    let scratch = Scratch::new();
+    let policy = |divisors: &mut dyn Iterator<Item = u32>| {
+        let properties: serde_json::Map<String, serde_json::Value> = divisors
+            .enumerate()
+            .map(|(index, divisor)| {
+                let schema = serde_json::json!({"multipleOf": f64::from(divisor) / 1000.0});
+                (format!("n{index}"), schema)
+            })
+            .collect();
+        serde_json::json!({"toolArgs": {"pay": {"schema": {"properties": properties}}}}).to_string()
+    };
+    let reused = scratch.write("reused.json", policy(&mut (0..200).map(|i| 1 + i % 64)));
+    let records = decide(
+        &scratch,
+        &reused,
+        &[
+            r#"{"agent":"a","tool":"pay","args":{"n0":0.002,"n63":0.128},"source":"user"}"#,
+            r#"{"agent":"a","tool":"pay","args":{"n1":0.003},"source":"user"}"#,
+        ],
+    );
+    assert_eq!(decisions(&records), ["allow", "deny"], "{records:?}");
+    let too_many = scratch.write("too-many.json", policy(&mut (1..=65)));
+    let out = scratch
+        .cmd("sc-gate")
+        .arg("--policy")
+        .arg(&too_many)
+        .write_stdin("")
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("toolArgs.pay.schema")
+            && stderr.contains("at most 64 different `multipleOf` values"),
+        "{stderr}"
+    );
+}
+
 /// Issue 13: `format` is checked, and a format nobody checks does not load.
 #[test]
 fn formats_are_checked_and_an_unknown_one_exits_2() {

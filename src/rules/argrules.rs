@@ -11,7 +11,7 @@
 //! meta-schema and compiled once, at load; a bad regex or a `$ref` that leaves the document is a
 //! load error, and nothing is ever fetched.
 //!
-//! `format` is checked, not only noted ([`FORMATS`] lists the formats the validator knows). A
+//! `format` is checked, not only noted ([`super::schema::FORMATS`] lists the formats the validator knows). A
 //! format it does not know is a load error: its author expects a check that would never happen.
 //!
 //! Numbers are compared exactly as written. A validator compares floats, and a float cannot hold
@@ -20,8 +20,8 @@
 //! any other is denied, naming it. The policy's own numbers are held to the same rule at load.
 //! Between numbers that are read exactly, the validator's float comparisons (`minimum`,
 //! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `const`, `enum`) give the decimal answer,
-//! and its `multipleOf` works on the decimals the floats print as, which are then the decimals as
-//! written.
+//! and `multipleOf`, ours ([`super::schema`]), works on the decimals the floats print as, which
+//! are then the decimals as written.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,7 +29,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub use super::schema::SchemaError;
+
 use super::keys::{one_of, wrong_type, KeyError, KeyProblem, Problem, UnknownKey};
+#[cfg(test)]
+use super::schema::FORMATS;
+use super::schema::{location, Compiled};
 use super::tools::{PatternError, ToolPattern};
 use crate::call::fold_key;
 
@@ -47,7 +52,7 @@ pub struct ArgRule {
     pub pattern: ToolPattern,
     pub schema: Value,
     pub when_tainted: WhenTainted,
-    validator: Arc<jsonschema::Validator>,
+    validator: Arc<Compiled>,
     /// The argument names the schema speaks of, by their folds ([`fold_key`]).
     names: HashMap<String, Vec<String>>,
 }
@@ -159,50 +164,6 @@ fn key_spelt_like_a_name(
     object(names, args, &mut Vec::new())
 }
 
-/// The values of `format` that are checked, under draft 2020-12 with this build of the
-/// `jsonschema` crate (a test keeps this list and the crate in step). Any other is a load error.
-pub(crate) const FORMATS: &[&str] = &[
-    "date",
-    "date-time",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "iri",
-    "iri-reference",
-    "json-pointer",
-    "regex",
-    "relative-json-pointer",
-    "time",
-    "uri",
-    "uri-reference",
-    "uri-template",
-    "uuid",
-];
-
-/// Why a schema was refused at load; the path in it is where the validator found the problem.
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error("the schema is not valid JSON Schema (draft 2020-12) at {at}: {0}", at = location(.0.instance_path().as_str()))]
-    NotJsonSchema(jsonschema::ValidationError<'static>),
-    /// A `format` the validator does not know (at `at` in the schema), with the nearest known.
-    #[error("the format \"{}\" at {at} is not one the gate can check, so values would pass unchecked; {}the formats checked are {}", crate::sanitize::quoted(.format), format_hint(*.suggestion), FORMATS.join(", "))]
-    UnknownFormat {
-        format: String,
-        at: String,
-        suggestion: Option<&'static str>,
-    },
-    #[error("the schema cannot be compiled at {at}: {0} (remote and file references are not fetched)", at = location(.0.instance_path().as_str()))]
-    NotCompiled(jsonschema::ValidationError<'static>),
-}
-
-fn format_hint(suggestion: Option<&str>) -> String {
-    suggestion
-        .map(|known| format!("did you mean \"{known}\"? "))
-        .unwrap_or_default()
-}
-
 /// What can be wrong with a `toolArgs` entry, besides what every key's reader finds.
 #[derive(Debug, thiserror::Error)]
 pub enum ArgProblem {
@@ -246,20 +207,7 @@ impl ArgRule {
         schema: Value,
         when_tainted: WhenTainted,
     ) -> Result<ArgRule, SchemaError> {
-        if let Err(err) = jsonschema::draft202012::meta::validate(&schema) {
-            return Err(SchemaError::NotJsonSchema(err.to_owned()));
-        }
-        let validator = jsonschema::draft202012::options()
-            .with_keyword("multipleOf", exact_multiple_of)
-            .should_validate_formats(true)
-            .should_ignore_unknown_formats(false)
-            // RFC 5321's Mailbox, as JSON Schema defines `email`: no `Name <a@b>` display text.
-            .with_email_options(jsonschema::EmailOptions::default().without_display_text())
-            .build(&schema)
-            .map_err(|err| {
-                unknown_format(&schema, err.schema_path().as_str())
-                    .unwrap_or_else(|| SchemaError::NotCompiled(err.to_owned()))
-            })?;
+        let validator = Compiled::new(&schema)?;
         let names = names_in_schema(&schema);
         Ok(ArgRule {
             pattern,
@@ -285,16 +233,18 @@ impl ArgRule {
             )));
         }
         let instance = Value::Object(args.clone());
-        let err = self.validator.iter_errors(&instance).next()?;
-        let rule = location(err.schema_path().as_str());
-        let path = err.instance_path().as_str();
-        Some(Violation(if path.is_empty() {
-            format!("the arguments of {tool} are not allowed by the policy ({rule}: {err})")
+        let failure = self.validator.first_failure(&instance)?;
+        let rule = location(&failure.rule);
+        Some(Violation(if failure.at.is_empty() {
+            let message = crate::sanitize::for_terminal(&bounded(failure.message)).into_owned();
+            format!("the arguments of {tool} are not allowed by the policy ({rule}: {message})")
         } else {
-            let argument = path.trim_start_matches('/').replace('/', ".");
+            let argument = failure.at.trim_start_matches('/').replace('/', ".");
             let argument = crate::sanitize::quoted(&argument);
-            let value =
-                crate::sanitize::for_terminal(&bounded(err.instance().to_string())).into_owned();
+            let value = instance
+                .pointer(&failure.at)
+                .map_or_else(String::new, Value::to_string);
+            let value = crate::sanitize::for_terminal(&bounded(value)).into_owned();
             format!(
                 "argument `{argument}` = {value} is not allowed for {tool} by the policy ({rule})"
             )
@@ -334,84 +284,6 @@ pub(crate) fn numbers_not_read_exactly(tool: &str, args_json: &str) -> Option<Vi
             "argument `{argument}` = {text} is a number a float does not hold as written (it {read_as}), so the policy's schema for {tool} cannot check it exactly; write it as a float holds it"
         )
     }))
-}
-
-/// The error for a `format` the validator does not know, when that is why `schema` did not
-/// compile (the error's schema path ends at the `format`).
-fn unknown_format(schema: &Value, schema_path: &str) -> Option<SchemaError> {
-    if !schema_path.ends_with("/format") {
-        return None;
-    }
-    let name = schema.pointer(schema_path)?.as_str()?;
-    if FORMATS.contains(&name) {
-        return None;
-    }
-    let suggestion = FORMATS
-        .iter()
-        .map(|known| {
-            (
-                strsim::damerau_levenshtein(&name.to_lowercase(), known),
-                *known,
-            )
-        })
-        .min()
-        .filter(|(distance, _)| *distance <= 3)
-        .map(|(_, known)| known);
-    Some(SchemaError::UnknownFormat {
-        format: name.to_owned(),
-        at: schema_path.to_owned(),
-        suggestion,
-    })
-}
-
-/// `multipleOf`, exactly in decimal. The validator's own divides huge numbers by a fraction as
-/// approximate rationals (`1e40` is not a multiple of `0.3`, and it can say it is).
-fn exact_multiple_of<'a>(
-    _: &'a Map<String, Value>,
-    value: &'a Value,
-    _: jsonschema::paths::Location,
-) -> Result<Box<dyn for<'i> jsonschema::Keyword<'i>>, jsonschema::ValidationError<'a>> {
-    // The meta-schema has already required a number above 0.
-    match value {
-        Value::Number(multiple) => Ok(Box::new(ExactMultipleOf(multiple.to_string()))),
-        _ => Err(jsonschema::ValidationError::custom(
-            "`multipleOf` must be a number above 0",
-        )),
-    }
-}
-
-/// The divisor of a `multipleOf`, as its decimal text.
-struct ExactMultipleOf(String);
-
-impl<'i> jsonschema::Keyword<'i> for ExactMultipleOf {
-    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
-        if jsonschema::Keyword::is_valid(self, instance) {
-            Ok(())
-        } else {
-            Err(jsonschema::ValidationError::custom(format!(
-                "{instance} is not a multiple of {}",
-                self.0
-            )))
-        }
-    }
-
-    fn is_valid(&self, instance: &'i Value) -> bool {
-        match instance {
-            // Undecidable texts (never from a parsed number) are not multiples: fail closed.
-            Value::Number(number) => {
-                crate::amount::decimal_multiple_of(&number.to_string(), &self.0).unwrap_or(false)
-            }
-            _ => true,
-        }
-    }
-}
-
-fn location(path: &str) -> String {
-    if path.is_empty() {
-        "the schema's root".to_owned()
-    } else {
-        path.to_owned()
-    }
 }
 
 fn bounded(mut text: String) -> String {

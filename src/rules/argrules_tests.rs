@@ -134,10 +134,7 @@ fn an_unknown_format_is_a_load_error_naming_it() {
             json!({"properties": {"to": {"format": "Email"}}}),
             "did you mean \"email\"?",
         ),
-        (
-            json!({"format": "idn-email"}),
-            "the format \"idn-email\" at /format",
-        ),
+        (json!({"format": "isbn"}), "the format \"isbn\" at /format"),
         (
             json!({"format": "phone"}),
             "the formats checked are date, date-time",
@@ -159,29 +156,69 @@ fn an_unknown_format_is_a_load_error_naming_it() {
     );
 }
 
+/// A value each format refuses (and the validator would let pass, were the format unknown to
+/// it: it ignores those).
+const REFUSED_BY: &[(&str, &str)] = &[
+    ("date", "2026-02-30"),
+    ("date-time", "2026-02-28 25:00"),
+    ("duration", "P1Y2X"),
+    ("email", "Eve <eve@evil.test>"),
+    ("hostname", "-bad-.example"),
+    ("idn-email", "no at sign"),
+    ("idn-hostname", "-bad-.example"),
+    ("ipv4", "192.0.2.256"),
+    ("ipv6", "1:2:3"),
+    ("iri", "no scheme"),
+    ("iri-reference", "\\\\host"),
+    ("json-pointer", "no/slash"),
+    ("period", "2026"),
+    ("regex", "(unclosed"),
+    ("relative-json-pointer", "/x"),
+    ("time", "25:00:00Z"),
+    ("uri", "no scheme"),
+    ("uri-reference", "\\\\host"),
+    ("uri-template", "{unclosed"),
+    ("uuid", "not-a-uuid"),
+];
+
+/// The validator with every format it knows asserted and none added, as [`Compiled`] builds it.
+fn crate_checks(format: &str, value: &str) -> bool {
+    let mut compiler = boon::Compiler::new();
+    compiler.enable_format_assertions();
+    compiler
+        .add_resource("urn:t", json!({"format": format}))
+        .unwrap();
+    let mut schemas = boon::Schemas::new();
+    let index = compiler.compile("urn:t", &mut schemas).unwrap();
+    schemas.validate(&json!(value), index).is_err()
+}
+
 #[test]
 fn the_format_list_is_what_the_crate_checks() {
-    let options = jsonschema::options();
-    for name in FORMATS {
+    assert_eq!(
+        REFUSED_BY.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+        FORMATS
+    );
+    for (name, refused) in REFUSED_BY {
         assert!(
-            options.is_known_format(jsonschema::Draft::Draft202012, name),
+            crate_checks(name, refused),
             "{name} is listed but not checked"
         );
-    }
-    // Formats of the draft that this build does not check (the crate's `idna` feature is
-    // off), and some that no draft has: all load errors. Were one checked, list it.
-    for name in [
-        "idn-email",
-        "idn-hostname",
-        "phone",
-        "iban",
-        "Email",
-        "uuid4",
-    ] {
-        assert!(
-            !options.is_known_format(jsonschema::Draft::Draft202012, name),
-            "{name} is checked: add it to FORMATS"
+        let verdict = verdict(
+            json!({"properties": {"x": {"format": name}}}),
+            &json!({ "x": refused }).to_string(),
         );
+        assert!(verdict.is_some(), "{name}: {refused} passed");
+    }
+    // Formats that no draft has, or that the crate does not check: all load errors. Were one
+    // checked, list it.
+    for name in [
+        "phone", "iban", "Email", "uuid4", "isbn", "semver", "int32", "binary",
+    ] {
+        let refused = ["", "x", "(unclosed", "-1", "no at sign", "2026-02-30"]
+            .iter()
+            .any(|value| crate_checks(name, value));
+        assert!(!refused, "{name} is checked: add it to FORMATS");
         assert!(
             rules(json!({"t": {"schema": {"format": name}}})).is_err(),
             "{name}"
@@ -371,4 +408,97 @@ fn an_argument_spelt_like_one_the_schema_names_is_a_violation() {
         let Violation(reason) = check(outside.clone()).expect("a violation");
         assert!(reason.contains(named), "{outside}: {reason}");
     }
+}
+
+#[test]
+fn multiple_of_stays_exact_beside_a_format_and_under_not() {
+    // Beside the author's own `format`, the exact check is one more `allOf` entry; the
+    // violation still names the keyword where it was written.
+    let schema = json!({"properties": {"n": {"format": "uuid", "multipleOf": 0.3, "allOf": [{}]}}});
+    assert_eq!(verdict(schema.clone(), r#"{"n": 0.9}"#), None);
+    let reason = verdict(schema, r#"{"n": 1}"#).expect("1 is not a multiple of 0.3");
+    assert!(reason.contains("(/properties/n/multipleOf)"), "{reason}");
+    // Under `not` it composes as the keyword does: 1e40 is not a multiple of 0.3 (its digits
+    // sum to 1), though as floats it divides without a remainder.
+    let not = json!({"properties": {"n": {"not": {"multipleOf": 0.3}}}});
+    assert_eq!(verdict(not.clone(), r#"{"n": 1e40}"#), None);
+    assert!(verdict(not.clone(), r#"{"n": 0.9}"#).is_some());
+    assert_eq!(verdict(not, r#"{"n": 1}"#), None);
+    // Through a reference into a keyword the validator does not know.
+    let referred = json!({"x-lib": {"tenth": {"multipleOf": 0.1}},
+        "properties": {"n": {"$ref": "#/x-lib/tenth"}}});
+    assert_eq!(verdict(referred.clone(), r#"{"n": 0.3}"#), None);
+    assert!(verdict(referred, r#"{"n": 0.35}"#).is_some());
+}
+
+#[test]
+fn what_the_validator_would_not_check_is_a_load_error() {
+    for (schema, expected) in [
+        // Another draft's `$schema` would switch the validator's reading.
+        (
+            json!({"$schema": "http://json-schema.org/draft-07/schema#"}),
+            "/$schema: http://json-schema.org/draft-07/schema# is not draft 2020-12",
+        ),
+        // An unknown format where a reference can reach it.
+        (
+            json!({"x-lib": {"p": {"format": "iban"}}, "properties": {"to": {"$ref": "#/x-lib/p"}}}),
+            "the format \"iban\" at /x-lib/p/format",
+        ),
+        // A `multipleOf` in data is never rewritten, so never allowed.
+        (
+            json!({"enum": [{"multipleOf": 0.1}], "properties": {"n": {"$ref": "#/enum/0"}}}),
+            "/enum/0/multipleOf: a `multipleOf` inside data",
+        ),
+        (
+            json!({"properties": {"n": {"multipleOf": 0}}}),
+            "/properties/n/multipleOf: `multipleOf` must be a number above 0",
+        ),
+        // Lookaround and backreferences: the patterns run in linear time, these cannot.
+        (
+            json!({"properties": {"to": {"pattern": "^(?!admin).*$"}}}),
+            "/properties/to/pattern",
+        ),
+        (json!({"patternProperties": {"(a)\\1": {}}}), "(a)\\\\1"),
+        (
+            json!({"$ref": "file:///etc/passwd"}),
+            "is outside the policy",
+        ),
+        (
+            json!({"$id": "https://example.com/s.json", "$ref": "other.json"}),
+            "(remote and file references are not fetched)",
+        ),
+    ] {
+        let err = rules(json!({"t": {"schema": schema.clone()}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{schema}: {err}");
+        assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+    }
+    // The draft's own `$schema`, and names that are keywords only as names, are fine.
+    for schema in [
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}),
+        json!({"properties": {"multipleOf": {"type": "number"}, "enum": {"format": "date"}}}),
+        json!({"dependentRequired": {"multipleOf": ["format"]}}),
+        json!({"const": {"format": "pdf"}}),
+    ] {
+        assert!(
+            rules(json!({"t": {"schema": schema.clone()}})).is_ok(),
+            "{schema}"
+        );
+    }
+}
+
+#[test]
+fn a_divisor_keeps_its_slot() {
+    let schema = json!({"properties": {"n": {"multipleOf": 0.25}}});
+    let first = rules(json!({"t": {"schema": schema.clone()}})).unwrap();
+    let again = rules(json!({"u": {"schema": schema}})).unwrap();
+    assert!(first[0].check("t", &args(json!({"n": 1}))).is_none());
+    let number = |n: &str| check_all(&again, "u", &call_args(&format!(r#"{{"n": {n}}}"#)));
+    assert_eq!(number("0.75"), None);
+    let Violation(reason) = number("0.8").expect("0.8 is not a multiple of 0.25");
+    assert_eq!(
+        reason,
+        "argument `n` = 0.8 is not allowed for u by the policy (/properties/n/multipleOf)"
+    );
 }

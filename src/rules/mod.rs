@@ -23,6 +23,7 @@ pub mod names;
 pub mod policy;
 pub mod provenance;
 pub mod provenance_rules;
+mod schema;
 pub mod state;
 pub mod tokens;
 pub mod tools;
