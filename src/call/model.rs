@@ -65,7 +65,8 @@ pub struct Args {
     /// The object's JSON text, checked as strictly as [`strict_json::parse`] checks it.
     text: String,
     amount: Option<Value>,
-    map: OnceLock<Map<String, Value>>,
+    /// The object, built from `text` on first use (always a [`Value::Object`]).
+    map: OnceLock<Value>,
     /// Whether two keys could fold alike ([`argrules::fold_key`](crate::rules::argrules::fold_key)):
     /// `false` only when no key at any depth has an upper-case or non-ASCII letter or an escape,
     /// as the call scanner saw while it checked them.
@@ -112,7 +113,7 @@ impl Args {
             keys_may_fold: super::keys::keys_may_fold_alike(&text),
             text,
             amount: map.get("amount").cloned(),
-            map: OnceLock::from(map),
+            map: OnceLock::from(Value::Object(map)),
         }
     }
 
@@ -137,9 +138,18 @@ impl Args {
 
     /// The whole object, built on first use.
     pub fn map(&self) -> &Map<String, Value> {
+        match self.value() {
+            Value::Object(map) => map,
+            _ => unreachable!("args are built only as an object"),
+        }
+    }
+
+    /// The whole object as a JSON value (always an object), built on first use: what a schema
+    /// validates, with no copy.
+    pub fn value(&self) -> &Value {
         self.map
             .get_or_init(|| match strict_json::parse(&self.text) {
-                Ok(Value::Object(map)) => map,
+                Ok(object @ Value::Object(_)) => object,
                 // The text was checked before it was kept; were it not an object after all, no
                 // argument would be worth trusting, and stopping is the safe answer.
                 other => panic!("call args that were checked no longer parse: {other:?}"),

@@ -222,7 +222,15 @@ impl ArgRule {
     /// first ([`numbers_not_read_exactly`]): the schema compares them as floats. An argument
     /// spelt like one the schema names, but not as it (`TO` for `to`), breaks it too.
     pub fn check(&self, tool: &str, args: &Map<String, Value>) -> Option<Violation> {
+        self.check_value(tool, &Value::Object(args.clone()))
+    }
+
+    /// [`ArgRule::check`] of args as the call holds them: an object (anything else breaks
+    /// every schema that bounds an object, and is denied).
+    pub(crate) fn check_value(&self, tool: &str, instance: &Value) -> Option<Violation> {
         let tool = crate::sanitize::quoted(tool);
+        let empty = Map::new();
+        let args = instance.as_object().unwrap_or(&empty);
         if let Some((path, key, name)) = key_spelt_like_a_name(&self.names, args) {
             let mut at = path;
             at.push(key);
@@ -232,8 +240,7 @@ impl ArgRule {
                 crate::sanitize::quoted(&name)
             )));
         }
-        let instance = Value::Object(args.clone());
-        let failure = self.validator.first_failure(&instance)?;
+        let failure = self.validator.first_failure(instance)?;
         let rule = location(&failure.rule);
         Some(Violation(if failure.at.is_empty() {
             let message = crate::sanitize::for_terminal(&bounded(failure.message)).into_owned();
@@ -262,7 +269,7 @@ pub(crate) fn check_all<'a>(
     let mut rules = rules.into_iter().peekable();
     rules.peek()?;
     numbers_not_read_exactly(tool, args.text())
-        .or_else(|| rules.find_map(|rule| rule.check(tool, args.map())))
+        .or_else(|| rules.find_map(|rule| rule.check_value(tool, args.value())))
 }
 
 /// A number in `args` (their JSON text as the call carried it) that a float does not hold as
