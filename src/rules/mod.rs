@@ -15,6 +15,7 @@ pub mod agent_name;
 pub mod argrules;
 pub mod coding;
 pub mod decision;
+mod ecma;
 pub mod fetch;
 pub mod git;
 pub mod grant;

@@ -1,16 +1,23 @@
 //! A `toolArgs` schema compiled for checking: JSON Schema draft 2020-12 through the `boon` crate,
 //! with `format` asserted, nothing fetched, and `multipleOf` exact in decimal.
 //!
-//! Before the validator sees a schema, one walk over it ([`prepare`]) refuses what the validator
-//! would let pass unchecked: a `format` it does not check (it would ignore it), a `$schema` of
-//! another draft (it would switch drafts), and it moves every `multipleOf` to an exact check of
-//! our own. The validator divides floats (`1e40` is a multiple of `0.3` to it); it has no custom
-//! keywords, only custom formats, each a name and a plain function. So each distinct divisor
-//! gets a slot ([`SLOTS`] of them, for the process), a format named for the slot whose function
-//! reads the divisor from its slot, and the `multipleOf` becomes that `format` where it stood
-//! (or, beside a `format` of the author's, one more entry of its `allOf`). It composes as the
-//! keyword did, under `not`, `anyOf`, `$ref` and the rest.
+//! Before the validator sees a schema, one walk over the places where it reads schemas
+//! ([`prepare`]) refuses what it would let pass unchecked: a `format` it does not check (it
+//! would ignore it), a `$schema` of another draft (it would switch drafts), and a `$ref` that
+//! points anywhere but at one of those places (it would read data, or a keyword it does not
+//! know, as a schema the walk never saw). The walk rewrites each pattern so that the `regex`
+//! crate means what ECMA-262 means ([`super::ecma`]), reads `format: "regex"` arguments the same
+//! way, and adds a check beside `email` for what the crate lets through a quoted local part.
+//!
+//! And it moves every `multipleOf` to an exact check of our own. The validator divides floats
+//! (`1e40` is a multiple of `0.3` to it); it has no custom keywords, only custom formats, each a
+//! name and a plain function. So each distinct divisor gets a slot ([`SLOTS`] of them, for the
+//! process), a format named for the slot whose function reads the divisor from its slot, and the
+//! `multipleOf` becomes that `format` where it stood (or, beside a `format` of the author's, one
+//! more entry of its `allOf`). It composes as the keyword did, under `not`, `anyOf`, `$ref` and
+//! the rest.
 
+use std::collections::HashSet;
 use std::error::Error;
 use std::sync::{Mutex, OnceLock};
 
@@ -104,8 +111,8 @@ impl Compiled {
         compiler.set_default_draft(boon::Draft::V2020_12);
         compiler.enable_format_assertions();
         compiler.use_loader(Box::new(NothingFetched));
-        for &slot in &prepared.slots {
-            let (name, func) = SLOT_FORMATS[slot];
+        let slots = prepared.slots.iter().map(|&slot| SLOT_FORMATS[slot]);
+        for (name, func) in GATE_FORMATS.into_iter().chain(slots) {
             compiler.register_format(boon::Format { name, func });
         }
         compiler
@@ -130,7 +137,9 @@ impl Compiled {
             rule.push_str(&keyword.to_string());
         }
         let message = match &leaf.kind {
-            boon::ErrorKind::Format { want, err, .. } if want.starts_with(SLOT_PREFIX) => {
+            boon::ErrorKind::Format { want, err, .. }
+                if want.starts_with(SLOT_PREFIX) || GATE_FORMATS.iter().any(|(n, _)| n == want) =>
+            {
                 if let Some((_, written)) = self.moved.iter().find(|(now, _)| *now == rule) {
                     rule = written.clone();
                 }
@@ -259,94 +268,271 @@ impl boon::UrlLoader for NothingFetched {
 /// A schema as the validator is given it.
 struct Prepared {
     schema: Value,
+    /// Where a check now stands as a `format` → where the author wrote what it checks.
     moved: Vec<(String, String)>,
     slots: Vec<usize>,
+    /// Every place in the schema as written where the validator reads a schema, as the tokens
+    /// of its JSON pointer: the only places a `$ref` may point.
+    positions: HashSet<Vec<String>>,
+    /// Each `$ref` (and `$dynamicRef`, `$recursiveRef`), with where it stands.
+    references: Vec<(String, String)>,
 }
 
-/// The keywords whose value is data, never a schema: nothing in them is a keyword.
-const DATA: &[&str] = &["enum", "const", "default", "examples"];
-
-/// The keywords whose value maps names (of properties, of definitions) to schemas.
+/// Where the validator reads schemas (its draft 2020-12 list, which keeps the older drafts'
+/// keywords): a map of names to schemas, one schema, or an array of schemas (`items` is either).
 const NAMED_SCHEMAS: &[&str] = &[
+    "definitions",
     "properties",
     "patternProperties",
+    "dependencies",
     "$defs",
-    "definitions",
     "dependentSchemas",
 ];
+const ONE_SCHEMA: &[&str] = &[
+    "not",
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "propertyNames",
+    "contains",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contentSchema",
+];
+const SCHEMAS: &[&str] = &["allOf", "anyOf", "oneOf", "items", "prefixItems"];
 
-/// Walks `schema`: every object that can be a schema, wherever it sits (a `$ref` can point into
-/// a keyword the validator does not know), except data; refuses an unknown `format` and another
-/// draft's `$schema`, and moves each `multipleOf` to its slot's format.
+/// The gate's own formats, besides the slots: `format: "regex"` as ECMA-262 read in linear time
+/// (the crate's own check of it takes time quadratic in the argument), and what `email` and
+/// `idn-email` let through in a quoted local part (a line break, a NUL) refused.
+const REGEX_FORMAT: &str = "regex (ECMA-262, the gate's)";
+const EMAIL_GUARD: &str = "email: printable ASCII only (the gate's)";
+const IDN_EMAIL_GUARD: &str = "idn-email: no control characters (the gate's)";
+
+fn regex_format(value: &Value) -> Result<(), Box<dyn Error>> {
+    match value {
+        Value::String(text) => super::ecma::to_rust(text).map(drop).map_err(Into::into),
+        _ => Ok(()),
+    }
+}
+
+fn email_guard(value: &Value) -> Result<(), Box<dyn Error>> {
+    match value {
+        Value::String(text) if !text.chars().all(|c| (' '..='~').contains(&c)) => {
+            Err("an address holds only printable ASCII".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn idn_email_guard(value: &Value) -> Result<(), Box<dyn Error>> {
+    match value {
+        Value::String(text) if text.chars().any(char::is_control) => {
+            Err("an address holds no control character".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+const GATE_FORMATS: [(&str, FormatCheck); 3] = [
+    (REGEX_FORMAT, regex_format),
+    (EMAIL_GUARD, email_guard),
+    (IDN_EMAIL_GUARD, idn_email_guard),
+];
+
+/// Walks the schema where the validator reads schemas, and nowhere else: refuses an unknown
+/// `format`, another draft's `$schema`, an `$id` below the root and a `$ref` that points
+/// anywhere but at one of those places; rewrites patterns as ECMA-262 means them
+/// ([`super::ecma`]); moves each `multipleOf` to its slot's format; guards `email`.
 fn prepare(schema: &Value) -> Result<Prepared, SchemaError> {
     let mut prepared = Prepared {
         schema: schema.clone(),
         moved: Vec::new(),
         slots: Vec::new(),
+        positions: HashSet::new(),
+        references: Vec::new(),
     };
-    let mut path = String::new();
-    walk(
-        &mut prepared.schema,
-        &mut path,
-        &mut prepared.moved,
-        &mut prepared.slots,
-    )?;
+    let mut walk = Walk {
+        tokens: Vec::new(),
+        prepared: &mut prepared,
+    };
+    let mut value = std::mem::take(&mut walk.prepared.schema);
+    walk.schema(&mut value)?;
+    prepared.schema = value;
+    for (reference, at) in &prepared.references {
+        reference_inside(reference, at, &prepared.positions)?;
+    }
     Ok(prepared)
 }
 
-fn walk(
-    value: &mut Value,
-    path: &mut String,
-    moved: &mut Vec<(String, String)>,
-    slots: &mut Vec<usize>,
-) -> Result<(), SchemaError> {
-    match value {
-        Value::Object(object) => {
-            for (keyword, value) in object.iter_mut() {
-                let len = path.len();
-                push(path, keyword);
-                match (keyword.as_str(), &mut *value) {
-                    (data, value) if DATA.contains(&data) => no_multiple_of_in_data(value, path)?,
-                    // Names to the names they require: no schema, nor a keyword, in it.
-                    ("dependentRequired", _) => {}
-                    (named, Value::Object(schemas)) if NAMED_SCHEMAS.contains(&named) => {
-                        for (name, schema) in schemas.iter_mut() {
-                            let len = path.len();
-                            push(path, name);
-                            walk(schema, path, moved, slots)?;
-                            path.truncate(len);
-                        }
-                    }
-                    ("format", Value::String(name)) => known_format(name, path)?,
-                    ("$schema", Value::String(draft)) => {
-                        if draft.trim_end_matches('#') != DRAFT_2020_12 {
-                            return Err(SchemaError::NotJsonSchema {
-                                at: path.clone(),
-                                message: format!(
-                                    "{} is not draft 2020-12 ({DRAFT_2020_12}), the one the gate reads",
-                                    crate::sanitize::quoted(draft)
-                                ),
-                            });
-                        }
-                    }
-                    (_, value) => walk(value, path, moved, slots)?,
-                }
-                path.truncate(len);
-            }
-            // After the walk, so that the walk never takes a slot's format for the author's.
-            move_multiple_of(object, path, moved, slots)?;
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter_mut().enumerate() {
-                let len = path.len();
-                push(path, &index.to_string());
-                walk(item, path, moved, slots)?;
-                path.truncate(len);
-            }
-        }
-        _ => {}
+struct Walk<'a> {
+    tokens: Vec<String>,
+    prepared: &'a mut Prepared,
+}
+
+impl Walk<'_> {
+    fn path(&self) -> String {
+        pointer(&self.tokens)
     }
-    Ok(())
+
+    fn at(&self, keyword: &str) -> String {
+        let mut path = self.path();
+        push(&mut path, keyword);
+        path
+    }
+
+    fn nested(&mut self, tokens: &[&str], value: &mut Value) -> Result<(), SchemaError> {
+        let len = self.tokens.len();
+        self.tokens
+            .extend(tokens.iter().map(|token| (*token).to_owned()));
+        let walked = self.schema(value);
+        self.tokens.truncate(len);
+        walked
+    }
+
+    /// One place where the validator reads a schema.
+    fn schema(&mut self, value: &mut Value) -> Result<(), SchemaError> {
+        self.prepared.positions.insert(self.tokens.clone());
+        let Value::Object(object) = value else {
+            return Ok(());
+        };
+        for (keyword, value) in object.iter_mut() {
+            let keyword = keyword.as_str();
+            match value {
+                Value::Object(named) if NAMED_SCHEMAS.contains(&keyword) => {
+                    for (name, schema) in named.iter_mut() {
+                        if schema.is_object() || schema.is_boolean() {
+                            self.nested(&[keyword, name], schema)?;
+                        }
+                    }
+                }
+                Value::Array(items) if SCHEMAS.contains(&keyword) => {
+                    for (index, item) in items.iter_mut().enumerate() {
+                        self.nested(&[keyword, &index.to_string()], item)?;
+                    }
+                }
+                Value::Object(_) | Value::Bool(_) if ONE_SCHEMA.contains(&keyword) => {
+                    self.nested(&[keyword], value)?;
+                }
+                Value::String(name) if keyword == "format" => {
+                    known_format(name, &self.at(keyword))?
+                }
+                Value::String(pattern) if keyword == "pattern" => {
+                    *pattern = ecma(pattern, &self.at(keyword))?;
+                }
+                Value::String(draft)
+                    if keyword == "$schema" && draft.trim_end_matches('#') != DRAFT_2020_12 =>
+                {
+                    return Err(SchemaError::NotJsonSchema {
+                        at: self.at(keyword),
+                        message: format!(
+                            "{} is not draft 2020-12 ({DRAFT_2020_12}), the one the gate reads",
+                            crate::sanitize::quoted(draft)
+                        ),
+                    });
+                }
+                _ if keyword == "$id" && !self.tokens.is_empty() => {
+                    return Err(SchemaError::NotCompiled {
+                        at: self.at(keyword),
+                        message: "an `$id` below the schema's root (a document inside the document) is not read".to_owned(),
+                    });
+                }
+                Value::String(reference)
+                    if matches!(keyword, "$ref" | "$dynamicRef" | "$recursiveRef") =>
+                {
+                    let at = self.at(keyword);
+                    self.prepared.references.push((reference.clone(), at));
+                }
+                _ => {}
+            }
+        }
+        // After the walk, so that the walk never takes one of the gate's formats for the
+        // author's, and no `$ref` may point into what the gate adds.
+        if let Some(Value::Object(patterns)) = object.get_mut("patternProperties") {
+            let mut read = Map::new();
+            for (pattern, schema) in std::mem::take(patterns) {
+                let mut at = self.at("patternProperties");
+                push(&mut at, &pattern);
+                read.insert(ecma(&pattern, &at)?, schema);
+            }
+            *patterns = read;
+        }
+        let path = self.path();
+        match object.get("format").and_then(Value::as_str) {
+            Some("regex") => {
+                object.insert("format".to_owned(), REGEX_FORMAT.into());
+            }
+            Some("email") => self.guard(object, &path, EMAIL_GUARD)?,
+            Some("idn-email") => self.guard(object, &path, IDN_EMAIL_GUARD)?,
+            _ => {}
+        }
+        move_multiple_of(object, &path, self.prepared)
+    }
+
+    /// One more check beside the object's `format`, which it guards.
+    fn guard(
+        &mut self,
+        object: &mut Map<String, Value>,
+        path: &str,
+        name: &'static str,
+    ) -> Result<(), SchemaError> {
+        let now = add_format(object, path, name)?;
+        self.prepared.moved.push((now, format!("{path}/format")));
+        Ok(())
+    }
+}
+
+/// A pattern as the `regex` crate reads it with ECMA-262's meaning, or why not.
+fn ecma(pattern: &str, at: &str) -> Result<String, SchemaError> {
+    super::ecma::to_rust(pattern).map_err(|err| SchemaError::NotJsonSchema {
+        at: at.to_owned(),
+        message: format!(
+            "{} is not a regular expression the gate can run (ECMA-262 without lookaround or backreferences): {err}",
+            crate::sanitize::quoted(pattern)
+        ),
+    })
+}
+
+/// A `$ref` points inside the schema, at a place the validator reads as a schema (by JSON
+/// pointer, `#/…`), or names an anchor (`#name`, which the validator finds only there).
+fn reference_inside(
+    reference: &str,
+    at: &str,
+    positions: &HashSet<Vec<String>>,
+) -> Result<(), SchemaError> {
+    let refused = |why: &str| SchemaError::NotCompiled {
+        at: at.to_owned(),
+        message: format!("{} {why}", crate::sanitize::quoted(reference)),
+    };
+    let Some(fragment) = reference.strip_prefix('#') else {
+        return Err(refused(
+            "leaves the schema: only `#/…` and `#name` are followed",
+        ));
+    };
+    let fragment = percent_decode(fragment);
+    if !fragment.is_empty() && !fragment.starts_with('/') {
+        return Ok(());
+    }
+    let tokens: Vec<String> = fragment
+        .split('/')
+        .skip(1)
+        .map(|token| token.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    if positions.contains(&tokens) {
+        Ok(())
+    } else {
+        Err(refused("does not point at a schema"))
+    }
+}
+
+fn pointer(tokens: &[String]) -> String {
+    let mut path = String::new();
+    for token in tokens {
+        push(&mut path, token);
+    }
+    path
 }
 
 /// Appends a JSON pointer token, escaped.
@@ -377,43 +563,35 @@ fn known_format(name: &str, at: &str) -> Result<(), SchemaError> {
     })
 }
 
-/// Data is never rewritten; were a `$ref` to point into it, the validator would read an object
-/// there as a schema, and a `multipleOf` in it would divide floats. Refused, as a load error.
-fn no_multiple_of_in_data(value: &Value, path: &mut String) -> Result<(), SchemaError> {
-    match value {
-        Value::Object(object) => {
-            for (key, value) in object {
-                let len = path.len();
-                push(path, key);
-                if key == "multipleOf" {
-                    return Err(SchemaError::NotCompiled {
-                        at: path.clone(),
-                        message: "a `multipleOf` inside data (`enum`, `const`, `default`, `examples`) could be checked only inexactly".to_owned(),
-                    });
-                }
-                no_multiple_of_in_data(value, path)?;
-                path.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                let len = path.len();
-                push(path, &index.to_string());
-                no_multiple_of_in_data(item, path)?;
-                path.truncate(len);
-            }
-        }
-        _ => {}
+/// Puts a `format` on the object: as its `format` when it has none, else as one more entry of
+/// its `allOf`. Where it now stands.
+fn add_format(
+    object: &mut Map<String, Value>,
+    path: &str,
+    name: &str,
+) -> Result<String, SchemaError> {
+    if !object.contains_key("format") {
+        object.insert("format".to_owned(), Value::String(name.to_owned()));
+        return Ok(format!("{path}/format"));
     }
-    Ok(())
+    let all_of = object
+        .entry("allOf")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(all_of) = all_of else {
+        return Err(SchemaError::NotJsonSchema {
+            at: format!("{path}/allOf"),
+            message: "`allOf` must be an array of schemas".to_owned(),
+        });
+    };
+    all_of.push(serde_json::json!({ "format": name }));
+    Ok(format!("{path}/allOf/{}/format", all_of.len() - 1))
 }
 
 /// Moves the object's `multipleOf`, if any, to its divisor's slot format (see the module).
 fn move_multiple_of(
     object: &mut Map<String, Value>,
     path: &str,
-    moved: &mut Vec<(String, String)>,
-    slots: &mut Vec<usize>,
+    prepared: &mut Prepared,
 ) -> Result<(), SchemaError> {
     let Some(divisor) = object.get("multipleOf") else {
         return Ok(());
@@ -435,27 +613,11 @@ fn move_multiple_of(
             "the gate checks at most {SLOTS} different `multipleOf` values in one process"
         ),
     })?;
-    let name = SLOT_FORMATS[slot].0;
-    let now = if !object.contains_key("format") {
-        object.insert("format".to_owned(), Value::String(name.to_owned()));
-        format!("{path}/format")
-    } else {
-        let all_of = object
-            .entry("allOf")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        let Value::Array(all_of) = all_of else {
-            return Err(SchemaError::NotJsonSchema {
-                at: format!("{path}/allOf"),
-                message: "`allOf` must be an array of schemas".to_owned(),
-            });
-        };
-        all_of.push(serde_json::json!({ "format": name }));
-        format!("{path}/allOf/{}/format", all_of.len() - 1)
-    };
+    let now = add_format(object, path, SLOT_FORMATS[slot].0)?;
     object.remove("multipleOf");
-    moved.push((now, written));
-    if !slots.contains(&slot) {
-        slots.push(slot);
+    prepared.moved.push((now, written));
+    if !prepared.slots.contains(&slot) {
+        prepared.slots.push(slot);
     }
     Ok(())
 }
