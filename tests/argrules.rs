@@ -22,6 +22,18 @@ fn decide(scratch: &Scratch, policy: &PathBuf, lines: &[&str]) -> Vec<serde_json
     parse_stdout(&out.get_output().stdout)
 }
 
+/// sc-gate's refusal of a policy file: exit status 2, and what it said.
+fn load_error(scratch: &Scratch, policy: &PathBuf) -> String {
+    let out = scratch
+        .cmd("sc-gate")
+        .arg("--policy")
+        .arg(policy)
+        .write_stdin("")
+        .assert()
+        .code(2);
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
 fn decisions(records: &[serde_json::Value]) -> Vec<String> {
     records
         .iter()
@@ -111,14 +123,7 @@ fn invalid_schemas_exit_2_naming_the_tool_and_the_path() {
     ];
     for (index, (policy, key, path)) in cases.iter().enumerate() {
         let file = scratch.write(&format!("bad-{index}.json"), policy);
-        let out = scratch
-            .cmd("sc-gate")
-            .arg("--policy")
-            .arg(&file)
-            .write_stdin("")
-            .assert()
-            .code(2);
-        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let stderr = load_error(&scratch, &file);
         assert!(
             stderr.contains(key) && stderr.contains(path),
             "{policy}: {stderr}"
@@ -152,14 +157,7 @@ fn a_policy_with_more_divisors_than_the_gate_checks_does_not_load() {
     );
     assert_eq!(decisions(&records), ["allow", "deny"], "{records:?}");
     let too_many = scratch.write("too-many.json", policy(&mut (1..=65)));
-    let out = scratch
-        .cmd("sc-gate")
-        .arg("--policy")
-        .arg(&too_many)
-        .write_stdin("")
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let stderr = load_error(&scratch, &too_many);
     assert!(
         stderr.contains("toolArgs.pay.schema")
             && stderr.contains("at most 64 different `multipleOf` values"),
@@ -197,14 +195,7 @@ fn formats_are_checked_and_an_unknown_one_exits_2() {
         "typo.json",
         r#"{"toolArgs":{"send_email":{"schema":{"properties":{"to":{"format":"e-mail"}}}}}}"#,
     );
-    let out = scratch
-        .cmd("sc-gate")
-        .arg("--policy")
-        .arg(&typo)
-        .write_stdin("")
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let stderr = load_error(&scratch, &typo);
     assert!(
         stderr.contains("toolArgs.send_email.schema")
             && stderr.contains("the format \"e-mail\" at /properties/to/format")

@@ -88,6 +88,15 @@ fn call_args(text: &str) -> crate::call::Args {
         .args
 }
 
+/// Asserts that `schema` does not load, with an error on its key that says `expected`.
+fn refused_saying(schema: Value, expected: &str) {
+    let err = rules(json!({"t": {"schema": schema.clone()}}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(expected), "{schema}: {err}");
+    assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+}
+
 fn verdict(schema: Value, args_text: &str) -> Option<String> {
     let rules = rules(json!({"t": {"schema": schema}})).unwrap();
     check_all(&rules, "t", &call_args(args_text)).map(|Violation(reason)| reason)
@@ -144,11 +153,7 @@ fn an_unknown_format_is_a_load_error_naming_it() {
             "the format \"iban\" at /$defs/p/format",
         ),
     ] {
-        let err = rules(json!({"t": {"schema": schema.clone()}}))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(expected), "{schema}: {err}");
-        assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+        refused_saying(schema, expected);
     }
     // A property that happens to be named `format` is not the keyword.
     assert!(
@@ -498,11 +503,7 @@ fn what_the_validator_would_not_check_is_a_load_error() {
             "other.json leaves the schema",
         ),
     ] {
-        let err = rules(json!({"t": {"schema": schema.clone()}}))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(expected), "{schema}: {err}");
-        assert!(err.starts_with("key `toolArgs.t.schema`"), "{err}");
+        refused_saying(schema, expected);
     }
     // The draft's own `$schema`, and names that are keywords only as names, are fine.
     for schema in [
