@@ -11,7 +11,7 @@
 //! meta-schema and compiled once, at load; a bad regex or a `$ref` that leaves the document is a
 //! load error, and nothing is ever fetched.
 //!
-//! `format` is checked, not only noted ([`super::schema::FORMATS`] lists the formats the validator knows). A
+//! `format` is checked, not only noted (`schema::FORMATS` lists the formats the validator knows). A
 //! format it does not know is a load error: its author expects a check that would never happen.
 //!
 //! Numbers are compared exactly as written. A validator compares floats, and a float cannot hold
@@ -20,7 +20,7 @@
 //! any other is denied, naming it. The policy's own numbers are held to the same rule at load.
 //! Between numbers that are read exactly, the validator's float comparisons (`minimum`,
 //! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `const`, `enum`) give the decimal answer,
-//! and `multipleOf`, ours ([`super::schema`]), works on the decimals the floats print as, which
+//! and `multipleOf`, ours (`schema`), works on the decimals the floats print as, which
 //! are then the decimals as written.
 
 use std::collections::HashMap;

@@ -514,7 +514,7 @@ fn what_the_validator_would_not_check_is_a_load_error() {
         json!({"dependencies": {"enum": {"properties": {"n": {"multipleOf": 0.5}}}, "a": ["b"]}}),
         json!({"$defs": {"p": {"$anchor": "payee", "enum": ["acme"]}}, "properties": {"to": {"$ref": "#payee"}}}),
         json!({"$id": "https://example.com/s.json", "$defs": {"a~b/c": {}}, "$ref": "#/$defs/a~0b~1c"}),
-        json!({"$ref": "#", "maxProperties": 3}),
+        json!({"$defs": {"p": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/p"}, "b": {"allOf": [{"$ref": "#/$defs/p"}, {"$ref": "#/$defs/p"}]}}}),
     ] {
         assert!(
             rules(json!({"t": {"schema": schema.clone()}})).is_ok(),
@@ -604,4 +604,85 @@ fn a_regex_argument_is_read_in_linear_time() {
         None
     );
     assert!(verdict(schema, r#"{"r": "(?<=a)b"}"#).is_some());
+}
+
+/// A recursive schema: the validator checks both branches at every level and keeps their
+/// errors, so its work doubled with each level of the argument (a 600-byte one took it gigabytes).
+#[test]
+fn a_schema_that_refers_to_itself_does_not_load() {
+    let expression = json!({"$defs": {"e": {"anyOf": [
+        {"properties": {"op": {"const": "not"}, "a": {"$ref": "#/$defs/e"}}, "required": ["op"]},
+        {"properties": {"op": {"const": "neg"}, "a": {"$ref": "#/$defs/e"}}, "required": ["op"]}
+    ]}}, "properties": {"q": {"$ref": "#/$defs/e"}}});
+    for (schema, at) in [
+        (expression, "/$defs/e/anyOf/"),
+        (
+            json!({"$ref": "#", "maxProperties": 3}),
+            "/$ref: # makes the schema refer to itself",
+        ),
+        (
+            json!({"$defs": {"e": {"$anchor": "node", "properties": {"next": {"$ref": "#node"}}}}}),
+            "/$defs/e/properties/next/$ref: #node makes",
+        ),
+        (
+            json!({"$dynamicAnchor": "n", "properties": {"next": {"$dynamicRef": "#n"}}}),
+            "#n makes the schema refer to itself",
+        ),
+        (
+            json!({"$defs": {"a": {"properties": {"x": {"$ref": "#/$defs/b"}}}, "b": {"items": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}),
+            "makes the schema refer to itself",
+        ),
+    ] {
+        refused_saying(schema, at);
+    }
+}
+
+#[test]
+fn patterns_that_mean_the_same_once_read_do_not_hide_each_other() {
+    refused_saying(
+        json!({"patternProperties": {"[0-9]": false, "\\d": true}}),
+        "means the same as another pattern",
+    );
+}
+
+#[test]
+fn formats_read_by_a_url_parser_hold_no_line_break() {
+    let schema = json!({"properties": {
+        "iri": {"type": "string", "format": "iri"},
+        "ref": {"type": "string", "format": "iri-reference"},
+        "tpl": {"type": "string", "format": "uri-template"},
+        "re": {"type": "string", "format": "regex"}
+    }});
+    for inside in [
+        r#"{"iri": "https://ok.example/caf\u00e9"}"#,
+        r#"{"ref": "../a?b#c"}"#,
+        r#"{"tpl": "https://ok.example/{user}/repos"}"#,
+        r#"{"re": "^[a-z]+$"}"#,
+    ] {
+        assert_eq!(verdict(schema.clone(), inside), None, "{inside}");
+    }
+    for (outside, rule) in [
+        (
+            r#"{"iri": "https://ok.example/a\r\nX-Injected: 1"}"#,
+            "/properties/iri/format",
+        ),
+        (
+            r#"{"iri": " \u0000https://ok.example/\t"}"#,
+            "/properties/iri/format",
+        ),
+        (
+            r#"{"iri": "https://ok.example/a b\"<>"}"#,
+            "/properties/iri/format",
+        ),
+        (
+            r#"{"ref": "\r\nDELETE /admin HTTP/1.1\r\n"}"#,
+            "/properties/ref/format",
+        ),
+        (r#"{"tpl": "x\r\ny {a}"}"#, "/properties/tpl/format"),
+        (r#"{"re": "(?i)x"}"#, "/properties/re/format"),
+        (r#"{"re": "[^;&&|]"}"#, "/properties/re/format"),
+    ] {
+        let reason = verdict(schema.clone(), outside).expect(outside);
+        assert!(reason.contains(rule), "{outside}: {reason}");
+    }
 }

