@@ -6,8 +6,6 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::SchemaError;
-
 /// The values of `format` that are checked, under draft 2020-12 with this build of the
 /// `boon` crate (a test keeps this list and the crate in step). Any other is a load error.
 pub(crate) const FORMATS: &[&str] = &[
@@ -92,28 +90,6 @@ fn refuse_chars(value: &Value, refused: impl Fn(char) -> bool) -> Result<(), Box
         },
         _ => Ok(()),
     }
-}
-
-pub(super) fn known_format(name: &str, at: &str) -> Result<(), SchemaError> {
-    if FORMATS.contains(&name) {
-        return Ok(());
-    }
-    let suggestion = FORMATS
-        .iter()
-        .map(|known| {
-            (
-                strsim::damerau_levenshtein(&name.to_lowercase(), known),
-                *known,
-            )
-        })
-        .min()
-        .filter(|(distance, _)| *distance <= 3)
-        .map(|(_, known)| known);
-    Err(SchemaError::UnknownFormat {
-        format: name.to_owned(),
-        at: at.to_owned(),
-        suggestion,
-    })
 }
 
 /// How many distinct `multipleOf` divisors one process can check.

@@ -19,6 +19,7 @@
 //! more entry of its `allOf`). It composes as the keyword did, under `not`, `anyOf`, `$ref` and
 //! the rest.
 
+mod error;
 mod formats;
 mod references;
 mod walk;
@@ -27,45 +28,16 @@ use std::error::Error;
 
 use serde_json::Value;
 
+pub(crate) use error::location;
+pub use error::SchemaError;
+#[cfg(test)]
 pub(crate) use formats::FORMATS;
 use formats::{GATE_FORMATS, SLOT_FORMATS, SLOT_PREFIX};
+use references::percent_decode;
 use walk::prepare;
-
-/// The draft every schema is read as; a `$schema` naming another is a load error.
-const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Where the schema lives for the validator: a name, never fetched (see [`NothingFetched`]).
 const URL: &str = "urn:skeleton-crew:tool-args";
-
-/// Why a schema was refused at load; `at` is where in it (a JSON pointer).
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error("the schema is not valid JSON Schema (draft 2020-12) at {at}: {message}", at = location(.at))]
-    NotJsonSchema { at: String, message: String },
-    /// A `format` the validator does not know (at `at` in the schema), with the nearest known.
-    #[error("the format \"{}\" at {at} is not one the gate can check, so values would pass unchecked; {}the formats checked are {}", crate::sanitize::quoted(.format), format_hint(*.suggestion), FORMATS.join(", "))]
-    UnknownFormat {
-        format: String,
-        at: String,
-        suggestion: Option<&'static str>,
-    },
-    #[error("the schema cannot be compiled at {at}: {message} (remote and file references are not fetched)", at = location(.at))]
-    NotCompiled { at: String, message: String },
-}
-
-fn format_hint(suggestion: Option<&str>) -> String {
-    suggestion
-        .map(|known| format!("did you mean \"{known}\"? "))
-        .unwrap_or_default()
-}
-
-pub(crate) fn location(path: &str) -> String {
-    if path.is_empty() {
-        "the schema's root".to_owned()
-    } else {
-        path.to_owned()
-    }
-}
 
 /// A schema, compiled.
 pub(crate) struct Compiled {
@@ -159,12 +131,6 @@ fn leaf<'a, 's, 'v>(
 fn fragment(url: &str) -> String {
     let fragment = url.split_once('#').map_or("", |(_, fragment)| fragment);
     percent_decode(fragment)
-}
-
-fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 /// The validator's refusal of a schema, as ours: where, and why.

@@ -1,7 +1,8 @@
 //! Where a `$ref` may lead: only to a schema the walk saw, and never back to itself.
 
-use super::walk::Prepared;
-use super::{percent_decode, SchemaError};
+use std::collections::HashSet;
+
+use super::error::SchemaError;
 
 /// A reference as written, and where.
 pub(super) struct Reference {
@@ -18,7 +19,8 @@ pub(super) struct Reference {
 /// reach any anchor of that name), or is `$recursiveRef` (the root, as far as the walk knows).
 pub(super) fn reference_targets(
     reference: &Reference,
-    prepared: &Prepared,
+    positions: &HashSet<Vec<String>>,
+    anchors: &[(String, Vec<String>)],
 ) -> Result<Vec<Vec<String>>, SchemaError> {
     let refused = |why: &str| SchemaError::NotCompiled {
         at: reference.at.clone(),
@@ -34,10 +36,7 @@ pub(super) fn reference_targets(
     }
     let fragment = percent_decode(fragment);
     if !fragment.is_empty() && !fragment.starts_with('/') {
-        let named = prepared
-            .anchors
-            .iter()
-            .filter(|(name, _)| *name == fragment);
+        let named = anchors.iter().filter(|(name, _)| *name == fragment);
         return Ok(named.map(|(_, tokens)| tokens.clone()).collect());
     }
     let tokens: Vec<String> = fragment
@@ -45,7 +44,7 @@ pub(super) fn reference_targets(
         .skip(1)
         .map(|token| token.replace("~1", "/").replace("~0", "~"))
         .collect();
-    if prepared.positions.contains(&tokens) {
+    if positions.contains(&tokens) {
         Ok(vec![tokens])
     } else {
         Err(refused("does not point at a schema"))
@@ -102,4 +101,11 @@ pub(super) fn no_recursion(
         }
     }
     Ok(())
+}
+
+/// `text` with each `%XX` escape decoded, as the validator reads a reference's fragment.
+pub(super) fn percent_decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }

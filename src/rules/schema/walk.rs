@@ -5,9 +5,12 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::formats::{guard, known_format, slot, REGEX_FORMAT, SLOTS, SLOT_FORMATS};
+use super::error::SchemaError;
+use super::formats::{guard, slot, FORMATS, REGEX_FORMAT, SLOTS, SLOT_FORMATS};
 use super::references::{no_recursion, reference_targets, Reference};
-use super::{SchemaError, DRAFT_2020_12};
+
+/// The draft every schema is read as; a `$schema` naming another is a load error.
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// A schema as the validator is given it.
 pub(super) struct Prepared {
@@ -73,7 +76,11 @@ pub(super) fn prepare(schema: &Value) -> Result<Prepared, SchemaError> {
     prepared.schema = value;
     let mut targets = Vec::with_capacity(prepared.references.len());
     for reference in &prepared.references {
-        targets.push(reference_targets(reference, &prepared)?);
+        targets.push(reference_targets(
+            reference,
+            &prepared.positions,
+            &prepared.anchors,
+        )?);
     }
     no_recursion(&prepared.references, &targets)?;
     Ok(prepared)
@@ -283,4 +290,26 @@ fn move_multiple_of(
         prepared.slots.push(slot);
     }
     Ok(())
+}
+
+fn known_format(name: &str, at: &str) -> Result<(), SchemaError> {
+    if FORMATS.contains(&name) {
+        return Ok(());
+    }
+    let suggestion = FORMATS
+        .iter()
+        .map(|known| {
+            (
+                strsim::damerau_levenshtein(&name.to_lowercase(), known),
+                *known,
+            )
+        })
+        .min()
+        .filter(|(distance, _)| *distance <= 3)
+        .map(|(_, known)| known);
+    Err(SchemaError::UnknownFormat {
+        format: name.to_owned(),
+        at: at.to_owned(),
+        suggestion,
+    })
 }
