@@ -137,6 +137,14 @@ impl Visitor for Edits<'_> {
                     "a repetition of a repetition (`a{2}{3}`)",
                 ))
             }
+            // The crate reads `x{ 2}` as two `x`; ECMA-262, as the text `x{ 2}`.
+            Ast::Repetition(repetition)
+                if self.pattern[repetition.op.span.start.offset..repetition.op.span.end.offset]
+                    .chars()
+                    .any(char::is_whitespace) =>
+            {
+                return Err(PatternError::NotEcma("white space inside `{…}`"))
+            }
             Ast::ClassBracketed(class) => {
                 // `[]` and `[^]` are whole classes in ECMA-262 (nothing, anything); the crate
                 // reads the `]` as the class's first member.

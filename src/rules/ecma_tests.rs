@@ -84,6 +84,10 @@ fn what_needs_backtracking_or_means_otherwise_is_refused() {
         r"[\p{Greek}]",
         r"a{2}{3}",
         r"(?P<n>a)",
+        "^x{ 2}$",
+        "[0-9]{1, 3}",
+        "x{2,\n3}",
+        "x{ 2 , 3 }",
     ] {
         assert!(to_rust(pattern).is_err(), "{pattern}");
     }

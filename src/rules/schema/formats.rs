@@ -43,8 +43,14 @@ const NO_CONTROLS: &str = "no control characters (the gate's)";
 const IRI_CHARACTERS: &str = "no space, control character or \"<>\\^`{|} (the gate's)";
 const TEMPLATE_CHARACTERS: &str = "no space, control character or \"'<>\\^`| (the gate's)";
 
-pub(super) const GATE_FORMATS: [(&str, FormatCheck); 5] = [
+/// `uniqueItems: true`, ours: the crate hashes an array as its items in a row, so `[[]]` and
+/// `[[],[]]`, `[[[]]]`… collide, and a megabyte of them took it 8 s (each item compared with
+/// every one before).
+pub(super) const UNIQUE_ITEMS: &str = "uniqueItems (the gate's)";
+
+pub(super) const GATE_FORMATS: [(&str, FormatCheck); 6] = [
     (REGEX_FORMAT, regex_format),
+    (UNIQUE_ITEMS, unique_items),
     (PRINTABLE_ASCII, |text| {
         refuse_chars(text, |c| !(' '..='~').contains(&c))
     }),
@@ -78,6 +84,71 @@ fn regex_format(value: &Value) -> Result<(), Box<dyn Error>> {
             .map(drop)
             .map_err(Into::into),
         _ => Ok(()),
+    }
+}
+
+fn unique_items(value: &Value) -> Result<(), Box<dyn Error>> {
+    let Value::Array(items) = value else {
+        return Ok(());
+    };
+    let seed = foldhash::fast::RandomState::default();
+    let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let same = seen.entry(shape_hash(&seed, item)).or_default();
+        if let Some(before) = same.iter().find(|&&before| equal(&items[before], item)) {
+            return Err(format!("items {before} and {index} are equal").into());
+        }
+        same.push(index);
+    }
+    Ok(())
+}
+
+/// A hash of a JSON value that JSON Schema's equality keeps: numbers by value (`1` and `1.0`
+/// alike; every number in checked args is one a float holds as written), objects whatever
+/// their keys' order, and arrays and objects by their length as well as their members.
+fn shape_hash(seed: &foldhash::fast::RandomState, value: &Value) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut hasher = seed.build_hasher();
+    match value {
+        Value::Null => 0u8.hash(&mut hasher),
+        Value::Bool(b) => (1u8, b).hash(&mut hasher),
+        Value::Number(n) => {
+            // -0 is 0.
+            let n = n
+                .as_f64()
+                .map_or(0, |n| if n == 0.0 { 0 } else { n.to_bits() });
+            (2u8, n).hash(&mut hasher)
+        }
+        Value::String(text) => (3u8, text).hash(&mut hasher),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(&mut hasher);
+            items
+                .iter()
+                .for_each(|item| shape_hash(seed, item).hash(&mut hasher));
+        }
+        Value::Object(members) => {
+            let unordered = members.iter().fold(0u64, |sum, (key, member)| {
+                sum.wrapping_add(seed.hash_one((key, shape_hash(seed, member))))
+            });
+            (5u8, members.len(), unordered).hash(&mut hasher)
+        }
+    }
+    hasher.finish()
+}
+
+/// JSON Schema's equality of two values.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| equal(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, member)| b.get(key).is_some_and(|other| equal(member, other)))
+        }
+        _ => a == b,
     }
 }
 

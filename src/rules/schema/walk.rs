@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::error::SchemaError;
-use super::formats::{guard, slot, FORMATS, REGEX_FORMAT, SLOTS, SLOT_FORMATS};
+use super::formats::{guard, slot, FORMATS, REGEX_FORMAT, SLOTS, SLOT_FORMATS, UNIQUE_ITEMS};
 use super::references::{no_recursion, reference_targets, Reference};
 
 /// The draft every schema is read as; a `$schema` naming another is a load error.
@@ -204,7 +204,29 @@ impl Walk<'_> {
             }
             None => {}
         }
+        self.move_unique_items(object, &path)?;
         move_multiple_of(object, &path, self.prepared)
+    }
+
+    /// `uniqueItems: true` to the gate's own check (see [`UNIQUE_ITEMS`]); `false` checks nothing.
+    fn move_unique_items(
+        &mut self,
+        object: &mut Map<String, Value>,
+        path: &str,
+    ) -> Result<(), SchemaError> {
+        let written = format!("{path}/uniqueItems");
+        match object.remove("uniqueItems") {
+            None | Some(Value::Bool(false)) => Ok(()),
+            Some(Value::Bool(true)) => {
+                let now = add_format(object, path, UNIQUE_ITEMS)?;
+                self.prepared.moved.push((now, written));
+                Ok(())
+            }
+            Some(_) => Err(SchemaError::NotJsonSchema {
+                at: written,
+                message: "`uniqueItems` must be true or false".to_owned(),
+            }),
+        }
     }
 }
 
