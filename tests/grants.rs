@@ -153,6 +153,40 @@ fn grants_are_shared_between_processes_on_redis_under_the_crews_key() {
     assert_eq!(store.keys().unwrap(), [StateKey::crew("busy", View::Gate)]);
 }
 
+/// sc-gate lists a crew's grants once a batch with one read (the grants and the store's marker
+/// in one round trip): a Redis that lost its data is refused there too, never read as no grants.
+#[test]
+fn listing_grants_on_a_redis_that_lost_its_data_is_refused() {
+    let redis = RedisServer::with_store();
+    let url = StateUrl::Redis(redis.url());
+    let mut store = open(&url);
+    let now = SystemTime::now();
+    let given = grants::add(
+        store.as_mut(),
+        call("c", "a", "{}"),
+        now,
+        grants::DEFAULT_TTL,
+    )
+    .unwrap();
+    let listed = grants::list(store.as_mut(), "c", now).unwrap();
+    assert_eq!(
+        listed.iter().map(|g| &g.id).collect::<Vec<_>>(),
+        [&given.id]
+    );
+    assert!(grants::list(store.as_mut(), "other", now)
+        .unwrap()
+        .is_empty());
+    let mut connection = redis.connection();
+    let _: () = redis::cmd("FLUSHALL").query(&mut connection).unwrap();
+    let err = grants::list(store.as_mut(), "c", now)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("marker") && err.contains(&redis.url()),
+        "{err}"
+    );
+}
+
 #[test]
 fn grants_on_redis_that_this_program_did_not_write_are_refused_and_left_alone() {
     let redis = RedisServer::with_store();
@@ -175,6 +209,14 @@ fn grants_on_redis_that_this_program_did_not_write_are_refused_and_left_alone() 
         assert!(
             said.contains("refused rather than read as none") && said.contains(&redis.url()),
             "{said}"
+        );
+        // Listed (as sc-gate reads them, once a batch, in one round trip): refused alike.
+        let listed = grants::list(store.as_mut(), "c", now)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            listed.contains("refused rather than read as none") && listed.contains(&redis.url()),
+            "{listed}"
         );
         let err = grants::add(
             store.as_mut(),

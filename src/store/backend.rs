@@ -93,6 +93,17 @@ pub trait Store: Send {
         key: &ValueKey,
         update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError>;
+
+    /// The value at `key` (`None` if there is none), read once: nothing is written. A store
+    /// whose update costs more than a read (a server's round trips) reads it in one.
+    fn read_value(&mut self, key: &ValueKey) -> Result<Option<String>, StoreError> {
+        let mut read = None;
+        self.update_value(key, &mut |stored| {
+            read = stored.map(str::to_owned);
+            Ok(ValueChange::Keep)
+        })?;
+        Ok(read)
+    }
 }
 
 /// Reads a stored state, refusing anything but what this program writes.

@@ -566,6 +566,35 @@ impl Store for RedisStore {
         Ok(keys)
     }
 
+    /// One round trip: the value and the marker, as [`Store::read`] reads a state (an update
+    /// would `WATCH` and `UNWATCH` for nothing).
+    fn read_value(&mut self, key: &ValueKey) -> Result<Option<String>, StoreError> {
+        let redis_key = RedisStore::value_redis_key(key);
+        let connection = self.connection()?;
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
+            .cmd("GET")
+            .arg(&redis_key)
+            .cmd("GET")
+            .arg(MARKER_KEY)
+            .query(connection);
+        let (stored, marker) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(err)),
+        };
+        self.check_marker(marker)?;
+        stored
+            .map(|bytes| {
+                String::from_utf8(bytes).map_err(|err| StoreError::RefusedValue {
+                    store: self.shown.clone(),
+                    key: key.clone(),
+                    why: ValueRefused::NotUtf8 {
+                        offset: err.utf8_error().valid_up_to(),
+                    },
+                })
+            })
+            .transpose()
+    }
+
     fn update_value(
         &mut self,
         key: &ValueKey,
