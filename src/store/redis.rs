@@ -382,6 +382,25 @@ impl RedisStore {
         }
     }
 
+    /// Reads a key and the marker in one round trip, the marker after the key (see
+    /// [`RedisStore::watch_and_get`]); a marker that is not the one the store was opened with
+    /// refuses the read.
+    fn get_and_check(&mut self, redis_key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let connection = self.connection()?;
+        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
+            .cmd("GET")
+            .arg(redis_key)
+            .cmd("GET")
+            .arg(MARKER_KEY)
+            .query(connection);
+        let (stored, marker) = match read {
+            Ok(read) => read,
+            Err(err) => return Err(self.fail(err)),
+        };
+        self.check_marker(marker)?;
+        Ok(stored)
+    }
+
     /// `WATCH`es a key and the marker and reads both, the first half of an optimistic update; a
     /// marker that is not the one the store was opened with refuses the update (the key is not
     /// watched any more). The marker is read after the key, so a loss before the key was read
@@ -498,20 +517,7 @@ impl Store for RedisStore {
     }
 
     fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {
-        let redis_key = RedisStore::redis_key(key);
-        let connection = self.connection()?;
-        // The marker after the state, in the same round trip (see `watch_and_get`).
-        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
-            .cmd("GET")
-            .arg(&redis_key)
-            .cmd("GET")
-            .arg(MARKER_KEY)
-            .query(connection);
-        let (stored, marker) = match read {
-            Ok(read) => read,
-            Err(err) => return Err(self.fail(err)),
-        };
-        self.check_marker(marker)?;
+        let stored = self.get_and_check(&RedisStore::redis_key(key))?;
         stored
             .map(|bytes| parse_state(&self.shown, key, &bytes))
             .transpose()
@@ -569,19 +575,7 @@ impl Store for RedisStore {
     /// One round trip: the value and the marker, as [`Store::read`] reads a state (an update
     /// would `WATCH` and `UNWATCH` for nothing).
     fn read_value(&mut self, key: &ValueKey) -> Result<Option<String>, StoreError> {
-        let redis_key = RedisStore::value_redis_key(key);
-        let connection = self.connection()?;
-        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
-            .cmd("GET")
-            .arg(&redis_key)
-            .cmd("GET")
-            .arg(MARKER_KEY)
-            .query(connection);
-        let (stored, marker) = match read {
-            Ok(read) => read,
-            Err(err) => return Err(self.fail(err)),
-        };
-        self.check_marker(marker)?;
+        let stored = self.get_and_check(&RedisStore::value_redis_key(key))?;
         stored
             .map(|bytes| {
                 String::from_utf8(bytes).map_err(|err| StoreError::RefusedValue {
