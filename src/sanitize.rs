@@ -104,6 +104,11 @@ pub(crate) fn is_invisible(c: char) -> bool {
     matches!(for_terminal(c.encode_utf8(&mut buffer)), Cow::Owned(_))
 }
 
+/// `text` with each run of white space, line breaks included, as one space: one line.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub fn to_rust(pattern: &str) -> Result<String, PatternError> {
         .nest_limit(NEST_LIMIT)
         .build()
         .parse(pattern)
-        .map_err(|err| PatternError::Syntax(one_line(&err.to_string())))?;
+        .map_err(|err| PatternError::Syntax(crate::sanitize::one_line(&err.to_string())))?;
     let mut edits = ast::visit(
         &ast,
         Edits {
@@ -54,7 +54,7 @@ pub fn to_rust(pattern: &str) -> Result<String, PatternError> {
         .nest_limit(NEST_LIMIT)
         .build()
         .parse(&out)
-        .map_err(|err| PatternError::Syntax(one_line(&err.to_string())))?;
+        .map_err(|err| PatternError::Syntax(crate::sanitize::one_line(&err.to_string())))?;
     Ok(out)
 }
 
@@ -184,10 +184,6 @@ impl Visitor for Edits<'_> {
             "`&&`, `--` or `~~` in a class (the crate's set operations)",
         ))
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ pub(super) fn plain_value(text: &str) -> String {
     if let Ok(text) = serde_json::from_str::<String>(text) {
         return text;
     }
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::sanitize::one_line(text)
 }
 
 /// JSON text indented two spaces a level, every number and string exactly as written (no float

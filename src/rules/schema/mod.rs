@@ -145,7 +145,7 @@ fn refused(err: boon::CompileError) -> SchemaError {
         }
         boon::CompileError::InvalidRegex { url, regex, src } => SchemaError::NotJsonSchema {
             at: fragment(&url),
-            message: one_line(&format!(
+            message: crate::sanitize::one_line(&format!(
                 "{} is not a regular expression the gate can run: {src}",
                 crate::sanitize::quoted(&regex)
             )),
@@ -162,7 +162,7 @@ fn refused(err: boon::CompileError) -> SchemaError {
                     | boon::CompileError::AnchorNotFound { url, .. } => fragment(url),
                     _ => String::new(),
                 },
-                message: one_line(&message),
+                message: crate::sanitize::one_line(&message),
             }
         }
     }
@@ -180,12 +180,7 @@ fn describe(err: &boon::ValidationError) -> String {
         let each: Vec<String> = err.causes.iter().map(|c| describe(leaf(c))).collect();
         text = format!("{text} ({})", each.join("; or "));
     }
-    one_line(&text)
-}
-
-/// `text` with each run of white space, line breaks included, as one space.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::sanitize::one_line(&text)
 }
 
 /// Refuses every reference that would leave the document: nothing is fetched or read.
