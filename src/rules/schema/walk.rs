@@ -67,12 +67,12 @@ pub(super) fn prepare(schema: &Value) -> Result<Prepared, SchemaError> {
         references: Vec::new(),
         anchors: Vec::new(),
     };
-    let mut walk = Walk {
+    let mut value = std::mem::take(&mut prepared.schema);
+    Walk {
         tokens: Vec::new(),
         prepared: &mut prepared,
-    };
-    let mut value = std::mem::take(&mut walk.prepared.schema);
-    walk.schema(&mut value)?;
+    }
+    .schema(&mut value)?;
     prepared.schema = value;
     let mut targets = Vec::with_capacity(prepared.references.len());
     for reference in &prepared.references {
