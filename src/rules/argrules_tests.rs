@@ -721,6 +721,8 @@ fn unique_items_is_json_schema_equality() {
             format!("{}[{inner}]{}", "[".repeat(depth), "]".repeat(depth))
         })
         .collect();
+    let args = format!(r#"{{"xs": [{}]}}"#, forests.join(","));
+    assert_eq!(verdict(schema.clone(), &args), None);
     let mut twice = forests.clone();
     twice.push(forests[1_234].clone());
     let args = format!(r#"{{"xs": [{}]}}"#, twice.join(","));
