@@ -502,3 +502,104 @@ fn sc_state_lists_and_revokes_grants_on_redis() {
         json!([])
     );
 }
+
+/// What every store must do when a decision reads the grants in its state's update
+/// (`Store::update_beside`, as sc-gate does once a batch): the value as stored, none when there
+/// is none, bytes that are not text given as the value's refusal while the update goes on, and
+/// the value never written.
+fn the_grants_are_read_in_the_states_update(url: &StateUrl, spoil: &dyn Fn()) {
+    use skeleton_crew::store::ValueKey;
+    let now = SystemTime::now();
+    let mut store = open(url);
+    let key = StateKey::crew("c", View::Gate);
+    let read = |store: &mut dyn Store, spent: f64| {
+        let mut seen = Vec::new();
+        store
+            .update_beside(&key, &ValueKey::grants("c"), &mut |state, value| {
+                seen.push(
+                    value
+                        .map(|v| v.map(str::to_owned))
+                        .map_err(|e| e.to_string()),
+                );
+                state.crew_spent = spent;
+            })
+            .map(|()| seen)
+    };
+    assert_eq!(read(store.as_mut(), 1.0).unwrap(), [Ok(None)]);
+    let given = grants::add(
+        store.as_mut(),
+        call("c", "a", "{}"),
+        now,
+        grants::DEFAULT_TTL,
+    )
+    .unwrap();
+    let seen = read(store.as_mut(), 2.0).unwrap();
+    let [Ok(Some(text))] = &seen[..] else {
+        panic!("{seen:?}")
+    };
+    assert!(text.contains(&given.id), "{text}");
+    assert_eq!(
+        grants::live("s", "c", Some(text), now).unwrap(),
+        [given.clone()]
+    );
+    // Expired at a later time: read, but not live.
+    assert_eq!(
+        grants::live("s", "c", Some(text), now + grants::DEFAULT_TTL * 2).unwrap(),
+        []
+    );
+    // Not text: the value's refusal, and the state still updated.
+    spoil();
+    let seen = read(store.as_mut(), 3.0).unwrap();
+    let [Err(why)] = &seen[..] else {
+        panic!("{seen:?}")
+    };
+    assert!(why.contains("not UTF-8"), "{why}");
+    assert_eq!(store.read(&key).unwrap().unwrap().crew_spent, 3.0);
+}
+
+#[test]
+fn the_grants_are_read_in_the_states_update_on_sqlite() {
+    let scratch = Scratch::new();
+    let path = scratch.path("state.sqlite");
+    the_grants_are_read_in_the_states_update(&StateUrl::Sqlite(path.clone()), &|| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE sc_values SET value = CAST(X'fffe' AS TEXT) WHERE key = 'crew/c/grants'",
+                [],
+            )
+            .unwrap();
+    });
+}
+
+#[test]
+fn the_grants_are_read_in_the_states_update_on_redis_and_a_lost_store_is_refused() {
+    let redis = RedisServer::with_store();
+    let url = StateUrl::Redis(redis.url());
+    the_grants_are_read_in_the_states_update(&url, &|| {
+        let _: () = redis::cmd("SET")
+            .arg("skeleton-crew:crew:c:grants")
+            .arg(&b"\xff\xfe"[..])
+            .query(&mut redis.connection())
+            .unwrap();
+    });
+    // A Redis that lost its data: the update is refused, and runs nothing.
+    let mut store = open(&url);
+    let _: () = redis::cmd("FLUSHALL")
+        .query(&mut redis.connection())
+        .unwrap();
+    let mut ran = false;
+    let err = store
+        .update_beside(
+            &StateKey::crew("c", View::Gate),
+            &skeleton_crew::store::ValueKey::grants("c"),
+            &mut |_, _| ran = true,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(!ran);
+    assert!(
+        err.contains("marker") && err.contains(&redis.url()),
+        "{err}"
+    );
+}

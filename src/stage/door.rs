@@ -3,7 +3,6 @@
 //! the call a deny. The crew's remembered approvals ([`crate::rules::grant`]) are read from the
 //! store first and given to the decision.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
@@ -12,8 +11,8 @@ use crate::rules::decision::{decide_in, evaluate_in, CallContext};
 use crate::rules::grant::Grant;
 use crate::rules::granting::Granted;
 use crate::rules::policy::Policy;
-use crate::rules::state::AgentState;
-use crate::store::{grants, unavailable, Owner, Shared, StateHandle, Timing};
+use crate::rules::state::{AgentState, CrewState};
+use crate::store::{grants, unavailable, Owner, Shared, StateHandle, StoreError, Timing, ValueKey};
 use crate::verdict::{Decision, Judgement};
 
 /// A call's judgement and the agent's state after it.
@@ -43,9 +42,7 @@ pub(crate) fn decide_on(
     local: &[Grant],
 ) -> Decided {
     let now = timing.clock.now();
-    let grants = grants_for(state, now, local);
-    let grants = &grants[..];
-    let decided = state.update(policy, timing, &mut |state, at| {
+    let decided = update_with_grants(state, policy, timing, local, &mut |state, at, grants| {
         let context = CallContext {
             grants: Some(Granted { grants, now }),
             ..CallContext::default()
@@ -99,9 +96,7 @@ pub(crate) fn decide_again_on(
     asked_again: &dyn Fn(&Judgement) -> bool,
 ) -> Judgement {
     let now = timing.clock.now();
-    let grants = grants_for(state, now, local);
-    let grants = &grants[..];
-    let decided = state.update(policy, timing, &mut |state, at| {
+    let decided = update_with_grants(state, policy, timing, local, &mut |state, at, grants| {
         let context = CallContext {
             grants: Some(Granted { grants, now }),
             ..CallContext::default()
@@ -143,38 +138,72 @@ pub(crate) fn forget_held_on(
     let _ = state.update(policy, timing, &mut |state, _| state.forget_held(held_id));
 }
 
-/// The grants a decision on `state` is given: the crew's in the store when the state is a crew's
-/// there, else `local`.
-fn grants_for<'a>(
+/// Runs `change` as [`StateHandle::update`] does, given the grants a decision on the state is
+/// given: the crew's in the store, read in the same step, when the state is a crew's there
+/// ([`transact_with_grants`]), else `local` (a door's own, in memory).
+fn update_with_grants<R>(
     state: &mut StateHandle,
-    now: SystemTime,
-    local: &'a [Grant],
-) -> Cow<'a, [Grant]> {
+    policy: &Policy,
+    timing: &Timing,
+    local: &[Grant],
+    change: &mut dyn FnMut(&mut CrewState, Option<SystemTime>, &[Grant]) -> R,
+) -> Result<R, StoreError> {
     match state {
-        StateHandle::Shared(shared) => Cow::Owned(crew_grants(shared, now)),
-        StateHandle::Memory(_) => Cow::Borrowed(local),
+        StateHandle::Memory(_) => {
+            state.update(policy, timing, &mut |state, at| change(state, at, local))
+        }
+        StateHandle::Shared(shared) => {
+            let mut out = None;
+            transact_with_grants(shared, policy, timing, &mut |state, now, grants| {
+                out = Some(change(state, Some(now), grants));
+            })?;
+            out.ok_or(StoreError::NotRun)
+        }
     }
 }
 
-/// The live grants of the crew whose state `shared` keeps (none for an sc-hook session without a
-/// crew). Grants that cannot be read are none, so every call they would have let through is
-/// asked about again; that is said once on stderr.
-pub(crate) fn crew_grants(shared: &mut Shared, now: SystemTime) -> Vec<Grant> {
-    static SAID: AtomicBool = AtomicBool::new(false);
+/// [`Shared::transact`], with `decide` given the live grants of the crew whose state `shared`
+/// keeps, read in the same step ([`Shared::transact_beside`]: on a server, the same round trip);
+/// none for an sc-hook session without a crew. Grants that cannot be read are none, so every
+/// call they would have let through is asked about again; that is said once on stderr.
+pub(crate) fn transact_with_grants(
+    shared: &mut Shared,
+    policy: &Policy,
+    timing: &Timing,
+    decide: &mut dyn FnMut(&mut CrewState, SystemTime, &[Grant]),
+) -> Result<(), StoreError> {
     let Owner::Crew(crew) = &shared.key().owner else {
-        return Vec::new();
+        return shared.transact(policy, timing, &mut |state, now| decide(state, now, &[]));
     };
     let crew = crew.clone();
-    match grants::list(shared.store(), &crew, now) {
-        Ok(grants) => grants,
-        Err(err) => {
-            if !SAID.swap(true, Ordering::Relaxed) {
-                eprintln!(
-                    "skeleton-crew: the grants of crew {crew:?} could not be read, so none applies and every held call is asked again: {err}"
-                );
-            }
-            Vec::new()
-        }
+    let store = shared.describe_store().to_owned();
+    shared.transact_beside(
+        policy,
+        timing,
+        &ValueKey::grants(&crew),
+        &mut |state, now, read| {
+            let grants = match read {
+                Ok(text) => grants::live(&store, &crew, text, now).unwrap_or_else(|err| {
+                    unread(&crew, &err);
+                    Vec::new()
+                }),
+                Err(err) => {
+                    unread(&crew, err);
+                    Vec::new()
+                }
+            };
+            decide(state, now, &grants);
+        },
+    )
+}
+
+/// Says, once a process, that the crew's grants could not be read.
+fn unread(crew: &str, err: &dyn std::fmt::Display) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "skeleton-crew: the grants of crew {crew:?} could not be read, so none applies and every held call is asked again: {err}"
+        );
     }
 }
 

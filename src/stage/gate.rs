@@ -24,6 +24,7 @@ use crate::rules::policy::Policy;
 use crate::rules::provenance::{self, ValueRecord};
 use crate::rules::state::{AgentState, CrewState};
 use crate::sanitize::for_terminal;
+use crate::stage::door;
 use crate::store::{self, Owner, Shared, Timing};
 use crate::verdict::Judgement;
 
@@ -413,27 +414,28 @@ fn settle(batch: &mut [Pending], options: &GateOptions, shared: &mut Shared) {
         return;
     }
     let policy = &options.policy;
-    // The crew's remembered approvals, read once a batch, before its update.
-    let grants = crate::stage::door::crew_grants(shared, options.timing.clock.now());
-    let result = shared.transact(policy, &options.timing, &mut |state, now| {
-        for pending in batch.iter_mut() {
-            if let Some((record, values)) = &mut pending.record {
-                *values = Some(record.apply(state, &pending.id, policy));
+    // The crew's remembered approvals, read once a batch, in its update.
+    let result = door::transact_with_grants(
+        shared,
+        policy,
+        &options.timing,
+        &mut |state, now, grants| {
+            for pending in batch.iter_mut() {
+                if let Some((record, values)) = &mut pending.record {
+                    *values = Some(record.apply(state, &pending.id, policy));
+                }
+                let Some(call) = &pending.call else {
+                    continue;
+                };
+                let context = CallContext {
+                    grants: Some(Granted { grants, now }),
+                    ..CallContext::default()
+                };
+                pending.judgement = decide_in(call, &pending.id, policy, state, Some(now), context);
+                pending.agent = state.agent(&call.agent).cloned();
             }
-            let Some(call) = &pending.call else {
-                continue;
-            };
-            let context = CallContext {
-                grants: Some(Granted {
-                    grants: &grants,
-                    now,
-                }),
-                ..CallContext::default()
-            };
-            pending.judgement = decide_in(call, &pending.id, policy, state, Some(now), context);
-            pending.agent = state.agent(&call.agent).cloned();
-        }
-    });
+        },
+    );
     if let Err(err) = result {
         let judgement = store::unavailable(&err);
         for pending in batch

@@ -94,6 +94,21 @@ pub trait Store: Send {
         update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<(), StoreError>;
 
+    /// [`Store::update`], with the value at `beside` read in the same step and given to `update`
+    /// beside the state: `Ok(None)` when there is none, or why it could not be read (a door then
+    /// decides without it). The value is only read. A server reads both in one round trip: the
+    /// store's read of a state and of what a decision on it needs.
+    fn update_beside(
+        &mut self,
+        key: &StateKey,
+        beside: &ValueKey,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+    ) -> Result<(), StoreError> {
+        let value = self.read_value(beside);
+        let value = value.as_ref().map(Option::as_deref);
+        self.update(key, &mut |state| update(state, value))
+    }
+
     /// The value at `key` (`None` if there is none), read once: nothing is written. A store
     /// whose update costs more than a read (a server's round trips) reads it in one.
     fn read_value(&mut self, key: &ValueKey) -> Result<Option<String>, StoreError> {

@@ -447,11 +447,23 @@ fn keep(
 /// A crew's live grants at `now`, oldest first (nothing is written).
 pub fn list(store: &mut dyn Store, crew: &str, now: SystemTime) -> Result<Vec<Grant>, GrantError> {
     // One read (sc-gate reads them once a batch): on a server, one round trip, not an update's.
-    let Some(text) = store.read_value(&ValueKey::grants(crew))? else {
+    let text = store.read_value(&ValueKey::grants(crew))?;
+    live(store.describe(), crew, text.as_deref(), now)
+}
+
+/// The grants live at `now` in `text`, the crew's stored grants as read from `store` (`None`:
+/// there are none). Grants that are not what this program writes are refused.
+pub fn live(
+    store: &str,
+    crew: &str,
+    text: Option<&str>,
+    now: SystemTime,
+) -> Result<Vec<Grant>, GrantError> {
+    let Some(text) = text else {
         return Ok(Vec::new());
     };
-    let grants = read(crew, &text).map_err(|why| GrantError::Refused {
-        store: store.describe().to_owned(),
+    let grants = read(crew, text).map_err(|why| GrantError::Refused {
+        store: store.to_owned(),
         crew: crew.to_owned(),
         why,
     })?;

@@ -144,6 +144,9 @@ fn shown(url: &str) -> String {
 /// A key's bytes and the marker key's, read in one round trip.
 type StoredAndMarker = (Option<Vec<u8>>, Option<Vec<u8>>);
 
+/// What a watched read found: the key's bytes, and those of the key read beside it.
+type Watched = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A Redis server's states.
 pub(crate) struct RedisStore {
     client: Client,
@@ -338,7 +341,7 @@ impl RedisStore {
         update: &mut dyn FnMut(Option<&str>) -> Result<ValueChange, ValueRefused>,
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
-        let stored = self.watch_and_get(redis_key)?;
+        let (stored, _) = self.watch_and_get(redis_key, None)?;
         // The same connection, still watching the key.
         let connection = self.connection()?;
         let change = match stored.as_deref().map(std::str::from_utf8) {
@@ -404,20 +407,35 @@ impl RedisStore {
     /// `WATCH`es a key and the marker and reads both, the first half of an optimistic update; a
     /// marker that is not the one the store was opened with refuses the update (the key is not
     /// watched any more). The marker is read after the key, so a loss before the key was read
-    /// is seen; a loss after it touches the watched keys, and the update runs again.
-    fn watch_and_get(&mut self, redis_key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    /// is seen; a loss after it touches the watched keys, and the update runs again. `beside`,
+    /// when given, is read (not watched) in the same round trip, before the marker, and is the
+    /// second thing returned.
+    fn watch_and_get(
+        &mut self,
+        redis_key: &str,
+        beside: Option<&str>,
+    ) -> Result<Watched, StoreError> {
         let connection = self.connection()?;
-        let read: Result<StoredAndMarker, RedisError> = redis::pipe()
-            .cmd("WATCH")
+        let mut pipe = redis::pipe();
+        pipe.cmd("WATCH")
             .arg(redis_key)
             .arg(MARKER_KEY)
             .ignore()
             .cmd("GET")
-            .arg(redis_key)
-            .cmd("GET")
-            .arg(MARKER_KEY)
-            .query(connection);
-        let (stored, marker) = match read {
+            .arg(redis_key);
+        if let Some(beside) = beside {
+            pipe.cmd("GET").arg(beside);
+        }
+        pipe.cmd("GET").arg(MARKER_KEY);
+        let read: Result<(Watched, Option<Vec<u8>>), RedisError> = match beside {
+            Some(_) => pipe
+                .query(connection)
+                .map(|(stored, beside, marker)| ((stored, beside), marker)),
+            None => pipe
+                .query(connection)
+                .map(|(stored, marker): StoredAndMarker| ((stored, None), marker)),
+        };
+        let (found, marker) = match read {
             Ok(read) => read,
             Err(err) => return Err(self.fail(err)),
         };
@@ -429,19 +447,60 @@ impl RedisStore {
             }
             return Err(refused);
         }
-        Ok(stored)
+        Ok(found)
+    }
+
+    /// Retries [`RedisStore::attempt`] while another process writes the key first, up to
+    /// [`CONFLICT_WAIT`].
+    fn update_with(
+        &mut self,
+        key: &StateKey,
+        beside: Option<(&ValueKey, &str)>,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+    ) -> Result<(), StoreError> {
+        let redis_key = RedisStore::redis_key(key);
+        let deadline = Instant::now() + CONFLICT_WAIT;
+        loop {
+            if self.attempt(key, &redis_key, beside, update)? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(self.error(RedisProblem::Contended {
+                    key: key.describe(),
+                }));
+            }
+        }
+    }
+
+    /// A stored value as text: bytes that are not UTF-8 are refused, never read as none.
+    fn utf8_value(&self, key: &ValueKey, bytes: Vec<u8>) -> Result<String, StoreError> {
+        String::from_utf8(bytes).map_err(|err| StoreError::RefusedValue {
+            store: self.shown.clone(),
+            key: key.clone(),
+            why: ValueRefused::NotUtf8 {
+                offset: err.utf8_error().valid_up_to(),
+            },
+        })
     }
 
     /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
     /// another process wrote the key first.
+    /// `beside` is a value's key and its Redis key, read in the same round trip and given to
+    /// `update` ([`Store::update_beside`]).
     fn attempt(
         &mut self,
         key: &StateKey,
         redis_key: &str,
-        update: &mut dyn FnMut(&mut CrewState),
+        beside: Option<(&ValueKey, &str)>,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
-        let stored = self.watch_and_get(redis_key)?;
+        let (stored, value) =
+            self.watch_and_get(redis_key, beside.map(|(_, redis_key)| redis_key))?;
+        let value = match (beside, value) {
+            (Some((value_key, _)), Some(bytes)) => self.utf8_value(value_key, bytes).map(Some),
+            _ => Ok(None),
+        };
         // The same connection, still watching the key.
         let connection = self.connection()?;
         let parsed = match &stored {
@@ -463,7 +522,7 @@ impl RedisStore {
         };
         // Nothing is written when nothing changed (a state never stored stays unstored).
         let before = state.clone();
-        update(&mut state);
+        update(&mut state, value.as_ref().map(Option::as_deref));
         if before == state {
             return match redis::cmd("UNWATCH").exec(connection) {
                 Ok(()) => Ok(true),
@@ -502,18 +561,19 @@ impl Store for RedisStore {
         key: &StateKey,
         update: &mut dyn FnMut(&mut CrewState),
     ) -> Result<(), StoreError> {
-        let redis_key = RedisStore::redis_key(key);
-        let deadline = Instant::now() + CONFLICT_WAIT;
-        loop {
-            if self.attempt(key, &redis_key, update)? {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(self.error(RedisProblem::Contended {
-                    key: key.describe(),
-                }));
-            }
-        }
+        self.update_with(key, None, &mut |state, _| update(state))
+    }
+
+    /// The value and the state in one round trip, and the value not watched: a decision reads
+    /// it as it stood when the state was read.
+    fn update_beside(
+        &mut self,
+        key: &StateKey,
+        beside: &ValueKey,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+    ) -> Result<(), StoreError> {
+        let beside_key = RedisStore::value_redis_key(beside);
+        self.update_with(key, Some((beside, &beside_key)), update)
     }
 
     fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {
@@ -576,17 +636,7 @@ impl Store for RedisStore {
     /// would `WATCH` and `UNWATCH` for nothing).
     fn read_value(&mut self, key: &ValueKey) -> Result<Option<String>, StoreError> {
         let stored = self.get_and_check(&RedisStore::value_redis_key(key))?;
-        stored
-            .map(|bytes| {
-                String::from_utf8(bytes).map_err(|err| StoreError::RefusedValue {
-                    store: self.shown.clone(),
-                    key: key.clone(),
-                    why: ValueRefused::NotUtf8 {
-                        offset: err.utf8_error().valid_up_to(),
-                    },
-                })
-            })
-            .transpose()
+        stored.map(|bytes| self.utf8_value(key, bytes)).transpose()
     }
 
     fn update_value(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::backend::{Store, StoreError};
-use super::key::StateKey;
+use super::key::{StateKey, ValueKey};
 use crate::rules::policy::Policy;
 use crate::rules::state::{Clock, CrewState, SystemClock};
 use crate::verdict::{Decision, Judgement};
@@ -83,6 +83,23 @@ impl Shared {
             state.enter(policy, now, timing.taint_ttl);
             decide(state, now);
         })
+    }
+
+    /// [`Shared::transact`], with the value at `beside` read in the same step
+    /// ([`Store::update_beside`]) and given to `decide`.
+    pub fn transact_beside(
+        &mut self,
+        policy: &Policy,
+        timing: &Timing,
+        beside: &ValueKey,
+        decide: &mut dyn FnMut(&mut CrewState, SystemTime, Result<Option<&str>, &StoreError>),
+    ) -> Result<(), StoreError> {
+        let now = timing.clock.now();
+        self.store
+            .update_beside(&self.key, beside, &mut |state, value| {
+                state.enter(policy, now, timing.taint_ttl);
+                decide(state, now, value);
+            })
     }
 }
 

@@ -332,10 +332,13 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// One update in one transaction; `beside`, when given, is a value read in it and given to
+    /// `update` ([`Store::update_beside`]).
     fn run_update(
         &mut self,
         key: &StateKey,
-        update: &mut dyn FnMut(&mut CrewState),
+        beside: Option<&ValueKey>,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
     ) -> Result<(), StoreError> {
         let shown = self.shown.clone();
         let fail = |err: rusqlite::Error| StoreError::Unavailable {
@@ -351,6 +354,32 @@ impl SqliteStore {
             .prepare_cached("SELECT state FROM sc_states WHERE key = ?1")
             .and_then(|mut select| select.query_row([&path], |row| row.get(0)).optional())
             .map_err(fail)?;
+        // The value's bytes, whatever they are: bytes that are not text are the value's refusal,
+        // given to `update`, not the update's.
+        let value: Option<Vec<u8>> = match beside {
+            Some(beside) => transaction
+                .prepare_cached("SELECT value FROM sc_values WHERE key = ?1")
+                .and_then(|mut select| {
+                    select
+                        .query_row([beside.path()], |row| {
+                            Ok(row.get_ref(0)?.as_bytes()?.to_vec())
+                        })
+                        .optional()
+                })
+                .map_err(fail)?,
+            None => None,
+        };
+        let value = match (beside, value.as_deref().map(std::str::from_utf8)) {
+            (Some(beside), Some(Err(err))) => Err(StoreError::RefusedValue {
+                store: shown.clone(),
+                key: beside.clone(),
+                why: ValueRefused::NotUtf8 {
+                    offset: err.valid_up_to(),
+                },
+            }),
+            (_, Some(Ok(text))) => Ok(Some(text)),
+            _ => Ok(None),
+        };
         let mut state = match &stored {
             Some(text) => parse_state(&self.shown, key, text.as_bytes())?,
             None => CrewState {
@@ -360,7 +389,7 @@ impl SqliteStore {
         };
         // Nothing is written when nothing changed (a state never stored stays unstored).
         let before = state.clone();
-        update(&mut state);
+        update(&mut state, value.as_ref().copied());
         if before != state {
             let text = serde_json::to_string(&state).expect("a crew state serializes");
             let updated = rfc3339_seconds(unix_seconds(SystemTime::now()));
@@ -471,7 +500,17 @@ impl Store for SqliteStore {
         key: &StateKey,
         update: &mut dyn FnMut(&mut CrewState),
     ) -> Result<(), StoreError> {
-        self.run_update(key, update)
+        self.run_update(key, None, &mut |state, _| update(state))
+    }
+
+    /// The value read in the state's own transaction.
+    fn update_beside(
+        &mut self,
+        key: &StateKey,
+        beside: &ValueKey,
+        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+    ) -> Result<(), StoreError> {
+        self.run_update(key, Some(beside), update)
     }
 
     fn read(&mut self, key: &StateKey) -> Result<Option<CrewState>, StoreError> {

@@ -75,14 +75,14 @@ pub(super) fn decide(
     // Where a fetch tool's host name leads (read before the decision: it asks the resolver).
     let addresses =
         super::fetch_host::fetch_addresses(&options.policy, &call.tool, call.args.map());
-    // The crew's remembered approvals, read before the update (a grant given meanwhile is
-    // asked about once more).
-    let now = options.timing.clock.now();
-    let grants = crate::stage::door::crew_grants(&mut shared, now);
-    // Read, decide and write in one atomic update: concurrent hooks never lose one.
+    // Read, decide and write in one atomic update, the crew's remembered approvals read in it:
+    // concurrent hooks never lose one.
     let mut decided = None;
-    shared
-        .transact(&options.policy, &options.timing, &mut |state, now| {
+    crate::stage::door::transact_with_grants(
+        &mut shared,
+        &options.policy,
+        &options.timing,
+        &mut |state, now, grants| {
             // The taint the decision reads, before the call itself changes the state.
             let tainted = state.taint_of(&call.agent, &options.policy).is_some();
             let applies = applies(options, &call.tool, tainted);
@@ -95,10 +95,7 @@ pub(super) fn decide(
                 confined: can_confine,
                 project: project.as_deref(),
                 resolved: resolved.as_ref(),
-                grants: Some(crate::rules::granting::Granted {
-                    grants: &grants,
-                    now,
-                }),
+                grants: Some(crate::rules::granting::Granted { grants, now }),
                 addresses: &addresses,
                 links: Some(crate::rules::paths::Links {
                     leads: &places_behind,
@@ -108,8 +105,9 @@ pub(super) fn decide(
             };
             let judgement = decide_in(&call, &id, &options.policy, state, Some(now), context);
             decided = Some((judgement, state.agent(&call.agent).cloned(), applies));
-        })
-        .context("state store unavailable")?;
+        },
+    )
+    .context("state store unavailable")?;
     let (mut judgement, agent, applies) =
         decided.context("state store unavailable: no decision was made")?;
     let confinement = confine(
