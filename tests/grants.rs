@@ -538,10 +538,7 @@ fn the_grants_are_read_in_the_states_update(url: &StateUrl, spoil: &dyn Fn()) {
         panic!("{seen:?}")
     };
     assert!(text.contains(&given.id), "{text}");
-    assert_eq!(
-        grants::live("s", "c", Some(text), now).unwrap(),
-        [given.clone()]
-    );
+    assert_eq!(grants::live("s", "c", Some(text), now).unwrap(), [given]);
     // Expired at a later time: read, but not live.
     assert_eq!(
         grants::live("s", "c", Some(text), now + grants::DEFAULT_TTL * 2).unwrap(),

@@ -138,6 +138,9 @@ pub(crate) fn forget_held_on(
     let _ = state.update(policy, timing, &mut |state, _| state.forget_held(held_id));
 }
 
+/// A change of a state given the grants a decision on it is given ([`update_with_grants`]).
+type GrantedChange<'a, R> = dyn FnMut(&mut CrewState, Option<SystemTime>, &[Grant]) -> R + 'a;
+
 /// Runs `change` as [`StateHandle::update`] does, given the grants a decision on the state is
 /// given: the crew's in the store, read in the same step, when the state is a crew's there
 /// ([`transact_with_grants`]), else `local` (a door's own, in memory).
@@ -146,7 +149,7 @@ fn update_with_grants<R>(
     policy: &Policy,
     timing: &Timing,
     local: &[Grant],
-    change: &mut dyn FnMut(&mut CrewState, Option<SystemTime>, &[Grant]) -> R,
+    change: &mut GrantedChange<'_, R>,
 ) -> Result<R, StoreError> {
     match state {
         StateHandle::Memory(_) => {

@@ -54,6 +54,10 @@ pub enum ValueRefused {
     Reader(Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// A value read beside a state ([`Store::update_beside`]): the value (`None`: there is none), or
+/// why it could not be read.
+pub type ValueRead<'a> = Result<Option<&'a str>, &'a StoreError>;
+
 /// A place where states are kept, shared by the processes that open it.
 pub trait Store: Send {
     /// Which store this is, for the audit log and messages: `sqlite:/abs/path`, or the Redis URL
@@ -102,7 +106,7 @@ pub trait Store: Send {
         &mut self,
         key: &StateKey,
         beside: &ValueKey,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         let value = self.read_value(beside);
         let value = value.as_ref().map(Option::as_deref);

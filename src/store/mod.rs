@@ -39,7 +39,7 @@ mod url;
 
 pub(crate) use backend::parse_state;
 pub use backend::Store;
-pub(crate) use backend::{StoreError, ValueRefused};
+pub(crate) use backend::{StoreError, ValueRead, ValueRefused};
 pub use init::{InitError, Initialised};
 pub use key::*;
 pub use memory::MemoryStore;

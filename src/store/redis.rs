@@ -38,7 +38,9 @@ use redis::{Client, Connection, IntoConnectionInfo, RedisError};
 use super::init::{InitError, Initialised};
 use super::redis_marker::{is_marker, new_marker, Found};
 pub use super::redis_marker::{MARKER_FORMAT, MARKER_KEY};
-use super::{parse_state, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused};
+use super::{
+    parse_state, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRead, ValueRefused,
+};
 use crate::rules::state::CrewState;
 
 /// Every key this program writes starts with this.
@@ -456,7 +458,7 @@ impl RedisStore {
         &mut self,
         key: &StateKey,
         beside: Option<(&ValueKey, &str)>,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         let redis_key = RedisStore::redis_key(key);
         let deadline = Instant::now() + CONFLICT_WAIT;
@@ -492,7 +494,7 @@ impl RedisStore {
         key: &StateKey,
         redis_key: &str,
         beside: Option<(&ValueKey, &str)>,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<bool, StoreError> {
         let shown = self.shown.clone();
         let (stored, value) =
@@ -570,7 +572,7 @@ impl Store for RedisStore {
         &mut self,
         key: &StateKey,
         beside: &ValueKey,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         let beside_key = RedisStore::value_redis_key(beside);
         self.update_with(key, Some((beside, &beside_key)), update)

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::backend::{Store, StoreError};
+use super::backend::{Store, StoreError, ValueRead};
 use super::key::{StateKey, ValueKey};
 use crate::rules::policy::Policy;
 use crate::rules::state::{Clock, CrewState, SystemClock};
@@ -92,7 +92,7 @@ impl Shared {
         policy: &Policy,
         timing: &Timing,
         beside: &ValueKey,
-        decide: &mut dyn FnMut(&mut CrewState, SystemTime, Result<Option<&str>, &StoreError>),
+        decide: &mut dyn FnMut(&mut CrewState, SystemTime, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         let now = timing.clock.now();
         self.store

@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{
-    parse_state, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRefused,
+    parse_state, OpenOptions, StateKey, Store, StoreError, ValueChange, ValueKey, ValueRead,
+    ValueRefused,
 };
 use crate::rules::state::{rfc3339_seconds, unix_seconds, CrewState};
 
@@ -338,7 +339,7 @@ impl SqliteStore {
         &mut self,
         key: &StateKey,
         beside: Option<&ValueKey>,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         let shown = self.shown.clone();
         let fail = |err: rusqlite::Error| StoreError::Unavailable {
@@ -508,7 +509,7 @@ impl Store for SqliteStore {
         &mut self,
         key: &StateKey,
         beside: &ValueKey,
-        update: &mut dyn FnMut(&mut CrewState, Result<Option<&str>, &StoreError>),
+        update: &mut dyn FnMut(&mut CrewState, ValueRead<'_>),
     ) -> Result<(), StoreError> {
         self.run_update(key, Some(beside), update)
     }
