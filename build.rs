@@ -144,8 +144,8 @@ fn hot_text() -> Result<String, Without> {
     let out = PathBuf::from(env::var("OUT_DIR").map_err(|_| "no OUT_DIR")?);
     let written = out.join("hot-text.ld");
     let mut script = String::from("SECTIONS\n{\n  .text.hot : {\n");
-    for name in &names {
-        script.push_str(&format!("    *(.text.{name} .text.unlikely.{name})\n"));
+    for line in &names {
+        script.push_str(&format!("    {line}\n"));
     }
     script.push_str("  }\n}\nINSERT BEFORE .text;\n");
     fs::write(&written, script).map_err(|err| format!("{}: {err}", written.display()))?;
@@ -168,10 +168,12 @@ fn hot_text() -> Result<String, Without> {
     Ok(script)
 }
 
-/// The function names link/hot-text.ld lists, or the first line that is not one
-/// scripts/hot-text.sh writes: outside comments, only `SECTIONS`, braces, `.text.hot : {`,
-/// `INSERT BEFORE .text;` and `*(.text.NAME .text.unlikely.NAME)`, where NAME is a symbol's
-/// letters, digits, `_`, `$` and `.`, with `*` for a hash.
+/// The input sections link/hot-text.ld lists, as lines for the linker's script, or the first line
+/// that is not one scripts/hot-text.sh writes: outside comments, only `SECTIONS`, braces,
+/// `.text.hot : {`, `INSERT BEFORE .text;`, `*(.text.NAME .text.unlikely.NAME)`, where NAME is a
+/// symbol's letters, digits, `_`, `$` and `.`, with `*` for a hash, and
+/// `*libc.a:OBJECT.o(.text .text.*)`, an object of the static C library by its file name
+/// (letters, digits, `_`, `-` and `.`).
 fn hot_names(text: &str) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
     let mut in_comment = false;
@@ -181,7 +183,17 @@ fn hot_names(text: &str) -> Result<Vec<String>, String> {
             in_comment = !line.ends_with("*/");
             continue;
         }
-        if let Some(listed) = line.strip_prefix("*(.text.") {
+        if let Some(object) = line
+            .strip_prefix("*libc.a:")
+            .and_then(|rest| rest.strip_suffix("(.text .text.*)"))
+        {
+            // An object of the static C library, whose functions are not each in a section.
+            let file = |c: char| c.is_ascii_alphanumeric() || "_-.".contains(c);
+            if object.ends_with(".o") && object.chars().all(file) && !object.starts_with('.') {
+                names.push(format!("*libc.a:{object}(.text .text.*)"));
+                continue;
+            }
+        } else if let Some(listed) = line.strip_prefix("*(.text.") {
             line = listed;
             let name = line.split(' ').next().unwrap_or_default();
             let symbol = |c: char| c.is_ascii_alphanumeric() || "_$.*".contains(c);
@@ -189,7 +201,7 @@ fn hot_names(text: &str) -> Result<Vec<String>, String> {
                 && name.chars().all(symbol)
                 && line == format!("{name} .text.unlikely.{name})")
             {
-                names.push(name.to_owned());
+                names.push(format!("*(.text.{name} .text.unlikely.{name})"));
                 continue;
             }
         } else if [

@@ -39,7 +39,10 @@ command -v setsid >/dev/null || { say "needs setsid (util-linux)"; exit 2; }
 JQ=$(command -v jq || true)
 
 say "building (the dist profile: one codegen unit, fat LTO)"
-$CARGO build --profile dist --locked --bins --examples >&2
+# The programs alone, as `make dist` and `cargo install` build them (built with the examples,
+# they would have the dev-dependencies' features too), then the examples.
+$CARGO build --profile dist --locked --bins >&2
+$CARGO build --profile dist --locked --examples >&2
 
 mkdir -p "$OUT_DIR"
 if [ -n "${BENCH_DIR:-}" ]; then

@@ -19,6 +19,17 @@ fn listed() -> Vec<String> {
         .collect()
 }
 
+/// Whether a line names a function with its hash (`…17h0123456789abcdefE`): one copy of a
+/// generic function in one build.
+fn has_hash(pattern: &str) -> bool {
+    pattern
+        .strip_suffix('E')
+        .and_then(|rest| rest.get(rest.len().saturating_sub(19)..))
+        .is_some_and(|tail| {
+            tail.starts_with("17h") && tail[3..].chars().all(|c| c.is_ascii_hexdigit())
+        })
+}
+
 #[test]
 fn the_functions_the_gate_and_the_hook_run_lie_side_by_side() {
     let listed = listed();
@@ -57,19 +68,30 @@ fn the_functions_the_gate_and_the_hook_run_lie_side_by_side() {
     }
 
     // A renamed function leaves a line that names nothing: a few are the compiler's choice
-    // (what it inlines differs between builds), many mean the list is out of date.
-    let stale: Vec<&String> = listed
+    // (what it inlines differs between builds), many mean the list is out of date. A line that
+    // keeps its hash names one generic copy in the release or dist build (scripts/hot-text.sh),
+    // which this test's build does not have: only the others are counted.
+    let kept: Vec<(&String, &bool)> = listed
         .iter()
         .zip(&named)
-        .filter(|(_, named)| !**named)
-        .map(|(pattern, _)| pattern)
+        .filter(|(pattern, _)| !has_hash(pattern))
         .collect();
     assert!(
-        stale.len() * 10 <= listed.len(),
+        kept.len() > 500,
+        "link/hot-text.ld lists {} functions without a hash",
+        kept.len()
+    );
+    let stale: Vec<&String> = kept
+        .iter()
+        .filter(|(_, named)| !**named)
+        .map(|(pattern, _)| *pattern)
+        .collect();
+    assert!(
+        stale.len() * 10 <= kept.len(),
         "{} of the {} functions link/hot-text.ld names are not in the program (first {:?}): \
          run `make hot-text` (scripts/hot-text.sh; it needs valgrind)",
         stale.len(),
-        listed.len(),
+        kept.len(),
         &stale[..stale.len().min(5)]
     );
 
