@@ -350,7 +350,12 @@ fn answered(
 ) -> Answered {
     let id = record.id().map_or_else(|| ids.mint(), Cow::into_owned);
     let mut approval = approval.clone();
-    if let Some(Ok(call)) = record.call() {
+    // Only a scope wider than once is kept as a grant, or taken back to once: a decline, or a
+    // yes for this call alone, needs neither the call's grantable scopes nor its seal checked.
+    let remembers = approval
+        .scope
+        .is_some_and(|scope| scope != crate::record::Scope::Once);
+    if let Some(Ok(call)) = record.call().filter(|_| remembers) {
         // Under the audit key, what a yes may be remembered for is taken only from a verdict
         // sc-gate sealed with it; otherwise `once` only.
         let grantable = match crate::stage::exec::check_seal(record, &id, &options.chain) {
