@@ -21,8 +21,9 @@
 # The order: each function belongs to the set of tools that ran it, and the sets are laid out in
 # the reflected Gray code of the tools (a tool's bit, in or out), so that consecutive sets differ
 # by one tool and each tool's functions fall in a few stretches rather than everywhere; of the
-# orders of the tools, the one that leaves the fewest stretches in all is taken (the kernel maps
-# 64 KiB around each page a tool runs, so each stretch costs a piece or two). Within a set the
+# orders of the tools, the one that leaves the fewest stretches is taken, each tool's weighted
+# (WEIGHTS: the kernel maps 64 KiB around each page a tool runs, so each stretch costs a piece or
+# two). Within a set the
 # names are sorted. The gate's runs are made twice, as its two threads meet at different points
 # from run to run: a few functions (a lock's contended path, say) still come and go between two
 # runs of this script on the same code.
@@ -233,15 +234,23 @@ def gray_rank(order, members):
 def laid_out(order):
     return sorted(sets, key=lambda members: gray_rank(order, members))
 
-def stretches(layout):
-    # How many runs of consecutive sets each tool's functions make, summed over the tools.
+# What a tool's stretch costs, as weights: sc-hook starts on every tool call of every agent, and
+# its start is the latency a person waits for; sc-gate's and sc-approve's peaks are the figures
+# the issue holds; sc-exec and sc-report have room.
+WEIGHTS = {"hook": 4, "gate": 2, "approve": 2, "exec": 1, "report": 1}
+
+def stretches(layout, weights=None):
+    # How many runs of consecutive sets each tool's functions make, summed over the tools
+    # (each weighted, when weights are given).
     count = 0
     for tool in TOOLS:
         inside = [tool in members for members in layout]
-        count += sum(1 for i, now in enumerate(inside) if now and (i == 0 or not inside[i - 1]))
+        runs = sum(1 for i, now in enumerate(inside) if now and (i == 0 or not inside[i - 1]))
+        count += runs * (weights or {}).get(tool, 1)
     return count
 
-best = min(permutations(TOOLS), key=lambda order: (stretches(laid_out(order)), order))
+best = min(permutations(TOOLS),
+           key=lambda order: (stretches(laid_out(order), WEIGHTS), stretches(laid_out(order)), order))
 layout = laid_out(best)
 print("/* Written by scripts/hot-text.sh: run it again, never edit by hand. The functions the")
 print("   program runs for sc-gate's stream, sc-approve, sc-exec, sc-report and sc-hook's calls,")
