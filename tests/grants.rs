@@ -600,3 +600,143 @@ fn the_grants_are_read_in_the_states_update_on_redis_and_a_lost_store_is_refused
         "{err}"
     );
 }
+
+/// A SQLite file edited by hand can hold the grants as a blob, a number or a null (its table made
+/// loose, then its schema text put back): read beside the state, each is the value's refusal
+/// (no grant applies) while the state is still written, as `sc-state grants` refuses it, never a
+/// grant honoured that nobody can list or revoke.
+#[test]
+fn grants_stored_as_anything_but_text_are_refused_beside_the_state_on_sqlite() {
+    use skeleton_crew::store::ValueKey;
+    let scratch = Scratch::new();
+    let path = scratch.path("state.sqlite");
+    let url = StateUrl::Sqlite(path.clone());
+    let now = SystemTime::now();
+    let mut store = open(&url);
+    let given = grants::add(
+        store.as_mut(),
+        call("c", "a", "{}"),
+        now,
+        grants::DEFAULT_TTL,
+    )
+    .unwrap();
+    drop(store);
+    let strict = "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, updated TEXT NOT NULL) STRICT";
+    let loose =
+        "CREATE TABLE sc_values (key TEXT PRIMARY KEY NOT NULL, value ANY, updated TEXT NOT NULL)";
+    let retype = |expression: &str| {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let schema = |sql: &str| {
+            connection
+                .execute_batch(&format!(
+                    "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = '{sql}' WHERE name = 'sc_values'; PRAGMA writable_schema = OFF;"
+                ))
+                .unwrap();
+        };
+        schema(loose);
+        drop(connection);
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute(
+                &format!("UPDATE sc_values SET value = {expression} WHERE key = 'crew/c/grants'"),
+                [],
+            )
+            .unwrap();
+        connection
+            .execute_batch(&format!(
+                "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = '{strict}' WHERE name = 'sc_values'; PRAGMA writable_schema = OFF;"
+            ))
+            .unwrap();
+    };
+    for (expression, stored) in [
+        ("CAST(value AS BLOB)", "a blob"),
+        ("7", "an integer"),
+        ("0.5", "a real number"),
+        ("NULL", "null"),
+    ] {
+        retype(expression);
+        let mut store = open(&url);
+        let mut seen = Vec::new();
+        store
+            .update_beside(
+                &StateKey::crew("c", View::Gate),
+                &ValueKey::grants("c"),
+                &mut |state, value| {
+                    seen.push(
+                        value
+                            .map(|v| v.map(str::to_owned))
+                            .map_err(|e| e.to_string()),
+                    );
+                    state.crew_spent += 1.0;
+                },
+            )
+            .unwrap();
+        let [Err(why)] = &seen[..] else {
+            panic!("{expression}: {seen:?}")
+        };
+        assert!(why.contains(&format!("stored as {stored}")), "{why}");
+        assert!(!why.contains(&given.id), "{why}");
+        // The operator's listing refuses it too.
+        assert!(
+            grants::list(store.as_mut(), "c", now).is_err(),
+            "{expression}"
+        );
+        drop(store);
+        // Back to text for the next type.
+        retype("CAST(value AS TEXT)");
+    }
+    let mut store = open(&url);
+    assert_eq!(
+        store
+            .read(&StateKey::crew("c", View::Gate))
+            .unwrap()
+            .unwrap()
+            .crew_spent,
+        4.0
+    );
+}
+
+/// On Redis the grants are watched with the state: a grant revoked (the value changed) while a
+/// batch is decided makes its write fail, and the batch is decided again on the grants as they
+/// are then, so no call is written as allowed by a grant revoked before the write.
+#[test]
+fn a_grants_change_during_an_update_on_redis_runs_it_again_on_the_new_grants() {
+    use skeleton_crew::store::ValueKey;
+    let redis = RedisServer::with_store();
+    let url = StateUrl::Redis(redis.url());
+    let mut store = open(&url);
+    let mut other = redis.connection();
+    let _: () = redis::cmd("SET")
+        .arg("skeleton-crew:crew:c:grants")
+        .arg("before")
+        .query(&mut other)
+        .unwrap();
+    let mut seen = Vec::new();
+    store
+        .update_beside(
+            &StateKey::crew("c", View::Gate),
+            &ValueKey::grants("c"),
+            &mut |state, value| {
+                seen.push(value.unwrap().map(str::to_owned));
+                if seen.len() == 1 {
+                    // Another process revokes meanwhile.
+                    let _: () = redis::cmd("SET")
+                        .arg("skeleton-crew:crew:c:grants")
+                        .arg("after")
+                        .query(&mut other)
+                        .unwrap();
+                }
+                state.crew_spent = seen.len() as f64;
+            },
+        )
+        .unwrap();
+    assert_eq!(seen, [Some("before".to_owned()), Some("after".to_owned())]);
+    assert_eq!(
+        store
+            .read(&StateKey::crew("c", View::Gate))
+            .unwrap()
+            .unwrap()
+            .crew_spent,
+        2.0
+    );
+}

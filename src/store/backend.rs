@@ -49,6 +49,9 @@ pub enum ValueRefused {
     /// The store holds bytes that are not text.
     #[error("not UTF-8 (bad byte at offset {offset})")]
     NotUtf8 { offset: usize },
+    /// The store holds a value of another type than text (a SQLite blob, number or null).
+    #[error("stored as {0}, not as text")]
+    NotText(&'static str),
     /// The value's reader refused it: its own error.
     #[error(transparent)]
     Reader(Box<dyn std::error::Error + Send + Sync>),

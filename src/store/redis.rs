@@ -410,8 +410,9 @@ impl RedisStore {
     /// marker that is not the one the store was opened with refuses the update (the key is not
     /// watched any more). The marker is read after the key, so a loss before the key was read
     /// is seen; a loss after it touches the watched keys, and the update runs again. `beside`,
-    /// when given, is read (not watched) in the same round trip, before the marker, and is the
-    /// second thing returned.
+    /// when given, is watched and read in the same round trip, before the marker, and is the
+    /// second thing returned: a change to it (a grant revoked) before the update is written runs
+    /// the update again on the value as it is then.
     fn watch_and_get(
         &mut self,
         redis_key: &str,
@@ -419,12 +420,11 @@ impl RedisStore {
     ) -> Result<Watched, StoreError> {
         let connection = self.connection()?;
         let mut pipe = redis::pipe();
-        pipe.cmd("WATCH")
-            .arg(redis_key)
-            .arg(MARKER_KEY)
-            .ignore()
-            .cmd("GET")
-            .arg(redis_key);
+        pipe.cmd("WATCH").arg(redis_key).arg(MARKER_KEY);
+        if let Some(beside) = beside {
+            pipe.arg(beside);
+        }
+        pipe.ignore().cmd("GET").arg(redis_key);
         if let Some(beside) = beside {
             pipe.cmd("GET").arg(beside);
         }
@@ -566,8 +566,9 @@ impl Store for RedisStore {
         self.update_with(key, None, &mut |state, _| update(state))
     }
 
-    /// The value and the state in one round trip, and the value not watched: a decision reads
-    /// it as it stood when the state was read.
+    /// The value and the state in one round trip, both watched: a state written after the value
+    /// changed is written again from the value as it is then (an update that writes nothing
+    /// reads the value as it stood when the state was read).
     fn update_beside(
         &mut self,
         key: &StateKey,

@@ -355,28 +355,25 @@ impl SqliteStore {
             .prepare_cached("SELECT state FROM sc_states WHERE key = ?1")
             .and_then(|mut select| select.query_row([&path], |row| row.get(0)).optional())
             .map_err(fail)?;
-        // The value's bytes, whatever they are: bytes that are not text are the value's refusal,
-        // given to `update`, not the update's.
-        let value: Option<Vec<u8>> = match beside {
+        // The value as stored: anything but UTF-8 text (a blob, a number, a null, which a file
+        // edited by hand can hold, and which `sc-state grants` cannot list) is the value's
+        // refusal, given to `update`, not the update's.
+        let value: Option<Result<String, ValueRefused>> = match beside {
             Some(beside) => transaction
                 .prepare_cached("SELECT value FROM sc_values WHERE key = ?1")
                 .and_then(|mut select| {
                     select
-                        .query_row([beside.path()], |row| {
-                            Ok(row.get_ref(0)?.as_bytes()?.to_vec())
-                        })
+                        .query_row([beside.path()], |row| Ok(stored_text(row.get_ref(0)?)))
                         .optional()
                 })
                 .map_err(fail)?,
             None => None,
         };
-        let value = match (beside, value.as_deref().map(std::str::from_utf8)) {
-            (Some(beside), Some(Err(err))) => Err(StoreError::RefusedValue {
+        let value = match (beside, value) {
+            (Some(beside), Some(Err(why))) => Err(StoreError::RefusedValue {
                 store: shown.clone(),
                 key: beside.clone(),
-                why: ValueRefused::NotUtf8 {
-                    offset: err.valid_up_to(),
-                },
+                why,
             }),
             (_, Some(Ok(text))) => Ok(Some(text)),
             _ => Ok(None),
@@ -390,7 +387,7 @@ impl SqliteStore {
         };
         // Nothing is written when nothing changed (a state never stored stays unstored).
         let before = state.clone();
-        update(&mut state, value.as_ref().copied());
+        update(&mut state, value.as_ref().map(Option::as_deref));
         if before != state {
             let text = serde_json::to_string(&state).expect("a crew state serializes");
             let updated = rfc3339_seconds(unix_seconds(SystemTime::now()));
@@ -404,6 +401,22 @@ impl SqliteStore {
                 .and_then(|rows| written_once(rows, &shown))?;
         }
         transaction.commit().map_err(fail)
+    }
+}
+
+/// A value read beside a state, if it is UTF-8 text, else why it is refused.
+fn stored_text(value: rusqlite::types::ValueRef) -> Result<String, ValueRefused> {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Text(bytes) => {
+            String::from_utf8(bytes.to_vec()).map_err(|err| ValueRefused::NotUtf8 {
+                offset: err.utf8_error().valid_up_to(),
+            })
+        }
+        ValueRef::Blob(_) => Err(ValueRefused::NotText("a blob")),
+        ValueRef::Integer(_) => Err(ValueRefused::NotText("an integer")),
+        ValueRef::Real(_) => Err(ValueRefused::NotText("a real number")),
+        ValueRef::Null => Err(ValueRefused::NotText("null")),
     }
 }
 
