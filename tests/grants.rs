@@ -740,3 +740,45 @@ fn a_grants_change_during_an_update_on_redis_runs_it_again_on_the_new_grants() {
         2.0
     );
 }
+
+/// A grants key of another type than a string (a list, which no program of ours writes) fails
+/// the batch's read on Redis: the update is refused (its calls denied), never run without the
+/// grants, and the connection is left clean, so the next update, the key put right, goes on.
+#[test]
+fn a_grants_key_of_another_type_on_redis_refuses_the_update_and_the_next_one_goes_on() {
+    use skeleton_crew::store::ValueKey;
+    let redis = RedisServer::with_store();
+    let url = StateUrl::Redis(redis.url());
+    let mut store = open(&url);
+    let mut other = redis.connection();
+    let _: () = redis::cmd("RPUSH")
+        .arg("skeleton-crew:crew:c:grants")
+        .arg("x")
+        .query(&mut other)
+        .unwrap();
+    let key = StateKey::crew("c", View::Gate);
+    let mut ran = false;
+    let err = store
+        .update_beside(&key, &ValueKey::grants("c"), &mut |_, _| ran = true)
+        .unwrap_err()
+        .to_string();
+    assert!(!ran);
+    assert!(err.contains("WRONGTYPE"), "{err}");
+    let _: () = redis::cmd("DEL")
+        .arg("skeleton-crew:crew:c:grants")
+        .query(&mut other)
+        .unwrap();
+    let mut seen = Vec::new();
+    store
+        .update_beside(&key, &ValueKey::grants("c"), &mut |state, value| {
+            seen.push(
+                value
+                    .map(|v| v.map(str::to_owned))
+                    .map_err(|e| e.to_string()),
+            );
+            state.crew_spent = 1.0;
+        })
+        .unwrap();
+    assert_eq!(seen, [Ok(None)]);
+    assert_eq!(store.read(&key).unwrap().unwrap().crew_spent, 1.0);
+}

@@ -486,9 +486,9 @@ impl RedisStore {
     }
 
     /// One optimistic attempt: `Ok(true)` when written (or nothing to write), `Ok(false)` when
-    /// another process wrote the key first.
-    /// `beside` is a value's key and its Redis key, read in the same round trip and given to
-    /// `update` ([`Store::update_beside`]).
+    /// another process wrote the key (or the value `beside`) first. `beside` is a value's key
+    /// and its Redis key, read in the same round trip and given to `update`
+    /// ([`Store::update_beside`]).
     fn attempt(
         &mut self,
         key: &StateKey,
