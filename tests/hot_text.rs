@@ -110,6 +110,15 @@ fn the_functions_the_gate_and_the_hook_run_lie_side_by_side() {
                 &outside[..outside.len().min(5)]
             );
             assert!(inside > 500, "{inside} functions in .text.hot");
+            // The static C library's objects are listed by file: its allocator lies there too.
+            if env!("SKELETON_CREW_LINKED") == "static-pie" {
+                let malloc = program.functions.iter().find(|f| f.name == "malloc");
+                assert!(
+                    malloc.is_some_and(|f| hot.is_some_and(|hot| hot.holds(f.addr))),
+                    "the C library's malloc lies outside .text.hot (at {:?})",
+                    malloc.map(|f| f.addr)
+                );
+            }
         }
         off => assert!(
             hot.is_none(),
