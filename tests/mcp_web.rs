@@ -25,7 +25,7 @@ use crate::mcp::{
     result_text, served_folder, server_received, Proxy,
 };
 use crate::terminal::Tty;
-use crate::util::{parse_lines, parse_whole_lines, testdata, Scratch};
+use crate::util::{parse_lines, parse_whole_lines, testdata, unclocked, Scratch};
 use crate::web::{find, hex, request, runtime, screenshot_path, text_of, Answer, ChromeDriver};
 
 /// What sc-mcp says on stderr when the page is up.
@@ -265,7 +265,7 @@ fn cards_are_approved_and_declined_on_the_page_while_the_published_server_keeps_
             again.text()
         );
     }
-    assert_eq!(page.pending(), vec![cards[0].clone()]);
+    assert_eq!(unclocked(page.pending()), unclocked(vec![cards[0].clone()]));
 
     // The first is declined: refused with isError, and it never reaches the server.
     let answer = page.answer(&cards[0], false);
@@ -503,7 +503,11 @@ fn every_api_refusal_changes_nothing_and_the_call_stays_held() {
         let answer = page.http(method, path, &headers, body.as_bytes());
         assert_eq!(answer.status, *status, "{what}: {}", answer.text());
         // Refused, and nothing changed: both cards wait, nothing was answered or ran.
-        assert_eq!(page.pending(), pending, "{what}");
+        assert_eq!(
+            unclocked(page.pending()),
+            unclocked(pending.clone()),
+            "{what}"
+        );
         let all = scratch.audit_events();
         assert!(events(&all, "approve").is_empty(), "{what}");
         assert!(events(&all, "exec").is_empty(), "{what}");
