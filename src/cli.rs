@@ -371,7 +371,9 @@ impl StreamArgs {
     /// The stage's output: records to stdout, events to the audit log, narration to stderr
     /// unless quiet, held back while sc-approve asks a person on the same terminal
     /// ([`crate::approve::turn`]).
+    /// A pipe to the next stage is widened first ([`crate::jsonl::pipe`]).
     pub fn output(&self, audit: AuditLog) -> StageOutput<StdoutLock<'static>, Story<Stderr>> {
+        crate::jsonl::pipe::widen(io::stdout());
         StageOutput::new(
             audit,
             io::stdout().lock(),

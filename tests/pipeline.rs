@@ -227,3 +227,71 @@ fn make_demo_runs_the_story() {
     let events = parse_lines(&std::fs::read_to_string(&audit).expect("the demo's audit log"));
     assert_eq!(events.len(), 7, "{events:?}");
 }
+
+/// Each stage widens the pipes it reads and writes to 1 MiB (`skeleton_crew::jsonl::pipe`), so
+/// a batch no longer fills the pipe and stops its writer; the records pass through the same.
+#[test]
+fn each_stage_widens_the_pipes_it_reads_and_writes() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+
+    let scratch = Scratch::new();
+    let mut bytes = std::fs::read(testdata("crew.jsonl")).unwrap();
+    for bin in ["sc-gate", "sc-approve", "sc-exec"] {
+        // Close-on-exec, as std's own pipes: a stage that inherited the write end of its own
+        // input would never see it end.
+        let (in_read, in_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        for end in [&in_read, &out_read] {
+            assert_eq!(fcntl(end, FcntlArg::F_GETPIPE_SZ).unwrap(), 64 << 10);
+        }
+        // Kept to ask the pipe's size once the stage is gone; a reader's copy does not hold
+        // back the stage's end of input.
+        let input_kept = in_read.try_clone().unwrap();
+        let output_kept = out_read.try_clone().unwrap();
+        let mut command = stage(&scratch, bin);
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Ok(())
+            });
+        }
+        let mut child = command
+            .stdin(Stdio::from(in_read))
+            .stdout(Stdio::from(out_write))
+            .spawn()
+            .unwrap();
+        drop(command);
+        let stderr = drain(child.stderr.take().unwrap());
+        let output = drain(std::fs::File::from(out_read));
+        let mut writer = std::fs::File::from(in_write);
+        writer.write_all(&bytes).unwrap();
+        drop(writer);
+        let status = wait_all(&mut [(bin, child)], PIPELINE_LIMIT);
+        let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+        assert!(status[0].success(), "{bin}: {stderr}");
+        for (what, end) in [("stdin", &input_kept), ("stdout", &output_kept)] {
+            assert_eq!(
+                fcntl(end, FcntlArg::F_GETPIPE_SZ).unwrap(),
+                1 << 20,
+                "{bin}'s {what}"
+            );
+        }
+        let records = output.join().unwrap();
+        assert_eq!(
+            parse_stdout(&records).len(),
+            parse_stdout(&bytes).len(),
+            "{bin}: a record for every line"
+        );
+        bytes = records;
+    }
+    // The records that came through are the whole story, as through the shell's pipes.
+    let records = parse_stdout(&bytes);
+    assert!(
+        records.iter().all(|r| r["outcome"].is_object()),
+        "{records:?}"
+    );
+}

@@ -7,12 +7,14 @@
 //! when the input pauses) or when the batch is large (so fast input is block-buffered). The audit
 //! events of a batch are written, in one locked append, before the batch's records leave.
 //!
-//! Two files, one concern each: [`input`] reads lines, [`output`] is a stage's output, which
-//! audits each batch before its records leave. Writing JSON text is [`crate::json_write`], below
-//! both this module and the audit log, and is re-exported here.
+//! Three files, one concern each: [`input`] reads lines, [`output`] is a stage's output, which
+//! audits each batch before its records leave, and [`pipe`] widens the pipes between stages.
+//! Writing JSON text is [`crate::json_write`], below both this module and the audit log, and is
+//! re-exported here.
 
 pub mod input;
 pub mod output;
+pub mod pipe;
 
 pub use crate::json_write::*;
 pub use input::*;
