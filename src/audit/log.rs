@@ -278,11 +278,29 @@ impl crate::jsonl::AuditSink for AuditLog {
     fn append(&mut self, events: &[u8], records: &[u8]) -> Result<()> {
         AuditLog::append_batch(self, events, records)
     }
+
+    fn durable(&self) -> bool {
+        self.options.fsync
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_opened_with_fsync_is_a_durable_sink() {
+        use crate::jsonl::AuditSink;
+        let dir = tempfile::tempdir().unwrap();
+        for fsync in [false, true] {
+            let options = AuditOptions {
+                fsync,
+                ..AuditOptions::default()
+            };
+            let log = AuditLog::open_with(&dir.path().join("audit.jsonl"), options).unwrap();
+            assert_eq!(log.durable(), fsync);
+        }
+    }
 
     #[test]
     fn ids_differ_within_and_across_minters() {

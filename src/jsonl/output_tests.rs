@@ -1,11 +1,13 @@
 use super::*;
 use std::sync::{Arc, Mutex};
 
-/// What a sink was given, one entry an append; `fail` makes every append fail.
+/// What a sink was given, one entry an append; `fail` makes every append fail; `durable` says
+/// each append waits for the disk.
 #[derive(Clone, Default)]
 struct Recording {
     appends: Arc<Mutex<Vec<Vec<u8>>>>,
     fail: bool,
+    durable: bool,
 }
 
 impl AuditSink for Recording {
@@ -15,6 +17,10 @@ impl AuditSink for Recording {
         }
         self.appends.lock().unwrap().push(lines.to_vec());
         Ok(())
+    }
+
+    fn durable(&self) -> bool {
+        self.durable
     }
 }
 
@@ -239,5 +245,39 @@ fn after_a_failed_append_nothing_more_leaves_however_the_caller_goes_on() {
             "background: {background}"
         );
         assert_eq!(sink.appends(), appends, "no append after the failed one");
+    }
+}
+
+/// While input flows, a batch goes to the audit thread at 64 KiB of records, or at twice that
+/// when each append waits for the disk; either way every record leaves after its event.
+#[test]
+fn a_durable_sink_is_handed_batches_twice_as_large() {
+    for durable in [false, true] {
+        let sink = Recording {
+            durable,
+            ..Recording::default()
+        };
+        let stdout = Shared::default();
+        let mut out = output(&sink, &stdout);
+        let record = vec![b'x'; BATCH_BYTES];
+        out.emit(b"{\"e\":1}\n", &record);
+        out.commit_if_due(true).unwrap();
+        assert_eq!(
+            out.in_flight.len(),
+            usize::from(!durable),
+            "durable {durable}"
+        );
+        out.emit(b"{\"e\":2}\n", &record);
+        out.commit_if_due(true).unwrap();
+        assert_eq!(out.in_flight.len(), if durable { 1 } else { 2 });
+        out.commit().unwrap();
+        let appends = sink.appends.lock().unwrap().clone();
+        let expected: Vec<Vec<u8>> = if durable {
+            vec![b"{\"e\":1}\n{\"e\":2}\n".to_vec()]
+        } else {
+            vec![b"{\"e\":1}\n".to_vec(), b"{\"e\":2}\n".to_vec()]
+        };
+        assert_eq!(appends, expected, "durable {durable}");
+        assert_eq!(stdout.0.lock().unwrap().len(), 2 * BATCH_BYTES);
     }
 }
