@@ -43,10 +43,6 @@ impl Input {
     /// [`LineReader::has_complete_line`] sees every byte that is waiting.
     pub fn open(&self) -> Result<LineSource> {
         let file = self.open_file()?;
-        if matches!(self, Input::Stdin) {
-            // A pipe from the stage before is widened from this end too ([`super::pipe`]).
-            super::pipe::widen(&file);
-        }
         // A regular file is always readable: reading it never waits for a writer.
         let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
         Ok(LineSource { file, regular })

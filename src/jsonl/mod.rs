@@ -8,7 +8,7 @@
 //! events of a batch are written, in one locked append, before the batch's records leave.
 //!
 //! Three files, one concern each: [`input`] reads lines, [`output`] is a stage's output, which
-//! audits each batch before its records leave, and [`pipe`] widens the pipes between stages.
+//! audits each batch before its records leave, and [`pipe`] widens the pipe to the next stage.
 //! Writing JSON text is [`crate::json_write`], below both this module and the audit log, and is
 //! re-exported here.
 
