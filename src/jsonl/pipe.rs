@@ -10,29 +10,34 @@
 //! (`/proc/sys/fs/pipe-user-pages-soft`, 16,384 pages by default), and a user past it gets pipes
 //! of 8 KiB from then on, in every program. A 256 KiB pipe counts 64 pages against the default's
 //! 16, so only a stage's stdout is widened (a pipe it writes, not one its caller handed it to read
-//! from), and only a pipe of the stage's own user: a stage run as root, which the quota does not
-//! bound, never charges another user's pipe. A pipeline of three stages then counts 192 pages.
+//! from), and only an anonymous pipe (not a named FIFO, whose pages count against whoever opened
+//! it first) made by the stage's own user: a stage run as root, which the quota does not bound,
+//! does not charge another user's pipe. A pipeline of three stages then counts up to 192 pages.
 //!
-//! Widening is a hint only: a pipe the kernel will not widen (a user at its quota, a lower
-//! `/proc/sys/fs/pipe-max-size`) works as it did.
+//! Widening is a hint only: a pipe the kernel will not widen (a user at its quota; for users other
+//! than root, a `/proc/sys/fs/pipe-max-size` under 256 KiB) works as it did.
 
 use std::os::fd::AsFd;
 
 use nix::fcntl::{fcntl, FcntlArg};
 use nix::sys::stat::{fstat, SFlag};
+use nix::sys::statfs::{fstatfs, FsType};
+
+/// The file system of anonymous pipes (`statfs(2)`'s `f_type`).
+const PIPEFS_MAGIC: FsType = FsType(0x5049_5045);
 
 /// The size asked for.
 pub const WIDE_PIPE_BYTES: i32 = 256 << 10;
 
-/// Asks the kernel to hold up to [`WIDE_PIPE_BYTES`] in `fd` when it is a pipe of this process's
-/// user; anything else (a file, a terminal, a socket, another user's pipe) is left alone. Says
-/// whether the pipe now holds that much.
+/// Asks the kernel to hold up to [`WIDE_PIPE_BYTES`] in `fd` when it is an anonymous pipe of this
+/// process's user; anything else (a file, a terminal, a socket, a named FIFO, another user's pipe)
+/// is left alone. Says whether the pipe now holds that much.
 pub fn widen(fd: impl AsFd) -> bool {
     let fd = fd.as_fd();
     let ours = fstat(fd).is_ok_and(|stat| {
         SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFIFO
             && stat.st_uid == nix::unistd::geteuid().as_raw()
-    });
+    }) && fstatfs(fd).is_ok_and(|fs| fs.filesystem_type() == PIPEFS_MAGIC);
     if !ours {
         return false;
     }
