@@ -9,6 +9,28 @@ use skeleton_crew::store::{OpenOptions, StateKey, StateUrl, Store, View};
 use serde_json::{json, Value};
 
 use crate::util::{RedisServer, Scratch};
+/// Crew `c`'s grants key on Redis.
+const GRANTS_KEY_C: &str = "skeleton-crew:crew:c:grants";
+
+/// Runs `command` on crew `c`'s grants key (with `value` after it, if any) from `connection`, as
+/// another process would.
+fn on_grants_key(connection: &mut redis::Connection, command: &str, value: Option<&[u8]>) {
+    let mut cmd = redis::cmd(command);
+    cmd.arg(GRANTS_KEY_C);
+    if let Some(value) = value {
+        cmd.arg(value);
+    }
+    let _: () = cmd.query(connection).unwrap();
+}
+
+/// What crew `c` has spent, as its gate state says.
+fn spent_of_c(store: &mut dyn Store) -> f64 {
+    store
+        .read(&StateKey::crew("c", View::Gate))
+        .unwrap()
+        .unwrap()
+        .crew_spent
+}
 
 fn open(url: &StateUrl) -> Box<dyn Store> {
     url.open(OpenOptions {
@@ -574,11 +596,7 @@ fn the_grants_are_read_in_the_states_update_on_redis_and_a_lost_store_is_refused
     let redis = RedisServer::with_store();
     let url = StateUrl::Redis(redis.url());
     the_grants_are_read_in_the_states_update(&url, &|| {
-        let _: () = redis::cmd("SET")
-            .arg("skeleton-crew:crew:c:grants")
-            .arg(&b"\xff\xfe"[..])
-            .query(&mut redis.connection())
-            .unwrap();
+        on_grants_key(&mut redis.connection(), "SET", Some(b"\xff\xfe"));
     });
     // A Redis that lost its data: the update is refused, and runs nothing.
     let mut store = open(&url);
@@ -685,15 +703,7 @@ fn grants_stored_as_anything_but_text_are_refused_beside_the_state_on_sqlite() {
         // Back to text for the next type.
         retype("CAST(value AS TEXT)");
     }
-    let mut store = open(&url);
-    assert_eq!(
-        store
-            .read(&StateKey::crew("c", View::Gate))
-            .unwrap()
-            .unwrap()
-            .crew_spent,
-        4.0
-    );
+    assert_eq!(spent_of_c(open(&url).as_mut()), 4.0);
 }
 
 /// On Redis the grants are watched with the state: a grant revoked (the value changed) while a
@@ -706,11 +716,7 @@ fn a_grants_change_during_an_update_on_redis_runs_it_again_on_the_new_grants() {
     let url = StateUrl::Redis(redis.url());
     let mut store = open(&url);
     let mut other = redis.connection();
-    let _: () = redis::cmd("SET")
-        .arg("skeleton-crew:crew:c:grants")
-        .arg("before")
-        .query(&mut other)
-        .unwrap();
+    on_grants_key(&mut other, "SET", Some(b"before"));
     let mut seen = Vec::new();
     store
         .update_beside(
@@ -720,25 +726,14 @@ fn a_grants_change_during_an_update_on_redis_runs_it_again_on_the_new_grants() {
                 seen.push(value.unwrap().map(str::to_owned));
                 if seen.len() == 1 {
                     // Another process revokes meanwhile.
-                    let _: () = redis::cmd("SET")
-                        .arg("skeleton-crew:crew:c:grants")
-                        .arg("after")
-                        .query(&mut other)
-                        .unwrap();
+                    on_grants_key(&mut other, "SET", Some(b"after"));
                 }
                 state.crew_spent = seen.len() as f64;
             },
         )
         .unwrap();
     assert_eq!(seen, [Some("before".to_owned()), Some("after".to_owned())]);
-    assert_eq!(
-        store
-            .read(&StateKey::crew("c", View::Gate))
-            .unwrap()
-            .unwrap()
-            .crew_spent,
-        2.0
-    );
+    assert_eq!(spent_of_c(store.as_mut()), 2.0);
 }
 
 /// A grants key of another type than a string (a list, which no program of ours writes) fails
@@ -751,11 +746,7 @@ fn a_grants_key_of_another_type_on_redis_refuses_the_update_and_the_next_one_goe
     let url = StateUrl::Redis(redis.url());
     let mut store = open(&url);
     let mut other = redis.connection();
-    let _: () = redis::cmd("RPUSH")
-        .arg("skeleton-crew:crew:c:grants")
-        .arg("x")
-        .query(&mut other)
-        .unwrap();
+    on_grants_key(&mut other, "RPUSH", Some(b"x"));
     let key = StateKey::crew("c", View::Gate);
     let mut ran = false;
     let err = store
@@ -764,10 +755,7 @@ fn a_grants_key_of_another_type_on_redis_refuses_the_update_and_the_next_one_goe
         .to_string();
     assert!(!ran);
     assert!(err.contains("WRONGTYPE"), "{err}");
-    let _: () = redis::cmd("DEL")
-        .arg("skeleton-crew:crew:c:grants")
-        .query(&mut other)
-        .unwrap();
+    on_grants_key(&mut other, "DEL", None);
     let mut seen = Vec::new();
     store
         .update_beside(&key, &ValueKey::grants("c"), &mut |state, value| {
