@@ -12,7 +12,10 @@
 //! 16, so only a stage's stdout is widened (a pipe it writes, not one its caller handed it to read
 //! from), and only an anonymous pipe (not a named FIFO, whose pages count against whoever opened
 //! it first) made by the stage's own user: a stage run as root, which the quota does not bound,
-//! does not charge another user's pipe. A pipeline of three stages then counts up to 192 pages.
+//! does not charge another user's pipe. A pipe of the overflow uid (`nobody`, which a user
+//! namespace shows for every user it does not map) may be anyone's, and is left alone too. One
+//! case is not seen: a pipe made by a setuid program shows its effective uid, while its pages
+//! count against its real uid. A pipeline of three stages counts up to 192 pages.
 //!
 //! Widening is a hint only: a pipe the kernel will not widen (a user at its quota; for users other
 //! than root, a `/proc/sys/fs/pipe-max-size` under 256 KiB) works as it did.
@@ -26,6 +29,10 @@ use nix::sys::statfs::{fstatfs, FsType};
 /// The file system of anonymous pipes (`statfs(2)`'s `f_type`).
 const PIPEFS_MAGIC: FsType = FsType(0x5049_5045);
 
+/// The uid a user namespace shows for any user it does not map (`nobody` by default): a pipe of
+/// that uid may be anyone's.
+const OVERFLOW_UID: u32 = 65534;
+
 /// The size asked for.
 pub const WIDE_PIPE_BYTES: i32 = 256 << 10;
 
@@ -37,6 +44,7 @@ pub fn widen(fd: impl AsFd) -> bool {
     let ours = fstat(fd).is_ok_and(|stat| {
         SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFIFO
             && stat.st_uid == nix::unistd::geteuid().as_raw()
+            && stat.st_uid != OVERFLOW_UID
     }) && fstatfs(fd).is_ok_and(|fs| fs.filesystem_type() == PIPEFS_MAGIC);
     if !ours {
         return false;
